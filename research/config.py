@@ -1,0 +1,285 @@
+"""One frozen, validated configuration for a run, built once at the edge.
+
+Precedence, lowest to highest:
+  1. the defaults in `constants.py`
+  2. the environment (`DEEP_RESEARCH_<NAME>`, `DEEP_RESEARCH_PROVIDER`, ...)
+  3. the preset (a choice the user makes for this run)
+  4. explicit arguments (CLI flags, dashboard widgets)
+
+Inside the engine nothing reads `os.environ`: `from_env` is called by the CLI and the
+dashboard, and the resulting object is passed down. API keys live in `Credentials`,
+which is never serialised into the database or exports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+from research.constants import CONSTANTS, DEFAULTS, PRESETS
+from research.errors import ConfigError
+
+ProviderName = Literal["openai", "gemini"]
+ROLES = ("lead", "worker", "writer", "reviewer", "verifier", "critic")
+SEARCH_PROVIDERS = ("tavily", "web", "arxiv", "semanticscholar")
+ACADEMIC_PROVIDERS = ("arxiv", "semanticscholar")
+DEFAULT_MODELS = {"openai": "gpt-5-mini", "gemini": "gemini-2.5-flash"}
+ENV_PREFIX = "DEEP_RESEARCH_"
+
+
+class RoleModel(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    provider: ProviderName
+    model: str
+
+
+class ResearchConfig(BaseModel):
+    """Everything that shapes a run except secrets. Serialised with each run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    subtopic_count: int = DEFAULTS["SUBTOPIC_COUNT"]
+    sources_per_subtopic: int = DEFAULTS["SOURCES_PER_SUBTOPIC"]
+    searches_per_subtopic: int = DEFAULTS["SEARCHES_PER_SUBTOPIC"]
+    review_cycles: int = DEFAULTS["REVIEW_CYCLES"]
+    max_rounds: int = DEFAULTS["MAX_ROUNDS"]
+    source_relevance_threshold: float = DEFAULTS["SOURCE_RELEVANCE_THRESHOLD"]
+    source_max_age_days: int = DEFAULTS["SOURCE_MAX_AGE_DAYS"]
+    report_max_words: int = DEFAULTS["REPORT_MAX_WORDS"]
+    require_clarification: bool = DEFAULTS["REQUIRE_CLARIFICATION"]
+    include_academic_sources: bool = DEFAULTS["INCLUDE_ACADEMIC_SOURCES"]
+    max_parallel_workers: int = DEFAULTS["MAX_PARALLEL_WORKERS"]
+    step_timeout_ms: int = DEFAULTS["STEP_TIMEOUT_MS"]
+    total_timeout_ms: int = DEFAULTS["TOTAL_TIMEOUT_MS"]
+
+    preset: str = "standard"
+    provider: ProviderName = "openai"
+    model: str = DEFAULT_MODELS["openai"]
+    role_models: dict[str, RoleModel] = Field(default_factory=dict)
+    search_providers: tuple[str, ...] = ("tavily", "web")
+    openai_base_url: str | None = None
+    gemini_base_url: str | None = None
+    tavily_base_url: str | None = None
+    arxiv_base_url: str | None = None
+    semanticscholar_base_url: str | None = None
+    allow_private_hosts: bool = False
+    request_timeout_s: float = 60.0
+    max_retries: int = 3
+
+    @model_validator(mode="after")
+    def _check(self) -> ResearchConfig:
+        for const in CONSTANTS.values():
+            value = getattr(self, const.field)
+            if const.minimum is not None and value < const.minimum:
+                raise ValueError(_bound_message(const.name, value))
+            if const.maximum is not None and value > const.maximum:
+                raise ValueError(_bound_message(const.name, value))
+        if self.preset not in PRESETS:
+            raise ValueError(f"Unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}.")
+        for name in self.search_providers:
+            if name not in SEARCH_PROVIDERS:
+                raise ValueError(
+                    f"Unknown search provider {name!r}; choose from {', '.join(SEARCH_PROVIDERS)}."
+                )
+        if not self.search_providers:
+            raise ValueError("At least one search provider is needed (DEEP_RESEARCH_SEARCH).")
+        for role in self.role_models:
+            if role not in ROLES:
+                raise ValueError(f"Unknown role {role!r}; roles are {', '.join(ROLES)}.")
+        return self
+
+    def role(self, role: str) -> RoleModel:
+        """Provider and model for a role; every role defaults to the lead's."""
+        if role not in ROLES:
+            raise ConfigError(f"Unknown role {role!r}; roles are {', '.join(ROLES)}.")
+        if role in self.role_models:
+            return self.role_models[role]
+        if role != "lead" and "lead" in self.role_models:
+            return self.role_models["lead"]
+        return RoleModel(provider=self.provider, model=self.model)
+
+    def active_search_providers(self) -> tuple[str, ...]:
+        names = [n for n in self.search_providers if n not in ACADEMIC_PROVIDERS]
+        if self.include_academic_sources:
+            names += [n for n in ACADEMIC_PROVIDERS if n in self.search_providers] or list(
+                ACADEMIC_PROVIDERS
+            )
+        return tuple(dict.fromkeys(names))
+
+    def constants(self) -> dict[str, Any]:
+        """The SPEC constants by their upper-case names."""
+        return {name: getattr(self, c.field) for name, c in CONSTANTS.items()}
+
+    def parameters_line(self) -> str:
+        c = self.constants()
+        return (
+            f"preset {self.preset}; {c['SUBTOPIC_COUNT']} subtopics, "
+            f"{c['SOURCES_PER_SUBTOPIC']} sources/subtopic, {c['SEARCHES_PER_SUBTOPIC']} "
+            f"searches/subtopic, {c['REVIEW_CYCLES']} review cycles, {c['MAX_ROUNDS']} rounds; "
+            f"model {self.provider}/{self.model}"
+        )
+
+
+class Credentials(BaseModel):
+    """API keys. Kept apart from ResearchConfig so they never get serialised."""
+
+    model_config = ConfigDict(frozen=True)
+    openai_api_key: SecretStr | None = None
+    gemini_api_key: SecretStr | None = None
+    tavily_api_key: SecretStr | None = None
+    semanticscholar_api_key: SecretStr | None = None
+
+    def get(self, name: str) -> str | None:
+        value = getattr(self, f"{name}_api_key", None)
+        return value.get_secret_value() if value else None
+
+    def secrets(self) -> list[str]:
+        """Every key value, for redaction."""
+        values = (self.openai_api_key, self.gemini_api_key, self.tavily_api_key,
+                  self.semanticscholar_api_key)
+        return [v.get_secret_value() for v in values if v]
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Credentials:
+        def key(name: str) -> SecretStr | None:
+            value = (env.get(name) or "").strip()
+            return SecretStr(value) if value else None
+
+        return cls(
+            openai_api_key=key("OPENAI_API_KEY"),
+            gemini_api_key=key("GEMINI_API_KEY") or key("GOOGLE_API_KEY"),
+            tavily_api_key=key("TAVILY_API_KEY"),
+            semanticscholar_api_key=key("SEMANTIC_SCHOLAR_API_KEY"),
+        )
+
+
+def _bound_message(name: str, value: Any) -> str:
+    const = CONSTANTS[name]
+    return (
+        f"{name} must be between {_fmt(const.minimum)} and {_fmt(const.maximum)} "
+        f"(got {value})."
+    )
+
+
+def _fmt(x: float | None) -> str:
+    return "" if x is None else (str(int(x)) if float(x).is_integer() else str(x))
+
+
+def _parse(name: str, raw: Any) -> Any:
+    const = CONSTANTS[name]
+    if not isinstance(raw, str):
+        return raw
+    text = raw.strip()
+    try:
+        if const.kind is bool:
+            lowered = text.lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off", ""):
+                return False
+            raise ValueError
+        if const.kind is int:
+            return int(text)
+        return float(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be a {const.kind.__name__} (got {raw!r}).") from None
+
+
+def _env_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in CONSTANTS:
+        raw = env.get(ENV_PREFIX + name)
+        if raw is not None and raw.strip() != "":
+            out[name] = _parse(name, raw)
+    provider = (env.get("DEEP_RESEARCH_PROVIDER") or "").strip().lower()
+    if provider:
+        out["provider"] = provider
+    model = (env.get("DEEP_RESEARCH_MODEL") or "").strip()
+    if model:
+        out["model"] = model
+    for role in ROLES:
+        role_model = (env.get(f"DEEP_RESEARCH_{role.upper()}_MODEL") or "").strip()
+        role_provider = (env.get(f"DEEP_RESEARCH_{role.upper()}_PROVIDER") or "").strip().lower()
+        if role_model or role_provider:
+            out.setdefault("role_models", {})[role] = {"model": role_model, "provider": role_provider}
+    search = (env.get("DEEP_RESEARCH_SEARCH") or "").strip()
+    if search:
+        out["search_providers"] = tuple(s.strip().lower() for s in search.split(",") if s.strip())
+    elif not (env.get("TAVILY_API_KEY") or "").strip():
+        out["search_providers"] = ("web",)
+    for field, var in (
+        ("openai_base_url", "OPENAI_BASE_URL"),
+        ("gemini_base_url", "GEMINI_BASE_URL"),
+        ("tavily_base_url", "TAVILY_BASE_URL"),
+        ("arxiv_base_url", "ARXIV_BASE_URL"),
+        ("semanticscholar_base_url", "SEMANTIC_SCHOLAR_BASE_URL"),
+    ):
+        value = (env.get(var) or "").strip()
+        if value:
+            out[field] = value
+    private = (env.get("DEEP_RESEARCH_ALLOW_PRIVATE_HOSTS") or "").strip().lower()
+    if private:
+        out["allow_private_hosts"] = private in ("1", "true", "yes", "on")
+    return out
+
+
+def build_config(
+    *,
+    env: Mapping[str, str] | None = None,
+    preset: str | None = None,
+    **overrides: Any,
+) -> ResearchConfig:
+    """Build the run configuration; see the module docstring for precedence.
+
+    `overrides` take either SPEC names (``SUBTOPIC_COUNT=8``) or field names
+    (``subtopic_count=8``); ``None`` values are ignored so CLI flags can pass through.
+    Raises ConfigError naming the setting and its bounds.
+    """
+    merged: dict[str, Any] = {}
+    layers: list[dict[str, Any]] = [_env_settings(env or {})]
+    if preset is not None:
+        key = preset.strip().lower()
+        if key not in PRESETS:
+            raise ConfigError(f"Unknown preset {preset!r}; choose one of {', '.join(PRESETS)}.")
+        layers.append({**PRESETS[key], "preset": key})
+    layers.append({k: v for k, v in overrides.items() if v is not None})
+    for layer in layers:
+        for key, value in layer.items():
+            if key.upper() in CONSTANTS:
+                merged[key.lower()] = _parse(key.upper(), value)
+            else:
+                merged[key] = value
+    provider = merged.get("provider", "openai")
+    if provider not in DEFAULT_MODELS:
+        raise ConfigError(
+            f"Unknown LLM provider {provider!r}; DEEP_RESEARCH_PROVIDER must be openai or gemini."
+        )
+    merged.setdefault("model", DEFAULT_MODELS[provider])
+    roles = merged.get("role_models") or {}
+    resolved: dict[str, Any] = {}
+    for role, spec in roles.items():
+        if isinstance(spec, RoleModel):
+            resolved[role] = spec
+            continue
+        role_provider = spec.get("provider") or provider
+        if role_provider not in DEFAULT_MODELS:
+            raise ConfigError(f"Unknown LLM provider {role_provider!r} for role {role}.")
+        role_model = spec.get("model") or (
+            merged["model"] if role_provider == provider else DEFAULT_MODELS[role_provider]
+        )
+        resolved[role] = {"provider": role_provider, "model": role_model}
+    if roles:
+        merged["role_models"] = resolved
+    try:
+        return ResearchConfig(**merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+        if first.get("type") == "extra_forbidden":
+            message = f"Unknown setting {where!r}."
+        elif where and where.upper() in CONSTANTS:
+            message = f"{where.upper()}: {message}"
+        raise ConfigError(message) from None

@@ -1,0 +1,78 @@
+"""Every tunable constant of a research run, with its default, bounds and meaning.
+
+This is the single table the configuration, the dashboard sliders, the CLI flags and the
+cost estimate read from. Presets set several constants at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Constant:
+    name: str
+    default: Any
+    kind: type
+    minimum: float | None = None
+    maximum: float | None = None
+    description: str = ""
+
+    @property
+    def field(self) -> str:
+        """Attribute name on ResearchConfig (lower case)."""
+        return self.name.lower()
+
+
+REVIEW_CYCLES_MAX = 5
+
+_TABLE = (
+    Constant("SUBTOPIC_COUNT", 6, int, 3, 10, "How many subtopics the question is split into."),
+    Constant("SOURCES_PER_SUBTOPIC", 20, int, 5, 50, "Most sources kept for each subtopic."),
+    Constant("SEARCHES_PER_SUBTOPIC", 5, int, 1, 10, "Web searches written for each subtopic."),
+    Constant("REVIEW_CYCLES", 2, int, 0, REVIEW_CYCLES_MAX, "Review-and-revise cycles for the draft."),
+    Constant("MAX_ROUNDS", 2, int, 1, 5, "Research rounds (follow-up questions get another round)."),
+    Constant("SOURCE_RELEVANCE_THRESHOLD", 0.6, float, 0.0, 1.0,
+             "Sources scored below this relevance (0-1) are dropped."),
+    Constant("SOURCE_MAX_AGE_DAYS", 0, int, 0, 36500,
+             "Sources older than this many days are dropped (0 = no limit)."),
+    Constant("REPORT_MAX_WORDS", 3000, int, 300, 20000, "Upper limit on the report's length in words."),
+    Constant("REQUIRE_CLARIFICATION", False, bool, None, None,
+             "Ask clarifying questions before planning."),
+    Constant("INCLUDE_ACADEMIC_SOURCES", True, bool, None, None,
+             "Also search arXiv and Semantic Scholar."),
+    Constant("MAX_PARALLEL_WORKERS", 4, int, 1, 16, "Subtopics researched at the same time."),
+    Constant("STEP_TIMEOUT_MS", 120_000, int, 1_000, 3_600_000, "Time limit for one step, in ms."),
+    Constant("TOTAL_TIMEOUT_MS", 1_800_000, int, 10_000, 86_400_000,
+             "Time limit for the whole run, in ms."),
+)
+
+CONSTANTS: dict[str, Constant] = {c.name: c for c in _TABLE}
+DEFAULTS: dict[str, Any] = {c.name: c.default for c in _TABLE}
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "quick": {
+        "SUBTOPIC_COUNT": 3, "SOURCES_PER_SUBTOPIC": 8, "SEARCHES_PER_SUBTOPIC": 3,
+        "MAX_ROUNDS": 1, "REVIEW_CYCLES": 0, "REPORT_MAX_WORDS": 1500,
+    },
+    "standard": {},
+    "deep": {
+        "SUBTOPIC_COUNT": 8, "SOURCES_PER_SUBTOPIC": 30, "SEARCHES_PER_SUBTOPIC": 6,
+        "MAX_ROUNDS": 3, "REVIEW_CYCLES": 3, "REPORT_MAX_WORDS": 5000,
+    },
+    "exhaustive": {
+        "SUBTOPIC_COUNT": 10, "SOURCES_PER_SUBTOPIC": 50, "SEARCHES_PER_SUBTOPIC": 8,
+        "MAX_ROUNDS": 5, "REVIEW_CYCLES": 5, "REPORT_MAX_WORDS": 8000,
+        "TOTAL_TIMEOUT_MS": 3_600_000,
+    },
+}
+
+PRESET_LABELS = {
+    "quick": "Quick: a short overview in a few minutes",
+    "standard": "Standard: balanced depth",
+    "deep": "Deep: more subtopics, sources and review",
+    "exhaustive": "Exhaustive: everything, slowest and most expensive",
+}
+
+MAX_QUESTION_CHARS = 2000

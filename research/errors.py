@@ -1,0 +1,106 @@
+"""The engine's exceptions: one small hierarchy, so callers can catch by meaning.
+
+ResearchError
+├── ConfigError          bad setting, unknown provider, missing key (user can fix it)
+├── PreflightError       no working LLM or search provider: nothing is started
+├── ProviderError        an external service failed after our retries
+│   ├── RateLimited      429 we could not wait out
+│   ├── QuotaExhausted   the account is out of credit: never retried
+│   ├── ProviderTimeout  no answer before the deadline
+│   └── AuthError        key refused
+├── SchemaError          a model's structured answer stayed invalid after one repair
+├── FetchError           a page could not be read
+│   └── FetchRefused     a page we will not read (unsafe address, wrong type, too big)
+├── BudgetExceeded       a run went over a cap (time, cost)
+├── DelegationError      an agent broke the rules of who may call whom
+└── RunCancelled         the user cancelled the run
+
+Every message is plain words meant for the person running the research, and never
+contains an API key (see `redact`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_KEYLIKE = re.compile(
+    r"(sk-[A-Za-z0-9_\-]{8,}|tvly-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|"
+    r"(?i:bearer)\s+[A-Za-z0-9_\-.]{12,})"
+)
+
+
+class ResearchError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class ConfigError(ResearchError, ValueError):
+    pass
+
+
+class PreflightError(ResearchError):
+    pass
+
+
+class ProviderError(ResearchError):
+    def __init__(self, message: str, *, provider: str = "", status: int | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+
+
+class RateLimited(ProviderError):
+    def __init__(
+        self, message: str, *, provider: str = "", status: int | None = 429,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, status=status)
+        self.retry_after = retry_after
+
+
+class QuotaExhausted(ProviderError):
+    pass
+
+
+class ProviderTimeout(ProviderError):
+    pass
+
+
+class AuthError(ProviderError):
+    pass
+
+
+class SchemaError(ResearchError):
+    pass
+
+
+class FetchError(ResearchError):
+    pass
+
+
+class FetchRefused(FetchError):
+    pass
+
+
+class BudgetExceeded(ResearchError):
+    pass
+
+
+class DelegationError(ResearchError):
+    pass
+
+
+class RunCancelled(ResearchError):
+    pass
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Remove API keys from text that may reach a user, a log or the database.
+
+    Known secret values are removed exactly; anything shaped like a common key format
+    is masked as well, for keys we were never told about (a provider echoing a key).
+    """
+    for secret in secrets:
+        if secret and len(secret) >= 6:
+            text = text.replace(secret, "[redacted]")
+    return _KEYLIKE.sub("[redacted]", text)

@@ -1,0 +1,261 @@
+"""The LLM seam: one Protocol with one method, plus what every provider shares.
+
+A provider only translates one request into one SDK call and maps its errors onto
+`research.errors`. Retries, wall-clock deadlines, usage accounting, `<think>` stripping
+and schema validation with one repair live here, once, for all providers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from research.errors import ProviderError, ProviderTimeout, SchemaError
+from research.llm.pricing import PriceTable
+from research.retry import RetryPolicy, call_with_retries
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    usage: Usage
+    provider: str
+    model: str
+
+
+class LLM(Protocol):
+    """One chat model. `complete` makes exactly one attempt and raises ProviderError."""
+
+    provider: str
+    model: str
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: dict | None = None,
+        schema_name: str | None = None,
+        timeout: float | None = None,
+    ) -> Completion: ...
+
+
+_THINK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL | re.IGNORECASE)
+_OPEN_THINK = re.compile(r"^\s*<think(?:ing)?>.*", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
+
+
+def strip_think(text: str) -> str:
+    """Drop reasoning-model scratchpad (`<think>...</think>`), even when left unclosed."""
+    text = _THINK.sub("", text)
+    if _OPEN_THINK.match(text):
+        # An unterminated think block swallows everything after it: nothing usable.
+        return ""
+    return text.strip()
+
+
+def extract_json(text: str) -> str:
+    """The JSON object inside a model answer: fences removed, surrounding prose cut."""
+    text = strip_think(text)
+    fenced = _FENCE.match(text)
+    if fenced:
+        return fenced.group(1).strip()
+    start, end = text.find("{"), text.rfind("}")
+    if start != -1 and end > start:
+        return text[start : end + 1]
+    return text
+
+
+def run_with_deadline(fn: Callable[[], T], seconds: float, what: str) -> T:
+    """Run `fn` with a wall-clock limit, so a trickling or hung socket cannot stall a step.
+
+    Socket timeouts only bound each read; a server that sends a byte every few seconds
+    never trips them. The call runs in a daemon thread; if the limit passes we stop
+    waiting (the thread is abandoned and ends when its own socket timeout fires).
+    """
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"deadline:{what}", daemon=True)
+    thread.start()
+    thread.join(max(0.0, seconds))
+    if thread.is_alive():
+        raise ProviderTimeout(f"{what} did not answer within {seconds:.0f} s.")
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]
+
+
+class UsageMeter:
+    """Tokens and estimated cost per (role, provider, model); thread-safe.
+
+    `on_record` is called after each call with the increment, so the store can persist
+    usage as it happens.
+    """
+
+    def __init__(
+        self,
+        prices: PriceTable | None = None,
+        on_record: Callable[[str, str, str, int, int, float], None] | None = None,
+    ) -> None:
+        self.prices = prices or PriceTable()
+        self._on_record = on_record
+        self._lock = threading.Lock()
+        self.totals: dict[tuple[str, str, str], dict[str, float]] = {}
+
+    def record(self, role: str, provider: str, model: str, usage: Usage) -> None:
+        cost = self.prices.cost(model, usage.input_tokens, usage.output_tokens)
+        with self._lock:
+            row = self.totals.setdefault(
+                (role, provider, model),
+                {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
+            )
+            row["calls"] += 1
+            row["input_tokens"] += usage.input_tokens
+            row["output_tokens"] += usage.output_tokens
+            row["cost_usd"] += cost
+        if self._on_record is not None:
+            self._on_record(role, provider, model, usage.input_tokens, usage.output_tokens, cost)
+
+    def total_cost(self) -> float:
+        with self._lock:
+            return sum(r["cost_usd"] for r in self.totals.values())
+
+    def total_tokens(self) -> int:
+        with self._lock:
+            return int(sum(r["input_tokens"] + r["output_tokens"] for r in self.totals.values()))
+
+
+class RoleLLM:
+    """An LLM bound to a role: adds retries, deadline, usage accounting and JSON parsing."""
+
+    def __init__(
+        self,
+        llm: LLM,
+        role: str,
+        meter: UsageMeter,
+        *,
+        policy: RetryPolicy = RetryPolicy(),
+        call_timeout: float = 60.0,
+        on_retry: Callable[[str], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        self.llm = llm
+        self.role = role
+        self.meter = meter
+        self.policy = policy
+        self.call_timeout = call_timeout
+        self._on_retry = on_retry
+        self._cancel = cancel
+
+    @property
+    def label(self) -> str:
+        return f"{self.llm.provider}/{self.llm.model}"
+
+    def _once(
+        self, messages: Sequence[Message], schema: dict | None, name: str | None,
+        deadline: float | None,
+    ) -> Completion:
+        def attempt() -> Completion:
+            limit = self.call_timeout
+            if deadline is not None:
+                limit = min(limit, deadline - time.monotonic())
+            if limit <= 0:
+                raise ProviderTimeout(f"No time left for a call to {self.label}.")
+            return run_with_deadline(
+                lambda: self.llm.complete(
+                    messages, json_schema=schema, schema_name=name, timeout=limit
+                ),
+                limit,
+                f"The {self.role} model ({self.label})",
+            )
+
+        def retried(n: int, exc: BaseException, delay: float) -> None:
+            if self._on_retry is not None:
+                self._on_retry(
+                    f"{self.role} model call failed ({exc}); retry {n} in {delay:.1f} s"
+                )
+
+        completion = call_with_retries(
+            attempt, policy=self.policy, deadline=deadline, on_retry=retried,
+            cancel=self._cancel,
+        )
+        self.meter.record(self.role, completion.provider, completion.model, completion.usage)
+        return completion
+
+    def text(self, messages: Sequence[Message], *, deadline: float | None = None) -> str:
+        completion = self._once(messages, None, None, deadline)
+        text = strip_think(completion.text)
+        if not text:
+            raise ProviderError(f"The {self.role} model ({self.label}) returned an empty answer.")
+        return text
+
+    def structured(
+        self, messages: Sequence[Message], model: type[M], *, deadline: float | None = None
+    ) -> M:
+        """Ask for JSON matching `model`; one repair attempt, then SchemaError."""
+        schema = model.model_json_schema()
+        completion = self._once(messages, schema, model.__name__, deadline)
+        try:
+            return _validate(model, completion.text)
+        except (ValidationError, ValueError) as first_error:
+            problem = _short_error(first_error)
+        repair = [
+            *messages,
+            Message("assistant", completion.text[:4000]),
+            Message(
+                "user",
+                "Your previous answer could not be used: "
+                f"{problem}. Reply again with only a JSON object that matches this schema, "
+                f"no prose and no code fences:\n{json.dumps(schema)}",
+            ),
+        ]
+        completion = self._once(repair, schema, model.__name__, deadline)
+        try:
+            return _validate(model, completion.text)
+        except (ValidationError, ValueError) as second_error:
+            raise SchemaError(
+                f"The {self.role} model ({self.label}) did not return a valid "
+                f"{model.__name__} after one repair attempt: {_short_error(second_error)}."
+            ) from None
+
+
+def _validate(model: type[M], text: str) -> M:
+    payload = extract_json(text)
+    if not payload:
+        raise ValueError("the answer was empty")
+    return model.model_validate_json(payload)
+
+
+def _short_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ())) or "answer"
+        return f"{where}: {err.get('msg', 'invalid')}"
+    return str(exc)[:200] or exc.__class__.__name__

@@ -1,0 +1,99 @@
+"""Bounded retries with exponential backoff that honour Retry-After.
+
+The SDKs' own retries are switched off (openai max_retries=0, no genai retry options,
+tavily has none) so that there is exactly one retry layer, this one, with one policy:
+quota exhaustion and auth errors fail at once; rate limits wait for Retry-After (if it
+fits in the remaining time); timeouts and 5xx back off and try again.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import TypeVar
+
+from research.errors import (
+    AuthError,
+    ProviderError,
+    ProviderTimeout,
+    QuotaExhausted,
+    RateLimited,
+    RunCancelled,
+)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 4          # total tries, first one included
+    base_delay: float = 0.5    # seconds, doubled each retry
+    max_delay: float = 20.0    # cap on one backoff
+    max_retry_after: float = 60.0  # longest Retry-After we are willing to wait
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After (seconds or HTTP date) or retry-after-ms header."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (now if now is not None else time.time()))
+
+
+def is_retryable(exc: BaseException) -> bool:
+    if isinstance(exc, (QuotaExhausted, AuthError, RunCancelled)):
+        return False
+    if isinstance(exc, (RateLimited, ProviderTimeout)):
+        return True
+    if isinstance(exc, ProviderError):
+        return exc.status is None or exc.status >= 500 or exc.status in (408, 409)
+    return False
+
+
+def call_with_retries(
+    fn: Callable[[], T],
+    *,
+    policy: RetryPolicy = RetryPolicy(),
+    deadline: float | None = None,
+    on_retry: Callable[[int, BaseException, float], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> T:
+    """Run `fn`; retry retryable ProviderErrors within `policy` and before `deadline`.
+
+    `deadline` is a time.monotonic() value. The last error is re-raised unchanged.
+    """
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return fn()
+        except ProviderError as exc:
+            if attempt >= policy.attempts or not is_retryable(exc):
+                raise
+            delay = min(policy.max_delay, policy.base_delay * 2 ** (attempt - 1))
+            delay *= 0.8 + 0.4 * random.random()
+            if isinstance(exc, RateLimited) and exc.retry_after is not None:
+                if exc.retry_after > policy.max_retry_after:
+                    raise
+                delay = max(delay, exc.retry_after)
+            if deadline is not None and time.monotonic() + delay >= deadline:
+                raise
+            if on_retry is not None:
+                on_retry(attempt, exc, delay)
+            if cancel is not None:
+                if cancel.wait(delay):
+                    raise RunCancelled("The run was cancelled.") from exc
+            else:
+                time.sleep(delay)
