@@ -1,0 +1,19 @@
+"""Persistence for Deep Research Studio: one SQLite file behind the `Store` class."""
+
+from storage.migrations import MIGRATIONS
+from storage.store import (
+    CONTROL_ACTIONS,
+    RUN_STATUSES,
+    TERMINAL_STATUSES,
+    Store,
+    default_db_path,
+)
+
+__all__ = [
+    "CONTROL_ACTIONS",
+    "MIGRATIONS",
+    "RUN_STATUSES",
+    "TERMINAL_STATUSES",
+    "Store",
+    "default_db_path",
+]

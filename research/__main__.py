@@ -1,0 +1,5 @@
+import sys
+
+from research.cli import main
+
+sys.exit(main())

@@ -1,0 +1,122 @@
+"""Deterministic checks of a draft, run beside the model's review (SPEC step 6).
+
+They need no model: every [n] resolves to a gathered source, the share of sentences
+that carry a citation, the word count against REPORT_MAX_WORDS, and stale sources.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import date, timedelta
+from typing import Any
+
+CITATION = re.compile(r"\[(\d+(?:\s*[-–,]\s*\d+)*)\](?!\()")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_UNCITED_SECTIONS = re.compile(r"open questions|gaps|sources|references", re.IGNORECASE)
+STALE_AFTER_DAYS = 730  # when SOURCE_MAX_AGE_DAYS is 0, older than two years counts as stale
+MIN_CITED_SHARE = 0.8
+MAX_STALE_SHARE = 0.5
+
+
+def cited_numbers(text: str) -> list[int]:
+    """Every citation number in order of appearance; [2-4] and [1, 3] are expanded."""
+    out: list[int] = []
+    for group in CITATION.findall(text):
+        for part in group.split(","):
+            bounds = re.split(r"\s*[-–]\s*", part.strip())
+            if len(bounds) == 2 and bounds[0].isdigit() and bounds[1].isdigit():
+                lo, hi = int(bounds[0]), int(bounds[1])
+                out.extend(range(lo, hi + 1) if 0 < hi - lo <= 50 else [lo, hi])
+            elif bounds[0].isdigit():
+                out.append(int(bounds[0]))
+    return out
+
+
+def claim_sentences(text: str) -> list[str]:
+    """Sentences that state something: prose and list items outside headings, tables,
+    and the sections where uncited text is expected (open questions, sources)."""
+    sentences: list[str] = []
+    skip = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            skip = bool(_UNCITED_SECTIONS.search(stripped))
+            continue
+        if skip or not stripped or stripped.startswith("|") or stripped.startswith(">"):
+            continue
+        stripped = _LIST_MARK.sub("", stripped)
+        for sentence in _SENTENCE_END.split(stripped):
+            if len(CITATION.sub("", sentence).split()) >= 5:
+                sentences.append(sentence)
+    return sentences
+
+
+def word_count(text: str) -> int:
+    return len(re.findall(r"[A-Za-z0-9À-ÿ][\w'’-]*", CITATION.sub("", text)))
+
+
+def run_checks(
+    text: str,
+    numbering: Mapping[int, str],
+    sources: Mapping[str, Mapping[str, Any]],
+    *,
+    max_words: int,
+    max_age_days: int,
+    today: date,
+) -> dict[str, Any]:
+    numbers = cited_numbers(text)
+    unresolved = sorted({n for n in numbers if numbering.get(n) not in sources})
+    cited_ids = list(dict.fromkeys(numbering[n] for n in numbers if numbering.get(n) in sources))
+    sentences = claim_sentences(text)
+    cited = sum(1 for s in sentences if CITATION.search(s))
+    limit = today - timedelta(days=max_age_days or STALE_AFTER_DAYS)
+    stale = [sid for sid in cited_ids if _older(sources[sid].get("published"), limit)]
+    undated = [sid for sid in cited_ids if not sources[sid].get("published")]
+    words = word_count(text)
+    share = round(cited / len(sentences), 3) if sentences else 0.0
+    stale_share = round(len(stale) / len(cited_ids), 3) if cited_ids else 0.0
+    return {
+        "citations": len(numbers),
+        "unresolved_citations": unresolved,
+        "all_citations_resolve": not unresolved,
+        "sentences": len(sentences),
+        "cited_sentences": cited,
+        "cited_share": share,
+        "word_count": words,
+        "max_words": max_words,
+        "within_word_limit": words <= max_words,
+        "cited_sources": len(cited_ids),
+        "stale_sources": stale,
+        "stale_share": stale_share,
+        "undated_sources": len(undated),
+        "passed": (not unresolved and share >= MIN_CITED_SHARE and words <= max_words
+                   and stale_share <= MAX_STALE_SHARE),
+    }
+
+
+def problems(checks: Mapping[str, Any]) -> list[str]:
+    """The failed checks in plain words, for the writer's revision prompt."""
+    out = []
+    if checks["unresolved_citations"]:
+        nums = ", ".join(f"[{n}]" for n in checks["unresolved_citations"])
+        out.append(f"Citations {nums} do not match any gathered source: remove or fix them.")
+    if checks["cited_share"] < MIN_CITED_SHARE:
+        out.append(f"Only {checks['cited_share']:.0%} of factual sentences cite a source; "
+                   f"at least {MIN_CITED_SHARE:.0%} must.")
+    if not checks["within_word_limit"]:
+        out.append(f"The report has {checks['word_count']} words; the limit is "
+                   f"{checks['max_words']}.")
+    if checks["stale_share"] > MAX_STALE_SHARE:
+        out.append("Most cited sources are old; prefer recent ones or say the data is dated.")
+    return out
+
+
+def _older(published: Any, limit: date) -> bool:
+    if not published:
+        return False
+    try:
+        return date.fromisoformat(str(published)[:10]) < limit
+    except ValueError:
+        return False

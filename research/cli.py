@@ -1,0 +1,127 @@
+"""`python -m research "question" ...`: the same engine and store as the dashboard."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+from research import resume
+from research.config import Credentials, ResearchConfig, build_config
+from research.errors import ResearchError, redact
+from research.events import Event
+from research.export import to_markdown, to_pdf
+from research.export.run_document import build_document_for_run
+from research.llm.pricing import PriceTable
+from research.phases.preflight import check_configuration
+from research.pipeline import create_run, execute
+from research.progress import percent
+from research.settings import effective_env, prices_path
+from storage import Store, default_db_path
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m research",
+        description="Research a question on the web and write a cited report.",
+    )
+    p.add_argument("question", nargs="?", help="the research question, in quotes")
+    p.add_argument("--preset", choices=["quick", "standard", "deep", "exhaustive"])
+    p.add_argument("--subtopics", type=int, help="subtopic count (3-10)")
+    p.add_argument("--sources", type=int, help="sources per subtopic (5-50)")
+    p.add_argument("--reviews", type=int, help="review cycles (0-5)")
+    p.add_argument("--format", choices=["md", "pdf"], default="md")
+    p.add_argument("--out", type=Path, help="where to write the report (default: ./report-<run id>.<format>)")
+    p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run")
+    p.add_argument("--db", type=Path, help="database file (default: DEEP_RESEARCH_DB or data/research.db)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    env = effective_env()
+    credentials = Credentials.from_env(env)
+    secrets = credentials.secrets()
+    try:
+        store = Store(args.db or default_db_path(env), secrets=secrets)
+    except Exception as exc:  # noqa: BLE001 - any failure to open the file is a user-facing error
+        return _fail(f"Could not open the database: {exc}", secrets, EXIT_FAILED)
+    printer = _Printer(store, quiet=args.quiet)
+    try:
+        prices = PriceTable.load(prices_path(env))
+        if args.resume:
+            run = store.get_run(args.resume)
+            if run is None:
+                raise ResearchError(f"There is no run with id {args.resume!r}.")
+            check_configuration(ResearchConfig(**run["config"]), credentials)
+            print(f"Resuming run {args.resume}", file=sys.stderr)
+            run = resume(args.resume, store=store, credentials=credentials,
+                         on_event=printer, prices=prices)
+            run_id = args.resume
+        else:
+            if not args.question:
+                return _fail("Please give a research question, e.g. "
+                             'python -m research "How do heat pumps perform in cold climates?"',
+                             secrets, EXIT_USAGE)
+            config = build_config(
+                env=env, preset=args.preset, SUBTOPIC_COUNT=args.subtopics,
+                SOURCES_PER_SUBTOPIC=args.sources, REVIEW_CYCLES=args.reviews,
+            )
+            check_configuration(config, credentials)
+            run_id = create_run(store, args.question, config)
+            print(f"Run id: {run_id}", file=sys.stderr)
+            run = execute(run_id, store=store, credentials=credentials, on_event=printer,
+                          prices=prices)
+    except ResearchError as exc:
+        return _fail(str(exc), secrets, EXIT_USAGE)
+    except KeyboardInterrupt:
+        return _fail("Stopped. Resume later with --resume RUN_ID.", secrets, EXIT_CANCELLED)
+    if run.get("status") == "cancelled":
+        return _fail(f"Run {run_id} was cancelled.", secrets, EXIT_CANCELLED)
+    if run.get("status") != "completed":
+        return _fail(f"Run {run_id} failed: {run.get('error') or 'unknown error'} "
+                     f"(resume with --resume {run_id})", secrets, EXIT_FAILED)
+    out = args.out or Path(f"report-{run_id}.{args.format}")
+    try:
+        doc = build_document_for_run(store, run_id)
+        if args.format == "pdf":
+            out.write_bytes(to_pdf(doc))
+        else:
+            out.write_text(to_markdown(doc), encoding="utf-8")
+    except (ResearchError, OSError) as exc:
+        return _fail(f"The research finished but the report could not be saved to {out}: {exc}",
+                     secrets, EXIT_FAILED)
+    totals = run.get("totals") or {}
+    print(f"Report written to {out} ({totals.get('sources', 0)} sources, "
+          f"~${totals.get('cost_usd', 0):.4f}).", file=sys.stderr)
+    print(run_id)
+    return EXIT_OK
+
+
+def _fail(message: str, secrets: list[str], code: int) -> int:
+    print(f"error: {redact(message, secrets)}", file=sys.stderr)
+    return code
+
+
+class _Printer:
+    """Progress lines on stderr: time, percent and the event's message."""
+
+    def __init__(self, store: Store, *, quiet: bool) -> None:
+        self.store = store
+        self.quiet = quiet
+        self.started = time.monotonic()
+
+    def __call__(self, event: Event) -> None:
+        if self.quiet or event.type in ("source_found",):
+            return
+        run = self.store.get_run(event.run_id) or {}
+        pct = percent(run, self.store.get_steps(event.run_id))
+        elapsed = int(time.monotonic() - self.started)
+        print(f"[{elapsed // 60:02d}:{elapsed % 60:02d} {pct:3d}%] {event.message}",
+              file=sys.stderr, flush=True)

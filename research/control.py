@@ -1,0 +1,82 @@
+"""Pause, resume, cancel and the run's total time limit, checked between units of work.
+
+Control requests are stored in the database (`runs.control`), so a dashboard in one
+process can pause or cancel a run executing in another. Workers call `checkpoint()`
+between units of work (a search, a page, a model call); it raises RunCancelled or
+BudgetExceeded, or blocks while the run is paused.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+from research.errors import BudgetExceeded, RunCancelled
+from research.events import EventSink, Paused, Resumed
+from storage import Store
+
+POLL_S = 0.5
+HEARTBEAT_S = 5.0
+
+
+class RunControl:
+    def __init__(self, store: Store, run_id: str, emit: EventSink, *, total_timeout_s: float):
+        self.store = store
+        self.run_id = run_id
+        self.emit = emit
+        self.cancelled = threading.Event()
+        self.deadline = time.monotonic() + total_timeout_s
+        self.total_timeout_s = total_timeout_s
+        self.owner = f"pid:{os.getpid()}@{socket.gethostname()}"
+        self._lock = threading.Lock()
+        self._last_poll = 0.0
+        self._last_beat = 0.0
+        self._action: str | None = None
+
+    def _poll(self) -> str | None:
+        now = time.monotonic()
+        if now - self._last_poll >= POLL_S:
+            self._last_poll = now
+            self._action = self.store.get_control(self.run_id)
+        if now - self._last_beat >= HEARTBEAT_S:
+            self._last_beat = now
+            self.store.heartbeat(self.run_id, self.owner)
+        return self._action
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def checkpoint(self) -> None:
+        with self._lock:
+            action = self._poll()
+            if action == "pause":
+                self._wait_while_paused()
+                action = self._action
+            if action == "cancel" or self.cancelled.is_set():
+                self.cancelled.set()
+                raise RunCancelled("The run was cancelled.")
+            if self.remaining() <= 0:
+                minutes = self.total_timeout_s / 60
+                raise BudgetExceeded(
+                    f"The run reached its total time limit of {minutes:.0f} min "
+                    "(TOTAL_TIMEOUT_MS). Everything gathered so far is saved; "
+                    "you can resume it."
+                )
+
+    def _wait_while_paused(self) -> None:
+        self.store.set_run_status(self.run_id, "paused")
+        self.emit(Paused(self.run_id, "Paused. Press Resume to continue."))
+        paused_at = time.monotonic()
+        while True:
+            time.sleep(POLL_S)
+            self._last_poll = 0.0
+            action = self._poll()
+            if action != "pause":
+                break
+        # Time spent paused does not count against the run's time limit.
+        self.deadline += time.monotonic() - paused_at
+        if action != "cancel":
+            self.store.set_run_status(self.run_id, "running")
+            self.emit(Resumed(self.run_id, "Resumed."))

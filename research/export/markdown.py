@@ -1,0 +1,107 @@
+"""Markdown export: header block, body with clickable citations, and a Sources section.
+
+Anchors: each Sources entry starts with a fixed, empty `<a id="source-n"></a>` and each citation
+`[n]` becomes `[[n]](#source-n)`. This works in GitHub (which prefixes ids but resolves the
+fragment), GitLab, VS Code, Obsidian, pandoc and Python-Markdown, and needs no renderer-specific
+heading slugs. The anchor is the only raw HTML we emit and it never carries outside data.
+Renderers that drop raw HTML (e.g. Streamlit without unsafe_allow_html) still show a correct
+list; the citation links then just do not jump.
+
+Everything that came from the web or a model outside the body (titles, URLs, notes, the
+question) is escaped so it cannot add links, images or HTML; raw HTML in the body is escaped
+too. Links in the body are trusted to have been filtered by `build_document`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from urllib.parse import quote, urlsplit
+
+from research.export.document import (
+    ReportDocument,
+    ReportSource,
+    link_citations,
+    map_prose,
+)
+
+# Any ASCII punctuation may be backslash-escaped in CommonMark. Escaping the characters that
+# start inline markup anywhere, and list/heading markers at the start, makes text inert.
+_MD_INLINE = re.compile(r"([\\`*_{}\[\]()<>#!|~&])")
+_MD_LINE_START = re.compile(r"^(\d+)([.)])|^([-+=])")
+
+
+def escape_markdown(text: str) -> str:
+    """Make `text` render literally: one line, no links, images, emphasis, lists or HTML."""
+    text = _MD_INLINE.sub(r"\\\1", " ".join(text.split()))
+    return _MD_LINE_START.sub(
+        lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", text
+    )
+
+
+# '<' that would open raw HTML (a tag, comment, declaration); autolinks like <https://x> stay.
+_RAW_HTML_START = re.compile(
+    r"<(?=[A-Za-z/!?])(?![A-Za-z][A-Za-z0-9+.\-]{1,31}:[^<>\s]*>)"
+)
+
+
+def neutralise_html(body: str) -> str:
+    """Escape raw HTML in Markdown prose so no renderer that allows HTML will run it."""
+    return map_prose(body, lambda chunk: _RAW_HTML_START.sub(r"\\<", chunk))
+
+
+def safe_link_url(url: str) -> str | None:
+    """The URL in a form that cannot break out of `(...)`, or None if it is not http(s)."""
+    url = url.strip()
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError:
+        return None
+    if scheme not in ("http", "https"):
+        return None
+    # Percent-encode anything that could end the link destination or start markup.
+    return quote(url, safe=":/?#@!$&*+,;=%~-._")
+
+
+def format_date(created_at: str) -> str:
+    """'2024-05-01T14:03:00+00:00' -> '2024-05-01 14:03 UTC'; unknown forms are kept."""
+    try:
+        moment = datetime.fromisoformat(created_at.strip())
+    except ValueError:
+        return created_at
+    if moment.tzinfo is None:
+        return moment.strftime("%Y-%m-%d %H:%M")
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _source_line(source: ReportSource) -> str:
+    title = escape_markdown(source.title or source.url)
+    url = safe_link_url(source.url)
+    entry = f"[{title}]({url})" if url else title
+    details = [
+        escape_markdown(part) for part in (source.domain, source.published) if part
+    ]
+    if details:
+        entry += " \u2014 " + ", ".join(details)
+    return f'{source.number}. <a id="source-{source.number}"></a>{entry}'
+
+
+def to_markdown(doc: ReportDocument) -> str:
+    numbers = [s.number for s in doc.sources]
+    body = link_citations(
+        neutralise_html(doc.body), numbers, lambda n: f"[[{n}]](#source-{n})"
+    ).strip()
+
+    lines = [f"# {escape_markdown(doc.question)}", ""]
+    lines.append(f"**Date:** {escape_markdown(format_date(doc.created_at))}  ")
+    lines.append(f"**Run:** {escape_markdown(doc.run_id)}  ")
+    lines.append(f"**Parameters:** {escape_markdown(doc.parameters_line)}")
+    if doc.notes:
+        lines += ["", "**Caveats**", ""]
+        lines += [f"- {escape_markdown(note)}" for note in doc.notes]
+    lines += ["", "---", "", body, "", "## Sources", ""]
+    if doc.sources:
+        lines += [_source_line(source) for source in doc.sources]
+    else:
+        lines.append("No sources were cited.")
+    return "\n".join(lines) + "\n"

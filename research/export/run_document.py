@@ -1,0 +1,23 @@
+"""Rebuild a finished run's ReportDocument from the store, for any export format."""
+
+from __future__ import annotations
+
+from research.errors import ResearchError
+from research.export.document import ReportDocument, build_document
+from storage import Store
+
+
+def build_document_for_run(store: Store, run_id: str) -> ReportDocument:
+    run = store.get_run(run_id)
+    report = store.get_report(run_id)
+    if run is None or report is None:
+        raise ResearchError(f"Run {run_id} has no finished report yet.")
+    meta = report.get("meta") or {}
+    drafts = {d["version"]: d for d in store.get_drafts(run_id)}
+    draft = drafts.get(meta.get("draft_version")) or drafts[max(drafts)]
+    return build_document(
+        run_id=run_id, question=run["question"], created_at=run["created_at"],
+        parameters_line=meta.get("parameters_line", ""), draft=draft["text"],
+        numbering=draft["numbering"], sources=store.get_sources(run_id),
+        notes=tuple(meta.get("notes", ())),
+    )

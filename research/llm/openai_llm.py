@@ -1,0 +1,166 @@
+"""OpenAI Chat Completions, also for OpenAI-compatible servers (Ollama, vLLM, LM Studio).
+
+One request per `complete` call: the SDK's own retries are off (`max_retries=0`) because
+`RoleLLM` owns the retry policy. Every SDK error becomes a `research.errors` error with a
+plain message that never contains the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+
+from research.errors import (
+    AuthError,
+    ProviderError,
+    ProviderTimeout,
+    QuotaExhausted,
+    RateLimited,
+    redact,
+)
+from research.llm.base import LLM, Completion, Message, Usage
+from research.retry import parse_retry_after
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# OpenAI-compatible local servers want *some* bearer token, and the SDK refuses to start
+# without one; the value is never checked by them.
+LOCAL_PLACEHOLDER_KEY = "not-needed"
+
+
+class OpenAIChat(LLM):
+    """An OpenAI (or compatible) chat model; one attempt per call."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        self.model = model
+        self._api_key = api_key or ""
+        self._base_url = base_url or DEFAULT_BASE_URL
+        self._client = openai.OpenAI(
+            api_key=api_key or LOCAL_PLACEHOLDER_KEY,
+            base_url=self._base_url,
+            max_retries=0,
+            timeout=timeout,
+        )
+        self._timeout = timeout
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: dict | None = None,
+        schema_name: str | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "timeout": timeout if timeout is not None else self._timeout,
+        }
+        if json_schema is not None:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": _schema_name(schema_name or str(json_schema.get("title") or "answer")),
+                    "schema": json_schema,
+                    "strict": False,
+                },
+            }
+        try:
+            response = self._client.chat.completions.create(**kwargs)
+        except openai.OpenAIError as exc:
+            raise self._map_error(exc) from None
+        if not response.choices:
+            raise ProviderError(
+                f"OpenAI model {self.model} returned no answer (empty choices).",
+                provider=self.provider,
+            )
+        message = response.choices[0].message
+        if getattr(message, "refusal", None):
+            raise ProviderError(
+                f"OpenAI model {self.model} refused to answer: "
+                f"{self._clean(str(message.refusal))[:300]}",
+                provider=self.provider,
+            )
+        usage = response.usage
+        return Completion(
+            text=message.content or "",
+            usage=Usage(
+                input_tokens=int(usage.prompt_tokens or 0) if usage else 0,
+                output_tokens=int(usage.completion_tokens or 0) if usage else 0,
+            ),
+            provider=self.provider,
+            model=response.model or self.model,
+        )
+
+    def _clean(self, text: str) -> str:
+        return redact(text, [self._api_key])
+
+    def _map_error(self, exc: openai.OpenAIError) -> ProviderError:
+        where = f"OpenAI ({self.model})"
+        if isinstance(exc, openai.APITimeoutError):
+            return ProviderTimeout(f"{where} did not answer in time.", provider=self.provider)
+        if isinstance(exc, openai.APIConnectionError):
+            return ProviderError(
+                f"Could not connect to {where} at {self._base_url}.", provider=self.provider
+            )
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            detail = self._clean(_error_message(exc))
+            suffix = f": {detail}" if detail else "."
+            if status == 429:
+                if "insufficient_quota" in (str(exc.code), str(exc.type)):
+                    return QuotaExhausted(
+                        f"{where}: the account has run out of credit (insufficient quota)"
+                        f"{suffix} Add credit or use another key.",
+                        provider=self.provider, status=status,
+                    )
+                headers = exc.response.headers
+                retry_after = parse_retry_after(headers.get("retry-after"))
+                if retry_after is None:
+                    millis = parse_retry_after(headers.get("retry-after-ms"))
+                    retry_after = millis / 1000 if millis is not None else None
+                return RateLimited(
+                    f"{where} is rate limiting requests{suffix}",
+                    provider=self.provider, retry_after=retry_after,
+                )
+            if status in (401, 403):
+                return AuthError(
+                    f"{where} refused the API key (HTTP {status}){suffix} "
+                    "Check OPENAI_API_KEY.",
+                    provider=self.provider, status=status,
+                )
+            if status == 408:
+                return ProviderTimeout(
+                    f"{where} timed out on the server side.", provider=self.provider, status=408
+                )
+            return ProviderError(
+                f"{where} failed with HTTP {status}{suffix}", provider=self.provider, status=status
+            )
+        return ProviderError(
+            f"{where} failed: {self._clean(str(exc))[:300]}", provider=self.provider
+        )
+
+
+def _error_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return str(body["message"])[:300]
+    if isinstance(body, str):
+        return body[:300]
+    return ""
+
+
+def _schema_name(name: str) -> str:
+    """OpenAI accepts names of letters, digits, '_' and '-' up to 64 characters."""
+    cleaned = "".join(c if c.isalnum() or c in "_-" else "_" for c in name)
+    return cleaned[:64] or "answer"

@@ -1,0 +1,74 @@
+"""Deliver: renumber citations, list cited sources, store the final report (SPEC step 8)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+from research.checks import cited_numbers, word_count
+from research.context import RunContext
+from research.export import build_document, to_markdown
+from research.phases.review import current_checks
+
+
+def run_record(ctx: RunContext) -> str:
+    """SPEC's one-line record of the run's parameters."""
+    run = ctx.store.get_run(ctx.run_id) or {}
+    steps = ctx.store.get_steps(ctx.run_id)
+    rounds = max((s.get("round", 1) for s in ctx.store.get_plan(ctx.run_id) or []), default=1)
+    subtopics = sum(1 for s in steps if s["kind"] == "research")
+    queries = len(ctx.store.get_queries(ctx.run_id))
+    kept = ctx.store.count_sources(ctx.run_id)
+    read = kept + len(ctx.store.get_skipped(ctx.run_id))
+    started = run.get("started_at")
+    seconds = 0.0
+    if started:
+        seconds = (datetime.now(UTC) - datetime.fromisoformat(started.replace("Z", "+00:00"))).total_seconds()
+    minutes, secs = divmod(int(seconds), 60)
+    return (f"Run record: {rounds} round(s), {subtopics} subtopics, {queries} queries, "
+            f"{read} pages considered, {kept} sources kept, {minutes} min {secs} s; "
+            f"{ctx.config.parameters_line()}.")
+
+
+def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
+    def make() -> dict[str, Any]:
+        current, checks = current_checks(ctx)
+        sources = ctx.store.get_sources(ctx.run_id)
+        notes = [f"The subtopic \u201c{s['title']}\u201d could not be researched ({s['error']}); "
+                 "the report does not cover it." for s in failed]
+        run = ctx.store.get_run(ctx.run_id) or {}
+        doc = build_document(
+            run_id=ctx.run_id, question=ctx.question,
+            created_at=run.get("created_at") or datetime.now(UTC).isoformat(),
+            parameters_line=run_record(ctx), draft=current["text"],
+            numbering=current["numbering"], sources=sources, notes=tuple(notes),
+        )
+        markdown = to_markdown(doc)
+        ctx.store.set_citations(ctx.run_id, _cited_in(doc.body, {s.number: s.source_id for s in doc.sources}))
+        meta = {
+            "draft_version": current["version"], "checks": checks,
+            "cited_sources": len(doc.sources), "words": word_count(doc.body),
+            "failed_subtopics": [s["id"] for s in failed], "notes": notes,
+            "parameters_line": doc.parameters_line,
+        }
+        ctx.store.save_report(ctx.run_id, markdown, meta=meta)
+        return {"cited_sources": len(doc.sources), "words": meta["words"]}
+
+    ctx.run_step("deliver", "deliver", "Finishing the report", make)
+
+
+def _cited_in(body: str, numbers: dict[int, str]) -> dict[str, list[str]]:
+    cited: dict[str, list[str]] = defaultdict(list)
+    section = "Introduction"
+    for line in body.splitlines():
+        heading = re.match(r"^#{1,3}\s+(.*)", line)
+        if heading:
+            section = heading.group(1).strip()
+            continue
+        for n in cited_numbers(line):
+            sid = numbers.get(n)
+            if sid and section not in cited[sid]:
+                cited[sid].append(section)
+    return dict(cited)

@@ -1,0 +1,128 @@
+"""Review cycles: a reviewer (no tools) judges the draft, the writer revises (SPEC step 6).
+
+At most REVIEW_CYCLES cycles, ending early once approved. Approval needs the reviewer's
+approval, no high-severity issue, and the deterministic checks passing (citations
+resolve, >= 80% of claims cited, within the word limit, sources mostly recent).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from research.agents import Role
+from research.checks import problems, run_checks
+from research.context import RunContext
+from research.events import ReviewCycle
+from research.llm.base import Message
+from research.phases import write
+from research.prompts import clean_untrusted, numbered_sources, system
+
+REVIEWER_ROLE = (
+    "You are the reviewer of a research team. You check research reports for accuracy, "
+    "sourcing, balance, structure and clarity. You have no tools: judge only what you see."
+)
+
+REVIEW_PROMPT = """Review cycle {cycle} of {cycles}.
+
+Review the research report below, written to answer:
+<question>{question}</question>
+
+Check: does the executive summary answer the question; is every factual claim cited with a
+listed source; are disagreements shown with both sides; are fact, inference and opinion kept
+apart; are gaps admitted rather than filled; are sources recent; is anything missing from
+the required sections (executive summary, key findings, analysis by subtopic, comparison,
+disagreements, recommendations, open questions, confidence assessment).
+
+Automatic checks already found:
+{checks}
+
+SOURCES:
+{sources}
+
+REPORT:
+{draft}
+
+Approve only if no high-severity issue remains. Severity is high, medium or low."""
+
+
+class ReviewIssue(BaseModel):
+    severity: Literal["high", "medium", "low"]
+    section: str = ""
+    issue: str
+    suggestion: str = ""
+
+
+class ReviewResult(BaseModel):
+    approved: bool
+    issues: list[ReviewIssue] = Field(default_factory=list)
+    strengths: list[str] = Field(default_factory=list)
+
+
+def current_checks(ctx: RunContext) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The latest draft and its deterministic checks."""
+    current = ctx.store.get_drafts(ctx.run_id)[-1]
+    sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id)}
+    checks = run_checks(
+        current["text"], current["numbering"], sources,
+        max_words=ctx.config.report_max_words, max_age_days=ctx.config.source_max_age_days,
+        today=ctx.today,
+    )
+    return current, checks
+
+
+def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
+    cycles = ctx.config.review_cycles
+    for cycle in range(1, cycles + 1):
+        done = ctx.stored_result(f"review:{cycle}")
+        if done is None:
+            done = ctx.run_step(
+                f"review:{cycle}", "review", f"Reviewing the draft (cycle {cycle} of {cycles})",
+                lambda c=cycle: _review(ctx, c, cycles),
+            )
+        if done["approved"]:
+            return
+        write.revise(ctx, cycle, plan, failed, done["feedback"])
+
+
+def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
+    reviewer = ctx.lead.delegate(Role.REVIEWER)
+    current, checks = current_checks(ctx)
+    sources = ctx.store.get_sources(ctx.run_id)
+    numbers = {sid: n for n, sid in current["numbering"].items()}
+    listed = [s for s in sources if s["id"] in numbers]
+    found = problems(checks) or ["none"]
+    messages = [
+        system(REVIEWER_ROLE, ctx.today),
+        Message("user", REVIEW_PROMPT.format(
+            cycle=cycle, cycles=cycles, question=clean_untrusted(ctx.question),
+            checks="\n".join(f"- {p}" for p in found),
+            sources=numbered_sources(listed, numbers), draft=current["text"],
+        )),
+    ]
+    review = reviewer.llm.structured(messages, ReviewResult, deadline=ctx.step_deadline())
+    issues = [i.model_dump() for i in review.issues]
+    high = [i for i in issues if i["severity"] == "high"]
+    approved = review.approved and not high and checks["passed"]
+    ctx.store.save_review(
+        ctx.run_id, cycle, draft_version=current["version"], approved=approved,
+        model_approved=review.approved, issues=issues, strengths=list(review.strengths),
+        checks=checks,
+    )
+    counts = {sev: sum(1 for i in issues if i["severity"] == sev) for sev in ("high", "medium", "low")}
+    verdict = "approved" if approved else "changes requested"
+    ctx.emit(ReviewCycle(
+        ctx.run_id,
+        f"Review {cycle}: {verdict} ({counts['high']} high, {counts['medium']} medium, "
+        f"{counts['low']} low; {checks['cited_share']:.0%} of claims cited)",
+        step=f"review:{cycle}",
+        data={"cycle": cycle, "approved": approved, "issues": counts, "checks_passed": checks["passed"]},
+    ))
+    feedback_lines = [
+        f"- [{i['severity']}] {i['section'] or 'general'}: {clean_untrusted(i['issue'])}"
+        + (f" Suggestion: {clean_untrusted(i['suggestion'])}" if i["suggestion"] else "")
+        for i in issues
+    ] + [f"- [check] {p}" for p in problems(checks)]
+    return {"approved": approved, "draft_version": current["version"],
+            "feedback": "\n".join(feedback_lines) or "- No specific issues; polish the report."}

@@ -1,0 +1,188 @@
+"""Draft: the writer turns the gathered findings into a cited report (SPEC step 5).
+
+Sources are numbered 1..N in a stable order (subtopic, then relevance); the draft cites
+those numbers and the mapping number -> source id is stored with every draft.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from research.agents import Agent, Role
+from research.checks import word_count
+from research.context import RunContext
+from research.events import DraftCompleted, DraftStarted
+from research.llm.base import Message
+from research.prompts import clean_untrusted, numbered_sources, system
+
+WRITER_ROLE = (
+    "You are the writer of a research team. You write clear, well-structured research "
+    "reports in Markdown for non-specialist readers, using only the findings and sources "
+    "you are given."
+)
+
+STRUCTURE = """Structure (Markdown, these headings in this order):
+# <a clear title>
+## Executive summary      (the answer first, in a few sentences)
+## Key findings           (by theme)
+## Analysis by subtopic   (a ### heading per subtopic)
+## Comparison             (a Markdown table where a comparison helps)
+## Where sources disagree (both sides and why; say so if they agree)
+## Recommendations
+## Open questions and gaps
+## Confidence assessment  (how sure, and why)
+
+Rules:
+- Cite every factual sentence with the numbers of the sources below, like [3] or [2][5].
+  Cite ONLY those numbers; never invent a source, a URL or a number.
+- Use only the findings and sources given here, not your own memory. When the data is
+  insufficient, say "insufficient data" instead of guessing.
+- Keep fact, inference and opinion apart ("according to ...", "this suggests ...").
+- Mark a key claim that rests on one source with "(single source)".
+- Prefer recent sources; say when a figure is old.
+- Do not write a Sources or References section: it is added automatically.
+- At most {max_words} words."""
+
+DRAFT_PROMPT = """Write the research report answering this question:
+<question>{question}</question>
+
+{structure}
+
+FINDINGS BY SUBTOPIC (claims with the sources that support them):
+{findings}
+{missing}
+SOURCES (cite by number):
+{sources}"""
+
+REVISE_PROMPT = """Revise the research report below to address the REVIEW FEEDBACK. Keep what
+works, fix every high-severity issue, and keep citing only the numbered sources.
+
+Question: <question>{question}</question>
+
+REVIEW FEEDBACK:
+{feedback}
+
+{structure}
+
+FINDINGS BY SUBTOPIC:
+{findings}
+{missing}
+SOURCES (cite by number):
+{sources}
+
+CURRENT REPORT:
+{draft}
+
+Reply with the full revised report only."""
+
+SHORTEN_PROMPT = """The report below has {words} words; the limit is {max_words}. Shorten it
+to fit, keeping the structure, the key numbers and every citation of what stays.
+
+{draft}"""
+
+
+def numbering(sources: list[dict[str, Any]]) -> dict[str, int]:
+    return {s["id"]: i for i, s in enumerate(sources, start=1)}
+
+
+def context_text(
+    ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]],
+    sources: list[dict[str, Any]], numbers: dict[str, int],
+) -> tuple[str, str, str]:
+    """The findings, missing-subtopics and sources blocks shared by draft and revision."""
+    by_sub: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for finding in ctx.store.get_findings(ctx.run_id):
+        by_sub[finding["subtopic_id"]].append(finding)
+    parts = []
+    for sub in plan:
+        lines = [f"### Subtopic: {sub['title']}"]
+        for f in by_sub.get(sub["id"], []):
+            text = clean_untrusted(f["claim"])
+            if f["kind"] == "finding":
+                cites = "".join(f"[{numbers[i]}]" for i in f["source_ids"] if i in numbers)
+                if cites:
+                    lines.append(f"- {text} {cites} (confidence {f['confidence']:.1f})")
+            elif f["kind"] == "gap":
+                lines.append(f"- Gap: {text}")
+        if len(lines) == 1:
+            lines.append("- No findings: this subtopic could not be researched.")
+        parts.append("\n".join(lines))
+    missing = ""
+    if failed:
+        listed = "\n".join(f"- {s['title']}: {s['error']}" for s in failed)
+        missing = ("\nSUBTOPICS THAT COULD NOT BE RESEARCHED (say so in 'Open questions and "
+                   f"gaps'; do not fill them from memory):\n{listed}\n")
+    return "\n\n".join(parts), missing, numbered_sources(sources, numbers)
+
+
+def draft(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
+    """Write draft version 1 (skipped when already stored)."""
+
+    def make() -> dict[str, Any]:
+        writer = ctx.lead.delegate(Role.WRITER)
+        sources = ctx.store.get_sources(ctx.run_id)
+        numbers = numbering(sources)
+        findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
+        ctx.emit(DraftStarted(ctx.run_id, "Writing the first draft", step="write"))
+        prompt = DRAFT_PROMPT.format(
+            question=clean_untrusted(ctx.question),
+            structure=STRUCTURE.format(max_words=ctx.config.report_max_words),
+            findings=findings, missing=missing, sources=listing,
+        )
+        messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
+        text = fit_length(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()))
+        save(ctx, 1, "draft", text, numbers)
+        return {"version": 1, "words": word_count(text)}
+
+    ctx.run_step("write", "write", "Writing the first draft", make)
+
+
+def revise(
+    ctx: RunContext, cycle: int, plan: list[dict[str, Any]], failed: list[dict[str, Any]],
+    feedback: str,
+) -> None:
+    def make() -> dict[str, Any]:
+        writer = ctx.lead.delegate(Role.WRITER)
+        current = ctx.store.get_drafts(ctx.run_id)[-1]
+        sources = ctx.store.get_sources(ctx.run_id)
+        numbers = {sid: n for n, sid in current["numbering"].items()}
+        findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
+        ctx.emit(DraftStarted(ctx.run_id, f"Revising the draft (cycle {cycle})",
+                              step=f"revise:{cycle}"))
+        prompt = REVISE_PROMPT.format(
+            question=clean_untrusted(ctx.question), feedback=feedback,
+            structure=STRUCTURE.format(max_words=ctx.config.report_max_words),
+            findings=findings, missing=missing, sources=listing, draft=current["text"],
+        )
+        messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
+        text = fit_length(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()))
+        version = current["version"] + 1
+        save(ctx, version, "revision", text, numbers)
+        return {"version": version, "words": word_count(text)}
+
+    ctx.run_step(f"revise:{cycle}", "revise", f"Revising the draft (cycle {cycle})", make)
+
+
+def fit_length(ctx: RunContext, writer: Agent, text: str) -> str:
+    """One shortening pass when the draft runs clearly over REPORT_MAX_WORDS."""
+    limit = ctx.config.report_max_words
+    words = word_count(text)
+    if words <= limit * 1.1:
+        return text
+    messages = [
+        system(WRITER_ROLE, ctx.today),
+        Message("user", SHORTEN_PROMPT.format(words=words, max_words=limit, draft=text)),
+    ]
+    return writer.llm.text(messages, deadline=ctx.step_deadline())
+
+
+def save(ctx: RunContext, version: int, kind: str, text: str, numbers: dict[str, int]) -> None:
+    ctx.store.save_draft(
+        ctx.run_id, version, kind, text, {n: sid for sid, n in numbers.items()}, word_count(text)
+    )
+    ctx.emit(DraftCompleted(
+        ctx.run_id, f"Draft {version} written ({word_count(text)} words)",
+        step="write" if version == 1 else f"revise:{version - 1}",
+        data={"version": version, "words": word_count(text)},
+    ))

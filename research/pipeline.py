@@ -1,0 +1,152 @@
+"""A research run, top to bottom. Each phase lives in `research/phases/`.
+
+    pre-flight -> plan -> research (parallel workers) -> draft -> review cycles -> deliver
+
+(Clarification, further research rounds and claim verification slot in between; see
+SPEC steps 1, 4 and 7.) Every phase stores its result when it finishes, so `execute`
+on an interrupted run skips what is done and continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, date, datetime
+from typing import Any
+
+from research.agents import Role, Workflow
+from research.config import Credentials, ResearchConfig
+from research.constants import MAX_QUESTION_CHARS
+from research.context import RunContext
+from research.control import RunControl
+from research.errors import ConfigError, ResearchError, RunCancelled, redact
+from research.events import Cancelled, Completed, Error, EventSink, Initiated, Resumed, Retrying
+from research.events import fan_out
+from research.fetch import Fetcher, FetchLimits
+from research.llm import build_llm
+from research.llm.base import LLM, RoleLLM, UsageMeter
+from research.llm.pricing import PriceTable
+from research.phases import deliver, plan, preflight, research, review, write
+from research.retry import RetryPolicy
+from research.search import build_search_providers
+from research.search.base import SearchProvider
+from storage import Store
+
+log = logging.getLogger(__name__)
+
+LLMFactory = Callable[[str, str, ResearchConfig, Credentials], LLM]
+SearchFactory = Callable[[ResearchConfig, Credentials], list[SearchProvider]]
+
+
+def validate_question(question: str) -> str:
+    text = (question or "").strip()
+    if not text:
+        raise ConfigError("Please type a research question.")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise ConfigError(
+            f"The question is too long ({len(text)} characters); the limit is "
+            f"{MAX_QUESTION_CHARS}. Shorten it or move details into separate runs."
+        )
+    return text
+
+
+def create_run(store: Store, question: str, config: ResearchConfig, **kwargs: Any) -> str:
+    """Validate and store a new run (status queued). Secrets are never part of `config`."""
+    return store.create_run(validate_question(question), config.model_dump(mode="json"), **kwargs)
+
+
+def execute(
+    run_id: str,
+    *,
+    store: Store,
+    credentials: Credentials,
+    on_event: EventSink | None = None,
+    prices: PriceTable | None = None,
+    llm_factory: LLMFactory = build_llm,
+    search_factory: SearchFactory = build_search_providers,
+    fetcher: Fetcher | None = None,
+    today: date | None = None,
+) -> dict[str, Any]:
+    """Run (or continue) a stored run to its end. Returns the final run row.
+
+    Never raises for a failed run: the failure is stored on the run and as an event.
+    """
+    run = store.get_run(run_id)
+    if run is None:
+        raise ConfigError(f"There is no run with id {run_id!r}.")
+    if run["status"] == "completed":
+        return run
+    config = ResearchConfig(**run["config"])
+    secrets = credentials.secrets()
+    emit = fan_out(store.append_event, *([on_event] if on_event else []))
+    resuming = run["status"] not in ("queued",)
+    store.set_control(run_id, None)
+    store.set_run_status(run_id, "running")
+    emit((Resumed if resuming else Initiated)(run_id, (
+        "Resuming the run where it stopped." if resuming else f"Research started: {run['question'][:200]}"
+    )))
+    control = RunControl(store, run_id, emit, total_timeout_s=config.total_timeout_ms / 1000)
+    meter = UsageMeter(prices, on_record=lambda role, prov, model, i, o, cost: store.add_usage(
+        run_id, role, prov, model, i, o, cost))
+    own_fetcher = fetcher is None
+    if fetcher is None:
+        fetcher = Fetcher(FetchLimits(allow_private_hosts=config.allow_private_hosts))
+
+    def make_llm(role: Role) -> RoleLLM:
+        spec = config.role(role.value)
+        return RoleLLM(
+            llm_factory(spec.provider, spec.model, config, credentials), role.value, meter,
+            policy=RetryPolicy(attempts=config.max_retries + 1),
+            call_timeout=config.request_timeout_s,
+            on_retry=lambda msg: emit(Retrying(run_id, redact(msg, secrets))),
+            cancel=control.cancelled,
+        )
+
+    try:
+        with Workflow(run_id, make_llm) as workflow:
+            ctx = RunContext(
+                run_id=run_id, question=run["question"], config=config, store=store, emit=emit,
+                control=control, lead=workflow.lead(),
+                search=search_factory(config, credentials), fetcher=fetcher,
+                today=today or datetime.now(UTC).date(), secrets=secrets,
+            )
+            preflight.run(ctx)
+            subtopics = plan.run(ctx)
+            failed = research.run(ctx, subtopics)
+            if store.count_sources(run_id) == 0:
+                raise ResearchError(
+                    "No usable sources were found, so no report was written (reports are "
+                    "never made from model memory alone). Try a broader question, other "
+                    "search providers, or a lower relevance threshold."
+                )
+            write.draft(ctx, subtopics, failed)
+            review.run(ctx, subtopics, failed)
+            deliver.run(ctx, subtopics, failed)
+        _finish(store, run_id, meter, "completed")
+        emit(Completed(run_id, "Research complete. The report is ready."))
+    except RunCancelled:
+        _finish(store, run_id, meter, "cancelled")
+        emit(Cancelled(run_id, "The run was cancelled. Everything gathered so far is kept."))
+    except ResearchError as exc:
+        message = redact(str(exc), secrets)
+        _finish(store, run_id, meter, "failed", message)
+        emit(Error(run_id, message))
+    except Exception as exc:  # noqa: BLE001 - the run must end in a stored, readable state
+        log.exception("run %s crashed", run_id)
+        message = redact(f"Unexpected error ({exc.__class__.__name__}): {exc}", secrets)
+        _finish(store, run_id, meter, "failed", message)
+        emit(Error(run_id, message))
+    finally:
+        if own_fetcher:
+            fetcher.close()
+    return store.get_run(run_id) or {}
+
+
+def _finish(store: Store, run_id: str, meter: UsageMeter, status: str, error: str | None = None) -> None:
+    usage = store.usage_totals(run_id)
+    store.update_totals(
+        run_id, sources=store.count_sources(run_id), queries=len(store.get_queries(run_id)),
+        tokens=usage.get("tokens", 0), cost_usd=round(usage.get("cost_usd", 0.0), 6),
+        calls=usage.get("calls", 0),
+    )
+    store.set_run_status(run_id, status, error=error)

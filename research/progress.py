@@ -1,0 +1,27 @@
+"""How far a run has got, from its stored steps: shared by the CLI and the dashboard."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+def percent(run: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> int:
+    """0-100: finished steps over planned steps. 100 only once the run has completed."""
+    if run.get("status") == "completed":
+        return 100
+    config = run.get("config") or {}
+    research = sum(1 for s in steps if s.get("kind") == "research")
+    subtopics = max(research, int(config.get("subtopic_count", 6)))
+    review_steps = [s for s in steps if s.get("kind") in ("review", "revise")]
+    approved = any((s.get("result") or {}).get("approved") for s in review_steps)
+    planned_reviews = (len(review_steps) if approved
+                       else max(len(review_steps), 2 * int(config.get("review_cycles", 2))))
+    total = 2 + subtopics + 1 + planned_reviews + 1  # preflight, plan, workers, draft, reviews, deliver
+    done = sum(
+        1 for s in steps
+        if s.get("status") == "done" or (s.get("kind") == "research" and s.get("status") == "failed")
+    )
+    return max(0, min(99, round(100 * done / total)))

@@ -1,0 +1,60 @@
+"""Semantic Scholar's Graph API paper search; a key (x-api-key) is optional."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from research.errors import ProviderError
+from research.search._http import http_get
+from research.search.base import SearchResult
+
+DEFAULT_BASE_URL = "https://api.semanticscholar.org"
+FIELDS = "title,url,abstract,year,publicationDate,openAccessPdf"
+
+
+class SemanticScholarSearch:
+    name = "semanticscholar"
+    academic = True
+
+    def __init__(self, base_url: str | None = None, api_key: str | None = None) -> None:
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self._api_key = api_key
+
+    def search(self, query: str, *, max_results: int, timeout: float) -> list[SearchResult]:
+        if not query.strip():
+            return []
+        _, body, _ = http_get(
+            f"{self.base_url}/graph/v1/paper/search",
+            params={"query": query.strip(), "limit": max(1, min(100, max_results)),
+                    "fields": FIELDS},
+            headers={"x-api-key": self._api_key} if self._api_key else None,
+            timeout=timeout,
+            provider=self.name,
+            label="Semantic Scholar",
+            secrets=(self._api_key,) if self._api_key else (),
+        )
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            raise ProviderError("Semantic Scholar sent an answer that is not JSON.",
+                                provider=self.name) from None
+        papers = payload.get("data") if isinstance(payload, dict) else None
+        return [r for r in (_result(p, self.name) for p in papers or []) if r][:max_results]
+
+
+def _result(paper: Any, provider: str) -> SearchResult | None:
+    if not isinstance(paper, dict):
+        return None
+    pdf = paper.get("openAccessPdf")
+    url = (pdf.get("url") if isinstance(pdf, dict) else None) or paper.get("url")
+    if not url:
+        return None
+    published = paper.get("publicationDate") or (
+        f"{paper['year']}-01-01" if paper.get("year") else None
+    )
+    title = str(paper.get("title") or url).strip()
+    return SearchResult(
+        url=str(url), title=title, snippet=str(paper.get("abstract") or "").strip(),
+        provider=provider, published=str(published)[:10] if published else None,
+    )

@@ -1,0 +1,238 @@
+"""Schema migrations: plain functions applied in order, each recorded once.
+
+Version N is `MIGRATIONS[N - 1]`. Never edit or reorder a released migration; append a new one.
+`apply_migrations` runs inside `BEGIN IMMEDIATE`, so two processes opening the same file at
+once cannot both apply a step: the second waits for the write lock, then sees it recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sqlite_utils import Database
+
+Migration = Callable[[Database], None]
+
+
+def utc_now() -> str:
+    """UTC ISO-8601 with milliseconds and Z: the same format as research.events.utc_now, so
+    stored timestamps compare correctly as text (kept here so `storage` need not import
+    `research` at import time)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _run(db: Database, script: str) -> None:
+    # One statement at a time, so the DDL joins the caller's open transaction
+    # (sqlite3.executescript would commit it first).
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def m001_initial(db: Database) -> None:
+    """Every table the app needs; every row but a run's own belongs to a run and dies with it."""
+    _run(db, """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        question TEXT NOT NULL,
+        config TEXT NOT NULL DEFAULT '{}',
+        engine TEXT NOT NULL DEFAULT 'pipeline',
+        parent_run_id TEXT REFERENCES runs(id) ON DELETE SET NULL,
+        status TEXT NOT NULL DEFAULT 'queued',
+        error TEXT,
+        created_at TEXT NOT NULL,
+        started_at TEXT,
+        finished_at TEXT,
+        duration_s REAL,
+        totals TEXT NOT NULL DEFAULT '{}',
+        owner TEXT,
+        heartbeat_at TEXT,
+        control TEXT,
+        updated_at TEXT
+    );
+    CREATE INDEX idx_runs_created_at ON runs(created_at);
+    CREATE INDEX idx_runs_status ON runs(status);
+    CREATE INDEX idx_runs_parent ON runs(parent_run_id);
+
+    CREATE TABLE plans (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        version INTEGER NOT NULL,
+        kind TEXT NOT NULL DEFAULT 'original',
+        subtopics TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, version)
+    );
+
+    CREATE TABLE steps (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        kind TEXT NOT NULL DEFAULT '',
+        label TEXT NOT NULL DEFAULT '',
+        subtopic_id TEXT,
+        status TEXT NOT NULL DEFAULT 'running',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        started_at TEXT,
+        finished_at TEXT,
+        duration_s REAL,
+        result TEXT,
+        source_count INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        UNIQUE (run_id, key)
+    );
+
+    CREATE TABLE sources (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        id TEXT NOT NULL,
+        url TEXT NOT NULL,
+        canonical_url TEXT NOT NULL,
+        title TEXT NOT NULL DEFAULT '',
+        snippet TEXT NOT NULL DEFAULT '',
+        text TEXT NOT NULL DEFAULT '',
+        published TEXT,
+        relevance REAL NOT NULL DEFAULT 0,
+        relevance_reason TEXT NOT NULL DEFAULT '',
+        subtopic_id TEXT,
+        provider TEXT NOT NULL DEFAULT '',
+        query TEXT NOT NULL DEFAULT '',
+        "round" INTEGER NOT NULL DEFAULT 1,
+        fetched_at TEXT,
+        step_key TEXT,
+        cited_in TEXT NOT NULL DEFAULT '[]',
+        PRIMARY KEY (run_id, id),
+        UNIQUE (run_id, canonical_url)
+    );
+    CREATE INDEX idx_sources_order ON sources(run_id, subtopic_id, relevance DESC, id);
+
+    CREATE TABLE findings (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        step_key TEXT,
+        subtopic_id TEXT,
+        claim TEXT NOT NULL,
+        source_ids TEXT NOT NULL DEFAULT '[]',
+        confidence REAL NOT NULL DEFAULT 0,
+        kind TEXT NOT NULL DEFAULT 'finding',
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX idx_findings_run ON findings(run_id, id);
+
+    CREATE TABLE queries (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        step_key TEXT,
+        subtopic_id TEXT,
+        query TEXT NOT NULL,
+        provider TEXT NOT NULL DEFAULT '',
+        result_count INTEGER NOT NULL DEFAULT 0,
+        error TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX idx_queries_run ON queries(run_id, id);
+
+    CREATE TABLE skipped_pages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        step_key TEXT,
+        subtopic_id TEXT,
+        url TEXT NOT NULL,
+        reason TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX idx_skipped_run ON skipped_pages(run_id, id);
+
+    CREATE TABLE drafts (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        version INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        text TEXT NOT NULL,
+        numbering TEXT NOT NULL DEFAULT '{}',
+        word_count INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, version)
+    );
+
+    CREATE TABLE reviews (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        cycle INTEGER NOT NULL,
+        draft_version INTEGER NOT NULL,
+        approved INTEGER NOT NULL,
+        model_approved INTEGER NOT NULL,
+        issues TEXT NOT NULL DEFAULT '[]',
+        strengths TEXT NOT NULL DEFAULT '[]',
+        checks TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, cycle)
+    );
+
+    CREATE TABLE reports (
+        run_id TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+        markdown TEXT NOT NULL,
+        meta TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL
+    );
+
+    CREATE TABLE verifications (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        claim_id TEXT NOT NULL,
+        claim TEXT NOT NULL DEFAULT '',
+        source_ids TEXT NOT NULL DEFAULT '[]',
+        verdict TEXT NOT NULL DEFAULT '',
+        passage TEXT,
+        reviewer TEXT,
+        created_at TEXT NOT NULL,
+        UNIQUE (run_id, claim_id)
+    );
+
+    CREATE TABLE usage (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        role TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        input_tokens INTEGER NOT NULL DEFAULT 0,
+        output_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL NOT NULL DEFAULT 0,
+        calls INTEGER NOT NULL DEFAULT 0,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, role, provider, model)
+    );
+
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        ts TEXT NOT NULL,
+        type TEXT NOT NULL,
+        step TEXT,
+        message TEXT NOT NULL DEFAULT '',
+        data TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX idx_events_run ON events(run_id, id)
+    """)
+
+
+MIGRATIONS: list[Migration] = [m001_initial]
+
+
+def apply_migrations(db: Database) -> list[int]:
+    """Apply the pending migrations in order; return the versions applied now.
+
+    The caller must already hold the write lock (`BEGIN IMMEDIATE`).
+    """
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    done = {row[0] for row in db.execute("SELECT version FROM schema_migrations").fetchall()}
+    applied: list[int] = []
+    for version, migration in enumerate(MIGRATIONS, start=1):
+        if version in done:
+            continue
+        migration(db)
+        db.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+            [version, migration.__name__, utc_now()],
+        )
+        applied.append(version)
+    return applied

@@ -1,0 +1,398 @@
+"""The stand-in's model: deterministic answers that satisfy the engine's prompt contract.
+
+The task is recognised from the JSON schema's title (the pydantic model name); a call
+without a schema is the writer. Answers are built only from what the prompt contains, so
+tests can predict them. Text inside `<untrusted_source>` blocks is data: it is quoted
+(at most), never followed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("standin.brain")
+
+THINK_PREFIX = "<think>secret reasoning</think>"
+INVENTED_SENTENCE = (
+    "A separate study found a 40% improvement [99] "
+    "([fake study](https://invented.example/fake-study))."
+)
+REVISION_SENTENCE = "This revision addresses the reviewer's feedback [1]."
+
+_SUBTOPIC_COUNT = re.compile(r"exactly (\d+) subtopics", re.IGNORECASE)
+_QUERY_COUNT = re.compile(r"exactly (\d+) search queries", re.IGNORECASE)
+_QUESTION = re.compile(r"<question>(.*?)</question>", re.DOTALL | re.IGNORECASE)
+_SUBTOPIC = re.compile(r"<subtopic>(.*?)</subtopic>", re.DOTALL | re.IGNORECASE)
+_SOURCE_OPEN = re.compile(r'<untrusted_source id="([^"]+)"[^>]*>')
+_SOURCE_CLOSE = "</untrusted_source>"
+_LISTED_SOURCE = re.compile(r"^\[(\d+)\] (.+?) — (\S+)$", re.MULTILINE)
+_SUBTOPIC_HEADING = re.compile(r"^### Subtopic: (.+?)\s*$", re.MULTILINE)
+_REVIEW_CYCLE = re.compile(r"Review cycle (\d+) of (\d+)", re.IGNORECASE)
+_TAG = re.compile(r"<[^>]+>")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_INJECTION = re.compile(
+    r"ignore (all |any )?(previous|prior|above)|disregard|system prompt|instruction|"
+    r"you must|you are now|assistant:|reveal",
+    re.IGNORECASE,
+)
+
+FACETS = (
+    "Background and definitions",
+    "Current evidence and data",
+    "Economic costs and benefits",
+    "Risks and limitations",
+    "Policy and regulation",
+    "Technology and implementation",
+    "Stakeholder perspectives",
+    "Regional differences",
+    "Measurement and data quality",
+    "Future outlook",
+)
+QUERY_ANGLES = (
+    "latest statistics",
+    "peer-reviewed evidence",
+    "2024 report",
+    "expert analysis",
+    "case study",
+    "criticism and limitations",
+    "market data",
+    "policy review",
+    "systematic review",
+    "survey results",
+)
+
+
+def respond(
+    system: str,
+    user: str,
+    schema: dict | None,
+    *,
+    invalid_json: str | None = None,
+    fenced_json: bool = False,
+    think: bool = False,
+    cite_invented: bool = False,
+) -> str:
+    """The answer text for one chat call.
+
+    `invalid_json` ("text" or "truncated") spoils a structured answer; `fenced_json` wraps
+    it in a ```json fence; `think` prefixes a reasoning block; `cite_invented` makes the
+    writer cite a source number and a URL that were never gathered.
+    """
+    if schema is None:
+        text = write_report(user, cite_invented=cite_invented)
+    else:
+        payload = structured_answer(schema, user)
+        text = json.dumps(payload, ensure_ascii=False)
+        if invalid_json == "truncated":
+            text = text[: max(1, len(text) // 2)]
+        elif invalid_json:
+            text = "Sure! Here is what I found, in prose rather than JSON: it looks promising."
+        elif fenced_json:
+            text = f"```json\n{text}\n```"
+    if think:
+        text = THINK_PREFIX + "\n" + text
+    return text
+
+
+def task_name(schema: dict | None) -> str:
+    if schema is None:
+        return "writer"
+    return str(schema.get("title") or "unknown")
+
+
+def structured_answer(schema: dict, user: str) -> dict[str, Any]:
+    title = task_name(schema)
+    builder = _BUILDERS.get(title)
+    if builder is None:
+        log.warning("stand-in brain: unknown schema %r, answering a minimal instance", title)
+        UNKNOWN_TASKS.append(title)
+        value = minimal_instance(schema, schema)
+        return value if isinstance(value, dict) else {}
+    return fill_required(builder(user), schema, schema)
+
+
+UNKNOWN_TASKS: list[str] = []
+
+
+# --- the tasks ---------------------------------------------------------------------
+
+def research_plan(user: str) -> dict[str, Any]:
+    count = _int(_SUBTOPIC_COUNT, user, 3)
+    question = _first(_QUESTION, user) or "the question"
+    subtopics = []
+    for i in range(count):
+        facet = FACETS[i % len(FACETS)]
+        title = facet if i < len(FACETS) else f"{facet} ({i // len(FACETS) + 1})"
+        subtopics.append({
+            "title": title,
+            "description": f"{title} as they bear on: {question}",
+            "questions": [
+                f"What does the evidence say about {title.lower()}?",
+                f"How has {title.lower()} changed in recent years?",
+                f"Which sources disagree about {title.lower()}, and why?",
+            ],
+        })
+    return {"subtopics": subtopics}
+
+
+def search_queries(user: str) -> dict[str, Any]:
+    count = _int(_QUERY_COUNT, user, 3)
+    subtopic = _first(_SUBTOPIC, user) or "research topic"
+    queries = []
+    for i in range(count):
+        angle = QUERY_ANGLES[i % len(QUERY_ANGLES)]
+        suffix = "" if i < len(QUERY_ANGLES) else f" {i // len(QUERY_ANGLES) + 1}"
+        queries.append(f"{subtopic} {angle}{suffix}")
+    return {"queries": queries}
+
+
+def relevance_scores(user: str) -> dict[str, Any]:
+    scores = []
+    for source_id, text in source_blocks(user):
+        off_topic = "OFF-TOPIC" in text
+        scores.append({
+            "source_id": source_id,
+            "relevance": 0.15 if off_topic else 0.9,
+            "reason": "The source is about something else." if off_topic
+            else "The source addresses the subtopic directly with figures.",
+        })
+    return {"scores": scores}
+
+
+def subtopic_findings(user: str) -> dict[str, Any]:
+    subtopic = _first(_SUBTOPIC, user) or "this subtopic"
+    findings = []
+    for source_id, text in source_blocks(user)[:6]:
+        claim = claim_from(text)
+        if claim:
+            findings.append({"claim": claim, "source_ids": [source_id], "confidence": 0.8})
+    return {
+        "findings": findings,
+        "gaps": [f"Long-term data on {subtopic} is scarce."],
+        "follow_up_questions": [f"How do recent figures on {subtopic} compare across regions?"],
+    }
+
+
+def review_result(user: str) -> dict[str, Any]:
+    match = _REVIEW_CYCLE.search(user)
+    cycle = int(match.group(1)) if match else 2
+    if cycle <= 1:
+        return {
+            "approved": False,
+            "issues": [
+                {"severity": "high", "section": "Key findings",
+                 "issue": "Several key findings rest on a single source.",
+                 "suggestion": "Corroborate each key finding with a second source or mark it."},
+                {"severity": "low", "section": "Executive summary",
+                 "issue": "The summary is slightly long.",
+                 "suggestion": "Shorten the executive summary to three sentences."},
+            ],
+            "strengths": ["Clear structure.", "Every claim carries a citation."],
+        }
+    return {
+        "approved": True,
+        "issues": [],
+        "strengths": ["Findings are corroborated.", "Disagreements are presented fairly."],
+    }
+
+
+_BUILDERS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "ResearchPlan": research_plan,
+    "SearchQueries": search_queries,
+    "RelevanceScores": relevance_scores,
+    "SubtopicFindings": subtopic_findings,
+    "ReviewResult": review_result,
+}
+
+
+# --- the writer ----------------------------------------------------------------------
+
+def write_report(user: str, *, cite_invented: bool = False) -> str:
+    sources = [(int(n), title.strip(), url) for n, title, url in _LISTED_SOURCE.findall(user)]
+    numbers = [n for n, _, _ in sources] or [1]
+    titles = {n: t for n, t, _ in sources}
+    subtopics = [s.strip() for s in _SUBTOPIC_HEADING.findall(user)] or ["Overview"]
+    question = _first(_QUESTION, user) or "the research question"
+    turn = _Cycler(numbers)
+
+    def cite(sentence: str, n: int | None = None) -> str:
+        return f"{sentence} [{n if n is not None else turn.next()}]."
+
+    def about(n: int) -> str:
+        return titles.get(n, f"source {n}")
+
+    lines = [f"# {_report_title(question)}", "", "## Executive summary", ""]
+    summary = [cite(f"The gathered sources give a consistent answer to {question.rstrip('?.')}")]
+    if "REVIEW FEEDBACK" in user:
+        summary.append(REVISION_SENTENCE)
+    summary.append(cite("The strongest evidence comes from recent, quantified reports"))
+    if cite_invented:
+        summary.append(INVENTED_SENTENCE)
+    lines += [" ".join(summary), "", "## Key findings", ""]
+    for n in numbers:
+        lines.append("- " + cite(f"{about(n)} reports measurable effects relevant to the question", n))
+    lines += ["", "## Analysis by subtopic", ""]
+    for title in subtopics:
+        lines += [f"### {title}", "",
+                  cite(f"Evidence on {title.lower()} points in the same direction") + " "
+                  + cite(f"The size of the effect on {title.lower()} varies by context"), ""]
+    lines += ["## Comparison", "", "| Aspect | Finding | Source |", "| --- | --- | --- |"]
+    for title in subtopics[: max(2, min(4, len(subtopics)))] + (
+        ["Overall"] if len(subtopics) < 2 else []
+    ):
+        n = turn.next()
+        lines.append(f"| {title} | Documented with figures | [{n}] |")
+    lines += ["", "## Where sources disagree", "",
+              cite("Sources differ on how large the effect is") + " "
+              + cite("The difference mostly reflects different periods and samples"), "",
+              "## Recommendations", "",
+              "- " + cite("Act on the findings that several sources support"),
+              "- " + cite("Monitor the figures that rest on a single source"), "",
+              "## Open questions and gaps", "",
+              "- " + cite("Long-term data remains scarce"), "",
+              "## Confidence assessment", "",
+              cite("Confidence is moderate because the sources agree on direction but not on size"),
+              ""]
+    uncited = [n for n in numbers if n not in turn.used]
+    if uncited:
+        lines.insert(lines.index("## Confidence assessment") + 2,
+                     " ".join(cite("Further support comes from the remaining sources", n)
+                              for n in uncited))
+    return "\n".join(lines)
+
+
+class _Cycler:
+    def __init__(self, numbers: list[int]) -> None:
+        self.numbers = numbers
+        self.i = 0
+        self.used: set[int] = set()
+
+    def next(self) -> int:
+        n = self.numbers[self.i % len(self.numbers)]
+        self.i += 1
+        self.used.add(n)
+        return n
+
+
+def _report_title(question: str) -> str:
+    text = " ".join(question.strip().rstrip("?.!").split())
+    return f"Research report: {text[:100]}" if text else "Research report"
+
+
+# --- helpers -----------------------------------------------------------------------
+
+def source_blocks(user: str) -> list[tuple[str, str]]:
+    """(id, plain text) for each `<untrusted_source id="...">` block in order."""
+    blocks = []
+    for match in _SOURCE_OPEN.finditer(user):
+        start = match.end()
+        end = user.find(_SOURCE_CLOSE, start)
+        text = user[start : end if end != -1 else len(user)]
+        blocks.append((match.group(1), _plain(text)))
+    return blocks
+
+
+def claim_from(text: str) -> str:
+    """The first factual sentence with a number; instructions planted in pages are skipped."""
+    sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+    safe = [s for s in sentences if not _INJECTION.search(s)]
+    for sentence in safe:
+        if any(c.isdigit() for c in sentence):
+            return sentence[:400]
+    return safe[0][:400] if safe else ""
+
+
+def _plain(text: str) -> str:
+    return " ".join(html.unescape(_TAG.sub(" ", text)).split())
+
+
+def _int(pattern: re.Pattern[str], text: str, default: int) -> int:
+    match = pattern.search(text)
+    return int(match.group(1)) if match else default
+
+
+def _first(pattern: re.Pattern[str], text: str) -> str:
+    match = pattern.search(text)
+    return " ".join(match.group(1).split()) if match else ""
+
+
+def stable_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+# --- schema fallback ---------------------------------------------------------------
+
+def _resolve(node: Any, root: dict) -> Any:
+    seen = 0
+    while isinstance(node, dict) and "$ref" in node and seen < 20:
+        ref = str(node["$ref"])
+        target: Any = root
+        for part in ref.lstrip("#/").split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        node = target
+        seen += 1
+    return node
+
+
+def minimal_instance(node: Any, root: dict, depth: int = 0) -> Any:
+    """A small value that validates against a JSON schema (as pydantic writes them)."""
+    node = _resolve(node, root)
+    if not isinstance(node, dict) or depth > 12:
+        return None
+    if "const" in node:
+        return node["const"]
+    if "default" in node:
+        return node["default"]
+    if node.get("enum"):
+        return node["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if node.get(key):
+            options = [_resolve(o, root) for o in node[key]]
+            chosen = next((o for o in options if o.get("type") != "null"), options[0])
+            return minimal_instance(chosen, root, depth + 1)
+    kind = node.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or "properties" in node:
+        props = node.get("properties", {})
+        return {name: minimal_instance(props.get(name, {}), root, depth + 1)
+                for name in node.get("required", [])}
+    if kind == "array":
+        count = int(node.get("minItems", 0))
+        return [minimal_instance(node.get("items", {}), root, depth + 1) for _ in range(count)]
+    if kind == "string":
+        return "x" * max(1, int(node.get("minLength", 1)))
+    if kind in ("number", "integer"):
+        low = node.get("minimum", node.get("exclusiveMinimum", 0))
+        high = node.get("maximum", node.get("exclusiveMaximum"))
+        value = low if high is None else (low + high) / 2
+        return int(value) if kind == "integer" else float(value)
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    return "x"
+
+
+def fill_required(value: Any, node: Any, root: dict, depth: int = 0) -> Any:
+    """Add required fields the builder did not know about (the schema may grow)."""
+    node = _resolve(node, root)
+    if not isinstance(node, dict) or depth > 12:
+        return value
+    if isinstance(value, dict) and ("properties" in node or node.get("type") == "object"):
+        props = node.get("properties", {})
+        for name in node.get("required", []):
+            if name not in value:
+                value[name] = minimal_instance(props.get(name, {}), root, depth + 1)
+        for name, item in list(value.items()):
+            if name in props:
+                value[name] = fill_required(item, props[name], root, depth + 1)
+    elif isinstance(value, list) and node.get("type") == "array":
+        return [fill_required(v, node.get("items", {}), root, depth + 1) for v in value]
+    return value

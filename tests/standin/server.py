@@ -1,0 +1,701 @@
+"""A local, deterministic stand-in for every external service the engine talks to.
+
+One `ThreadingHTTPServer` on 127.0.0.1 (free port) answers like OpenAI Chat Completions,
+Gemini generateContent, Tavily search, arXiv, Semantic Scholar and the web pages their
+results link to. Tests point the app at it with `server.env()` and inject failures with
+`add_fault(api, kind, times=1, **params)`:
+
+  status        status=429/500/..., headers={...}, body=<json or str>   (any api)
+  hang          seconds=30: wait before answering (the client should time out)
+  trickle       interval=0.5: send the body one byte at a time
+  invalid_json  mode="text" | "truncated": a structured LLM answer that is not valid JSON
+  fenced_json   wrap a structured LLM answer in ```json fences
+  think         prefix the LLM answer with "<think>secret reasoning</think>"
+  cite_invented the writer also cites [99] and https://invented.example/fake-study
+  refusal       (openai) message.refusal set, no content
+  blocked       (gemini) promptFeedback.blockReason = SAFETY, no candidates
+
+LLM-content faults accept `task="ResearchPlan"` (a schema title, or "writer") to hit only
+that kind of call; they only apply to calls they can affect (JSON faults to structured
+calls, `cite_invented` to the writer).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+from xml.sax.saxutils import escape
+
+from tests.standin import brain
+
+log = logging.getLogger("standin.server")
+
+APIS = ("openai", "gemini", "tavily", "arxiv", "semanticscholar", "pages")
+FAULT_KINDS = ("status", "hang", "trickle", "invalid_json", "fenced_json", "think",
+               "cite_invented", "refusal", "blocked")
+_CONTENT_FAULTS = ("invalid_json", "fenced_json", "think", "cite_invented", "refusal", "blocked")
+
+OPENAI_KEY = "sk-test-openai-0123456789abcdef"
+GEMINI_KEY = "AIzaTestGemini0123456789abcdefghij"
+TAVILY_KEY = "tvly-test-0123456789abcdef"
+
+_GEMINI_PATH = re.compile(r"^/v1(?:beta|alpha)?/models/([^/:]+):generateContent$")
+
+
+# --- canonical error bodies, for tests -------------------------------------------
+
+def openai_error(message: str, *, type: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type, "param": None, "code": code}}
+
+
+OPENAI_INSUFFICIENT_QUOTA = openai_error(
+    "You exceeded your current quota, please check your plan and billing details. For more "
+    "information on this error, read the docs: "
+    "https://platform.openai.com/docs/guides/error-codes/api-errors.",
+    type="insufficient_quota", code="insufficient_quota",
+)
+OPENAI_RATE_LIMIT = openai_error(
+    "Rate limit reached for gpt-5-mini in organization org-standin on requests per min "
+    "(RPM): Limit 3, Used 3, Requested 1. Please try again in 1s.",
+    type="requests", code="rate_limit_exceeded",
+)
+
+
+def gemini_error(code: int, message: str, status: str,
+                 details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "status": status,
+                      "details": details or []}}
+
+
+def gemini_quota_error(*, per_day: bool, retry_delay: str = "7s") -> dict[str, Any]:
+    """Google's RESOURCE_EXHAUSTED body: per-minute (rate limit) or per-day (quota)."""
+    window = "PerDay" if per_day else "PerMinute"
+    return gemini_error(
+        429,
+        "You exceeded your current quota, please check your plan and billing details. For "
+        "more information on this error, head to: https://ai.google.dev/gemini-api/docs/"
+        f"rate-limits. Please retry in {retry_delay}.",
+        "RESOURCE_EXHAUSTED",
+        [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{
+                "quotaMetric": "generativelanguage.googleapis.com/"
+                               "generate_content_free_tier_requests",
+                "quotaId": f"GenerateRequests{window}PerProjectPerModel-FreeTier",
+                "quotaDimensions": {"location": "global", "model": "gemini-2.5-flash"},
+                "quotaValue": "250" if per_day else "10",
+            }]},
+            {"@type": "type.googleapis.com/google.rpc.Help", "links": [{
+                "description": "Learn more about Gemini API quotas",
+                "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay},
+        ],
+    )
+
+
+def _default_error_body(api: str, status: int) -> Any:
+    if api == "openai":
+        if status == 429:
+            return OPENAI_RATE_LIMIT
+        if status == 401:
+            return openai_error("Incorrect API key provided.", type="invalid_request_error",
+                                code="invalid_api_key")
+        return openai_error("The server had an error while processing your request.",
+                            type="server_error")
+    if api == "gemini":
+        names = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+                 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+        if status == 429:
+            return gemini_quota_error(per_day=False, retry_delay="1s")
+        return gemini_error(status, "An internal error has occurred.", names.get(status, "UNKNOWN"))
+    if api == "tavily":
+        messages = {429: "Your request has been blocked due to excessive requests. Please "
+                         "reduce the rate of requests.",
+                    401: "Unauthorized: missing or invalid API key.",
+                    432: "This request exceeds your plan's set usage limit. Please upgrade "
+                         "your plan or contact support@tavily.com"}
+        return {"detail": {"error": messages.get(status, "Internal server error")}}
+    if api == "semanticscholar":
+        return {"message": "Too Many Requests" if status == 429 else "Internal Server Error"}
+    return f"Error {status}"
+
+
+# --- pages: delegated to tests/standin/pages.py (written separately) -------------------
+
+@dataclass
+class _FallbackPage:
+    status: int
+    headers: dict[str, str]
+    chunks: Iterable[bytes]
+    chunk_delay: float = 0.0
+
+
+def _pages_module() -> Any:
+    try:
+        from tests.standin import pages
+    except ImportError:
+        return None
+    return pages
+
+
+def article_meta(slug: str) -> dict[str, str]:
+    """Title, snippet and ISO date of the article page `slug` (from pages.py when present)."""
+    pages = _pages_module()
+    if pages is not None and hasattr(pages, "article_meta"):
+        return _as_meta(pages.article_meta(slug))
+    return _fallback_meta("Article", slug)
+
+
+def paper_meta(paper_id: str) -> dict[str, str]:
+    pages = _pages_module()
+    if pages is not None and hasattr(pages, "paper_meta"):
+        return _as_meta(pages.paper_meta(paper_id))
+    return _fallback_meta("Paper", paper_id)
+
+
+def _as_meta(meta: Any) -> dict[str, str]:
+    def pick(*names: str) -> str:
+        for name in names:
+            value = meta.get(name) if isinstance(meta, Mapping) else getattr(meta, name, None)
+            if value:
+                return str(value)
+        return ""
+
+    return {
+        "title": pick("title"),
+        "snippet": pick("snippet", "summary", "description", "abstract", "text"),
+        "published": pick("published", "published_date", "date")[:10],
+    }
+
+
+def _fallback_meta(kind: str, ident: str) -> dict[str, str]:
+    digest = brain.stable_hash(ident)
+    day = date(2025, 1, 1) + timedelta(days=int(digest[:4], 16) % 300)
+    percent = 10 + int(digest[4:6], 16) % 80
+    return {
+        "title": f"{kind} {ident}: measured effects",
+        "snippet": f"The study of {ident} found a {percent}% change over three years. "
+                   "Results were consistent across regions.",
+        "published": day.isoformat(),
+    }
+
+
+def _fallback_page(path: str) -> _FallbackPage | None:
+    match = re.match(r"^/pages/(article|paper)/([\w.\-]+)$", path)
+    if not match:
+        return None
+    kind, ident = match.groups()
+    meta = article_meta(ident) if kind == "article" else paper_meta(ident)
+    body = (
+        f"<!doctype html><html><head><title>{escape(meta['title'])}</title>"
+        f'<meta name="date" content="{meta["published"]}"></head><body><article>'
+        f"<h1>{escape(meta['title'])}</h1><p>{escape(meta['snippet'])}</p>"
+        "</article></body></html>"
+    ).encode()
+    return _FallbackPage(200, {"Content-Type": "text/html; charset=utf-8",
+                               "Content-Length": str(len(body))}, [body])
+
+
+# --- the server ----------------------------------------------------------------------
+
+@dataclass
+class Fault:
+    api: str
+    kind: str
+    remaining: int
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+class StandinServer:
+    """Start with `start()` (or as a context manager); `env()` points the app at it."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._host = host
+        self._port = port
+        self._lock = threading.Lock()
+        self._faults: list[Fault] = []
+        self._delay = 0.0
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.requests: list[dict[str, Any]] = []
+
+    # lifecycle
+    def start(self) -> StandinServer:
+        handler = _make_handler(self)
+        self._httpd = ThreadingHTTPServer((self._host, self._port), handler)
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="standin",
+                                        kwargs={"poll_interval": 0.1}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> StandinServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("The stand-in server is not running; call start().")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def env(self) -> dict[str, str]:
+        base = self.base_url
+        return {
+            "OPENAI_BASE_URL": f"{base}/v1",
+            "GEMINI_BASE_URL": base,
+            "TAVILY_BASE_URL": base,
+            "ARXIV_BASE_URL": f"{base}/arxiv",
+            "SEMANTIC_SCHOLAR_BASE_URL": f"{base}/s2",
+            "DEEP_RESEARCH_ALLOW_PRIVATE_HOSTS": "1",
+            "OPENAI_API_KEY": OPENAI_KEY,
+            "GEMINI_API_KEY": GEMINI_KEY,
+            "TAVILY_API_KEY": TAVILY_KEY,
+            "DEEP_RESEARCH_SEARCH": "tavily,arxiv,semanticscholar",
+        }
+
+    # test controls
+    def reset(self) -> None:
+        """Forget faults, the delay and the request log."""
+        with self._lock:
+            self._faults.clear()
+            self._delay = 0.0
+            self.requests.clear()
+            brain.UNKNOWN_TASKS.clear()
+
+    def add_fault(self, api: str, kind: str, times: int = 1, **params: Any) -> None:
+        if api not in APIS:
+            raise ValueError(f"api must be one of {APIS}, not {api!r}")
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"kind must be one of {FAULT_KINDS}, not {kind!r}")
+        with self._lock:
+            self._faults.append(Fault(api, kind, times, dict(params)))
+
+    def set_delay(self, seconds: float) -> None:
+        """Every API answer (not pages) waits this long first: slow but fine."""
+        with self._lock:
+            self._delay = max(0.0, seconds)
+
+    def count(self, api: str) -> int:
+        with self._lock:
+            return sum(1 for r in self.requests if r["api"] == api)
+
+    def requests_for(self, api: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [r for r in self.requests if r["api"] == api]
+
+    @property
+    def unknown_tasks(self) -> list[str]:
+        return list(brain.UNKNOWN_TASKS)
+
+    # used by the handler
+    def _record(self, entry: dict[str, Any]) -> None:
+        with self._lock:
+            self.requests.append(entry)
+
+    def _take(self, api: str, kinds: tuple[str, ...], task: str | None = None) -> Fault | None:
+        """Consume one use of the first matching fault."""
+        with self._lock:
+            for fault in self._faults:
+                if fault.api != api or fault.kind not in kinds or fault.remaining <= 0:
+                    continue
+                wanted = fault.params.get("task")
+                if wanted is not None and task is not None and wanted != task:
+                    continue
+                if fault.kind in ("invalid_json", "fenced_json") and task == "writer":
+                    continue
+                if fault.kind == "cite_invented" and task not in (None, "writer"):
+                    continue
+                fault.remaining -= 1
+                return fault
+        return None
+
+    def _sleep(self, seconds: float) -> None:
+        self._stopping.wait(seconds)
+
+    @property
+    def delay(self) -> float:
+        with self._lock:
+            return self._delay
+
+
+def _make_handler(server: StandinServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        standin = server
+
+    return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    standin: StandinServer
+    protocol_version = "HTTP/1.1"
+    server_version = "Standin/1.0"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+        log.debug("%s " + format, self.address_string(), *args)
+
+    # routing
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def _dispatch(self, method: str) -> None:
+        split = urlsplit(self.path)
+        path = split.path
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        api = _api_for(method, path)
+        self.standin._record({
+            "api": api or "unknown", "method": method, "path": path,
+            "query": {k: v[0] for k, v in parse_qs(split.query).items()},
+            "headers": dict(self.headers.items()), "json": body, "time": time.time(),
+        })
+        if api is None:
+            self._send_json(404, {"error": {"message": f"No route for {method} {path}"}})
+            return
+        try:
+            if not self._http_faults(api):
+                return
+            if api != "pages" and self.standin.delay:
+                self.standin._sleep(self.standin.delay)
+            handler = getattr(self, f"_api_{api}")
+            handler(path, split.query, body)
+        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+            pass  # the client gave up (timeouts in tests): nothing to do
+
+    def _http_faults(self, api: str) -> bool:
+        """Apply hang/status faults; False when the response has already been sent."""
+        self._trickle = 0.0
+        hang = self.standin._take(api, ("hang",))
+        if hang is not None:
+            self.standin._sleep(float(hang.params.get("seconds", 30.0)))
+        status = self.standin._take(api, ("status",))
+        if status is not None:
+            code = int(status.params.get("status", 500))
+            body = status.params.get("body")
+            if body is None:
+                body = _default_error_body(api, code)
+            headers = dict(status.params.get("headers") or {})
+            if isinstance(body, (dict, list)):
+                self._send_json(code, body, headers)
+            else:
+                self._send(code, str(body).encode(), "text/plain; charset=utf-8", headers)
+            return False
+        trickle = self.standin._take(api, ("trickle",))
+        if trickle is not None:
+            self._trickle = float(trickle.params.get("interval", 0.5))
+        return True
+
+    # senders
+    def _send(self, status: int, data: bytes, content_type: str,
+              headers: Mapping[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        interval = getattr(self, "_trickle", 0.0)
+        if interval:
+            for i in range(len(data)):
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+                self.standin._sleep(interval)
+                if self.standin._stopping.is_set():
+                    return
+        else:
+            self.wfile.write(data)
+
+    def _send_json(self, status: int, payload: Any,
+                   headers: Mapping[str, str] | None = None) -> None:
+        self._send(status, json.dumps(payload).encode(), "application/json", headers)
+
+    # --- LLMs ------------------------------------------------------------------------
+
+    def _llm_answer(self, api: str, system: str, user: str,
+                    schema: dict | None) -> tuple[str, Fault | None]:
+        task = brain.task_name(schema)
+        faults: dict[str, Any] = {}
+        special: Fault | None = None
+        for kind in _CONTENT_FAULTS:
+            fault = self.standin._take(api, (kind,), task)
+            if fault is None:
+                continue
+            if kind == "invalid_json":
+                faults["invalid_json"] = str(fault.params.get("mode", "text"))
+            elif kind in ("refusal", "blocked"):
+                special = fault
+            else:
+                faults[kind] = True
+        if schema is None:
+            faults.pop("invalid_json", None)
+            faults.pop("fenced_json", None)
+        text = brain.respond(system, user, schema, **faults)
+        return text, special
+
+    def _api_openai(self, path: str, query: str, body: Any) -> None:
+        if path != "/v1/chat/completions" or not isinstance(body, dict):
+            self._send_json(404, openai_error(f"Unknown path {path}", type="invalid_request_error"))
+            return
+        if not str(self.headers.get("Authorization", "")).startswith("Bearer "):
+            self._send_json(401, _default_error_body("openai", 401))
+            return
+        messages = body.get("messages") or []
+        system = "\n\n".join(_content(m) for m in messages if m.get("role") in ("system", "developer"))
+        user = "\n\n".join(_content(m) for m in messages if m.get("role") == "user")
+        schema = None
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":
+            spec = fmt.get("json_schema") or {}
+            schema = dict(spec.get("schema") or {})
+            schema.setdefault("title", spec.get("name") or "unknown")
+        text, special = self._llm_answer("openai", system, user, schema)
+        model = str(body.get("model") or "gpt-standin")
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None,
+                                   "annotations": []}
+        if special is not None and special.kind == "refusal":
+            message = {"role": "assistant", "content": None,
+                       "refusal": "I'm sorry, I can't help with that.", "annotations": []}
+        prompt_tokens = _tokens(system + user)
+        completion_tokens = _tokens(text)
+        n = len(self.standin.requests)
+        self._send_json(200, {
+            "id": f"chatcmpl-standin{n:06d}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+            "service_tier": "default",
+            "system_fingerprint": "fp_standin",
+        })
+
+    def _api_gemini(self, path: str, query: str, body: Any) -> None:
+        match = _GEMINI_PATH.match(path)
+        if match is None or not isinstance(body, dict):
+            self._send_json(404, gemini_error(404, f"Unknown path {path}", "NOT_FOUND"))
+            return
+        if not self.headers.get("x-goog-api-key") and "key=" not in query:
+            self._send_json(403, gemini_error(403, "Method doesn't allow unregistered callers.",
+                                              "PERMISSION_DENIED"))
+            return
+        model = match.group(1)
+        system = _parts_text((body.get("systemInstruction") or {}).get("parts"))
+        user = "\n\n".join(_parts_text(c.get("parts")) for c in body.get("contents") or []
+                           if c.get("role", "user") == "user")
+        config = body.get("generationConfig") or {}
+        schema = config.get("responseJsonSchema") or config.get("responseSchema")
+        schema = dict(schema) if isinstance(schema, dict) else None
+        text, special = self._llm_answer("gemini", system, user, schema)
+        prompt_tokens = _tokens(system + user)
+        completion_tokens = _tokens(text)
+        usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": completion_tokens,
+                 "totalTokenCount": prompt_tokens + completion_tokens}
+        if special is not None and special.kind == "blocked":
+            self._send_json(200, {"promptFeedback": {"blockReason": "SAFETY"},
+                                  "usageMetadata": usage, "modelVersion": model})
+            return
+        self._send_json(200, {
+            "candidates": [{"content": {"parts": [{"text": text}], "role": "model"},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": usage,
+            "modelVersion": model,
+            "responseId": f"standin-{len(self.standin.requests)}",
+        })
+
+    # --- search ----------------------------------------------------------------------
+
+    def _api_tavily(self, path: str, query: str, body: Any) -> None:
+        if not str(self.headers.get("Authorization", "")).startswith("Bearer tvly-"):
+            self._send_json(401, _default_error_body("tavily", 401))
+            return
+        body = body if isinstance(body, dict) else {}
+        q = str(body.get("query") or "")
+        count = max(1, min(20, int(body.get("max_results") or 4)))
+        base = self._base()
+        digest = brain.stable_hash(q)[:10]
+        results = []
+        for k in range(1, count + 1):
+            slug = f"{digest}-{k}"
+            meta = article_meta(slug)
+            results.append({
+                "url": f"{base}/pages/article/{slug}",
+                "title": meta["title"],
+                "content": meta["snippet"],
+                "score": round(0.95 - 0.05 * k, 3),
+                "raw_content": None,
+                "published_date": meta["published"] or None,
+            })
+        self._send_json(200, {"query": q, "follow_up_questions": None, "answer": None,
+                              "images": [], "results": results, "response_time": 0.42,
+                              "request_id": f"standin-{digest}"})
+
+    def _papers(self, q: str, prefix: str) -> list[tuple[str, dict[str, str]]]:
+        digest = brain.stable_hash(prefix + q)
+        papers = []
+        for k in range(1, 3):
+            paper_id = f"{prefix}{int(digest[:6], 16) % 10**5:05d}{k}"
+            papers.append((paper_id, paper_meta(paper_id)))
+        return papers
+
+    def _api_arxiv(self, path: str, query: str, body: Any) -> None:
+        if path != "/arxiv/api/query":
+            self._send(404, b"Not found", "text/plain")
+            return
+        params = {k: v[0] for k, v in parse_qs(query).items()}
+        q = params.get("search_query", "").removeprefix("all:")
+        base = self._base()
+        limit = max(0, int(params.get("max_results", "2") or 2))
+        entries = []
+        for paper_id, meta in self._papers(q, "2401.")[:limit]:
+            url = f"{base}/pages/paper/{paper_id}"
+            published = meta["published"] or "2024-01-01"
+            entries.append(
+                "<entry>"
+                f"<id>{escape(url)}</id>"
+                f"<updated>{published}T00:00:00Z</updated>"
+                f"<published>{published}T00:00:00Z</published>"
+                f"<title>{escape(meta['title'])}</title>"
+                f"<summary>{escape(meta['snippet'])}</summary>"
+                "<author><name>A. Standin</name></author>"
+                f'<link href="{escape(url)}" rel="alternate" type="text/html"/>'
+                f'<link title="pdf" href="{escape(url)}" rel="related" type="application/pdf"/>'
+                '<arxiv:primary_category term="cs.CY" scheme="http://arxiv.org/schemas/atom"/>'
+                "</entry>"
+            )
+        feed = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<feed xmlns="http://www.w3.org/2005/Atom" '
+            'xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/" '
+            'xmlns:arxiv="http://arxiv.org/schemas/atom">'
+            f'<title type="html">ArXiv Query: {escape(q)}</title>'
+            f"<opensearch:totalResults>{len(entries)}</opensearch:totalResults>"
+            "<opensearch:startIndex>0</opensearch:startIndex>"
+            + "".join(entries) + "</feed>"
+        )
+        self._send(200, feed.encode(), "application/atom+xml; charset=utf-8")
+
+    def _api_semanticscholar(self, path: str, query: str, body: Any) -> None:
+        if path != "/s2/graph/v1/paper/search":
+            self._send_json(404, {"error": "Not found"})
+            return
+        params = {k: v[0] for k, v in parse_qs(query).items()}
+        q = params.get("query", "")
+        limit = max(0, int(params.get("limit", "2") or 2))
+        base = self._base()
+        data = []
+        for paper_id, meta in self._papers(q, "s2-")[:limit]:
+            published = meta["published"] or None
+            data.append({
+                "paperId": paper_id,
+                "title": meta["title"],
+                "url": f"{base}/pages/paper/{paper_id}",
+                "abstract": meta["snippet"],
+                "year": int(published[:4]) if published else None,
+                "publicationDate": published,
+                "openAccessPdf": None,
+            })
+        self._send_json(200, {"total": len(data), "offset": 0, "data": data})
+
+    # --- pages -----------------------------------------------------------------------
+
+    def _api_pages(self, path: str, query: str, body: Any) -> None:
+        pages = _pages_module()
+        full = path + (f"?{query}" if query else "")
+        if pages is not None and hasattr(pages, "page_response"):
+            page = pages.page_response(full, self._base())
+        else:
+            page = _fallback_page(path)
+        if page is None:
+            self._send(404, b"<html><body>Not found</body></html>", "text/html")
+            return
+        self.send_response(int(page.status))
+        headers = dict(page.headers)
+        has_length = any(k.lower() == "content-length" for k in headers)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        if not has_length:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        delay = float(getattr(page, "chunk_delay", 0.0) or 0.0)
+        interval = getattr(self, "_trickle", 0.0)
+        for chunk in page.chunks:
+            if interval:
+                for i in range(len(chunk)):
+                    self.wfile.write(chunk[i : i + 1])
+                    self.wfile.flush()
+                    self.standin._sleep(interval)
+            else:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+            if delay:
+                self.standin._sleep(delay)
+            if self.standin._stopping.is_set():
+                return
+
+    def _base(self) -> str:
+        return self.standin.base_url
+
+
+def _api_for(method: str, path: str) -> str | None:
+    if path.startswith("/v1/chat/"):
+        return "openai"
+    if _GEMINI_PATH.match(path):
+        return "gemini"
+    if path == "/search" and method == "POST":
+        return "tavily"
+    if path.startswith("/arxiv/"):
+        return "arxiv"
+    if path.startswith("/s2/"):
+        return "semanticscholar"
+    if path.startswith("/pages/"):
+        return "pages"
+    return None
+
+
+def _content(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+def _parts_text(parts: Any) -> str:
+    if not isinstance(parts, list):
+        return ""
+    return "".join(str(p.get("text", "")) for p in parts
+                   if isinstance(p, dict) and not p.get("thought"))
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
