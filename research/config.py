@@ -66,6 +66,7 @@ class ResearchConfig(BaseModel):
     semanticscholar_base_url: str | None = None
     allow_private_hosts: bool = False
     request_timeout_s: float = 60.0
+    fetch_timeout_s: float = 20.0
     max_retries: int = 3
 
     @model_validator(mode="after")

@@ -32,17 +32,30 @@ class RunControl:
         self.owner = f"pid:{os.getpid()}@{socket.gethostname()}"
         self._lock = threading.Lock()
         self._last_poll = 0.0
-        self._last_beat = 0.0
         self._action: str | None = None
+        self._stopped = threading.Event()
+        self.store.heartbeat(run_id, self.owner)
+        # Beat from a thread of its own: a single long model call must not make a live run
+        # look abandoned to a dashboard that marks stale runs as interrupted.
+        self._beater = threading.Thread(target=self._beat, name=f"heartbeat:{run_id}", daemon=True)
+        self._beater.start()
+
+    def _beat(self) -> None:
+        while not self._stopped.wait(HEARTBEAT_S):
+            try:
+                self.store.heartbeat(self.run_id, self.owner)
+            except Exception:  # noqa: BLE001 - a missed beat is retried next time
+                pass
+        self.store.close()
+
+    def stop(self) -> None:
+        self._stopped.set()
 
     def _poll(self) -> str | None:
         now = time.monotonic()
         if now - self._last_poll >= POLL_S:
             self._last_poll = now
             self._action = self.store.get_control(self.run_id)
-        if now - self._last_beat >= HEARTBEAT_S:
-            self._last_beat = now
-            self.store.heartbeat(self.run_id, self.owner)
         return self._action
 
     def remaining(self) -> float:

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable
 
 _KEYLIKE = re.compile(
-    r"(sk-[A-Za-z0-9_\-]{8,}|tvly-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|"
+    r"(?<![A-Za-z0-9])(sk-[A-Za-z0-9_\-]{16,}|tvly-[A-Za-z0-9_\-]{12,}|AIza[0-9A-Za-z_\-]{20,}|"
     r"(?i:bearer)\s+[A-Za-z0-9_\-.]{12,})"
 )
 

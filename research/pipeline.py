@@ -20,8 +20,7 @@ from research.constants import MAX_QUESTION_CHARS
 from research.context import RunContext
 from research.control import RunControl
 from research.errors import ConfigError, ResearchError, RunCancelled, redact
-from research.events import Cancelled, Completed, Error, EventSink, Initiated, Resumed, Retrying
-from research.events import fan_out
+from research.events import Cancelled, Completed, Error, EventSink, Initiated, Resumed, Retrying, fan_out
 from research.fetch import Fetcher, FetchLimits
 from research.llm import build_llm
 from research.llm.base import LLM, RoleLLM, UsageMeter
@@ -78,7 +77,7 @@ def execute(
         return run
     config = ResearchConfig(**run["config"])
     secrets = credentials.secrets()
-    emit = fan_out(store.append_event, *([on_event] if on_event else []))
+    emit = fan_out(store.log_event, *([on_event] if on_event else []))
     resuming = run["status"] not in ("queued",)
     store.set_control(run_id, None)
     store.set_run_status(run_id, "running")
@@ -90,7 +89,8 @@ def execute(
         run_id, role, prov, model, i, o, cost))
     own_fetcher = fetcher is None
     if fetcher is None:
-        fetcher = Fetcher(FetchLimits(allow_private_hosts=config.allow_private_hosts))
+        fetcher = Fetcher(FetchLimits(
+            timeout_s=config.fetch_timeout_s, allow_private_hosts=config.allow_private_hosts))
 
     def make_llm(role: Role) -> RoleLLM:
         spec = config.role(role.value)
@@ -137,6 +137,7 @@ def execute(
         _finish(store, run_id, meter, "failed", message)
         emit(Error(run_id, message))
     finally:
+        control.stop()
         if own_fetcher:
             fetcher.close()
     return store.get_run(run_id) or {}

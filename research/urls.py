@@ -69,7 +69,10 @@ def canonical_url(url: str) -> str:
         url = "https:" + url
     elif "://" not in url:
         url = "https://" + url
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unclosed IPv6 bracket: nothing sensible to normalise
+        return url
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").rstrip(".")
     if host.startswith("www."):
@@ -102,7 +105,12 @@ def domain_of(url: str) -> str:
     """The site a URL belongs to, for display and per-site limits: "news.example.com"."""
     if "://" not in url and not url.startswith("//"):
         url = "//" + url
-    host = (urlsplit(url.strip()).hostname or "").rstrip(".")
+    try:
+        host = (urlsplit(url.strip()).hostname or "").rstrip(".")
+    except ValueError:
+        return ""
+    if any(c.isspace() for c in host):
+        return ""
     return host[4:] if host.startswith("www.") else host
 
 

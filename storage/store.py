@@ -45,10 +45,11 @@ _RUN_JSON = ("config", "totals")
 _STEP_JSON = ("result",)
 
 
-def default_db_path() -> Path:
-    """`DEEP_RESEARCH_DB` if set, else `<project root>/data/research.db`."""
-    env = os.environ.get("DEEP_RESEARCH_DB")
-    return Path(env) if env else _PROJECT_ROOT / "data" / "research.db"
+def default_db_path(env: Mapping[str, str] | None = None) -> Path:
+    """`DEEP_RESEARCH_DB` (from `env`, default the process environment) if set, else
+    `<project root>/data/research.db`."""
+    value = (env if env is not None else os.environ).get("DEEP_RESEARCH_DB")
+    return Path(value) if value else _PROJECT_ROOT / "data" / "research.db"
 
 
 def _parse_ts(value: str | None) -> datetime | None:

@@ -113,7 +113,11 @@ def map_prose(text: str, prose: Callable[[str], str], code: Callable[[str], str]
 _NUM_ITEM = r"\d{1,4}(?:\s*[-\u2013\u2014]\s*\d{1,4})?"
 # One bracket group of citation numbers: [3], [1, 3], [2-4], [1; 5-6]. Not a link's text.
 CITATION_RE = re.compile(
-    r"(?P<space>(?<![ \t])[ \t]*)\[(?P<items>\s*" + _NUM_ITEM + r"(?:\s*[,;]\s*" + _NUM_ITEM + r")*\s*)\](?!\()"
+    r"(?P<space>(?<![ \t])[ \t]*)\[(?P<items>\s*"
+    + _NUM_ITEM
+    + r"(?:\s*[,;]\s*"
+    + _NUM_ITEM
+    + r")*\s*)\](?!\()"
 )
 _MAX_RANGE = 30
 
@@ -159,7 +163,9 @@ _LINKS_RE = re.compile(
     r"|(?P<space>(?<![ \t])[ \t]*)(?P<bare>(?:https?://|www\.)[^\s<>\"'`]+)",
     re.IGNORECASE,
 )
-_BARE_URL_RE = re.compile(r"(?P<space>(?<![ \t])[ \t]*)(?P<url>(?:https?://|www\.)[^\s<>\"'`]+)", re.IGNORECASE)
+_BARE_URL_RE = re.compile(
+    r"(?P<space>(?<![ \t])[ \t]*)(?P<url>(?:https?://|www\.)[^\s<>\"'`]+)", re.IGNORECASE
+)
 _TRAILING_PUNCT = ".,;:!?*_~'\")]}"
 _REFERENCE_DEF_RE = re.compile(r"^ {0,3}\[[^\]\n]+\]:[ \t]*\S+.*(?:\n|$)", re.MULTILINE)
 

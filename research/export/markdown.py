@@ -34,15 +34,11 @@ _MD_LINE_START = re.compile(r"^(\d+)([.)])|^([-+=])")
 def escape_markdown(text: str) -> str:
     """Make `text` render literally: one line, no links, images, emphasis, lists or HTML."""
     text = _MD_INLINE.sub(r"\\\1", " ".join(text.split()))
-    return _MD_LINE_START.sub(
-        lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", text
-    )
+    return _MD_LINE_START.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", text)
 
 
 # '<' that would open raw HTML (a tag, comment, declaration); autolinks like <https://x> stay.
-_RAW_HTML_START = re.compile(
-    r"<(?=[A-Za-z/!?])(?![A-Za-z][A-Za-z0-9+.\-]{1,31}:[^<>\s]*>)"
-)
+_RAW_HTML_START = re.compile(r"<(?=[A-Za-z/!?])(?![A-Za-z][A-Za-z0-9+.\-]{1,31}:[^<>\s]*>)")
 
 
 def neutralise_html(body: str) -> str:
@@ -78,9 +74,7 @@ def _source_line(source: ReportSource) -> str:
     title = escape_markdown(source.title or source.url)
     url = safe_link_url(source.url)
     entry = f"[{title}]({url})" if url else title
-    details = [
-        escape_markdown(part) for part in (source.domain, source.published) if part
-    ]
+    details = [escape_markdown(part) for part in (source.domain, source.published) if part]
     if details:
         entry += " \u2014 " + ", ".join(details)
     return f'{source.number}. <a id="source-{source.number}"></a>{entry}'
@@ -88,9 +82,7 @@ def _source_line(source: ReportSource) -> str:
 
 def to_markdown(doc: ReportDocument) -> str:
     numbers = [s.number for s in doc.sources]
-    body = link_citations(
-        neutralise_html(doc.body), numbers, lambda n: f"[[{n}]](#source-{n})"
-    ).strip()
+    body = link_citations(neutralise_html(doc.body), numbers, lambda n: f"[[{n}]](#source-{n})").strip()
 
     lines = [f"# {escape_markdown(doc.question)}", ""]
     lines.append(f"**Date:** {escape_markdown(format_date(doc.created_at))}  ")

@@ -125,9 +125,7 @@ class RefusingURLFetcher(URLFetcher):  # type: ignore[misc]
     """
 
     def __init__(self) -> None:
-        super().__init__(
-            allowed_protocols=(), allow_redirects=False, fail_on_errors=False
-        )
+        super().__init__(allowed_protocols=(), allow_redirects=False, fail_on_errors=False)
         self.attempts: list[str] = []
         self.served = 0  # stays 0: nothing is ever served
 
@@ -137,9 +135,7 @@ class RefusingURLFetcher(URLFetcher):  # type: ignore[misc]
 
 
 def _markdown_renderer() -> MarkdownIt:
-    md = MarkdownIt(
-        "commonmark", {"html": False, "linkify": False, "typographer": False}
-    )
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable("table").disable("reference")
 
     def image_as_text(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
@@ -196,9 +192,7 @@ def _source_item(source: ReportSource) -> str:
     url = source.url.strip()
     linked = url.lower().startswith(("http://", "https://"))
     entry = f'<a href="{_esc(url)}">{title}</a>' if linked else title
-    details = ", ".join(
-        _esc(part) for part in (source.domain, source.published) if part
-    )
+    details = ", ".join(_esc(part) for part in (source.domain, source.published) if part)
     return (
         f'<li id="source-{source.number}"><span class="num">[{source.number}]</span>{entry}'
         + (f' <span class="details">\u2014 {details}</span>' if details else "")
@@ -223,9 +217,7 @@ def body_html(doc: ReportDocument) -> str:
 
 def to_html(doc: ReportDocument) -> str:
     """A complete, sanitised HTML document ready for printing."""
-    fragment = (
-        _cover(doc) + f'<div class="report-body">{body_html(doc)}</div>' + _sources(doc)
-    )
+    fragment = _cover(doc) + f'<div class="report-body">{body_html(doc)}</div>' + _sources(doc)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{_esc(doc.question)}</title><style>{CSS}</style></head>"
@@ -236,18 +228,12 @@ def to_html(doc: ReportDocument) -> str:
 def render_pdf(html: str, fetcher: RefusingURLFetcher | None = None) -> bytes:
     """Render finished HTML with WeasyPrint; nothing outside the string is ever loaded."""
     try:
-        pdf = HTML(
-            string=html, base_url=None, url_fetcher=fetcher or RefusingURLFetcher()
-        ).write_pdf()
+        pdf = HTML(string=html, base_url=None, url_fetcher=fetcher or RefusingURLFetcher()).write_pdf()
     except Exception as exc:  # WeasyPrint and its libraries raise many kinds
         detail = redact(str(exc))[:200] or type(exc).__name__
-        raise ResearchError(
-            f"Could not create the PDF: the page layout failed ({detail})."
-        ) from exc
+        raise ResearchError(f"Could not create the PDF: the page layout failed ({detail}).") from exc
     if not isinstance(pdf, bytes) or not pdf.startswith(b"%PDF"):
-        raise ResearchError(
-            "Could not create the PDF: the layout engine returned no document."
-        )
+        raise ResearchError("Could not create the PDF: the layout engine returned no document.")
     return pdf
 
 

@@ -27,7 +27,7 @@ def run_record(ctx: RunContext) -> str:
     if started:
         seconds = (datetime.now(UTC) - datetime.fromisoformat(started.replace("Z", "+00:00"))).total_seconds()
     minutes, secs = divmod(int(seconds), 60)
-    return (f"Run record: {rounds} round(s), {subtopics} subtopics, {queries} queries, "
+    return (f"Run record: {rounds} research round{'s' if rounds != 1 else ''}, {subtopics} subtopics, {queries} queries, "
             f"{read} pages considered, {kept} sources kept, {minutes} min {secs} s; "
             f"{ctx.config.parameters_line()}.")
 

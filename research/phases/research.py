@@ -31,8 +31,7 @@ from research.errors import (
     ResearchError,
     RunCancelled,
 )
-from research.events import SearchFailed, SourceFound, SourceSkipped, StepFailed, StepStarted
-from research.events import StepCompleted
+from research.events import SearchFailed, SourceFound, SourceSkipped, StepCompleted, StepFailed, StepStarted
 from research.fetch import FetchedPage
 from research.llm.base import Message, run_with_deadline
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
@@ -399,7 +398,7 @@ def _fetch_all(
             published = page.published or cand.result.published
             if len(page.text.strip()) < MIN_TEXT_CHARS:
                 reason = "no readable text on the page"
-            elif oldest and published and _date(published) and _date(published) < oldest:
+            elif oldest and (day := _date(published)) is not None and day < oldest:
                 reason = f"older than {max_age} days (published {published})"
             else:
                 pages.append((cand, page))
@@ -411,7 +410,9 @@ def _fetch_all(
     return pages
 
 
-def _date(value: str) -> date | None:
+def _date(value: str | None) -> date | None:
+    if not value:
+        return None
     try:
         return date.fromisoformat(value[:10])
     except ValueError:

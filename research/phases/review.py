@@ -7,6 +7,7 @@ resolve, >= 80% of claims cited, within the word limit, sources mostly recent).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -79,7 +80,7 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
         if done is None:
             done = ctx.run_step(
                 f"review:{cycle}", "review", f"Reviewing the draft (cycle {cycle} of {cycles})",
-                lambda c=cycle: _review(ctx, c, cycles),
+                partial(_review, ctx, cycle, cycles),
             )
         if done["approved"]:
             return

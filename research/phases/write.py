@@ -124,7 +124,8 @@ def draft(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, An
         sources = ctx.store.get_sources(ctx.run_id)
         numbers = numbering(sources)
         findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
-        ctx.emit(DraftStarted(ctx.run_id, "Writing the first draft", step="write"))
+        ctx.emit(DraftStarted(
+            ctx.run_id, f"The writer is drafting from {len(sources)} sources", step="write"))
         prompt = DRAFT_PROMPT.format(
             question=clean_untrusted(ctx.question),
             structure=STRUCTURE.format(max_words=ctx.config.report_max_words),
@@ -148,7 +149,7 @@ def revise(
         sources = ctx.store.get_sources(ctx.run_id)
         numbers = {sid: n for n, sid in current["numbering"].items()}
         findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
-        ctx.emit(DraftStarted(ctx.run_id, f"Revising the draft (cycle {cycle})",
+        ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current['version']}",
                               step=f"revise:{cycle}"))
         prompt = REVISE_PROMPT.format(
             question=clean_untrusted(ctx.question), feedback=feedback,
@@ -168,7 +169,7 @@ def fit_length(ctx: RunContext, writer: Agent, text: str) -> str:
     """One shortening pass when the draft runs clearly over REPORT_MAX_WORDS."""
     limit = ctx.config.report_max_words
     words = word_count(text)
-    if words <= limit * 1.1:
+    if words <= limit:
         return text
     messages = [
         system(WRITER_ROLE, ctx.today),

@@ -29,8 +29,11 @@ _SUBTOPIC_COUNT = re.compile(r"exactly (\d+) subtopics", re.IGNORECASE)
 _QUERY_COUNT = re.compile(r"exactly (\d+) search queries", re.IGNORECASE)
 _QUESTION = re.compile(r"<question>(.*?)</question>", re.DOTALL | re.IGNORECASE)
 _SUBTOPIC = re.compile(r"<subtopic>(.*?)</subtopic>", re.DOTALL | re.IGNORECASE)
-_SOURCE_OPEN = re.compile(r'<untrusted_source id="([^"]+)"[^>]*>')
-_SOURCE_CLOSE = "</untrusted_source>"
+# The opening tag fills its line (id, metadata, nonce); the block closes with
+# `</untrusted_source nonce="...">`.
+_SOURCE_OPEN = re.compile(r'<untrusted_source id="([^"]+)"[^\n]*>')
+_SOURCE_CLOSE = "</untrusted_source"
+_PUBLISHED_SUFFIX = re.compile(r"\s*\(published [^)]*\)\s*$")
 _LISTED_SOURCE = re.compile(r"^\[(\d+)\] (.+?) — (\S+)$", re.MULTILINE)
 _SUBTOPIC_HEADING = re.compile(r"^### Subtopic: (.+?)\s*$", re.MULTILINE)
 _REVIEW_CYCLE = re.compile(r"Review cycle (\d+) of (\d+)", re.IGNORECASE)
@@ -208,13 +211,16 @@ _BUILDERS: dict[str, Callable[[str], dict[str, Any]]] = {
     "RelevanceScores": relevance_scores,
     "SubtopicFindings": subtopic_findings,
     "ReviewResult": review_result,
+    "Ping": lambda user: {"ok": True},
 }
 
 
 # --- the writer ----------------------------------------------------------------------
 
 def write_report(user: str, *, cite_invented: bool = False) -> str:
-    sources = [(int(n), title.strip(), url) for n, title, url in _LISTED_SOURCE.findall(user)]
+    sources = [(int(n), _PUBLISHED_SUFFIX.sub("", title).strip(), url)
+               for n, title, url in _LISTED_SOURCE.findall(user)]
+    sources = list({n: (n, t, u) for n, t, u in sources}.values())  # listed twice in revisions
     numbers = [n for n, _, _ in sources] or [1]
     titles = {n: t for n, t, _ in sources}
     subtopics = [s.strip() for s in _SUBTOPIC_HEADING.findall(user)] or ["Overview"]
@@ -228,7 +234,7 @@ def write_report(user: str, *, cite_invented: bool = False) -> str:
         return titles.get(n, f"source {n}")
 
     lines = [f"# {_report_title(question)}", "", "## Executive summary", ""]
-    summary = [cite(f"The gathered sources give a consistent answer to {question.rstrip('?.')}")]
+    summary = [cite(f'The gathered sources give a consistent answer to "{question}"')]
     if "REVIEW FEEDBACK" in user:
         summary.append(REVISION_SENTENCE)
     summary.append(cite("The strongest evidence comes from recent, quantified reports"))
@@ -369,12 +375,19 @@ def minimal_instance(node: Any, root: dict, depth: int = 0) -> Any:
     if kind == "string":
         return "x" * max(1, int(node.get("minLength", 1)))
     if kind in ("number", "integer"):
-        low = node.get("minimum", node.get("exclusiveMinimum", 0))
+        low = node.get("minimum", node.get("exclusiveMinimum"))
         high = node.get("maximum", node.get("exclusiveMaximum"))
-        value = low if high is None else (low + high) / 2
-        return int(value) if kind == "integer" else float(value)
+        if low is not None and high is not None:
+            value = (float(low) + float(high)) / 2
+        elif low is not None:
+            value = float(low) + 1
+        elif high is not None:
+            value = float(high) - 1
+        else:
+            value = 0.0
+        return round(value) if kind == "integer" else value
     if kind == "boolean":
-        return False
+        return True
     if kind == "null":
         return None
     return "x"

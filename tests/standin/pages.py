@@ -70,8 +70,10 @@ def _rng(key: str) -> random.Random:
 
 
 def _topic(slug: str) -> str:
-    words = slug.removesuffix("-off").replace("_", "-").split("-")
-    return " ".join(w for w in words if w) or "the topic"
+    words = [w for w in slug.removesuffix("-off").replace("_", "-").split("-") if w]
+    while words and words[-1].isdigit():  # "solar-power-3": the 3 only tells results apart
+        words.pop()
+    return " ".join(words) or "the topic"
 
 
 def _published(key: str) -> dt.date:

@@ -22,21 +22,20 @@ calls, `cite_invented` to the writer).
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import re
-import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.standin import brain
+from tests.standin import brain, pages
 
 log = logging.getLogger("standin.server")
 
@@ -129,80 +128,38 @@ def _default_error_body(api: str, status: int) -> Any:
     return f"Error {status}"
 
 
-# --- pages: delegated to tests/standin/pages.py (written separately) -------------------
+# --- pages: tests/standin/pages.py renders them; search results must agree with it ----
 
-@dataclass
-class _FallbackPage:
-    status: int
-    headers: dict[str, str]
-    chunks: Iterable[bytes]
-    chunk_delay: float = 0.0
-
-
-def _pages_module() -> Any:
-    try:
-        from tests.standin import pages
-    except ImportError:
-        return None
-    return pages
+_PAPER_TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
+_PAPER_ABSTRACT = re.compile(r'<section class="abstract">.*?<p>(.*?)</p>', re.DOTALL)
+_PAPER_DATE = re.compile(r'article:published_time" content="([0-9-]{10})')
+_WORD = re.compile(r"[a-z0-9]+")
 
 
 def article_meta(slug: str) -> dict[str, str]:
-    """Title, snippet and ISO date of the article page `slug` (from pages.py when present)."""
-    pages = _pages_module()
-    if pages is not None and hasattr(pages, "article_meta"):
-        return _as_meta(pages.article_meta(slug))
-    return _fallback_meta("Article", slug)
+    """Title, snippet and ISO date of /pages/article/<slug>."""
+    return dict(pages.article_meta(slug))
 
 
 def paper_meta(paper_id: str) -> dict[str, str]:
-    pages = _pages_module()
-    if pages is not None and hasattr(pages, "paper_meta"):
-        return _as_meta(pages.paper_meta(paper_id))
-    return _fallback_meta("Paper", paper_id)
+    """Title, abstract and ISO date of /pages/paper/<id>, read from the page itself."""
+    text = pages.paper_html(paper_id)
+
+    def first(pattern: re.Pattern[str]) -> str:
+        match = pattern.search(text)
+        return html.unescape(" ".join(match.group(1).split())) if match else ""
+
+    return {"title": first(_PAPER_TITLE), "snippet": first(_PAPER_ABSTRACT),
+            "published": first(_PAPER_DATE)}
 
 
-def _as_meta(meta: Any) -> dict[str, str]:
-    def pick(*names: str) -> str:
-        for name in names:
-            value = meta.get(name) if isinstance(meta, Mapping) else getattr(meta, name, None)
-            if value:
-                return str(value)
-        return ""
+def slug_for(query: str, k: int, *, words: int = 8, off_topic: bool = False) -> str:
+    """A deterministic page slug: the query's first words in kebab case, then `k`.
 
-    return {
-        "title": pick("title"),
-        "snippet": pick("snippet", "summary", "description", "abstract", "text"),
-        "published": pick("published", "published_date", "date")[:10],
-    }
-
-
-def _fallback_meta(kind: str, ident: str) -> dict[str, str]:
-    digest = brain.stable_hash(ident)
-    day = date(2025, 1, 1) + timedelta(days=int(digest[:4], 16) % 300)
-    percent = 10 + int(digest[4:6], 16) % 80
-    return {
-        "title": f"{kind} {ident}: measured effects",
-        "snippet": f"The study of {ident} found a {percent}% change over three years. "
-                   "Results were consistent across regions.",
-        "published": day.isoformat(),
-    }
-
-
-def _fallback_page(path: str) -> _FallbackPage | None:
-    match = re.match(r"^/pages/(article|paper)/([\w.\-]+)$", path)
-    if not match:
-        return None
-    kind, ident = match.groups()
-    meta = article_meta(ident) if kind == "article" else paper_meta(ident)
-    body = (
-        f"<!doctype html><html><head><title>{escape(meta['title'])}</title>"
-        f'<meta name="date" content="{meta["published"]}"></head><body><article>'
-        f"<h1>{escape(meta['title'])}</h1><p>{escape(meta['snippet'])}</p>"
-        "</article></body></html>"
-    ).encode()
-    return _FallbackPage(200, {"Content-Type": "text/html; charset=utf-8",
-                               "Content-Length": str(len(body))}, [body])
+    pages.py builds an article's topic from its slug, so pages read like the query.
+    """
+    kebab = "-".join(_WORD.findall(query.lower())[:words]) or "topic"
+    return f"{kebab[:80].strip('-')}-{k}" + ("-off" if off_topic else "")
 
 
 # --- the server ----------------------------------------------------------------------
@@ -224,6 +181,7 @@ class StandinServer:
         self._lock = threading.Lock()
         self._faults: list[Fault] = []
         self._delay = 0.0
+        self.off_topic_results = 0
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -281,6 +239,7 @@ class StandinServer:
         with self._lock:
             self._faults.clear()
             self._delay = 0.0
+            self.off_topic_results = 0
             self.requests.clear()
             brain.UNKNOWN_TASKS.clear()
 
@@ -296,6 +255,11 @@ class StandinServer:
         """Every API answer (not pages) waits this long first: slow but fine."""
         with self._lock:
             self._delay = max(0.0, seconds)
+
+    def set_off_topic(self, n: int) -> None:
+        """The last `n` Tavily results of every query link to OFF-TOPIC articles."""
+        with self._lock:
+            self.off_topic_results = max(0, n)
 
     def count(self, api: str) -> int:
         with self._lock:
@@ -387,7 +351,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.standin._sleep(self.standin.delay)
             handler = getattr(self, f"_api_{api}")
             handler(path, split.query, body)
-        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+        except (TimeoutError, BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeouts in tests): nothing to do
 
     def _http_faults(self, api: str) -> bool:
@@ -542,10 +506,10 @@ class _Handler(BaseHTTPRequestHandler):
         q = str(body.get("query") or "")
         count = max(1, min(20, int(body.get("max_results") or 4)))
         base = self._base()
-        digest = brain.stable_hash(q)[:10]
+        off_topic = self.standin.off_topic_results
         results = []
         for k in range(1, count + 1):
-            slug = f"{digest}-{k}"
+            slug = slug_for(q, k, off_topic=k > count - off_topic)
             meta = article_meta(slug)
             results.append({
                 "url": f"{base}/pages/article/{slug}",
@@ -557,15 +521,12 @@ class _Handler(BaseHTTPRequestHandler):
             })
         self._send_json(200, {"query": q, "follow_up_questions": None, "answer": None,
                               "images": [], "results": results, "response_time": 0.42,
-                              "request_id": f"standin-{digest}"})
+                              "request_id": f"standin-{brain.stable_hash(q)[:12]}"})
 
-    def _papers(self, q: str, prefix: str) -> list[tuple[str, dict[str, str]]]:
-        digest = brain.stable_hash(prefix + q)
-        papers = []
-        for k in range(1, 3):
-            paper_id = f"{prefix}{int(digest[:6], 16) % 10**5:05d}{k}"
-            papers.append((paper_id, paper_meta(paper_id)))
-        return papers
+    def _papers(self, q: str, first: int) -> list[tuple[str, dict[str, str]]]:
+        """Two papers per query; arXiv uses numbers 1-2 and Semantic Scholar 3-4."""
+        ids = [slug_for(q, k, words=6) for k in (first, first + 1)]
+        return [(paper_id, paper_meta(paper_id)) for paper_id in ids]
 
     def _api_arxiv(self, path: str, query: str, body: Any) -> None:
         if path != "/arxiv/api/query":
@@ -576,7 +537,7 @@ class _Handler(BaseHTTPRequestHandler):
         base = self._base()
         limit = max(0, int(params.get("max_results", "2") or 2))
         entries = []
-        for paper_id, meta in self._papers(q, "2401.")[:limit]:
+        for paper_id, meta in self._papers(q, 1)[:limit]:
             url = f"{base}/pages/paper/{paper_id}"
             published = meta["published"] or "2024-01-01"
             entries.append(
@@ -613,7 +574,7 @@ class _Handler(BaseHTTPRequestHandler):
         limit = max(0, int(params.get("limit", "2") or 2))
         base = self._base()
         data = []
-        for paper_id, meta in self._papers(q, "s2-")[:limit]:
+        for paper_id, meta in self._papers(q, 3)[:limit]:
             published = meta["published"] or None
             data.append({
                 "paperId": paper_id,
@@ -629,23 +590,16 @@ class _Handler(BaseHTTPRequestHandler):
     # --- pages -----------------------------------------------------------------------
 
     def _api_pages(self, path: str, query: str, body: Any) -> None:
-        pages = _pages_module()
-        full = path + (f"?{query}" if query else "")
-        if pages is not None and hasattr(pages, "page_response"):
-            page = pages.page_response(full, self._base())
-        else:
-            page = _fallback_page(path)
+        page = pages.page_response(path + (f"?{query}" if query else ""), self._base())
         if page is None:
             self._send(404, b"<html><body>Not found</body></html>", "text/html")
             return
         self.send_response(int(page.status))
-        headers = dict(page.headers)
-        has_length = any(k.lower() == "content-length" for k in headers)
-        for name, value in headers.items():
+        for name, value in dict(page.headers).items():
             self.send_header(name, value)
-        if not has_length:
-            self.send_header("Connection", "close")
-            self.close_connection = True
+        # Page bodies may lie about their length: never reuse the connection.
+        self.send_header("Connection", "close")
+        self.close_connection = True
         self.end_headers()
         delay = float(getattr(page, "chunk_delay", 0.0) or 0.0)
         interval = getattr(self, "_trickle", 0.0)
