@@ -133,7 +133,7 @@ class Fetcher:
         except httpx.ConnectError as exc:
             host = httpx.URL(url).host if _parses(url) else url[:80]
             raise FetchError(redact(f"could not connect to {host}: {_short(exc)}")) from None
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.StreamError) as exc:
             raise FetchError(redact(f"could not read the page: {_short(exc)}")) from None
         except (httpx.InvalidURL, httpx.CookieConflict, UnicodeError, ValueError) as exc:
             raise FetchRefused(redact(f"refused: not a valid web address ({_short(exc)})")) from None
@@ -273,7 +273,7 @@ def _html_to_text(markup: str, url: str) -> tuple[str | None, str, str | None]:
             favor_precision=False, include_comments=False,
         )
         meta = trafilatura.extract_metadata(markup, default_url=url, extensive=False)
-    except Exception:  # a parser crash on odd markup is just a page we fall back on
+    except Exception:  # noqa: BLE001 - a parser crash on odd markup: use the fallback
         text, meta = None, None
     title = getattr(meta, "title", None) or _html_title(markup)
     published = _iso_date(getattr(meta, "date", None))
@@ -322,7 +322,7 @@ def _pdf_to_text(body: bytes, max_pages: int) -> tuple[str | None, str, str | No
         created = info.creation_date if info is not None else None
     except ResearchError:
         raise
-    except Exception as exc:  # pypdf raises many kinds of errors on broken files
+    except Exception as exc:  # noqa: BLE001 - pypdf raises many kinds on broken files
         raise FetchError(f"could not read the PDF ({_short(exc)})") from None
     published = created.date().isoformat() if isinstance(created, dt.datetime) else None
     return title, "\n\n".join(p.strip() for p in pages if p.strip()), published
@@ -337,7 +337,7 @@ def _parses(url: str) -> bool:
     try:
         httpx.URL(url)
         return True
-    except Exception:
+    except Exception:  # noqa: BLE001 - httpx and idna raise several kinds
         return False
 
 

@@ -134,14 +134,14 @@ def check_url(url: str, *, allow_private: bool, resolver: Resolver | None = None
     """
     try:
         parsed = httpx.URL(url)
-    except Exception:  # httpx raises InvalidURL, idna raises its own errors
+    except Exception:  # noqa: BLE001 - httpx raises InvalidURL, idna its own errors
         raise FetchRefused(_safe(f"refused: not a valid web address ({url[:100]})")) from None
     scheme = parsed.scheme.lower()
     if scheme not in ("http", "https"):
         raise FetchRefused(
             f"refused: only http and https pages can be read (this is {scheme or 'no'} address)"
         )
-    host = parsed.host
+    host = parsed.raw_host.decode("ascii")  # IDNA-encoded: the name that will be resolved
     if not host:
         raise FetchRefused(_safe(f"refused: the address has no host ({url[:100]})"))
     authority = url.split("://", 1)[-1].split("/", 1)[0]
@@ -149,13 +149,21 @@ def check_url(url: str, *, allow_private: bool, resolver: Resolver | None = None
         raise FetchRefused(
             "refused: the address contains a user name or '@' or '\\', which can hide the real host"
         )
-    try:
-        other = urlsplit(url).hostname or ""
-    except ValueError:
-        other = ""
-    if other.rstrip(".").lower() != host.rstrip(".").lower():
+    if _ascii_host(url) != host.rstrip(".").lower():
         raise FetchRefused(_safe(f"refused: the host of {url[:100]} is ambiguous"))
     return check_host(host, allow_private=allow_private, resolver=resolver)
+
+
+def _ascii_host(url: str) -> str | None:
+    """The host as urllib sees it, IDNA-encoded the way httpx does, to compare the two parsers."""
+    try:
+        host = urlsplit(url).hostname or ""
+        if host.isascii():
+            return host.rstrip(".").lower()
+        bracketed = f"[{host}]" if ":" in host else host
+        return httpx.URL(f"http://{bracketed}/").raw_host.decode("ascii").rstrip(".").lower()
+    except Exception:  # noqa: BLE001 - unparseable means ambiguous
+        return None
 
 
 def check_host(host: str, *, allow_private: bool, resolver: Resolver | None = None) -> list[str]:

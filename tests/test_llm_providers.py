@@ -296,7 +296,7 @@ def test_openai_compatible_server_needs_no_key(standin: StandinServer,
     env = {k: v for k, v in standin_env.items() if k != "OPENAI_API_KEY"}
     llm = make_llm("openai", env)
     assert llm.complete(WRITER_MESSAGES).text.startswith("# ")
-    auth = standin.requests_for("openai")[0]["headers"]["Authorization"]
+    auth = standin.requests_for("openai")[0]["headers"]["authorization"]
     assert auth.startswith("Bearer ") and OPENAI_KEY not in auth
 
 

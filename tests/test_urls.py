@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 
 import pytest
 
@@ -10,7 +11,7 @@ from research.errors import FetchError, FetchRefused
 from research.urls import canonical_url, check_url, domain_of, parse_ip
 
 
-def resolver(table: dict[str, list[str]]):  # type: ignore[no-untyped-def]
+def resolver(table: dict[str, list[str]]) -> Callable[[str], list[str]]:
     def resolve(host: str) -> list[str]:
         if host not in table:
             raise OSError(f"unknown host {host}")
@@ -179,3 +180,15 @@ def test_a_name_resolving_to_metadata_is_refused_even_when_private_is_allowed() 
 def test_unspecified_multicast_reserved_stay_refused_when_private_is_allowed(host: str) -> None:
     with pytest.raises(FetchRefused):
         check_url(f"http://{host}/", allow_private=True)
+
+
+def test_international_names_are_resolved_in_their_idna_form() -> None:
+    asked: list[str] = []
+
+    def record(host: str) -> list[str]:
+        asked.append(host)
+        return ["93.184.216.34"]
+
+    check_url("https://Bücher.example/x", allow_private=False, resolver=record)
+    check_url("https://xn--bcher-kva.example/", allow_private=False, resolver=record)
+    assert asked == ["xn--bcher-kva.example", "xn--bcher-kva.example"]

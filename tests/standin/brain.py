@@ -41,7 +41,7 @@ _TAG = re.compile(r"<[^>]+>")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _INJECTION = re.compile(
     r"ignore (all |any )?(previous|prior|above)|disregard|system prompt|instruction|"
-    r"you must|you are now|assistant:|reveal",
+    r"you must|you are now|assistant:|reveal|pwned",
     re.IGNORECASE,
 )
 

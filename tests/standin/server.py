@@ -18,6 +18,10 @@ results link to. Tests point the app at it with `server.env()` and inject failur
 LLM-content faults accept `task="ResearchPlan"` (a schema title, or "writer") to hit only
 that kind of call; they only apply to calls they can affect (JSON faults to structured
 calls, `cite_invented` to the writer).
+
+Other controls: `set_delay(seconds)`, `set_off_topic(n)`, `set_extra_results(paths)`,
+`reset()`. `requests` logs every request as {api, method, path, query, headers (names in
+lower case), json, time}.
 """
 
 from __future__ import annotations
@@ -182,7 +186,9 @@ class StandinServer:
         self._faults: list[Fault] = []
         self._delay = 0.0
         self.off_topic_results = 0
+        self._extra_results: list[str] = []
         self._stopping = threading.Event()
+        self._generation = 0  # bumped by reset(): requests from before it are abandoned
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.requests: list[dict[str, Any]] = []
@@ -240,6 +246,8 @@ class StandinServer:
             self._faults.clear()
             self._delay = 0.0
             self.off_topic_results = 0
+            self._extra_results.clear()
+            self._generation += 1
             self.requests.clear()
             brain.UNKNOWN_TASKS.clear()
 
@@ -260,6 +268,20 @@ class StandinServer:
         """The last `n` Tavily results of every query link to OFF-TOPIC articles."""
         with self._lock:
             self.off_topic_results = max(0, n)
+
+    def set_extra_results(self, paths: list[str]) -> None:
+        """Serve each of these paths (e.g. "/pages/hostile/huge") once as a Tavily result.
+
+        Each Tavily search asking for 2 or more results takes the next path and ranks it
+        first (its last ordinary result makes room), so every path is handed out once,
+        where a worker will fetch it. Searches for a single result (pre-flight) get none.
+        """
+        with self._lock:
+            self._extra_results = list(paths)
+
+    def _next_extra(self) -> str | None:
+        with self._lock:
+            return self._extra_results.pop(0) if self._extra_results else None
 
     def count(self, api: str) -> int:
         with self._lock:
@@ -295,8 +317,16 @@ class StandinServer:
                 return fault
         return None
 
-    def _sleep(self, seconds: float) -> None:
-        self._stopping.wait(seconds)
+    def _sleep(self, seconds: float, generation: int | None = None) -> bool:
+        """Wait; False (early) when the server stops or a reset abandons this request."""
+        end = time.monotonic() + seconds
+        while True:
+            if self._stopping.is_set() or (generation is not None and generation != self._generation):
+                return False
+            left = end - time.monotonic()
+            if left <= 0:
+                return True
+            self._stopping.wait(min(left, 0.05))
 
     @property
     def delay(self) -> float:
@@ -336,10 +366,11 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         api = _api_for(method, path)
+        self._gen = self.standin._generation
         self.standin._record({
             "api": api or "unknown", "method": method, "path": path,
             "query": {k: v[0] for k, v in parse_qs(split.query).items()},
-            "headers": dict(self.headers.items()), "json": body, "time": time.time(),
+            "headers": {k.lower(): v for k, v in self.headers.items()}, "json": body, "time": time.time(),
         })
         if api is None:
             self._send_json(404, {"error": {"message": f"No route for {method} {path}"}})
@@ -348,7 +379,9 @@ class _Handler(BaseHTTPRequestHandler):
             if not self._http_faults(api):
                 return
             if api != "pages" and self.standin.delay:
-                self.standin._sleep(self.standin.delay)
+                if not self.standin._sleep(self.standin.delay, self._gen):
+                    self.close_connection = True
+                    return
             handler = getattr(self, f"_api_{api}")
             handler(path, split.query, body)
         except (TimeoutError, BrokenPipeError, ConnectionResetError):
@@ -358,8 +391,10 @@ class _Handler(BaseHTTPRequestHandler):
         """Apply hang/status faults; False when the response has already been sent."""
         self._trickle = 0.0
         hang = self.standin._take(api, ("hang",))
-        if hang is not None:
-            self.standin._sleep(float(hang.params.get("seconds", 30.0)))
+        if hang is not None and not self.standin._sleep(float(hang.params.get("seconds", 30.0)),
+                                                        self._gen):
+            self.close_connection = True  # reset or shutdown: abandon this request
+            return False
         status = self.standin._take(api, ("status",))
         if status is not None:
             code = int(status.params.get("status", 500))
@@ -391,8 +426,8 @@ class _Handler(BaseHTTPRequestHandler):
             for i in range(len(data)):
                 self.wfile.write(data[i : i + 1])
                 self.wfile.flush()
-                self.standin._sleep(interval)
-                if self.standin._stopping.is_set():
+                if not self.standin._sleep(interval, self._gen):
+                    self.close_connection = True
                     return
         else:
             self.wfile.write(data)
@@ -519,6 +554,14 @@ class _Handler(BaseHTTPRequestHandler):
                 "raw_content": None,
                 "published_date": meta["published"] or None,
             })
+        extra = self.standin._next_extra() if count >= 2 else None
+        if extra is not None:
+            results = [{
+                "url": f"{base}/{extra.lstrip('/')}",
+                "title": f"Extra result {extra.rstrip('/').rsplit('/', 1)[-1]}",
+                "content": "A search result planted by the test.",
+                "score": 0.99, "raw_content": None, "published_date": None,
+            }, *results[:-1]]
         self._send_json(200, {"query": q, "follow_up_questions": None, "answer": None,
                               "images": [], "results": results, "response_time": 0.42,
                               "request_id": f"standin-{brain.stable_hash(q)[:12]}"})
@@ -604,17 +647,13 @@ class _Handler(BaseHTTPRequestHandler):
         delay = float(getattr(page, "chunk_delay", 0.0) or 0.0)
         interval = getattr(self, "_trickle", 0.0)
         for chunk in page.chunks:
-            if interval:
-                for i in range(len(chunk)):
-                    self.wfile.write(chunk[i : i + 1])
-                    self.wfile.flush()
-                    self.standin._sleep(interval)
-            else:
-                self.wfile.write(chunk)
+            pieces = [chunk[i : i + 1] for i in range(len(chunk))] if interval else [chunk]
+            for piece in pieces:
+                self.wfile.write(piece)
                 self.wfile.flush()
-            if delay:
-                self.standin._sleep(delay)
-            if self.standin._stopping.is_set():
+                if interval and not self.standin._sleep(interval, self._gen):
+                    return
+            if delay and not self.standin._sleep(delay, self._gen):
                 return
 
     def _base(self) -> str:

@@ -1,0 +1,36 @@
+"""Deep Research Studio in the browser: `streamlit run app.py`.
+
+The pages live in `pages/` and stay thin; the logic they call is in `dashboard/` and the
+engine in `research/`. Runs execute in background threads owned by the job manager
+(`dashboard.jobs`), so they go on when the tab is closed.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import ui
+
+st.set_page_config(page_title="Deep Research Studio", page_icon=":material/travel_explore:",
+                   layout="wide")
+
+pages = [
+    st.Page(ui.PAGES["new"], title="New research", icon=":material/edit_note:",
+            url_path="new", default=True),
+    st.Page(ui.PAGES["run"], title="Run", icon=":material/monitoring:", url_path="run"),
+    st.Page(ui.PAGES["library"], title="Library", icon=":material/library_books:",
+            url_path="library"),
+    st.Page(ui.PAGES["settings"], title="Settings", icon=":material/settings:",
+            url_path="settings"),
+]
+page = st.navigation(pages)
+
+try:
+    ui.jobs()  # start the job manager early: it marks runs of a dead server as interrupted
+except Exception:  # noqa: BLE001 - the pages report database problems in their own words
+    pass
+
+with st.sidebar:
+    st.caption("Deep Research Studio: ask a question, get a cited report.")
+
+page.run()

@@ -1,0 +1,207 @@
+"""The job manager: research runs in background threads that outlive the browser tab.
+
+One instance per process and database (the page layer caches it with `st.cache_resource`).
+Each run gets a daemon thread with its own `Store` (SQLite connections are per thread), and
+the thread only talks to the store, never to Streamlit, so closing the tab does not stop it.
+
+Crash recovery: a run whose process died stays "running" in the database. On start-up (and
+at most every `sweep_every_s` afterwards) the manager marks runs whose heartbeat went stale as
+"interrupted", so the Run page can offer Resume. The manager heartbeats its own live runs
+itself, because the engine only heartbeats between units of work and a long model call must
+not make a healthy run look dead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from research.config import Credentials, ResearchConfig
+from research.errors import ConfigError, redact
+from research.llm.pricing import PriceTable
+from research.pipeline import create_run, execute
+from storage import Store
+
+log = logging.getLogger(__name__)
+
+Executor = Callable[..., Any]
+
+RESUMABLE = frozenset({"interrupted", "failed", "cancelled", "paused", "queued"})
+ACTIVE = frozenset({"queued", "running", "paused"})
+
+
+class JobManager:
+    """Starts, resumes and tracks research runs in daemon threads. Thread-safe."""
+
+    def __init__(
+        self,
+        db_path: str | Path,
+        *,
+        stale_after_s: float = 120.0,
+        heartbeat_s: float = 5.0,
+        sweep_every_s: float = 30.0,
+        executor: Executor = execute,
+    ) -> None:
+        self.db_path = Path(db_path)
+        self.stale_after_s = stale_after_s
+        self.heartbeat_s = heartbeat_s
+        self.sweep_every_s = sweep_every_s
+        self._execute = executor
+        self.owner = f"pid:{os.getpid()}@{socket.gethostname()}"
+        self._lock = threading.Lock()
+        self._threads: dict[str, threading.Thread] = {}
+        self._crashes: dict[str, str] = {}
+        self._last_sweep = 0.0
+        self._stop = threading.Event()
+        self.interrupted_at_start = self.sweep(force=True)
+        self._beat = threading.Thread(target=self._heartbeat_loop, name="jobs:heartbeat",
+                                      daemon=True)
+        self._beat.start()
+
+    # -- public API ----------------------------------------------------------------------
+
+    def start(self, question: str, config: ResearchConfig, credentials: Credentials, *,
+              prices: PriceTable | None = None) -> str:
+        """Store a new run and execute it in the background; returns its id at once.
+
+        Raises ConfigError (plain words) for an invalid question; nothing is stored then.
+        """
+        store = self._store(credentials)
+        try:
+            run_id = create_run(store, question, config)
+            store.heartbeat(run_id, self.owner)  # so a sweep never mistakes it for dead
+        finally:
+            store.close()
+        self._launch(run_id, credentials, prices)
+        return run_id
+
+    def resume(self, run_id: str, credentials: Credentials, *,
+               prices: PriceTable | None = None) -> None:
+        """Continue an interrupted, failed, cancelled or stuck run where it stopped."""
+        if self.is_alive(run_id):
+            raise ConfigError("This run is already running in the background.")
+        store = self._store(credentials)
+        try:
+            run = store.get_run(run_id)
+            if run is None:
+                raise ConfigError(f"There is no run with id {run_id}.")
+            if run["status"] == "completed":
+                raise ConfigError("This run has already completed; there is nothing to resume.")
+            store.set_control(run_id, None)
+            store.heartbeat(run_id, self.owner)
+        finally:
+            store.close()
+        self._launch(run_id, credentials, prices)
+
+    def is_alive(self, run_id: str) -> bool:
+        with self._lock:
+            thread = self._threads.get(run_id)
+        return thread is not None and thread.is_alive()
+
+    def alive(self) -> list[str]:
+        with self._lock:
+            return [rid for rid, t in self._threads.items() if t.is_alive()]
+
+    def crash(self, run_id: str) -> str | None:
+        """The message of an unexpected error that stopped the run's thread, if any."""
+        with self._lock:
+            return self._crashes.get(run_id)
+
+    def wait(self, run_id: str, timeout: float | None = None) -> bool:
+        """Block until the run's thread ends (for tests and the CLI). True if it ended."""
+        with self._lock:
+            thread = self._threads.get(run_id)
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    def sweep(self, *, force: bool = False) -> list[str]:
+        """Mark runs left running by a dead process as interrupted (throttled)."""
+        now = time.monotonic()
+        if not force and now - self._last_sweep < self.sweep_every_s:
+            return []
+        self._last_sweep = now
+        store = Store(self.db_path)
+        try:
+            self._heartbeat_all(store)
+            return store.mark_interrupted(stale_after_s=self.stale_after_s)
+        except Exception:  # noqa: BLE001 - a failed sweep must not break a page
+            log.exception("could not sweep stale runs")
+            return []
+        finally:
+            store.close()
+
+    def shutdown(self) -> None:
+        """Stop heartbeating (threads of running research are daemons and end with the process)."""
+        self._stop.set()
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _store(self, credentials: Credentials | None = None) -> Store:
+        return Store(self.db_path, secrets=credentials.secrets() if credentials else ())
+
+    def _launch(self, run_id: str, credentials: Credentials, prices: PriceTable | None) -> None:
+        thread = threading.Thread(
+            target=self._run, args=(run_id, credentials, prices), name=f"research:{run_id}",
+            daemon=True,
+        )
+        with self._lock:
+            self._crashes.pop(run_id, None)
+            self._threads[run_id] = thread
+        thread.start()
+
+    def _run(self, run_id: str, credentials: Credentials, prices: PriceTable | None) -> None:
+        store = self._store(credentials)
+        try:
+            self._execute(run_id, store=store, credentials=credentials, prices=prices)
+        except Exception as exc:  # noqa: BLE001 - the run must end in a stored, readable state
+            log.exception("run %s stopped unexpectedly", run_id)
+            message = redact(
+                f"The run stopped unexpectedly ({exc.__class__.__name__}: {exc}).",
+                credentials.secrets(),
+            )
+            with self._lock:
+                self._crashes[run_id] = message
+            try:
+                run = store.get_run(run_id)
+                if run is not None and run["status"] not in ("completed", "failed", "cancelled"):
+                    store.set_run_status(run_id, "failed", error=message)
+                    store.append_event({"run_id": run_id, "type": "error", "message": message})
+            except Exception:  # noqa: BLE001 - the database itself may be the problem
+                log.exception("could not record the failure of run %s", run_id)
+        finally:
+            store.close()
+
+    def _heartbeat_all(self, store: Store) -> None:
+        for run_id in self.alive():
+            store.heartbeat(run_id, self.owner)
+
+    def _heartbeat_loop(self) -> None:
+        store: Store | None = None
+        while not self._stop.wait(self.heartbeat_s):
+            if not self.alive():
+                continue
+            try:
+                store = store or Store(self.db_path)
+                self._heartbeat_all(store)
+            except Exception:  # noqa: BLE001 - keep beating; the next try may work
+                log.exception("heartbeat failed")
+        if store is not None:
+            store.close()
+
+
+def status_of(run: Mapping[str, Any] | None, alive: bool) -> str:
+    """The status to show: a queued run nobody is executing is effectively interrupted."""
+    if run is None:
+        return "missing"
+    status = str(run.get("status") or "")
+    if status == "queued" and not alive:
+        return "interrupted"
+    return status

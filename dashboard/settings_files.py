@@ -1,0 +1,191 @@
+"""What the Settings page reads and writes: the secrets file and the saved default constants.
+
+Keys and provider settings go to `.streamlit/secrets.toml` (git-ignored, mode 600), which
+`research.settings.effective_env` reads; the real environment always wins over it. Default
+constants for the New research form go to `defaults.json` next to the database.
+`DEEP_RESEARCH_SECRETS_FILE` points the dashboard at another secrets file (tests use it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from research.config import ROLES
+from research.constants import CONSTANTS, DEFAULTS
+from research.settings import SECRETS_FILE, effective_env
+
+KEYS = {
+    "OPENAI_API_KEY": "OpenAI",
+    "GEMINI_API_KEY": "Gemini",
+    "TAVILY_API_KEY": "Tavily search",
+    "SEMANTIC_SCHOLAR_API_KEY": "Semantic Scholar (optional, raises its rate limit)",
+}
+PLAIN_SETTINGS = (
+    "DEEP_RESEARCH_PROVIDER", "DEEP_RESEARCH_MODEL",
+    *(f"DEEP_RESEARCH_{role.upper()}_MODEL" for role in ROLES if role != "lead"),
+    "DEEP_RESEARCH_SEARCH", "OPENAI_BASE_URL", "GEMINI_BASE_URL", "TAVILY_BASE_URL",
+)
+
+
+def secrets_path(environ: Mapping[str, str] | None = None) -> Path:
+    environ = os.environ if environ is None else environ
+    return Path(environ.get("DEEP_RESEARCH_SECRETS_FILE") or SECRETS_FILE)
+
+
+def current_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The effective settings: the secrets file overridden by the environment."""
+    environ = os.environ if environ is None else environ
+    return effective_env(environ, secrets_path(environ))
+
+
+def mask(value: str | None) -> str:
+    """'sk-proj-abc...wxyz' -> 'sk-…wxyz'; short values never show more than 2 characters."""
+    value = (value or "").strip()
+    if not value:
+        return "not set"
+    if len(value) < 12:
+        return "•" * 6 + " (set)"
+    return f"{value[:3]}…{value[-4:]}"
+
+
+def origin(name: str, environ: Mapping[str, str] | None = None,
+           file_values: Mapping[str, str] | None = None) -> str | None:
+    """'environment', 'secrets file' or None, with the environment winning as it does at run time."""
+    environ = os.environ if environ is None else environ
+    if (environ.get(name) or "").strip():
+        return "environment"
+    if file_values is None:
+        file_values = read_secrets(secrets_path(environ))
+    if (str(file_values.get(name) or "")).strip():
+        return "secrets file"
+    return None
+
+
+def read_secrets(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsFileError(
+            f"{path} could not be read ({exc}). Fix or delete the file, then try again."
+        ) from None
+
+
+class SettingsFileError(Exception):
+    """A settings file could not be read or written; the message says what to do."""
+
+
+def save_secrets(updates: Mapping[str, str | None], path: Path | None = None) -> Path:
+    """Set (or, with '' / None, remove) top-level values in the secrets file, owner-only.
+
+    Other content of the file (for example tables used by other Streamlit features) is kept.
+    """
+    path = path or secrets_path()
+    data = read_secrets(path)
+    for name, value in updates.items():
+        value = (value or "").strip()
+        if value:
+            data[name] = value
+        else:
+            data.pop(name, None)
+    text = _toml_dumps(data)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".secrets-", dir=path.parent)
+        try:
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        os.chmod(path, 0o600)
+    except OSError as exc:
+        raise SettingsFileError(f"Could not save {path} ({exc.strerror or exc}).") from None
+    return path
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    # A JSON string is a valid TOML basic string (same escapes, \uXXXX included).
+    return json.dumps(str(value), ensure_ascii=True)
+
+
+def _toml_key(key: str) -> str:
+    bare = key and all(c.isalnum() or c in "_-" for c in key) and key.isascii()
+    return key if bare else json.dumps(key, ensure_ascii=True)
+
+
+def _toml_dumps(data: Mapping[str, Any], prefix: str = "") -> str:
+    lines = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in data.items()
+             if not isinstance(v, Mapping)]
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            name = f"{prefix}{_toml_key(key)}"
+            lines += ["", f"[{name}]", _toml_dumps(value, prefix=name + ".").rstrip("\n")]
+    return "\n".join(lines) + "\n"
+
+
+# -- default constants ---------------------------------------------------------------------
+
+def defaults_path(db_path: Path) -> Path:
+    return db_path.parent / "defaults.json"
+
+
+def load_defaults(path: Path) -> dict[str, Any]:
+    """Saved default constants (only known names, valid values); missing file -> {}."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {k: v for k, v in raw.items() if k in CONSTANTS and _valid(k, v)}
+
+
+def save_defaults(values: Mapping[str, Any], path: Path) -> None:
+    bad = [name for name, value in values.items() if name not in CONSTANTS or not _valid(name, value)]
+    if bad:
+        raise SettingsFileError(f"These defaults are out of range: {', '.join(bad)}.")
+    changed = {k: v for k, v in values.items() if v != DEFAULTS[k]}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(changed, indent=2, sort_keys=True), encoding="utf-8")
+    except OSError as exc:
+        raise SettingsFileError(f"Could not save {path} ({exc.strerror or exc}).") from None
+
+
+def _valid(name: str, value: Any) -> bool:
+    const = CONSTANTS[name]
+    if const.kind is bool:
+        return isinstance(value, bool)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if const.kind is int and not float(value).is_integer():
+        return False
+    if const.minimum is not None and value < const.minimum:
+        return False
+    return const.maximum is None or value <= const.maximum
+
+
+def configured_llm_providers(env: Mapping[str, str]) -> list[str]:
+    """LLM providers that have what they need to be built (a key, or a local base URL)."""
+    out = []
+    if (env.get("OPENAI_API_KEY") or "").strip() or (env.get("OPENAI_BASE_URL") or "").strip():
+        out.append("openai")
+    if (env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY") or "").strip():
+        out.append("gemini")
+    return out

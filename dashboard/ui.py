@@ -1,0 +1,83 @@
+"""The Streamlit side of the dashboard: cached store and job manager, shared page helpers.
+
+This is the only module in `dashboard/` that imports Streamlit. Background threads never
+touch anything here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard.jobs import JobManager
+from dashboard.settings_files import current_env
+from research.config import Credentials
+from research.errors import ConfigError
+from research.llm.pricing import PriceTable
+from research.settings import prices_path
+from storage import Store, default_db_path
+
+PAGES = {
+    "new": "pages/new_research.py",
+    "run": "pages/run.py",
+    "library": "pages/library.py",
+    "settings": "pages/settings.py",
+}
+
+
+def env() -> dict[str, str]:
+    """Effective settings (secrets file, overridden by the environment), read fresh each time."""
+    return current_env()
+
+
+def db_path() -> Path:
+    value = (env().get("DEEP_RESEARCH_DB") or "").strip()
+    return Path(value) if value else default_db_path()
+
+
+@st.cache_resource(show_spinner=False)
+def _store(path: str) -> Store:
+    # One Store object is safe to share: it keeps one SQLite connection per thread.
+    return Store(path)
+
+
+@st.cache_resource(show_spinner=False)
+def _jobs(path: str) -> JobManager:
+    return JobManager(path)
+
+
+def store() -> Store:
+    return _store(str(db_path()))
+
+
+def jobs() -> JobManager:
+    manager = _jobs(str(db_path()))
+    manager.sweep()  # throttled: marks runs of a dead server as interrupted
+    return manager
+
+
+def credentials() -> Credentials:
+    return Credentials.from_env(env())
+
+
+def prices() -> PriceTable:
+    """The price table; a broken prices file is reported once and the defaults are used."""
+    try:
+        return PriceTable.load(prices_path(env()))
+    except ConfigError as exc:
+        st.warning(f"{exc} Cost figures use the built-in prices.")
+        return PriceTable()
+
+
+def open_run(run_id: str) -> None:
+    st.switch_page(PAGES["run"], query_params={"run": run_id})
+
+
+def project_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def is_test() -> bool:
+    return os.environ.get("DEEP_RESEARCH_DASHBOARD_TEST") == "1"

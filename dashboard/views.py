@@ -1,0 +1,416 @@
+"""Store rows -> what the pages show: tables, charts, timings, review feedback, report text.
+
+Pure functions (pandas and plotly, no Streamlit), so they are unit-testable and the pages stay
+thin. Text that came from the web or a model is escaped here before it reaches Markdown or a
+chart label: it must never become a link, an image or HTML it did not come as.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from research.export.document import ReportDocument, link_citations, map_prose
+from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
+from storage import Store
+
+EVENT_TAIL = 200
+STATUS_LABELS = {
+    "queued": "⏳ Queued", "running": "🔄 Running", "paused": "⏸️ Paused",
+    "completed": "✅ Completed", "failed": "❌ Failed", "cancelled": "⛔ Cancelled",
+    "interrupted": "⚠️ Interrupted", "retrying": "🔁 Retrying", "done": "✅ Done",
+    "missing": "❓ Unknown",
+}
+SEVERITIES = ("high", "medium", "low")
+
+
+# -- plain text helpers ---------------------------------------------------------------------
+
+def md_text(text: Any) -> str:
+    """Untrusted text made inert for st.markdown: no links, images, HTML, math or directives."""
+    escaped = escape_markdown(str(text or ""))
+    return escaped.replace("$", "\\$").replace(":", "\\:")
+
+
+def label_text(text: Any, limit: int = 60) -> str:
+    """Untrusted text for a chart label: plotly reads a few HTML tags in labels, so no < >."""
+    clean = " ".join(str(text or "").split()).replace("<", "‹").replace(">", "›")
+    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+
+
+def domain(url: str) -> str:
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        host = ""
+    return host.removeprefix("www.")
+
+
+def status_label(status: str) -> str:
+    return STATUS_LABELS.get(status, status.capitalize())
+
+
+def parse_ts(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def short_date(value: Any) -> str:
+    moment = parse_ts(value)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if moment else ""
+
+
+def duration_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, sec = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {sec:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+# -- live panel -----------------------------------------------------------------------------
+
+def timing(run: Mapping[str, Any], pct: int, now: datetime | None = None) -> tuple[float | None, float | None]:
+    """(elapsed seconds, estimated remaining seconds or None)."""
+    now = now or datetime.now(UTC)
+    if run.get("duration_s") is not None and run.get("status") in ("completed", "failed", "cancelled"):
+        return float(run["duration_s"]), 0.0
+    started = parse_ts(run.get("started_at"))
+    if started is None:
+        return None, None
+    elapsed = max(0.0, (now - started).total_seconds())
+    if run.get("status") not in ("running", "paused") or pct <= 0:
+        return elapsed, None
+    return elapsed, elapsed * (100 - pct) / pct
+
+
+def steps_frame(steps: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    rows = [{
+        "Step": s.get("label") or s.get("key"),
+        "State": status_label(str(s.get("status") or "")),
+        "Duration": duration_text(s.get("duration_s")) if s.get("duration_s") is not None else "",
+        "Sources": int(s.get("source_count") or 0) if s.get("kind") == "research" else None,
+        "Attempts": int(s.get("attempts") or 1),
+        "Problem": s.get("error") or "",
+    } for s in steps]
+    return pd.DataFrame(rows, columns=["Step", "State", "Duration", "Sources", "Attempts", "Problem"])
+
+
+def tail_events(store: Store, run_id: str, last_event_id: int, n: int = EVENT_TAIL) -> list[dict[str, Any]]:
+    """The run's last `n` events without reading its whole log.
+
+    Event ids ascend across the whole database (several runs interleave), so look back over a
+    window of ids that grows until it holds `n` of this run's events or reaches the start.
+    """
+    if last_event_id <= 0:
+        return []
+    window = n * 4
+    while True:
+        after = max(0, last_event_id - window)
+        events = store.get_events(run_id, after_id=after)
+        if len(events) >= n or after == 0:
+            return events[-n:]
+        window *= 4
+
+
+def events_frame(events: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    rows = [{
+        "Time": short_date(e.get("ts"))[11:] or "",
+        "Event": str(e.get("type") or "").replace("_", " "),
+        "Message": e.get("message") or "",
+    } for e in reversed(events)]
+    return pd.DataFrame(rows, columns=["Time", "Event", "Message"])
+
+
+# -- sources --------------------------------------------------------------------------------
+
+SOURCE_COLUMNS = ["#", "Title", "Link", "Domain", "Subtopic", "Relevance", "Published",
+                  "Provider", "Cited in"]
+
+
+def subtopic_names(plan: Sequence[Mapping[str, Any]] | None) -> dict[str, str]:
+    return {str(s.get("id")): str(s.get("title") or s.get("id")) for s in plan or []}
+
+
+def sources_frame(sources: Sequence[Mapping[str, Any]],
+                  plan: Sequence[Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    names = subtopic_names(plan)
+    rows = []
+    for i, s in enumerate(sources, 1):
+        url = str(s.get("url") or "")
+        cited = s.get("cited_in") or []
+        rows.append({
+            "#": i,
+            "Title": " ".join(str(s.get("title") or "").split()) or domain(url) or url,
+            "Link": url if safe_link_url(url) else None,
+            "Domain": domain(url),
+            "Subtopic": names.get(str(s.get("subtopic_id")), str(s.get("subtopic_id") or "")),
+            "Relevance": float(s.get("relevance") or 0.0),
+            "Published": str(s.get("published") or "")[:10] or None,
+            "Provider": s.get("provider") or "",
+            "Cited in": ", ".join(str(c) for c in cited) if isinstance(cited, list) else str(cited),
+        })
+    return pd.DataFrame(rows, columns=SOURCE_COLUMNS)
+
+
+def filter_sources(frame: pd.DataFrame, *, subtopics: Iterable[str] = (), domains: Iterable[str] = (),
+                   min_relevance: float = 0.0) -> pd.DataFrame:
+    subtopics, domains = list(subtopics), list(domains)
+    mask = frame["Relevance"] >= min_relevance
+    if subtopics:
+        mask &= frame["Subtopic"].isin(subtopics)
+    if domains:
+        mask &= frame["Domain"].isin(domains)
+    return frame[mask]
+
+
+def _bar(labels: Sequence[Any], values: Sequence[Any], title: str, *, horizontal: bool = False,
+         x_title: str = "", y_title: str = "") -> go.Figure:
+    labels = [label_text(v) for v in labels]
+    bar = go.Bar(y=labels, x=values, orientation="h") if horizontal else go.Bar(x=labels, y=values)
+    fig = go.Figure(bar)
+    fig.update_layout(title=title, margin={"l": 10, "r": 10, "t": 40, "b": 10}, height=320,
+                      xaxis_title=x_title, yaxis_title=y_title)
+    if horizontal:
+        fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def source_charts(frame: pd.DataFrame) -> dict[str, go.Figure]:
+    """Sources per subtopic, relevance distribution, top domains, publication dates."""
+    per_sub = frame["Subtopic"].value_counts()
+    domains = frame["Domain"].value_counts().head(15)
+    relevance = go.Figure(go.Histogram(x=frame["Relevance"], xbins={"start": 0, "end": 1.0001, "size": 0.05}))
+    relevance.update_layout(title="Relevance of the sources kept", height=320,
+                            margin={"l": 10, "r": 10, "t": 40, "b": 10},
+                            xaxis_title="relevance (0-1)", yaxis_title="sources")
+    months = Counter(p[:7] for p in frame["Published"].dropna() if re.match(r"\d{4}-\d{2}", str(p)))
+    undated = int(frame["Published"].isna().sum())
+    month_keys = sorted(months)
+    dates = _bar(month_keys, [months[k] for k in month_keys],
+                 f"Publication dates ({undated} undated)", x_title="month", y_title="sources")
+    return {
+        "subtopics": _bar(list(per_sub.index), list(per_sub.values), "Sources per subtopic",
+                          horizontal=True, x_title="sources"),
+        "relevance": relevance,
+        "domains": _bar(list(domains.index), list(domains.values), "Top domains",
+                        horizontal=True, x_title="sources"),
+        "dates": dates,
+    }
+
+
+# -- review ---------------------------------------------------------------------------------
+
+def group_issues(issues: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    groups: dict[str, list[Mapping[str, Any]]] = {sev: [] for sev in SEVERITIES}
+    for issue in issues:
+        severity = str(issue.get("severity") or "low").lower()
+        groups.setdefault(severity, []).append(issue)
+    return {sev: items for sev, items in groups.items() if items}
+
+
+def checks_rows(checks: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The deterministic checks in plain words: (check, result)."""
+    if not checks:
+        return []
+    rows: list[tuple[str, str]] = []
+    unresolved = checks.get("unresolved_citations") or []
+    rows.append(("Every citation points to a gathered source",
+                 "yes" if not unresolved else "no: " + ", ".join(f"[{n}]" for n in unresolved)))
+    if "cited_share" in checks:
+        rows.append(("Sentences with a citation", f"{float(checks['cited_share']):.0%} "
+                     f"({checks.get('cited_sentences', '?')} of {checks.get('sentences', '?')})"))
+    if "word_count" in checks:
+        rows.append(("Words", f"{checks['word_count']} (limit {checks.get('max_words', '?')})"))
+    stale = checks.get("stale_sources")
+    if stale is not None:
+        count = len(stale) if isinstance(stale, list) else int(stale)
+        rows.append(("Stale sources cited", str(count)))
+    if "undated_sources" in checks:
+        rows.append(("Undated sources cited", str(checks["undated_sources"])))
+    if "passed" in checks:
+        rows.append(("All checks passed", "yes" if checks["passed"] else "no"))
+    return rows
+
+
+def draft_diff(old: str, new: str, *, old_name: str, new_name: str, max_lines: int = 400) -> str:
+    """A unified diff of two drafts (shown with st.code, so it is plain text)."""
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name,
+                                      lineterm="", n=1))
+    if len(lines) > max_lines:
+        lines = lines[:max_lines] + [f"… {len(lines) - max_lines} more lines not shown"]
+    return "\n".join(lines)
+
+
+def diff_stats(old: str, new: str) -> tuple[int, int]:
+    """(lines added, lines removed)."""
+    added = removed = 0
+    for line in difflib.ndiff(old.splitlines(), new.splitlines()):
+        if line.startswith("+ "):
+            added += 1
+        elif line.startswith("- "):
+            removed += 1
+    return added, removed
+
+
+# -- report ---------------------------------------------------------------------------------
+
+_IMAGE_START = re.compile(r"!(?=\[)")
+_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+def report_markdown(doc: ReportDocument) -> str:
+    """The report body for st.markdown: citations link to their source, nothing runs as HTML.
+
+    `build_document` already dropped links to pages that were not gathered and every image;
+    here raw HTML is escaped, stray image syntax is defused, and `$` is escaped so prices are
+    not typeset as maths.
+    """
+    urls = {s.number: safe_link_url(s.url) for s in doc.sources}
+
+    def render(n: int) -> str:
+        return f"[[{n}]]({urls[n]})" if urls.get(n) else f"[{n}]"
+
+    body = neutralise_html(doc.body)
+    body = map_prose(body, lambda chunk: _DOLLAR.sub(r"\\$", _IMAGE_START.sub(r"\\!", chunk)))
+    return link_citations(body, [s.number for s in doc.sources], render).strip()
+
+
+def sources_markdown(doc: ReportDocument) -> str:
+    lines = []
+    for s in doc.sources:
+        url = safe_link_url(s.url)
+        title = md_text(s.title or s.url)
+        entry = f"[{title}]({url})" if url else title
+        details = [md_text(p) for p in (s.domain, s.published) if p]
+        if details:
+            entry += " — " + ", ".join(details)
+        lines.append(f"{s.number}\\. {entry}")
+    return "  \n".join(lines) if lines else "No sources were cited."
+
+
+def usage_frame(usage: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    rows = [{
+        "Role": u.get("role"), "Provider": u.get("provider"), "Model": u.get("model"),
+        "Calls": int(u.get("calls") or 0), "Input tokens": int(u.get("input_tokens") or 0),
+        "Output tokens": int(u.get("output_tokens") or 0), "Cost (USD)": float(u.get("cost_usd") or 0.0),
+    } for u in usage]
+    return pd.DataFrame(rows, columns=["Role", "Provider", "Model", "Calls", "Input tokens",
+                                       "Output tokens", "Cost (USD)"])
+
+
+# -- library and comparison -----------------------------------------------------------------
+
+def run_constants(run: Mapping[str, Any]) -> dict[str, Any]:
+    config = run.get("config") or {}
+    return {
+        "Preset": config.get("preset", ""),
+        "Subtopics": config.get("subtopic_count"),
+        "Sources/subtopic": config.get("sources_per_subtopic"),
+        "Reviews": config.get("review_cycles"),
+        "Model": f"{config.get('provider', '')}/{config.get('model', '')}".strip("/"),
+    }
+
+
+def library_frame(runs: Sequence[Mapping[str, Any]], *, url_for: Any = None) -> pd.DataFrame:
+    rows = []
+    for run in runs:
+        totals = run.get("totals") or {}
+        cost = totals.get("cost_usd")
+        rows.append({
+            "Open": url_for(run["id"]) if url_for else run["id"],
+            "Question": " ".join(str(run.get("question") or "").split()),
+            "Date": short_date(run.get("created_at")),
+            "Status": status_label(str(run.get("status") or "")),
+            **run_constants(run),
+            "Sources": totals.get("sources"),
+            "Duration": duration_text(run.get("duration_s")) if run.get("duration_s") is not None else "—",
+            "Cost (USD)": float(cost) if cost is not None else None,
+            "Run id": run["id"],
+        })
+    columns = ["Open", "Question", "Date", "Status", "Preset", "Subtopics", "Sources/subtopic",
+               "Reviews", "Model", "Sources", "Duration", "Cost (USD)", "Run id"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+COMPARE_CONSTANTS = {
+    "SUBTOPIC_COUNT": "subtopic_count", "SOURCES_PER_SUBTOPIC": "sources_per_subtopic",
+    "SEARCHES_PER_SUBTOPIC": "searches_per_subtopic", "REVIEW_CYCLES": "review_cycles",
+    "MAX_ROUNDS": "max_rounds", "SOURCE_RELEVANCE_THRESHOLD": "source_relevance_threshold",
+    "REPORT_MAX_WORDS": "report_max_words",
+}
+COMPARE_METRICS = ("Sources", "Citations", "Review cycles used", "Duration (s)", "Cost (USD)")
+
+
+def compare_frame(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
+    """One row per run: its constants and outcomes (a few small queries per run)."""
+    rows = []
+    for run_id in run_ids:
+        run = store.get_run(run_id)
+        if run is None:
+            continue
+        config = run.get("config") or {}
+        totals = run.get("totals") or {}
+        report = store.get_report(run_id)
+        reviews = store.get_reviews(run_id)
+        cost = totals.get("cost_usd")
+        if cost is None:
+            cost = store.usage_totals(run_id)["cost_usd"]
+        row: dict[str, Any] = {
+            "Run": f"{run_id[:6]} · {label_text(run.get('question'), 40)}",
+            "Run id": run_id,
+            "Status": status_label(str(run.get("status") or "")),
+        }
+        row.update({name: config.get(field) for name, field in COMPARE_CONSTANTS.items()})
+        row.update({
+            "Sources": totals.get("sources", store.count_sources(run_id)),
+            "Citations": ((report or {}).get("meta") or {}).get("cited_sources"),
+            "Review cycles used": len(reviews),
+            "Approved": ("yes" if reviews and reviews[-1]["approved"] else "no") if reviews else "—",
+            "Duration (s)": run.get("duration_s"),
+            "Cost (USD)": round(float(cost or 0.0), 4),
+        })
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def compare_charts(frame: pd.DataFrame, constant: str) -> dict[str, go.Figure]:
+    """Each outcome per run (bars), and against the chosen constant (scatter)."""
+    charts: dict[str, go.Figure] = {}
+    runs = [label_text(r, 40) for r in frame["Run"]]
+    for metric in COMPARE_METRICS:
+        values = pd.to_numeric(frame[metric], errors="coerce")
+        fig = go.Figure(go.Bar(x=runs, y=values, name=metric))
+        x = pd.to_numeric(frame[constant], errors="coerce")
+        fig.add_trace(go.Scatter(x=runs, y=values, mode="markers", showlegend=False,
+                                 text=[f"{constant} = {v}" for v in x], hoverinfo="text+y"))
+        fig.update_layout(title=f"{metric} by run (hover: {constant})", height=300,
+                          margin={"l": 10, "r": 10, "t": 40, "b": 10}, showlegend=False)
+        charts[metric] = fig
+    scatter = go.Figure()
+    x = pd.to_numeric(frame[constant], errors="coerce")
+    for metric in ("Sources", "Citations"):
+        scatter.add_trace(go.Scatter(x=x, y=pd.to_numeric(frame[metric], errors="coerce"),
+                                     mode="markers", name=metric, text=runs))
+    scatter.update_layout(title=f"Sources and citations vs {constant}", height=320,
+                          xaxis_title=constant, margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    charts["vs constant"] = scatter
+    return charts

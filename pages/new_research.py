@@ -1,0 +1,212 @@
+"""New research: the question, how deep to go, which models, an estimate, and Start."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import form, ui
+from dashboard.estimate import describe_duration, estimate
+from dashboard.settings_files import configured_llm_providers, defaults_path, load_defaults
+from research import validate_question
+from research.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
+from research.constants import CONSTANTS, MAX_QUESTION_CHARS, PRESET_LABELS, PRESETS
+from research.errors import ConfigError
+from research.phases.preflight import check_configuration
+
+ENGINES = {"pipeline": "Multi-agent research (built in)"}
+PROVIDER_NAMES = {"openai": "OpenAI (or a compatible server)", "gemini": "Google Gemini"}
+
+env = ui.env()
+saved_defaults = load_defaults(defaults_path(ui.db_path()))
+env_config, env_problem = form.env_config(env)
+configured = configured_llm_providers(env)
+state = st.session_state
+
+
+def _set_constants(values: dict) -> None:
+    for name, value in values.items():
+        if name in CONSTANTS:
+            state[f"c_{name}"] = value
+
+
+def _apply_preset() -> None:
+    _set_constants(form.constant_values(env, saved_defaults, state["preset"]))
+
+
+def _provider_changed() -> None:
+    state["model"] = DEFAULT_MODELS.get(state["provider"], "")
+
+
+def _initialise() -> None:
+    preset = env_config.preset if env_config else "standard"
+    state["preset"] = preset
+    state.setdefault("question", "")
+    _set_constants(form.constant_values(env, saved_defaults, preset))
+    lead = env_config.role("lead") if env_config else None
+    provider = lead.provider if lead and (lead.provider in configured or not configured) else (
+        configured[0] if configured else "openai")
+    state["provider"] = provider
+    state["model"] = lead.model if lead and lead.provider == provider else DEFAULT_MODELS[provider]
+    for role in ROLES[1:]:
+        spec = env_config.role_models.get(role) if env_config else None
+        state[f"role_provider_{role}"] = spec.provider if spec else form.SAME_AS_LEAD
+        state[f"role_model_{role}"] = spec.model if spec else ""
+    state["search"] = list(env_config.search_providers) if env_config else ["web"]
+    state["engine"] = "pipeline"
+
+
+def _prefill(run_id: str) -> None:
+    run = ui.store().get_run(run_id)
+    if run is None:
+        st.warning("The run to repeat no longer exists; starting from the usual settings.")
+        return
+    values = form.run_form_values(run)
+    state["question"] = values["question"]
+    state["preset"] = values["preset"]
+    _set_constants(values["constants"])
+    if values["provider"] in DEFAULT_MODELS:
+        state["provider"] = values["provider"]
+        state["model"] = values["model"] or DEFAULT_MODELS[values["provider"]]
+    for role in ROLES[1:]:
+        spec = values["role_models"].get(role) or {}
+        state[f"role_provider_{role}"] = spec.get("provider") or form.SAME_AS_LEAD
+        state[f"role_model_{role}"] = spec.get("model") or ""
+    if values["search"]:
+        state["search"] = values["search"]
+
+
+if "c_SUBTOPIC_COUNT" not in state:
+    _initialise()
+repeat = st.query_params.get("from")
+if repeat and state.get("_prefilled_from") != repeat:
+    state["_prefilled_from"] = repeat
+    _prefill(repeat)
+
+st.title("New research")
+st.write("Ask a question. The research team plans it, searches the web, reads the sources and "
+         "writes a cited report. You can watch it work and read the report on the next page.")
+if repeat and state.get("_prefilled_from") == repeat:
+    st.info("The form is filled in with the settings of an earlier run. Change what you like, "
+            "then start.")
+if env_problem:
+    st.warning(f"A setting in the environment or secrets file is not valid: {env_problem} "
+               "The form uses the built-in defaults for it.")
+
+question = st.text_area(
+    "Your research question", key="question", height=110,
+    placeholder="e.g. What changed in EU rules on AI systems in 2025, and what does it mean "
+                "for a small software company?",
+)
+question_message = st.empty()
+length = len((question or "").strip())
+if length > MAX_QUESTION_CHARS:
+    question_message.error(f"The question is too long ({length} characters); the limit is "
+                           f"{MAX_QUESTION_CHARS}. Shorten it or split it into separate runs.")
+else:
+    st.caption(f"{length} / {MAX_QUESTION_CHARS} characters")
+
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.subheader("How deep")
+    st.selectbox("Preset", list(PRESETS), key="preset", format_func=lambda p: PRESET_LABELS.get(p, p),
+                 on_change=_apply_preset,
+                 help="A preset sets the sliders and advanced settings at once; you can still "
+                      "change them afterwards.")
+    for name, label in (("SUBTOPIC_COUNT", "Subtopics"),
+                        ("SOURCES_PER_SUBTOPIC", "Sources per subtopic"),
+                        ("REVIEW_CYCLES", "Review cycles")):
+        const = CONSTANTS[name]
+        st.slider(label, int(const.minimum or 0), int(const.maximum or 0), key=f"c_{name}",
+                  help=const.description)
+
+    with st.expander("Advanced settings"):
+        for name in form.ADVANCED:
+            const = CONSTANTS[name]
+            key = f"c_{name}"
+            label = name.replace("_", " ").capitalize()
+            if const.kind is bool:
+                st.toggle(label, key=key, help=const.description)
+            elif const.kind is float:
+                st.slider(label, float(const.minimum or 0.0), float(const.maximum or 1.0), step=0.05,
+                          key=key, help=const.description)
+            else:
+                st.number_input(label, int(const.minimum or 0), int(const.maximum or 10**9), step=1,
+                                key=key, help=f"{const.description} ({const.minimum:g}–{const.maximum:g})")
+
+with right:
+    st.subheader("Who does the work")
+    st.selectbox("Engine", list(ENGINES), key="engine", format_func=ENGINES.get,
+                 help="Hosted deep-research services will appear here once they are supported.")
+    providers_message = st.empty()
+    st.selectbox("Model provider", list(DEFAULT_MODELS), key="provider", on_change=_provider_changed,
+                 format_func=lambda p: PROVIDER_NAMES[p] + ("" if p in configured else " (no key yet)"))
+    st.text_input("Model", key="model", help="The lead's model; every role uses it unless you "
+                  "choose another below.")
+    with st.expander("Models per role"):
+        for role in ROLES[1:]:
+            cols = st.columns(2)
+            cols[0].selectbox(f"{role.capitalize()} provider", [form.SAME_AS_LEAD, *DEFAULT_MODELS],
+                              key=f"role_provider_{role}")
+            cols[1].text_input(f"{role.capitalize()} model", key=f"role_model_{role}",
+                               placeholder="provider default")
+    st.multiselect("Search providers", list(SEARCH_PROVIDERS), key="search",
+                   help="tavily needs TAVILY_API_KEY; web, arxiv and semanticscholar need no key.")
+    if not configured:
+        providers_message.error("No model provider is set up yet. Add an OpenAI or Gemini key "
+                                "(or a local OpenAI-compatible server address) on the Settings page.")
+        st.page_link(ui.PAGES["settings"], label="Open Settings", icon=":material/settings:")
+
+
+def _current_config():
+    return form.build_form_config(
+        env, preset=state["preset"],
+        constants={name: state[f"c_{name}"] for name in CONSTANTS},
+        provider=state["provider"], model=state.get("model") or "",
+        role_models={r: (state[f"role_provider_{r}"], state.get(f"role_model_{r}") or "")
+                     for r in ROLES[1:]},
+        search=list(state.get("search") or []),
+    )
+
+
+config_error: str | None = None
+try:
+    config = _current_config()
+except ConfigError as exc:
+    config, config_error = None, str(exc)
+
+with right:
+    st.subheader("Estimate")
+    if config is None:
+        st.error(config_error)
+    else:
+        guess = estimate(config, ui.prices())
+        cols = st.columns(2)
+        cols[0].metric("Web searches", f"~{guess.searches}")
+        cols[1].metric("Model calls", f"~{guess.model_calls}")
+        cols[0].metric("Time", f"~{describe_duration(guess.seconds)}")
+        cols[1].metric("Cost", f"~${guess.cost_usd:.2f}")
+        st.caption(f"About {guess.pages_fetched} pages read and "
+                   f"{(guess.input_tokens + guess.output_tokens) / 1000:.0f}k tokens. Rough figures "
+                   "from typical sizes; the real run may differ.")
+        if guess.unpriced_models:
+            st.caption("No price known for " + ", ".join(guess.unpriced_models)
+                       + " (counted as free; add it to data/prices.json).")
+
+start_message = st.empty()
+if st.button("Start research", type="primary", icon=":material/play_arrow:"):
+    try:
+        text = validate_question(question or "")
+    except ConfigError as exc:
+        question_message.error(str(exc))
+    else:
+        if config is None:
+            start_message.error(f"Nothing was started: {config_error}")
+        else:
+            creds = ui.credentials()
+            try:
+                check_configuration(config, creds)
+                run_id = ui.jobs().start(text, config, creds, prices=ui.prices())
+            except ConfigError as exc:
+                start_message.error(f"Nothing was started: {exc}")
+            else:
+                ui.open_run(run_id)

@@ -1,0 +1,59 @@
+"""Deterministic draft checks: citations resolve, cited share, word count, staleness."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from research.checks import cited_numbers, problems, run_checks, word_count
+
+SOURCES = {
+    "a": {"id": "a", "published": "2026-05-01"},
+    "b": {"id": "b", "published": "2019-01-01"},
+    "c": {"id": "c", "published": None},
+}
+NUMBERING = {1: "a", 2: "b", 3: "c"}
+
+
+def _checks(text: str, **kw: int) -> dict:
+    return run_checks(text, NUMBERING, SOURCES, max_words=kw.get("max_words", 500),
+                      max_age_days=kw.get("max_age_days", 0), today=date(2026, 11, 22))
+
+
+def test_grouped_and_range_citations_are_expanded() -> None:
+    assert cited_numbers("x [1] y [2, 3] z [1-3] w [4][5]") == [1, 2, 3, 1, 2, 3, 4, 5]
+
+
+def test_markdown_links_are_not_citations() -> None:
+    assert cited_numbers("see [1](http://x.example) and [2]") == [2]
+
+
+def test_unresolved_citations_are_reported() -> None:
+    checks = _checks("Adoption rose by a third in 2025 [1]. Prices fell sharply last year [7].")
+    assert checks["unresolved_citations"] == [7]
+    assert not checks["all_citations_resolve"] and not checks["passed"]
+    assert any("[7]" in p for p in problems(checks))
+
+
+def test_cited_share_counts_factual_sentences_only() -> None:
+    text = ("# Title\n\n## Key findings\n\nAdoption rose by a third in 2025 [1]. "
+            "Installers report long waiting lists everywhere now. Sales doubled in two "
+            "years across Europe [3].\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+            "## Open questions and gaps\n\nNobody knows what happens after the subsidy ends.")
+    checks = _checks(text)
+    assert checks["sentences"] == 3 and checks["cited_sentences"] == 2
+    assert checks["cited_share"] == round(2 / 3, 3)
+
+
+def test_word_limit_and_stale_sources() -> None:
+    text = "Heat pumps sold well in the cold north of Europe [2]. " * 20
+    checks = _checks(text, max_words=50)
+    assert checks["word_count"] > 50 and not checks["within_word_limit"]
+    assert checks["stale_sources"] == ["b"] and checks["stale_share"] == 1.0
+    assert any("limit is 50" in p for p in problems(checks))
+
+
+def test_clean_draft_passes() -> None:
+    text = "Adoption rose by a third in 2025 [1]. Sales doubled in two years across Europe [3]."
+    checks = _checks(text)
+    assert checks["passed"] and problems(checks) == []
+    assert word_count("one two [3] three") == 3

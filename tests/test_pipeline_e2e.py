@@ -1,0 +1,204 @@
+"""Full research runs over real HTTP: the real openai / google-genai / tavily-python
+clients talk to the local stand-in server, pages are fetched from it, the store is a
+real SQLite file, and the exports are real Markdown and WeasyPrint PDFs."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pypdf import PdfReader
+
+from research import Credentials, build_config, resume, run_research
+from research.events import StepCompleted
+from research.export import to_markdown, to_pdf
+from research.export.run_document import build_document_for_run
+from research.urls import canonical_url
+from storage import Store
+from tests.standin import StandinServer
+
+# (A redirect to a private address is covered in test_fetch.py: with loopback allowed for
+# the stand-in, private addresses are allowed too; metadata addresses never are.)
+HOSTILE = ["/pages/hostile/injection", "/pages/hostile/redirect-metadata", "/pages/hostile/huge", "/pages/hostile/slow",
+           "/pages/hostile/binary"]
+SPEC_EVENTS = {"initiated", "plan_created", "step_started", "step_completed", "source_found",
+               "draft_started", "review_cycle", "completed"}
+QUESTION = "How is heat pump adoption changing in Europe?"
+
+
+def _run(env: dict[str, str], db: Path, question: str = QUESTION, **overrides: Any) -> tuple[Store, str]:
+    credentials = Credentials.from_env(env)
+    store = Store(db, secrets=credentials.secrets())
+    config = build_config(env=env, fetch_timeout_s=3, **overrides)
+    run_id = run_research(question, store=store, config=config, credentials=credentials)
+    return store, run_id
+
+
+def _pdf_text(data: bytes) -> str:
+    return "\n".join(page.extract_text() for page in PdfReader(io.BytesIO(data)).pages)
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path, provider: str
+) -> None:
+    standin.set_extra_results(HOSTILE)
+    env = {**standin_env, "DEEP_RESEARCH_PROVIDER": provider}
+    store, run_id = _run(env, tmp_db)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "completed", run and run["error"]
+
+    llm_api = "openai" if provider == "openai" else "gemini"
+    other = "gemini" if provider == "openai" else "openai"
+    assert standin.count(llm_api) > 10 and standin.count(other) == 0
+
+    steps = store.get_steps(run_id)
+    research_steps = [s for s in steps if s["kind"] == "research"]
+    assert len(research_steps) == 6 and all(s["status"] == "done" for s in research_steps)
+    sources = store.get_sources(run_id)
+    per_subtopic: dict[str, int] = {}
+    for s in sources:
+        per_subtopic[s["subtopic_id"]] = per_subtopic.get(s["subtopic_id"], 0) + 1
+    assert len(per_subtopic) == 6 and max(per_subtopic.values()) <= 20
+    assert len({s["canonical_url"] for s in sources}) == len(sources)
+    assert all(s["relevance"] >= 0.6 for s in sources)
+
+    # Hostile pages were skipped with a reason, and the injection changed nothing.
+    skipped = {s["url"].split("/pages/")[-1]: s["reason"] for s in store.get_skipped(run_id)}
+    assert "refused" in skipped["hostile/redirect-metadata"]
+    assert "hostile/binary" in skipped and "hostile/huge" in skipped and "hostile/slow" in skipped
+
+    reviews = store.get_reviews(run_id)
+    assert [r["approved"] for r in reviews] == [False, True]
+    assert all("cited_share" in r["checks"] for r in reviews)
+    assert len(store.get_drafts(run_id)) == 2
+
+    doc = build_document_for_run(store, run_id)
+    markdown = to_markdown(doc)
+    assert "PWNED" not in markdown
+    gathered = {s["canonical_url"] for s in sources}
+    cited_urls = [s.url for s in doc.sources]
+    assert cited_urls and all(canonical_url(u) in gathered for u in cited_urls)
+    linked = re.findall(r"\]\((https?://[^)\s]+)\)", markdown)
+    assert linked and all(canonical_url(u) in gathered for u in linked)
+    for heading in ("## Executive summary", "## Key findings", "## Analysis by subtopic",
+                    "## Comparison", "## Where sources disagree", "## Recommendations",
+                    "## Open questions and gaps", "## Confidence assessment", "## Sources"):
+        assert heading in markdown
+    assert "Run record:" in markdown
+
+    text = _pdf_text(to_pdf(doc))
+    for heading in ("Executive summary", "Key findings", "Confidence assessment", "Sources"):
+        assert heading in text
+    assert "[1]" in text and "Page 1" in text
+
+    events = store.get_events(run_id)
+    assert SPEC_EVENTS <= {e["type"] for e in events}
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", e["ts"]) for e in events)
+    usage = store.get_usage(run_id)
+    assert {u["role"] for u in usage} >= {"lead", "worker", "writer", "reviewer"}
+    assert sum(u["input_tokens"] for u in usage) > 0
+
+    store.close()
+    raw = b"".join(p.read_bytes() for p in tmp_db.parent.glob(tmp_db.name + "*"))
+    for key in Credentials.from_env(env).secrets():
+        assert key.encode() not in raw
+        assert key not in markdown
+
+
+def test_retries_faults_and_a_search_provider_down(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    standin.add_fault("openai", "status", times=1, status=429, headers={"Retry-After": "1"})
+    standin.add_fault("openai", "status", times=2, status=500)
+    standin.add_fault("openai", "invalid_json", times=1)
+    standin.add_fault("openai", "hang", times=1, seconds=8)
+    standin.add_fault("tavily", "status", times=1000, status=503)
+    store, run_id = _run(standin_env, tmp_db, preset="quick", request_timeout_s=3)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "completed", run and run["error"]
+    types = [e["type"] for e in store.get_events(run_id)]
+    assert "retrying" in types and "search_failed" in types
+    providers = {s["provider"] for s in store.get_sources(run_id)}
+    assert providers and "tavily" not in providers
+
+
+def test_quota_exhausted_fails_fast_with_a_clear_message(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    standin.add_fault("openai", "status", times=10, status=429,
+                      body={"error": {"message": "You exceeded your current quota.",
+                                      "type": "insufficient_quota", "code": "insufficient_quota"}})
+    store, run_id = _run(standin_env, tmp_db, preset="quick")
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "failed"
+    assert "quota" in run["error"].lower() and "OPENAI_API_KEY" in run["error"]
+    assert standin.count("openai") == 1  # no retry on an exhausted quota
+    assert "Traceback" not in run["error"]
+
+
+def test_no_working_search_provider_means_no_run(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    for api in ("tavily", "arxiv", "semanticscholar"):
+        standin.add_fault(api, "status", times=1000, status=500)
+    store, run_id = _run(standin_env, tmp_db, preset="quick")
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "failed"
+    assert "No search provider could be reached" in run["error"]
+    assert store.get_plan(run_id) is None and store.get_report(run_id) is None
+
+
+def test_a_subtopic_failing_three_times_is_marked_and_the_report_says_so(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    # One worker at a time and no retries inside a unit: the first subtopic's three
+    # attempts each meet one failing query-writing call, the others succeed.
+    standin.add_fault("openai", "status", times=3, status=500, task="SearchQueries")
+    store, run_id = _run(standin_env, tmp_db, preset="quick", max_retries=0,
+                         MAX_PARALLEL_WORKERS=1)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "completed", run and run["error"]
+    step = store.get_step(run_id, "research:t1")
+    assert step is not None and step["status"] == "failed" and step["attempts"] == 3
+    report = store.get_report(run_id)
+    assert report is not None and "could not be researched" in report["markdown"]
+
+
+def test_a_cancelled_run_resumes_to_the_same_sources_as_an_uninterrupted_one(
+    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = standin_env
+    credentials = Credentials.from_env(env)
+    config = build_config(env=env, preset="quick", fetch_timeout_s=3, MAX_PARALLEL_WORKERS=1)
+
+    full = Store(tmp_path / "full.db")
+    full_id = run_research(QUESTION, store=full, config=config, credentials=credentials)
+    expected = {s["canonical_url"] for s in full.get_sources(full_id)}
+
+    store = Store(tmp_path / "cut.db")
+    finished: list[str] = []
+
+    def stop_after_first_subtopic(event: Any) -> None:
+        if isinstance(event, StepCompleted) and (event.step or "").startswith("research:"):
+            finished.append(event.step or "")
+            store.set_control(event.run_id, "cancel")
+
+    run_id = run_research(QUESTION, store=store, config=config, credentials=credentials,
+                          on_event=stop_after_first_subtopic)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "cancelled"
+    partial = {s["canonical_url"] for s in store.get_sources(run_id)}
+    assert partial and partial < expected
+
+    resumed = resume(run_id, store=store, credentials=credentials)
+    assert resumed["status"] == "completed", resumed.get("error")
+    sources = store.get_sources(run_id)
+    assert {s["canonical_url"] for s in sources} == expected
+    assert len(sources) == len(expected)
+    first = store.get_step(run_id, finished[0])
+    assert first is not None and first["attempts"] == 1  # not redone
+    assert store.get_step(run_id, "plan")["attempts"] == 1  # type: ignore[index]
