@@ -16,7 +16,7 @@ st.set_page_config(page_title="Deep Research Studio", page_icon=":material/trave
 
 pages = [
     st.Page(ui.PAGES["new"], title="New research", icon=":material/edit_note:",
-            url_path="new", default=True),
+            default=True),
     st.Page(ui.PAGES["run"], title="Run", icon=":material/monitoring:", url_path="run"),
     st.Page(ui.PAGES["library"], title="Library", icon=":material/library_books:",
             url_path="library"),
@@ -26,9 +26,13 @@ pages = [
 page = st.navigation(pages)
 
 try:
-    ui.jobs()  # start the job manager early: it marks runs of a dead server as interrupted
-except Exception:  # noqa: BLE001 - the pages report database problems in their own words
-    pass
+    ui.store()
+    ui.jobs()  # started early: it marks runs left running by a dead server as interrupted
+except Exception as exc:  # noqa: BLE001 - shown in plain words instead of a traceback
+    st.error(f"The research database at {ui.db_path()} could not be opened "
+             f"({exc.__class__.__name__}: {exc}). Check that the folder exists and is writable, "
+             "or point DEEP_RESEARCH_DB at another file.")
+    st.stop()
 
 with st.sidebar:
     st.caption("Deep Research Studio: ask a question, get a cited report.")

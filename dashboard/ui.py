@@ -6,7 +6,6 @@ touch anything here.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import streamlit as st
@@ -74,10 +73,3 @@ def prices() -> PriceTable:
 def open_run(run_id: str) -> None:
     st.switch_page(PAGES["run"], query_params={"run": run_id})
 
-
-def project_root() -> Path:
-    return Path(__file__).resolve().parent.parent
-
-
-def is_test() -> bool:
-    return os.environ.get("DEEP_RESEARCH_DASHBOARD_TEST") == "1"

@@ -274,6 +274,7 @@ def diff_stats(old: str, new: str) -> tuple[int, int]:
 # -- report ---------------------------------------------------------------------------------
 
 _IMAGE_START = re.compile(r"!(?=\[)")
+_HEADING = re.compile(r"^( {0,3})(#{1,5})(?=[ \t])", re.MULTILINE)
 _DOLLAR = re.compile(r"(?<!\\)\$")
 
 
@@ -281,8 +282,8 @@ def report_markdown(doc: ReportDocument) -> str:
     """The report body for st.markdown: citations link to their source, nothing runs as HTML.
 
     `build_document` already dropped links to pages that were not gathered and every image;
-    here raw HTML is escaped, stray image syntax is defused, and `$` is escaped so prices are
-    not typeset as maths.
+    here raw HTML is escaped, stray image syntax is defused, `$` is escaped so prices are
+    not typeset as maths, and headings move one level down to sit under the page's title.
     """
     urls = {s.number: safe_link_url(s.url) for s in doc.sources}
 
@@ -290,7 +291,7 @@ def report_markdown(doc: ReportDocument) -> str:
         return f"[[{n}]]({urls[n]})" if urls.get(n) else f"[{n}]"
 
     body = neutralise_html(doc.body)
-    body = map_prose(body, lambda chunk: _DOLLAR.sub(r"\\$", _IMAGE_START.sub(r"\\!", chunk)))
+    body = map_prose(body, lambda chunk: _HEADING.sub(r"\1#\2", _DOLLAR.sub(r"\\$", _IMAGE_START.sub(r"\\!", chunk))))
     return link_citations(body, [s.number for s in doc.sources], render).strip()
 
 

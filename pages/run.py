@@ -67,7 +67,7 @@ def live_panel() -> None:
     pct = percent(current, steps)
     elapsed, remaining = views.timing(current, pct)
 
-    st.progress(pct / 100, text=f"{views.status_label(status)} · {pct}%")
+    st.progress(pct / 100, text=f"{status.capitalize()} · {pct}%")
     cols = st.columns(4)
     cols[0].metric("Elapsed", views.duration_text(elapsed))
     cols[1].metric("Estimated remaining",

@@ -36,6 +36,9 @@ except SettingsFileError as exc:
     st.error(str(exc))
     file_values = {}
 env = ui.env()
+if st.session_state.pop("settings_clear_keys", False):
+    for _name in KEYS:  # never keep a typed key in the page once it is saved
+        st.session_state.pop(f"key_{_name}", None)
 flash = st.session_state.pop("settings_flash", None)
 if flash:
     st.success(flash)
@@ -71,6 +74,7 @@ with st.form("keys", clear_on_submit=True):
         updates = {k: v.strip() for k, v in entered.items() if v and v.strip()}
         if updates:
             _save(updates, f"Saved {len(updates)} key(s).")
+            st.session_state["settings_clear_keys"] = True
             st.rerun()
         else:
             st.info("Nothing to save: paste a key first.")

@@ -65,7 +65,7 @@ def is_retryable(exc: BaseException) -> bool:
 def call_with_retries(
     fn: Callable[[], T],
     *,
-    policy: RetryPolicy = RetryPolicy(),
+    policy: RetryPolicy = RetryPolicy(),  # noqa: B008 - frozen value object
     deadline: float | None = None,
     on_retry: Callable[[int, BaseException, float], None] | None = None,
     cancel: threading.Event | None = None,

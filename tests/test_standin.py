@@ -102,3 +102,19 @@ def test_reset_forgets_faults_and_delay(standin: StandinServer,
     standin.set_delay(5)
     standin.reset()
     assert httpx.get(f"{standin.base_url}/pages/article/a-1", timeout=2).status_code == 200
+
+
+def test_writer_cites_every_source_even_when_there_are_many() -> None:
+    listed = "\n".join(f"[{n}] Source {n} — https://example.org/{n}" for n in range(1, 61))
+    report = brain.respond("", "<question>Q?</question>\n" + listed, None)
+    assert {int(n) for n in re.findall(r"\[(\d+)\]", report)} == set(range(1, 61))
+    assert len(report.split()) < 1000
+
+
+def test_shorten_prompt_keeps_the_structure_within_the_limit() -> None:
+    draft = brain.respond("", WRITER_PROMPT, None)
+    words = len(draft.split())
+    short = brain.respond("", f"The report below has {words} words; the limit is {words - 20}. "
+                              f"Shorten it to fit.\n\n{draft}", None)
+    assert short.startswith("# ") and len(short.split()) <= words - 20
+    assert all(section in short for section in SECTIONS)

@@ -161,7 +161,7 @@ class RoleLLM:
         role: str,
         meter: UsageMeter,
         *,
-        policy: RetryPolicy = RetryPolicy(),
+        policy: RetryPolicy = RetryPolicy(),  # noqa: B008 - frozen value object
         call_timeout: float = 60.0,
         on_retry: Callable[[str], None] | None = None,
         cancel: threading.Event | None = None,

@@ -36,6 +36,8 @@ _SOURCE_CLOSE = "</untrusted_source"
 _PUBLISHED_SUFFIX = re.compile(r"\s*\(published [^)]*\)\s*$")
 _LISTED_SOURCE = re.compile(r"^\[(\d+)\] (.+?) — (\S+)$", re.MULTILINE)
 _SUBTOPIC_HEADING = re.compile(r"^### Subtopic: (.+?)\s*$", re.MULTILINE)
+_SHORTEN = re.compile(r"The report below has (\d+) words; the limit is (\d+)")
+MAX_KEY_FINDINGS = 8
 _REVIEW_CYCLE = re.compile(r"Review cycle (\d+) of (\d+)", re.IGNORECASE)
 _TAG = re.compile(r"<[^>]+>")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -87,7 +89,9 @@ def respond(
     it in a ```json fence; `think` prefixes a reasoning block; `cite_invented` makes the
     writer cite a source number and a URL that were never gathered.
     """
-    if schema is None:
+    if schema is None and _SHORTEN.search(user):
+        text = shorten_report(user)
+    elif schema is None:
         text = write_report(user, cite_invented=cite_invented)
     else:
         payload = structured_answer(schema, user)
@@ -241,7 +245,8 @@ def write_report(user: str, *, cite_invented: bool = False) -> str:
     if cite_invented:
         summary.append(INVENTED_SENTENCE)
     lines += [" ".join(summary), "", "## Key findings", ""]
-    for n in numbers:
+    step = max(1, len(numbers) // MAX_KEY_FINDINGS)
+    for n in numbers[::step][:MAX_KEY_FINDINGS]:
         lines.append("- " + cite(f"{about(n)} reports measurable effects relevant to the question", n))
     lines += ["", "## Analysis by subtopic", ""]
     for title in subtopics:
@@ -266,11 +271,29 @@ def write_report(user: str, *, cite_invented: bool = False) -> str:
               cite("Confidence is moderate because the sources agree on direction but not on size"),
               ""]
     uncited = [n for n in numbers if n not in turn.used]
-    if uncited:
+    if uncited:  # one sentence citing the rest keeps the report short with many sources
         lines.insert(lines.index("## Confidence assessment") + 2,
-                     " ".join(cite("Further support comes from the remaining sources", n)
-                              for n in uncited))
+                     "Further support comes from the remaining sources "
+                     + "".join(f"[{n}]" for n in uncited) + ".")
     return "\n".join(lines)
+
+
+def shorten_report(user: str) -> str:
+    """Answer the "shorten it to fit" prompt: drop list items from the end until it fits."""
+    match = _SHORTEN.search(user)
+    limit = int(match.group(2)) if match else 1000
+    start = user.find("\n# ")
+    lines = (user[start + 1 :] if start != -1 else user).splitlines()
+    while _words(lines) > limit:
+        bullets = [i for i, line in enumerate(lines) if line.startswith("- ")]
+        if not bullets:
+            break
+        del lines[bullets[-1]]
+    return "\n".join(lines)
+
+
+def _words(lines: list[str]) -> int:
+    return sum(len(line.split()) for line in lines)
 
 
 class _Cycler:

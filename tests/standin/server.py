@@ -15,9 +15,11 @@ results link to. Tests point the app at it with `server.env()` and inject failur
   refusal       (openai) message.refusal set, no content
   blocked       (gemini) promptFeedback.blockReason = SAFETY, no candidates
 
-LLM-content faults accept `task="ResearchPlan"` (a schema title, or "writer") to hit only
-that kind of call; they only apply to calls they can affect (JSON faults to structured
-calls, `cite_invented` to the writer).
+Faults are queued: each request takes at most one, the first pending one (in the order
+added) that fits it, and `times` is how many requests it hits. Any fault accepts
+`task="ResearchPlan"` (a schema title, or "writer") to hit only that kind of LLM call; a
+fault waits for a call it can affect (JSON faults for structured calls, `cite_invented`
+for the writer).
 
 Other controls: `set_delay(seconds)`, `set_off_topic(n)`, `set_extra_results(paths)`,
 `reset()`. `requests` logs every request as {api, method, path, query, headers (names in
@@ -256,6 +258,10 @@ class StandinServer:
             raise ValueError(f"api must be one of {APIS}, not {api!r}")
         if kind not in FAULT_KINDS:
             raise ValueError(f"kind must be one of {FAULT_KINDS}, not {kind!r}")
+        if kind in _CONTENT_FAULTS and api not in ("openai", "gemini"):
+            raise ValueError(f"{kind!r} faults only apply to the LLM apis (openai, gemini)")
+        if (kind, api) in (("refusal", "gemini"), ("blocked", "openai")):
+            raise ValueError(f"{kind!r} is not a fault of {api}")
         with self._lock:
             self._faults.append(Fault(api, kind, times, dict(params)))
 
@@ -300,18 +306,24 @@ class StandinServer:
         with self._lock:
             self.requests.append(entry)
 
-    def _take(self, api: str, kinds: tuple[str, ...], task: str | None = None) -> Fault | None:
-        """Consume one use of the first matching fault."""
+    def _take(self, api: str, task: str | None) -> Fault | None:
+        """Consume one use of the first pending fault (in the order added) that fits.
+
+        One fault per request: queued faults hit successive requests, so a test can
+        script a sequence (429, then 500, then invalid JSON...). A fault that cannot
+        affect this request (a JSON fault on the writer, a `task=` for another task)
+        waits for one it can.
+        """
         with self._lock:
             for fault in self._faults:
-                if fault.api != api or fault.kind not in kinds or fault.remaining <= 0:
+                if fault.api != api or fault.remaining <= 0:
                     continue
                 wanted = fault.params.get("task")
-                if wanted is not None and task is not None and wanted != task:
+                if wanted is not None and wanted != task:
                     continue
-                if fault.kind in ("invalid_json", "fenced_json") and task == "writer":
+                if fault.kind in ("invalid_json", "fenced_json") and task in (None, "writer"):
                     continue
-                if fault.kind == "cite_invented" and task not in (None, "writer"):
+                if fault.kind == "cite_invented" and task != "writer":
                     continue
                 fault.remaining -= 1
                 return fault
@@ -376,7 +388,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"No route for {method} {path}"}})
             return
         try:
-            if not self._http_faults(api):
+            if not self._http_faults(api, _task_of(api, body)):
                 return
             if api != "pages" and self.standin.delay:
                 if not self.standin._sleep(self.standin.delay, self._gen):
@@ -387,29 +399,29 @@ class _Handler(BaseHTTPRequestHandler):
         except (TimeoutError, BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeouts in tests): nothing to do
 
-    def _http_faults(self, api: str) -> bool:
-        """Apply hang/status faults; False when the response has already been sent."""
+    def _http_faults(self, api: str, task: str | None) -> bool:
+        """Take this request's fault; False when the response has already been sent."""
         self._trickle = 0.0
-        hang = self.standin._take(api, ("hang",))
-        if hang is not None and not self.standin._sleep(float(hang.params.get("seconds", 30.0)),
-                                                        self._gen):
-            self.close_connection = True  # reset or shutdown: abandon this request
-            return False
-        status = self.standin._take(api, ("status",))
-        if status is not None:
-            code = int(status.params.get("status", 500))
-            body = status.params.get("body")
+        fault = self._fault = self.standin._take(api, task)
+        if fault is None:
+            return True
+        if fault.kind == "hang":
+            if not self.standin._sleep(float(fault.params.get("seconds", 30.0)), self._gen):
+                self.close_connection = True  # reset or shutdown: abandon this request
+                return False
+        elif fault.kind == "status":
+            code = int(fault.params.get("status", 500))
+            body = fault.params.get("body")
             if body is None:
                 body = _default_error_body(api, code)
-            headers = dict(status.params.get("headers") or {})
+            headers = dict(fault.params.get("headers") or {})
             if isinstance(body, (dict, list)):
                 self._send_json(code, body, headers)
             else:
                 self._send(code, str(body).encode(), "text/plain; charset=utf-8", headers)
             return False
-        trickle = self.standin._take(api, ("trickle",))
-        if trickle is not None:
-            self._trickle = float(trickle.params.get("interval", 0.5))
+        elif fault.kind == "trickle":
+            self._trickle = float(fault.params.get("interval", 0.5))
         return True
 
     # senders
@@ -438,26 +450,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- LLMs ------------------------------------------------------------------------
 
-    def _llm_answer(self, api: str, system: str, user: str,
+    def _llm_answer(self, system: str, user: str,
                     schema: dict | None) -> tuple[str, Fault | None]:
-        task = brain.task_name(schema)
-        faults: dict[str, Any] = {}
+        fault = getattr(self, "_fault", None)
+        options: dict[str, Any] = {}
         special: Fault | None = None
-        for kind in _CONTENT_FAULTS:
-            fault = self.standin._take(api, (kind,), task)
-            if fault is None:
-                continue
-            if kind == "invalid_json":
-                faults["invalid_json"] = str(fault.params.get("mode", "text"))
-            elif kind in ("refusal", "blocked"):
+        if fault is not None and fault.kind in _CONTENT_FAULTS:
+            if fault.kind == "invalid_json":
+                options["invalid_json"] = str(fault.params.get("mode", "text"))
+            elif fault.kind in ("refusal", "blocked"):
                 special = fault
             else:
-                faults[kind] = True
-        if schema is None:
-            faults.pop("invalid_json", None)
-            faults.pop("fenced_json", None)
-        text = brain.respond(system, user, schema, **faults)
-        return text, special
+                options[fault.kind] = True
+        return brain.respond(system, user, schema, **options), special
 
     def _api_openai(self, path: str, query: str, body: Any) -> None:
         if path != "/v1/chat/completions" or not isinstance(body, dict):
@@ -469,13 +474,8 @@ class _Handler(BaseHTTPRequestHandler):
         messages = body.get("messages") or []
         system = "\n\n".join(_content(m) for m in messages if m.get("role") in ("system", "developer"))
         user = "\n\n".join(_content(m) for m in messages if m.get("role") == "user")
-        schema = None
-        fmt = body.get("response_format") or {}
-        if fmt.get("type") == "json_schema":
-            spec = fmt.get("json_schema") or {}
-            schema = dict(spec.get("schema") or {})
-            schema.setdefault("title", spec.get("name") or "unknown")
-        text, special = self._llm_answer("openai", system, user, schema)
+        schema = _openai_schema(body)
+        text, special = self._llm_answer(system, user, schema)
         model = str(body.get("model") or "gpt-standin")
         message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None,
                                    "annotations": []}
@@ -511,10 +511,8 @@ class _Handler(BaseHTTPRequestHandler):
         system = _parts_text((body.get("systemInstruction") or {}).get("parts"))
         user = "\n\n".join(_parts_text(c.get("parts")) for c in body.get("contents") or []
                            if c.get("role", "user") == "user")
-        config = body.get("generationConfig") or {}
-        schema = config.get("responseJsonSchema") or config.get("responseSchema")
-        schema = dict(schema) if isinstance(schema, dict) else None
-        text, special = self._llm_answer("gemini", system, user, schema)
+        schema = _gemini_schema(body)
+        text, special = self._llm_answer(system, user, schema)
         prompt_tokens = _tokens(system + user)
         completion_tokens = _tokens(text)
         usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": completion_tokens,
@@ -674,6 +672,29 @@ def _api_for(method: str, path: str) -> str | None:
     if path.startswith("/pages/"):
         return "pages"
     return None
+
+
+def _task_of(api: str, body: Any) -> str | None:
+    """The brain's task for an LLM request (schema title, or "writer"); None otherwise."""
+    if api not in ("openai", "gemini") or not isinstance(body, dict):
+        return None
+    return brain.task_name(_openai_schema(body) if api == "openai" else _gemini_schema(body))
+
+
+def _openai_schema(body: Mapping[str, Any]) -> dict | None:
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") != "json_schema":
+        return None
+    spec = fmt.get("json_schema") or {}
+    schema = dict(spec.get("schema") or {})
+    schema.setdefault("title", spec.get("name") or "unknown")
+    return schema
+
+
+def _gemini_schema(body: Mapping[str, Any]) -> dict | None:
+    config = body.get("generationConfig") or {}
+    schema = config.get("responseJsonSchema") or config.get("responseSchema")
+    return dict(schema) if isinstance(schema, dict) else None
 
 
 def _content(message: Mapping[str, Any]) -> str:

@@ -1,0 +1,93 @@
+"""Library page: listing, search, delete with confirmation, compare, run again."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from storage import Store
+from tests.dashboard_fixtures import APP, dash_env_fixture, finished_run  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.usefixtures("dash_env")
+
+
+def _library() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.switch_page("pages/library.py")
+    return at.run()
+
+
+def _table(at: AppTest):
+    return next(df.value for df in at.dataframe if "Question" in df.value.columns)
+
+
+def _click(at: AppTest, label: str) -> AppTest:
+    next(b for b in at.button if b.label == label).click()
+    return at.run()
+
+
+def test_empty_library_says_how_to_start(dash_env: Store) -> None:
+    at = _library()
+    assert any("No research yet" in i.value for i in at.info)
+
+
+def test_every_run_is_listed_with_its_settings_and_search_narrows_it(dash_env: Store) -> None:
+    finished_run(dash_env, "How fast is solar power growing?", SUBTOPIC_COUNT=4)
+    finished_run(dash_env, "Is nuclear power getting cheaper?", SUBTOPIC_COUNT=5)
+    at = _library()
+    table = _table(at)
+    assert len(table) == 2
+    assert {"Question", "Date", "Status", "Subtopics", "Sources", "Duration", "Cost (USD)"} <= set(table.columns)
+    assert set(table["Subtopics"]) == {4, 5}
+    at.text_input(key="lib_search").input("NUCLEAR").run()
+    table = _table(at)
+    assert list(table["Question"]) == ["Is nuclear power getting cheaper?"]
+    at.text_input(key="lib_search").input("no such words").run()
+    assert any("No run matches" in i.value for i in at.info)
+
+
+def test_delete_asks_first_and_keep_it_changes_nothing(dash_env: Store) -> None:
+    run_id = finished_run(dash_env)
+    at = _library()
+    at = _click(at, "Delete")
+    assert any("cannot be undone" in w.value for w in at.warning)
+    assert dash_env.get_run(run_id) is not None
+    at = _click(at, "Keep it")
+    assert dash_env.get_run(run_id) is not None
+    at = _click(at, "Delete")
+    at = _click(at, "Yes, delete it")
+    assert dash_env.get_run(run_id) is None
+    assert dash_env.get_sources(run_id) == []
+    assert any("No research yet" in i.value for i in at.info)
+
+
+def test_a_running_run_cannot_be_deleted(dash_env: Store) -> None:
+    run_id = finished_run(dash_env, status="running")
+    dash_env.heartbeat(run_id, "someone-else")
+    at = _library()
+    at = _click(at, "Delete")
+    assert any("still working" in e.value for e in at.error)
+    assert dash_env.get_run(run_id) is not None
+
+
+def test_compare_two_runs_side_by_side_with_charts(dash_env: Store) -> None:
+    a = finished_run(dash_env, "Solar growth?", sources=4, SUBTOPIC_COUNT=3)
+    b = finished_run(dash_env, "Wind growth?", sources=10, SUBTOPIC_COUNT=8)
+    at = _library()
+    at.multiselect(key="lib_compare").set_value([a]).run()
+    assert any("at least one more" in c.value for c in at.caption)
+    at.multiselect(key="lib_compare").set_value([a, b]).run()
+    compare = next(df.value for df in at.dataframe if "Citations" in df.value.columns)
+    assert sorted(compare["Sources"]) == [4, 10]
+    assert sorted(compare["SUBTOPIC_COUNT"]) == [3, 8]
+    assert set(compare["Approved"]) == {"no"}
+    assert len(at.get("plotly_chart")) >= 5
+
+
+def test_open_and_run_again_go_to_the_right_pages(dash_env: Store) -> None:
+    run_id = finished_run(dash_env, "Solar growth?")
+    at = _click(_library(), "Open")
+    assert at.query_params.get("run") in (run_id, [run_id])
+    at = _click(_library(), "Run again")
+    assert at.query_params.get("from") in (run_id, [run_id])
+    assert at.text_area(key="question").value == "Solar growth?"

@@ -1,0 +1,119 @@
+"""New research page: validation messages, presets, estimate, "run again", and a real start."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from research.constants import MAX_QUESTION_CHARS
+from storage import Store
+from tests.dashboard_fixtures import APP, dash_env_fixture, finished_run  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.usefixtures("dash_env")
+
+
+def _page() -> AppTest:
+    return AppTest.from_file(APP, default_timeout=30).run()
+
+
+def _button(at: AppTest, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def _texts(at: AppTest) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def test_empty_question_is_refused_next_to_the_field_and_nothing_starts(dash_env: Store) -> None:
+    at = _page()
+    _button(at, "Start research").click().run()
+    assert "Please type a research question." in _texts(at)
+    assert dash_env.count_runs() == 0
+
+
+def test_overlong_question_is_flagged_while_typing(dash_env: Store) -> None:
+    at = _page()
+    at.text_area(key="question").input("x" * (MAX_QUESTION_CHARS + 1)).run()
+    assert any("too long" in t and str(MAX_QUESTION_CHARS) in t for t in _texts(at))
+    _button(at, "Start research").click().run()
+    assert dash_env.count_runs() == 0
+
+
+def test_without_a_model_provider_the_missing_key_is_named_and_nothing_starts(dash_env: Store) -> None:
+    at = _page()
+    assert any("No model provider is set up" in t for t in _texts(at))
+    at.text_area(key="question").input("How fast is solar power growing?").run()
+    _button(at, "Start research").click().run()
+    assert any("Nothing was started" in t and "OPENAI_API_KEY" in t for t in _texts(at))
+    assert dash_env.count_runs() == 0
+
+
+def test_preset_sets_the_sliders_and_the_estimate_follows(dash_env: Store) -> None:
+    at = _page()
+    cost_before = [m.value for m in at.metric]
+    at.selectbox(key="preset").select("quick").run()
+    assert at.slider(key="c_SUBTOPIC_COUNT").value == 3
+    assert at.slider(key="c_REVIEW_CYCLES").value == 0
+    at.selectbox(key="preset").select("exhaustive").run()
+    assert at.slider(key="c_SUBTOPIC_COUNT").value == 10
+    assert [m.value for m in at.metric] != cost_before
+    labels = [m.label for m in at.metric]
+    assert {"Web searches", "Model calls", "Time", "Cost"} <= set(labels)
+
+
+def test_out_of_range_advanced_value_is_refused_with_its_bound(dash_env: Store) -> None:
+    at = _page()
+    at.number_input(key="c_SEARCHES_PER_SUBTOPIC").set_value(10).run()
+    assert not at.exception
+    at.multiselect(key="search").set_value([]).run()
+    assert any("at least one search provider" in t for t in _texts(at))
+
+
+def test_run_again_fills_the_form_with_that_runs_settings(dash_env: Store) -> None:
+    run_id = finished_run(dash_env, "Is nuclear power getting cheaper?", SUBTOPIC_COUNT=7,
+                          SOURCES_PER_SUBTOPIC=12, REVIEW_CYCLES=4)
+    at = AppTest.from_file(APP, default_timeout=30)
+    at.query_params["from"] = run_id
+    at.run()
+    assert at.text_area(key="question").value == "Is nuclear power getting cheaper?"
+    assert at.slider(key="c_SUBTOPIC_COUNT").value == 7
+    assert at.slider(key="c_SOURCES_PER_SUBTOPIC").value == 12
+    assert at.slider(key="c_REVIEW_CYCLES").value == 4
+
+
+def test_start_runs_in_the_background_and_the_run_page_sees_it_complete(
+    dash_env: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server_module = pytest.importorskip("tests.standin.server")
+    server = server_module.StandinServer().start()
+    try:
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+        at = _page()
+        at.text_area(key="question").input("How fast is solar power growing worldwide?").run()
+        at.selectbox(key="preset").select("quick").run()
+        at.slider(key="c_SUBTOPIC_COUNT").set_value(3).run()
+        at.slider(key="c_SOURCES_PER_SUBTOPIC").set_value(5).run()
+        at.slider(key="c_REVIEW_CYCLES").set_value(1).run()
+        _button(at, "Start research").click().run()
+        assert not _texts(at), _texts(at)
+        runs = dash_env.list_runs()
+        assert len(runs) == 1
+        run_id = runs[0]["id"]
+        assert at.query_params.get("run") in (run_id, [run_id])
+        deadline = time.monotonic() + 120
+        while dash_env.get_run(run_id)["status"] not in ("completed", "failed", "cancelled"):
+            assert time.monotonic() < deadline, "the run did not finish in time"
+            time.sleep(0.5)
+        assert dash_env.get_run(run_id)["status"] == "completed", dash_env.get_run(run_id)["error"]
+        at.run()
+        assert at.progress[0].value == 100
+        assert "100%" in at.progress[0].proto.text
+        at.query_params["tab"] = "Report"
+        at.run()
+        assert any("Sources" == h.value for h in at.subheader)
+        assert not at.exception
+    finally:
+        server.stop()

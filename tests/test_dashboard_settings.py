@@ -1,0 +1,79 @@
+"""Settings page: keys are masked everywhere, their origin is shown, saving is owner-only."""
+
+from __future__ import annotations
+
+import stat
+import tomllib
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard.settings_files import mask, save_secrets
+from storage import Store
+from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.usefixtures("dash_env")
+
+ENV_KEY = "sk-test-environment-0123456789abcdef"
+FILE_KEY = "tvly-test-secretsfile-0123456789"
+
+
+def _settings() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.switch_page("pages/settings.py")
+    return at.run()
+
+
+def _every_value(at: AppTest) -> str:
+    """Every string any element carries: values, labels, bodies, help texts, placeholders."""
+    out = []
+    for node in at.get("markdown") + at.get("caption") + at.get("text_input") + at.get("error") \
+            + at.get("success") + at.get("info") + at.get("warning") + at.get("selectbox"):
+        out.append(str(node.proto))
+        value = getattr(node, "value", None)
+        if value is not None:
+            out.append(str(value))
+    return "\n".join(out)
+
+
+def test_mask_never_shows_more_than_the_edges() -> None:
+    assert mask("sk-proj-abcdefghijklmnop1234") == "sk-…1234"
+    assert mask("short") == "•••••• (set)"
+    assert mask("") == "not set"
+
+
+def test_keys_are_masked_and_their_origin_is_shown(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
+    save_secrets({"TAVILY_API_KEY": FILE_KEY}, tmp_path / "secrets.toml")
+    at = _settings()
+    assert not at.exception
+    everything = _every_value(at)
+    assert ENV_KEY not in everything and FILE_KEY not in everything
+    assert ENV_KEY[-4:] in everything and mask(ENV_KEY) in everything and mask(FILE_KEY) in everything
+    markdown = "\n".join(m.value for m in at.markdown)
+    assert "`OPENAI_API_KEY` · set in the environment" in markdown
+    assert "`TAVILY_API_KEY` · saved here (secrets file)" in markdown
+    assert "`GEMINI_API_KEY` · not set" in markdown
+
+
+def test_saving_a_key_writes_an_owner_only_secrets_file_and_shows_it_masked(tmp_path: Path) -> None:
+    at = _settings()
+    new_key = "AIzaTestGeminiKey0123456789abcdefghij"
+    at.text_input(key="key_GEMINI_API_KEY").input(new_key)
+    next(b for b in at.button if b.label == "Save keys").click().run()
+    path = tmp_path / "secrets.toml"
+    assert tomllib.loads(path.read_text())["GEMINI_API_KEY"] == new_key
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert new_key not in _every_value(at)
+    assert "`GEMINI_API_KEY` · saved here (secrets file) · `AIz…ghij`" in "\n".join(m.value for m in at.markdown)
+
+
+def test_default_constants_are_saved_and_used_by_the_new_research_form(dash_env: Store, tmp_path: Path) -> None:
+    at = _settings()
+    subtopics = next(n for n in at.number_input if n.label == "Subtopic count")
+    subtopics.set_value(9)
+    next(b for b in at.button if b.label == "Save defaults").click().run()
+    assert any("saved" in s.value for s in at.success)
+    fresh = AppTest.from_file(APP, default_timeout=30).run()
+    assert fresh.slider(key="c_SUBTOPIC_COUNT").value == 9
