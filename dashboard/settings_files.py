@@ -18,7 +18,7 @@ from typing import Any
 
 from research.config import ROLES
 from research.constants import CONSTANTS, DEFAULTS
-from research.settings import SECRETS_FILE, effective_env
+from research.settings import effective_env, secrets_file
 
 KEYS = {
     "OPENAI_API_KEY": "OpenAI",
@@ -34,14 +34,12 @@ PLAIN_SETTINGS = (
 
 
 def secrets_path(environ: Mapping[str, str] | None = None) -> Path:
-    environ = os.environ if environ is None else environ
-    return Path(environ.get("DEEP_RESEARCH_SECRETS_FILE") or SECRETS_FILE)
+    return secrets_file(environ)
 
 
 def current_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The effective settings: the secrets file overridden by the environment."""
-    environ = os.environ if environ is None else environ
-    return effective_env(environ, secrets_path(environ))
+    return effective_env(environ)
 
 
 def mask(value: str | None) -> str:

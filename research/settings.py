@@ -24,12 +24,19 @@ def read_secrets_file(path: Path = SECRETS_FILE) -> dict[str, str]:
     return {str(k): str(v) for k, v in data.items() if isinstance(v, (str, int, float, bool))}
 
 
+def secrets_file(environ: Mapping[str, str] | None = None) -> Path:
+    """`.streamlit/secrets.toml`, or `DEEP_RESEARCH_SECRETS_FILE` (tests point it elsewhere)."""
+    value = (environ if environ is not None else os.environ).get("DEEP_RESEARCH_SECRETS_FILE")
+    return Path(value) if value else SECRETS_FILE
+
+
 def effective_env(
-    environ: Mapping[str, str] | None = None, secrets_path: Path = SECRETS_FILE
+    environ: Mapping[str, str] | None = None, secrets_path: Path | None = None
 ) -> dict[str, str]:
     """Secrets file values, overridden by the real environment."""
-    merged = read_secrets_file(secrets_path)
-    merged.update(environ if environ is not None else os.environ)
+    environ = environ if environ is not None else os.environ
+    merged = read_secrets_file(secrets_path or secrets_file(environ))
+    merged.update(environ)
     return merged
 
 

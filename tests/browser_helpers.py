@@ -1,0 +1,196 @@
+"""Helpers for the browser tests: a real `streamlit run` on a free port and headless Chromium.
+
+The dashboard runs as a subprocess in its own process group (so stopping it also stops any
+child), with the database and secrets file in a temporary folder and the provider base URLs
+pointed at the local stand-in server. Chromium is Debian's `/usr/bin/chromium`, driven by
+the Playwright Python package (Playwright cannot download its own browsers here).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+# Settings from the outer environment that would change what the dashboard does.
+_SCRUBBED_PREFIXES = ("DEEP_RESEARCH_", "OPENAI_", "GEMINI_", "GOOGLE_API", "TAVILY_", "SEMANTIC_SCHOLAR_",
+                      "ARXIV_", "STREAMLIT_")
+ARTIFACTS = Path(os.environ.get("BROWSER_ARTIFACTS") or ROOT / "test-artifacts" / "browser")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def clean_environ(extra: Mapping[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(_SCRUBBED_PREFIXES)}
+    env.update(extra)
+    return env
+
+
+@dataclass
+class StreamlitServer:
+    """`streamlit run app.py` on 127.0.0.1:<free port>; use as a context manager."""
+
+    env: Mapping[str, str]
+    log_path: Path
+    port: int = field(default_factory=free_port)
+    startup_timeout_s: float = 60.0
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> StreamlitServer:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("wb")
+        cmd = [sys.executable, "-m", "streamlit", "run", "app.py",
+               "--server.headless", "true", "--server.address", "127.0.0.1",
+               "--server.port", str(self.port), "--browser.gatherUsageStats", "false",
+               "--server.fileWatcherType", "none", "--server.runOnSave", "false"]
+        try:
+            self.process = subprocess.Popen(cmd, cwd=ROOT, env=clean_environ(self.env), stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            log.close()
+        self._wait_healthy()
+        return self
+
+    def _wait_healthy(self) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"streamlit did not become healthy in {self.startup_timeout_s:.0f} s:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-5000:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """SIGTERM the whole process group, then SIGKILL it if it does not go."""
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                proc.wait(wait_s)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def __enter__(self) -> StreamlitServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@dataclass
+class PageWatch:
+    """Everything a page did that a test may want to refuse: dialogs, requests, script errors."""
+
+    origin: str
+    dialogs: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+
+    def attach(self, page: Any) -> None:
+        def on_dialog(dialog: Any) -> None:
+            self.dialogs.append(f"{dialog.type}: {dialog.message}")
+            dialog.dismiss()
+
+        page.on("dialog", on_dialog)
+        page.on("request", lambda request: self.requests.append(request.url))
+        page.on("pageerror", lambda error: self.page_errors.append(str(error)))
+
+    def foreign_requests(self) -> list[str]:
+        """Requests to anything but the dashboard's own origin (data: and blob: URLs are local)."""
+        own = urlsplit(self.origin)
+        foreign = []
+        for url in self.requests:
+            parts = urlsplit(url)
+            if parts.scheme in ("data", "blob"):
+                continue
+            if parts.scheme in ("http", "https", "ws", "wss") and parts.hostname == own.hostname \
+                    and parts.port == own.port:
+                continue
+            foreign.append(url)
+        return foreign
+
+
+# Run in the page: every on* attribute, javascript: link and script that came from a payload.
+DOM_AUDIT_JS = """
+(marker) => {
+  const found = [];
+  const roots = [document];
+  for (const el of document.querySelectorAll('*')) { if (el.shadowRoot) roots.push(el.shadowRoot); }
+  for (const root of roots) {
+    for (const el of root.querySelectorAll('*')) {
+      for (const attr of el.attributes) {
+        const name = attr.name.toLowerCase();
+        const value = attr.value || '';
+        if (name.startsWith('on') && (value.includes(marker) || value.includes('alert'))) {
+          found.push(`${el.tagName.toLowerCase()}[${name}=${value}]`);
+        }
+        if ((name === 'href' || name === 'src' || name === 'xlink:href' || name === 'action')
+            && /^\\s*javascript:/i.test(value)) {
+          found.push(`${el.tagName.toLowerCase()}[${name}=${value}]`);
+        }
+        if (name === 'src' && value.includes('tracker.example')) {
+          found.push(`${el.tagName.toLowerCase()}[src=${value}]`);
+        }
+      }
+      if (el.tagName.toLowerCase() === 'script') {
+        const text = (el.textContent || '') + ' ' + (el.getAttribute('src') || '');
+        if (text.includes(marker) || text.includes('alert(')) found.push(`script: ${text.slice(0, 120)}`);
+      }
+    }
+  }
+  return found;
+}
+"""
+
+
+def wait_idle(page: Any, timeout_ms: float = 30_000) -> None:
+    """Wait until Streamlit has finished the current script run (no "Running..." indicator)."""
+    page.wait_for_function(
+        """() => {
+            const w = document.querySelector('[data-testid="stStatusWidget"]');
+            return !w || !/Running|Connecting/i.test(w.innerText || '');
+        }""",
+        timeout=timeout_ms,
+    )
+    page.wait_for_timeout(150)

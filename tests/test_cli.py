@@ -1,0 +1,98 @@
+"""`python -m research`: a real subprocess against the stand-in server and a temp store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from pypdf import PdfReader
+
+from storage import Store
+from tests.standin import StandinServer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cli(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items()
+                if not k.startswith(("DEEP_RESEARCH_", "OPENAI_", "GEMINI_", "TAVILY_"))}
+    full_env.update(env)
+    full_env["PYTHONPATH"] = str(ROOT)
+    full_env["DEEP_RESEARCH_SECRETS_FILE"] = str(cwd / "no-secrets.toml")
+    return subprocess.run([sys.executable, "-m", "research", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_writes_a_pdf_prints_the_run_id_and_shows_progress(
+    standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    db = tmp_path / "cli.db"
+    out = tmp_path / "report.pdf"
+    result = _cli(["How do heat pumps perform in cold climates?", "--preset", "quick",
+                   "--subtopics", "3", "--sources", "5", "--reviews", "1", "--format", "pdf",
+                   "--out", str(out)], {**standin_env, "DEEP_RESEARCH_DB": str(db)}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    run_id = result.stdout.strip().splitlines()[-1]
+    assert "%]" in result.stderr and "Research complete" in result.stderr
+    text = "\n".join(p.extract_text() for p in PdfReader(out).pages)
+    assert "Executive summary" in text and "[1]" in text
+    store = Store(db)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "completed"
+    assert run["config"]["subtopic_count"] == 3 and run["config"]["review_cycles"] == 1
+    assert max(len([s for s in store.get_sources(run_id) if s["subtopic_id"] == t])
+               for t in ("t1", "t2", "t3")) <= 5
+
+
+def test_cli_refuses_bad_input_with_one_readable_line(standin_env: dict[str, str], tmp_path: Path) -> None:
+    env = {**standin_env, "DEEP_RESEARCH_DB": str(tmp_path / "x.db")}
+    bad = _cli(["question", "--subtopics", "12"], env, tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "error: SUBTOPIC_COUNT must be between 3 and 10 (got 12)."
+    empty = _cli(["   "], env, tmp_path)
+    assert empty.returncode == 2 and "Please type a research question" in empty.stderr
+    assert "Traceback" not in bad.stderr + empty.stderr
+
+
+def test_cli_missing_key_names_what_to_set(tmp_path: Path) -> None:
+    result = _cli(["question"], {"DEEP_RESEARCH_DB": str(tmp_path / "x.db")}, tmp_path)
+    assert result.returncode == 2
+    assert "OPENAI_API_KEY" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_cli_failure_exits_non_zero_without_traceback_and_keeps_no_key(
+    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    key = standin_env["OPENAI_API_KEY"]
+    standin.add_fault("openai", "status", times=50, status=401,
+                      body={"error": {"message": f"Incorrect API key provided: {key}",
+                                      "type": "invalid_request_error", "code": "invalid_api_key"}})
+    result = _cli(["question about heat pumps", "--preset", "quick"],
+                  {**standin_env, "DEEP_RESEARCH_DB": str(tmp_path / "x.db")}, tmp_path)
+    assert result.returncode == 1
+    assert "failed" in result.stderr and "Traceback" not in result.stderr
+    assert key not in result.stderr + result.stdout
+
+
+def test_cli_resume_continues_an_interrupted_run(standin_env: dict[str, str], tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    env = {**standin_env, "DEEP_RESEARCH_DB": str(db)}
+    first = _cli(["Heat pump adoption in Europe", "--preset", "quick"], env, tmp_path)
+    assert first.returncode == 0, first.stderr
+    run_id = first.stdout.strip().splitlines()[-1]
+    store = Store(db)
+    # Make it look like the process died before the review and delivery.
+    with store._write() as conn:  # noqa: SLF001 - test-only surgery on a finished run
+        conn.execute("DELETE FROM steps WHERE run_id = ? AND kind IN ('deliver')", [run_id])
+        conn.execute("DELETE FROM reports WHERE run_id = ?", [run_id])
+        conn.execute("UPDATE runs SET status = 'interrupted' WHERE id = ?", [run_id])
+    resumed = _cli(["--resume", run_id, "--format", "md", "--out", str(tmp_path / "r.md")], env, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert store.get_run(run_id)["status"] == "completed"  # type: ignore[index]
+    assert "## Sources" in (tmp_path / "r.md").read_text()
+    assert {s["kind"] for s in store.get_steps(run_id) if s["attempts"] > 1} == set()
+    unknown = _cli(["--resume", "nope"], env, tmp_path)
+    assert unknown.returncode == 2 and "no run with id" in unknown.stderr

@@ -1,0 +1,106 @@
+"""Pause, resume and cancel between units of work; the step and total time limits."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from research import Credentials, build_config, cancel, create_run, execute, pause, unpause
+from storage import Store
+from tests.standin import StandinServer
+
+QUESTION = "How is heat pump adoption changing in Europe?"
+
+
+def _start(env: dict[str, str], db: Path, on_event: Any = None, **overrides: Any) -> tuple[Store, str, threading.Thread]:
+    credentials = Credentials.from_env(env)
+    store = Store(db)
+    config = build_config(env=env, fetch_timeout_s=3, **overrides)
+    run_id = create_run(store, QUESTION, config)
+    thread = threading.Thread(target=execute, args=(run_id,), daemon=True,
+                              kwargs={"store": Store(db), "credentials": credentials, "on_event": on_event})
+    thread.start()
+    return store, run_id, thread
+
+
+def _wait_for(predicate: Any, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def test_pause_holds_the_run_between_units_and_resume_finishes_it(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    standin.set_delay(0.05)
+    store = Store(tmp_db)
+    holder: dict[str, str] = {}
+
+    def on_event(event: Any) -> None:
+        if event.type == "plan_created":
+            pause(store, event.run_id)
+            holder["run"] = event.run_id
+
+    store, run_id, thread = _start(standin_env, tmp_db, on_event, preset="quick")
+    _wait_for(lambda: (store.get_run(run_id) or {}).get("status") == "paused")
+    before = len(store.get_steps(run_id))
+    calls = standin.count("openai")
+    time.sleep(1.5)
+    assert len(store.get_steps(run_id)) == before
+    assert standin.count("openai") - calls <= 3  # at most the units already in flight
+    unpause(store, run_id)
+    thread.join(120)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "completed", run and run["error"]
+    types = [e["type"] for e in store.get_events(run_id)]
+    assert types.index("paused") < types.index("resumed") < types.index("completed")
+
+
+def test_cancel_stops_the_run_and_keeps_what_was_gathered(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    store = Store(tmp_db)
+
+    def on_event(event: Any) -> None:
+        if event.type == "step_completed" and (event.step or "").startswith("research:"):
+            cancel(store, event.run_id)
+
+    store, run_id, thread = _start(standin_env, tmp_db, on_event, preset="quick",
+                                   MAX_PARALLEL_WORKERS=1)
+    thread.join(120)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "cancelled"
+    assert store.count_sources(run_id) > 0 and store.get_report(run_id) is None
+    assert "cancelled" in [e["type"] for e in store.get_events(run_id)]
+
+
+def test_total_time_limit_stops_the_run_with_a_clear_message(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    standin.set_delay(0.5)
+    store, run_id, thread = _start(standin_env, tmp_db, TOTAL_TIMEOUT_MS=10_000,
+                                   MAX_PARALLEL_WORKERS=1)
+    thread.join(120)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "failed"
+    assert "total time limit" in run["error"] and "resume" in run["error"]
+    assert run["duration_s"] < 40
+
+
+def test_step_time_limit_fails_slow_subtopics(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    standin.set_delay(0.4)
+    store, run_id, thread = _start(standin_env, tmp_db, preset="quick", STEP_TIMEOUT_MS=1_000)
+    thread.join(180)
+    research = [s for s in store.get_steps(run_id) if s["kind"] == "research"]
+    assert research and all(s["status"] == "failed" and s["attempts"] == 3 for s in research)
+    assert any("time" in (s["error"] or "") for s in research)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "failed"
+    assert "No usable sources" in run["error"]
