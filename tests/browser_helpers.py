@@ -185,12 +185,12 @@ DOM_AUDIT_JS = """
 
 
 def wait_idle(page: Any, timeout_ms: float = 30_000) -> None:
-    """Wait until Streamlit has finished the current script run (no "Running..." indicator)."""
+    """Wait until Streamlit is connected and has finished the current script run."""
     page.wait_for_function(
         """() => {
-            const w = document.querySelector('[data-testid="stStatusWidget"]');
-            return !w || !/Running|Connecting/i.test(w.innerText || '');
+            const app = document.querySelector('[data-testid="stApp"]');
+            return app && app.dataset.testScriptState === 'notRunning'
+                && app.dataset.testConnectionState === 'CONNECTED';
         }""",
         timeout=timeout_ms,
     )
-    page.wait_for_timeout(150)

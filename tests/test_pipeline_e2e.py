@@ -19,6 +19,7 @@ from research.export.run_document import build_document_for_run
 from research.urls import canonical_url
 from storage import Store
 from tests.standin import StandinServer
+from tests.standin.pages import INJECTION_FACT
 
 # (A redirect to a private address is covered in test_fetch.py: with loopback allowed for
 # the stand-in, private addresses are allowed too; metadata addresses never are.)
@@ -35,6 +36,17 @@ def _run(env: dict[str, str], db: Path, question: str = QUESTION, **overrides: A
     config = build_config(env=env, fetch_timeout_s=3, **overrides)
     run_id = run_research(question, store=store, config=config, credentials=credentials)
     return store, run_id
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a JSON request body (message texts, whatever the API shape)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def _pdf_text(data: bytes) -> str:
@@ -70,6 +82,20 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     skipped = {s["url"].split("/pages/")[-1]: s["reason"] for s in store.get_skipped(run_id)}
     assert "refused" in skipped["hostile/redirect-metadata"]
     assert "hostile/binary" in skipped and "hostile/huge" in skipped and "hostile/slow" in skipped
+
+    # The injection page reached the model only as delimited data: its attempt to close
+    # our delimiter and open a block of its own was defused.
+    prompts = ["\n".join(_strings(r["json"])) for r in standin.requests_for(llm_api)]
+    injected = [p for p in prompts if "Ignore all previous instructions" in p]
+    assert injected
+    for text in injected:
+        assert '<untrusted_source id="evil"' not in text
+        assert "[removed tag]" in text
+        start = text.index("Ignore all previous instructions")
+        opened = text.rfind("<untrusted_source id=", 0, start)
+        closed = text.rfind("</untrusted_source", 0, start)
+        assert opened > closed  # inside an open block, not after one
+    assert any(INJECTION_FACT.split(",")[0] in s["text"] for s in sources)
 
     reviews = store.get_reviews(run_id)
     assert [r["approved"] for r in reviews] == [False, True]
