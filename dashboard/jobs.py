@@ -6,9 +6,9 @@ the thread only talks to the store, never to Streamlit, so closing the tab does 
 
 Crash recovery: a run whose process died stays "running" in the database. On start-up (and
 at most every `sweep_every_s` afterwards) the manager marks runs whose heartbeat went stale as
-"interrupted", so the Run page can offer Resume. The manager heartbeats its own live runs
-itself, because the engine only heartbeats between units of work and a long model call must
-not make a healthy run look dead.
+"interrupted", so the Run page can offer Resume. A live run heartbeats from the engine's own
+thread (research/control.py); the manager also beats for its live runs before each sweep, so
+a sweep can never mark a run of this process as dead.
 """
 
 from __future__ import annotations
@@ -44,13 +44,11 @@ class JobManager:
         db_path: str | Path,
         *,
         stale_after_s: float = 120.0,
-        heartbeat_s: float = 5.0,
         sweep_every_s: float = 30.0,
         executor: Executor = execute,
     ) -> None:
         self.db_path = Path(db_path)
         self.stale_after_s = stale_after_s
-        self.heartbeat_s = heartbeat_s
         self.sweep_every_s = sweep_every_s
         self._execute = executor
         self.owner = f"pid:{os.getpid()}@{socket.gethostname()}"
@@ -58,11 +56,7 @@ class JobManager:
         self._threads: dict[str, threading.Thread] = {}
         self._crashes: dict[str, str] = {}
         self._last_sweep = 0.0
-        self._stop = threading.Event()
         self.interrupted_at_start = self.sweep(force=True)
-        self._beat = threading.Thread(target=self._heartbeat_loop, name="jobs:heartbeat",
-                                      daemon=True)
-        self._beat.start()
 
     # -- public API ----------------------------------------------------------------------
 
@@ -138,10 +132,6 @@ class JobManager:
         finally:
             store.close()
 
-    def shutdown(self) -> None:
-        """Stop heartbeating (threads of running research are daemons and end with the process)."""
-        self._stop.set()
-
     # -- internals -----------------------------------------------------------------------
 
     def _store(self, credentials: Credentials | None = None) -> Store:
@@ -182,19 +172,6 @@ class JobManager:
     def _heartbeat_all(self, store: Store) -> None:
         for run_id in self.alive():
             store.heartbeat(run_id, self.owner)
-
-    def _heartbeat_loop(self) -> None:
-        store: Store | None = None
-        while not self._stop.wait(self.heartbeat_s):
-            if not self.alive():
-                continue
-            try:
-                store = store or Store(self.db_path)
-                self._heartbeat_all(store)
-            except Exception:  # noqa: BLE001 - keep beating; the next try may work
-                log.exception("heartbeat failed")
-        if store is not None:
-            store.close()
 
 
 def status_of(run: Mapping[str, Any] | None, alive: bool) -> str:

@@ -1,0 +1,422 @@
+"""End-to-end browser tests: a real `streamlit run`, driven in headless Chromium by Playwright.
+
+1. A research run through the UI against the local API stand-in: type a question, move the three
+   sliders with the keyboard, start, watch it complete, open the sources, review and report,
+   download the PDF and read it back; screenshots of every page go to test-artifacts/browser/
+   (set UPDATE_SCREENSHOTS=1 to also refresh docs/screenshots/ for the README).
+2. Hostile content in a stored run (script tags, event handlers, javascript: links, a tracking
+   pixel) is shown as text: no dialog opens, no request leaves for another host, and no payload
+   becomes a live element.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from research.config import build_config
+from research.export import build_document, to_markdown
+from storage import Store
+from tests.browser_helpers import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    DOM_AUDIT_JS,
+    ROOT,
+    PageWatch,
+    StreamlitServer,
+    wait_idle,
+)
+from tests.dashboard_fixtures import finished_run
+from tests.standin import StandinServer
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
+]
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
+VIEWPORT = {"width": 1400, "height": 1000}
+RUN_TIMEOUT_MS = 120_000
+
+
+# --- fixtures ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def dashboard_env(tmp_path: Path, standin: StandinServer) -> dict[str, str]:
+    """The stand-in's addresses and keys, and a database and secrets file in tmp_path."""
+    standin.reset()
+    return {
+        **standin.env(),
+        "DEEP_RESEARCH_DB": str(tmp_path / "data" / "research.db"),
+        "DEEP_RESEARCH_SECRETS_FILE": str(tmp_path / "secrets.toml"),
+        # Where the form's sliders start (the test moves each one step) and a short run.
+        "DEEP_RESEARCH_SUBTOPIC_COUNT": "4",
+        "DEEP_RESEARCH_SOURCES_PER_SUBTOPIC": "6",
+        "DEEP_RESEARCH_REVIEW_CYCLES": "0",
+        "DEEP_RESEARCH_SEARCHES_PER_SUBTOPIC": "2",
+        "DEEP_RESEARCH_MAX_ROUNDS": "1",
+        "DEEP_RESEARCH_REPORT_MAX_WORDS": "1500",
+        "DEEP_RESEARCH_INCLUDE_ACADEMIC_SOURCES": "false",
+        "DEEP_RESEARCH_SEARCH": "tavily",
+    }
+
+
+def _server(env: dict[str, str], name: str) -> StreamlitServer:
+    return StreamlitServer(env=env, log_path=ARTIFACTS / f"{name}-streamlit.log")
+
+
+def _page(browser: Any, server: StreamlitServer) -> tuple[Any, Any, PageWatch]:
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    watch = PageWatch(origin=server.url)
+    watch.attach(page)
+    return context, page, watch
+
+
+def _shot(page: Any, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
+
+
+def _publish(shots: dict[str, Path]) -> None:
+    """Copy the README's screenshots to docs/screenshots/ when asked (UPDATE_SCREENSHOTS=1)."""
+    if os.environ.get("UPDATE_SCREENSHOTS", "").strip() not in ("1", "true", "yes"):
+        return
+    DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for name, path in shots.items():
+        shutil.copyfile(path, DOCS_SCREENSHOTS / f"{name}.png")
+
+
+def _main(page: Any) -> Any:
+    return page.locator('[data-testid="stMain"]')
+
+
+def _slider(page: Any, label: str) -> Any:
+    return page.locator('[data-testid="stSlider"]').filter(
+        has=page.locator('[data-testid="stWidgetLabel"]', has_text=re.compile(f"^{re.escape(label)}$")))
+
+
+def _move_slider(page: Any, label: str, key: str, presses: int, expected: int) -> None:
+    slider = _slider(page, label)
+    thumb_value = slider.locator('[data-testid="stSliderThumbValue"]')
+    before = int(thumb_value.inner_text())
+    assert before != expected
+    thumb = slider.locator('input[type="range"]')
+    thumb.focus()
+    for _ in range(abs(presses)):
+        thumb.press("ArrowRight" if presses > 0 else "ArrowLeft")
+    sync_api.expect(thumb_value).to_have_text(str(expected))
+    sync_api.expect(thumb).to_have_attribute("aria-valuetext", str(expected))
+    wait_idle(page)
+
+
+def _open_tab(page: Any, name: str) -> None:
+    page.get_by_role("tab", name=name, exact=True).click()
+    sync_api.expect(page.get_by_role("tab", name=name, exact=True)).to_have_attribute("aria-selected", "true")
+
+
+def _assert_clean(watch: PageWatch) -> None:
+    assert watch.dialogs == [], f"a dialog opened: {watch.dialogs}"
+    assert watch.foreign_requests() == [], f"requests left for other hosts: {watch.foreign_requests()}"
+    assert watch.page_errors == [], f"uncaught script errors: {watch.page_errors}"
+
+
+# --- 1. a research run, end to end ---------------------------------------------------------
+
+def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dict[str, str]) -> None:
+    pypdf = pytest.importorskip("pypdf")
+    store = Store(dashboard_env["DEEP_RESEARCH_DB"])
+    earlier = finished_run(store, "How fast is solar power growing?", SUBTOPIC_COUNT=5,
+                           SOURCES_PER_SUBTOPIC=10, REVIEW_CYCLES=1)
+    question = "How fast is wind power growing in Europe, and what holds it back?"
+    shots: dict[str, Path] = {}
+    with _server(dashboard_env, "e2e") as server:
+        context, page, watch = _page(browser, server)
+        try:
+            # New research: question, the three sliders, the estimate, Start.
+            page.goto(server.url + "/")
+            wait_idle(page)
+            sync_api.expect(page.get_by_role("heading", name="New research")).to_be_visible()
+            box = page.get_by_label("Your research question")
+            box.fill(question)
+            box.press("Control+Enter")  # commits a text area in Streamlit
+            sync_api.expect(page.get_by_text(f"{len(question)} / 2000 characters")).to_be_visible()
+            wait_idle(page)
+            searches = page.locator('[data-testid="stMetric"]').filter(has_text="Web searches")
+            estimate_before = searches.inner_text()
+            _move_slider(page, "Subtopics", "c_SUBTOPIC_COUNT", -1, 3)
+            _move_slider(page, "Sources per subtopic", "c_SOURCES_PER_SUBTOPIC", -1, 5)
+            _move_slider(page, "Review cycles", "c_REVIEW_CYCLES", +1, 1)
+            assert searches.inner_text() != estimate_before, "the estimate did not follow the sliders"
+            shots["new-research"] = _shot(page, "new-research")
+
+            page.get_by_role("button", name="Start research").click()
+            page.wait_for_url(re.compile(r"/run\?run=[^&]+"))
+            run_id = re.search(r"run=([^&]+)", page.url).group(1)
+            config = store.get_run(run_id)["config"]
+            assert (config["subtopic_count"], config["sources_per_subtopic"], config["review_cycles"]) == (3, 5, 1)
+
+            # Run page: live progress until it completes at 100 %.
+            progress = page.locator('[data-testid="stProgress"]')
+            sync_api.expect(progress).to_be_visible()
+            shots_live = _shot(page, "run-live")
+            assert shots_live.exists()
+            sync_api.expect(progress).to_contain_text("Completed · 100%", timeout=RUN_TIMEOUT_MS)
+            run = store.get_run(run_id)
+            assert run["status"] == "completed", run.get("error")
+            sync_api.expect(progress.get_by_role("progressbar")).to_have_attribute("aria-valuenow", "100")
+            wait_idle(page)
+            shots["run"] = _shot(page, "run")
+
+            _open_tab(page, "Plan")
+            sync_api.expect(_main(page).get_by_text(store.get_plan(run_id)[0]["title"])).to_be_visible()
+            _shot(page, "run-plan")
+
+            # Sources: the table, its filters and the charts.
+            _open_tab(page, "Sources")
+            count = store.count_sources(run_id)
+            assert count > 0
+            sync_api.expect(page.get_by_text(f"{count} of {count} sources")).to_be_visible()
+            sync_api.expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
+            sync_api.expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
+            wait_idle(page)
+            shots["run-sources"] = _shot(page, "run-sources")
+
+            # Review feedback.
+            _open_tab(page, "Review")
+            reviews = store.get_reviews(run_id)
+            assert reviews, "the run was set to one review cycle but stored no review"
+            sync_api.expect(page.get_by_text(re.compile(r"Review cycle 1: (Approved|Changes requested)"))).to_be_visible()
+            sync_api.expect(page.get_by_text("Automatic checks")).to_be_visible()
+            wait_idle(page)
+            shots["run-review"] = _shot(page, "run-review")
+
+            # Report: headings, citations, Markdown and PDF downloads.
+            _open_tab(page, "Report")
+            sync_api.expect(page.get_by_role("button", name="Download Markdown")).to_be_visible()
+            report_md = store.get_report(run_id)["markdown"]
+            headings = [h.lstrip("#").strip() for h in re.findall(r"^##\s+.+$", report_md, re.MULTILINE)]
+            headings = [h for h in headings if h and h != "Sources"]
+            assert headings, report_md[:500]
+            for heading in headings[:3]:
+                sync_api.expect(_main(page).get_by_role("heading", name=heading).first).to_be_visible()
+            sync_api.expect(_main(page).get_by_role("link", name="[1]").first).to_be_visible()
+            shots["report"] = _shot(page, "report")
+            page.get_by_role("button", name="Prepare PDF").click()
+            pdf_button = page.get_by_role("button", name="Download PDF")
+            sync_api.expect(pdf_button).to_be_visible(timeout=60_000)
+            with page.expect_download() as info:
+                pdf_button.click()
+            download = info.value
+            assert download.suggested_filename == f"report-{run_id}.pdf"
+            pdf_path = ARTIFACTS / download.suggested_filename
+            download.save_as(str(pdf_path))
+            data = pdf_path.read_bytes()
+            assert data.startswith(b"%PDF")
+            text = " ".join(p.extract_text() or "" for p in pypdf.PdfReader(io.BytesIO(data)).pages)
+            flat = " ".join(text.split())
+            for heading in headings[:3]:
+                assert " ".join(heading.split()) in flat, f"{heading!r} is not in the PDF"
+            assert "[1]" in flat
+
+            _open_tab(page, "Tokens and cost")
+            sync_api.expect(page.get_by_text("Estimated cost")).to_be_visible()
+            wait_idle(page)
+            _shot(page, "run-usage")
+
+            # Library: both runs, and a comparison of them.
+            page.get_by_role("link", name="Library").click()
+            page.wait_for_url(re.compile(r"/library"))
+            sync_api.expect(page.get_by_role("heading", name="Library")).to_be_visible()
+            sync_api.expect(page.get_by_text("2 run(s) · page 1 of 1")).to_be_visible()
+            compare = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Pick two or more runs")
+            for rid in (run_id, earlier):
+                compare.locator("input").click()
+                page.get_by_role("option", name=re.compile(re.escape(rid))).click()
+                page.keyboard.press("Escape")
+                wait_idle(page)
+            sync_api.expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
+            wait_idle(page)
+            shots["library"] = _shot(page, "library")
+
+            # Settings: the stand-in's key is shown masked, never in full.
+            page.get_by_role("link", name="Settings").click()
+            page.wait_for_url(re.compile(r"/settings"))
+            sync_api.expect(page.get_by_role("heading", name="API keys")).to_be_visible()
+            wait_idle(page)
+            body = _main(page).inner_text()
+            assert dashboard_env["OPENAI_API_KEY"] not in body
+            assert "set in the environment" in body
+            shots["settings"] = _shot(page, "settings")
+
+            _assert_clean(watch)
+        finally:
+            context.close()
+            store.close()
+    _publish(shots)
+
+
+# --- 2. hostile content stays text ---------------------------------------------------------
+
+MARK = "xss-probe"
+PAYLOADS = (
+    f"<script>alert(1)</script> <img src=x onerror=alert(2)> <svg onload=alert(3)> "
+    f"[click](javascript:alert(4)) <img src=\"http://tracker.example/pixel.gif\"> "
+    f"![pixel](http://tracker.example/pixel2.gif) <a href=\"javascript:alert(5)\">{MARK}</a>"
+)
+HOSTILE_REPORT = f"""## Executive summary
+
+Wind grew fast [1]. {PAYLOADS}
+
+<script>alert(6)</script>
+
+<img src="http://tracker.example/pixel3.gif" onerror="alert(7)">
+
+## Key findings
+
+- Costs fell [2]. <svg onload=alert(8)></svg> [also click](javascript:alert(9))
+"""
+
+
+def _seed_hostile_run(store: Store) -> str:
+    config = build_config(env={}, preset="quick", review_cycles=1)
+    question = f"Hostile {MARK} question {PAYLOADS}"
+    run_id = store.create_run(question, config.model_dump(mode="json"))
+    store.set_run_status(run_id, "running")
+    store.save_plan(run_id, [
+        {"id": "t1", "title": f"Plan {MARK} {PAYLOADS}", "description": PAYLOADS,
+         "questions": [PAYLOADS], "round": 1},
+        {"id": "t2", "title": "Costs", "description": "What it costs.", "questions": ["Prices?"], "round": 1},
+    ])
+    store.start_step(run_id, "plan", kind="plan", label=f"Planning {PAYLOADS}")
+    store.finish_step(run_id, "plan", result={"subtopics": 2})
+    sources = []
+    for n, sub in ((1, "t1"), (2, "t2"), (3, "t1")):
+        url = f"https://tracker.example/article-{n}" if n == 3 else f"https://example{n}.org/article-{n}"
+        sources.append({
+            "id": f"s{n:04d}", "url": url, "canonical_url": url,
+            "title": f"Source {n} {MARK} {PAYLOADS}", "snippet": f"Snippet {PAYLOADS}",
+            "text": f"Body {PAYLOADS}", "published": "2024-06-01", "relevance": 0.9,
+            "relevance_reason": PAYLOADS, "subtopic_id": sub, "provider": "web", "query": PAYLOADS,
+            "round": 1, "fetched_at": "2024-07-01T00:00:00Z"})
+    for sub in ("t1", "t2"):
+        store.start_step(run_id, f"research:{sub}", kind="research", label=f"Researching {PAYLOADS}")
+        store.complete_research_step(
+            run_id, f"research:{sub}", sources=[s for s in sources if s["subtopic_id"] == sub], findings=[],
+            queries=[{"subtopic_id": sub, "query": PAYLOADS, "provider": "web", "result_count": 3}],
+            skipped=[{"subtopic_id": sub, "url": "https://tracker.example/skipped", "reason": PAYLOADS}])
+    numbering = {1: "s0001", 2: "s0002", 3: "s0003"}
+    store.save_draft(run_id, 1, "draft", HOSTILE_REPORT, numbering, 40)
+    store.save_draft(run_id, 2, "revision", HOSTILE_REPORT + f"\n## Open questions\n\n{PAYLOADS} [3]\n",
+                     numbering, 50)
+    store.save_review(run_id, 1, draft_version=1, approved=False, model_approved=True,
+                      issues=[{"severity": "high", "section": PAYLOADS, "issue": f"Issue {PAYLOADS}",
+                               "suggestion": f"Suggestion {PAYLOADS}"}],
+                      strengths=[f"Strength {PAYLOADS}"],
+                      checks={"unresolved_citations": [PAYLOADS], "cited_share": 0.9, "sentences": 10,
+                              "cited_sentences": 9, "word_count": 40, "max_words": 1500,
+                              "stale_sources": [PAYLOADS], "undated_sources": 0, "passed": False})
+    draft = HOSTILE_REPORT + f"\n## Open questions\n\n{PAYLOADS} [3]\n"
+    doc = build_document(run_id=run_id, question=question, created_at="2024-07-01T00:00:00Z",
+                         parameters_line=config.parameters_line(), draft=draft, numbering=numbering,
+                         sources=sources)
+    store.save_report(run_id, to_markdown(doc), meta={"draft_version": 2, "cited_sources": 3,
+                                                      "parameters_line": config.parameters_line(),
+                                                      "notes": [f"Note {PAYLOADS}"]})
+    store.set_citations(run_id, {"s0001": [PAYLOADS], "s0002": ["Key findings"]})
+    store.add_usage(run_id, "worker", "openai", "gpt-5-mini", 1000, 300, 0.001)
+    for i in range(3):
+        store.append_event({"run_id": run_id, "type": "step_completed", "message": f"event {i} {PAYLOADS}"})
+    store.update_totals(run_id, sources=len(sources), cost_usd=0.001)
+    store.set_run_status(run_id, "completed")
+    return run_id
+
+
+def _audit(page: Any, watch: PageWatch, where: str) -> None:
+    page.wait_for_timeout(300)  # give an injected handler or image the chance to fire
+    found = page.evaluate(DOM_AUDIT_JS, MARK)
+    assert found == [], f"{where}: live payload elements {found}"
+    assert page.locator(f"script:has-text('{MARK}')").count() == 0
+    _assert_clean(watch)
+
+
+def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, dashboard_env: dict[str, str]) -> None:
+    store = Store(dashboard_env["DEEP_RESEARCH_DB"])
+    try:
+        run_id = _seed_hostile_run(store)
+    finally:
+        store.close()
+    with _server(dashboard_env, "hostile") as server:
+        context, page, watch = _page(browser, server)
+        try:
+            started = time.monotonic()
+            page.goto(f"{server.url}/run?run={run_id}")
+            main = _main(page)
+            # The question is shown, literally, as text.
+            sync_api.expect(main.get_by_text(f"Hostile {MARK} question").first).to_be_visible()
+            sync_api.expect(main.get_by_text("<script>alert(1)</script>").first).to_be_visible()
+            sync_api.expect(page.locator('[data-testid="stProgress"]')).to_contain_text("Completed · 100%")
+            wait_idle(page)
+            _audit(page, watch, "run page")
+
+            for tab, shows in (("Plan", f"Plan {MARK}"), ("Sources", "3 of 3 sources"),
+                               ("Review", "Changes requested"), ("Report", "Download Markdown"),
+                               ("Tokens and cost", "Estimated cost")):
+                _open_tab(page, tab)
+                sync_api.expect(main.get_by_text(shows).first).to_be_visible()
+                wait_idle(page)
+                if tab == "Review":
+                    sync_api.expect(main.get_by_text("Issue <script>alert(1)</script>", exact=False).first) \
+                        .to_be_visible()
+                    expander = main.get_by_text(re.compile("What changed in the revision"))
+                    expander.click()
+                    wait_idle(page)
+                if tab == "Report":
+                    sync_api.expect(main.get_by_text("<img src=x onerror=alert(2)>", exact=False).first) \
+                        .to_be_visible()
+                    for link in main.locator("a").all():
+                        href = link.get_attribute("href") or ""
+                        assert not href.strip().lower().startswith("javascript:"), href
+                _shot(page, f"hostile-{tab.split()[0].lower()}")
+                _audit(page, watch, f"{tab} tab")
+
+            for expander in (main.get_by_text("Steps"), main.get_by_text("Activity log (latest first)")):
+                if expander.count():
+                    expander.first.scroll_into_view_if_needed()
+            _audit(page, watch, "run page, steps and log")
+
+            page.get_by_role("link", name="Library").click()
+            page.wait_for_url(re.compile(r"/library"))
+            sync_api.expect(page.get_by_text("1 run(s) · page 1 of 1")).to_be_visible()
+            wait_idle(page)
+            selected = page.locator('[data-testid="stSelectbox"]').filter(has_text="Run")
+            sync_api.expect(selected.get_by_text(f"Hostile {MARK} question", exact=False).first).to_be_visible()
+            _shot(page, "hostile-library")
+            _audit(page, watch, "library")
+            assert time.monotonic() - started < 90
+        finally:
+            context.close()
