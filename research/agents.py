@@ -20,6 +20,7 @@ class Role(StrEnum):
     WRITER = "writer"
     REVIEWER = "reviewer"
     VERIFIER = "verifier"
+    AUDITOR = "auditor"      # the second, independent verification pass
     CRITIC = "critic"
 
 

@@ -22,7 +22,8 @@ from research.constants import CONSTANTS, DEFAULTS, PRESETS
 from research.errors import ConfigError
 
 ProviderName = Literal["openai", "gemini"]
-ROLES = ("lead", "worker", "writer", "reviewer", "verifier", "critic")
+ROLES = ("lead", "worker", "writer", "reviewer", "verifier", "auditor", "critic")
+ENGINES = ("pipeline", "openai-deep-research", "gemini-deep-research", "all")
 SEARCH_PROVIDERS = ("tavily", "web", "arxiv", "semanticscholar")
 ACADEMIC_PROVIDERS = ("arxiv", "semanticscholar")
 DEFAULT_MODELS = {"openai": "gpt-5-mini", "gemini": "gemini-2.5-flash"}
@@ -55,6 +56,16 @@ class ResearchConfig(BaseModel):
     total_timeout_ms: int = DEFAULTS["TOTAL_TIMEOUT_MS"]
 
     preset: str = "standard"
+    engine: Literal["pipeline", "openai-deep-research", "gemini-deep-research", "all"] = "pipeline"
+    openai_deep_research_model: str = "o4-mini-deep-research"
+    gemini_deep_research_agent: str = "deep-research-pro-preview-12-2025"
+    hosted_poll_interval_s: float = 5.0
+    schedule: Literal["rounds", "breadth_depth"] = "rounds"
+    review_plan: bool = False
+    report_language: str = "English"
+    max_cost_usd: float = 0.0     # 0 = no cap
+    max_tokens: int = 0           # 0 = no cap
+    max_sources: int = 0          # 0 = no cap
     provider: ProviderName = "openai"
     model: str = DEFAULT_MODELS["openai"]
     role_models: dict[str, RoleModel] = Field(default_factory=dict)
@@ -86,6 +97,12 @@ class ResearchConfig(BaseModel):
                 )
         if not self.search_providers:
             raise ValueError("At least one search provider is needed (DEEP_RESEARCH_SEARCH).")
+        if not 0 <= self.max_cost_usd <= 10_000:
+            raise ValueError("The cost cap must be between 0 and 10000 US dollars (0 = no cap).")
+        if self.max_tokens < 0 or self.max_sources < 0:
+            raise ValueError("Token and source caps cannot be negative (0 = no cap).")
+        if not self.report_language.strip() or len(self.report_language) > 40:
+            raise ValueError("The report language must be a language name such as English.")
         for role in self.role_models:
             if role not in ROLES:
                 raise ValueError(f"Unknown role {role!r}; roles are {', '.join(ROLES)}.")
@@ -216,6 +233,19 @@ def _env_settings(env: Mapping[str, str]) -> dict[str, Any]:
         ("tavily_base_url", "TAVILY_BASE_URL"),
         ("arxiv_base_url", "ARXIV_BASE_URL"),
         ("semanticscholar_base_url", "SEMANTIC_SCHOLAR_BASE_URL"),
+    ):
+        value = (env.get(var) or "").strip()
+        if value:
+            out[field] = value
+    for field, var in (
+        ("engine", "DEEP_RESEARCH_ENGINE"),
+        ("openai_deep_research_model", "DEEP_RESEARCH_OPENAI_DEEP_RESEARCH_MODEL"),
+        ("gemini_deep_research_agent", "DEEP_RESEARCH_GEMINI_AGENT"),
+        ("report_language", "DEEP_RESEARCH_LANGUAGE"),
+        ("schedule", "DEEP_RESEARCH_SCHEDULE"),
+        ("max_cost_usd", "DEEP_RESEARCH_MAX_COST_USD"),
+        ("max_tokens", "DEEP_RESEARCH_MAX_TOKENS"),
+        ("max_sources", "DEEP_RESEARCH_MAX_SOURCES"),
     ):
         value = (env.get(var) or "").strip()
         if value:

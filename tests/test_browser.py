@@ -134,9 +134,18 @@ def _move_slider(page: Any, label: str, key: str, presses: int, expected: int) -
     wait_idle(page)
 
 
-def _open_tab(page: Any, name: str) -> None:
-    page.get_by_role("tab", name=name, exact=True).click()
-    sync_api.expect(page.get_by_role("tab", name=name, exact=True)).to_have_attribute("aria-selected", "true")
+def _open_tab(page: Any, name: str) -> Any:
+    """Open a tab of the Run page, scroll it to the top, and return its panel."""
+    tab = page.get_by_role("tab", name=name, exact=True)
+    tab.click()
+    sync_api.expect(tab).to_have_attribute("aria-selected", "true")
+    panel = page.locator('[role="tabpanel"]:visible')
+    sync_api.expect(panel).to_have_count(1)
+    return panel
+
+
+def _scroll_to_tabs(page: Any) -> None:
+    page.get_by_role("tablist").evaluate("el => el.scrollIntoView({block: 'start'})")
 
 
 def _assert_clean(watch: PageWatch) -> None:
@@ -192,39 +201,48 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             wait_idle(page)
             shots["run"] = _shot(page, "run")
 
-            _open_tab(page, "Plan")
-            sync_api.expect(_main(page).get_by_text(store.get_plan(run_id)[0]["title"])).to_be_visible()
+            panel = _open_tab(page, "Plan")
+            sync_api.expect(panel.get_by_text(f"1. {store.get_plan(run_id)[0]['title']}")).to_be_visible()
             _shot(page, "run-plan")
 
             # Sources: the table, its filters and the charts.
-            _open_tab(page, "Sources")
+            panel = _open_tab(page, "Sources")
             count = store.count_sources(run_id)
             assert count > 0
-            sync_api.expect(page.get_by_text(f"{count} of {count} sources")).to_be_visible()
-            sync_api.expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
-            sync_api.expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
+            sync_api.expect(panel.get_by_text(f"{count} of {count} sources")).to_be_visible()
+            table = panel.locator('[data-testid="stDataFrame"]')
+            sync_api.expect(table).to_be_visible()
+            first_title = " ".join(store.get_sources(run_id, with_text=False)[0]["title"].split())
+            sync_api.expect(table.get_by_role("gridcell", name=first_title).first).to_be_attached()
+            sync_api.expect(table.get_by_role("columnheader", name="Relevance")).to_be_attached()
+            sync_api.expect(panel.locator('[data-testid="stPlotlyChart"]')).to_have_count(4)
             wait_idle(page)
+            _scroll_to_tabs(page)
             shots["run-sources"] = _shot(page, "run-sources")
 
             # Review feedback.
-            _open_tab(page, "Review")
+            panel = _open_tab(page, "Review")
             reviews = store.get_reviews(run_id)
             assert reviews, "the run was set to one review cycle but stored no review"
-            sync_api.expect(page.get_by_text(re.compile(r"Review cycle 1: (Approved|Changes requested)"))).to_be_visible()
-            sync_api.expect(page.get_by_text("Automatic checks")).to_be_visible()
+            sync_api.expect(panel.get_by_text(re.compile(r"Review cycle 1: (✅ Approved|✍️ Changes requested)"))) \
+                .to_be_visible()
+            sync_api.expect(panel.get_by_text("Automatic checks")).to_be_visible()
             wait_idle(page)
+            _scroll_to_tabs(page)
             shots["run-review"] = _shot(page, "run-review")
 
             # Report: headings, citations, Markdown and PDF downloads.
-            _open_tab(page, "Report")
-            sync_api.expect(page.get_by_role("button", name="Download Markdown")).to_be_visible()
+            panel = _open_tab(page, "Report")
+            sync_api.expect(panel.get_by_role("button", name="Download Markdown")).to_be_visible()
             report_md = store.get_report(run_id)["markdown"]
             headings = [h.lstrip("#").strip() for h in re.findall(r"^##\s+.+$", report_md, re.MULTILINE)]
             headings = [h for h in headings if h and h != "Sources"]
             assert headings, report_md[:500]
             for heading in headings[:3]:
-                sync_api.expect(_main(page).get_by_role("heading", name=heading).first).to_be_visible()
-            sync_api.expect(_main(page).get_by_role("link", name="[1]").first).to_be_visible()
+                sync_api.expect(panel.get_by_role("heading", name=heading).first).to_be_visible()
+            sync_api.expect(panel.get_by_role("link", name="[1]").first).to_be_visible()
+            wait_idle(page)
+            _scroll_to_tabs(page)
             shots["report"] = _shot(page, "report")
             page.get_by_role("button", name="Prepare PDF").click()
             pdf_button = page.get_by_role("button", name="Download PDF")
@@ -243,8 +261,8 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
                 assert " ".join(heading.split()) in flat, f"{heading!r} is not in the PDF"
             assert "[1]" in flat
 
-            _open_tab(page, "Tokens and cost")
-            sync_api.expect(page.get_by_text("Estimated cost")).to_be_visible()
+            panel = _open_tab(page, "Tokens and cost")
+            sync_api.expect(panel.get_by_text("Estimated cost")).to_be_visible()
             wait_idle(page)
             _shot(page, "run-usage")
 
@@ -274,6 +292,9 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             shots["settings"] = _shot(page, "settings")
 
             _assert_clean(watch)
+        except BaseException:
+            _shot(page, "FAILED-e2e")
+            raise
         finally:
             context.close()
             store.close()
@@ -418,5 +439,8 @@ def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, dashboard
             _shot(page, "hostile-library")
             _audit(page, watch, "library")
             assert time.monotonic() - started < 90
+        except BaseException:
+            _shot(page, "FAILED-hostile")
+            raise
         finally:
             context.close()

@@ -1,5 +1,8 @@
 """The local stand-in for OpenAI, Gemini, Tavily, arXiv, Semantic Scholar and web pages."""
 
+import importlib
+import pkgutil
+
 from tests.standin.server import (
     GEMINI_KEY,
     OPENAI_INSUFFICIENT_QUOTA,
@@ -23,3 +26,8 @@ __all__ = [
     "gemini_quota_error",
     "openai_error",
 ]
+
+# Answer builders for further tasks live in brain_*.py modules; importing them registers them.
+for _module in pkgutil.iter_modules(__path__):
+    if _module.name.startswith("brain_"):
+        importlib.import_module(f"{__name__}.{_module.name}")

@@ -219,6 +219,12 @@ _BUILDERS: dict[str, Callable[[str], dict[str, Any]]] = {
 }
 
 
+def register(title: str, builder: Callable[[str], dict[str, Any]]) -> None:
+    """Add the answer builder for a schema title. Extension modules `brain_*.py` in this
+    package call it when imported (the package imports them all)."""
+    _BUILDERS[title] = builder
+
+
 # --- the writer ----------------------------------------------------------------------
 
 def write_report(user: str, *, cite_invented: bool = False) -> str:
