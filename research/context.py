@@ -11,9 +11,10 @@ from typing import Any
 from research.agents import Agent
 from research.config import ResearchConfig
 from research.control import RunControl
-from research.errors import ResearchError, redact
+from research.errors import BudgetStop, ResearchError, redact
 from research.events import EventSink, StepCompleted, StepFailed, StepStarted
 from research.fetch import Fetcher
+from research.llm.base import UsageMeter
 from research.search.base import SearchProvider
 from storage import Store
 
@@ -31,6 +32,55 @@ class RunContext:
     fetcher: Fetcher
     today: date
     secrets: list[str] = field(default_factory=list)
+    meter: UsageMeter | None = None
+    usage_before: dict[str, Any] = field(default_factory=dict)  # from earlier sessions of this run
+    _budget_checked: float = 0.0
+    _budget: str | None = None
+    _brief: str | None = None
+
+    @property
+    def brief(self) -> str:
+        """The question plus the person's answers to clarifying questions, if any."""
+        if self._brief is None:
+            self._brief = self._make_brief()
+        return self._brief
+
+    def _make_brief(self) -> str:
+        done = self.stored_result("clarify") or {}
+        pairs = [(q, a) for q, a in zip(done.get("questions") or [], done.get("answers") or [],
+                                        strict=False) if a and a.strip()]
+        if not pairs:
+            return self.question
+        lines = "\n".join(f"- {q} {a.strip()}" for q, a in pairs)
+        return f"{self.question}\n\nThe person clarified:\n{lines}"
+
+    def budget_reason(self) -> str | None:
+        """Why research must stop for a cost, token or source cap (None: carry on)."""
+        cfg = self.config
+        if not (cfg.max_cost_usd or cfg.max_tokens or cfg.max_sources):
+            return None
+        now = time.monotonic()
+        if self._budget is None and now - self._budget_checked >= 0.5:
+            self._budget_checked = now
+            cost = float(self.usage_before.get("cost_usd", 0.0))
+            tokens = int(self.usage_before.get("tokens", 0))
+            if self.meter is not None:
+                cost += self.meter.total_cost()
+                tokens += self.meter.total_tokens()
+            if cfg.max_cost_usd and cost >= cfg.max_cost_usd:
+                self._budget = f"the cost cap of ${cfg.max_cost_usd:.2f} was reached (${cost:.2f} spent)"
+            elif cfg.max_tokens and tokens >= cfg.max_tokens:
+                self._budget = f"the token cap of {cfg.max_tokens:,} was reached ({tokens:,} used)"
+            elif cfg.max_sources and self.store.count_sources(self.run_id) >= cfg.max_sources:
+                self._budget = f"the source cap of {cfg.max_sources} was reached"
+        return self._budget
+
+    def checkpoint(self) -> None:
+        """Between units of research: pause, cancel, time limit, and the budget caps."""
+        self.control.checkpoint()
+        reason = self.budget_reason()
+        if reason:
+            raise BudgetStop(f"Research stopped because {reason}.")
 
     def step_deadline(self) -> float:
         """monotonic() time by which the current step must end (STEP_TIMEOUT_MS)."""

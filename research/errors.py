@@ -11,8 +11,11 @@ ResearchError
 ├── SchemaError          a model's structured answer stayed invalid after one repair
 ├── FetchError           a page could not be read
 │   └── FetchRefused     a page we will not read (unsafe address, wrong type, too big)
-├── BudgetExceeded       a run went over a cap (time, cost)
+├── BudgetExceeded       a run went over its total time limit
+│   └── BudgetStop       a cost, token or source cap was reached: research stops, the
+│                        report is still written from what was gathered
 ├── DelegationError      an agent broke the rules of who may call whom
+├── NeedsInput           the run waits for the person (clarifying answers, plan review)
 └── RunCancelled         the user cancelled the run
 
 Every message is plain words meant for the person running the research, and never
@@ -86,11 +89,19 @@ class BudgetExceeded(ResearchError):
     pass
 
 
+class BudgetStop(BudgetExceeded):
+    pass
+
+
 class DelegationError(ResearchError):
     pass
 
 
 class RunCancelled(ResearchError):
+    pass
+
+
+class NeedsInput(ResearchError):
     pass
 
 

@@ -79,6 +79,12 @@ class Retrying(Event):
 
 
 @dataclass(frozen=True)
+class RoundCompleted(Event):
+    """A research round was assessed: coverage, follow-up triage, and whether to go on."""
+    type: ClassVar[str] = "round_completed"
+
+
+@dataclass(frozen=True)
 class DraftStarted(Event):
     type: ClassVar[str] = "draft_started"
 
@@ -119,6 +125,12 @@ class Paused(Event):
 
 
 @dataclass(frozen=True)
+class Waiting(Event):
+    """The run waits for the person: clarifying answers or a plan review."""
+    type: ClassVar[str] = "waiting"
+
+
+@dataclass(frozen=True)
 class Resumed(Event):
     type: ClassVar[str] = "resumed"
 
@@ -126,8 +138,8 @@ class Resumed(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
     for cls in (Initiated, PlanCreated, StepStarted, StepCompleted, StepFailed, SourceFound,
-                SourceSkipped, SearchFailed, Retrying, DraftStarted, DraftCompleted, ReviewCycle,
-                Completed, Error, Warning, Cancelled, Paused, Resumed)
+                SourceSkipped, SearchFailed, Retrying, RoundCompleted, DraftStarted, DraftCompleted, ReviewCycle,
+                Completed, Error, Warning, Cancelled, Paused, Waiting, Resumed)
 }
 
 EventSink = Callable[[Event], None]

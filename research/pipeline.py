@@ -1,10 +1,12 @@
 """A research run, top to bottom. Each phase lives in `research/phases/`.
 
-    pre-flight -> plan -> research (parallel workers) -> draft -> review cycles -> deliver
+    pre-flight -> clarify -> plan (-> the person reviews it) -> research rounds (parallel
+    workers, follow-up triage) -> draft -> review cycles -> deliver
 
-(Clarification, further research rounds and claim verification slot in between; see
-SPEC steps 1, 4 and 7.) Every phase stores its result when it finishes, so `execute`
-on an interrupted run skips what is done and continues where it stopped.
+Every phase stores its result when it finishes, so `execute` on an interrupted run skips
+what is done and continues where it stopped. A run that needs the person (answers to
+clarifying questions, a plan review) stops with status "waiting" and continues the same
+way once they have answered.
 """
 
 from __future__ import annotations
@@ -19,13 +21,23 @@ from research.config import Credentials, ResearchConfig
 from research.constants import MAX_QUESTION_CHARS
 from research.context import RunContext
 from research.control import RunControl
-from research.errors import ConfigError, ResearchError, RunCancelled, redact
-from research.events import Cancelled, Completed, Error, EventSink, Initiated, Resumed, Retrying, fan_out
+from research.errors import ConfigError, NeedsInput, ResearchError, RunCancelled, redact
+from research.events import (
+    Cancelled,
+    Completed,
+    Error,
+    EventSink,
+    Initiated,
+    Resumed,
+    Retrying,
+    Waiting,
+    fan_out,
+)
 from research.fetch import Fetcher, FetchLimits
 from research.llm import build_llm
 from research.llm.base import LLM, RoleLLM, UsageMeter
 from research.llm.pricing import PriceTable
-from research.phases import deliver, plan, preflight, research, review, write
+from research.phases import clarify, deliver, plan, preflight, research, review, rounds, write
 from research.retry import RetryPolicy
 from research.search import build_search_providers
 from research.search.base import SearchProvider
@@ -109,10 +121,15 @@ def execute(
                 control=control, lead=workflow.lead(),
                 search=search_factory(config, credentials), fetcher=fetcher,
                 today=today or datetime.now(UTC).date(), secrets=secrets,
+                meter=meter, usage_before=store.usage_totals(run_id),
             )
             preflight.run(ctx)
-            subtopics = plan.run(ctx)
-            failed = research.run(ctx, subtopics)
+            clarify.run(ctx)
+            plan.run(ctx)
+            plan.review_gate(ctx)
+            failed = research.run(ctx, store.get_plan(run_id) or [])
+            failed = rounds.run(ctx, failed)
+            subtopics = store.get_plan(run_id) or []
             if store.count_sources(run_id) == 0:
                 raise ResearchError(
                     "No usable sources were found, so no report was written (reports are "
@@ -120,10 +137,14 @@ def execute(
                     "search providers, or a lower relevance threshold."
                 )
             write.draft(ctx, subtopics, failed)
-            review.run(ctx, subtopics, failed)
+            if not ctx.budget_reason():  # over budget: write up what was gathered, no more
+                review.run(ctx, subtopics, failed)
             deliver.run(ctx, subtopics, failed)
         _finish(store, run_id, meter, "completed")
         emit(Completed(run_id, "Research complete. The report is ready."))
+    except NeedsInput as exc:
+        _finish(store, run_id, meter, "waiting")
+        emit(Waiting(run_id, str(exc)))
     except RunCancelled:
         _finish(store, run_id, meter, "cancelled")
         emit(Cancelled(run_id, "The run was cancelled. Everything gathered so far is kept."))

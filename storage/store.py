@@ -33,11 +33,13 @@ if TYPE_CHECKING:
     from research.events import Event
 
 RUN_STATUSES = frozenset(
-    {"queued", "running", "paused", "completed", "failed", "cancelled", "interrupted"}
+    {"queued", "running", "paused", "waiting", "completed", "failed", "cancelled", "interrupted"}
 )
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 CONTROL_ACTIONS = frozenset({"pause", "cancel"})
-PLAN_KINDS = frozenset({"original", "edited"})
+# original: the lead's plan; edited: changed by the person; round: subtopics added by a
+# later research round (escalated follow-up questions).
+PLAN_KINDS = frozenset({"original", "edited", "round"})
 
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -653,29 +655,92 @@ class Store:
         row = self._row("SELECT * FROM reports WHERE run_id = ?", [run_id])
         return _decode(row, ("meta",)) if row else None
 
-    # -- verification (filled in by a later issue) ---------------------------------------
+    # -- hosted engines ------------------------------------------------------------------
+
+    def save_engine_job(self, run_id: str, engine: str, *, remote_id: str | None, status: str,
+                        error: str | None = None, meta: Mapping[str, Any] | None = None) -> None:
+        """Record a hosted engine's remote job and its status (the report, if any, is kept).
+        `meta`, when given, is merged into the stored meta."""
+        now = utc_now()
+        with self._write() as db:
+            row = db.execute("SELECT meta FROM engine_reports WHERE run_id = ? AND engine = ?",
+                             [run_id, engine]).fetchone()
+            merged = {**(_loads(row[0]) if row else {}), **dict(meta or {})}
+            db.execute(
+                "INSERT INTO engine_reports (run_id, engine, remote_id, status, meta, error,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (run_id, engine) DO UPDATE SET remote_id = excluded.remote_id,"
+                " status = excluded.status, meta = excluded.meta, error = excluded.error,"
+                " updated_at = excluded.updated_at",
+                [run_id, engine, remote_id, status, self._plain_json(merged),
+                 self._redact(error), now, now],
+            )
+
+    def save_engine_report(self, run_id: str, engine: str, markdown: str, *,
+                           numbering: Mapping[int, str], meta: Mapping[str, Any],
+                           status: str = "completed") -> None:
+        """Store a hosted engine's finished report; `meta` is merged into the stored meta."""
+        now = utc_now()
+        with self._write() as db:
+            row = db.execute("SELECT meta FROM engine_reports WHERE run_id = ? AND engine = ?",
+                             [run_id, engine]).fetchone()
+            merged = {**(_loads(row[0]) if row else {}), **dict(meta)}
+            db.execute(
+                "INSERT INTO engine_reports (run_id, engine, status, markdown, numbering, meta,"
+                " error, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)"
+                " ON CONFLICT (run_id, engine) DO UPDATE SET status = excluded.status,"
+                " markdown = excluded.markdown, numbering = excluded.numbering,"
+                " meta = excluded.meta, error = NULL, updated_at = excluded.updated_at",
+                [run_id, engine, status, self._plain(markdown),
+                 _dumps({str(int(n)): sid for n, sid in numbering.items()}),
+                 self._plain_json(merged), now, now],
+            )
+
+    def get_engine_reports(self, run_id: str) -> list[dict[str, Any]]:
+        """Every hosted engine row of the run (oldest first), numbering keys as ints."""
+        rows = self._rows(
+            "SELECT * FROM engine_reports WHERE run_id = ? ORDER BY created_at, engine", [run_id]
+        )
+        for row in rows:
+            _decode(row, ("meta",))
+            row["numbering"] = {int(n): sid for n, sid in (_loads(row["numbering"]) or {}).items()}
+        return rows
+
+    def get_engine_report(self, run_id: str, engine: str) -> dict[str, Any] | None:
+        return next((r for r in self.get_engine_reports(run_id) if r["engine"] == engine), None)
+
+    # -- verification --------------------------------------------------------------------
+
+    _VERIFICATION_TEXT = ("section", "subtopic", "verifier_verdict", "auditor_verdict",
+                          "critic_verdict", "status", "final_text", "note")
 
     def save_verifications(self, run_id: str, rows: Iterable[Mapping[str, Any]]) -> None:
         """Upsert by (run_id, claim_id). Row keys: claim_id, claim, source_ids, verdict,
-        passage, reviewer."""
+        passage, reviewer; optionally section, subtopic, verifier_verdict, auditor_verdict,
+        critic_verdict, status, final_text, note and details (a JSON object)."""
         now = utc_now()
+        extra = self._VERIFICATION_TEXT
         with self._write() as db:
             for row in rows:
                 db.execute(
                     "INSERT INTO verifications (run_id, claim_id, claim, source_ids, verdict,"
-                    " passage, reviewer, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                    f" passage, reviewer, created_at, {', '.join(extra)}, details)"
+                    f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, {', '.join('?' for _ in extra)}, ?)"
                     " ON CONFLICT (run_id, claim_id) DO UPDATE SET claim = excluded.claim,"
                     " source_ids = excluded.source_ids, verdict = excluded.verdict,"
                     " passage = excluded.passage, reviewer = excluded.reviewer,"
-                    " created_at = excluded.created_at",
+                    " created_at = excluded.created_at, "
+                    + ", ".join(f"{c} = excluded.{c}" for c in (*extra, "details")),
                     [run_id, str(row["claim_id"]), self._plain(row.get("claim") or ""),
                      _dumps(list(row.get("source_ids") or [])), row.get("verdict") or "",
-                     self._plain(row.get("passage")), row.get("reviewer"), now],
+                     self._plain(row.get("passage")), row.get("reviewer"), now,
+                     *(self._plain(row.get(c)) for c in extra),
+                     self._plain_json(dict(row.get("details") or {}))],
                 )
 
     def get_verifications(self, run_id: str) -> list[dict[str, Any]]:
         rows = self._rows("SELECT * FROM verifications WHERE run_id = ? ORDER BY id", [run_id])
-        return [_decode(row, ("source_ids",)) for row in rows]
+        return [_decode(row, ("source_ids", "details")) for row in rows]
 
     # -- usage ---------------------------------------------------------------------------
 

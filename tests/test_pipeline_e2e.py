@@ -68,13 +68,18 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     assert standin.count(llm_api) > 10 and standin.count(other) == 0
 
     steps = store.get_steps(run_id)
+    plan = store.get_plan(run_id) or []
+    first_round = [s for s in plan if s["round"] == 1]
+    assert len(first_round) == 6  # SUBTOPIC_COUNT
+    # MAX_ROUNDS = 2: one follow-up was escalated to a second round, one answered inline.
+    assert [s["round"] for s in plan].count(2) == 1
     research_steps = [s for s in steps if s["kind"] == "research"]
-    assert len(research_steps) == 6 and all(s["status"] == "done" for s in research_steps)
+    assert len(research_steps) == 7 and all(s["status"] == "done" for s in research_steps)
+    assert any(s["kind"] == "followup" and s["status"] == "done" for s in steps)
+    assert (run.get("totals") or {}).get("stop_reason") == "MAX_ROUNDS reached."
+    assert all(0 < s["source_count"] <= 20 for s in research_steps)  # SOURCES_PER_SUBTOPIC
+    assert all(s["source_count"] <= 5 for s in steps if s["kind"] == "followup")
     sources = store.get_sources(run_id)
-    per_subtopic: dict[str, int] = {}
-    for s in sources:
-        per_subtopic[s["subtopic_id"]] = per_subtopic.get(s["subtopic_id"], 0) + 1
-    assert len(per_subtopic) == 6 and max(per_subtopic.values()) <= 20
     assert len({s["canonical_url"] for s in sources}) == len(sources)
     assert all(s["relevance"] >= 0.6 for s in sources)
 
@@ -95,7 +100,7 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
         opened = text.rfind("<untrusted_source id=", 0, start)
         closed = text.rfind("</untrusted_source", 0, start)
         assert opened > closed  # inside an open block, not after one
-    assert any(INJECTION_FACT.split(",")[0] in s["text"] for s in sources)
+    assert any(INJECTION_FACT.split(",")[0] in p for p in injected)  # its real content was read
 
     reviews = store.get_reviews(run_id)
     assert [r["approved"] for r in reviews] == [False, True]

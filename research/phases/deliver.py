@@ -38,6 +38,11 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
         sources = ctx.store.get_sources(ctx.run_id)
         notes = [f"The subtopic \u201c{s['title']}\u201d could not be researched ({s['error']}); "
                  "the report does not cover it." for s in failed]
+        budget = ctx.budget_reason()
+        if budget:
+            notes.insert(0, f"Stopped by the budget: research ended early because {budget}. "
+                            "This report covers only what was gathered until then, without review.")
+        notes += _search_notes(ctx)
         run = ctx.store.get_run(ctx.run_id) or {}
         doc = build_document(
             run_id=ctx.run_id, question=ctx.question,
@@ -57,6 +62,26 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
         return {"cited_sources": len(doc.sources), "words": meta["words"]}
 
     ctx.run_step("deliver", "deliver", "Finishing the report", make)
+
+
+def _search_notes(ctx: RunContext) -> list[str]:
+    """"Search degraded" when a provider failed: the report relies on the others."""
+    queries = ctx.store.get_queries(ctx.run_id)
+    failed: dict[str, int] = defaultdict(int)
+    total: dict[str, int] = defaultdict(int)
+    for q in queries:
+        total[q["provider"]] += 1
+        if q.get("error"):
+            failed[q["provider"]] += 1
+    preflight = ctx.stored_result("preflight") or {}
+    down = [f.split(":")[0] for f in preflight.get("search_failed", [])]
+    notes = [f"Search degraded: {name} was not reachable, so it was not used." for name in down]
+    notes += [
+        f"Search degraded: {name} failed for {failed[name]} of {total[name]} searches; "
+        "results come from the other search providers."
+        for name in sorted(failed)
+    ]
+    return notes
 
 
 def _cited_in(body: str, numbers: dict[int, str]) -> dict[str, list[str]]:

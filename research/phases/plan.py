@@ -7,10 +7,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from research.context import RunContext
-from research.errors import SchemaError
+from research.errors import ConfigError, NeedsInput, SchemaError
 from research.events import PlanCreated
 from research.llm.base import Message
 from research.prompts import clean_untrusted, system
+from storage import Store
 
 LEAD_ROLE = (
     "You are the lead of a research team. You plan research so that a team of workers "
@@ -49,7 +50,7 @@ def run(ctx: RunContext) -> list[dict[str, Any]]:
         count = ctx.config.subtopic_count
         messages = [
             system(LEAD_ROLE, ctx.today),
-            Message("user", PLAN_PROMPT.format(count=count, question=clean_untrusted(ctx.question))),
+            Message("user", PLAN_PROMPT.format(count=count, question=clean_untrusted(ctx.brief))),
         ]
         plan = ctx.lead.llm.structured(messages, ResearchPlan, deadline=ctx.step_deadline())
         subtopics = _normalise(plan, count)
@@ -94,3 +95,54 @@ def _normalise(plan: ResearchPlan, count: int) -> list[dict[str, Any]]:
             "round": 1,
         })
     return out[:count]
+
+
+def review_gate(ctx: RunContext) -> None:
+    """With "review the plan" on, wait until the person has approved (or edited) it."""
+    if ctx.config.review_plan and ctx.stored_result("plan_review") is None:
+        raise NeedsInput("The plan is ready for your review. Edit it if you like, then continue.")
+
+
+def approve(store: Store, run_id: str, subtopics: list[dict[str, Any]] | None = None) -> None:
+    """Accept the plan, optionally as edited by the person (renamed, removed, added,
+    reordered subtopics; edited questions). The original stays stored as version 1."""
+    current = store.get_plan(run_id)
+    if current is None:
+        raise ConfigError("This run has no plan yet.")
+    edited = False
+    if subtopics is not None:
+        cleaned = _clean_edit(subtopics, {s["id"] for s in current})
+        edited = [_key(s) for s in cleaned] != [_key(s) for s in current]
+        if edited:
+            store.save_plan(run_id, cleaned, kind="edited")
+    store.start_step(run_id, "plan_review", kind="plan_review", label="Plan reviewed")
+    store.finish_step(run_id, "plan_review", result={"edited": edited})
+
+
+def _key(sub: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
+    return (sub["id"], sub["title"], tuple(sub.get("questions", [])))
+
+
+def _clean_edit(subtopics: list[dict[str, Any]], known: set[str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    used: set[str] = set()
+    for sub in subtopics:
+        title = " ".join(str(sub.get("title", "")).split())[:200]
+        if not title:
+            continue
+        questions = [" ".join(str(q).split())[:500] for q in sub.get("questions", []) if str(q).strip()]
+        sid = str(sub.get("id") or "")
+        if sid not in known or sid in used:
+            n = 1
+            while f"e{n}" in known or f"e{n}" in used:
+                n += 1
+            sid = f"e{n}"
+        used.add(sid)
+        out.append({"id": sid, "title": title,
+                    "description": " ".join(str(sub.get("description", "")).split())[:500],
+                    "questions": questions[:6] or [title], "round": 1})
+    if not out:
+        raise ConfigError("The plan needs at least one subtopic with a title.")
+    if len(out) > 10:
+        raise ConfigError("The plan can have at most 10 subtopics.")
+    return out

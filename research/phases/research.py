@@ -25,6 +25,7 @@ from research.agents import Agent, Role
 from research.context import RunContext
 from research.errors import (
     BudgetExceeded,
+    BudgetStop,
     FetchError,
     ProviderError,
     ProviderTimeout,
@@ -75,8 +76,9 @@ Research questions:
 
 Return one score for every source id."""
 
-FINDINGS_PROMPT = """Report what the sources below establish about the subtopic "{title}"
-(part of the question "{question}").
+FINDINGS_PROMPT = """Report what the sources below establish about this subtopic of the
+question "{question}":
+<subtopic>{title}</subtopic>
 
 Research questions:
 {questions}
@@ -157,39 +159,54 @@ def source_id(canonical: str) -> str:
 
 
 def run(ctx: RunContext, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Research every subtopic not yet done; return the subtopics that failed."""
-    registry = UrlRegistry(ctx.store.canonical_urls(ctx.run_id))
-    todo = [s for s in plan if ctx.stored_result(f"research:{s['id']}") is None]
-    if todo:
-        workers = [(sub, ctx.lead.delegate(Role.WORKER)) for sub in todo]
-        size = min(ctx.config.max_parallel_workers, len(todo))
-        with ThreadPoolExecutor(max_workers=size, thread_name_prefix="worker") as pool:
-            futures = [pool.submit(_with_retries, ctx, w, sub, registry) for sub, w in workers]
-            stop: BaseException | None = None
-            for future in as_completed(futures):
-                try:
-                    future.result()
-                except RunCancelled as exc:
-                    ctx.control.cancelled.set()  # stop the other workers at their next unit
-                    stop = stop or exc
-                except BudgetExceeded as exc:
-                    stop = stop or exc
-            if stop is not None:
-                raise stop
+    """Research every subtopic not yet done; return the subtopics that did not finish."""
+    units = [(f"research:{s['id']}", f"Researching: {s['title']}", s) for s in plan]
+    run_units(ctx, units)
     steps = {s["key"]: s for s in ctx.store.get_steps(ctx.run_id)}
     return [
-        {**sub, "error": steps.get(f"research:{sub['id']}", {}).get("error") or "unknown error"}
+        {**sub, "error": steps.get(f"research:{sub['id']}", {}).get("error") or "not researched"}
         for sub in plan
         if steps.get(f"research:{sub['id']}", {}).get("status") != "done"
     ]
 
 
-def _with_retries(ctx: RunContext, worker: Agent, sub: dict[str, Any], registry: UrlRegistry) -> None:
-    key = f"research:{sub['id']}"
-    label = f"Researching: {sub['title']}"
+def run_units(ctx: RunContext, units: list[tuple[str, str, dict[str, Any]]]) -> None:
+    """Run research units (step key, label, subtopic) not yet done, in parallel.
+
+    A follow-up lookup is a unit too: a small subtopic whose sources and findings attach
+    to the subtopic it came from. Stops early (without error) when a budget cap is hit.
+    """
+    registry = UrlRegistry(ctx.store.canonical_urls(ctx.run_id))
+    todo = [u for u in units if ctx.stored_result(u[0]) is None]
+    if not todo or ctx.budget_reason():
+        return
+    workers = [(unit, ctx.lead.delegate(Role.WORKER)) for unit in todo]
+    size = min(ctx.config.max_parallel_workers, len(todo))
+    with ThreadPoolExecutor(max_workers=size, thread_name_prefix="worker") as pool:
+        futures = [pool.submit(_with_retries, ctx, w, *unit, registry) for unit, w in workers]
+        stop: BaseException | None = None
+        for future in as_completed(futures):
+            try:
+                future.result()
+            except BudgetStop:
+                pass  # research ends; what was gathered is written up
+            except RunCancelled as exc:
+                ctx.control.cancelled.set()  # stop the other workers at their next unit
+                stop = stop or exc
+            except BudgetExceeded as exc:
+                stop = stop or exc
+        if stop is not None:
+            raise stop
+
+
+def _with_retries(
+    ctx: RunContext, worker: Agent, key: str, label: str, sub: dict[str, Any],
+    registry: UrlRegistry,
+) -> None:
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        ctx.control.checkpoint()
-        ctx.store.start_step(ctx.run_id, key, kind="research", label=label, subtopic_id=sub["id"])
+        ctx.checkpoint()
+        ctx.store.start_step(ctx.run_id, key, kind=key.split(":")[0], label=label,
+                             subtopic_id=sub["id"])
         ctx.emit(StepStarted(ctx.run_id, label, step=key, data={"attempt": attempt}))
         started = time.monotonic()
         outcome = Outcome()
@@ -205,7 +222,7 @@ def _with_retries(ctx: RunContext, worker: Agent, sub: dict[str, Any], registry:
             )
         except (RunCancelled, BudgetExceeded) as exc:
             registry.release(outcome.claimed)
-            ctx.store.fail_step(ctx.run_id, key, ctx.safe(str(exc)), final=False)
+            ctx.store.fail_step(ctx.run_id, key, ctx.safe(str(exc)), final=isinstance(exc, BudgetStop))
             raise
         except Exception as exc:  # noqa: BLE001 - a failed subtopic must not end the run
             registry.release(outcome.claimed)
@@ -239,7 +256,8 @@ def _research(
     out: Outcome, *, deadline: float,
 ) -> None:
     cfg = ctx.config
-    total = cfg.searches_per_subtopic
+    total = int(sub.get("searches") or cfg.searches_per_subtopic)
+    cap = int(sub.get("max_sources") or cfg.sources_per_subtopic)
     first = math.ceil(total / 2)
     with ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="io") as pool:
         results = _search_wave(ctx, worker, sub, first, [], [], out, pool, deadline)
@@ -252,7 +270,7 @@ def _research(
             errors = {q["error"] for q in out.queries if q.get("error")}
             if errors:
                 raise ProviderError("every search failed: " + "; ".join(sorted(errors))[:300])
-        candidates = _select(results, registry, out, limit=cfg.sources_per_subtopic * 2)
+        candidates = _select(results, registry, out, limit=cap * 2)
         pages = _fetch_all(ctx, sub, candidates, out, pool, deadline)
         scored = _score_all(ctx, worker, sub, pages, pool, deadline)
     threshold = cfg.source_relevance_threshold
@@ -261,7 +279,7 @@ def _research(
         if src["relevance"] < threshold:
             out.skipped.append({"subtopic_id": sub["id"], "url": src["url"],
                                 "reason": f"relevance {src['relevance']:.2f} below {threshold}"})
-        elif len(kept) >= cfg.sources_per_subtopic:
+        elif len(kept) >= cap:
             out.skipped.append({"subtopic_id": sub["id"], "url": src["url"],
                                 "reason": "over the SOURCES_PER_SUBTOPIC limit"})
         else:
@@ -273,7 +291,7 @@ def _research(
 
 def _call(ctx: RunContext, fn: Any, deadline: float, what: str) -> Any:
     """One external call under the retry policy, the step deadline and cancellation."""
-    ctx.control.checkpoint()
+    ctx.checkpoint()
 
     def attempt() -> Any:
         limit = min(ctx.config.request_timeout_s, deadline - time.monotonic())
@@ -299,12 +317,12 @@ def _search_wave(
     messages = [
         system(WORKER_ROLE, ctx.today),
         Message("user", QUERIES_PROMPT.format(
-            count=count, question=clean_untrusted(ctx.question), title=sub["title"],
+            count=count, question=clean_untrusted(ctx.brief), title=sub["title"],
             description=sub.get("description", ""),
             questions="\n".join(f"- {q}" for q in sub["questions"]), found=found_text,
         )),
     ]
-    ctx.control.checkpoint()
+    ctx.checkpoint()
     answer = worker.llm.structured(messages, SearchQueries, deadline=deadline)
     queries = list(dict.fromkeys(q.strip()[:300] for q in answer.queries if q.strip()))
     queries = [q for q in queries if q not in asked][:count]
@@ -377,7 +395,7 @@ def _fetch_all(
     pool: ThreadPoolExecutor, deadline: float,
 ) -> list[tuple[Candidate, FetchedPage]]:
     def fetch(cand: Candidate) -> FetchedPage:
-        ctx.control.checkpoint()
+        ctx.checkpoint()
         if time.monotonic() >= deadline:
             raise ProviderTimeout("the step ran out of time (STEP_TIMEOUT_MS)")
         return ctx.fetcher.fetch(cand.result.url)
@@ -468,7 +486,7 @@ def _score_batch(
             blocks=blocks,
         )),
     ]
-    ctx.control.checkpoint()
+    ctx.checkpoint()
     answer = worker.llm.structured(messages, RelevanceScores, deadline=deadline)
     scores = {s.source_id: s for s in answer.scores}
     for src in batch:
@@ -483,20 +501,20 @@ def _findings(
     deadline: float,
 ) -> list[dict[str, Any]]:
     nonce = new_nonce()
-    budget = max(800, FINDINGS_CONTEXT_CHARS // len(kept))
+    share = max(800, FINDINGS_CONTEXT_CHARS // len(kept))
     blocks = "\n\n".join(
         untrusted_block(s["id"], {"title": s["title"], "url": s["url"],
-                                  "published": s["published"]}, s["text"][:budget], nonce)
+                                  "published": s["published"]}, s["text"][:share], nonce)
         for s in kept
     )
     messages = [
         system(WORKER_ROLE, ctx.today),
         Message("user", FINDINGS_PROMPT.format(
-            title=sub["title"], question=clean_untrusted(ctx.question),
+            title=sub["title"], question=clean_untrusted(ctx.brief),
             questions="\n".join(f"- {q}" for q in sub["questions"]), blocks=blocks,
         )),
     ]
-    ctx.control.checkpoint()
+    ctx.checkpoint()
     answer = worker.llm.structured(messages, SubtopicFindings, deadline=deadline)
     valid = {s["id"] for s in kept}
     rows: list[dict[str, Any]] = []

@@ -97,7 +97,7 @@ def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
     messages = [
         system(REVIEWER_ROLE, ctx.today),
         Message("user", REVIEW_PROMPT.format(
-            cycle=cycle, cycles=cycles, question=clean_untrusted(ctx.question),
+            cycle=cycle, cycles=cycles, question=clean_untrusted(ctx.brief),
             checks="\n".join(f"- {p}" for p in found),
             sources=numbered_sources(listed, numbers), draft=current["text"],
         )),

@@ -127,7 +127,7 @@ def draft(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, An
         ctx.emit(DraftStarted(
             ctx.run_id, f"The writer is drafting from {len(sources)} sources", step="write"))
         prompt = DRAFT_PROMPT.format(
-            question=clean_untrusted(ctx.question),
+            question=clean_untrusted(ctx.brief),
             structure=STRUCTURE.format(max_words=ctx.config.report_max_words),
             findings=findings, missing=missing, sources=listing,
         )
@@ -152,7 +152,7 @@ def revise(
         ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current['version']}",
                               step=f"revise:{cycle}"))
         prompt = REVISE_PROMPT.format(
-            question=clean_untrusted(ctx.question), feedback=feedback,
+            question=clean_untrusted(ctx.brief), feedback=feedback,
             structure=STRUCTURE.format(max_words=ctx.config.report_max_words),
             findings=findings, missing=missing, sources=listing, draft=current["text"],
         )

@@ -1,0 +1,234 @@
+"""Research rounds (SPEC step 4): assess coverage, triage follow-up questions, go on or stop.
+
+After each round the lead judges every subtopic (answered, open, conflicting) and triages
+the workers' follow-up questions: filtered (irrelevant or redundant, with the reason),
+answered inline by a quick lookup of 1-3 searches, or escalated to a new subtopic for the
+next round. Research stops when no new, relevant, non-redundant question remains or
+MAX_ROUNDS is reached; the reason is stored. The "breadth x depth" schedule is the same
+loop with breadth (new subtopics) and searches halving at each level.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from research.context import RunContext
+from research.events import RoundCompleted
+from research.llm.base import Message
+from research.phases import research
+from research.prompts import clean_untrusted, system
+
+MAX_QUESTIONS = 12
+LOOKUP_SOURCES = 5  # a quick lookup keeps at most this many sources
+REDUNDANT_OVERLAP = 0.7
+
+LEAD_ROLE = (
+    "You are the lead of a research team. After each research round you decide what is "
+    "still missing and which follow-up questions are worth the effort."
+)
+
+ASSESS_PROMPT = """Research round {round} of at most {max_rounds} has finished for the question:
+<question>{question}</question>
+
+SUBTOPICS AND WHAT WAS FOUND:
+{coverage}
+
+FOLLOW-UP QUESTIONS FROM THE WORKERS:
+{questions}
+
+1. For every subtopic, judge coverage: "answered" (the findings answer its questions),
+   "open" (important questions unanswered) or "conflicting" (sources disagree).
+2. For every follow-up question decide one action, with a short reason:
+   - "filter": irrelevant to the question, or redundant with what is known or planned;
+   - "answer": a quick lookup of 1-3 web searches would settle it (say how many);
+   - "escalate": broad and important enough to become a new subtopic next round.
+   {escalate_rule}"""
+
+
+class SubtopicCoverage(BaseModel):
+    subtopic_id: str
+    status: Literal["answered", "open", "conflicting"]
+    note: str = ""
+
+
+class TriageDecision(BaseModel):
+    question_id: str
+    action: Literal["filter", "answer", "escalate"]
+    reason: str = ""
+    searches: int = Field(default=2, ge=1, le=3)
+
+
+class RoundAssessment(BaseModel):
+    coverage: list[SubtopicCoverage]
+    decisions: list[TriageDecision]
+
+
+def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Further rounds after the first. Returns the subtopics that did not finish."""
+    round_no = 1
+    while True:
+        outcome = ctx.run_step(
+            f"triage:{round_no}", "triage", f"Assessing round {round_no}",
+            lambda r=round_no: _assess(ctx, r),  # type: ignore[misc]
+        )
+        lookups = [
+            (f"followup:{round_no}:{i}", f"Quick lookup: {d['question'][:100]}", _lookup_unit(d, round_no))
+            for i, d in enumerate(outcome["decisions"], start=1) if d["action"] == "answer"
+        ]
+        research.run_units(ctx, lookups)
+        if outcome.get("stop_reason") or ctx.budget_reason():
+            break
+        round_no += 1
+        failed = research.run(ctx, ctx.store.get_plan(ctx.run_id) or [])
+        if ctx.budget_reason():
+            break
+    reason = ctx.budget_reason()
+    if reason:
+        ctx.store.update_totals(ctx.run_id, stop_reason=f"Research stopped because {reason}.")
+    return failed
+
+
+def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
+    cfg = ctx.config
+    plan = ctx.store.get_plan(ctx.run_id) or []
+    if cfg.max_rounds <= 1:
+        return _stop(ctx, round_no, [], [], "MAX_ROUNDS is 1: a single research round was asked for.")
+    questions = _new_questions(ctx, plan, round_no)
+    filtered = [q for q in questions if q.get("action") == "filter"]
+    open_qs = [q for q in questions if q.get("action") is None][:MAX_QUESTIONS]
+    last_round = round_no >= cfg.max_rounds
+    limit = _breadth(cfg.subtopic_count, round_no, cfg.schedule)
+    decisions: list[dict[str, Any]] = []
+    coverage: list[dict[str, Any]] = []
+    if open_qs:
+        escalate_rule = (
+            "No new subtopics are possible: this was the last round. Use only filter or answer."
+            if last_round else f"Escalate at most {limit} questions."
+        )
+        messages = [
+            system(LEAD_ROLE, ctx.today),
+            Message("user", ASSESS_PROMPT.format(
+                round=round_no, max_rounds=cfg.max_rounds, question=clean_untrusted(ctx.brief),
+                coverage=_coverage_text(ctx, plan),
+                questions="\n".join(f"{q['id']}: {q['question']}" for q in open_qs),
+                escalate_rule=escalate_rule,
+            )),
+        ]
+        answer = ctx.lead.llm.structured(messages, RoundAssessment, deadline=ctx.step_deadline())
+        known = {s["id"] for s in plan}
+        coverage = [c.model_dump() for c in answer.coverage if c.subtopic_id in known]
+        by_id = {d.question_id: d for d in answer.decisions}
+        escalated = 0
+        for q in open_qs:
+            d = by_id.get(q["id"])
+            action, reason = (d.action, d.reason) if d else ("filter", "not triaged by the lead")
+            if action == "escalate" and (last_round or escalated >= limit):
+                action, reason = "answer", (reason + "; answered by a quick lookup instead: "
+                                            + ("last round" if last_round else "round is full"))
+            escalated += action == "escalate"
+            decisions.append({**q, "action": action, "reason": reason,
+                              "searches": d.searches if d else 1})
+    decisions = filtered + decisions
+    new = _escalate(ctx, plan, decisions, round_no)
+    stop = None
+    if not new:
+        stop = ("MAX_ROUNDS reached." if last_round
+                else "No new, relevant, non-redundant question remains.")
+    return _stop(ctx, round_no, coverage, decisions, stop, added=len(new))
+
+
+def _stop(
+    ctx: RunContext, round_no: int, coverage: list[dict[str, Any]],
+    decisions: list[dict[str, Any]], stop_reason: str | None, *, added: int = 0,
+) -> dict[str, Any]:
+    counts = {a: sum(1 for d in decisions if d["action"] == a) for a in ("filter", "answer", "escalate")}
+    message = (f"Round {round_no}: {counts['filter']} follow-ups filtered, {counts['answer']} "
+               f"answered by quick lookups, {counts['escalate']} escalated")
+    message += f". Research stops: {stop_reason}" if stop_reason else f"; round {round_no + 1} starts."
+    ctx.emit(RoundCompleted(ctx.run_id, message, step=f"triage:{round_no}",
+                            data={"round": round_no, **counts, "stop_reason": stop_reason}))
+    if stop_reason:
+        ctx.store.update_totals(ctx.run_id, rounds=round_no, stop_reason=stop_reason)
+    return {"round": round_no, "coverage": coverage, "decisions": decisions,
+            "stop_reason": stop_reason, "new_subtopics": added}
+
+
+def _breadth(subtopics: int, round_no: int, schedule: str) -> int:
+    """How many subtopics the next round may add."""
+    if schedule == "breadth_depth":
+        return max(1, math.ceil(subtopics / 2 ** round_no))
+    return max(1, subtopics // 2)
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2}
+
+
+def _overlap(a: str, b: str) -> float:
+    wa, wb = _words(a), _words(b)
+    return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
+
+
+def _new_questions(ctx: RunContext, plan: list[dict[str, Any]], round_no: int) -> list[dict[str, Any]]:
+    """This round's follow-up questions, with exact and near duplicates filtered up front."""
+    this_round = {s["id"] for s in plan if s.get("round", 1) == round_no}
+    earlier: list[str] = [q for s in plan for q in [s["title"], *s.get("questions", [])]]
+    for r in range(1, round_no):
+        earlier += [d["question"] for d in (ctx.stored_result(f"triage:{r}") or {}).get("decisions", [])]
+    out: list[dict[str, Any]] = []
+    for finding in ctx.store.get_findings(ctx.run_id):
+        if finding["kind"] != "follow_up" or finding["subtopic_id"] not in this_round:
+            continue
+        text = " ".join(clean_untrusted(finding["claim"]).split())[:300]
+        entry: dict[str, Any] = {"id": f"Q{len(out) + 1}", "question": text,
+                                 "subtopic_id": finding["subtopic_id"], "action": None}
+        twin = max(earlier, key=lambda e: _overlap(text, e), default="")
+        if twin and _overlap(text, twin) >= REDUNDANT_OVERLAP:
+            entry.update(action="filter", reason=f"redundant with: {twin[:120]}")
+        earlier.append(text)
+        out.append(entry)
+    return out
+
+
+def _coverage_text(ctx: RunContext, plan: list[dict[str, Any]]) -> str:
+    findings = ctx.store.get_findings(ctx.run_id)
+    parts = []
+    for sub in plan:
+        mine = [f for f in findings if f["subtopic_id"] == sub["id"]]
+        facts = [f["claim"] for f in mine if f["kind"] == "finding"][:6]
+        gaps = [f["claim"] for f in mine if f["kind"] == "gap"][:3]
+        lines = [f'<subtopic_summary id="{sub["id"]}" title="{sub["title"]}">']
+        lines += [f"- finding: {clean_untrusted(t)[:300]}" for t in facts] or ["- no findings"]
+        lines += [f"- gap: {clean_untrusted(t)[:200]}" for t in gaps]
+        lines.append("</subtopic_summary>")
+        parts.append("\n".join(lines))
+    return "\n".join(parts)
+
+
+def _escalate(
+    ctx: RunContext, plan: list[dict[str, Any]], decisions: list[dict[str, Any]], round_no: int
+) -> list[dict[str, Any]]:
+    chosen = [d for d in decisions if d["action"] == "escalate"]
+    if not chosen:
+        return []
+    searches = ctx.config.searches_per_subtopic
+    if ctx.config.schedule == "breadth_depth":
+        searches = max(1, math.ceil(searches / 2 ** round_no))
+    new = [{
+        "id": f"r{round_no + 1}t{i}", "title": d["question"][:150],
+        "description": d.get("reason", "")[:300], "questions": [d["question"]],
+        "round": round_no + 1, "parent": d["subtopic_id"], "searches": searches,
+    } for i, d in enumerate(chosen, start=1)]
+    ctx.store.save_plan(ctx.run_id, plan + new, kind="round")
+    return new
+
+
+def _lookup_unit(decision: dict[str, Any], round_no: int) -> dict[str, Any]:
+    return {"id": decision["subtopic_id"], "title": decision["question"][:150],
+            "description": "A quick lookup to answer a follow-up question.",
+            "questions": [decision["question"]], "searches": decision.get("searches", 1),
+            "max_sources": LOOKUP_SOURCES, "round": round_no, "lookup": True}
