@@ -15,13 +15,16 @@ from typing import Any
 from research.config import Credentials, ResearchConfig, build_config
 from research.errors import ConfigError, ResearchError
 from research.events import Event, EventSink
+from research.phases.clarify import answer as answer_clarification
+from research.phases.clarify import pending as pending_clarification
+from research.phases.plan import approve as approve_plan
 from research.pipeline import create_run, execute, validate_question
 from storage import Store
 
 __all__ = [
     "ConfigError", "Credentials", "Event", "ResearchConfig", "ResearchError", "Store",
-    "build_config", "cancel", "create_run", "execute", "pause", "resume", "run_research",
-    "validate_question",
+    "answer_clarification", "approve_plan", "build_config", "cancel", "create_run", "execute",
+    "pause", "pending_clarification", "resume", "run_research", "unpause", "validate_question",
 ]
 
 

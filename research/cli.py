@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from research import resume
+from research import answer_clarification, approve_plan, pending_clarification, resume
 from research.config import Credentials, ResearchConfig, build_config
 from research.errors import ResearchError, redact
 from research.events import Event
@@ -21,7 +21,7 @@ from research.progress import percent
 from research.settings import effective_env, prices_path
 from storage import Store, default_db_path
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
 
 
 def parser() -> argparse.ArgumentParser:
@@ -36,7 +36,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reviews", type=int, help="review cycles (0-5)")
     p.add_argument("--format", choices=["md", "pdf"], default="md")
     p.add_argument("--out", type=Path, help="where to write the report (default: ./report-<run id>.<format>)")
-    p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run")
+    p.add_argument("--language", help="language of the report, e.g. German (default English)")
+    p.add_argument("--max-cost", type=float, metavar="USD",
+                   help="stop research when the estimated cost reaches this many US dollars")
+    p.add_argument("--clarify", action="store_true",
+                   help="answer 1-3 clarifying questions before research starts")
+    p.add_argument("--answer", action="append", default=[], metavar="TEXT",
+                   help="an answer to a clarifying question (repeat for each question)")
+    p.add_argument("--review-plan", action="store_true",
+                   help="show the plan and wait for your approval before research starts")
+    p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted or waiting run")
+    p.add_argument("--approve-plan", action="store_true",
+                   help="with --resume: start research with the plan as it is")
     p.add_argument("--db", type=Path, help="database file (default: DEEP_RESEARCH_DB or data/research.db)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
@@ -72,10 +83,18 @@ def main(argv: list[str] | None = None) -> int:
             config = build_config(
                 env=env, preset=args.preset, SUBTOPIC_COUNT=args.subtopics,
                 SOURCES_PER_SUBTOPIC=args.sources, REVIEW_CYCLES=args.reviews,
+                REQUIRE_CLARIFICATION=True if args.clarify else None,
+                report_language=args.language, max_cost_usd=args.max_cost,
+                review_plan=True if args.review_plan else None,
             )
             check_configuration(config, credentials)
             run_id = create_run(store, args.question, config)
             print(f"Run id: {run_id}", file=sys.stderr)
+            run = execute(run_id, store=store, credentials=credentials, on_event=printer,
+                          prices=prices)
+        while run.get("status") == "waiting":
+            if not _answer_waiting(store, run_id, args):
+                return _fail(_waiting_message(store, run_id), secrets, EXIT_WAITING)
             run = execute(run_id, store=store, credentials=credentials, on_event=printer,
                           prices=prices)
     except ResearchError as exc:
@@ -102,6 +121,53 @@ def main(argv: list[str] | None = None) -> int:
           f"~${totals.get('cost_usd', 0):.4f}).", file=sys.stderr)
     print(run_id)
     return EXIT_OK
+
+
+def _answer_waiting(store: Store, run_id: str, args: argparse.Namespace) -> bool:
+    """Give a waiting run what it waits for, from flags or by asking. False: cannot."""
+    asked = pending_clarification(store, run_id)
+    interactive = sys.stdin.isatty()
+    if asked:
+        if args.answer:
+            answer_clarification(store, run_id, args.answer)
+            args.answer = []
+            return True
+        if not interactive:
+            return False
+        print("Before starting, a few questions (press Enter to skip one):", file=sys.stderr)
+        answers = [input(f"{i}. {q}\n> ") for i, q in enumerate(asked["questions"], start=1)]
+        answer_clarification(store, run_id, answers)
+        return True
+    plan = store.get_plan(run_id) or []
+    if args.approve_plan:
+        approve_plan(store, run_id)
+        return True
+    if not interactive:
+        return False
+    print(_plan_text(plan), file=sys.stderr)
+    reply = input("Start research with this plan? [Y/n] ").strip().lower()
+    if reply in ("", "y", "yes"):
+        approve_plan(store, run_id)
+        return True
+    return False
+
+
+def _plan_text(plan: list[dict]) -> str:
+    lines = ["The plan:"]
+    for i, sub in enumerate(plan, start=1):
+        lines.append(f"  {i}. {sub['title']}")
+        lines += [f"       - {q}" for q in sub.get("questions", [])]
+    return "\n".join(lines)
+
+
+def _waiting_message(store: Store, run_id: str) -> str:
+    asked = pending_clarification(store, run_id)
+    if asked:
+        listed = " ".join(f"({i}) {q}" for i, q in enumerate(asked["questions"], start=1))
+        return (f"Run {run_id} needs your answers first: {listed} Continue with: "
+                f"python -m research --resume {run_id} --answer \"...\" (once per question).")
+    return (f"Run {run_id} waits for you to review its plan (in the dashboard, or continue "
+            f"as planned with: python -m research --resume {run_id} --approve-plan).")
 
 
 def _fail(message: str, secrets: list[str], code: int) -> int:

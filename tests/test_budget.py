@@ -1,0 +1,51 @@
+"""Budget caps: reaching a cost, token or source cap stops research, and a report is
+still written from what was gathered, labelled as stopped by the budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from research import ConfigError, Credentials, build_config, run_research
+from storage import Store
+
+QUESTION = "How is heat pump adoption changing in Europe?"
+
+
+def _run(env: dict[str, str], db: Path, **caps: Any) -> tuple[Store, str]:
+    store = Store(db)
+    config = build_config(env=env, fetch_timeout_s=3, MAX_PARALLEL_WORKERS=1, **caps)
+    return store, run_research(QUESTION, store=store, config=config,
+                               credentials=Credentials.from_env(env))
+
+
+@pytest.mark.parametrize(("caps", "words"), [
+    ({"max_cost_usd": 0.01}, "cost cap of $0.01"),
+    ({"max_tokens": 20_000}, "token cap of 20,000"),
+    ({"max_sources": 25}, "source cap of 25"),
+])
+def test_a_cap_stops_research_and_still_writes_a_labelled_report(
+    standin_env: dict[str, str], tmp_db: Path, caps: dict[str, Any], words: str
+) -> None:
+    store, run_id = _run(standin_env, tmp_db, **caps)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "completed", run and run["error"]
+    steps = store.get_steps(run_id)
+    research = [s for s in steps if s["kind"] == "research"]
+    assert any(s["status"] == "done" for s in research)
+    assert len([s for s in research if s["status"] == "done"]) < 6  # stopped early
+    report = store.get_report(run_id)
+    assert report is not None
+    assert "Stopped by the budget" in report["markdown"] and words in report["markdown"]
+    assert "## Sources" in report["markdown"]
+    assert not store.get_reviews(run_id)  # no further spending after the cap
+    assert words in run["totals"]["stop_reason"]
+
+
+def test_caps_are_validated() -> None:
+    with pytest.raises(ConfigError, match="cost cap"):
+        build_config(env={}, max_cost_usd=-1)
+    with pytest.raises(ConfigError, match="cannot be negative"):
+        build_config(env={}, max_sources=-5)

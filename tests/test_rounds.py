@@ -1,0 +1,86 @@
+"""Research rounds: coverage, follow-up triage (filter / answer / escalate), stop reasons."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from research import Credentials, build_config, run_research
+from research.phases.rounds import _breadth, _overlap
+from storage import Store
+
+QUESTION = "How is heat pump adoption changing in Europe?"
+
+
+def _run(env: dict[str, str], db: Path, **overrides: Any) -> tuple[Store, str]:
+    credentials = Credentials.from_env(env)
+    store = Store(db)
+    settings: dict[str, Any] = {"SUBTOPIC_COUNT": 3, "SOURCES_PER_SUBTOPIC": 5,
+                                "SEARCHES_PER_SUBTOPIC": 2, "REVIEW_CYCLES": 0, **overrides}
+    config = build_config(env=env, fetch_timeout_s=3, **settings)
+    return store, run_research(QUESTION, store=store, config=config, credentials=credentials)
+
+
+def test_triage_filters_answers_and_escalates_then_stops_at_max_rounds(
+    standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=2)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "completed", run and run["error"]
+    triage = [s for s in store.get_steps(run_id) if s["kind"] == "triage"]
+    assert [s["key"] for s in triage] == ["triage:1", "triage:2"]
+    first = triage[0]["result"]
+    assert {d["action"] for d in first["decisions"]} == {"filter", "answer", "escalate"}
+    assert all(d["reason"] for d in first["decisions"])  # every decision says why
+    assert {c["status"] for c in first["coverage"]} == {"answered", "open"}
+    plan = store.get_plan(run_id) or []
+    assert [s["round"] for s in plan] == [1, 1, 1, 2]
+    escalated = next(d for d in first["decisions"] if d["action"] == "escalate")
+    assert plan[-1]["questions"] == [escalated["question"]]
+    # The last round may not escalate: what the lead would escalate is looked up instead.
+    assert triage[-1]["result"]["stop_reason"] == "MAX_ROUNDS reached."
+    assert not any(d["action"] == "escalate" for d in triage[-1]["result"]["decisions"])
+    lookups = [s for s in store.get_steps(run_id) if s["kind"] == "followup"]
+    assert lookups and all(s["status"] == "done" and s["source_count"] <= 5 for s in lookups)
+    assert run["totals"]["stop_reason"] == "MAX_ROUNDS reached." and run["totals"]["rounds"] == 2
+    events = store.get_events(run_id)
+    assert sum(e["type"] == "round_completed" for e in events) == 2
+
+
+def test_research_stops_when_no_new_question_remains(
+    standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    # The second round's only follow-up repeats the one that created it: filtered as
+    # redundant before the lead is asked, and research stops before MAX_ROUNDS.
+    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=4)
+    triage = [s["result"] for s in store.get_steps(run_id) if s["kind"] == "triage"]
+    assert len(triage) == 2
+    assert triage[1]["stop_reason"] == "No new, relevant, non-redundant question remains."
+    assert [d["action"] for d in triage[1]["decisions"]] == ["filter"]
+    assert triage[1]["decisions"][0]["reason"].startswith("redundant with:")
+    assert (store.get_run(run_id) or {})["totals"]["rounds"] == 2
+
+
+def test_a_single_round_skips_triage(standin_env: dict[str, str], tmp_db: Path) -> None:
+    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=1)
+    triage = store.get_step(run_id, "triage:1")
+    assert triage is not None and triage["result"]["decisions"] == []
+    assert "MAX_ROUNDS is 1" in triage["result"]["stop_reason"]
+    assert all(s["round"] == 1 for s in store.get_plan(run_id) or [])
+
+
+def test_breadth_depth_schedule_halves_breadth_and_searches(
+    standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    assert [_breadth(8, r, "breadth_depth") for r in (1, 2, 3)] == [4, 2, 1]
+    assert _breadth(8, 3, "rounds") == 4
+    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=3, SEARCHES_PER_SUBTOPIC=4,
+                         schedule="breadth_depth")
+    plan = store.get_plan(run_id) or []
+    assert [s.get("searches") for s in plan if s["round"] > 1] == [2]  # 4 halved at level 1
+
+
+def test_near_duplicate_questions_count_as_redundant() -> None:
+    a = "How do recent heat pump sales compare across European regions?"
+    assert _overlap(a, "How do recent heat pump sales compare across regions in Europe?") > 0.7
+    assert _overlap(a, "What do installers charge in Norway?") < 0.2
