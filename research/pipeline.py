@@ -37,7 +37,7 @@ from research.fetch import Fetcher, FetchLimits
 from research.llm import build_llm
 from research.llm.base import LLM, RoleLLM, UsageMeter
 from research.llm.pricing import PriceTable
-from research.phases import clarify, deliver, plan, preflight, research, review, rounds, write
+from research.phases import clarify, deliver, inherit, plan, preflight, research, review, rounds, write
 from research.retry import RetryPolicy
 from research.search import build_search_providers
 from research.search.base import SearchProvider
@@ -125,7 +125,8 @@ def execute(
             )
             preflight.run(ctx)
             clarify.run(ctx)
-            plan.run(ctx)
+            inherited = inherit.run(ctx)
+            plan.run(ctx, inherited)
             plan.review_gate(ctx)
             failed = research.run(ctx, store.get_plan(run_id) or [])
             failed = rounds.run(ctx, failed)

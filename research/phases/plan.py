@@ -40,8 +40,9 @@ class ResearchPlan(BaseModel):
     subtopics: list[Subtopic]
 
 
-def run(ctx: RunContext) -> list[dict[str, Any]]:
-    """Return the plan (stored), reusing a stored one when resuming."""
+def run(ctx: RunContext, inherited: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Return the plan (stored), reusing a stored one when resuming. An inherited
+    subtopic (earlier research this run builds on) is listed first, already researched."""
     stored = ctx.store.get_plan(ctx.run_id)
     if stored and ctx.stored_result("plan") is not None:
         return stored
@@ -67,7 +68,7 @@ def run(ctx: RunContext) -> list[dict[str, Any]]:
                 f"The lead planned only {len(subtopics)} distinct subtopics where {count} "
                 "were asked for."
             )
-        ctx.store.save_plan(ctx.run_id, subtopics)
+        ctx.store.save_plan(ctx.run_id, ([inherited] if inherited else []) + subtopics)
         ctx.emit(PlanCreated(
             ctx.run_id, f"Plan: {len(subtopics)} subtopics", step="plan",
             data={"subtopics": [s["title"] for s in subtopics]},
@@ -111,7 +112,7 @@ def approve(store: Store, run_id: str, subtopics: list[dict[str, Any]] | None = 
         raise ConfigError("This run has no plan yet.")
     edited = False
     if subtopics is not None:
-        cleaned = _clean_edit(subtopics, {s["id"] for s in current})
+        cleaned = _clean_edit(subtopics, {s["id"]: s for s in current})
         edited = [_key(s) for s in cleaned] != [_key(s) for s in current]
         if edited:
             store.save_plan(run_id, cleaned, kind="edited")
@@ -123,7 +124,7 @@ def _key(sub: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
     return (sub["id"], sub["title"], tuple(sub.get("questions", [])))
 
 
-def _clean_edit(subtopics: list[dict[str, Any]], known: set[str]) -> list[dict[str, Any]]:
+def _clean_edit(subtopics: list[dict[str, Any]], known: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     used: set[str] = set()
     for sub in subtopics:
@@ -138,9 +139,12 @@ def _clean_edit(subtopics: list[dict[str, Any]], known: set[str]) -> list[dict[s
                 n += 1
             sid = f"e{n}"
         used.add(sid)
-        out.append({"id": sid, "title": title,
-                    "description": " ".join(str(sub.get("description", "")).split())[:500],
-                    "questions": questions[:6] or [title], "round": 1})
+        entry = {"id": sid, "title": title,
+                 "description": " ".join(str(sub.get("description", "")).split())[:500],
+                 "questions": questions[:6] or [title], "round": 1}
+        if known.get(sid, {}).get("inherited"):  # earlier research stays as it was
+            entry.update(inherited=True, round=0, questions=questions[:6])
+        out.append(entry)
     if not out:
         raise ConfigError("The plan needs at least one subtopic with a title.")
     if len(out) > 10:

@@ -160,6 +160,7 @@ def source_id(canonical: str) -> str:
 
 def run(ctx: RunContext, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Research every subtopic not yet done; return the subtopics that did not finish."""
+    plan = [s for s in plan if not s.get("inherited")]  # already researched by the parent
     units = [(f"research:{s['id']}", f"Researching: {s['title']}", s) for s in plan]
     run_units(ctx, units)
     steps = {s["key"]: s for s in ctx.store.get_steps(ctx.run_id)}
