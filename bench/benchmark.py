@@ -27,14 +27,17 @@ import math
 import multiprocessing as mp
 import os
 import platform
+import queue
 import random
 import sqlite3
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/benchmark.py` as well as `python -m bench.benchmark`
     sys.path.insert(0, str(ROOT))
 
+# Streamlit's script runner installs the app as sys.modules["__main__"] and leaves it there;
+# spawned children must start from this benchmark instead (see `real_main`).
+_REAL_MAIN = sys.modules.get("__main__")
 APP = str(ROOT / "app.py")
 SECTIONS = ("run", "library", "poll", "engine")
 # Provider settings a developer may have exported: the dashboard sections must not see them.
@@ -87,11 +93,20 @@ def verdict(value: float, limit: float) -> str:
     return "ok" if value < limit else "OVER"
 
 
+def load() -> str:
+    try:
+        return "load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+    except OSError:
+        return "load average unknown"
+
+
 def say(text: str) -> None:
     print(text, flush=True)
 
 
 def timed(fn: Callable[[], Any], repeat: int = 5) -> list[float]:
+    """`repeat` timings after one untimed call (lazy imports, plotly validators, page cache)."""
+    fn()
     out = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -317,9 +332,8 @@ def warm_up_streamlit() -> float:
     pages' modules; report it apart so it does not pollute the first-render figures."""
     import logging
 
-    from streamlit.testing.v1 import AppTest
-
     from streamlit.runtime.scriptrunner_utils import script_run_context
+    from streamlit.testing.v1 import AppTest
 
     # Streamlit resets its loggers' levels on each AppTest; a filter stays.
     logging.getLogger(script_run_context.__name__).addFilter(
@@ -473,6 +487,20 @@ def bench_library(args: argparse.Namespace, tmp: Path) -> list[Row]:
     return rows
 
 
+@contextmanager
+def real_main() -> Iterator[None]:
+    """While starting spawn children: `__main__` is this benchmark again, not the Streamlit app
+    (a child would otherwise re-run app.py as its main module)."""
+    current = sys.modules.get("__main__")
+    if _REAL_MAIN is not None:
+        sys.modules["__main__"] = _REAL_MAIN
+    try:
+        yield
+    finally:
+        if current is not None:
+            sys.modules["__main__"] = current
+
+
 # -- section: polling while 8 runs write ------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -497,23 +525,24 @@ def _writer(db_path: str, run_id: str, index: int, seconds: float, rates: WriteR
     locked = 0
     errors: list[str] = []
 
-    def write(fn: Callable[[], Any]) -> Any:
+    def write(method: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[bool, Any]:
+        """(committed?, result) of one Store write; a lock error is counted, not raised."""
         nonlocal locked
         start = time.perf_counter()
         try:
-            return fn()
+            return True, method(*args, **kwargs)
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 locked += 1
             else:
                 errors.append(str(exc)[:200])
-            return None
+            return False, None
         finally:
             latencies.append(time.perf_counter() - start)
 
     ready.put(index)
     go.wait()
-    write(lambda: store.set_run_status(run_id, "running"))
+    write(store.set_run_status, run_id, "running")
     now = time.monotonic()
     deadline = now + seconds
     due = {"event": now, "usage": now + 0.05, "beat": now, "step": now + rates.step_s}
@@ -521,20 +550,19 @@ def _writer(db_path: str, run_id: str, index: int, seconds: float, rates: WriteR
     while (now := time.monotonic()) < deadline:
         if now >= due["event"]:
             n = done["events"]
-            if write(lambda: store.append_event({
-                    "run_id": run_id, "type": "source_found", "step": f"research:t{n % 6}",
-                    "message": f"source found: {lorem.sentence(10)}",
-                    "data": {"url": f"https://w{index}.example.org/{n}", "n": n}})) is not None:
-                done["events"] += 1
+            ok, _ = write(store.append_event, {
+                "run_id": run_id, "type": "source_found", "step": f"research:t{n % 6}",
+                "message": f"source found: {lorem.sentence(10)}",
+                "data": {"url": f"https://w{index}.example.org/{n}", "n": n}})
+            done["events"] += ok
             due["event"] += rates.event_s
         if now >= due["usage"]:
-            if write(lambda: (store.add_usage(run_id, "worker", "openai", "gpt-5-mini", 3000, 700,
-                                              0.002), True)[1]):
-                done["usage_calls"] += 1
+            ok, _ = write(store.add_usage, run_id, "worker", "openai", "gpt-5-mini", 3000, 700, 0.002)
+            done["usage_calls"] += ok
             due["usage"] += rates.usage_s
         if now >= due["beat"]:
-            if write(lambda: (store.heartbeat(run_id, f"bench-writer-{index}"), True)[1]):
-                done["heartbeats"] += 1
+            ok, _ = write(store.heartbeat, run_id, f"bench-writer-{index}")
+            done["heartbeats"] += ok
             due["beat"] += rates.heartbeat_s
         if now >= due["step"]:
             key = f"research:t{step_n % 6 + 1}:{step_n}"
@@ -544,22 +572,22 @@ def _writer(db_path: str, run_id: str, index: int, seconds: float, rates: WriteR
                         "url": f"https://w{index}.example.org/a/{base + k}",
                         "canonical_url": f"https://w{index}.example.org/a/{base + k}"}
                      for k in range(rates.step_sources)]
-            write(lambda: store.start_step(run_id, key, kind="research", label=key))
-            inserted = write(lambda: store.complete_research_step(
-                run_id, key, sources=batch,
+            write(store.start_step, run_id, key, kind="research", label=key)
+            ok, inserted = write(
+                store.complete_research_step, run_id, key, sources=batch,
                 findings=[{"claim": lorem.sentence(15), "source_ids": [s["id"] for s in batch[:3]]}
                           for _ in range(8)],
                 queries=[{"query": lorem.sentence(6), "provider": "tavily", "result_count": 10}
                          for _ in range(5)],
                 skipped=[{"url": f"https://skip.example.org/{index}/{step_n}/{i}", "reason": "low"}
-                         for i in range(10)]))
-            if inserted is not None:
+                         for i in range(10)])
+            if ok:
                 done["sources"] += len(inserted)
                 done["steps"] += 1
             step_n += 1
             due["step"] += rates.step_s
         time.sleep(max(0.0, min(due.values()) - time.monotonic()))
-    write(lambda: store.set_run_status(run_id, "completed"))
+    write(store.set_run_status, run_id, "completed")
     store.close()
     out.put({"index": index, "run_id": run_id, "done": done, "latencies": latencies,
              "locked": locked, "errors": errors})
@@ -580,20 +608,28 @@ def bench_poll(args: argparse.Namespace, tmp: Path) -> list[Row]:
     rates = WriteRates(event_s=1 / args.event_rate, usage_s=1 / args.usage_rate, heartbeat_s=1.0,
                        step_s=args.step_every, step_sources=args.step_sources,
                        text_chars=args.text_chars)
-    say(f"  {args.writers} writer processes for {args.seconds:.0f} s, each: {args.event_rate:g} events/s, "
+    say(f"  {args.writers} writer {args.writer_mode.replace('ss', 'sse')}s for {args.seconds:.0f} s, each: {args.event_rate:g} events/s, "
         f"{args.usage_rate:g} usage rows/s, 1 heartbeat/s, a research step with {rates.step_sources} "
         f"sources ({rates.text_chars} chars) every {rates.step_s:g} s; poller every {args.poll_ms} ms")
 
-    ctx = mp.get_context("spawn")  # a fresh interpreter per writer: no inherited connections or threads
-    ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
-    procs = [ctx.Process(target=_writer, args=(str(db), rid, i, args.seconds, rates, ready, go, out),
-                         name=f"bench-writer-{i}", daemon=True) for i, rid in enumerate(run_ids)]
-    for proc in procs:
-        proc.start()
+    procs: list[Any]
+    if args.writer_mode == "process":
+        ctx = mp.get_context("spawn")  # a fresh interpreter per writer: no inherited connections
+        ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+        procs = [ctx.Process(target=_writer, args=(str(db), rid, i, args.seconds, rates, ready, go, out),
+                             name=f"bench-writer-{i}", daemon=True) for i, rid in enumerate(run_ids)]
+    else:  # like the dashboard: the job manager's threads share the process (and GIL) with the UI
+        ready, out, go = queue.Queue(), queue.Queue(), threading.Event()
+        procs = [threading.Thread(target=_writer, args=(str(db), rid, i, args.seconds, rates, ready, go, out),
+                                  name=f"bench-writer-{i}", daemon=True) for i, rid in enumerate(run_ids)]
+    with real_main():
+        for proc in procs:
+            proc.start()
     for _ in procs:
         ready.get(timeout=120)
 
     poll_times: list[float] = []
+    poll_cpu: list[float] = []  # this thread's CPU time per poll: wall >> CPU means it waited
     frame_times: list[float] = []
     poll_locked = 0
     poll_errors: list[str] = []
@@ -606,6 +642,7 @@ def bench_poll(args: argparse.Namespace, tmp: Path) -> list[Row]:
         rid = run_ids[i % len(run_ids)]
         i += 1
         begin = time.perf_counter()
+        begin_cpu = time.thread_time()
         try:  # exactly what live_panel in pages/run.py reads per refresh
             current = store.get_run(rid)
             steps = store.get_steps(rid)
@@ -613,6 +650,7 @@ def bench_poll(args: argparse.Namespace, tmp: Path) -> list[Row]:
             percent(current or {}, steps)
             events = views.tail_events(store, rid, int(activity.get("last_event_id") or 0))
             poll_times.append(time.perf_counter() - begin)
+            poll_cpu.append(time.thread_time() - begin_cpu)
             begin_frames = time.perf_counter()
             views.steps_frame(steps)
             views.events_frame(events)
@@ -653,6 +691,11 @@ def bench_poll(args: argparse.Namespace, tmp: Path) -> list[Row]:
     say(f"  poll (get_run + get_steps + latest_activity + tail_events): "
         f"p50 {secs(pct(poll_times, 50))}, p95 {secs(pct(poll_times, 95))}, max {secs(max(poll_times))}"
         if poll_times else "  no successful poll")
+    if poll_times:
+        worst = max(range(len(poll_times)), key=poll_times.__getitem__)
+        say(f"  slowest poll: {secs(poll_times[worst])} wall, {secs(poll_cpu[worst])} CPU in the "
+            f"poller (the rest is waiting: for one of {os.cpu_count()} CPUs, the GIL in thread mode, "
+            "or I/O)")
     if frame_times:
         say(f"  + building the steps and events tables: p50 {secs(pct(frame_times, 50))}, "
             f"p95 {secs(pct(frame_times, 95))}")
@@ -687,15 +730,30 @@ def bench_poll(args: argparse.Namespace, tmp: Path) -> list[Row]:
 
 # -- section: engine --------------------------------------------------------------------------
 
-def _engine_child(env: dict[str, str], db_path: str, out: Any) -> None:
-    """One full run in a fresh process, so peak RSS is the engine's own."""
+def peak_rss_mb() -> float:
+    """This process's peak resident set size in MB.
+
+    VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss across exec, so a spawned child
+    would report the (much larger) parent's peak from before the exec.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     import resource
 
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _engine_child(env: dict[str, str], db_path: str, out: Any) -> None:
+    """One full run in a fresh process, so peak RSS is the engine's own."""
     try:
         from research import Credentials, build_config, run_research
         from storage import Store
 
-        rss_imported = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        rss_imported = peak_rss_mb()
         credentials = Credentials.from_env(env)
         store = Store(db_path, secrets=credentials.secrets())
         config = build_config(env=env)
@@ -711,8 +769,7 @@ def _engine_child(env: dict[str, str], db_path: str, out: Any) -> None:
             "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"],
             "steps": len(steps), "skipped": len(store.get_skipped(run_id)),
             "parameters": config.parameters_line(),
-            "rss_imported_mb": rss_imported / 1024,
-            "rss_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "rss_imported_mb": rss_imported, "rss_peak_mb": peak_rss_mb(),
         })
         store.close()
     except Exception:  # noqa: BLE001 - reported by the parent
@@ -731,7 +788,8 @@ def bench_engine(args: argparse.Namespace, tmp: Path) -> list[Row]:
         out = ctx.Queue()
         proc = ctx.Process(target=_engine_child, args=(env, str(tmp / "engine.db"), out),
                            name="bench-engine", daemon=True)
-        proc.start()
+        with real_main():
+            proc.start()
         result = out.get(timeout=args.engine_timeout)
         proc.join(timeout=30)
         counts = {api: server.count(api) for api in ("openai", "gemini", "tavily", "arxiv",
@@ -780,6 +838,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     poll = parser.add_argument_group("Polling under write load")
     poll.add_argument("--writers", type=int, default=8, help="writer processes (default 8)")
     poll.add_argument("--seconds", type=float, default=25.0, help="how long they write (default 25)")
+    poll.add_argument("--writer-mode", choices=("process", "thread"), default="process",
+                      help="writers as processes (default; SQLite locking across processes) or as "
+                           "threads of this process, like the dashboard's job manager")
     poll.add_argument("--poll-ms", type=int, default=100, help="poll interval in ms (default 100)")
     poll.add_argument("--event-rate", type=float, default=20.0, help="events/s per writer (default 20)")
     poll.add_argument("--usage-rate", type=float, default=4.0, help="usage rows/s per writer (default 4)")
@@ -806,7 +867,7 @@ def print_table(rows: list[Row]) -> None:
     header = Row("section", "measure", "value", "target", "")
     widths = [max(len(getattr(r, f)) for r in [header, *rows])
               for f in ("section", "measure", "value", "target", "verdict")]
-    line = "  ".join("-" * w for w in widths)
+    line = "  ".join("-" * w for w in widths).rstrip()
     say("\n" + line)
     for row in [header, *rows]:
         say("  ".join(getattr(row, f).ljust(w) for f, w in
@@ -819,7 +880,7 @@ def print_table(rows: list[Row]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     say(f"Deep Research Studio benchmark: Python {platform.python_version()}, SQLite "
-        f"{sqlite3.sqlite_version}, {os.cpu_count()} CPUs; sections: {', '.join(args.only)}")
+        f"{sqlite3.sqlite_version}, {os.cpu_count()} CPUs, {load()}; sections: {', '.join(args.only)}")
     runners = {"run": bench_run_page, "library": bench_library, "poll": bench_poll,
                "engine": bench_engine}
     rows: list[Row] = []
@@ -849,9 +910,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             shutil.rmtree(tmp, ignore_errors=True)
     print_table(rows)
-    say(f"total {time.perf_counter() - began:.0f} s")
+    say(f"total {time.perf_counter() - began:.0f} s; {load()} (other work on the machine inflates "
+        "every figure)")
     return 1 if crashed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run from the importable module, so spawned children can unpickle its functions by name.
+    from bench import benchmark
+
+    sys.exit(benchmark.main())
