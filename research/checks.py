@@ -14,7 +14,11 @@ from typing import Any
 CITATION = re.compile(r"\[(\d+(?:\s*[-–,]\s*\d+)*)\](?!\()")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_UNCITED_SECTIONS = re.compile(r"open questions|gaps|sources|references", re.IGNORECASE)
+_UNCITED_SECTIONS = re.compile(
+    r"open questions|gaps|sources|references|offene fragen|lücken|quellen|questions ouvertes|"
+    r"lacunes|références|preguntas abiertas|lagunas|fuentes|referencias|domande aperte|fonti",
+    re.IGNORECASE,
+)
 STALE_AFTER_DAYS = 730  # when SOURCE_MAX_AGE_DAYS is 0, older than two years counts as stale
 MIN_CITED_SHARE = 0.8
 MAX_STALE_SHARE = 0.5

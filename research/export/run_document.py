@@ -18,6 +18,14 @@ def build_document_for_run(store: Store, run_id: str) -> ReportDocument:
     return build_document(
         run_id=run_id, question=run["question"], created_at=run["created_at"],
         parameters_line=meta.get("parameters_line", ""), draft=draft["text"],
-        numbering=draft["numbering"], sources=store.get_sources(run_id),
+        numbering=draft["numbering"], sources=store.get_sources(run_id, with_text=False),
         notes=tuple(meta.get("notes", ())),
+        verification=meta.get("verification") or _verification_line(store, run_id),
     )
+
+
+def _verification_line(store: Store, run_id: str) -> str:
+    """The verify step's summary line, for reports delivered before it was kept in meta."""
+    step = store.get_step(run_id, "verify") or {}
+    result = step.get("result") or {}
+    return str(result.get("line") or "") if step.get("status") == "done" else ""

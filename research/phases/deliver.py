@@ -35,7 +35,7 @@ def run_record(ctx: RunContext) -> str:
 def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
     def make() -> dict[str, Any]:
         current, checks = current_checks(ctx)
-        sources = ctx.store.get_sources(ctx.run_id)
+        sources = ctx.store.get_sources(ctx.run_id, with_text=False)
         notes = [f"The subtopic \u201c{s['title']}\u201d could not be researched ({s['error']}); "
                  "the report does not cover it." for s in failed]
         budget = ctx.budget_reason()

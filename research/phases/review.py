@@ -64,7 +64,7 @@ class ReviewResult(BaseModel):
 def current_checks(ctx: RunContext) -> tuple[dict[str, Any], dict[str, Any]]:
     """The latest draft and its deterministic checks."""
     current = ctx.store.get_drafts(ctx.run_id)[-1]
-    sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id)}
+    sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
     checks = run_checks(
         current["text"], current["numbering"], sources,
         max_words=ctx.config.report_max_words, max_age_days=ctx.config.source_max_age_days,
@@ -90,7 +90,7 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
 def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
     reviewer = ctx.lead.delegate(Role.REVIEWER)
     current, checks = current_checks(ctx)
-    sources = ctx.store.get_sources(ctx.run_id)
+    sources = ctx.store.get_sources(ctx.run_id, with_text=False)
     numbers = {sid: n for n, sid in current["numbering"].items()}
     listed = [s for s in sources if s["id"] in numbers]
     found = problems(checks) or ["none"]

@@ -44,6 +44,11 @@ Rules:
 - Do not write a Sources or References section: it is added automatically.
 - At most {max_words} words."""
 
+LANGUAGE_RULE = """
+Write the entire report in {language}: every heading (translate the section names above),
+every sentence and the table. The sources may be in any language; keep their titles as
+they are."""
+
 DRAFT_PROMPT = """Write the research report answering this question:
 <question>{question}</question>
 
@@ -77,9 +82,22 @@ CURRENT REPORT:
 Reply with the full revised report only."""
 
 SHORTEN_PROMPT = """The report below has {words} words; the limit is {max_words}. Shorten it
-to fit, keeping the structure, the key numbers and every citation of what stays.
+to fit, keeping its language, the structure, the key numbers and every citation of what
+stays.
 
 {draft}"""
+
+
+def structure(ctx: RunContext) -> str:
+    """The report structure and rules, in the report's language."""
+    text = STRUCTURE.format(max_words=ctx.config.report_max_words)
+    if not is_english(ctx.config.report_language):
+        text += LANGUAGE_RULE.format(language=ctx.config.report_language)
+    return text
+
+
+def is_english(language: str) -> bool:
+    return language.strip().lower() in ("english", "en", "en-us", "en-gb")
 
 
 def numbering(sources: list[dict[str, Any]]) -> dict[str, int]:
@@ -121,15 +139,14 @@ def draft(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, An
 
     def make() -> dict[str, Any]:
         writer = ctx.lead.delegate(Role.WRITER)
-        sources = ctx.store.get_sources(ctx.run_id)
+        sources = ctx.store.get_sources(ctx.run_id, with_text=False)
         numbers = numbering(sources)
         findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
         ctx.emit(DraftStarted(
             ctx.run_id, f"The writer is drafting from {len(sources)} sources", step="write"))
         prompt = DRAFT_PROMPT.format(
             question=clean_untrusted(ctx.brief),
-            structure=STRUCTURE.format(max_words=ctx.config.report_max_words),
-            findings=findings, missing=missing, sources=listing,
+            structure=structure(ctx), findings=findings, missing=missing, sources=listing,
         )
         messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
         text = fit_length(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()))
@@ -146,15 +163,15 @@ def revise(
     def make() -> dict[str, Any]:
         writer = ctx.lead.delegate(Role.WRITER)
         current = ctx.store.get_drafts(ctx.run_id)[-1]
-        sources = ctx.store.get_sources(ctx.run_id)
+        sources = ctx.store.get_sources(ctx.run_id, with_text=False)
         numbers = {sid: n for n, sid in current["numbering"].items()}
         findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
         ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current['version']}",
                               step=f"revise:{cycle}"))
         prompt = REVISE_PROMPT.format(
             question=clean_untrusted(ctx.brief), feedback=feedback,
-            structure=STRUCTURE.format(max_words=ctx.config.report_max_words),
-            findings=findings, missing=missing, sources=listing, draft=current["text"],
+            structure=structure(ctx), findings=findings, missing=missing, sources=listing,
+            draft=current["text"],
         )
         messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
         text = fit_length(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()))

@@ -281,7 +281,28 @@ def write_report(user: str, *, cite_invented: bool = False) -> str:
         lines.insert(lines.index("## Confidence assessment") + 2,
                      "Further support comes from the remaining sources "
                      + "".join(f"[{n}]" for n in uncited) + ".")
-    return "\n".join(lines)
+    return localise("\n".join(lines), user)
+
+
+_LANGUAGE = re.compile(r"Write the entire report in ([A-Z][a-z]+)")
+HEADINGS = {
+    "German": {
+        "Executive summary": "Zusammenfassung", "Key findings": "Wichtigste Ergebnisse",
+        "Analysis by subtopic": "Analyse nach Teilthemen", "Comparison": "Vergleich",
+        "Where sources disagree": "Wo die Quellen sich widersprechen",
+        "Recommendations": "Empfehlungen", "Open questions and gaps": "Offene Fragen und Lücken",
+        "Confidence assessment": "Einschätzung der Verlässlichkeit",
+    },
+}
+
+
+def localise(report: str, user: str) -> str:
+    """Translate the fixed headings when the writer is asked for another language."""
+    match = _LANGUAGE.search(user)
+    table = HEADINGS.get(match.group(1), {}) if match else {}
+    for english, translated in table.items():
+        report = report.replace(f"## {english}\n", f"## {translated}\n")
+    return report
 
 
 def shorten_report(user: str) -> str:
