@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import ui, views
+from dashboard import ui, verification_view, views
 from dashboard.jobs import ACTIVE, RESUMABLE, status_of
 from research import cancel, pause, unpause
 from research.errors import ConfigError, ResearchError
 from research.progress import percent
 
 REFRESH_S = 2.0
-TABS = ["Plan", "Sources", "Review", "Report", "Tokens and cost"]
+TABS = ["Plan", "Sources", "Review", "Verification", "Report", "Tokens and cost"]
 
 store = ui.store()
 jobs = ui.jobs()
@@ -121,7 +121,7 @@ initially_active = status_of(run, jobs.is_alive(run_id)) in ACTIVE
 state[f"_active_{run_id}"] = initially_active
 st.fragment(run_every=REFRESH_S if initially_active else None)(live_panel)()
 
-plan_tab, sources_tab, review_tab, report_tab, usage_tab = st.tabs(TABS, key="tab", bind="query-params")
+plan_tab, sources_tab, review_tab, verification_tab, report_tab, usage_tab = st.tabs(TABS, key="tab", bind="query-params")
 
 if plan_tab.open:
     with plan_tab:
@@ -211,11 +211,42 @@ if review_tab.open:
                                                  old_name=f"draft {old['version']}",
                                                  new_name=f"draft {new['version']}"),
                                 language="diff")
-        verifications = store.get_verifications(run_id)
-        if verifications:
-            st.markdown("**Claim verification**")
-            st.dataframe([{"Claim": v["claim"], "Verdict": v["verdict"], "Reviewer": v.get("reviewer")}
-                          for v in verifications], hide_index=True, width="stretch")
+
+if verification_tab.open:
+    with verification_tab:
+        verdicts = store.get_verifications(run_id)
+        if not verdicts:
+            st.info("Every cited claim is checked against its sources after the review; the "
+                    "verdicts appear here then.")
+        else:
+            checked = verification_view.summary_of(store, run_id)
+            cols = st.columns(4)
+            cols[0].metric("Supported claims", verification_view.share_text(checked))
+            cols[1].metric("Removed", checked["unsupported_removed"])
+            cols[2].metric("Qualified", checked["rewritten"])
+            cols[3].metric("Single-source, marked", checked["single_source"])
+            if checked["line"]:
+                st.caption(views.md_text(checked["line"]))
+            if checked["unverified_subtopics"]:
+                st.warning("Unverified subtopics (marked in the report): "
+                           + "; ".join(views.md_text(t) for t in checked["unverified_subtopics"]))
+            by_id = {s["id"]: s for s in store.get_sources(run_id, with_text=False)}
+            frame = verification_view.verdicts_frame(verdicts, by_id)
+            cols = st.columns(2)
+            outcomes = cols[0].multiselect("Outcome", sorted(frame["Outcome"].unique()), key="v_outcome")
+            sections = cols[1].multiselect("Section", list(dict.fromkeys(frame["Section"])), key="v_section")
+            shown = verification_view.filter_verdicts(frame, outcomes=outcomes, sections=sections)
+            st.caption(f"{len(shown)} of {len(frame)} claims")
+            st.dataframe(shown, hide_index=True, width="stretch", height=360,
+                         column_config={"Claim": st.column_config.TextColumn("Claim", width="large"),
+                                        "Passage": st.column_config.TextColumn("Passage", width="large")})
+            rows = {v["claim_id"]: v for v in verdicts}
+            choice = st.selectbox("Look at one claim", [c for c in shown["Claim id"] if c in rows],
+                                  format_func=lambda cid: verification_view.claim_choice_label(rows[cid]),
+                                  key="v_claim")
+            if choice:
+                with st.container(border=True):
+                    st.markdown(verification_view.claim_detail_markdown(rows[choice], by_id))
 
 if report_tab.open:
     with report_tab:
@@ -252,6 +283,8 @@ if report_tab.open:
                                      "The Markdown download still works.")
                         else:
                             st.rerun()
+                if doc.verification:
+                    st.info(f"**Verification:** {views.md_text(doc.verification)}")
                 for note in doc.notes:
                     st.warning(views.md_text(note))
                 st.markdown(views.report_markdown(doc))

@@ -9,7 +9,7 @@ from datetime import date
 from typing import Any
 
 from research.agents import Agent
-from research.config import ResearchConfig
+from research.config import Credentials, ResearchConfig
 from research.control import RunControl
 from research.errors import BudgetStop, ResearchError, redact
 from research.events import EventSink, StepCompleted, StepFailed, StepStarted
@@ -33,6 +33,7 @@ class RunContext:
     today: date
     secrets: list[str] = field(default_factory=list)
     meter: UsageMeter | None = None
+    credentials: Credentials | None = None
     usage_before: dict[str, Any] = field(default_factory=dict)  # from earlier sessions of this run
     _budget_checked: float = 0.0
     _budget: str | None = None

@@ -7,7 +7,8 @@ ResearchError
 │   ├── RateLimited      429 we could not wait out
 │   ├── QuotaExhausted   the account is out of credit: never retried
 │   ├── ProviderTimeout  no answer before the deadline
-│   └── AuthError        key refused
+│   ├── AuthError        key refused
+│   └── ContextTooLong   the prompt is longer than the model accepts (trimmed and retried once)
 ├── SchemaError          a model's structured answer stayed invalid after one repair
 ├── FetchError           a page could not be read
 │   └── FetchRefused     a page we will not read (unsafe address, wrong type, too big)
@@ -71,6 +72,10 @@ class ProviderTimeout(ProviderError):
 
 class AuthError(ProviderError):
     pass
+
+
+class ContextTooLong(ProviderError):
+    """The provider refused the prompt as longer than the model's context window."""
 
 
 class SchemaError(ResearchError):

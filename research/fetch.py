@@ -37,6 +37,7 @@ import httpcore
 import httpx
 
 from research.errors import FetchError, FetchRefused, ResearchError, redact
+from research.prompts import strip_invisible
 from research.urls import check_host, check_url
 
 Resolver = Callable[[str], list[str]]
@@ -49,7 +50,6 @@ _KINDS = {
 }
 _ENCODINGS = {"", "identity", "gzip", "x-gzip", "deflate"}
 _REDIRECTS = {301, 302, 303, 307, 308}
-_INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 _BINARY_MAGIC = (
     b"PK\x03\x04", b"\x1f\x8b", b"%PDF", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"7z\xbc\xaf",
     b"Rar!", b"\x7fELF", b"BZh", b"\xfd7zXZ", b"OggS", b"RIFF", b"\x00\x00\x01\x00",
@@ -226,7 +226,7 @@ class Fetcher:
 
 def clean_text(text: str) -> str:
     """Drop zero-width and bidi-override characters (used to hide or disguise text)."""
-    text = _INVISIBLE.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+    text = strip_invisible(text).replace("\r\n", "\n").replace("\r", "\n")
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 

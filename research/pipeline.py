@@ -1,7 +1,7 @@
 """A research run, top to bottom. Each phase lives in `research/phases/`.
 
     pre-flight -> clarify -> plan (-> the person reviews it) -> research rounds (parallel
-    workers, follow-up triage) -> draft -> review cycles -> deliver
+    workers, follow-up triage) -> draft -> review cycles -> verify claims -> deliver
 
 Every phase stores its result when it finishes, so `execute` on an interrupted run skips
 what is done and continues where it stopped. A run that needs the person (answers to
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -21,7 +22,15 @@ from research.config import Credentials, ResearchConfig
 from research.constants import MAX_QUESTION_CHARS
 from research.context import RunContext
 from research.control import RunControl
-from research.errors import ConfigError, NeedsInput, ResearchError, RunCancelled, redact
+from research.engines import HOSTED_ENGINES, LABELS, merge_for_delivery, run_hosted
+from research.errors import (
+    BudgetExceeded,
+    ConfigError,
+    NeedsInput,
+    ResearchError,
+    RunCancelled,
+    redact,
+)
 from research.events import (
     Cancelled,
     Completed,
@@ -31,13 +40,25 @@ from research.events import (
     Resumed,
     Retrying,
     Waiting,
+    Warning,
     fan_out,
 )
 from research.fetch import Fetcher, FetchLimits
 from research.llm import build_llm
 from research.llm.base import LLM, RoleLLM, UsageMeter
 from research.llm.pricing import PriceTable
-from research.phases import clarify, deliver, inherit, plan, preflight, research, review, rounds, write
+from research.phases import (
+    clarify,
+    deliver,
+    inherit,
+    plan,
+    preflight,
+    research,
+    review,
+    rounds,
+    verify,
+    write,
+)
 from research.retry import RetryPolicy
 from research.search import build_search_providers
 from research.search.base import SearchProvider
@@ -121,26 +142,12 @@ def execute(
                 control=control, lead=workflow.lead(),
                 search=search_factory(config, credentials), fetcher=fetcher,
                 today=today or datetime.now(UTC).date(), secrets=secrets,
-                meter=meter, usage_before=store.usage_totals(run_id),
+                meter=meter, usage_before=store.usage_totals(run_id), credentials=credentials,
             )
-            preflight.run(ctx)
-            clarify.run(ctx)
-            inherited = inherit.run(ctx)
-            plan.run(ctx, inherited)
-            plan.review_gate(ctx)
-            failed = research.run(ctx, store.get_plan(run_id) or [])
-            failed = rounds.run(ctx, failed)
-            subtopics = store.get_plan(run_id) or []
-            if store.count_sources(run_id) == 0:
-                raise ResearchError(
-                    "No usable sources were found, so no report was written (reports are "
-                    "never made from model memory alone). Try a broader question, other "
-                    "search providers, or a lower relevance threshold."
-                )
-            write.draft(ctx, subtopics, failed)
-            if not ctx.budget_reason():  # over budget: write up what was gathered, no more
-                review.run(ctx, subtopics, failed)
-            deliver.run(ctx, subtopics, failed)
+            if config.engine in HOSTED_ENGINES:
+                _hosted_only(ctx, config.engine)
+            else:
+                _pipeline(ctx, with_hosted=config.engine == "all")
         _finish(store, run_id, meter, "completed")
         emit(Completed(run_id, "Research complete. The report is ready."))
     except NeedsInput as exc:
@@ -163,6 +170,57 @@ def execute(
         if own_fetcher:
             fetcher.close()
     return store.get_run(run_id) or {}
+
+
+def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
+    """The built-in multi-agent pipeline; with "all", the hosted engines run beside it."""
+    preflight.run(ctx)
+    clarify.run(ctx)
+    inherited = inherit.run(ctx)
+    plan.run(ctx, inherited)
+    plan.review_gate(ctx)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="engine") as pool:
+        hosted = [pool.submit(_hosted_beside, ctx, name) for name in HOSTED_ENGINES] if with_hosted else []
+        failed = research.run(ctx, ctx.store.get_plan(ctx.run_id) or [])
+        failed = rounds.run(ctx, failed)
+        for future in hosted:
+            future.result()  # cancellation and the time limit stop the whole run
+    subtopics = ctx.store.get_plan(ctx.run_id) or []
+    if ctx.store.count_sources(ctx.run_id) == 0:
+        raise ResearchError(
+            "No usable sources were found, so no report was written (reports are "
+            "never made from model memory alone). Try a broader question, other "
+            "search providers, or a lower relevance threshold."
+        )
+    if failed and len(failed) == len([s for s in subtopics if not s.get("inherited")]) and hosted:
+        merge_for_delivery(ctx, list(HOSTED_ENGINES))  # only the hosted engines delivered
+    else:
+        write.draft(ctx, subtopics, failed)
+    if not ctx.budget_reason():  # over budget: write up what was gathered, no more
+        review.run(ctx, subtopics, failed)
+        verify.run(ctx, subtopics, failed)
+    deliver.run(ctx, subtopics, failed)
+
+
+def _hosted_beside(ctx: RunContext, engine: str) -> None:
+    """One hosted engine next to the pipeline: its failure is an event, not the run's end."""
+    try:
+        run_hosted(ctx, engine)
+    except (RunCancelled, BudgetExceeded):
+        raise
+    except ResearchError as exc:
+        ctx.emit(Warning(ctx.run_id, f"{LABELS.get(engine, engine)} failed: {ctx.safe(str(exc))}",
+                         step=f"engine:{engine}"))
+
+
+def _hosted_only(ctx: RunContext, engine: str) -> None:
+    """A run handed to one hosted deep-research service, then verified and delivered."""
+    clarify.run(ctx)
+    run_hosted(ctx, engine)
+    merge_for_delivery(ctx, [engine])
+    if not ctx.budget_reason():
+        verify.run(ctx, [], [])
+    deliver.run(ctx, [], [])
 
 
 def _finish(store: Store, run_id: str, meter: UsageMeter, status: str, error: str | None = None) -> None:

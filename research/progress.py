@@ -19,7 +19,8 @@ def percent(run: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> int:
     approved = any((s.get("result") or {}).get("approved") for s in review_steps)
     planned_reviews = (len(review_steps) if approved
                        else max(len(review_steps), 2 * int(config.get("review_cycles", 2))))
-    total = 2 + subtopics + 1 + planned_reviews + 1  # preflight, plan, workers, draft, reviews, deliver
+    # preflight, plan, workers, draft, reviews, verify, deliver
+    total = 2 + subtopics + 1 + planned_reviews + 1 + 1
     done = sum(
         1 for s in steps
         if s.get("status") == "done" or (s.get("kind") == "research" and s.get("status") == "failed")

@@ -212,7 +212,37 @@ def m001_initial(db: Database) -> None:
     """)
 
 
-MIGRATIONS: list[Migration] = [m001_initial]
+def m002_engine_reports(db: Database) -> None:
+    """Hosted deep-research engines: one row per (run, engine) with the remote job id (kept
+    from the moment the job starts, so a resumed run re-attaches instead of paying twice) and,
+    once done, the engine's report with its citation numbering {n: source_id}."""
+    _run(db, """
+    CREATE TABLE engine_reports (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        engine TEXT NOT NULL,
+        remote_id TEXT,
+        status TEXT NOT NULL DEFAULT 'starting',
+        markdown TEXT NOT NULL DEFAULT '',
+        numbering TEXT NOT NULL DEFAULT '{}',
+        meta TEXT NOT NULL DEFAULT '{}',
+        error TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, engine)
+    )
+    """)
+
+
+def m003_verification_details(db: Database) -> None:
+    """Claim verification (SPEC step 7): where each claim sits in the report, what each of the
+    two passes and the critic said, what became of it, and the evidence shown (JSON)."""
+    for column in ("section", "subtopic", "verifier_verdict", "auditor_verdict", "critic_verdict",
+                   "status", "final_text", "note"):
+        db.execute(f"ALTER TABLE verifications ADD COLUMN {column} TEXT")
+    db.execute("ALTER TABLE verifications ADD COLUMN details TEXT NOT NULL DEFAULT '{}'")
+
+
+MIGRATIONS: list[Migration] = [m001_initial, m002_engine_reports, m003_verification_details]
 
 
 def apply_migrations(db: Database) -> list[int]:

@@ -14,11 +14,11 @@ from __future__ import annotations
 import io
 import os
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -48,6 +48,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright pac
 DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT = {"width": 1400, "height": 1000}
 RUN_TIMEOUT_MS = 120_000
+EXPECT_TIMEOUT_MS = 20_000  # a fresh server's first page imports pandas, plotly and the engine
 
 
 # --- fixtures ------------------------------------------------------------------------------
@@ -87,28 +88,59 @@ def _server(env: dict[str, str], name: str) -> StreamlitServer:
 
 
 def _page(browser: Any, server: StreamlitServer) -> tuple[Any, Any, PageWatch]:
+    (ARTIFACTS / f"FAILED-{server.log_path.stem.removesuffix('-streamlit')}.png").unlink(missing_ok=True)
     context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
     context.set_default_timeout(30_000)
+    sync_api.expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     page = context.new_page()
     watch = PageWatch(origin=server.url)
     watch.attach(page)
     return context, page, watch
 
 
-def _shot(page: Any, name: str) -> Path:
+def _shot(page: Any, name: str, *, height: int | None = None) -> bytes:
+    """Screenshot the viewport (or a taller one) once hover effects and animations have settled."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path))
-    return path
+    page.mouse.move(VIEWPORT["width"] - 5, VIEWPORT["height"] - 5)  # no hover effects in the sidebar
+    if height:
+        page.set_viewport_size({"width": VIEWPORT["width"], "height": height})
+    page.wait_for_timeout(400)
+    try:
+        picture = page.screenshot(animations="disabled")
+    finally:
+        if height:
+            page.set_viewport_size(VIEWPORT)
+    path.write_bytes(picture)
+    return picture
 
 
-def _publish(shots: dict[str, Path]) -> None:
+def _failure_shot(page: Any, name: str) -> None:
+    """A picture of the page as it was when the test failed (never hides the failure itself)."""
+    try:
+        (ARTIFACTS / f"{name}.png").write_bytes(page.screenshot(timeout=10_000))
+    except Exception:  # noqa: BLE001 - the original error matters more
+        pass
+
+
+def _publish(shots: dict[str, bytes]) -> None:
     """Copy the README's screenshots to docs/screenshots/ when asked (UPDATE_SCREENSHOTS=1)."""
     if os.environ.get("UPDATE_SCREENSHOTS", "").strip() not in ("1", "true", "yes"):
         return
     DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    for name, path in shots.items():
-        shutil.copyfile(path, DOCS_SCREENSHOTS / f"{name}.png")
+    for name, picture in shots.items():
+        (DOCS_SCREENSHOTS / f"{name}.png").write_bytes(picture)
+
+
+def _get(value: Any) -> Any:
+    assert value is not None
+    return value
+
+
+def _query(url: str, name: str) -> str:
+    values = parse_qs(urlsplit(url).query).get(name)
+    assert values, f"{name} is not in {url}"
+    return values[0]
 
 
 def _main(page: Any) -> Any:
@@ -120,11 +152,11 @@ def _slider(page: Any, label: str) -> Any:
         has=page.locator('[data-testid="stWidgetLabel"]', has_text=re.compile(f"^{re.escape(label)}$")))
 
 
-def _move_slider(page: Any, label: str, key: str, presses: int, expected: int) -> None:
+def _move_slider(page: Any, label: str, presses: int, expected: int) -> None:
     slider = _slider(page, label)
     thumb_value = slider.locator('[data-testid="stSliderThumbValue"]')
     before = int(thumb_value.inner_text())
-    assert before != expected
+    assert before != expected, f"{label} already shows {expected}"
     thumb = slider.locator('input[type="range"]')
     thumb.focus()
     for _ in range(abs(presses)):
@@ -156,18 +188,23 @@ def _assert_clean(watch: PageWatch) -> None:
 
 # --- 1. a research run, end to end ---------------------------------------------------------
 
-def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dict[str, str]) -> None:
+def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dict[str, str],
+                                                tmp_path: Path) -> None:
     pypdf = pytest.importorskip("pypdf")
     store = Store(dashboard_env["DEEP_RESEARCH_DB"])
     earlier = finished_run(store, "How fast is solar power growing?", SUBTOPIC_COUNT=5,
                            SOURCES_PER_SUBTOPIC=10, REVIEW_CYCLES=1)
     question = "How fast is wind power growing in Europe, and what holds it back?"
-    shots: dict[str, Path] = {}
+    shots: dict[str, bytes] = {}
     with _server(dashboard_env, "e2e") as server:
         context, page, watch = _page(browser, server)
         try:
             # New research: question, the three sliders, the estimate, Start.
             page.goto(server.url + "/")
+            # Wait for the first run to be drawn in full: touching the form earlier can blank the
+            # Model and Search providers fields (see the note in the hand-over).
+            searches = page.locator('[data-testid="stMetric"]').filter(has_text="Web searches")
+            sync_api.expect(searches).to_be_visible()
             wait_idle(page)
             sync_api.expect(page.get_by_role("heading", name="New research")).to_be_visible()
             box = page.get_by_label("Your research question")
@@ -175,34 +212,39 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             box.press("Control+Enter")  # commits a text area in Streamlit
             sync_api.expect(page.get_by_text(f"{len(question)} / 2000 characters")).to_be_visible()
             wait_idle(page)
-            searches = page.locator('[data-testid="stMetric"]').filter(has_text="Web searches")
             estimate_before = searches.inner_text()
-            _move_slider(page, "Subtopics", "c_SUBTOPIC_COUNT", -1, 3)
-            _move_slider(page, "Sources per subtopic", "c_SOURCES_PER_SUBTOPIC", -1, 5)
-            _move_slider(page, "Review cycles", "c_REVIEW_CYCLES", +1, 1)
+            _move_slider(page, "Subtopics", -1, 3)
+            _move_slider(page, "Sources per subtopic", -1, 5)
+            _move_slider(page, "Review cycles", +1, 1)
             assert searches.inner_text() != estimate_before, "the estimate did not follow the sliders"
+            search_field = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Search providers")
+            sync_api.expect(search_field).to_contain_text("tavily")
+            sync_api.expect(page.get_by_label("Model", exact=True)).to_have_value("gpt-5-mini")
             shots["new-research"] = _shot(page, "new-research")
 
             page.get_by_role("button", name="Start research").click()
             page.wait_for_url(re.compile(r"/run\?run=[^&]+"))
-            run_id = re.search(r"run=([^&]+)", page.url).group(1)
-            config = store.get_run(run_id)["config"]
+            run_id = _query(page.url, "run")
+            config = _get(store.get_run(run_id))["config"]
             assert (config["subtopic_count"], config["sources_per_subtopic"], config["review_cycles"]) == (3, 5, 1)
 
             # Run page: live progress until it completes at 100 %.
             progress = page.locator('[data-testid="stProgress"]')
             sync_api.expect(progress).to_be_visible()
-            shots_live = _shot(page, "run-live")
-            assert shots_live.exists()
+            _shot(page, "run-live")
             sync_api.expect(progress).to_contain_text("Completed · 100%", timeout=RUN_TIMEOUT_MS)
-            run = store.get_run(run_id)
+            run = _get(store.get_run(run_id))
             assert run["status"] == "completed", run.get("error")
             sync_api.expect(progress.get_by_role("progressbar")).to_have_attribute("aria-valuenow", "100")
             wait_idle(page)
+            page.get_by_text("Steps", exact=True).click()  # open the steps table for the picture
+            sync_api.expect(_main(page).locator('[data-testid="stExpander"]').first
+                            .locator('[role="gridcell"]').first).to_be_attached()
             shots["run"] = _shot(page, "run")
 
             panel = _open_tab(page, "Plan")
-            sync_api.expect(panel.get_by_text(f"1. {store.get_plan(run_id)[0]['title']}")).to_be_visible()
+            sync_api.expect(panel.get_by_text(f"1. {_get(store.get_plan(run_id))[0]['title']}")).to_be_visible()
+            _scroll_to_tabs(page)
             _shot(page, "run-plan")
 
             # Sources: the table, its filters and the charts.
@@ -212,9 +254,12 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             sync_api.expect(panel.get_by_text(f"{count} of {count} sources")).to_be_visible()
             table = panel.locator('[data-testid="stDataFrame"]')
             sync_api.expect(table).to_be_visible()
-            first_title = " ".join(store.get_sources(run_id, with_text=False)[0]["title"].split())
-            sync_api.expect(table.get_by_role("gridcell", name=first_title).first).to_be_attached()
-            sync_api.expect(table.get_by_role("columnheader", name="Relevance")).to_be_attached()
+            # The grid draws on a canvas; its accessible (hidden) table carries the cell texts.
+            sync_api.expect(table.locator('[role="gridcell"]').first).to_be_attached()
+            titles = {" ".join(s["title"].split()) for s in store.get_sources(run_id, with_text=False)}
+            cells = {" ".join(t.split()) for t in table.locator('[role="gridcell"]').all_text_contents()}
+            assert titles & cells, f"no source title in the table: {sorted(cells)[:10]}"
+            sync_api.expect(table.locator('[role="columnheader"]', has_text="Relevance")).to_be_attached()
             sync_api.expect(panel.locator('[data-testid="stPlotlyChart"]')).to_have_count(4)
             wait_idle(page)
             _scroll_to_tabs(page)
@@ -234,7 +279,7 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             # Report: headings, citations, Markdown and PDF downloads.
             panel = _open_tab(page, "Report")
             sync_api.expect(panel.get_by_role("button", name="Download Markdown")).to_be_visible()
-            report_md = store.get_report(run_id)["markdown"]
+            report_md = _get(store.get_report(run_id))["markdown"]
             headings = [h.lstrip("#").strip() for h in re.findall(r"^##\s+.+$", report_md, re.MULTILINE)]
             headings = [h for h in headings if h and h != "Sources"]
             assert headings, report_md[:500]
@@ -251,15 +296,22 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
                 pdf_button.click()
             download = info.value
             assert download.suggested_filename == f"report-{run_id}.pdf"
-            pdf_path = ARTIFACTS / download.suggested_filename
+            pdf_path = tmp_path / download.suggested_filename
             download.save_as(str(pdf_path))
             data = pdf_path.read_bytes()
+            (ARTIFACTS / "report.pdf").write_bytes(data)
             assert data.startswith(b"%PDF")
             text = " ".join(p.extract_text() or "" for p in pypdf.PdfReader(io.BytesIO(data)).pages)
             flat = " ".join(text.split())
             for heading in headings[:3]:
                 assert " ".join(heading.split()) in flat, f"{heading!r} is not in the PDF"
             assert "[1]" in flat
+
+            if page.get_by_role("tab", name="Verification", exact=True).count():
+                _open_tab(page, "Verification")
+                wait_idle(page)
+                _scroll_to_tabs(page)
+                _shot(page, "run-verification")
 
             panel = _open_tab(page, "Tokens and cost")
             sync_api.expect(panel.get_by_text("Estimated cost")).to_be_visible()
@@ -279,7 +331,7 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
                 wait_idle(page)
             sync_api.expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
             wait_idle(page)
-            shots["library"] = _shot(page, "library")
+            shots["library"] = _shot(page, "library", height=1500)
 
             # Settings: the stand-in's key is shown masked, never in full.
             page.get_by_role("link", name="Settings").click()
@@ -293,7 +345,7 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
 
             _assert_clean(watch)
         except BaseException:
-            _shot(page, "FAILED-e2e")
+            _failure_shot(page, "FAILED-e2e")
             raise
         finally:
             context.close()
@@ -369,6 +421,10 @@ def _seed_hostile_run(store: Store) -> str:
                                                       "parameters_line": config.parameters_line(),
                                                       "notes": [f"Note {PAYLOADS}"]})
     store.set_citations(run_id, {"s0001": [PAYLOADS], "s0002": ["Key findings"]})
+    store.save_verifications(run_id, [
+        {"claim_id": f"c{n}", "claim": f"Claim {n} {PAYLOADS}", "source_ids": ["s0001"], "verdict": verdict,
+         "passage": f"Passage {PAYLOADS}", "reviewer": "verifier", "section": PAYLOADS}
+        for n, verdict in ((1, "supported"), (2, "unsupported"))])
     store.add_usage(run_id, "worker", "openai", "gpt-5-mini", 1000, 300, 0.001)
     for i in range(3):
         store.append_event({"run_id": run_id, "type": "step_completed", "message": f"event {i} {PAYLOADS}"})
@@ -396,6 +452,7 @@ def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, dashboard
         try:
             started = time.monotonic()
             page.goto(f"{server.url}/run?run={run_id}")
+            wait_idle(page)
             main = _main(page)
             # The question is shown, literally, as text.
             sync_api.expect(main.get_by_text(f"Hostile {MARK} question").first).to_be_visible()
@@ -404,24 +461,29 @@ def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, dashboard
             wait_idle(page)
             _audit(page, watch, "run page")
 
-            for tab, shows in (("Plan", f"Plan {MARK}"), ("Sources", "3 of 3 sources"),
-                               ("Review", "Changes requested"), ("Report", "Download Markdown"),
-                               ("Tokens and cost", "Estimated cost")):
-                _open_tab(page, tab)
-                sync_api.expect(main.get_by_text(shows).first).to_be_visible()
+            # Every tab of the Run page, whatever tabs it has: each one audited after it renders.
+            expected = {"Plan": f"Plan {MARK}", "Sources": "3 of 3 sources", "Review": "Changes requested",
+                        "Verification": "claims", "Report": "Download Markdown",
+                        "Tokens and cost": "Estimated cost"}
+            tabs = [t.strip() for t in page.get_by_role("tab").all_inner_texts()]
+            assert {"Plan", "Sources", "Review", "Report"} <= set(tabs), tabs
+            for tab in tabs:
+                panel = _open_tab(page, tab)
+                if tab in expected:
+                    sync_api.expect(panel.get_by_text(expected[tab]).first).to_be_visible()
                 wait_idle(page)
                 if tab == "Review":
-                    sync_api.expect(main.get_by_text("Issue <script>alert(1)</script>", exact=False).first) \
+                    sync_api.expect(panel.get_by_text("Issue <script>alert(1)</script>", exact=False).first) \
                         .to_be_visible()
-                    expander = main.get_by_text(re.compile("What changed in the revision"))
-                    expander.click()
+                    panel.get_by_text(re.compile("What changed in the revision")).click()
                     wait_idle(page)
                 if tab == "Report":
-                    sync_api.expect(main.get_by_text("<img src=x onerror=alert(2)>", exact=False).first) \
+                    sync_api.expect(panel.get_by_text("<img src=x onerror=alert(2)>", exact=False).first) \
                         .to_be_visible()
                     for link in main.locator("a").all():
                         href = link.get_attribute("href") or ""
                         assert not href.strip().lower().startswith("javascript:"), href
+                _scroll_to_tabs(page)
                 _shot(page, f"hostile-{tab.split()[0].lower()}")
                 _audit(page, watch, f"{tab} tab")
 
@@ -434,13 +496,42 @@ def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, dashboard
             page.wait_for_url(re.compile(r"/library"))
             sync_api.expect(page.get_by_text("1 run(s) · page 1 of 1")).to_be_visible()
             wait_idle(page)
-            selected = page.locator('[data-testid="stSelectbox"]').filter(has_text="Run")
-            sync_api.expect(selected.get_by_text(f"Hostile {MARK} question", exact=False).first).to_be_visible()
+            table = _main(page).locator('[data-testid="stDataFrame"]')
+            sync_api.expect(table.locator('[role="gridcell"]', has_text=f"Hostile {MARK} question").first) \
+                .to_be_attached()
             _shot(page, "hostile-library")
             _audit(page, watch, "library")
             assert time.monotonic() - started < 90
         except BaseException:
-            _shot(page, "FAILED-hostile")
+            _failure_shot(page, "FAILED-hostile")
             raise
+        finally:
+            context.close()
+
+
+# --- 3. a shared Run link, opened first after a (re)start ------------------------------------
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Bug: with a folder named pages/ next to app.py, Streamlit 1.67 starts in its old multipage mode "
+    "(PagesManager.uses_pages_directory) until some session runs app.py and calls st.navigation; until "
+    "then a deep link such as /run?run=<id> runs pages/run.py alone: no set_page_config, no app "
+    "navigation (the sidebar lists 'app', 'library', 'new research', 'run', 'settings'), no "
+    "database check. Fix: rename pages/ (e.g. to app_pages/) and update dashboard/ui.PAGES."))
+def test_a_shared_run_link_opens_inside_the_app_after_a_restart(browser: Any, dashboard_env: dict[str, str]) -> None:
+    store = Store(dashboard_env["DEEP_RESEARCH_DB"])
+    try:
+        run_id = finished_run(store, "How fast is solar power growing?")
+    finally:
+        store.close()
+    with _server(dashboard_env, "deep-link") as server:
+        context, page, watch = _page(browser, server)
+        try:
+            page.goto(f"{server.url}/run?run={run_id}")  # the first page this server serves
+            sync_api.expect(page.get_by_role("heading", name="Research run")).to_be_visible()
+            wait_idle(page)
+            nav = page.get_by_test_id("stSidebarNav")
+            sync_api.expect(nav.get_by_role("link", name="New research", exact=True)).to_be_visible(timeout=3000)
+            sync_api.expect(nav.get_by_role("link", name="app", exact=True)).to_have_count(0)
+            _assert_clean(watch)
         finally:
             context.close()

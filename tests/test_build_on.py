@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from research import Credentials, build_config, create_run, execute, run_research
-from research.related import dig_deeper_question, report_sections, section_text, similar_runs
-from research.related import similarity
+from research.related import dig_deeper_question, report_sections, section_text, similar_runs, similarity
 from storage import Store
 from tests.standin import StandinServer
 

@@ -105,7 +105,7 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     reviews = store.get_reviews(run_id)
     assert [r["approved"] for r in reviews] == [False, True]
     assert all("cited_share" in r["checks"] for r in reviews)
-    assert len(store.get_drafts(run_id)) == 2
+    assert [d["kind"] for d in store.get_drafts(run_id)] == ["draft", "revision", "verified"]
 
     doc = build_document_for_run(store, run_id)
     markdown = to_markdown(doc)

@@ -203,6 +203,7 @@ def test_delete_run_removes_every_row_of_the_run(store: Store) -> None:
         store.save_verifications(rid, [{"claim_id": "c1", "claim": "c", "source_ids": [],
                                         "verdict": "supported"}])
         store.add_usage(rid, "writer", "fake", "m", 10, 5, 0.01)
+        store.save_engine_job(rid, "openai-deep-research", remote_id="resp_1", status="queued")
         store.append_event(Error(run_id=rid, message="boom"))
     store.delete_run(run_id)
     assert store.get_run(run_id) is None

@@ -36,6 +36,7 @@ class ReportDocument:
     body: str
     sources: tuple[ReportSource, ...]
     notes: tuple[str, ...] = ()
+    verification: str = ""  # one plain-words line: the share of claims verified (SPEC step 7)
 
 
 # --- prose vs code ----------------------------------------------------------------------------
@@ -168,6 +169,15 @@ _BARE_URL_RE = re.compile(
 )
 _TRAILING_PUNCT = ".,;:!?*_~'\")]}"
 _REFERENCE_DEF_RE = re.compile(r"^ {0,3}\[[^\]\n]+\]:[ \t]*\S+.*(?:\n|$)", re.MULTILINE)
+# Raw HTML that loads or runs something (a page may ask the writer for a tracking pixel). The
+# exporters escape raw HTML anyway; these tags are dropped so not even their text is left.
+_EMBED_TAGS = (r"img|image|iframe|frame|frameset|object|embed|applet|video|audio|source|track|"
+               r"picture|svg|math|link|meta|base|script|style|form|input|portal")
+_EMBED_BLOCK_RE = re.compile(
+    r"<\s*(script|style|svg|math|iframe|object|video|audio|picture|applet)\b.*?<\s*/\s*\1\s*>",
+    re.IGNORECASE | re.DOTALL,
+)
+_EMBED_TAG_RE = re.compile(r"<\s*/?\s*(?:" + _EMBED_TAGS + r")\b[^>]*>?", re.IGNORECASE)
 
 
 def normalise_url(url: str) -> str:
@@ -210,7 +220,8 @@ def _strip_bare_urls(text: str, allowed: set[str]) -> str:
 
 
 def strip_foreign_links(body: str, allowed_urls: Iterable[str]) -> str:
-    """Keep links and URLs to gathered sources; unwrap or drop all others. Images never stay."""
+    """Keep links and URLs to gathered sources; unwrap or drop all others. Images, and raw
+    HTML that would load or run something, never stay."""
     allowed = {normalise_url(u) for u in allowed_urls if u}
 
     def replace(match: re.Match[str]) -> str:
@@ -226,6 +237,7 @@ def strip_foreign_links(body: str, allowed_urls: Iterable[str]) -> str:
         return _drop_url(match.group("space"), match.group("bare"), allowed)
 
     def prose(chunk: str) -> str:
+        chunk = _EMBED_TAG_RE.sub("", _EMBED_BLOCK_RE.sub("", chunk))
         return _LINKS_RE.sub(replace, _REFERENCE_DEF_RE.sub("", chunk))
 
     return map_prose(body, prose, lambda chunk: _strip_bare_urls(chunk, allowed))
@@ -304,6 +316,7 @@ def build_document(
     numbering: Mapping[int, str] | Mapping[str, str],
     sources: Sequence[Mapping[str, Any]],
     notes: Iterable[str] = (),
+    verification: str = "",
 ) -> ReportDocument:
     """Turn the writer's draft into a report whose every citation and link is a gathered source.
 
@@ -357,4 +370,5 @@ def build_document(
         body=body,
         sources=tuple(cited),
         notes=tuple(notes),
+        verification=" ".join(verification.split()),
     )

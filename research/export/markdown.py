@@ -87,7 +87,10 @@ def to_markdown(doc: ReportDocument) -> str:
     lines = [f"# {escape_markdown(doc.question)}", ""]
     lines.append(f"**Date:** {escape_markdown(format_date(doc.created_at))}  ")
     lines.append(f"**Run:** {escape_markdown(doc.run_id)}  ")
-    lines.append(f"**Parameters:** {escape_markdown(doc.parameters_line)}")
+    lines.append(f"**Parameters:** {escape_markdown(doc.parameters_line)}"
+                 + ("  " if doc.verification else ""))
+    if doc.verification:
+        lines.append(f"**Verification:** {escape_markdown(doc.verification)}")
     if doc.notes:
         lines += ["", "**Caveats**", ""]
         lines += [f"- {escape_markdown(note)}" for note in doc.notes]

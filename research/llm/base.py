@@ -17,7 +17,7 @@ from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from research.errors import ProviderError, ProviderTimeout, SchemaError
+from research.errors import ContextTooLong, ProviderError, ProviderTimeout, SchemaError
 from research.llm.pricing import PriceTable
 from research.retry import RetryPolicy, call_with_retries
 
@@ -85,6 +85,88 @@ def extract_json(text: str) -> str:
     if start != -1 and end > start:
         return text[start : end + 1]
     return text
+
+
+# --- fitting a prompt into the model's context ---------------------------------------------
+
+# About 4 characters per token: 400k characters is ~100k tokens, below every context window we
+# use (gpt-5-mini 400k tokens, gemini-2.5 1M), with room for the answer.
+DEFAULT_MAX_INPUT_CHARS = 400_000
+MIN_SOURCE_CHARS = 200         # a trimmed source keeps at least this much
+HARDER_TRIM = 0.6              # after a context-length error, retry at 60% of what was sent
+                               # (or 90% of the share the provider says it accepts)
+TRIM_NOTE = "\n[... trimmed to fit the model's context ...]"
+# "maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens"
+# (OpenAI) and "The input token count (1200000) exceeds the maximum number of tokens allowed
+# (1048576)" (Gemini): when a provider says both numbers, the harder trim aims below them.
+_OPENAI_COUNTS = re.compile(r"maximum context length is (\d+).*?resulted in (\d+)", re.S)
+_GEMINI_COUNTS = re.compile(r"input token count \((\d+)\) exceeds the maximum number of "
+                            r"tokens allowed \((\d+)\)", re.S | re.I)
+_BLOCK = re.compile(
+    r'(<untrusted_source id="[^"\n]*"[^\n]*nonce="(?P<nonce>[0-9a-f]+)">\n)(?P<body>.*?)'
+    r'(\n</untrusted_source nonce="(?P=nonce)">)',
+    re.DOTALL,
+)
+
+
+def prompt_chars(messages: Sequence[Message]) -> int:
+    return sum(len(m.content) for m in messages)
+
+
+def fit_prompt(messages: Sequence[Message], max_chars: int) -> list[Message]:
+    """Trim the longest fetched sources until the prompt fits in `max_chars` characters.
+
+    Only the bodies of `<untrusted_source>` blocks are cut (their ends, longest first, each
+    keeping at least MIN_SOURCE_CHARS): instructions, the question and the block tags are
+    never touched. Returns the messages unchanged when they already fit; raises
+    ContextTooLong when even fully trimmed sources leave the prompt too long.
+    """
+    total = prompt_chars(messages)
+    if total <= max_chars:
+        return list(messages)
+    bodies = [len(m.group("body")) for msg in messages for m in _BLOCK.finditer(msg.content)]
+    excess = total - max_chars
+    cap = _water_level(bodies, excess + len(TRIM_NOTE) * len(bodies))
+    if cap is None:
+        raise ContextTooLong(
+            f"The prompt ({total} characters) is too long for the model even with every "
+            f"source cut to {MIN_SOURCE_CHARS} characters (limit {max_chars})."
+        )
+
+    def trim(match: re.Match[str]) -> str:
+        body = match.group("body")
+        if len(body) <= cap:
+            return match.group(0)
+        return match.group(1) + body[:cap].rstrip() + TRIM_NOTE + match.group(4)
+
+    return [Message(m.role, _BLOCK.sub(trim, m.content)) for m in messages]
+
+
+def _water_level(lengths: list[int], excess: int) -> int | None:
+    """The largest cap such that cutting every length above it removes at least `excess`."""
+    if sum(max(0, n - MIN_SOURCE_CHARS) for n in lengths) < excess:
+        return None
+    low, high = MIN_SOURCE_CHARS, max(lengths, default=MIN_SOURCE_CHARS)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if sum(max(0, n - mid) for n in lengths) >= excess:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def harder_limit(sent_chars: int, message: str) -> int:
+    """The character budget for the retry after a context-length error on `sent_chars`."""
+    ratio = HARDER_TRIM
+    counts = _OPENAI_COUNTS.search(message)
+    if counts:
+        allowed, used = int(counts.group(1)), int(counts.group(2))
+    elif (counts := _GEMINI_COUNTS.search(message)) is not None:
+        used, allowed = int(counts.group(1)), int(counts.group(2))
+    if counts and used > allowed > 0:
+        ratio = min(0.9, 0.9 * allowed / used)
+    return int(sent_chars * ratio)
 
 
 def run_with_deadline(fn: Callable[[], T], seconds: float, what: str) -> T:
@@ -165,6 +247,7 @@ class RoleLLM:
         call_timeout: float = 60.0,
         on_retry: Callable[[str], None] | None = None,
         cancel: threading.Event | None = None,
+        max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
     ) -> None:
         self.llm = llm
         self.role = role
@@ -173,12 +256,51 @@ class RoleLLM:
         self.call_timeout = call_timeout
         self._on_retry = on_retry
         self._cancel = cancel
+        # Lowered (for this model, for the rest of the run) when the provider says a prompt
+        # was too long: the next prompts are trimmed before sending, not after failing.
+        self.max_input_chars = max_input_chars
 
     @property
     def label(self) -> str:
         return f"{self.llm.provider}/{self.llm.model}"
 
     def _once(
+        self, messages: Sequence[Message], schema: dict | None, name: str | None,
+        deadline: float | None,
+    ) -> Completion:
+        """One answer: the prompt trimmed to fit, retries, and one harder trim if the
+        provider still says the prompt is too long."""
+        fitted = fit_prompt(messages, self.max_input_chars)
+        try:
+            completion = self._attempts(fitted, schema, name, deadline)
+        except ContextTooLong as exc:
+            limit = harder_limit(min(prompt_chars(fitted), self.max_input_chars), str(exc))
+            try:
+                harder = fit_prompt(messages, limit)
+            except ContextTooLong:
+                raise ContextTooLong(
+                    f"The prompt for the {self.role} model is longer than {self.label} accepts, "
+                    "and its sources cannot be trimmed further.",
+                    provider=exc.provider, status=exc.status,
+                ) from None
+            self.max_input_chars = min(self.max_input_chars, limit)
+            if self._on_retry is not None:
+                self._on_retry(
+                    f"{self.role} model: the prompt was too long for {self.label}; sending it "
+                    f"again with the sources trimmed to {limit} characters"
+                )
+            try:
+                completion = self._attempts(harder, schema, name, deadline)
+            except ContextTooLong as again:
+                raise ContextTooLong(
+                    f"The prompt for the {self.role} model is longer than {self.label} accepts, "
+                    f"even with its sources trimmed to {limit} characters.",
+                    provider=again.provider, status=again.status,
+                ) from None
+        self.meter.record(self.role, completion.provider, completion.model, completion.usage)
+        return completion
+
+    def _attempts(
         self, messages: Sequence[Message], schema: dict | None, name: str | None,
         deadline: float | None,
     ) -> Completion:
@@ -202,12 +324,10 @@ class RoleLLM:
                     f"{self.role} model call failed ({exc}); retry {n} in {delay:.1f} s"
                 )
 
-        completion = call_with_retries(
+        return call_with_retries(
             attempt, policy=self.policy, deadline=deadline, on_retry=retried,
             cancel=self._cancel,
         )
-        self.meter.record(self.role, completion.provider, completion.model, completion.usage)
-        return completion
 
     def text(self, messages: Sequence[Message], *, deadline: float | None = None) -> str:
         completion = self._once(messages, None, None, deadline)

@@ -18,6 +18,7 @@ from google.genai import types
 
 from research.errors import (
     AuthError,
+    ContextTooLong,
     ProviderError,
     ProviderTimeout,
     QuotaExhausted,
@@ -41,6 +42,9 @@ def _httpx_families() -> list[Any]:
 _TIMEOUTS: tuple[type[BaseException], ...] = tuple(m.TimeoutException for m in _httpx_families())
 _TRANSPORT: tuple[type[BaseException], ...] = tuple(m.TransportError for m in _httpx_families())
 _SAFETY_REASONS = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY"}
+# "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."
+_CONTEXT_WORDS = ("exceeds the maximum number of tokens", "input token count",
+                  "context window", "too many tokens")
 _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)s\s*$")
 
 
@@ -164,6 +168,11 @@ class GeminiChat(LLM):
         if status in (401, 403) or (status == 400 and "API key" in detail):
             return AuthError(
                 f"{where} refused the API key (HTTP {status}){suffix} Check GEMINI_API_KEY.",
+                provider=self.provider, status=status,
+            )
+        if status in (400, 413) and any(w in detail.lower() for w in _CONTEXT_WORDS):
+            return ContextTooLong(
+                f"{where}: the prompt is longer than the model's context window{suffix}",
                 provider=self.provider, status=status,
             )
         if status in (408, 504):

@@ -14,6 +14,7 @@ import openai
 
 from research.errors import (
     AuthError,
+    ContextTooLong,
     ProviderError,
     ProviderTimeout,
     QuotaExhausted,
@@ -143,6 +144,11 @@ class OpenAIChat(LLM):
                 return ProviderTimeout(
                     f"{where} timed out on the server side.", provider=self.provider, status=408
                 )
+            if status in (400, 413) and _is_context_length(exc, detail):
+                return ContextTooLong(
+                    f"{where}: the prompt is longer than the model's context window{suffix}",
+                    provider=self.provider, status=status,
+                )
             return ProviderError(
                 f"{where} failed with HTTP {status}{suffix}", provider=self.provider, status=status
             )
@@ -164,3 +170,13 @@ def _schema_name(name: str) -> str:
     """OpenAI accepts names of letters, digits, '_' and '-' up to 64 characters."""
     cleaned = "".join(c if c.isalnum() or c in "_-" else "_" for c in name)
     return cleaned[:64] or "answer"
+
+
+_CONTEXT_WORDS = ("context_length_exceeded", "maximum context length", "context window",
+                  "too many tokens", "prompt is too long")
+
+
+def _is_context_length(exc: openai.APIStatusError, detail: str) -> bool:
+    """OpenAI says code "context_length_exceeded"; compatible servers (vLLM...) only say it in words."""
+    text = f"{exc.code} {detail}".lower()
+    return any(word in text for word in _CONTEXT_WORDS)

@@ -10,6 +10,7 @@ from typing import Any
 from research.checks import cited_numbers, word_count
 from research.context import RunContext
 from research.export import build_document, to_markdown
+from research.phases import verify
 from research.phases.review import current_checks
 
 
@@ -44,11 +45,13 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
                             "This report covers only what was gathered until then, without review.")
         notes += _search_notes(ctx)
         run = ctx.store.get_run(ctx.run_id) or {}
+        verification = verify.summary(ctx, ctx.run_id)["line"]
         doc = build_document(
             run_id=ctx.run_id, question=ctx.question,
             created_at=run.get("created_at") or datetime.now(UTC).isoformat(),
             parameters_line=run_record(ctx), draft=current["text"],
             numbering=current["numbering"], sources=sources, notes=tuple(notes),
+            verification=verification,
         )
         markdown = to_markdown(doc)
         ctx.store.set_citations(ctx.run_id, _cited_in(doc.body, {s.number: s.source_id for s in doc.sources}))
@@ -56,7 +59,7 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
             "draft_version": current["version"], "checks": checks,
             "cited_sources": len(doc.sources), "words": word_count(doc.body),
             "failed_subtopics": [s["id"] for s in failed], "notes": notes,
-            "parameters_line": doc.parameters_line,
+            "parameters_line": doc.parameters_line, "verification": verification,
         }
         ctx.store.save_report(ctx.run_id, markdown, meta=meta)
         return {"cited_sources": len(doc.sources), "words": meta["words"]}

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from research.agents import Role
 from research.config import ROLES, Credentials, ResearchConfig
 from research.context import RunContext
-from research.errors import PreflightError, ResearchError
+from research.errors import ConfigError, PreflightError, ResearchError
 from research.events import SearchFailed
 from research.llm import build_llm
 from research.llm.base import Message
@@ -29,12 +29,22 @@ class Ping(BaseModel):
     ok: bool
 
 
+ENGINE_KEYS = {"openai-deep-research": ("openai", "OPENAI_API_KEY"),
+               "gemini-deep-research": ("gemini", "GEMINI_API_KEY")}
+
+
 def check_configuration(config: ResearchConfig, credentials: Credentials) -> None:
     """Raise ConfigError naming what to set when a model or search cannot even be built."""
     for role in ROLES:
         spec = config.role(role)
         build_llm(spec.provider, spec.model, config, credentials)
-    build_search_providers(config, credentials)
+    hosted = [e for e in ENGINE_KEYS if config.engine in (e, "all")]
+    for engine in hosted:
+        name, var = ENGINE_KEYS[engine]
+        if not credentials.get(name):
+            raise ConfigError(f"The {engine} engine needs {var}: set it in Settings or the environment.")
+    if config.engine in ("pipeline", "all"):
+        build_search_providers(config, credentials)
 
 
 def run(ctx: RunContext) -> None:

@@ -28,6 +28,7 @@ from research.checks import CITATION, cited_numbers, claim_sentences, word_count
 from research.context import RunContext
 from research.errors import ProviderError, SchemaError
 from research.events import DraftCompleted
+from research.events import Warning as WarningEvent
 from research.export.document import CITATION_RE, expand_citation, map_prose, strip_foreign_links
 from research.llm.base import Message
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
@@ -174,8 +175,8 @@ class Claim:
     section: str              # the ## heading it sits under
     kind: str                 # executive | findings | analysis | recommendations | other
     subtopic: str | None      # the ### heading, under "Analysis by subtopic"
-    numbers: list[int]        # citation numbers that resolve to a gathered source
-    source_ids: list[str]
+    numbers: list[int]        # one citation number per cited gathered source...
+    source_ids: list[str]     # ...and the source ids, in the same order
     invalid: list[int]        # citation numbers that do not
     excerpts: dict[str, str] = field(default_factory=dict)  # source id -> excerpt shown
 
@@ -267,12 +268,15 @@ def split_claims(text: str, numbering: Mapping[int, str], known: Iterable[str]) 
             if not CITATION.search(sentence) or sentence not in line:
                 continue
             numbers = list(dict.fromkeys(cited_numbers(sentence)))
-            valid = [n for n in numbers if numbering.get(n) in known_ids]
+            first_number: dict[str, int] = {}  # source id -> its first number in the sentence
+            for n in numbers:
+                if numbering.get(n) in known_ids:
+                    first_number.setdefault(numbering[n], n)
             claims.append(Claim(
                 id=f"c{len(claims) + 1}", text=sentence, line=i, section=section, kind=kind,
-                subtopic=subtopic, numbers=valid,
-                source_ids=list(dict.fromkeys(numbering[n] for n in valid)),
-                invalid=[n for n in numbers if n not in valid],
+                subtopic=subtopic, numbers=list(first_number.values()),
+                source_ids=list(first_number), invalid=[n for n in numbers
+                                                        if numbering.get(n) not in known_ids],
             ))
     return claims
 
@@ -639,11 +643,12 @@ def apply(text: str, outcomes: Sequence[Outcome], *, numbering: Mapping[int, str
             lines[i] = cleaned
 
     lines = [line for i, line in enumerate(lines) if i not in dropped]
-    unverified = _mark_subtopics(lines, outcomes, failed_titles)
     removed = [o for o in outcomes if o.status == "removed"]
     if removed:
         lines = _removal_note(lines, removed)
-    lines = _single_blank_lines(_fill_empty_sections(lines))
+    lines = _fill_empty_sections(lines)
+    unverified = _mark_subtopics(lines, outcomes, failed_titles)  # after the filling: its note is no data
+    lines = _single_blank_lines(lines)
     body = "\n".join(lines).rstrip() + "\n"
     return _only_gathered(body, numbering, sources), unverified
 
@@ -765,10 +770,10 @@ def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, 
     numbering = base["numbering"]
     claims = split_claims(base["text"], numbering, sources)
     for claim in claims:
-        ranked = sorted(claim.source_ids, key=lambda sid: -len(
-            _words(claim.text) & _words(excerpt(_source_text(sources[sid]), claim.text))))
-        claim.excerpts = {sid: excerpt(_source_text(sources[sid]), claim.text)
-                          for sid in ranked[:MAX_SOURCES_PER_CLAIM]}
+        found = {sid: excerpt(_source_text(sources[sid]), claim.text) for sid in claim.source_ids}
+        wanted = _words(claim.text)
+        ranked = sorted(found, key=lambda sid: -len(wanted & _words(found[sid])))  # stable
+        claim.excerpts = {sid: found[sid] for sid in ranked[:MAX_SOURCES_PER_CLAIM]}
 
     checkable = [c for c in claims if c.source_ids]
     errors: list[str] = []
@@ -812,9 +817,15 @@ def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, 
     failed_titles = [s.get("title", "") for s in failed]
     text, unverified = apply(base["text"], outcomes, numbering=numbering, sources=sources,
                              failed_titles=failed_titles)
+    rows = [_row(o, numbering) for o in outcomes]
     ctx.store.save_draft(ctx.run_id, version, "verified", text, numbering, word_count(text))
-    ctx.store.save_verifications(ctx.run_id, [_row(o, numbering) for o in outcomes])
-    result = summarise([_row(o, numbering) for o in outcomes], unverified)
+    ctx.store.save_verifications(ctx.run_id, rows)
+    result = summarise(rows, unverified)
+    if errors:
+        unchecked = sum(1 for o in outcomes if o.status == "unverified")
+        ctx.emit(WarningEvent(ctx.run_id, f"{len(errors)} verification call(s) failed ({errors[0]}); "
+                         f"{unchecked} claim(s) could not be checked and are marked as not verified.",
+                         step=STEP_KEY))
     ctx.emit(DraftCompleted(ctx.run_id, f"Verified draft {version} saved. {result['line']}",
                             step=STEP_KEY, data={"version": version, **_counts(result)}))
     return {**result, "version": version, "draft_version": base["version"],

@@ -2,8 +2,9 @@
 
 One `ThreadingHTTPServer` on 127.0.0.1 (free port) answers like OpenAI Chat Completions,
 Gemini generateContent, Tavily search, arXiv, Semantic Scholar and the web pages their
-results link to. Tests point the app at it with `server.env()` and inject failures with
-`add_fault(api, kind, times=1, **params)`:
+results link to, plus the hosted deep-research APIs (OpenAI Responses, Gemini Interactions:
+see hosted.py; their faults take `task="create" | "retrieve" | "cancel"`). Tests point the
+app at it with `server.env()` and inject failures with `add_fault(api, kind, times=1, **params)`:
 
   status        status=429/500/..., headers={...}, body=<json or str>   (any api)
   hang          seconds=30: wait before answering (the client should time out)
@@ -14,6 +15,11 @@ results link to. Tests point the app at it with `server.env()` and inject failur
   cite_invented the writer also cites [99] and https://invented.example/fake-study
   refusal       (openai) message.refusal set, no content
   blocked       (gemini) promptFeedback.blockReason = SAFETY, no candidates
+  context_limit (openai, gemini) max_chars=N: a request whose prompt text is longer than N
+                characters gets the provider's context-length error (400); shorter requests
+                pass and do not use up the fault
+  tracking      the writer "obeys" a page: its report adds a tracking image, raw <img>, and
+                links to a page that was never gathered
 
 Faults are queued: each request takes at most one, the first pending one (in the order
 added) that fits it, and `times` is how many requests it hits. Any fault accepts
@@ -41,14 +47,21 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.standin import brain, pages
+from tests.standin import brain, hosted, pages
 
 log = logging.getLogger("standin.server")
 
-APIS = ("openai", "gemini", "tavily", "arxiv", "semanticscholar", "pages")
+APIS = ("openai", "gemini", "tavily", "arxiv", "semanticscholar", "pages", *hosted.APIS)
 FAULT_KINDS = ("status", "hang", "trickle", "invalid_json", "fenced_json", "think",
-               "cite_invented", "refusal", "blocked")
-_CONTENT_FAULTS = ("invalid_json", "fenced_json", "think", "cite_invented", "refusal", "blocked")
+               "cite_invented", "refusal", "blocked", "context_limit", "tracking")
+_CONTENT_FAULTS = ("invalid_json", "fenced_json", "think", "cite_invented", "refusal", "blocked",
+                   "context_limit", "tracking")
+TRACKING_URL = "http://tracker.example/pixel.gif"
+TRACKING_TEXT = (
+    f"\n\n![pixel]({TRACKING_URL}?id=1) <img src=\"{TRACKING_URL}?id=2\"> "
+    "[read more](http://tracker.example/landing) <http://tracker.example/auto> "
+    "http://tracker.example/bare\n\n[ref]: http://tracker.example/ref\n"
+)
 
 OPENAI_KEY = "sk-test-openai-0123456789abcdef"
 GEMINI_KEY = "AIzaTestGemini0123456789abcdefghij"
@@ -108,6 +121,7 @@ def gemini_quota_error(*, per_day: bool, retry_delay: str = "7s") -> dict[str, A
 
 
 def _default_error_body(api: str, status: int) -> Any:
+    api = {"openai_responses": "openai", "gemini_interactions": "gemini"}.get(api, api)
     if api == "openai":
         if status == 429:
             return OPENAI_RATE_LIMIT
@@ -194,6 +208,7 @@ class StandinServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.requests: list[dict[str, Any]] = []
+        self.hosted = hosted.HostedState()  # deep-research jobs: see hosted.py
 
     # lifecycle
     def start(self) -> StandinServer:
@@ -252,6 +267,7 @@ class StandinServer:
             self._generation += 1
             self.requests.clear()
             brain.UNKNOWN_TASKS.clear()
+        self.hosted.reset()
 
     def add_fault(self, api: str, kind: str, times: int = 1, **params: Any) -> None:
         if api not in APIS:
@@ -306,7 +322,7 @@ class StandinServer:
         with self._lock:
             self.requests.append(entry)
 
-    def _take(self, api: str, task: str | None) -> Fault | None:
+    def _take(self, api: str, task: str | None, size: int = 0) -> Fault | None:
         """Consume one use of the first pending fault (in the order added) that fits.
 
         One fault per request: queued faults hit successive requests, so a test can
@@ -323,7 +339,9 @@ class StandinServer:
                     continue
                 if fault.kind in ("invalid_json", "fenced_json") and task in (None, "writer"):
                     continue
-                if fault.kind == "cite_invented" and task != "writer":
+                if fault.kind in ("cite_invented", "tracking") and task != "writer":
+                    continue
+                if fault.kind == "context_limit" and size <= int(fault.params.get("max_chars", 0)):
                     continue
                 fault.remaining -= 1
                 return fault
@@ -379,6 +397,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         api = _api_for(method, path)
         self._gen = self.standin._generation
+        self._prompt_chars = _prompt_chars(api, body)
         self.standin._record({
             "api": api or "unknown", "method": method, "path": path,
             "query": {k: v[0] for k, v in parse_qs(split.query).items()},
@@ -388,7 +407,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"No route for {method} {path}"}})
             return
         try:
-            if not self._http_faults(api, _task_of(api, body)):
+            task = hosted.task_of(api, method, path) if api in hosted.APIS else _task_of(api, body)
+            if not self._http_faults(api, task):
                 return
             if api != "pages" and self.standin.delay:
                 if not self.standin._sleep(self.standin.delay, self._gen):
@@ -402,9 +422,22 @@ class _Handler(BaseHTTPRequestHandler):
     def _http_faults(self, api: str, task: str | None) -> bool:
         """Take this request's fault; False when the response has already been sent."""
         self._trickle = 0.0
-        fault = self._fault = self.standin._take(api, task)
+        fault = self._fault = self.standin._take(api, task, getattr(self, "_prompt_chars", 0))
         if fault is None:
             return True
+        if fault.kind == "context_limit":
+            chars, limit = self._prompt_chars, int(fault.params.get("max_chars", 0))
+            if api == "openai":
+                body = openai_error(
+                    f"This model's maximum context length is {limit // 4} tokens. However, your "
+                    f"messages resulted in {chars // 4} tokens. Please reduce the length of the "
+                    "messages.", type="invalid_request_error", code="context_length_exceeded")
+            else:
+                body = gemini_error(
+                    400, f"The input token count ({chars // 4}) exceeds the maximum number of "
+                    f"tokens allowed ({limit // 4}).", "INVALID_ARGUMENT")
+            self._send_json(400, body)
+            return False
         if fault.kind == "hang":
             if not self.standin._sleep(float(fault.params.get("seconds", 30.0)), self._gen):
                 self.close_connection = True  # reset or shutdown: abandon this request
@@ -460,6 +493,8 @@ class _Handler(BaseHTTPRequestHandler):
                 options["invalid_json"] = str(fault.params.get("mode", "text"))
             elif fault.kind in ("refusal", "blocked"):
                 special = fault
+            elif fault.kind == "tracking":
+                return brain.respond(system, user, schema) + TRACKING_TEXT, None
             else:
                 options[fault.kind] = True
         return brain.respond(system, user, schema, **options), special
@@ -528,6 +563,16 @@ class _Handler(BaseHTTPRequestHandler):
             "modelVersion": model,
             "responseId": f"standin-{len(self.standin.requests)}",
         })
+
+    # --- hosted deep research (tests/standin/hosted.py) --------------------------------
+
+    def _api_openai_responses(self, path: str, query: str, body: Any) -> None:
+        self._send_json(*self.standin.hosted.handle(
+            "openai_responses", self.command, path, body, dict(self.headers), self._base()))
+
+    def _api_gemini_interactions(self, path: str, query: str, body: Any) -> None:
+        self._send_json(*self.standin.hosted.handle(
+            "gemini_interactions", self.command, path, body, dict(self.headers), self._base()))
 
     # --- search ----------------------------------------------------------------------
 
@@ -659,6 +704,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _api_for(method: str, path: str) -> str | None:
+    if hosted.api_for(method, path):
+        return hosted.api_for(method, path)
     if path.startswith("/v1/chat/"):
         return "openai"
     if _GEMINI_PATH.match(path):
@@ -695,6 +742,19 @@ def _gemini_schema(body: Mapping[str, Any]) -> dict | None:
     config = body.get("generationConfig") or {}
     schema = config.get("responseJsonSchema") or config.get("responseSchema")
     return dict(schema) if isinstance(schema, dict) else None
+
+
+def _prompt_chars(api: str | None, body: Any) -> int:
+    """Characters of message text in an LLM request (what a context window counts)."""
+    if not isinstance(body, dict):
+        return 0
+    if api == "openai":
+        return sum(len(_content(m)) for m in body.get("messages") or [] if isinstance(m, dict))
+    if api == "gemini":
+        system = _parts_text((body.get("systemInstruction") or {}).get("parts"))
+        return len(system) + sum(len(_parts_text(c.get("parts")))
+                                 for c in body.get("contents") or [] if isinstance(c, dict))
+    return 0
 
 
 def _content(message: Mapping[str, Any]) -> str:

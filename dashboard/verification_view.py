@@ -1,0 +1,124 @@
+"""Verification verdicts -> what the Run page's Verification tab shows (SPEC step 7).
+
+Pure functions (pandas, no Streamlit). Every claim, the verdict of each of the two passes and
+of the critic, what became of it, and the source passage that decided it. Text from models
+and the web is escaped before it reaches Markdown (dataframes show plain text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from dashboard.views import label_text, md_text
+from research.export.markdown import safe_link_url
+from research.phases import verify
+from storage import Store
+
+OUTCOMES = {
+    "supported": "✅ Supported",
+    "qualified": "✏️ Qualified",
+    "removed": "🗑️ Removed",
+    "unverified": "❔ Not verified",
+}
+PASS_NAMES = (("verifier", "First check (verifier)"), ("auditor", "Second check (auditor)"))
+
+
+def summary_of(store: Store, run_id: str) -> dict[str, Any]:
+    return verify.summary(store, run_id)
+
+
+def outcome_label(status: Any) -> str:
+    return OUTCOMES.get(str(status or ""), str(status or "—"))
+
+
+def share_text(summary: Mapping[str, Any]) -> str:
+    """'83% (19 of 23)': the share of supported claims, for a metric."""
+    if not summary.get("claims"):
+        return "—"
+    return f"{summary['share_supported']:.0%} ({summary['supported']} of {summary['claims']})"
+
+
+def _titles(source_ids: Iterable[str], sources: Mapping[str, Mapping[str, Any]]) -> str:
+    names = [label_text((sources.get(sid) or {}).get("title") or sid, 50) for sid in source_ids]
+    return "; ".join(names) or "—"
+
+
+def verdicts_frame(rows: Sequence[Mapping[str, Any]],
+                   sources: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per claim, in report order."""
+    records = []
+    for r in rows:
+        records.append({
+            "Claim id": r.get("claim_id"),
+            "Section": r.get("section") or "—",
+            "Subtopic": r.get("subtopic") or "",
+            "Claim": r.get("claim") or "",
+            "Sources": _titles(r.get("source_ids") or [], sources),
+            "Verifier": r.get("verifier_verdict") or "—",
+            "Auditor": r.get("auditor_verdict") or "—",
+            "Critic": r.get("critic_verdict") or "",
+            "Outcome": outcome_label(r.get("status")),
+            "Passage": r.get("passage") or "",
+            "In the report": r.get("final_text") or "",
+        })
+    columns = ["Claim id", "Section", "Subtopic", "Claim", "Sources", "Verifier", "Auditor",
+               "Critic", "Outcome", "Passage", "In the report"]
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def filter_verdicts(frame: pd.DataFrame, *, outcomes: Iterable[str] = (),
+                    sections: Iterable[str] = ()) -> pd.DataFrame:
+    shown = frame
+    chosen = list(outcomes)
+    if chosen:
+        shown = shown[shown["Outcome"].isin(chosen)]
+    chosen = list(sections)
+    if chosen:
+        shown = shown[shown["Section"].isin(chosen)]
+    return shown
+
+
+def claim_choice_label(row: Mapping[str, Any]) -> str:
+    return f"{row.get('claim_id')} · {outcome_label(row.get('status'))} · {label_text(row.get('claim'), 80)}"
+
+
+def claim_detail_markdown(row: Mapping[str, Any], sources: Mapping[str, Mapping[str, Any]]) -> str:
+    """The claim next to each verdict, the passage each check quoted and the excerpts shown."""
+    details = row.get("details") or {}
+    where = md_text(row.get("section") or "—")
+    if row.get("subtopic"):
+        where += f" › {md_text(row['subtopic'])}"
+    parts = [f"**Claim** ({where})", "", f"> {md_text(row.get('claim'))}", "",
+             f"**Outcome:** {outcome_label(row.get('status'))}"]
+    if row.get("note"):
+        parts[-1] += f" — {md_text(row['note'])}"
+    if row.get("status") != "removed" and row.get("final_text") and row["final_text"] != row.get("claim"):
+        parts += ["", "**As it reads in the report**", "", f"> {md_text(row['final_text'])}"]
+    for key, name in PASS_NAMES:
+        verdict = details.get(key) or {}
+        line = f"**{name}:** {md_text(verdict.get('verdict') or 'no verdict')}"
+        if verdict.get("reason"):
+            line += f" — {md_text(verdict['reason'])}"
+        if verdict.get("note"):
+            line += f" *({md_text(verdict['note'])})*"
+        parts += ["", line]
+        if verdict.get("quote"):
+            parts += ["", f"> “{md_text(verdict['quote'])}”"]
+    if row.get("critic_verdict"):
+        line = f"**Critic:** {md_text(row['critic_verdict'])}"
+        if details.get("critic_reason"):
+            line += f" — {md_text(details['critic_reason'])}"
+        parts += ["", line]
+    excerpts: Mapping[str, str] = details.get("excerpts") or {}
+    if excerpts:
+        parts += ["", "**Source passages the checks read**"]
+    for sid, text in excerpts.items():
+        source = sources.get(sid) or {}
+        title = md_text(label_text(source.get("title") or sid, 120))
+        url = safe_link_url(str(source.get("url") or ""))
+        heading = f"[{title}]({url})" if url else title
+        parts += ["", f"- {heading}", "", f"  > {md_text(text)}"]
+    return "\n".join(parts)

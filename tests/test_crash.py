@@ -1,0 +1,381 @@
+"""Crashes: SIGKILL in the middle of a run, then resume (issue 5, point 6).
+
+A real process is killed with SIGKILL at a known point: the command line while it plans,
+researches, writes, reviews or verifies claims, and the dashboard (`streamlit run`) while it researches. After
+each kill the database must pass SQLite's integrity checks and hold only whole steps; resuming
+must finish the run without losing, duplicating or redoing anything, and end with the same
+sources as an uninterrupted run of the same question and configuration.
+
+Where to kill is made deterministic with the stand-in server: a `hang` fault holds the one
+model call of the phase we want to interrupt (plan, writer, review, audit), and a small delay on
+every API answer keeps a research step in flight long enough to catch it. One research
+worker at a time (MAX_PARALLEL_WORKERS=1) makes the set of sources reproducible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dashboard.jobs import JobManager
+from research.config import Credentials, ResearchConfig
+from research.pipeline import create_run, execute
+from storage import Store
+from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, StreamlitServer, wait_idle
+from tests.standin import StandinServer
+from tests.standin.server import _task_of
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTION = "How do heat pumps perform in cold climates?"
+CLI_ARGS = ["--preset", "quick", "--subtopics", "3", "--sources", "5", "--reviews", "1"]
+ONE_WORKER = {"DEEP_RESEARCH_MAX_PARALLEL_WORKERS": "1"}
+WAIT_S = 45.0
+Steps = dict[str, dict[str, Any]]
+
+
+# --- helpers: processes ------------------------------------------------------------------
+
+def _spawn_cli(args: list[str], env: dict[str, str], cwd: Path, name: str) -> subprocess.Popen[bytes]:
+    """`python -m research ...` in its own process group, output to files (never a full pipe)."""
+    full_env = {k: v for k, v in os.environ.items()
+                if not k.startswith(("DEEP_RESEARCH_", "OPENAI_", "GEMINI_", "TAVILY_"))}
+    full_env.update(env)
+    full_env["PYTHONPATH"] = str(ROOT)
+    full_env["DEEP_RESEARCH_SECRETS_FILE"] = str(cwd / "no-secrets.toml")
+    with (cwd / f"{name}.out").open("wb") as out, (cwd / f"{name}.err").open("wb") as err:
+        return subprocess.Popen([sys.executable, "-m", "research", *args], cwd=cwd, env=full_env,
+                                stdout=out, stderr=err, start_new_session=True)
+
+
+def _kill(proc: subprocess.Popen[Any]) -> None:
+    """SIGKILL the whole process group: no handler, no cleanup, no final commit."""
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(15)
+    assert proc.returncode == -signal.SIGKILL
+
+
+def _wait_for(db: Path, ready: Callable[[Steps], bool], what: str,
+              alive: Callable[[], str | None], timeout: float = WAIT_S) -> str:
+    """Poll the database (as another process would) until `ready(steps)`; returns the run id.
+
+    `alive()` returns a description of the process's death (then we stop waiting), or None.
+    """
+    store = Store(db)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            died = alive()
+            if died:
+                raise AssertionError(f"the process ended before {what}: {died}")
+            runs = store.list_runs(limit=2)
+            if runs:
+                assert len(runs) == 1, "one run per database in these tests"
+                steps = {s["key"]: s for s in store.get_steps(runs[0]["id"])}
+                if ready(steps):
+                    return str(runs[0]["id"])
+            time.sleep(0.02)
+    finally:
+        store.close()
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _proc_died(proc: subprocess.Popen[bytes], err: Path) -> Callable[[], str | None]:
+    def check() -> str | None:
+        if proc.poll() is None:
+            return None
+        return f"exit {proc.returncode}: {err.read_text(errors='replace')[-2000:]}"
+    return check
+
+
+# --- helpers: what the database holds -----------------------------------------------------
+
+def _integrity(db: Path) -> None:
+    """SQLite's own checks on the file as the killed process left it (WAL and all)."""
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert conn.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    finally:
+        conn.close()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What was durably stored at the moment of the kill."""
+
+    steps: Steps
+    sources: dict[str, tuple[str, str, str]]  # id -> (canonical url, step key, subtopic)
+    last_event_id: int
+
+    @property
+    def done(self) -> Steps:
+        return {k: s for k, s in self.steps.items() if s["status"] == "done"}
+
+
+def _snapshot(db: Path, run_id: str) -> Snapshot:
+    with Store(db) as store:
+        steps = {s["key"]: s for s in store.get_steps(run_id)}
+        sources = {s["id"]: (s["canonical_url"], s["step_key"], s["subtopic_id"])
+                   for s in store.get_sources(run_id, with_text=False)}
+        events = store.get_events(run_id)
+    return Snapshot(steps, sources, max((e["id"] for e in events), default=0))
+
+
+def _assert_whole_steps_only(db: Path, run_id: str, snap: Snapshot) -> None:
+    """After the kill: every stored source belongs to a finished step, none twice."""
+    assert len(snap.sources) == len({url for url, _, _ in snap.sources.values()})
+    half_done = {key for _, key, _ in snap.sources.values()} - set(snap.done)
+    assert not half_done, f"sources of unfinished steps were stored: {half_done}"
+    in_flight = [k for k, s in snap.steps.items() if s["status"] in ("running", "retrying")]
+    with Store(db) as store:
+        assert store.get_run(run_id)["status"] == "running"  # type: ignore[index]
+        for table in ("findings", "queries"):
+            rows = store._rows(  # noqa: SLF001 - test-only read of raw rows
+                f"SELECT DISTINCT step_key FROM {table} WHERE run_id = ?", [run_id])
+            keys = {r["step_key"] for r in rows}
+            assert not keys & set(in_flight), f"{table} of an unfinished step were stored"
+
+
+def _duplicates(db: Path, run_id: str) -> list[Any]:
+    with Store(db) as store:
+        return store._rows(  # noqa: SLF001 - test-only query
+            "SELECT canonical_url, count(*) AS n FROM sources WHERE run_id = ?"
+            " GROUP BY canonical_url HAVING n > 1", [run_id])
+
+
+def _outcome(store: Store, run_id: str) -> dict[str, Any]:
+    """The parts of a finished run that must not depend on whether it was interrupted."""
+    sources = store.get_sources(run_id, with_text=False)
+    return {
+        "urls": {s["canonical_url"] for s in sources},
+        "placed": {(s["id"], s["subtopic_id"]) for s in sources},
+        "queries": Counter((q["step_key"], q["query"], q["provider"]) for q in store.get_queries(run_id)),
+        "findings": Counter((f["step_key"], f["kind"]) for f in store.get_findings(run_id)),
+        "drafts": [d["version"] for d in store.get_drafts(run_id)],
+        "reviews": [r["cycle"] for r in store.get_reviews(run_id)],
+        "steps": sorted(s["key"] for s in store.get_steps(run_id)),
+    }
+
+
+_BASELINES: dict[str, dict[str, Any]] = {}
+
+
+def _baseline(question: str, config: dict[str, Any], env: dict[str, str], tmp_path: Path) -> dict[str, Any]:
+    """The same question and configuration, run once without interruption (cached)."""
+    key = json.dumps([question, config], sort_keys=True)
+    if key not in _BASELINES:
+        with Store(tmp_path / "baseline.db") as store:
+            run_id = create_run(store, question, ResearchConfig(**config))
+            run = execute(run_id, store=store, credentials=Credentials.from_env(env))
+            assert run["status"] == "completed", run.get("error")
+            _BASELINES[key] = _outcome(store, run_id)
+    return _BASELINES[key]
+
+
+def _assert_resumed_cleanly(db: Path, run_id: str, snap: Snapshot, baseline: dict[str, Any]) -> None:
+    """Completed; nothing lost, duplicated or redone; the same result as no crash at all."""
+    _integrity(db)
+    assert _duplicates(db, run_id) == []
+    with Store(db) as store:
+        run = store.get_run(run_id)
+        assert run is not None and run["status"] == "completed", run and run.get("error")
+        assert store.get_report(run_id) is not None
+        steps = {s["key"]: s for s in store.get_steps(run_id)}
+        sources = {s["id"]: (s["canonical_url"], s["step_key"], s["subtopic_id"])
+                   for s in store.get_sources(run_id, with_text=False)}
+        restarted = {e["step"] for e in store.get_events(run_id, after_id=snap.last_event_id)
+                     if e["type"] == "step_started"}
+        outcome = _outcome(store, run_id)
+
+    # No source lost: everything stored before the kill is still there, unchanged.
+    lost = {sid: row for sid, row in snap.sources.items() if sources.get(sid) != row}
+    assert not lost, f"sources lost or changed by the resume: {lost}"
+    # No step done twice: a step finished before the kill kept its one attempt and times,
+    # and the resumed process did not start it again.
+    assert all(s["status"] == "done" for s in steps.values()), steps
+    for key, before in snap.done.items():
+        after = steps[key]
+        assert (after["attempts"], after["started_at"], after["finished_at"]) == (
+            before["attempts"], before["started_at"], before["finished_at"]), key
+        assert before["attempts"] == 1, key
+    assert not restarted & set(snap.done), f"finished steps ran again: {restarted & set(snap.done)}"
+    for key, after in steps.items():
+        if key not in snap.steps:
+            assert after["attempts"] == 1, key
+        elif key not in snap.done:  # in flight at the kill: exactly one more attempt
+            assert after["attempts"] == snap.steps[key]["attempts"] + 1, key
+    # The same end result as a run that was never interrupted.
+    assert outcome["urls"] == baseline["urls"]
+    assert outcome == baseline
+
+
+# --- 1 and 2. the command line, killed at several points -----------------------------------
+
+def _research_in_flight(steps: Steps) -> bool:
+    research = {k: s["status"] for k, s in steps.items() if k.startswith("research:")}
+    return "done" in research.values() and "running" in research.values()
+
+
+def _running(key: str) -> Callable[[Steps], bool]:
+    return lambda steps: steps.get(key, {}).get("status") == "running"
+
+
+def _held(standin: StandinServer, task: str) -> bool:
+    """The model call we hold open has reached the stand-in (and used up the fault)."""
+    return any(_task_of("openai", r["json"]) == task for r in standin.requests_for("openai"))
+
+
+KILL_POINTS = {
+    # name: (the model call held open (schema title, or "writer"), API delay, when to kill)
+    "planning": ("ResearchPlan", 0.0, _running("plan")),
+    "research": (None, 0.3, _research_in_flight),
+    "writing": ("writer", 0.0, _running("write")),
+    "review": ("ReviewResult", 0.0, _running("review:1")),
+    "verifying": ("AuditVerdicts", 0.0, _running("verify")),
+}
+
+
+@pytest.mark.parametrize("point", list(KILL_POINTS))
+def test_cli_killed_mid_run_resumes_without_losing_or_redoing_anything(
+    point: str, standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    hold, delay, ready = KILL_POINTS[point]
+    db = tmp_path / "crash.db"
+    env = {**standin_env, **ONE_WORKER, "DEEP_RESEARCH_DB": str(db)}
+    Store(db).close()  # created up front, so the test can poll it from the first moment
+    if hold:
+        standin.add_fault("openai", "hang", times=1, seconds=60, task=hold)
+    standin.set_delay(delay)
+
+    proc = _spawn_cli([QUESTION, *CLI_ARGS, "--out", str(tmp_path / "first.md")], env, tmp_path, "first")
+    try:
+        run_id = _wait_for(db, lambda steps: ready(steps) and (not hold or _held(standin, hold)),
+                           f"the kill point {point!r}", _proc_died(proc, tmp_path / "first.err"))
+    finally:
+        _kill(proc)
+    standin.set_delay(0.0)
+
+    _integrity(db)
+    snap = _snapshot(db, run_id)
+    _assert_whole_steps_only(db, run_id, snap)
+    if point == "research":
+        assert any(k.startswith("research:") for k in snap.done) and snap.sources
+
+    started = time.monotonic()
+    resumed = _spawn_cli(["--resume", run_id, "--out", str(tmp_path / "resumed.md")], env, tmp_path,
+                         "resumed")
+    try:
+        code = resumed.wait(60)
+    finally:
+        if resumed.poll() is None:
+            _kill(resumed)
+    err = (tmp_path / "resumed.err").read_text(errors="replace")
+    assert code == 0, err
+    assert "Traceback" not in err and (tmp_path / "resumed.md").read_text().strip()
+    print(f"{point}: killed with {len(snap.done)} steps done, {len(snap.sources)} sources; "
+          f"resumed in {time.monotonic() - started:.1f} s")
+
+    with Store(db) as store:
+        config = store.get_run(run_id)["config"]  # type: ignore[index]
+    assert config["max_parallel_workers"] == 1
+    _assert_resumed_cleanly(db, run_id, snap, _baseline(QUESTION, config, standin_env, tmp_path))
+
+
+# --- 3. the dashboard, killed mid-run -------------------------------------------------------
+
+DASHBOARD_QUESTION = "How fast is wind power growing in Europe, and what holds it back?"
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")
+def test_dashboard_killed_mid_run_shows_interrupted_and_resumes_cleanly(
+    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    db = tmp_path / "data" / "research.db"
+    env = {
+        **standin_env, **ONE_WORKER,
+        "DEEP_RESEARCH_DB": str(db),
+        "DEEP_RESEARCH_SECRETS_FILE": str(tmp_path / "secrets.toml"),
+        "DEEP_RESEARCH_SUBTOPIC_COUNT": "3",
+        "DEEP_RESEARCH_SOURCES_PER_SUBTOPIC": "5",
+        "DEEP_RESEARCH_SEARCHES_PER_SUBTOPIC": "2",
+        "DEEP_RESEARCH_REVIEW_CYCLES": "0",
+        "DEEP_RESEARCH_MAX_ROUNDS": "1",
+        "DEEP_RESEARCH_REPORT_MAX_WORDS": "1500",
+        "DEEP_RESEARCH_INCLUDE_ACADEMIC_SOURCES": "false",
+        "DEEP_RESEARCH_SEARCH": "tavily",
+    }
+    Store(db).close()
+    standin.set_delay(0.3)
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            # A run started from the New research page executes inside the streamlit process.
+            first = StreamlitServer(env=env, log_path=ARTIFACTS / "crash-first-streamlit.log").start()
+            try:
+                page = browser.new_page()
+                page.set_default_timeout(30_000)
+                page.goto(first.url + "/")
+                wait_idle(page)
+                box = page.get_by_label("Your research question")
+                box.fill(DASHBOARD_QUESTION)
+                box.press("Control+Enter")
+                wait_idle(page)
+                page.get_by_role("button", name="Start research").click()
+                page.wait_for_url(re.compile(r"/run\?run=[^&]+"))
+                assert first.process is not None
+                server_proc = first.process
+                run_id = _wait_for(db, _research_in_flight, "a research step in flight",
+                                   lambda: None if server_proc.poll() is None else "streamlit exited")
+                _kill(server_proc)  # the server and every thread in it, at once
+                page.close()
+            finally:
+                first.stop()
+            standin.set_delay(0.0)
+
+            _integrity(db)
+            snap = _snapshot(db, run_id)
+            _assert_whole_steps_only(db, run_id, snap)
+            assert any(k.startswith("research:") for k in snap.done) and snap.sources
+
+            # A fresh job manager marks the run interrupted once its heartbeat is stale
+            # (the dashboard's own manager waits 120 s; this one is told 2 s).
+            with Store(db) as store:
+                beat = datetime.fromisoformat(store.get_run(run_id)["heartbeat_at"])  # type: ignore[index]
+            time.sleep(max(0.0, 2.5 - (datetime.now(UTC) - beat).total_seconds()))
+            assert JobManager(db, stale_after_s=2.0).interrupted_at_start == [run_id]
+
+            # A fresh dashboard shows it as interrupted and resumes it.
+            with StreamlitServer(env=env, log_path=ARTIFACTS / "crash-second-streamlit.log") as second:
+                page = browser.new_page()
+                page.set_default_timeout(30_000)
+                page.goto(f"{second.url}/run?run={run_id}")
+                wait_idle(page)
+                progress = page.locator('[data-testid="stProgress"]')
+                sync_api.expect(progress).to_contain_text("Interrupted", timeout=20_000)
+                sync_api.expect(page.get_by_text("This run was interrupted")).to_be_visible()
+                page.get_by_role("button", name="Resume").click()
+                sync_api.expect(progress).to_contain_text("Completed · 100%", timeout=60_000)
+                page.close()
+        finally:
+            browser.close()
+
+    with Store(db) as store:
+        config = store.get_run(run_id)["config"]  # type: ignore[index]
+    _assert_resumed_cleanly(db, run_id, snap, _baseline(DASHBOARD_QUESTION, config, standin_env, tmp_path))
