@@ -155,6 +155,8 @@ def test_retries_faults_and_a_search_provider_down(
     assert "retrying" in types and "search_failed" in types
     providers = {s["provider"] for s in store.get_sources(run_id)}
     assert providers and "tavily" not in providers
+    report = store.get_report(run_id)
+    assert report is not None and "Search degraded: tavily" in report["markdown"]
 
 
 def test_quota_exhausted_fails_fast_with_a_clear_message(

@@ -37,6 +37,30 @@ class ReportDocument:
     sources: tuple[ReportSource, ...]
     notes: tuple[str, ...] = ()
     verification: str = ""  # one plain-words line: the share of claims verified (SPEC step 7)
+    labels: tuple[tuple[str, str], ...] = ()  # fixed words in the report's language
+
+    def label(self, key: str) -> str:
+        """A fixed word of the export (Sources, Date...) in the report's language."""
+        return dict(self.labels).get(key) or LABELS[key]
+
+
+# The exports' own words; translated ones replace them for reports in other languages.
+LABELS = {
+    "date": "Date", "run": "Run", "parameters": "Parameters", "verification": "Verification",
+    "caveats": "Caveats", "sources": "Sources", "no_sources": "No sources were cited.",
+    "page": "Page", "of": "of",
+}
+_LABEL_CHARS = re.compile(r"[^\w .,:()'\-]", re.UNICODE)
+
+
+def clean_labels(labels: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+    """Model-translated labels, made safe to place in Markdown, HTML and CSS strings."""
+    out = []
+    for key in LABELS:
+        value = _LABEL_CHARS.sub("", str((labels or {}).get(key) or "")).strip()[:60]
+        if value:
+            out.append((key, value))
+    return tuple(out)
 
 
 # --- prose vs code ----------------------------------------------------------------------------
@@ -317,6 +341,7 @@ def build_document(
     sources: Sequence[Mapping[str, Any]],
     notes: Iterable[str] = (),
     verification: str = "",
+    labels: Mapping[str, str] | None = None,
 ) -> ReportDocument:
     """Turn the writer's draft into a report whose every citation and link is a gathered source.
 
@@ -371,4 +396,5 @@ def build_document(
         sources=tuple(cited),
         notes=tuple(notes),
         verification=" ".join(verification.split()),
+        labels=clean_labels(labels),
     )

@@ -85,18 +85,19 @@ def to_markdown(doc: ReportDocument) -> str:
     body = link_citations(neutralise_html(doc.body), numbers, lambda n: f"[[{n}]](#source-{n})").strip()
 
     lines = [f"# {escape_markdown(doc.question)}", ""]
-    lines.append(f"**Date:** {escape_markdown(format_date(doc.created_at))}  ")
-    lines.append(f"**Run:** {escape_markdown(doc.run_id)}  ")
-    lines.append(f"**Parameters:** {escape_markdown(doc.parameters_line)}"
+    label = doc.label
+    lines.append(f"**{label('date')}:** {escape_markdown(format_date(doc.created_at))}  ")
+    lines.append(f"**{label('run')}:** {escape_markdown(doc.run_id)}  ")
+    lines.append(f"**{label('parameters')}:** {escape_markdown(doc.parameters_line)}"
                  + ("  " if doc.verification else ""))
     if doc.verification:
-        lines.append(f"**Verification:** {escape_markdown(doc.verification)}")
+        lines.append(f"**{label('verification')}:** {escape_markdown(doc.verification)}")
     if doc.notes:
-        lines += ["", "**Caveats**", ""]
+        lines += ["", f"**{label('caveats')}**", ""]
         lines += [f"- {escape_markdown(note)}" for note in doc.notes]
-    lines += ["", "---", "", body, "", "## Sources", ""]
+    lines += ["", "---", "", body, "", f"## {label('sources')}", ""]
     if doc.sources:
         lines += [_source_line(source) for source in doc.sources]
     else:
-        lines.append("No sources were cited.")
+        lines.append(label("no_sources"))
     return "\n".join(lines) + "\n"

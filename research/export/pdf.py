@@ -195,18 +195,24 @@ def _esc(text: str) -> str:
     return html_lib.escape(text, quote=True)
 
 
+def _css(doc: ReportDocument) -> str:
+    """The print CSS with the page footer in the report's language (labels are cleaned of
+    quotes and backslashes by clean_labels, so they cannot leave the CSS string)."""
+    return CSS.replace('"Page "', f'"{doc.label("page")} "').replace('" of "', f'" {doc.label("of")} "')
+
+
 def _cover(doc: ReportDocument) -> str:
     parts = [
         '<div class="cover">',
         f"<h1>{_esc(doc.question)}</h1>",
-        f'<p class="meta">Date: {_esc(format_date(doc.created_at))}</p>',
-        f'<p class="meta">Run: {_esc(doc.run_id)}</p>',
-        f'<p class="meta">Parameters: {_esc(doc.parameters_line)}</p>',
+        f'<p class="meta">{_esc(doc.label("date"))}: {_esc(format_date(doc.created_at))}</p>',
+        f'<p class="meta">{_esc(doc.label("run"))}: {_esc(doc.run_id)}</p>',
+        f'<p class="meta">{_esc(doc.label("parameters"))}: {_esc(doc.parameters_line)}</p>',
     ]
     if doc.verification:
-        parts.append(f'<p class="meta">Verification: {_esc(doc.verification)}</p>')
+        parts.append(f'<p class="meta">{_esc(doc.label("verification"))}: {_esc(doc.verification)}</p>')
     if doc.notes:
-        parts.append('<div class="notes"><h2>Caveats</h2><ul>')
+        parts.append(f'<div class="notes"><h2>{_esc(doc.label("caveats"))}</h2><ul>')
         parts += [f"<li>{_esc(note)}</li>" for note in doc.notes]
         parts.append("</ul></div>")
     parts.append("</div>")
@@ -227,10 +233,11 @@ def _source_item(source: ReportSource) -> str:
 
 
 def _sources(doc: ReportDocument) -> str:
+    heading = f'<section class="sources"><h2>{_esc(doc.label("sources"))}</h2>'
     if not doc.sources:
-        return '<section class="sources"><h2>Sources</h2><p>No sources were cited.</p></section>'
+        return f'{heading}<p>{_esc(doc.label("no_sources"))}</p></section>'
     items = "".join(_source_item(source) for source in doc.sources)
-    return f'<section class="sources"><h2>Sources</h2><ol class="sources">{items}</ol></section>'
+    return f'{heading}<ol class="sources">{items}</ol></section>'
 
 
 def body_html(doc: ReportDocument) -> str:
@@ -246,7 +253,7 @@ def to_html(doc: ReportDocument) -> str:
     fragment = _cover(doc) + f'<div class="report-body">{body_html(doc)}</div>' + _sources(doc)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{_esc(doc.question)}</title><style>{CSS}</style></head>"
+        f"<title>{_esc(doc.question)}</title><style>{_css(doc)}</style></head>"
         f"<body>{sanitise(fragment)}</body></html>\n"
     )
 

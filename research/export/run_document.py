@@ -21,6 +21,7 @@ def build_document_for_run(store: Store, run_id: str) -> ReportDocument:
         numbering=draft["numbering"], sources=store.get_sources(run_id, with_text=False),
         notes=tuple(meta.get("notes", ())),
         verification=meta.get("verification") or _verification_line(store, run_id),
+        labels=meta.get("labels") or None,
     )
 
 

@@ -7,11 +7,19 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel
+
 from research.checks import cited_numbers, word_count
 from research.context import RunContext
+from research.errors import ResearchError
+from research.events import Warning
 from research.export import build_document, to_markdown
+from research.export.document import LABELS
+from research.llm.base import Message
 from research.phases import verify
 from research.phases.review import current_checks
+from research.phases.write import is_english
+from research.prompts import system
 
 
 def run_record(ctx: RunContext) -> str:
@@ -46,12 +54,13 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
         notes += _search_notes(ctx)
         run = ctx.store.get_run(ctx.run_id) or {}
         verification = verify.summary(ctx, ctx.run_id)["line"]
+        labels = translated_labels(ctx)
         doc = build_document(
             run_id=ctx.run_id, question=ctx.question,
             created_at=run.get("created_at") or datetime.now(UTC).isoformat(),
             parameters_line=run_record(ctx), draft=current["text"],
             numbering=current["numbering"], sources=sources, notes=tuple(notes),
-            verification=verification,
+            verification=verification, labels=labels,
         )
         markdown = to_markdown(doc)
         ctx.store.set_citations(ctx.run_id, _cited_in(doc.body, {s.number: s.source_id for s in doc.sources}))
@@ -60,11 +69,49 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
             "cited_sources": len(doc.sources), "words": word_count(doc.body),
             "failed_subtopics": [s["id"] for s in failed], "notes": notes,
             "parameters_line": doc.parameters_line, "verification": verification,
+            "labels": dict(doc.labels), "language": ctx.config.report_language,
         }
         ctx.store.save_report(ctx.run_id, markdown, meta=meta)
         return {"cited_sources": len(doc.sources), "words": meta["words"]}
 
     ctx.run_step("deliver", "deliver", "Finishing the report", make)
+
+
+class ReportLabels(BaseModel):
+    """The exports' fixed words, translated (see research.export.document.LABELS)."""
+    date: str
+    run: str
+    parameters: str
+    verification: str
+    caveats: str
+    sources: str
+    no_sources: str
+    page: str
+    of: str
+
+
+LABELS_PROMPT = """Translate these labels of a research report into {language}. Keep them short;
+reply with the same keys.
+{labels}"""
+
+
+def translated_labels(ctx: RunContext) -> dict[str, str]:
+    """The report's fixed words in its language ({} for English: the defaults)."""
+    if is_english(ctx.config.report_language):
+        return {}
+    messages = [
+        system("You translate user-interface labels precisely.", ctx.today),
+        Message("user", LABELS_PROMPT.format(
+            language=ctx.config.report_language,
+            labels="\n".join(f"{k}: {v}" for k, v in LABELS.items()))),
+    ]
+    try:
+        answer = ctx.lead.llm.structured(messages, ReportLabels, deadline=ctx.step_deadline())
+    except ResearchError as exc:  # English labels are a fine fallback; say so
+        ctx.emit(Warning(ctx.run_id, f"Report labels stay in English: {ctx.safe(str(exc))}",
+                         step="deliver"))
+        return {}
+    return answer.model_dump()
 
 
 def _search_notes(ctx: RunContext) -> list[str]:

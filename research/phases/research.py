@@ -457,7 +457,7 @@ def _source_record(sub: dict[str, Any], cand: Candidate, page: FetchedPage) -> d
         "id": source_id(cand.canonical),
         "url": cand.result.url,
         "canonical_url": cand.canonical,
-        "title": (page.title or cand.result.title or cand.result.url).strip()[:300],
+        "title": clean_untrusted(page.title or cand.result.title or cand.result.url).strip()[:300],
         "snippet": clean_untrusted(snippet)[:500],
         "text": clean_untrusted(text),
         "published": (page.published or cand.result.published or None),

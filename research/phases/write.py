@@ -100,6 +100,9 @@ def is_english(language: str) -> bool:
     return language.strip().lower() in ("english", "en", "en-us", "en-gb")
 
 
+MAX_FINDINGS = 300  # keeps the writer's prompt within any model's context window
+
+
 def numbering(sources: list[dict[str, Any]]) -> dict[str, int]:
     return {s["id"]: i for i, s in enumerate(sources, start=1)}
 
@@ -113,9 +116,10 @@ def context_text(
     for finding in ctx.store.get_findings(ctx.run_id):
         by_sub[finding["subtopic_id"]].append(finding)
     parts = []
+    per_subtopic = max(8, MAX_FINDINGS // max(1, len(plan)))
     for sub in plan:
         lines = [f"### Subtopic: {sub['title']}"]
-        for f in by_sub.get(sub["id"], []):
+        for f in by_sub.get(sub["id"], [])[:per_subtopic]:
             text = clean_untrusted(f["claim"])
             if f["kind"] == "finding":
                 cites = "".join(f"[{numbers[i]}]" for i in f["source_ids"] if i in numbers)

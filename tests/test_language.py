@@ -1,0 +1,46 @@
+"""The report's language: headings from the writer and the exports' own words."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from pypdf import PdfReader
+
+from research import Credentials, build_config, run_research
+from research.export import build_document, to_markdown, to_pdf
+from research.export.run_document import build_document_for_run
+from storage import Store
+from tests.standin import StandinServer
+
+
+def test_a_german_report_has_german_headings_and_labels_in_both_exports(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    store = Store(tmp_db)
+    config = build_config(env=standin_env, preset="quick", fetch_timeout_s=3, report_language="German")
+    run_id = run_research("How is heat pump adoption changing in Europe?", store=store, config=config,
+                          credentials=Credentials.from_env(standin_env))
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "completed", run and run["error"]
+    writer = [str(r["json"]) for r in standin.requests_for("openai") if "FINDINGS BY SUBTOPIC" in str(r["json"])]
+    assert writer and "Write the entire report in German" in writer[0]
+    markdown = to_markdown(build_document_for_run(store, run_id))
+    for heading in ("## Zusammenfassung", "## Wichtigste Ergebnisse", "## Empfehlungen", "## Quellen"):
+        assert heading in markdown
+    assert "**Datum:**" in markdown and "## Sources" not in markdown
+    text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(to_pdf(build_document_for_run(store, run_id)))).pages)
+    assert "Quellen" in text and "Seite 1 von" in text
+
+
+def test_translated_labels_cannot_break_out_of_markdown_html_or_css() -> None:
+    hostile = {"sources": '"Quellen"; } body { display: none } <script>x</script>',
+               "page": 'Seite" counter(page) "\\', "date": "**[x](javascript:alert(1))**"}
+    doc = build_document(run_id="r", question="q", created_at="2026-11-22T00:00:00Z",
+                         parameters_line="p", draft="Text [1].", numbering={1: "s1"},
+                         sources=[{"id": "s1", "url": "https://a.example/x", "title": "A"}],
+                         labels=hostile)
+    for _, value in doc.labels:
+        assert not set(value) & set('"\\<>{};*[]')
+    markdown = to_markdown(doc)
+    assert "<script>" not in markdown and "](javascript" not in markdown
