@@ -11,8 +11,9 @@ import streamlit as st
 
 from dashboard import ui
 
-st.set_page_config(page_title="Deep Research Studio", page_icon=":material/travel_explore:",
-                   layout="wide")
+# An emoji favicon is sent as a data: URL; a ":material/..." one makes every browser tab fetch
+# it from fonts.gstatic.com, a request to another host.
+st.set_page_config(page_title="Deep Research Studio", page_icon="🔎", layout="wide")
 
 pages = [
     st.Page(ui.PAGES["new"], title="New research", icon=":material/edit_note:",
