@@ -1,14 +1,15 @@
 """Crashes: SIGKILL in the middle of a run, then resume (issue 5, point 6).
 
-A real process is killed with SIGKILL at a known point: the command line while it plans,
-researches, writes, reviews or verifies claims, and the dashboard (`streamlit run`) while it researches. After
-each kill the database must pass SQLite's integrity checks and hold only whole steps; resuming
-must finish the run without losing, duplicating or redoing anything, and end with the same
-sources as an uninterrupted run of the same question and configuration.
+A real process is killed with SIGKILL at a known point: `python -m research` while it plans,
+researches, writes, reviews or verifies claims, and `streamlit run app.py` while its job
+manager researches. After each kill the database must pass SQLite's integrity checks and hold
+only whole steps; resuming must finish the run without losing, duplicating or redoing
+anything, and end with the same sources, queries, findings and drafts as an uninterrupted run
+of the same question and configuration.
 
 Where to kill is made deterministic with the stand-in server: a `hang` fault holds the one
-model call of the phase we want to interrupt (plan, writer, review, audit), and a small delay on
-every API answer keeps a research step in flight long enough to catch it. One research
+model call of the phase we want to interrupt (plan, writer, review, audit), and a small delay
+on every API answer keeps a research step in flight long enough to catch it. One research
 worker at a time (MAX_PARALLEL_WORKERS=1) makes the set of sources reproducible.
 """
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from dashboard.jobs import JobManager
-from research.config import Credentials, ResearchConfig
+from research.config import Credentials, ResearchConfig, build_config
 from research.pipeline import create_run, execute
 from storage import Store
 from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, StreamlitServer, wait_idle
@@ -91,6 +91,14 @@ def _wait_for(db: Path, ready: Callable[[Steps], bool], what: str,
     finally:
         store.close()
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _wait_status(db: Path, run_id: str, status: str, *, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    with Store(db) as store:
+        while (run := store.get_run(run_id)) is not None and run["status"] != status:
+            assert time.monotonic() < deadline, f"the run is {run['status']}, not {status}: {run['error']}"
+            time.sleep(0.1)
 
 
 def _proc_died(proc: subprocess.Popen[bytes], err: Path) -> Callable[[], str | None]:
@@ -301,6 +309,21 @@ def test_cli_killed_mid_run_resumes_without_losing_or_redoing_anything(
 DASHBOARD_QUESTION = "How fast is wind power growing in Europe, and what holds it back?"
 
 
+def _resume_in_browser(browser: Any, server: StreamlitServer, run_id: str, sync_api: Any) -> None:
+    """Open the run's page, check it offers Resume for an interrupted run, and press it."""
+    page = browser.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        page.goto(f"{server.url}/run?run={run_id}")
+        wait_idle(page)
+        sync_api.expect(page.locator('[data-testid="stProgress"]')).to_contain_text(
+            "Interrupted", timeout=20_000)
+        page.get_by_role("button", name="Resume").click()
+        wait_idle(page)
+    finally:
+        page.close()
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")
 def test_dashboard_killed_mid_run_shows_interrupted_and_resumes_cleanly(
@@ -308,43 +331,28 @@ def test_dashboard_killed_mid_run_shows_interrupted_and_resumes_cleanly(
 ) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     db = tmp_path / "data" / "research.db"
-    env = {
-        **standin_env, **ONE_WORKER,
-        "DEEP_RESEARCH_DB": str(db),
-        "DEEP_RESEARCH_SECRETS_FILE": str(tmp_path / "secrets.toml"),
-        "DEEP_RESEARCH_SUBTOPIC_COUNT": "3",
-        "DEEP_RESEARCH_SOURCES_PER_SUBTOPIC": "5",
-        "DEEP_RESEARCH_SEARCHES_PER_SUBTOPIC": "2",
-        "DEEP_RESEARCH_REVIEW_CYCLES": "0",
-        "DEEP_RESEARCH_MAX_ROUNDS": "1",
-        "DEEP_RESEARCH_REPORT_MAX_WORDS": "1500",
-        "DEEP_RESEARCH_INCLUDE_ACADEMIC_SOURCES": "false",
-        "DEEP_RESEARCH_SEARCH": "tavily",
-    }
-    Store(db).close()
+    env = {**standin_env, **ONE_WORKER, "DEEP_RESEARCH_DB": str(db),
+           "DEEP_RESEARCH_SECRETS_FILE": str(tmp_path / "secrets.toml"), "DEEP_RESEARCH_SEARCH": "tavily"}
+    config = build_config(env=env, SUBTOPIC_COUNT=3, SOURCES_PER_SUBTOPIC=5, SEARCHES_PER_SUBTOPIC=2,
+                          REVIEW_CYCLES=0, MAX_ROUNDS=1, REPORT_MAX_WORDS=1500,
+                          INCLUDE_ACADEMIC_SOURCES=False)
+    # A stored run nobody executes shows as interrupted; pressing Resume on its page runs it in
+    # the dashboard's job manager, inside the streamlit process (the same path as Start, without
+    # depending on the New research form).
+    with Store(db) as store:
+        run_id = create_run(store, DASHBOARD_QUESTION, config)
     standin.set_delay(0.3)
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            # A run started from the New research page executes inside the streamlit process.
             first = StreamlitServer(env=env, log_path=ARTIFACTS / "crash-first-streamlit.log").start()
             try:
-                page = browser.new_page()
-                page.set_default_timeout(30_000)
-                page.goto(first.url + "/")
-                wait_idle(page)
-                box = page.get_by_label("Your research question")
-                box.fill(DASHBOARD_QUESTION)
-                box.press("Control+Enter")
-                wait_idle(page)
-                page.get_by_role("button", name="Start research").click()
-                page.wait_for_url(re.compile(r"/run\?run=[^&]+"))
                 assert first.process is not None
                 server_proc = first.process
-                run_id = _wait_for(db, _research_in_flight, "a research step in flight",
-                                   lambda: None if server_proc.poll() is None else "streamlit exited")
+                _resume_in_browser(browser, first, run_id, sync_api)
+                _wait_for(db, _research_in_flight, "a research step in flight",
+                          lambda: None if server_proc.poll() is None else "streamlit exited")
                 _kill(server_proc)  # the server and every thread in it, at once
-                page.close()
             finally:
                 first.stop()
             standin.set_delay(0.0)
@@ -361,21 +369,19 @@ def test_dashboard_killed_mid_run_shows_interrupted_and_resumes_cleanly(
             time.sleep(max(0.0, 2.5 - (datetime.now(UTC) - beat).total_seconds()))
             assert JobManager(db, stale_after_s=2.0).interrupted_at_start == [run_id]
 
-            # A fresh dashboard shows it as interrupted and resumes it.
+            # A fresh dashboard shows it as interrupted and resumes it to the end.
             with StreamlitServer(env=env, log_path=ARTIFACTS / "crash-second-streamlit.log") as second:
+                _resume_in_browser(browser, second, run_id, sync_api)
+                _wait_status(db, run_id, "completed", timeout=60)
                 page = browser.new_page()
-                page.set_default_timeout(30_000)
                 page.goto(f"{second.url}/run?run={run_id}")
                 wait_idle(page)
-                progress = page.locator('[data-testid="stProgress"]')
-                sync_api.expect(progress).to_contain_text("Interrupted", timeout=20_000)
-                sync_api.expect(page.get_by_text("This run was interrupted")).to_be_visible()
-                page.get_by_role("button", name="Resume").click()
-                sync_api.expect(progress).to_contain_text("Completed · 100%", timeout=60_000)
+                sync_api.expect(page.locator('[data-testid="stProgress"]')).to_contain_text(
+                    "Completed · 100%", timeout=20_000)
                 page.close()
         finally:
             browser.close()
 
     with Store(db) as store:
-        config = store.get_run(run_id)["config"]  # type: ignore[index]
-    _assert_resumed_cleanly(db, run_id, snap, _baseline(DASHBOARD_QUESTION, config, standin_env, tmp_path))
+        stored = store.get_run(run_id)["config"]  # type: ignore[index]
+    _assert_resumed_cleanly(db, run_id, snap, _baseline(DASHBOARD_QUESTION, stored, standin_env, tmp_path))
