@@ -11,13 +11,54 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from research.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS, ResearchConfig, build_config
+from research.config import (
+    DEFAULT_MODELS,
+    ENGINES,
+    ROLES,
+    SEARCH_PROVIDERS,
+    Credentials,
+    ResearchConfig,
+    build_config,
+)
 from research.constants import CONSTANTS, DEFAULTS, PRESETS
 from research.errors import ConfigError
 
 SLIDERS = ("SUBTOPIC_COUNT", "SOURCES_PER_SUBTOPIC", "REVIEW_CYCLES")
-ADVANCED = tuple(name for name in CONSTANTS if name not in SLIDERS)
+CHECKBOXES = ("REQUIRE_CLARIFICATION",)  # shown as "Ask me clarifying questions first"
+ADVANCED = tuple(name for name in CONSTANTS if name not in SLIDERS + CHECKBOXES)
 SAME_AS_LEAD = "same as lead"
+
+ENGINE_LABELS = {
+    "pipeline": "Multi-agent research (built in)",
+    "openai-deep-research": "OpenAI deep research (hosted)",
+    "gemini-deep-research": "Gemini Deep Research (hosted)",
+    "all": "All engines side by side",
+}
+ENGINE_HELP = {
+    "pipeline": "Our own research team plans, searches, reads and writes; every step is visible "
+                "and checked here.",
+    "openai-deep-research": "Hands the question to OpenAI's deep-research model, which works on "
+                            "OpenAI's servers; its report and sources come back here.",
+    "gemini-deep-research": "Hands the question to Google's Gemini Deep Research agent, which "
+                            "works on Google's servers; its report and sources come back here.",
+    "all": "Runs the built-in team and every hosted engine at once, so you can compare their "
+           "reports side by side (costs add up).",
+}
+# Which credential each hosted engine needs (research/phases/preflight.py checks the same).
+ENGINE_NEEDS = {"openai-deep-research": ("openai",), "gemini-deep-research": ("gemini",),
+                "all": ("openai", "gemini")}
+
+LANGUAGES = ("English", "German", "French", "Spanish", "Italian", "Portuguese", "Dutch", "Polish",
+             "Swedish", "Turkish", "Russian", "Ukrainian", "Arabic", "Hindi", "Chinese",
+             "Japanese", "Korean", "Indonesian")
+OTHER_LANGUAGE = "Other…"
+SCHEDULES = {"rounds": "Rounds (follow-up questions, until nothing new remains)",
+             "breadth_depth": "Breadth × depth (new subtopics halve at each level)"}
+
+
+def available_engines(credentials: Credentials) -> list[str]:
+    """The engines whose keys are configured; the built-in pipeline is always offered."""
+    return [e for e in ENGINES if all(credentials.get(n) for n in ENGINE_NEEDS.get(e, ()))]
 
 
 def env_config(env: Mapping[str, str]) -> tuple[ResearchConfig | None, str | None]:
@@ -48,14 +89,26 @@ def run_form_values(run: Mapping[str, Any]) -> dict[str, Any]:
         "model": config.get("model"),
         "role_models": config.get("role_models") or {},
         "search": [s for s in config.get("search_providers") or [] if s in SEARCH_PROVIDERS],
+        "engine": config.get("engine") if config.get("engine") in ENGINES else "pipeline",
+        "report_language": config.get("report_language") or "English",
+        "max_cost_usd": float(config.get("max_cost_usd") or 0.0),
+        "max_tokens": int(config.get("max_tokens") or 0),
+        "max_sources": int(config.get("max_sources") or 0),
+        "review_plan": bool(config.get("review_plan")),
+        "schedule": config.get("schedule") if config.get("schedule") in SCHEDULES else "rounds",
     }
 
 
 def build_form_config(
     env: Mapping[str, str], *, preset: str, constants: Mapping[str, Any], provider: str, model: str,
     role_models: Mapping[str, tuple[str, str]], search: list[str],
+    extra: Mapping[str, Any] | None = None,
 ) -> ResearchConfig:
-    """Raises ConfigError with a plain-words message naming the setting that is wrong."""
+    """Raises ConfigError with a plain-words message naming the setting that is wrong.
+
+    `extra` carries the run options that are not SPEC constants: engine, report_language,
+    max_cost_usd, max_tokens, max_sources, review_plan, schedule.
+    """
     if not search:
         raise ConfigError("Choose at least one search provider.")
     roles: dict[str, dict[str, str]] = {}
@@ -71,5 +124,5 @@ def build_form_config(
     return build_config(
         env=env, preset=preset, **overrides, provider=provider,
         model=model.strip() or DEFAULT_MODELS.get(provider, ""), role_models=roles,
-        search_providers=tuple(search),
+        search_providers=tuple(search), **dict(extra or {}),
     )

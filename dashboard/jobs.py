@@ -61,14 +61,18 @@ class JobManager:
     # -- public API ----------------------------------------------------------------------
 
     def start(self, question: str, config: ResearchConfig, credentials: Credentials, *,
-              prices: PriceTable | None = None) -> str:
+              prices: PriceTable | None = None, parent_run_id: str | None = None) -> str:
         """Store a new run and execute it in the background; returns its id at once.
 
-        Raises ConfigError (plain words) for an invalid question; nothing is stored then.
+        With `parent_run_id` the run builds on that earlier run: it starts with the parent's
+        sources (research/phases/inherit.py). Raises ConfigError (plain words) for an invalid
+        question or an unknown parent; nothing is stored then.
         """
         store = self._store(credentials)
         try:
-            run_id = create_run(store, question, config)
+            if parent_run_id and store.get_run(parent_run_id) is None:
+                raise ConfigError("The earlier run to build on no longer exists.")
+            run_id = create_run(store, question, config, parent_run_id=parent_run_id or None)
             store.heartbeat(run_id, self.owner)  # so a sweep never mistakes it for dead
         finally:
             store.close()
@@ -175,10 +179,13 @@ class JobManager:
 
 
 def status_of(run: Mapping[str, Any] | None, alive: bool) -> str:
-    """The status to show: a queued run nobody is executing is effectively interrupted."""
+    """The status to show: a queued run nobody is executing is effectively interrupted, and a
+    waiting run that a thread is already continuing (answers just given) is running."""
     if run is None:
         return "missing"
     status = str(run.get("status") or "")
     if status == "queued" and not alive:
         return "interrupted"
+    if status == "waiting" and alive:
+        return "running"
     return status

@@ -27,7 +27,7 @@ STATUS_LABELS = {
     "queued": "⏳ Queued", "running": "🔄 Running", "paused": "⏸️ Paused",
     "completed": "✅ Completed", "failed": "❌ Failed", "cancelled": "⛔ Cancelled",
     "interrupted": "⚠️ Interrupted", "retrying": "🔁 Retrying", "done": "✅ Done",
-    "missing": "❓ Unknown",
+    "missing": "❓ Unknown", "waiting": "✋ Waiting for you",
 }
 SEVERITIES = ("high", "medium", "low")
 
@@ -38,6 +38,12 @@ def md_text(text: Any) -> str:
     """Untrusted text made inert for st.markdown: no links, images, HTML, math or directives."""
     escaped = escape_markdown(str(text or ""))
     return escaped.replace("$", "\\$").replace(":", "\\:")
+
+
+def dollars(text: str) -> str:
+    """Our own text with prices for st.markdown (and labels, metrics, progress texts): two
+    `$` signs would otherwise typeset what lies between them as maths."""
+    return text.replace("$", "\\$")
 
 
 def label_text(text: Any, limit: int = 60) -> str:
@@ -331,9 +337,13 @@ def run_constants(run: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def library_frame(runs: Sequence[Mapping[str, Any]], *, url_for: Any = None) -> pd.DataFrame:
+def library_frame(runs: Sequence[Mapping[str, Any]], *, url_for: Any = None,
+                  parents: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One row per run; `parents` maps a parent run id to its question ("Builds on")."""
+    parents = parents or {}
     rows = []
     for run in runs:
+        parent = run.get("parent_run_id")
         totals = run.get("totals") or {}
         cost = totals.get("cost_usd")
         rows.append({
@@ -345,10 +355,12 @@ def library_frame(runs: Sequence[Mapping[str, Any]], *, url_for: Any = None) -> 
             "Sources": totals.get("sources"),
             "Duration": duration_text(run.get("duration_s")) if run.get("duration_s") is not None else "—",
             "Cost (USD)": float(cost) if cost is not None else None,
+            "Builds on": (label_text(parents.get(parent) or "", 50) + f" ({parent})").strip()
+                         if parent else "",
             "Run id": run["id"],
         })
     columns = ["Open", "Question", "Date", "Status", "Preset", "Subtopics", "Sources/subtopic",
-               "Reviews", "Model", "Sources", "Duration", "Cost (USD)", "Run id"]
+               "Reviews", "Model", "Sources", "Duration", "Cost (USD)", "Builds on", "Run id"]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -19,8 +19,8 @@ st.title("Library")
 
 cols = st.columns([3, 1, 1])
 search = cols[0].text_input("Search questions", key="lib_search", placeholder="words from the question")
-status = cols[1].selectbox("Status", ["any", "completed", "running", "paused", "failed", "cancelled",
-                                      "interrupted", "queued"], key="lib_status")
+status = cols[1].selectbox("Status", ["any", "completed", "running", "waiting", "paused", "failed",
+                                      "cancelled", "interrupted", "queued"], key="lib_status")
 status_filter = None if status == "any" else status
 total = store.count_runs(search or None, status=status_filter)
 pages = max(1, math.ceil(total / PAGE_SIZE))
@@ -37,7 +37,9 @@ if total == 0:
     st.stop()
 
 st.caption(f"{total} run(s) · page {int(page)} of {pages}")
-frame = views.library_frame(runs, url_for=lambda rid: f"/run?run={rid}")
+parent_ids = {r["parent_run_id"] for r in runs if r.get("parent_run_id")}
+parents = {pid: str((store.get_run(pid) or {}).get("question") or "") for pid in parent_ids}
+frame = views.library_frame(runs, url_for=lambda rid: f"/run?run={rid}", parents=parents)
 st.dataframe(
     frame, hide_index=True, width="stretch",
     column_config={

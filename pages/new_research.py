@@ -1,10 +1,11 @@
-"""New research: the question, how deep to go, which models, an estimate, and Start."""
+"""New research: the question, how deep to go, which engine and models, the budget, an
+estimate against it, earlier research to build on, and Start."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import form, ui
+from dashboard import budget, form, ui, views
 from dashboard.estimate import describe_duration, estimate
 from dashboard.settings_files import configured_llm_providers, defaults_path, load_defaults
 from research import validate_question
@@ -12,15 +13,35 @@ from research.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
 from research.constants import CONSTANTS, MAX_QUESTION_CHARS, PRESET_LABELS, PRESETS
 from research.errors import ConfigError
 from research.phases.preflight import check_configuration
+from research.related import similar_runs
 
-ENGINES = {"pipeline": "Multi-agent research (built in)"}
 PROVIDER_NAMES = {"openai": "OpenAI (or a compatible server)", "gemini": "Google Gemini"}
+SIMILAR_MIN_CHARS = 12
 
 env = ui.env()
 saved_defaults = load_defaults(defaults_path(ui.db_path()))
 env_config, env_problem = form.env_config(env)
 configured = configured_llm_providers(env)
+engines = form.available_engines(ui.credentials())
 state = st.session_state
+
+
+def _set_language(language: str) -> None:
+    if language in form.LANGUAGES:
+        state["language_choice"], state["language_other"] = language, ""
+    else:
+        state["language_choice"], state["language_other"] = form.OTHER_LANGUAGE, language
+
+
+def _set_run_options(values: dict) -> None:
+    """Engine, language, budget, pauses and schedule (form.run_form_values keys)."""
+    state["engine"] = values["engine"] if values["engine"] in engines else "pipeline"
+    _set_language(values["report_language"])
+    state["max_cost_usd"] = float(values["max_cost_usd"])
+    state["max_tokens"] = int(values["max_tokens"])
+    state["max_sources"] = int(values["max_sources"])
+    state["review_plan"] = bool(values["review_plan"])
+    state["schedule"] = values["schedule"]
 
 
 def _set_constants(values: dict) -> None:
@@ -52,7 +73,9 @@ def _initialise() -> None:
         state[f"role_provider_{role}"] = spec.provider if spec else form.SAME_AS_LEAD
         state[f"role_model_{role}"] = spec.model if spec else ""
     state["search"] = list(env_config.search_providers) if env_config else ["web"]
-    state["engine"] = "pipeline"
+    _set_run_options(form.run_form_values({"config": env_config.model_dump(mode="json")})
+                     if env_config else form.run_form_values({}))
+    state["build_on"] = ""
 
 
 def _prefill(run_id: str) -> None:
@@ -73,6 +96,7 @@ def _prefill(run_id: str) -> None:
         state[f"role_model_{role}"] = spec.get("model") or ""
     if values["search"]:
         state["search"] = values["search"]
+    _set_run_options(values)
 
 
 if "c_SUBTOPIC_COUNT" not in state:
@@ -105,6 +129,26 @@ if length > MAX_QUESTION_CHARS:
 else:
     st.caption(f"{length} / {MAX_QUESTION_CHARS} characters")
 
+# Earlier research on a close question: the new run can start from its sources.
+similar = similar_runs(ui.store(), question) if length >= SIMILAR_MIN_CHARS else []
+build_options = ["", *[r["id"] for r in similar]]
+if state.get("build_on") not in build_options:
+    state["build_on"] = ""
+if similar:
+    by_id = {r["id"]: r for r in similar}
+    with st.container(border=True):
+        st.markdown("**Earlier research on a similar question.** Building on it starts the new "
+                    "run with that run's sources, so less is searched and read again.")
+        for r in similar:
+            st.page_link(ui.PAGES["run"], query_params={"run": r["id"]},
+                         label=f"{views.label_text(r['question'], 100)} · "
+                               f"{views.short_date(r.get('created_at'))[:10]} · "
+                               f"{r['similarity']:.0%} similar",
+                         icon=":material/history:")
+        st.radio("Start from", build_options, key="build_on", format_func=lambda rid: (
+            "Start from scratch" if not rid else
+            f"Build on this run: {views.label_text(by_id[rid]['question'], 70)}"))
+
 left, right = st.columns([3, 2], gap="large")
 with left:
     st.subheader("How deep")
@@ -118,8 +162,35 @@ with left:
         const = CONSTANTS[name]
         st.slider(label, int(const.minimum or 0), int(const.maximum or 0), key=f"c_{name}",
                   help=const.description)
+    st.checkbox("Ask me clarifying questions first", key="c_REQUIRE_CLARIFICATION",
+                help="The lead asks 1-3 short questions (purpose, scope, period) and waits for "
+                     "your answers on the Run page before planning.")
+    st.checkbox("Let me review the plan before research starts", key="review_plan",
+                help="The run pauses after planning; on the Run page you can rename, remove, "
+                     "add or reorder subtopics and edit their questions.")
+    lang_cols = st.columns(2)
+    lang_cols[0].selectbox("Report language", [*form.LANGUAGES, form.OTHER_LANGUAGE],
+                           key="language_choice",
+                           help="Every section of the report, headings included, is written in "
+                                "it. Sources may be in any language.")
+    if state.get("language_choice") == form.OTHER_LANGUAGE:
+        lang_cols[1].text_input("Language", key="language_other", placeholder="e.g. Catalan")
+
+    with st.expander("Budget"):
+        st.caption("Research stops when a cap is reached and the report is written from what "
+                   "was gathered, clearly marked. 0 means no cap.")
+        st.number_input("Cost cap (USD)", 0.0, 10_000.0, step=0.5, format="%.2f", key="max_cost_usd",
+                        help="Measured with the same price table as the estimate.")
+        st.number_input("Token cap", 0, 1_000_000_000, step=50_000, key="max_tokens",
+                        help="Input plus output tokens of every model call.")
+        st.number_input("Source cap", 0, 10_000, step=10, key="max_sources",
+                        help="Sources kept across all subtopics.")
 
     with st.expander("Advanced settings"):
+        st.selectbox("Research schedule", list(form.SCHEDULES), key="schedule",
+                     format_func=form.SCHEDULES.get,
+                     help="Rounds: after each round the lead triages follow-up questions. "
+                          "Breadth × depth: the same loop, with new subtopics halving at each level.")
         for name in form.ADVANCED:
             const = CONSTANTS[name]
             key = f"c_{name}"
@@ -135,8 +206,12 @@ with left:
 
 with right:
     st.subheader("Who does the work")
-    st.selectbox("Engine", list(ENGINES), key="engine", format_func=ENGINES.get,
-                 help="Hosted deep-research services will appear here once they are supported.")
+    if state.get("engine") not in engines:
+        state["engine"] = "pipeline"
+    st.selectbox("Engine", engines, key="engine", format_func=form.ENGINE_LABELS.get,
+                 help="Hosted engines appear when their key is set: OpenAI deep research needs "
+                      "OPENAI_API_KEY, Gemini Deep Research needs GEMINI_API_KEY.")
+    st.caption(form.ENGINE_HELP[state["engine"]])
     providers_message = st.empty()
     st.selectbox("Model provider", list(DEFAULT_MODELS), key="provider", on_change=_provider_changed,
                  format_func=lambda p: PROVIDER_NAMES[p] + ("" if p in configured else " (no key yet)"))
@@ -165,6 +240,16 @@ def _current_config():
         role_models={r: (state[f"role_provider_{r}"], state.get(f"role_model_{r}") or "")
                      for r in ROLES[1:]},
         search=list(state.get("search") or []),
+        extra={
+            "engine": state["engine"],
+            "report_language": (state.get("language_other") or "").strip()
+            if state.get("language_choice") == form.OTHER_LANGUAGE else state["language_choice"],
+            "max_cost_usd": float(state.get("max_cost_usd") or 0.0),
+            "max_tokens": int(state.get("max_tokens") or 0),
+            "max_sources": int(state.get("max_sources") or 0),
+            "review_plan": bool(state.get("review_plan")),
+            "schedule": state.get("schedule") or "rounds",
+        },
     )
 
 
@@ -178,19 +263,32 @@ with right:
     st.subheader("Estimate")
     if config is None:
         st.error(config_error)
+    elif config.engine in form.ENGINE_NEEDS and config.engine != "all":
+        st.info(views.dollars(
+            "A hosted engine decides for itself how much to search and read, so there is no "
+            "estimate. Its cost is known when it finishes; "
+            + (f"your cost cap of ${config.max_cost_usd:.2f} still applies."
+               if config.max_cost_usd else "set a cost cap under Budget to limit it.")))
     else:
         guess = estimate(config, ui.prices())
         cols = st.columns(2)
         cols[0].metric("Web searches", f"~{guess.searches}")
         cols[1].metric("Model calls", f"~{guess.model_calls}")
         cols[0].metric("Time", f"~{describe_duration(guess.seconds)}")
-        cols[1].metric("Cost", f"~${guess.cost_usd:.2f}")
+        cols[1].metric("Cost", views.dollars(f"~${guess.cost_usd:.2f}" + (
+            f" (cap ${config.max_cost_usd:.2f})" if config.max_cost_usd else "")))
         st.caption(f"About {guess.pages_fetched} pages read and "
                    f"{(guess.input_tokens + guess.output_tokens) / 1000:.0f}k tokens. Rough figures "
-                   "from typical sizes; the real run may differ.")
+                   "from typical sizes; the real run may differ. "
+                   + views.dollars(budget.cap_caption(config)))
+        if config.engine == "all":
+            st.caption("The hosted engines' cost is not included: it is known when they finish, "
+                       "and it counts toward the cost cap.")
         if guess.unpriced_models:
             st.caption("No price known for " + ", ".join(guess.unpriced_models)
                        + " (counted as free; add it to data/prices.json).")
+        for warning in budget.estimate_warnings(guess, config, budget.expected_sources(config)):
+            st.warning(views.dollars(warning))
 
 start_message = st.empty()
 if st.button("Start research", type="primary", icon=":material/play_arrow:"):
@@ -205,7 +303,8 @@ if st.button("Start research", type="primary", icon=":material/play_arrow:"):
             creds = ui.credentials()
             try:
                 check_configuration(config, creds)
-                run_id = ui.jobs().start(text, config, creds, prices=ui.prices())
+                run_id = ui.jobs().start(text, config, creds, prices=ui.prices(),
+                                         parent_run_id=state.get("build_on") or None)
             except ConfigError as exc:
                 start_message.error(f"Nothing was started: {exc}")
             else:

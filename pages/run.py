@@ -1,17 +1,30 @@
-"""One run: live progress while it works, then its plan, sources, review, report and cost."""
+"""One run: live progress while it works, the person's part when it waits (answers, plan
+review), then its plan, sources, rounds, review, verification, report, engines and cost."""
 
 from __future__ import annotations
 
 import streamlit as st
+from pydantic import ValidationError
 
-from dashboard import ui, verification_view, views
+from dashboard import budget, engines_view, plan_edit, rounds_view, ui, verification_view, views
 from dashboard.jobs import ACTIVE, RESUMABLE, status_of
-from research import cancel, pause, unpause
+from research import (
+    ResearchConfig,
+    answer_clarification,
+    approve_plan,
+    cancel,
+    pause,
+    pending_clarification,
+    unpause,
+)
 from research.errors import ConfigError, ResearchError
+from research.export import to_markdown
+from research.phases.preflight import check_configuration
 from research.progress import percent
+from research.related import dig_deeper_question, report_sections, section_text
 
 REFRESH_S = 2.0
-TABS = ["Plan", "Sources", "Review", "Verification", "Report", "Tokens and cost"]
+TABS = ["Plan", "Sources", "Rounds", "Review", "Verification", "Report", "Engines", "Tokens and cost"]
 
 store = ui.store()
 jobs = ui.jobs()
@@ -36,6 +49,14 @@ if run is None:
 
 st.title("Research run")
 st.markdown(f"#### {views.md_text(run['question'])}")
+parent_id = run.get("parent_run_id")
+if parent_id:
+    parent = store.get_run(parent_id)
+    if parent is None:
+        st.caption("This run built on an earlier run that has since been deleted.")
+    else:
+        st.page_link(ui.PAGES["run"], query_params={"run": parent_id}, icon=":material/account_tree:",
+                     label="Builds on: " + views.md_text(views.label_text(parent["question"], 100)))
 
 
 def _control(action: str) -> None:
@@ -74,10 +95,20 @@ def live_panel() -> None:
                    views.duration_text(remaining) if remaining is not None else "—")
     cols[2].metric("Sources so far", int(activity.get("sources") or 0))
     cols[3].metric("Steps done", f"{activity.get('steps_done', 0)} of {activity.get('steps_total', 0)}")
+    for meter in budget.meters(current.get("config") or {}, store.usage_totals(run_id),
+                               int(activity.get("sources") or 0)):
+        st.progress(meter.fraction, text=views.dollars(meter.text))
 
     message = state.pop("_run_message", None)
     if message:
         st.error(message)
+    stopped = budget.budget_stop(current, store.get_report(run_id) if status == "completed" else None)
+    if stopped:
+        st.warning(views.md_text(stopped) + (" The report covers what was gathered until then."
+                                             if status == "completed" else ""))
+    if status == "waiting":
+        st.info("This run is waiting for you: answer the questions or review the plan below, "
+                "then continue.")
     if status == "failed" and current.get("error"):
         st.error(f"The run stopped: {current['error']}")
     elif status == "interrupted":
@@ -101,7 +132,7 @@ def live_panel() -> None:
                        args=("resume",))
     if status in ("running", "paused"):
         buttons.button("Cancel", icon=":material/stop:", on_click=_control, args=("cancel",))
-    elif status == "interrupted" and not alive:
+    elif status in ("interrupted", "waiting") and not alive:
         buttons.button("Cancel", icon=":material/stop:", on_click=_control, args=("abandon",))
 
     with st.expander("Steps", expanded=status in ACTIVE):
@@ -117,11 +148,77 @@ def live_panel() -> None:
         st.rerun()  # the whole page: start or stop live refresh, show the finished report
 
 
-initially_active = status_of(run, jobs.is_alive(run_id)) in ACTIVE
+config = run.get("config") or {}
+initial_status = status_of(run, jobs.is_alive(run_id))
+initially_active = initial_status in ACTIVE
 state[f"_active_{run_id}"] = initially_active
 st.fragment(run_every=REFRESH_S if initially_active else None)(live_panel)()
 
-plan_tab, sources_tab, review_tab, verification_tab, report_tab, usage_tab = st.tabs(TABS, key="tab", bind="query-params")
+
+def _continue(after: str) -> None:
+    """Continue a waiting run in the background, then show it working."""
+    try:
+        jobs.resume(run_id, ui.credentials(), prices=ui.prices())
+    except ConfigError as exc:
+        st.error(f"{after}, but the run could not continue: {exc}")
+    else:
+        st.rerun()
+
+
+if initial_status == "waiting":
+    asked = pending_clarification(store, run_id)
+    plan_to_review = store.get_plan(run_id) if (
+        config.get("review_plan") and store.get_step(run_id, "plan_review") is None
+    ) else None
+    with st.container(border=True):
+        if asked:
+            st.subheader("A few questions before the research starts")
+            st.caption("Your answers shape the plan. Leave a box empty to let the lead decide.")
+            with st.form(f"clarify_{run_id}"):
+                answers = [st.text_area(views.md_text(q), key=f"clarify_{run_id}_{i}", height=80)
+                           for i, q in enumerate(asked["questions"])]
+                submitted = st.form_submit_button("Continue", type="primary", icon=":material/play_arrow:")
+            if submitted:
+                try:
+                    answer_clarification(store, run_id, answers)
+                except ConfigError as exc:
+                    st.error(f"The answers could not be saved: {exc}")
+                else:
+                    _continue("Your answers were saved")
+        elif plan_to_review:
+            st.subheader("Review the plan")
+            st.caption("Rename, remove or add subtopics, change their order with the Position "
+                       "column, and edit their questions (one per line, or separated by “; ”). "
+                       "The original plan is kept.")
+            edited = st.data_editor(
+                plan_edit.plan_frame(plan_to_review), key=f"plan_editor_{run_id}", num_rows="dynamic",
+                hide_index=True, width="stretch",
+                column_config={
+                    "Position": st.column_config.NumberColumn("Position", min_value=1, step=1,
+                                                              width="small"),
+                    "Title": st.column_config.TextColumn("Title", width="medium"),
+                    "Questions": st.column_config.TextColumn("Questions", width="large"),
+                    "Description": st.column_config.TextColumn("Description", width="medium"),
+                    "id": None,
+                },
+            )
+            if st.button("Start research with this plan", type="primary", icon=":material/play_arrow:"):
+                try:
+                    approve_plan(store, run_id, plan_edit.subtopics_from_frame(edited))
+                except ConfigError as exc:
+                    st.error(f"The plan was not accepted: {exc}")
+                else:
+                    _continue("The plan was saved")
+        else:
+            st.write("The run stopped to wait for you, but nothing is left to answer.")
+            if st.button("Continue", type="primary", icon=":material/play_arrow:"):
+                _continue("Nothing was asked")
+
+tab_names = [t for t in TABS if t != "Engines" or engines_view.has_engines(store, run_id, config)]
+tabs = dict(zip(tab_names, st.tabs(tab_names, key="tab", bind="query-params"), strict=True))
+plan_tab, sources_tab, rounds_tab, review_tab = tabs["Plan"], tabs["Sources"], tabs["Rounds"], tabs["Review"]
+verification_tab, report_tab, usage_tab = tabs["Verification"], tabs["Report"], tabs["Tokens and cost"]
+engines_tab = tabs.get("Engines")
 
 if plan_tab.open:
     with plan_tab:
@@ -129,10 +226,56 @@ if plan_tab.open:
         if not plan:
             st.info("The plan appears here once the lead has split the question into subtopics.")
         for i, sub in enumerate(plan or [], 1):
-            st.markdown(f"**{i}. {views.md_text(sub.get('title'))}**  \n{views.md_text(sub.get('description'))}")
+            marker = (" *(reused from the earlier run)*" if sub.get("inherited") else
+                      f" *(added in round {sub['round']})*" if int(sub.get("round") or 1) > 1 else "")
+            st.markdown(f"**{i}. {views.md_text(sub.get('title'))}**{marker}  \n"
+                        f"{views.md_text(sub.get('description'))}")
             questions = sub.get("questions") or []
             if questions:
                 st.markdown("\n".join(f"- {views.md_text(q)}" for q in questions))
+        versions = store.get_plans(run_id)
+        if plan and any(v["kind"] == "edited" for v in versions):
+            with st.expander("The original plan, before your edits"):
+                st.markdown("\n".join(f"{i}. {views.md_text(s.get('title'))}"
+                                      for i, s in enumerate(versions[0]["subtopics"], 1)))
+
+if rounds_tab.open:
+    with rounds_tab:
+        steps = store.get_steps(run_id)
+        results = rounds_view.round_steps(steps)
+        plan = store.get_plan(run_id)
+        totals = run.get("totals") or {}
+        stop = totals.get("stop_reason") or next(
+            (r["stop_reason"] for r in reversed(results) if r.get("stop_reason")), None)
+        if stop:
+            st.info("**Why research stopped:** " + views.md_text(rounds_view.stop_text(stop, config)))
+        if not results:
+            st.info("After each research round the lead judges how well every subtopic is "
+                    "covered and decides what to do with the workers' follow-up questions; "
+                    "that appears here.")
+        lookups = {str(s["key"]): s for s in steps if s.get("kind") == "followup"}
+        for result in results:
+            round_no = int(result.get("round") or 0)
+            st.subheader(f"Round {round_no}")
+            coverage = rounds_view.coverage_frame(result, plan)
+            if len(coverage):
+                st.markdown("**Coverage per subtopic**")
+                st.dataframe(coverage, hide_index=True, width="stretch")
+            triage = rounds_view.triage_frame(result, plan, lookups)
+            if len(triage):
+                st.markdown("**Follow-up questions and what was decided**")
+                st.dataframe(triage, hide_index=True, width="stretch",
+                             column_config={"Question": st.column_config.TextColumn(width="large"),
+                                            "Reason": st.column_config.TextColumn(width="large")})
+            else:
+                st.caption("No follow-up questions came up in this round.")
+            added = rounds_view.new_subtopics(plan, round_no)
+            if added:
+                st.markdown(f"**New subtopics for round {round_no + 1}:** "
+                            + "; ".join(views.md_text(t) for t in added))
+            if result.get("stop_reason"):
+                st.caption("Research stopped here: "
+                           + views.md_text(rounds_view.stop_text(result["stop_reason"], config)))
 
 if sources_tab.open:
     with sources_tab:
@@ -248,6 +391,30 @@ if verification_tab.open:
                 with st.container(border=True):
                     st.markdown(verification_view.claim_detail_markdown(rows[choice], by_id))
 
+def _dig_deeper(markdown: str, sections: list[str]) -> None:
+    """Start a follow-up run on one section, with this run's settings and sources."""
+    with st.container(border=True):
+        st.markdown("**Dig deeper.** Pick a section to research further. A new run starts with "
+                    "this run's sources and settings and is linked to this one.")
+        cols = st.columns([3, 1], vertical_alignment="bottom")
+        section = cols[0].selectbox("Section", sections, key=f"dig_{run_id}")
+        if not cols[1].button("Dig deeper", icon=":material/zoom_in:", type="primary"):
+            return
+        question = dig_deeper_question(run["question"], section, section_text(markdown, section))
+        creds = ui.credentials()
+        try:
+            parent_config = ResearchConfig(**(run.get("config") or {}))
+            check_configuration(parent_config, creds)
+            child = jobs.start(question, parent_config, creds, prices=ui.prices(), parent_run_id=run_id)
+        except ValidationError:
+            st.error("This run's settings are from an older version and cannot be reused. Start "
+                     "a new run on the New research page instead.")
+        except ConfigError as exc:
+            st.error(f"Nothing was started: {exc}")
+        else:
+            ui.open_run(child)
+
+
 if report_tab.open:
     with report_tab:
         report = store.get_report(run_id)
@@ -290,6 +457,54 @@ if report_tab.open:
                 st.markdown(views.report_markdown(doc))
                 st.subheader("Sources")
                 st.markdown(views.sources_markdown(doc))
+                sections = report_sections(report["markdown"])
+                if sections and run["status"] == "completed":
+                    _dig_deeper(report["markdown"], sections)
+
+if engines_tab is not None and engines_tab.open:
+    with engines_tab:
+        entries = engines_view.columns(store, run_id)
+        if not entries:
+            st.info("The hosted engines' reports appear here when they finish.")
+        for column, entry in zip(st.columns(max(1, len(entries)), gap="medium"), entries, strict=False):
+            with column:
+                st.subheader(views.md_text(entry.label))
+                cost = f"\\${entry.cost_usd:.4f}" if entry.cost_usd is not None else "cost unknown"
+                cited = f"{entry.cited_sources} source{'' if entry.cited_sources == 1 else 's'} cited"
+                st.caption(f"{engines_view.status_text(entry.status)} · {cost} · {entry.words:,} words · {cited}")
+                if entry.error:
+                    st.error(views.md_text(entry.error))
+                if entry.doc is None:
+                    if entry.status == "completed":
+                        st.warning("This report could not be shown.")
+                    elif not entry.error:
+                        st.info("Still working; the report appears here when it is done.")
+                    continue
+                buttons = st.container(horizontal=True)
+                buttons.download_button("Markdown", to_markdown(entry.doc).encode("utf-8"),
+                                        file_name=f"report-{run_id}-{entry.engine}.md",
+                                        mime="text/markdown", icon=":material/download:",
+                                        on_click="ignore", key=f"md_{entry.engine}")
+                pdf_key = f"_pdf_{run_id}_{entry.engine}"
+                if state.get(pdf_key):
+                    buttons.download_button("PDF", state[pdf_key], file_name=f"report-{run_id}-{entry.engine}.pdf",
+                                            mime="application/pdf", icon=":material/picture_as_pdf:",
+                                            on_click="ignore", key=f"pdf_{entry.engine}")
+                elif buttons.button("Prepare PDF", icon=":material/picture_as_pdf:",
+                                    key=f"prepare_pdf_{entry.engine}"):
+                    with st.spinner("Creating the PDF…"):
+                        try:
+                            from research.export import to_pdf
+
+                            state[pdf_key] = to_pdf(entry.doc)
+                        except ResearchError as exc:
+                            st.error(f"The PDF could not be created: {exc} The Markdown download still works.")
+                        except Exception as exc:  # noqa: BLE001 - shown in plain words, never a traceback
+                            st.error(f"The PDF could not be created ({exc.__class__.__name__}). "
+                                     "The Markdown download still works.")
+                        else:
+                            st.rerun()
+                st.markdown(views.report_markdown(entry.doc))
 
 if usage_tab.open:
     with usage_tab:
@@ -299,6 +514,9 @@ if usage_tab.open:
         cols[0].metric("Model calls", totals["calls"])
         cols[1].metric("Tokens", f"{totals['tokens']:,}")
         cols[2].metric("Estimated cost", f"${totals['cost_usd']:.4f}")
+        if config.get("max_cost_usd"):
+            st.caption(f"Cost cap for this run: \\${float(config['max_cost_usd']):.2f}. Prices come "
+                       "from the same table as the estimate on the New research page.")
         if usage:
             st.dataframe(views.usage_frame(usage), hide_index=True, width="stretch",
                          column_config={"Cost (USD)": st.column_config.NumberColumn(format="$%.4f")})

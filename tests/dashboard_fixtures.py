@@ -103,3 +103,112 @@ def finished_run(store: Store, question: str = "How fast is solar power growing?
     store.update_totals(run_id, sources=sources, cost_usd=0.019)
     store.set_run_status(run_id, status)
     return run_id
+
+
+# -- runs that wait for the person, rounds, hosted engines, budgets (issue 4 and 5) ----------
+
+CLARIFY_QUESTIONS = ["What will you use the answer for?", "Which region matters most?"]
+PLAN = [{"id": "t1", "title": "Growth figures", "description": "How much capacity was added.",
+         "questions": ["How much was installed in 2024?"], "round": 1},
+        {"id": "t2", "title": "Costs", "description": "What it costs.",
+         "questions": ["How did module prices move?", "What do installers charge?"], "round": 1},
+        {"id": "t3", "title": "Policy", "description": "Subsidies and rules.",
+         "questions": ["Which subsidies exist?"], "round": 1}]
+
+
+def waiting_for_answers(store: Store, question: str = "heat pumps") -> str:
+    """A run paused after asking clarifying questions (research/phases/clarify.py)."""
+    config = build_config(env={}, preset="quick", REQUIRE_CLARIFICATION=True)
+    run_id = store.create_run(question, config.model_dump(mode="json"))
+    store.set_run_status(run_id, "running")
+    store.start_step(run_id, "preflight", kind="preflight", label="Checking the providers")
+    store.finish_step(run_id, "preflight", result={})
+    store.start_step(run_id, "clarify", kind="clarify", label="Clarifying the question")
+    store.finish_step(run_id, "clarify", result={"questions": CLARIFY_QUESTIONS, "answers": None})
+    store.set_run_status(run_id, "waiting")
+    return run_id
+
+
+def waiting_for_plan_review(store: Store, question: str = "How fast is solar power growing?") -> str:
+    """A run paused after planning, for the person to review the plan (phases/plan.py)."""
+    config = build_config(env={}, preset="quick", review_plan=True)
+    run_id = store.create_run(question, config.model_dump(mode="json"))
+    store.set_run_status(run_id, "running")
+    store.start_step(run_id, "plan", kind="plan", label="Planning the research")
+    store.save_plan(run_id, [dict(s) for s in PLAN])
+    store.finish_step(run_id, "plan", result={"subtopics": len(PLAN)})
+    store.set_run_status(run_id, "waiting")
+    return run_id
+
+
+TRIAGE_1 = {
+    "round": 1,
+    "coverage": [{"subtopic_id": "t1", "status": "answered", "note": "Clear figures from two agencies"},
+                 {"subtopic_id": "t2", "status": "conflicting", "note": "Price series disagree"}],
+    "decisions": [
+        {"id": "q1", "question": "Is <b>rooftop</b> solar counted?", "subtopic_id": "t1",
+         "action": "filter", "reason": "redundant with the plan", "searches": 1},
+        {"id": "q2", "question": "What did modules cost in China?", "subtopic_id": "t2",
+         "action": "answer", "reason": "a quick lookup settles it", "searches": 2},
+        {"id": "q3", "question": "How do grid connection queues affect growth?", "subtopic_id": "t1",
+         "action": "escalate", "reason": "broad and important", "searches": 2},
+    ],
+    "stop_reason": None, "new_subtopics": 1,
+}
+TRIAGE_2 = {"round": 2, "coverage": [{"subtopic_id": "e1", "status": "open", "note": "Little data"}],
+            "decisions": [], "stop_reason": "MAX_ROUNDS reached.", "new_subtopics": 0}
+
+
+def add_rounds(store: Store, run_id: str) -> None:
+    """Two rounds of triage on a finished run: a filtered, an answered and an escalated question."""
+    plan = (store.get_plan(run_id) or []) + [
+        {"id": "e1", "title": "Grid connection queues", "description": "Escalated follow-up.",
+         "questions": ["How do grid connection queues affect growth?"], "round": 2}]
+    store.save_plan(run_id, plan, kind="original")
+    store.start_step(run_id, "triage:1", kind="triage", label="Assessing round 1")
+    store.finish_step(run_id, "triage:1", result=TRIAGE_1)
+    store.start_step(run_id, "followup:1:2", kind="followup", label="Quick lookup: modules")
+    store.finish_step(run_id, "followup:1:2", result={}, source_count=3)
+    store.start_step(run_id, "triage:2", kind="triage", label="Assessing round 2")
+    store.finish_step(run_id, "triage:2", result=TRIAGE_2)
+    store.update_totals(run_id, rounds=2, stop_reason="MAX_ROUNDS reached.")
+
+
+def add_engine_reports(store: Store, run_id: str) -> None:
+    """A finished OpenAI deep-research report (with hostile text) and a failed Gemini job."""
+    markdown = ("## Summary\n\nModules got cheaper [1]. <img src=https://evil.example/t.png> "
+                "![track](https://evil.example/p.gif) [click](javascript:alert(1))\n")
+    store.save_engine_job(run_id, "openai-deep-research", remote_id="resp_1", status="in_progress",
+                          meta={"label": "OpenAI deep research (o4-mini-deep-research)",
+                                "model": "o4-mini-deep-research"})
+    store.save_engine_report(run_id, "openai-deep-research", markdown, numbering={1: "s0001"},
+                             meta={"words": 9, "cited_sources": 1, "cost_usd": 0.42})
+    store.save_engine_job(run_id, "gemini-deep-research", remote_id="int_1", status="failed",
+                          error="The Gemini job failed: quota exhausted.",
+                          meta={"label": "Gemini Deep Research"})
+
+
+class FakeExecutor:
+    """Stands in for research.pipeline.execute: records each call and completes the run."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, run_id: str, *, store: Store, **_: Any) -> dict[str, Any]:
+        self.calls.append(run_id)
+        store.set_run_status(run_id, "completed")
+        return store.get_run(run_id) or {}
+
+
+@pytest.fixture(name="fake_jobs")
+def fake_jobs_fixture(dash_env: Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeExecutor]:
+    """The dashboard's job manager runs FakeExecutor instead of the engine (no network)."""
+    from dashboard import ui
+    from dashboard.jobs import JobManager
+
+    executor = FakeExecutor()
+    manager = JobManager(dash_env.path, executor=executor)
+    monkeypatch.setattr(ui, "_jobs", lambda path: manager)
+    yield executor
+    for run_id in manager.alive():
+        manager.wait(run_id, 10)

@@ -1,0 +1,76 @@
+"""The plan editor of a waiting run: stored subtopics <-> the rows of an editable table.
+
+Pure functions (pandas, no Streamlit). The person renames, removes, adds and reorders
+subtopics and edits their questions (one per line, or separated by "; "); the engine's
+`approve_plan` validates the result and keeps the original plan.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+COLUMNS = ["Position", "Title", "Questions", "Description", "id"]
+_SPLIT = re.compile(r"\s*(?:\n|;\s)\s*")
+
+
+def plan_frame(plan: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per subtopic; its questions joined with "; "."""
+    rows = [{
+        "Position": i,
+        "Title": str(sub.get("title") or ""),
+        "Questions": "; ".join(str(q) for q in sub.get("questions") or []),
+        "Description": str(sub.get("description") or ""),
+        "id": str(sub.get("id") or ""),
+    } for i, sub in enumerate(plan, 1)]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def split_questions(text: Any) -> list[str]:
+    """'a; b' or 'a\\nb' -> ['a', 'b'] (a ";" inside a question stays when no space follows)."""
+    if _blank(text):
+        return []
+    return [q.strip(" ;") for q in _SPLIT.split(str(text)) if q.strip(" ;")]
+
+
+def subtopics_from_frame(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The edited table as `approve_plan` takes it, in the order of the Position column.
+
+    Rows without a position keep their place after the numbered ones; rows without a title
+    are dropped by the engine (it says so when nothing is left).
+    """
+    records = frame.to_dict("records")
+    indexed = []
+    for order, row in enumerate(records):
+        position = row.get("Position")
+        key = float(position) if not _blank(position) else math.inf
+        indexed.append((key, order, row))
+    indexed.sort(key=lambda item: (item[0], item[1]))
+    out: list[dict[str, Any]] = []
+    for _, _, row in indexed:
+        sub: dict[str, Any] = {
+            "title": "" if _blank(row.get("Title")) else str(row["Title"]).strip(),
+            "description": "" if _blank(row.get("Description")) else str(row["Description"]).strip(),
+            "questions": split_questions(row.get("Questions")),
+        }
+        if not _blank(row.get("id")):
+            sub["id"] = str(row["id"])
+        out.append(sub)
+    return out
+
+
+def _blank(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    try:
+        if pd.isna(value):
+            return True
+    except (TypeError, ValueError):
+        pass
+    return isinstance(value, str) and not value.strip()
