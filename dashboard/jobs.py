@@ -129,7 +129,8 @@ class JobManager:
         store = Store(self.db_path)
         try:
             self._heartbeat_all(store)
-            return store.mark_interrupted(stale_after_s=self.stale_after_s)
+            dead = [o for o in store.active_owners() if owner_is_dead(o)]
+            return store.mark_interrupted(stale_after_s=self.stale_after_s, dead_owners=dead)
         except Exception:  # noqa: BLE001 - a failed sweep must not break a page
             log.exception("could not sweep stale runs")
             return []
@@ -178,14 +179,30 @@ class JobManager:
             store.heartbeat(run_id, self.owner)
 
 
+def owner_is_dead(owner: str) -> bool:
+    """True when `owner` ("pid:N@host") names a process of this host that no longer runs.
+    Other hosts' owners are left to the heartbeat rule."""
+    pid_part, _, host = owner.removeprefix("pid:").partition("@")
+    if host != socket.gethostname() or not pid_part.isdigit():
+        return False
+    try:
+        os.kill(int(pid_part), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def status_of(run: Mapping[str, Any] | None, alive: bool) -> str:
     """The status to show: a queued run nobody is executing is effectively interrupted, and a
-    waiting run that a thread is already continuing (answers just given) is running."""
+    run that a thread of this process is executing is running, even in the moment before
+    the thread has stored that (just resumed, answers just given)."""
     if run is None:
         return "missing"
     status = str(run.get("status") or "")
     if status == "queued" and not alive:
         return "interrupted"
-    if status == "waiting" and alive:
+    if alive and status in ("waiting", "interrupted", "failed", "cancelled"):
         return "running"
     return status

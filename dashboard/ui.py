@@ -73,3 +73,19 @@ def prices() -> PriceTable:
 def open_run(run_id: str) -> None:
     st.switch_page(PAGES["run"], query_params={"run": run_id})
 
+
+
+def require_navigation() -> None:
+    """Run a page only under app.py's `st.navigation`.
+
+    The page files live in `pages/`, so on the first visit to a deep link after the server
+    starts (a shared or bookmarked `/run?run=...`), Streamlit runs the page on its own in its
+    old pages-folder mode and skips app.py (layout, navigation, the database check).
+    Switching that mode off and rerunning sends the visit through app.py, whose
+    `st.navigation` keeps it off from then on. The URL and its query parameters are kept.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()

@@ -15,6 +15,8 @@ from research.errors import ConfigError
 from research.phases.preflight import check_configuration
 from research.related import similar_runs
 
+ui.require_navigation()
+
 PROVIDER_NAMES = {"openai": "OpenAI (or a compatible server)", "gemini": "Google Gemini"}
 SIMILAR_MIN_CHARS = 12
 

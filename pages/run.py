@@ -23,6 +23,8 @@ from research.phases.preflight import check_configuration
 from research.progress import percent
 from research.related import dig_deeper_question, report_sections, section_text
 
+ui.require_navigation()
+
 REFRESH_S = 2.0
 TABS = ["Plan", "Sources", "Rounds", "Review", "Verification", "Report", "Engines", "Tokens and cost"]
 

@@ -25,6 +25,8 @@ from dashboard.settings_files import (
 from research.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
 from research.constants import CONSTANTS, DEFAULTS
 
+ui.require_navigation()
+
 ORIGIN_TEXT = {"environment": "set in the environment", "secrets file": "saved here (secrets file)",
                None: "not set"}
 

@@ -328,15 +328,21 @@ class Store:
                 [owner, utc_now(), run_id],
             )
 
-    def mark_interrupted(self, *, stale_after_s: float = 30.0) -> list[str]:
+    def mark_interrupted(
+        self, *, stale_after_s: float = 30.0, dead_owners: Iterable[str] = ()
+    ) -> list[str]:
         """Runs left running/paused by a process that stopped heartbeating become
-        `interrupted`, so the UI can offer to resume them. Returns their ids."""
+        `interrupted`, so the UI can offer to resume them; so do runs whose owner is known
+        to be dead (`dead_owners`), without waiting for the heartbeat to go stale.
+        Returns their ids."""
         cutoff = _ts(datetime.now(UTC) - timedelta(seconds=stale_after_s))
+        dead = list(dead_owners)
+        owner_clause = f" OR owner IN ({', '.join('?' * len(dead))})" if dead else ""
         with self._write() as db:
             ids = [row[0] for row in db.execute(
                 "SELECT id FROM runs WHERE status IN ('running', 'paused')"
-                " AND (heartbeat_at IS NULL OR heartbeat_at < ?) ORDER BY created_at",
-                [cutoff],
+                f" AND (heartbeat_at IS NULL OR heartbeat_at < ?{owner_clause}) ORDER BY created_at",
+                [cutoff, *dead],
             ).fetchall()]
             now = utc_now()
             for run_id in ids:
@@ -345,6 +351,12 @@ class Store:
                     [now, run_id],
                 )
         return ids
+
+    def active_owners(self) -> set[str]:
+        """Owners ("pid:N@host") of runs currently marked running or paused."""
+        return {row["owner"] for row in self._rows(
+            "SELECT DISTINCT owner FROM runs WHERE status IN ('running', 'paused')"
+            " AND owner IS NOT NULL")}
 
     def set_control(self, run_id: str, action: str | None) -> None:
         """Ask the engine running `run_id` to "pause" or "cancel" (None clears the request)."""

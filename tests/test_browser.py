@@ -516,12 +516,6 @@ def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, dashboard
 
 # --- 3. a shared Run link, opened first after a (re)start ------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Bug: with a folder named pages/ next to app.py, Streamlit 1.67 starts in its old multipage mode "
-    "(PagesManager.uses_pages_directory) until some session runs app.py and calls st.navigation; until "
-    "then a deep link such as /run?run=<id> runs pages/run.py alone: no set_page_config, no app "
-    "navigation (the sidebar lists 'app', 'library', 'new research', 'run', 'settings'), no "
-    "database check. Fix: rename pages/ (e.g. to app_pages/) and update dashboard/ui.PAGES."))
 def test_a_shared_run_link_opens_inside_the_app_after_a_restart(browser: Any, dashboard_env: dict[str, str]) -> None:
     store = Store(dashboard_env["DEEP_RESEARCH_DB"])
     try:

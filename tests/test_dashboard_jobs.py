@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -90,3 +92,24 @@ def test_estimate_grows_with_depth() -> None:
     assert quick.model_calls < deep.model_calls
     assert 0 < quick.cost_usd < deep.cost_usd
     assert quick.seconds < deep.seconds
+
+
+def test_a_run_owned_by_a_dead_local_process_is_interrupted_at_once(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from dashboard.jobs import owner_is_dead
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead_owner = f"pid:{gone.stdout.strip()}@{socket.gethostname()}"
+    assert owner_is_dead(dead_owner)
+    assert not owner_is_dead(f"pid:{os.getpid()}@{socket.gethostname()}")
+    assert not owner_is_dead("pid:1@another-host")
+    store = Store(tmp_path / "j.db")
+    run_id = store.create_run("q", {})
+    store.set_run_status(run_id, "running")
+    store.heartbeat(run_id, dead_owner)  # a fresh heartbeat, but its process is gone
+    manager = JobManager(tmp_path / "j.db", stale_after_s=3600)
+    assert manager.interrupted_at_start == [run_id]
+    assert (store.get_run(run_id) or {})["status"] == "interrupted"
