@@ -38,4 +38,4 @@ except Exception as exc:  # noqa: BLE001 - shown in plain words instead of a tra
 with st.sidebar:
     st.caption("Deep Research Studio: ask a question, get a cited report.")
 
-page.run()
+ui.run_page(page)

@@ -6,7 +6,10 @@ touch anything here.
 
 from __future__ import annotations
 
+import runpy
+import threading
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -18,6 +21,7 @@ from research.llm.pricing import PriceTable
 from research.settings import prices_path
 from storage import Store, default_db_path
 
+APP_FILE = Path(__file__).resolve().parent.parent / "app.py"
 PAGES = {
     "new": "pages/new_research.py",
     "run": "pages/run.py",
@@ -75,17 +79,32 @@ def open_run(run_id: str) -> None:
 
 
 
+_navigation = threading.local()
+
+
+def run_page(page: Any) -> None:
+    """Run the page app.py's `st.navigation` chose, marked as run through the app."""
+    _navigation.active = True
+    try:
+        page.run()
+    finally:
+        _navigation.active = False
+
+
 def require_navigation() -> None:
     """Run a page only under app.py's `st.navigation`.
 
     The page files live in `pages/`, so on the first visit to a deep link after the server
     starts (a shared or bookmarked `/run?run=...`), Streamlit runs the page on its own in its
     old pages-folder mode and skips app.py (layout, navigation, the database check).
-    Switching that mode off and rerunning sends the visit through app.py, whose
-    `st.navigation` keeps it off from then on. The URL and its query parameters are kept.
+    Then app.py runs here instead, in this same script run (so a button press that led
+    here is not lost), and its `st.navigation` switches that mode off for good; the stray
+    run of the page stops. (A page run on its own on purpose, as tests do, is not in that
+    mode and runs as is.)
     """
     from streamlit.runtime.pages_manager import PagesManager
 
-    if PagesManager.uses_pages_directory:
+    if PagesManager.uses_pages_directory and not getattr(_navigation, "active", False):
         PagesManager.uses_pages_directory = False
-        st.rerun()
+        runpy.run_path(str(APP_FILE), run_name="__main__")
+        st.stop()

@@ -101,8 +101,26 @@ def _prefill(run_id: str) -> None:
     _set_run_options(values)
 
 
-if "c_SUBTOPIC_COUNT" not in state:
-    _initialise()
+def _fill_missing_defaults() -> None:
+    """Give every form widget its starting value when it has none, key by key, on every run.
+
+    A first run cut short (the person typed before the page had finished drawing) leaves
+    the later widgets without state, and Streamlit drops the values of widgets a run did
+    not draw; checking one key for "already initialised" would leave those empty.
+    """
+    global state
+    session, state = state, {}  # _initialise writes the defaults into a plain dict
+    try:
+        _initialise()
+        defaults = state
+    finally:
+        state = session
+    for key, value in defaults.items():
+        if key not in state:
+            state[key] = value
+
+
+_fill_missing_defaults()
 repeat = st.query_params.get("from")
 if repeat and state.get("_prefilled_from") != repeat:
     state["_prefilled_from"] = repeat

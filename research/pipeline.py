@@ -84,8 +84,8 @@ def validate_question(question: str) -> str:
 
 def create_run(store: Store, question: str, config: ResearchConfig, **kwargs: Any) -> str:
     """Validate and store a new run (status queued). Secrets are never part of `config`."""
-    return store.create_run(validate_question(question), config.model_dump(mode="json"),
-                            engine=config.engine, **kwargs)
+    kwargs.setdefault("engine", config.engine)
+    return store.create_run(validate_question(question), config.model_dump(mode="json"), **kwargs)
 
 
 def execute(
