@@ -3,6 +3,8 @@ review), then its plan, sources, rounds, review, verification, report, engines a
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 from pydantic import ValidationError
 
@@ -393,6 +395,34 @@ if verification_tab.open:
                 with st.container(border=True):
                     st.markdown(verification_view.claim_detail_markdown(rows[choice], by_id))
 
+def _downloads(doc: Any, markdown: str, *, name: str, key: str, labels: tuple[str, str]) -> None:
+    """Markdown download, and a PDF made on request (kept for this session)."""
+    buttons = st.container(horizontal=True)
+    suffix = f"_{key}" if key else ""
+    buttons.download_button(labels[0], markdown.encode("utf-8"), file_name=f"{name}.md",
+                            mime="text/markdown", icon=":material/download:", on_click="ignore",
+                            key=f"md{suffix}" if key else None)
+    pdf_key = f"_pdf_{name}"
+    if state.get(pdf_key):
+        buttons.download_button(labels[1], state[pdf_key], file_name=f"{name}.pdf",
+                                mime="application/pdf", icon=":material/picture_as_pdf:",
+                                on_click="ignore", key=f"pdf{suffix}" if key else None)
+    elif buttons.button("Prepare PDF", icon=":material/picture_as_pdf:",
+                        key=f"prepare_pdf{suffix}" if key else None):
+        with st.spinner("Creating the PDF…"):
+            try:
+                from research.export import to_pdf
+
+                state[pdf_key] = to_pdf(doc)
+            except ResearchError as exc:
+                st.error(f"The PDF could not be created: {exc} The Markdown download still works.")
+            except Exception as exc:  # noqa: BLE001 - shown in plain words, never a traceback
+                st.error(f"The PDF could not be created ({exc.__class__.__name__}). "
+                         "The Markdown download still works.")
+            else:
+                st.rerun()
+
+
 def _dig_deeper(markdown: str, sections: list[str]) -> None:
     """Start a follow-up run on one section, with this run's settings and sources."""
     with st.container(border=True):
@@ -430,28 +460,8 @@ if report_tab.open:
             except ResearchError as exc:
                 st.error(f"The report could not be shown: {exc}")
             else:
-                buttons = st.container(horizontal=True)
-                buttons.download_button("Download Markdown", report["markdown"].encode("utf-8"),
-                                        file_name=f"report-{run_id}.md", mime="text/markdown",
-                                        icon=":material/download:", on_click="ignore")
-                pdf_key = f"_pdf_{run_id}"
-                if state.get(pdf_key):
-                    buttons.download_button("Download PDF", state[pdf_key], file_name=f"report-{run_id}.pdf",
-                                            mime="application/pdf", icon=":material/picture_as_pdf:",
-                                            on_click="ignore")
-                elif buttons.button("Prepare PDF", icon=":material/picture_as_pdf:"):
-                    with st.spinner("Creating the PDF…"):
-                        try:
-                            from research.export import to_pdf
-
-                            state[pdf_key] = to_pdf(doc)
-                        except ResearchError as exc:
-                            st.error(f"The PDF could not be created: {exc} The Markdown download still works.")
-                        except Exception as exc:  # noqa: BLE001 - shown in plain words, never a traceback
-                            st.error(f"The PDF could not be created ({exc.__class__.__name__}). "
-                                     "The Markdown download still works.")
-                        else:
-                            st.rerun()
+                _downloads(doc, report["markdown"], name=f"report-{run_id}", key="",
+                           labels=("Download Markdown", "Download PDF"))
                 if doc.verification:
                     st.info(f"**Verification:** {views.md_text(doc.verification)}")
                 for note in doc.notes:
@@ -482,30 +492,8 @@ if engines_tab is not None and engines_tab.open:
                     elif not entry.error:
                         st.info("Still working; the report appears here when it is done.")
                     continue
-                buttons = st.container(horizontal=True)
-                buttons.download_button("Markdown", to_markdown(entry.doc).encode("utf-8"),
-                                        file_name=f"report-{run_id}-{entry.engine}.md",
-                                        mime="text/markdown", icon=":material/download:",
-                                        on_click="ignore", key=f"md_{entry.engine}")
-                pdf_key = f"_pdf_{run_id}_{entry.engine}"
-                if state.get(pdf_key):
-                    buttons.download_button("PDF", state[pdf_key], file_name=f"report-{run_id}-{entry.engine}.pdf",
-                                            mime="application/pdf", icon=":material/picture_as_pdf:",
-                                            on_click="ignore", key=f"pdf_{entry.engine}")
-                elif buttons.button("Prepare PDF", icon=":material/picture_as_pdf:",
-                                    key=f"prepare_pdf_{entry.engine}"):
-                    with st.spinner("Creating the PDF…"):
-                        try:
-                            from research.export import to_pdf
-
-                            state[pdf_key] = to_pdf(entry.doc)
-                        except ResearchError as exc:
-                            st.error(f"The PDF could not be created: {exc} The Markdown download still works.")
-                        except Exception as exc:  # noqa: BLE001 - shown in plain words, never a traceback
-                            st.error(f"The PDF could not be created ({exc.__class__.__name__}). "
-                                     "The Markdown download still works.")
-                        else:
-                            st.rerun()
+                _downloads(entry.doc, to_markdown(entry.doc), name=f"report-{run_id}-{entry.engine}",
+                           key=entry.engine, labels=("Markdown", "PDF"))
                 st.markdown(views.report_markdown(entry.doc))
 
 if usage_tab.open:
