@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel
@@ -18,6 +19,7 @@ from research.events import SearchFailed
 from research.llm import build_llm
 from research.llm.base import Message
 from research.search import build_search_providers
+from research.search.base import SearchProvider
 
 KEY_HINT = {
     "openai": "OPENAI_API_KEY (and OPENAI_BASE_URL for a local or compatible server)",
@@ -67,18 +69,26 @@ def run(ctx: RunContext) -> None:
                     f"{ctx.safe(str(exc))} Check {KEY_HINT.get(key[0], 'its settings')}."
                 ) from None
         working, failures = [], []
-        for provider in ctx.search:
-            ctx.control.checkpoint()
+        ctx.control.checkpoint()
+
+        def ping(provider: SearchProvider) -> str | None:
             try:
                 provider.search(ctx.question[:300], max_results=1,
                                 timeout=min(30.0, ctx.config.request_timeout_s))
-                working.append(provider)
             except ResearchError as exc:
-                reason = ctx.safe(str(exc))
-                failures.append(f"{provider.name}: {reason}")
-                ctx.emit(SearchFailed(ctx.run_id, f"{provider.name} search is not working and "
-                                      f"will not be used: {reason}", step="preflight",
-                                      data={"provider": provider.name}))
+                return ctx.safe(str(exc))
+            return None
+
+        with ThreadPoolExecutor(max_workers=max(1, len(ctx.search))) as pool:
+            answers = list(pool.map(ping, ctx.search))  # every provider at once
+        for provider, reason in zip(ctx.search, answers, strict=True):
+            if reason is None:
+                working.append(provider)
+                continue
+            failures.append(f"{provider.name}: {reason}")
+            ctx.emit(SearchFailed(ctx.run_id, f"{provider.name} search is not working and "
+                                  f"will not be used: {reason}", step="preflight",
+                                  data={"provider": provider.name}))
         if not working:
             raise PreflightError(
                 "No search provider could be reached, so no research can be done (answers "

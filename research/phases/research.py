@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
 SCORE_BATCH = 8
-IO_THREADS = 4
+IO_THREADS = 16  # a worker's searches, page fetches and scoring calls in flight at once
 MIN_TEXT_CHARS = 200
 FINDINGS_CONTEXT_CHARS = 40_000
 
@@ -160,14 +160,25 @@ def source_id(canonical: str) -> str:
 
 def run(ctx: RunContext, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Research every subtopic not yet done; return the subtopics that did not finish."""
-    plan = [s for s in plan if not s.get("inherited")]  # already researched by the parent
-    units = [(f"research:{s['id']}", f"Researching: {s['title']}", s) for s in plan]
-    run_units(ctx, units)
+    run_units(ctx, units(plan))
+    return unfinished(ctx, plan)
+
+
+def units(plan: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(step key, label, subtopic) research units; inherited subtopics were researched by
+    the parent run."""
+    return [(f"research:{s['id']}", f"Researching: {s['title']}", s)
+            for s in plan if not s.get("inherited")]
+
+
+def unfinished(ctx: RunContext, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The planned subtopics whose research did not finish, each with its error."""
     steps = {s["key"]: s for s in ctx.store.get_steps(ctx.run_id)}
     return [
         {**sub, "error": steps.get(f"research:{sub['id']}", {}).get("error") or "not researched"}
         for sub in plan
-        if steps.get(f"research:{sub['id']}", {}).get("status") != "done"
+        if not sub.get("inherited")
+        and steps.get(f"research:{sub['id']}", {}).get("status") != "done"
     ]
 
 

@@ -68,28 +68,33 @@ class RoundAssessment(BaseModel):
 
 
 def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Further rounds after the first. Returns the subtopics that did not finish."""
+    """Further rounds after the first. Returns the subtopics that did not finish.
+
+    A round's quick lookups and the next round's new subtopics run side by side: they
+    depend only on the triage, not on each other.
+    """
     round_no = 1
     while True:
         outcome = ctx.run_step(
             f"triage:{round_no}", "triage", f"Assessing round {round_no}",
             lambda r=round_no: _assess(ctx, r),  # type: ignore[misc]
         )
-        lookups = [
+        units = [
             (f"followup:{round_no}:{i}", f"Quick lookup: {d['question'][:100]}", _lookup_unit(d, round_no))
             for i, d in enumerate(outcome["decisions"], start=1) if d["action"] == "answer"
         ]
-        research.run_units(ctx, lookups)
-        if outcome.get("stop_reason") or ctx.budget_reason():
+        stop = outcome.get("stop_reason")
+        if not stop:
+            units += research.units([s for s in ctx.store.get_plan(ctx.run_id) or []
+                                     if s.get("round") == round_no + 1])
+        research.run_units(ctx, units)
+        if stop or ctx.budget_reason():
             break
         round_no += 1
-        failed = research.run(ctx, ctx.store.get_plan(ctx.run_id) or [])
-        if ctx.budget_reason():
-            break
     reason = ctx.budget_reason()
     if reason:
         ctx.store.update_totals(ctx.run_id, stop_reason=f"Research stopped because {reason}.")
-    return failed
+    return research.unfinished(ctx, ctx.store.get_plan(ctx.run_id) or [])
 
 
 def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
