@@ -8,4 +8,4 @@ scripts/setup.sh
 if [ "$#" -gt 0 ]; then
   exec .venv/bin/python -m research "$@"
 fi
-exec .venv/bin/streamlit run app.py "${STREAMLIT_ARGS[@]:-}"
+exec .venv/bin/streamlit run app.py
