@@ -44,7 +44,8 @@ log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
 SCORE_BATCH = 8
-IO_THREADS = 16  # a worker's searches, page fetches and scoring calls in flight at once
+IO_THREADS = 40  # a worker's searches, page fetches and scoring calls in flight at once: every
+#                 candidate page of a default worker (2 x SOURCES_PER_SUBTOPIC) at the same time
 MIN_TEXT_CHARS = 200
 FINDINGS_CONTEXT_CHARS = 40_000
 

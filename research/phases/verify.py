@@ -40,6 +40,7 @@ MAX_SOURCES_PER_CLAIM = 3     # a claim citing more is judged against its most r
 BATCH_CLAIMS = 8
 BATCH_CHARS = 18_000
 MIN_QUOTE_WORDS = 4
+VERIFY_THREADS = 16           # model calls of the verify step in flight at once (every batch of both passes)
 
 QUALIFIED = "(qualified after verification)"
 SINGLE_SOURCE = "(single source)"
@@ -485,12 +486,11 @@ def _challenge(ctx: RunContext, outcomes: Sequence[Outcome],
     if not outcomes:
         return {}, []
     critic = ctx.lead.delegate(Role.CRITIC)
-    found: dict[str, CriticJudgement] = {}
-    errors: list[str] = []
-    for batch in _batches([o.claim for o in outcomes]):
+    by_id = {o.claim.id: o for o in outcomes}
+
+    def judge(batch: list[Claim]) -> dict[str, CriticJudgement]:
         ctx.control.checkpoint()
         nonce = new_nonce()
-        by_id = {o.claim.id: o for o in outcomes}
         items = []
         for claim in batch:
             o = by_id[claim.id]
@@ -505,13 +505,22 @@ def _challenge(ctx: RunContext, outcomes: Sequence[Outcome],
             Message("user", CRITIC_PROMPT.format(question=clean_untrusted(ctx.question),
                                                  claims="\n\n".join(items))),
         ]
-        try:
-            answer = critic.llm.structured(messages, CriticVerdicts, deadline=ctx.step_deadline())
-        except (ProviderError, SchemaError) as exc:
-            errors.append(ctx.safe(str(exc)))
-            continue
+        answer = critic.llm.structured(messages, CriticVerdicts, deadline=ctx.step_deadline())
         wanted = {c.id for c in batch}
-        found.update({j.claim_id: j for j in answer.judgements if j.claim_id in wanted})
+        return {j.claim_id: j for j in answer.judgements if j.claim_id in wanted}
+
+    batches = _batches([o.claim for o in outcomes])
+    found: dict[str, CriticJudgement] = {}
+    errors: list[str] = []
+    # The batches are independent: all at once.
+    with ThreadPoolExecutor(max_workers=min(VERIFY_THREADS, len(batches)),
+                            thread_name_prefix="critic") as pool:
+        futures = [pool.submit(judge, batch) for batch in batches]
+        for future in futures:
+            try:
+                found.update(future.result())
+            except (ProviderError, SchemaError) as exc:
+                errors.append(ctx.safe(str(exc)))
     return found, errors
 
 
@@ -777,7 +786,7 @@ def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, 
 
     checkable = [c for c in claims if c.source_ids]
     errors: list[str] = []
-    workers = max(1, min(ctx.config.max_parallel_workers, 2 * len(_batches(checkable))))
+    workers = max(1, min(VERIFY_THREADS, 2 * len(_batches(checkable))))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verify") as pool:
         # Both passes at once; neither sees the other's answers.
         pending = [_submit_pass(ctx, spec, checkable, sources, pool)

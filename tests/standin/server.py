@@ -27,9 +27,9 @@ added) that fits it, and `times` is how many requests it hits. Any fault accepts
 fault waits for a call it can affect (JSON faults for structured calls, `cite_invented`
 for the writer).
 
-Other controls: `set_delay(seconds)`, `set_off_topic(n)`, `set_extra_results(paths)`,
-`reset()`. `requests` logs every request as {api, method, path, query, headers (names in
-lower case), json, time}.
+Other controls: `set_delay(seconds)`, `set_latency(model=, search=, page=)`,
+`set_off_topic(n)`, `set_extra_results(paths)`, `reset()`. `requests` logs every request
+as {api, method, path, query, headers (names in lower case), json, time}.
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ FAULT_KINDS = ("status", "hang", "trickle", "invalid_json", "fenced_json", "thin
                "cite_invented", "refusal", "blocked", "context_limit", "tracking")
 _CONTENT_FAULTS = ("invalid_json", "fenced_json", "think", "cite_invented", "refusal", "blocked",
                    "context_limit", "tracking")
+LATENCY_KINDS = {"openai": "model", "gemini": "model", "tavily": "search", "arxiv": "search",
+                 "semanticscholar": "search", "pages": "page"}
 TRACKING_URL = "http://tracker.example/pixel.gif"
 TRACKING_TEXT = (
     f"\n\n![pixel]({TRACKING_URL}?id=1) <img src=\"{TRACKING_URL}?id=2\"> "
@@ -201,6 +203,7 @@ class StandinServer:
         self._lock = threading.Lock()
         self._faults: list[Fault] = []
         self._delay = 0.0
+        self._latency: dict[str, float] = {}  # kind (see LATENCY_KINDS) -> seconds
         self.off_topic_results = 0
         self._extra_results: list[str] = []
         self._stopping = threading.Event()
@@ -258,10 +261,11 @@ class StandinServer:
 
     # test controls
     def reset(self) -> None:
-        """Forget faults, the delay and the request log."""
+        """Forget faults, the delay, the latencies and the request log."""
         with self._lock:
             self._faults.clear()
             self._delay = 0.0
+            self._latency.clear()
             self.off_topic_results = 0
             self._extra_results.clear()
             self._generation += 1
@@ -285,6 +289,21 @@ class StandinServer:
         """Every API answer (not pages) waits this long first: slow but fine."""
         with self._lock:
             self._delay = max(0.0, seconds)
+
+    def set_latency(self, *, model: float = 0.0, search: float = 0.0, page: float = 0.0) -> None:
+        """Fixed latency per kind of answer, in seconds (for the benchmark): every LLM answer
+        (OpenAI chat, Gemini) waits `model`, every search answer (Tavily, arXiv, Semantic
+        Scholar) waits `search`, every /pages/ answer waits `page`. On top of `set_delay`;
+        `reset()` clears it."""
+        with self._lock:
+            self._latency = {"model": max(0.0, model), "search": max(0.0, search),
+                             "page": max(0.0, page)}
+
+    def latency(self, api: str) -> float:
+        """The fixed latency `set_latency` gave this api's answers (0 when none)."""
+        kind = LATENCY_KINDS.get(api)
+        with self._lock:
+            return self._latency.get(kind, 0.0) if kind else 0.0
 
     def set_off_topic(self, n: int) -> None:
         """The last `n` Tavily results of every query link to OFF-TOPIC articles."""
@@ -414,6 +433,10 @@ class _Handler(BaseHTTPRequestHandler):
                 if not self.standin._sleep(self.standin.delay, self._gen):
                     self.close_connection = True
                     return
+            latency = self.standin.latency(api)
+            if latency and not self.standin._sleep(latency, self._gen):
+                self.close_connection = True
+                return
             handler = getattr(self, f"_api_{api}")
             handler(path, split.query, body)
         except (TimeoutError, BrokenPipeError, ConnectionResetError):
