@@ -36,7 +36,7 @@ from tests.browser_helpers import (
     wait_idle,
 )
 from tests.dashboard_fixtures import finished_run
-from tests.standin import StandinServer
+from tests.standin import GEMINI_KEY, OPENAI_KEY, TAVILY_KEY, StandinServer
 
 pytestmark = [
     pytest.mark.browser,
@@ -98,8 +98,15 @@ def _page(browser: Any, server: StreamlitServer) -> tuple[Any, Any, PageWatch]:
     return context, page, watch
 
 
+KEYS = (OPENAI_KEY, GEMINI_KEY, TAVILY_KEY)
+
+
 def _shot(page: Any, name: str, *, height: int | None = None) -> bytes:
-    """Screenshot the viewport (or a taller one) once hover effects and animations have settled."""
+    """Screenshot the viewport (or a taller one) once hover effects and animations have
+    settled; every page shot is also scanned for the API keys, which must never appear."""
+    html = page.content()
+    leaked = [key[:8] + "…" for key in KEYS if key in html]
+    assert not leaked, f"an API key appears on the page {name}: {leaked}"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
     page.mouse.move(VIEWPORT["width"] - 5, VIEWPORT["height"] - 5)  # no hover effects in the sidebar
