@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 from pypdf import PdfReader
@@ -29,6 +30,9 @@ def test_a_german_report_has_german_headings_and_labels_in_both_exports(
     for heading in ("## Zusammenfassung", "## Wichtigste Ergebnisse", "## Empfehlungen", "## Quellen"):
         assert heading in markdown
     assert "**Datum:**" in markdown and "## Sources" not in markdown
+    # What the engine wrote itself (verification marks, caveats, run record) is translated too.
+    assert "(einzige Quelle)" in markdown and "(single source)" not in markdown
+    assert re.search(r"\\?\[Deutsch\\?\] Run record:", markdown)  # (escaped in Markdown)
     text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(to_pdf(build_document_for_run(store, run_id)))).pages)
     assert "Quellen" in text and "Seite 1 von" in text
 

@@ -54,11 +54,19 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
         notes += _search_notes(ctx)
         run = ctx.store.get_run(ctx.run_id) or {}
         verification = verify.summary(ctx, ctx.run_id)["line"]
+        record = run_record(ctx)
         labels = translated_labels(ctx)
+        # What the engine itself wrote (caveats, verification marks, the run record) in the
+        # report's language too: the writer already wrote the rest in it.
+        translations = translate_own_text(ctx, [*notes, verification, record,
+                                                *engine_lines(current["text"])])
+        notes = [translations.get(n, n) for n in notes]
+        verification = translations.get(verification, verification)
+        record = translations.get(record, record)
         doc = build_document(
             run_id=ctx.run_id, question=ctx.question,
             created_at=run.get("created_at") or datetime.now(UTC).isoformat(),
-            parameters_line=run_record(ctx), draft=current["text"],
+            parameters_line=record, draft=apply_translations(current["text"], translations),
             numbering=current["numbering"], sources=sources, notes=tuple(notes),
             verification=verification, labels=labels,
         )
@@ -70,6 +78,7 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
             "failed_subtopics": [s["id"] for s in failed], "notes": notes,
             "parameters_line": doc.parameters_line, "verification": verification,
             "labels": dict(doc.labels), "language": ctx.config.report_language,
+            "translations": translations,
         }
         ctx.store.save_report(ctx.run_id, markdown, meta=meta)
         return {"cited_sources": len(doc.sources), "words": meta["words"]}
@@ -112,6 +121,54 @@ def translated_labels(ctx: RunContext) -> dict[str, str]:
                          step="deliver"))
         return {}
     return answer.model_dump()
+
+
+class Translations(BaseModel):
+    texts: list[str]
+
+
+TRANSLATE_PROMPT = """Translate each text below into {language}. Keep numbers, names, citation
+marks like [3], Markdown marks (*, -, ###) and parentheses as they are. Reply with the
+translations in the same order, one per input text.
+
+{texts}"""
+
+
+def engine_lines(draft: str) -> list[str]:
+    """Marks and notes verification put into the draft, which the writer did not write."""
+    found = [mark for mark in verify.MARKS if mark in draft]
+    found += [line for line in draft.splitlines()
+              if line.startswith(verify.NOTE_PREFIXES)]
+    return list(dict.fromkeys(found))
+
+
+def translate_own_text(ctx: RunContext, texts: list[str]) -> dict[str, str]:
+    """English text -> the report's language, for what the engine wrote itself."""
+    texts = [t for t in dict.fromkeys(texts) if t.strip()]
+    if is_english(ctx.config.report_language) or not texts:
+        return {}
+    messages = [
+        system("You translate short texts of a research report precisely.", ctx.today),
+        Message("user", TRANSLATE_PROMPT.format(
+            language=ctx.config.report_language,
+            texts="\n".join(f"{i}. {t}" for i, t in enumerate(texts, start=1)))),
+    ]
+    try:
+        answer = ctx.lead.llm.structured(messages, Translations, deadline=ctx.step_deadline())
+    except ResearchError as exc:
+        ctx.emit(Warning(ctx.run_id, f"Some report notes stay in English: {ctx.safe(str(exc))}",
+                         step="deliver"))
+        return {}
+    if len(answer.texts) != len(texts):
+        return {}
+    return {src: dst.strip() for src, dst in zip(texts, answer.texts, strict=True) if dst.strip()}
+
+
+def apply_translations(draft: str, translations: dict[str, str]) -> str:
+    """Replace the engine's own English marks and notes in a draft (longest first)."""
+    for english in sorted(translations, key=len, reverse=True):
+        draft = draft.replace(english, translations[english])
+    return draft
 
 
 def _search_notes(ctx: RunContext) -> list[str]:

@@ -47,6 +47,10 @@ SINGLE_SOURCE = "(single source)"
 NOT_VERIFIED = "(not verified)"
 UNVERIFIED = "(UNVERIFIED)"
 INSUFFICIENT = "Insufficient verified data for this section."
+NOT_FULLY_SUPPORTED = "(not fully supported by the cited source)"
+# What this phase writes into a report, for translation into the report's language.
+MARKS = (QUALIFIED, SINGLE_SOURCE, NOT_VERIFIED, UNVERIFIED, INSUFFICIENT, NOT_FULLY_SUPPORTED)
+NOTE_PREFIXES = ("- Removed after verification:", "*This subtopic could not be verified")
 
 Verdict = Literal["SUPPORTED", "UNSUPPORTED", "OVERSTATED", "CONTRADICTED"]
 CriticVerdict = Literal["SURVIVES", "DOWNGRADE", "REJECT"]
@@ -636,7 +640,7 @@ def apply(text: str, outcomes: Sequence[Outcome], *, numbering: Mapping[int, str
                 new = ""
             elif o.status == "qualified":
                 new = mark(o.final_text or o.claim.text, QUALIFIED if o.rewritten
-                           else "(not fully supported by the cited source)")
+                           else NOT_FULLY_SUPPORTED)
             elif o.status == "unverified":
                 new = mark(o.claim.text, NOT_VERIFIED)
             else:
