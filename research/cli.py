@@ -18,6 +18,7 @@ from research.llm.pricing import PriceTable
 from research.phases.preflight import check_configuration
 from research.pipeline import create_run, execute
 from research.progress import percent
+from research.related import dig_deeper_question, report_sections, section_text
 from research.settings import effective_env, prices_path
 from storage import Store, default_db_path
 
@@ -43,6 +44,13 @@ def parser() -> argparse.ArgumentParser:
                    help="answer 1-3 clarifying questions before research starts")
     p.add_argument("--answer", action="append", default=[], metavar="TEXT",
                    help="an answer to a clarifying question (repeat for each question)")
+    p.add_argument("--engine", choices=["pipeline", "openai-deep-research", "gemini-deep-research", "all"],
+                   help="who researches: the built-in team (default), a hosted deep-research "
+                        "service, or all of them side by side")
+    p.add_argument("--build-on", metavar="RUN_ID",
+                   help="start from the sources of an earlier run")
+    p.add_argument("--dig-deeper", nargs=2, metavar=("RUN_ID", "SECTION"),
+                   help="a follow-up run that goes deeper into one section of an earlier report")
     p.add_argument("--review-plan", action="store_true",
                    help="show the plan and wait for your approval before research starts")
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted or waiting run")
@@ -76,6 +84,12 @@ def main(argv: list[str] | None = None) -> int:
                          on_event=printer, prices=prices)
             run_id = args.resume
         else:
+            parent = args.build_on
+            if args.dig_deeper:
+                parent, section = args.dig_deeper
+                args.question = _dig_deeper_question(store, parent, section)
+            if parent and store.get_run(parent) is None:
+                raise ResearchError(f"There is no run with id {parent!r} to build on.")
             if not args.question:
                 return _fail("Please give a research question, e.g. "
                              'python -m research "How do heat pumps perform in cold climates?"',
@@ -85,10 +99,10 @@ def main(argv: list[str] | None = None) -> int:
                 SOURCES_PER_SUBTOPIC=args.sources, REVIEW_CYCLES=args.reviews,
                 REQUIRE_CLARIFICATION=True if args.clarify else None,
                 report_language=args.language, max_cost_usd=args.max_cost,
-                review_plan=True if args.review_plan else None,
+                review_plan=True if args.review_plan else None, engine=args.engine,
             )
             check_configuration(config, credentials)
-            run_id = create_run(store, args.question, config)
+            run_id = create_run(store, args.question, config, parent_run_id=parent)
             print(f"Run id: {run_id}", file=sys.stderr)
             run = execute(run_id, store=store, credentials=credentials, on_event=printer,
                           prices=prices)
@@ -121,6 +135,18 @@ def main(argv: list[str] | None = None) -> int:
           f"~${totals.get('cost_usd', 0):.4f}).", file=sys.stderr)
     print(run_id)
     return EXIT_OK
+
+
+def _dig_deeper_question(store: Store, parent: str, section: str) -> str:
+    run = store.get_run(parent)
+    report = store.get_report(parent)
+    if run is None or report is None:
+        raise ResearchError(f"Run {parent} has no finished report to dig deeper into.")
+    sections = report_sections(report["markdown"])
+    if section not in sections:
+        raise ResearchError(f"The report has no section {section!r}; its sections are: "
+                            + ", ".join(sections) + ".")
+    return dig_deeper_question(run["question"], section, section_text(report["markdown"], section))
 
 
 def _answer_waiting(store: Store, run_id: str, args: argparse.Namespace) -> bool:

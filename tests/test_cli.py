@@ -96,3 +96,36 @@ def test_cli_resume_continues_an_interrupted_run(standin_env: dict[str, str], tm
     assert {s["kind"] for s in store.get_steps(run_id) if s["attempts"] > 1} == set()
     unknown = _cli(["--resume", "nope"], env, tmp_path)
     assert unknown.returncode == 2 and "no run with id" in unknown.stderr
+
+
+def test_cli_digs_deeper_into_a_section_of_an_earlier_report(
+    standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    db = tmp_path / "d.db"
+    env = {**standin_env, "DEEP_RESEARCH_DB": str(db)}
+    first = _cli(["Heat pump adoption in Europe", "--preset", "quick"], env, tmp_path)
+    assert first.returncode == 0, first.stderr
+    parent = first.stdout.strip().splitlines()[-1]
+    missing = _cli(["--dig-deeper", parent, "No such section", "--preset", "quick"], env, tmp_path)
+    assert missing.returncode == 2 and "has no section" in missing.stderr
+    child = _cli(["--dig-deeper", parent, "Key findings", "--preset", "quick"], env, tmp_path)
+    assert child.returncode == 0, child.stderr
+    child_id = child.stdout.strip().splitlines()[-1]
+    store = Store(db)
+    run = store.get_run(child_id)
+    assert run is not None and run["parent_run_id"] == parent
+    assert "dig deeper into: Key findings" in run["question"]
+    assert {s["canonical_url"] for s in store.get_sources(parent)} <= {
+        s["canonical_url"] for s in store.get_sources(child_id)}
+
+
+def test_cli_hands_a_run_to_a_hosted_engine(standin: StandinServer, standin_env: dict[str, str],
+                                            tmp_path: Path) -> None:
+    standin.hosted.polls_to_complete = 1
+    env = {**standin_env, "DEEP_RESEARCH_DB": str(tmp_path / "h.db")}
+    result = _cli(["Heat pump adoption in Europe", "--engine", "openai-deep-research",
+                   "--preset", "quick", "--out", str(tmp_path / "h.md")], env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "## Sources" in (tmp_path / "h.md").read_text()
+    run = Store(tmp_path / "h.db").get_run(result.stdout.strip().splitlines()[-1])
+    assert run is not None and run["engine"] == "openai-deep-research"
