@@ -188,7 +188,8 @@ def run_with_deadline(fn: Callable[[], T], seconds: float, what: str) -> T:
     thread.start()
     thread.join(max(0.0, seconds))
     if thread.is_alive():
-        raise ProviderTimeout(f"{what} did not answer within {seconds:.0f} s.")
+        shown = f"{seconds:.0f}" if seconds >= 10 else f"{seconds:.1f}"
+        raise ProviderTimeout(f"{what} did not answer within {shown} s.")
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]  # type: ignore[return-value]
@@ -305,18 +306,27 @@ class RoleLLM:
         deadline: float | None,
     ) -> Completion:
         def attempt() -> Completion:
+            what = f"The {self.role} model ({self.label})"
             limit = self.call_timeout
+            step_bound = deadline is not None and deadline - time.monotonic() < limit
             if deadline is not None:
                 limit = min(limit, deadline - time.monotonic())
             if limit <= 0:
-                raise ProviderTimeout(f"No time left for a call to {self.label}.")
-            return run_with_deadline(
-                lambda: self.llm.complete(
-                    messages, json_schema=schema, schema_name=name, timeout=limit
-                ),
-                limit,
-                f"The {self.role} model ({self.label})",
-            )
+                raise ProviderTimeout(f"{what} could not be asked: the step's time limit "
+                                      "(STEP_TIMEOUT_MS) had run out.")
+            try:
+                return run_with_deadline(
+                    lambda: self.llm.complete(
+                        messages, json_schema=schema, schema_name=name, timeout=limit
+                    ),
+                    limit,
+                    what,
+                )
+            except ProviderTimeout:
+                if step_bound:  # the step's limit, not the model, cut the call short
+                    raise ProviderTimeout(f"{what} did not answer before the step's time "
+                                          "limit (STEP_TIMEOUT_MS) ran out.") from None
+                raise
 
         def retried(n: int, exc: BaseException, delay: float) -> None:
             if self._on_retry is not None:
