@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from research.config import build_config
 from research.export import build_document, to_markdown
@@ -212,3 +213,13 @@ def fake_jobs_fixture(dash_env: Store, monkeypatch: pytest.MonkeyPatch) -> Itera
     yield executor
     for run_id in manager.alive():
         manager.wait(run_id, 10)
+
+
+def open_run_page(run_id: str, tab: str | None = None) -> AppTest:
+    """The Run page of `run_id` (optionally one tab), opened through app.py's navigation."""
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.switch_page("pages/run.py")
+    at.query_params["run"] = run_id
+    if tab:
+        at.query_params["tab"] = tab
+    return at.run()

@@ -15,23 +15,17 @@ from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     dash_env_fixture,
     fake_jobs_fixture,
     finished_run,
+    open_run_page,
 )
 
 STOP = "Research stopped because the cost cap of $0.02 was reached ($0.03 spent)."
 
 
-def _run_page(run_id: str, tab: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30).run()
-    at.switch_page("pages/run.py")
-    at.query_params["run"] = run_id
-    if tab:
-        at.query_params["tab"] = tab
-    return at.run()
 
 
 def test_live_panel_shows_cost_so_far_against_the_cap(dash_env: Store) -> None:
     run_id = finished_run(dash_env, status="paused", max_cost_usd=0.05, max_sources=12)
-    at = _run_page(run_id)
+    at = open_run_page(run_id)
     assert not at.exception
     texts = [p.proto.text for p in at.progress]
     assert "Cost so far \\$0.019 of the \\$0.05 cap" in texts  # $ escaped for Markdown
@@ -44,11 +38,11 @@ def test_live_panel_shows_cost_so_far_against_the_cap(dash_env: Store) -> None:
 def test_a_run_stopped_by_the_budget_says_so_clearly(dash_env: Store) -> None:
     run_id = finished_run(dash_env, max_cost_usd=0.02)
     dash_env.update_totals(run_id, stop_reason=STOP)
-    at = _run_page(run_id)
+    at = open_run_page(run_id)
     notice = [w.value for w in at.warning if "Stopped by the budget" in w.value]
     assert notice and "cost cap of \\$0.02 was reached" in notice[0]
     assert "covers what was gathered" in notice[0]
-    at = _run_page(run_id, "Rounds")
+    at = open_run_page(run_id, "Rounds")
     assert any("cost cap" in i.value for i in at.info)
 
 
@@ -67,7 +61,7 @@ def test_dig_deeper_starts_a_linked_child_run_with_the_parents_settings(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
     parent = finished_run(dash_env, SUBTOPIC_COUNT=4, report_language="German")
-    at = _run_page(parent, "Report")
+    at = open_run_page(parent, "Report")
     section = at.selectbox(key=f"dig_{parent}")
     assert "Key findings" in section.options and "Sources" not in section.options
     section.select("Key findings").run()
@@ -82,14 +76,14 @@ def test_dig_deeper_starts_a_linked_child_run_with_the_parents_settings(
     fake_jobs_done = dash_env.get_run(child["id"])
     assert fake_jobs_done is not None
 
-    at = _run_page(child["id"])
+    at = open_run_page(child["id"])
     links = [p for p in at.get("page_link") if "Builds on" in str(p.proto.label)]
     assert links and "How fast is solar power growing" in links[0].proto.label.replace("\\", "")
 
 
 def test_dig_deeper_without_a_model_key_starts_nothing_and_says_why(dash_env: Store) -> None:
     parent = finished_run(dash_env)
-    at = _run_page(parent, "Report")
+    at = open_run_page(parent, "Report")
     next(b for b in at.button if b.label == "Dig deeper").click().run()
     assert any("Nothing was started" in e.value and "OPENAI_API_KEY" in e.value for e in at.error)
     assert dash_env.count_runs() == 1

@@ -16,18 +16,12 @@ from tests.dashboard_fixtures import (  # noqa: F401 - fixture
     add_rounds,
     dash_env_fixture,
     finished_run,
+    open_run_page,
 )
 
 pytestmark = pytest.mark.usefixtures("dash_env")
 
 
-def _run_page(run_id: str, tab: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30).run()
-    at.switch_page("pages/run.py")
-    at.query_params["run"] = run_id
-    if tab:
-        at.query_params["tab"] = tab
-    return at.run()
 
 
 def _frame(at: AppTest, column: str):
@@ -37,7 +31,7 @@ def _frame(at: AppTest, column: str):
 def test_rounds_tab_shows_coverage_triage_and_why_research_stopped(dash_env: Store) -> None:
     run_id = finished_run(dash_env)
     add_rounds(dash_env, run_id)
-    at = _run_page(run_id, "Rounds")
+    at = open_run_page(run_id, "Rounds")
     assert not at.exception
     assert [h.value for h in at.subheader] == ["Round 1", "Round 2"]
     assert any("Why research stopped" in i.value and "maximum number of research rounds" in i.value
@@ -57,7 +51,7 @@ def test_rounds_tab_shows_coverage_triage_and_why_research_stopped(dash_env: Sto
 
 
 def test_rounds_tab_before_any_round_explains_what_will_appear(dash_env: Store) -> None:
-    at = _run_page(finished_run(dash_env), "Rounds")
+    at = open_run_page(finished_run(dash_env), "Rounds")
     assert any("follow-up questions" in i.value for i in at.info)
 
 
@@ -72,7 +66,7 @@ def test_stop_reasons_read_as_plain_words() -> None:
 def test_engines_tab_shows_hosted_reports_side_by_side_with_their_own_downloads(dash_env: Store) -> None:
     run_id = finished_run(dash_env, engine="all")
     add_engine_reports(dash_env, run_id)
-    at = _run_page(run_id, "Engines")
+    at = open_run_page(run_id, "Engines")
     assert not at.exception
     headings = [h.value.replace("\\", "") for h in at.subheader]  # md_text escapes ( )
     assert headings[:3] == ["Multi-agent research (built in)",
@@ -93,6 +87,6 @@ def test_engines_tab_shows_hosted_reports_side_by_side_with_their_own_downloads(
 
 
 def test_engines_tab_is_absent_for_a_pipeline_only_run(dash_env: Store) -> None:
-    at = _run_page(finished_run(dash_env))
+    at = open_run_page(finished_run(dash_env))
     labels = [t.label for t in at.tabs]
     assert "Rounds" in labels and "Engines" not in labels

@@ -8,18 +8,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from storage import Store
-from tests.dashboard_fixtures import APP, EVIL_TITLE, dash_env_fixture, finished_run  # noqa: F401 - fixture
+from tests.dashboard_fixtures import APP, EVIL_TITLE, dash_env_fixture, finished_run, open_run_page  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.usefixtures("dash_env")
 
 
-def _run_page(run_id: str, tab: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30).run()
-    at.switch_page("pages/run.py")
-    at.query_params["run"] = run_id
-    if tab:
-        at.query_params["tab"] = tab
-    return at.run()
 
 
 def _all_text(at: AppTest) -> str:
@@ -29,7 +22,7 @@ def _all_text(at: AppTest) -> str:
 
 def test_completed_run_shows_full_progress_steps_and_no_live_refresh(dash_env: Store) -> None:
     run_id = finished_run(dash_env)
-    at = _run_page(run_id)
+    at = open_run_page(run_id)
     assert not at.exception
     assert at.progress[0].value == 100
     steps = at.dataframe[0].value
@@ -40,7 +33,7 @@ def test_completed_run_shows_full_progress_steps_and_no_live_refresh(dash_env: S
 
 def test_source_table_lists_every_source_with_filters_and_charts(dash_env: Store) -> None:
     run_id = finished_run(dash_env, sources=12)
-    at = _run_page(run_id, "Sources")
+    at = open_run_page(run_id, "Sources")
     assert not at.exception
     table = next(df.value for df in at.dataframe if "Relevance" in df.value.columns)
     assert len(table) == 12
@@ -59,7 +52,7 @@ def test_source_table_lists_every_source_with_filters_and_charts(dash_env: Store
 
 def test_review_feedback_shows_verdict_issues_by_severity_checks_and_changes(dash_env: Store) -> None:
     run_id = finished_run(dash_env)
-    at = _run_page(run_id, "Review")
+    at = open_run_page(run_id, "Review")
     assert not at.exception
     text = _all_text(at)
     assert "Review cycle 1: ✍️ Changes requested" in text
@@ -75,7 +68,7 @@ def test_review_feedback_shows_verdict_issues_by_severity_checks_and_changes(das
 
 def test_report_links_citations_to_sources_and_never_renders_web_text_as_markup(dash_env: Store) -> None:
     run_id = finished_run(dash_env)
-    at = _run_page(run_id, "Report")
+    at = open_run_page(run_id, "Report")
     assert not at.exception
     body = "\n".join(m.value for m in at.markdown)
     assert "[[1]](https://example1.org/article-1)" in body
@@ -91,27 +84,27 @@ def test_report_links_citations_to_sources_and_never_renders_web_text_as_markup(
 
 def test_tokens_and_cost_per_role(dash_env: Store) -> None:
     run_id = finished_run(dash_env)
-    at = _run_page(run_id, "Tokens and cost")
+    at = open_run_page(run_id, "Tokens and cost")
     table = at.dataframe[-1].value
     assert set(table["Role"]) == {"worker", "writer"}
     assert round(table["Cost (USD)"].sum(), 3) == 0.019
 
 
 def test_unknown_run_id_is_explained(dash_env: Store) -> None:
-    at = _run_page("nope")
+    at = open_run_page("nope")
     assert any("There is no run with the id" in e.value for e in at.error)
 
 
 def test_interrupted_run_offers_resume_and_explains_why(dash_env: Store) -> None:
     run_id = finished_run(dash_env, status="interrupted")
-    at = _run_page(run_id)
+    at = open_run_page(run_id)
     assert any("interrupted" in w.value for w in at.warning)
     assert any(b.label == "Resume" for b in at.button)
 
 
 def test_live_panel_tails_the_event_log(dash_env: Store) -> None:
     run_id = finished_run(dash_env, events=600)
-    at = _run_page(run_id)
+    at = open_run_page(run_id)
     log = next(df.value for df in at.dataframe if "Event" in df.value.columns)
     assert len(log) == 200
     assert log["Message"].iloc[0] == "event 599"

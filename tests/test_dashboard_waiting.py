@@ -17,16 +17,10 @@ from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     FakeExecutor,
     dash_env_fixture,
     fake_jobs_fixture,
+    open_run_page,
     waiting_for_answers,
     waiting_for_plan_review,
 )
-
-
-def _run_page(run_id: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30).run()
-    at.switch_page("pages/run.py")
-    at.query_params["run"] = run_id
-    return at.run()
 
 
 def _button(at: AppTest, label: str):
@@ -45,7 +39,7 @@ def test_clarifying_questions_get_answer_boxes_and_continue_resumes_the_run(
     dash_env: Store, fake_jobs: FakeExecutor
 ) -> None:
     run_id = waiting_for_answers(dash_env)
-    at = _run_page(run_id)
+    at = open_run_page(run_id)
     assert not at.exception
     assert any("waiting for you" in i.value for i in at.info)
     boxes = [t for t in at.text_area if t.key and t.key.startswith(f"clarify_{run_id}_")]
@@ -66,7 +60,7 @@ def test_plan_review_edits_rename_remove_add_and_reorder_then_start(
     dash_env: Store, fake_jobs: FakeExecutor
 ) -> None:
     run_id = waiting_for_plan_review(dash_env)
-    at = _run_page(run_id)
+    at = open_run_page(run_id)
     assert not at.exception
     [editor] = at.data_editor
     assert editor.editing_mode == "dynamic"
@@ -99,7 +93,7 @@ def test_a_plan_with_every_subtopic_removed_is_refused_in_plain_words(
     dash_env: Store, fake_jobs: FakeExecutor
 ) -> None:
     run_id = waiting_for_plan_review(dash_env)
-    at = _run_page(run_id)
+    at = open_run_page(run_id)
     at.session_state[f"plan_editor_{run_id}"] = {"edited_rows": {}, "added_rows": [],
                                                 "deleted_rows": [0, 1, 2]}
     at.run()
@@ -113,7 +107,7 @@ def test_a_plan_with_every_subtopic_removed_is_refused_in_plain_words(
 
 def test_a_waiting_run_can_be_cancelled(dash_env: Store, fake_jobs: FakeExecutor) -> None:
     run_id = waiting_for_answers(dash_env)
-    at = _run_page(run_id)
+    at = open_run_page(run_id)
     assert not any(b.label == "Resume" for b in at.button)
     _button(at, "Cancel").click().run()
     assert (dash_env.get_run(run_id) or {})["status"] == "cancelled"
@@ -150,7 +144,7 @@ def test_review_the_plan_end_to_end_from_the_form_to_a_finished_report(
         run_id = dash_env.list_runs()[0]["id"]
         assert _wait_status(dash_env, run_id, ("waiting", "failed")) == "waiting", \
             (dash_env.get_run(run_id) or {}).get("error")
-        at = _run_page(run_id)
+        at = open_run_page(run_id)
         [editor] = at.data_editor
         original = list(editor.value["Title"])
         at.session_state[f"plan_editor_{run_id}"] = {
