@@ -7,7 +7,11 @@ Why it looks like this:
   instead of failing half-way with "database is locked";
 - JSON columns are decoded on the way out, so callers only ever see Python values;
 - text that may carry an API key (event messages and data, errors, configs) goes through
-  `research.errors.redact` first; everything else loses the exact known secrets.
+  `research.errors.redact` first; everything else loses the exact known secrets;
+- every text loses invisible formatting controls (`research.textclean`): model answers are
+  untrusted, and this is the one door all of them pass on their way to a report or export;
+- the WAL is kept small by the writers themselves (`_bound_wal`): readers polling back to back
+  never leave SQLite's automatic checkpoint a moment to restart the log.
 
 This package imports nothing from `research` at import time (`research` imports `storage`).
 """
@@ -110,8 +114,10 @@ class Store:
         # Imported here, not at module level: `research` imports `storage`, and a module-level
         # import back into `research` would make `import storage` fail when it comes first.
         from research.errors import redact
+        from research.textclean import strip_hidden_controls
 
         self._redact_text = redact
+        self._clean = strip_hidden_controls
         self._secrets = tuple(s for s in secrets if s)
         self._local = threading.local()
         self._run_tables: tuple[str, ...] = ()
@@ -179,17 +185,18 @@ class Store:
 
     def _redact(self, text: str | None) -> str | None:
         """Full redaction: known secrets and anything key-shaped."""
-        return None if text is None else self._redact_text(text, self._secrets)
+        return None if text is None else self._redact_text(self._clean(text), self._secrets)
 
     def _scrub(self, value: Any) -> Any:
         """Full redaction of every string inside a JSON-like value (keys included)."""
-        return _walk(value, lambda text: self._redact_text(text, self._secrets))
+        return _walk(value, lambda text: self._redact_text(self._clean(text), self._secrets))
 
     def _plain(self, value: Any) -> Any:
         """Content (pages, drafts, reports) loses only the exact known secrets, in every string
         inside it: pattern masking could damage ordinary words, and pages are not where our
         own keys come from."""
         def strip(text: str) -> str:
+            text = self._clean(text)
             for secret in self._secrets:
                 if len(secret) >= 6:
                     text = text.replace(secret, "[redacted]")
@@ -428,7 +435,8 @@ class Store:
     def start_step(self, run_id: str, key: str, *, kind: str, label: str,
                    subtopic_id: str | None = None) -> None:
         with self._write() as db:
-            self._start_step(db, run_id, key, kind=kind, label=label, subtopic_id=subtopic_id)
+            self._start_step(db, run_id, key, kind=kind, label=self._clean(label),
+                             subtopic_id=subtopic_id)
 
     @staticmethod
     def _start_step(db: Database, run_id: str, key: str, *, kind: str, label: str,

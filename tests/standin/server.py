@@ -20,6 +20,8 @@ app at it with `server.env()` and inject failures with `add_fault(api, kind, tim
                 pass and do not use up the fault
   tracking      the writer "obeys" a page: its report adds a tracking image, raw <img>, and
                 links to a page that was never gathered
+  hidden        every answer carries invisible controls (zero-width, bidi, tag characters);
+                structured answers as JSON escapes (see hidden.py)
 
 Faults are queued: each request takes at most one, the first pending one (in the order
 added) that fits it, and `times` is how many requests it hits. Any fault accepts
@@ -47,15 +49,16 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.standin import brain, hosted, pages
+from tests.standin import brain, hidden, hosted, pages
 
 log = logging.getLogger("standin.server")
 
 APIS = ("openai", "gemini", "tavily", "arxiv", "semanticscholar", "pages", *hosted.APIS)
 FAULT_KINDS = ("status", "hang", "trickle", "invalid_json", "fenced_json", "think",
-               "cite_invented", "refusal", "blocked", "context_limit", "tracking")
+               "cite_invented", "refusal", "blocked", "context_limit", "tracking",
+               "hidden")
 _CONTENT_FAULTS = ("invalid_json", "fenced_json", "think", "cite_invented", "refusal", "blocked",
-                   "context_limit", "tracking")
+                   "context_limit", "tracking", "hidden")
 LATENCY_KINDS = {"openai": "model", "gemini": "model", "tavily": "search", "arxiv": "search",
                  "semanticscholar": "search", "pages": "page"}
 TRACKING_URL = "http://tracker.example/pixel.gif"
@@ -518,6 +521,10 @@ class _Handler(BaseHTTPRequestHandler):
                 special = fault
             elif fault.kind == "tracking":
                 return brain.respond(system, user, schema) + TRACKING_TEXT, None
+            elif fault.kind == "hidden":
+                answer = brain.respond(system, user, schema)
+                return (hidden.lace_report(answer) if schema is None
+                        else hidden.lace_json(answer)), None
             else:
                 options[fault.kind] = True
         return brain.respond(system, user, schema, **options), special
