@@ -76,6 +76,7 @@ class ResearchConfig(BaseModel):
     arxiv_base_url: str | None = None
     semanticscholar_base_url: str | None = None
     allow_private_hosts: bool = False
+    allowed_ports: tuple[int, ...] = ()  # fetched besides 80, 443, 8080, 8443
     request_timeout_s: float = 60.0
     fetch_timeout_s: float = 20.0
     max_retries: int = 3
@@ -101,6 +102,9 @@ class ResearchConfig(BaseModel):
             raise ValueError("The cost cap must be between 0 and 10000 US dollars (0 = no cap).")
         if self.max_tokens < 0 or self.max_sources < 0:
             raise ValueError("Token and source caps cannot be negative (0 = no cap).")
+        if any(not 1 <= port <= 65535 for port in self.allowed_ports):
+            raise ValueError("DEEP_RESEARCH_ALLOWED_PORTS takes port numbers from 1 to 65535, "
+                             "separated by commas.")
         if not self.report_language.strip() or len(self.report_language) > 40:
             raise ValueError("The report language must be a language name such as English.")
         for role in self.role_models:
@@ -253,7 +257,19 @@ def _env_settings(env: Mapping[str, str]) -> dict[str, Any]:
     private = (env.get("DEEP_RESEARCH_ALLOW_PRIVATE_HOSTS") or "").strip().lower()
     if private:
         out["allow_private_hosts"] = private in ("1", "true", "yes", "on")
+    ports = (env.get("DEEP_RESEARCH_ALLOWED_PORTS") or "").strip()
+    if ports:
+        out["allowed_ports"] = _ports(ports)
     return out
+
+
+def _ports(text: str) -> tuple[int, ...]:
+    """"8000, 9000" as (8000, 9000); anything else is refused with the setting's name."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not all(p.isdigit() for p in parts):
+        raise ConfigError(f"DEEP_RESEARCH_ALLOWED_PORTS must be port numbers separated by "
+                          f"commas, such as 8000,9000 (not {text[:40]!r}).")
+    return tuple(int(p) for p in parts)
 
 
 def build_config(

@@ -1,7 +1,7 @@
 """Read one web page or PDF, safely, and turn it into plain text.
 
-The web is hostile input. Every fetch is bounded: http(s) only, public addresses only (checked
-for the first URL and every redirect target, see research.urls), at most `max_redirects`
+The web is hostile input. Every fetch is bounded: http(s) only, web ports and public addresses
+only (checked for the first URL and every redirect target, see research.urls), at most `max_redirects`
 redirects (followed by us, not by httpx), at most `max_bytes` of *decoded* body (bytes are
 counted as they arrive, so a lying Content-Length or a gzip bomb is cut off), and one wall-clock
 deadline per page. Only HTML, plain text and PDF are accepted, and a body that claims to be text
@@ -38,7 +38,7 @@ import httpx
 
 from research.errors import FetchError, FetchRefused, ResearchError, redact
 from research.prompts import strip_invisible
-from research.urls import check_host, check_url
+from research.urls import check_host, check_port, check_url
 
 Resolver = Callable[[str], list[str]]
 
@@ -65,6 +65,7 @@ class FetchLimits:
     max_text_chars: int = 60_000      # extracted text kept
     max_pdf_pages: int = 50
     allow_private_hosts: bool = False  # loopback/private/link-local; metadata never
+    allowed_ports: tuple[int, ...] = ()  # besides 80, 443, 8080, 8443 (research.urls.WEB_PORTS)
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class Fetcher:
         self._deadline = _Deadline()
         if transport is None:
             transport = _guarded_transport(
-                _GuardedBackend(self.limits.allow_private_hosts, resolver, self._deadline)
+                _GuardedBackend(self.limits, resolver, self._deadline)
             )
         self._client = httpx.Client(
             transport=transport,
@@ -146,7 +147,7 @@ class Fetcher:
         current = url
         for _ in range(self.limits.max_redirects + 1):
             check_url(current, allow_private=self.limits.allow_private_hosts,
-                      resolver=self._resolver)
+                      resolver=self._resolver, allowed_ports=self.limits.allowed_ports)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise self._too_slow()
@@ -382,11 +383,13 @@ class _GuardedStream(httpcore.NetworkStream):
 
 
 class _GuardedBackend(httpcore.NetworkBackend):
-    """Resolves and checks the host itself, then connects to the checked IP literal."""
+    """Checks the port, resolves and checks the host itself, then connects to the checked
+    IP literal."""
 
-    def __init__(self, allow_private: bool, resolver: Resolver | None,
+    def __init__(self, limits: FetchLimits, resolver: Resolver | None,
                  deadline: _Deadline) -> None:
-        self._allow_private = allow_private
+        self._allow_private = limits.allow_private_hosts
+        self._allowed_ports = limits.allowed_ports
         self._resolver = resolver
         self._deadline = deadline
         self._inner = httpcore.SyncBackend()
@@ -394,6 +397,7 @@ class _GuardedBackend(httpcore.NetworkBackend):
     def connect_tcp(self, host: str, port: int, timeout: float | None = None,
                     local_address: str | None = None,
                     socket_options: Any = None) -> httpcore.NetworkStream:
+        check_port(port, self._allowed_ports)
         addresses = check_host(host, allow_private=self._allow_private, resolver=self._resolver)
         error: Exception = httpcore.ConnectError(f"no address for {host}")
         for address in addresses:

@@ -124,7 +124,8 @@ def execute(
     own_fetcher = fetcher is None
     if fetcher is None:
         fetcher = Fetcher(FetchLimits(
-            timeout_s=config.fetch_timeout_s, allow_private_hosts=config.allow_private_hosts))
+            timeout_s=config.fetch_timeout_s, allow_private_hosts=config.allow_private_hosts,
+            allowed_ports=config.allowed_ports))
 
     def make_llm(role: Role) -> RoleLLM:
         spec = config.role(role.value)

@@ -3,7 +3,12 @@
 `canonical_url` is an identity key (two search results for the same page get the same key);
 fetch the original URL, not the canonical one (it forces https).
 
-`check_url` / `check_host` decide whether we may connect. The rule is "every address the host
+`check_url` / `check_host` decide whether we may connect. Only web ports are fetched (`WEB_PORTS`:
+80, 443 and the common alternates 8080 and 8443, plus any the person allows with
+`DEEP_RESEARCH_ALLOWED_PORTS`): a page or redirect pointing at :22 or :25 would otherwise make
+us talk HTTP to a mail or SSH server. The port rule holds for private hosts too, so allowing an
+intranet does not open its every service; tests allow the stand-in's own port explicitly. The
+address rule is "every address the host
 resolves to is public": a name that resolves to one public and one private address is refused,
 because the connection could land on either. IPv4 hosts are read with inet_aton rules (the ones
 the C resolver applies when the connection is made), so 2130706433, 0x7f000001, 0177.0.0.1 and
@@ -16,7 +21,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from urllib.parse import unquote_plus, urlsplit
 
 import httpx
@@ -28,6 +33,7 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _TRACKING_KEYS = frozenset({"fbclid", "gclid", "mc_cid", "mc_eid", "ref", "ref_src"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+WEB_PORTS = frozenset({80, 443, 8080, 8443})
 
 _METADATA_IPS = frozenset(
     ipaddress.ip_address(a)
@@ -125,8 +131,12 @@ def _upper_escapes(text: str) -> str:
 
 # --- safety check ---------------------------------------------------------------------------
 
-def check_url(url: str, *, allow_private: bool, resolver: Resolver | None = None) -> list[str]:
+def check_url(url: str, *, allow_private: bool, resolver: Resolver | None = None,
+              allowed_ports: Collection[int] = ()) -> list[str]:
     """Refuse (FetchRefused) any URL we must not connect to; return the addresses checked.
+
+    The port is checked before the host is resolved: a refused port costs no DNS lookup and
+    opens no connection. `allowed_ports` are allowed besides WEB_PORTS.
 
     The URL is parsed the way httpx will parse it for the connection, and again with urllib;
     if the two disagree about the host, or there is any user-info part ("a@b"), the host is
@@ -151,6 +161,7 @@ def check_url(url: str, *, allow_private: bool, resolver: Resolver | None = None
         )
     if _ascii_host(url) != host.rstrip(".").lower():
         raise FetchRefused(_safe(f"refused: the host of {url[:100]} is ambiguous"))
+    check_port(parsed.port or _DEFAULT_PORTS[scheme], allowed_ports)
     return check_host(host, allow_private=allow_private, resolver=resolver)
 
 
@@ -164,6 +175,16 @@ def _ascii_host(url: str) -> str | None:
         return httpx.URL(f"http://{bracketed}/").raw_host.decode("ascii").rstrip(".").lower()
     except Exception:  # noqa: BLE001 - unparseable means ambiguous
         return None
+
+
+def check_port(port: int, allowed_ports: Collection[int] = ()) -> None:
+    """Refuse a port that is not a web port nor one the person allowed."""
+    if port in WEB_PORTS or port in allowed_ports:
+        return
+    raise FetchRefused(
+        f"refused: port {port} is not a web port (80, 443, 8080 and 8443 are read; "
+        "DEEP_RESEARCH_ALLOWED_PORTS allows more)"
+    )
 
 
 def check_host(host: str, *, allow_private: bool, resolver: Resolver | None = None) -> list[str]:

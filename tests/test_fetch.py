@@ -87,9 +87,15 @@ def base_url() -> Iterator[str]:
     server.server_close()
 
 
+def _local(base_url: str, **limits: object) -> FetchLimits:
+    """Limits for the local test server: loopback and its random port allowed."""
+    port = int(base_url.rsplit(":", 1)[1])
+    return FetchLimits(allow_private_hosts=True, allowed_ports=(port,), **limits)  # type: ignore[arg-type]
+
+
 @pytest.fixture
-def fetcher() -> Iterator[Fetcher]:
-    f = Fetcher(FetchLimits(allow_private_hosts=True, max_bytes=1_000_000, timeout_s=10))
+def fetcher(base_url: str) -> Iterator[Fetcher]:
+    f = Fetcher(_local(base_url, max_bytes=1_000_000, timeout_s=10))
     yield f
     f.close()
 
@@ -130,7 +136,7 @@ def test_pdf(fetcher: Fetcher, base_url: str) -> None:
 
 
 def test_pdf_reads_only_the_first_pages(base_url: str) -> None:
-    with Fetcher(FetchLimits(allow_private_hosts=True, max_pdf_pages=0)) as f:
+    with Fetcher(_local(base_url, max_pdf_pages=0)) as f:
         with pytest.raises(FetchError, match="no readable text"):
             f.fetch(f"{base_url}/pages/hostile/pdf")
 
@@ -143,7 +149,7 @@ def test_plain_text(fetcher: Fetcher, base_url: str) -> None:
 
 
 def test_text_is_capped(base_url: str) -> None:
-    with Fetcher(FetchLimits(allow_private_hosts=True, max_text_chars=50)) as f:
+    with Fetcher(_local(base_url, max_text_chars=50)) as f:
         assert len(f.fetch(f"{base_url}/pages/article/long-story").text) == 50
 
 
@@ -168,7 +174,7 @@ def test_clean_text_strips_zero_width_and_bidi_characters() -> None:
 
 
 def test_redirects_within_the_limit_are_followed(base_url: str) -> None:
-    with Fetcher(FetchLimits(allow_private_hosts=True, max_redirects=5)) as f:
+    with Fetcher(_local(base_url, max_redirects=5)) as f:
         page = f.fetch(f"{base_url}/pages/hostile/redirect-chain")
     assert page.final_url == f"{base_url}/pages/hostile/redirect-chain/5"
     assert page.url == f"{base_url}/pages/hostile/redirect-chain"
@@ -227,7 +233,7 @@ def test_lying_length_cut_at_max_bytes_when_the_length_is_ignored(base_url: str)
 
 def test_slow_page_is_cut_at_the_deadline(base_url: str) -> None:
     started = time.monotonic()
-    with Fetcher(FetchLimits(allow_private_hosts=True, timeout_s=1.5)) as f:
+    with Fetcher(_local(base_url, timeout_s=1.5)) as f:
         with pytest.raises(FetchError, match=r"^took longer than 1.5 s$"):
             f.fetch(f"{base_url}/pages/hostile/slow")
     assert time.monotonic() - started < 4
@@ -237,7 +243,7 @@ def test_silent_server_is_cut_at_the_deadline(base_url: str) -> None:
     # Headers and a few bytes, then ten seconds of nothing: no chunk arrives to check the
     # clock on, so the socket read itself must give up at the deadline.
     started = time.monotonic()
-    with Fetcher(FetchLimits(allow_private_hosts=True, timeout_s=1.5)) as f:
+    with Fetcher(_local(base_url, timeout_s=1.5)) as f:
         with pytest.raises(FetchError, match="took longer than 1.5 s"):
             f.fetch(f"{base_url}/pages/hostile/stall")
     assert time.monotonic() - started < 2.5
@@ -247,7 +253,7 @@ def test_every_socket_read_is_bounded_by_the_deadline(base_url: str) -> None:
     # One byte at 1.0 s, then silence. A per-read timeout fixed when the request started
     # (1.5 s) would wait until 2.5 s; the deadline-aware socket gives up at 1.5 s.
     started = time.monotonic()
-    with Fetcher(FetchLimits(allow_private_hosts=True, timeout_s=1.5)) as f:
+    with Fetcher(_local(base_url, timeout_s=1.5)) as f:
         with pytest.raises(FetchError, match="took longer than 1.5 s"):
             f.fetch(f"{base_url}/test/late-stall")
     assert time.monotonic() - started < 2.2
@@ -259,14 +265,15 @@ def test_missing_page_is_an_http_error(fetcher: Fetcher, base_url: str) -> None:
 
 
 def test_loopback_refused_unless_allowed(base_url: str) -> None:
-    with Fetcher(FetchLimits()) as f:
+    with Fetcher(FetchLimits(allowed_ports=(int(base_url.rsplit(":", 1)[1]),))) as f:
         with pytest.raises(FetchRefused, match="127.0.0.1 is loopback"):
             f.fetch(f"{base_url}/pages/article/x")
 
 
-def test_nothing_listening_is_a_fetch_error(fetcher: Fetcher) -> None:
-    with pytest.raises(FetchError, match="could not connect"):
-        fetcher.fetch("http://127.0.0.1:9/")  # the discard port: nobody home
+def test_nothing_listening_is_a_fetch_error() -> None:
+    with Fetcher(FetchLimits(allow_private_hosts=True, allowed_ports=(9,))) as f:
+        with pytest.raises(FetchError, match="could not connect"):
+            f.fetch("http://127.0.0.1:9/")  # the discard port: nobody home
 
 
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://news.example/x",
@@ -375,7 +382,7 @@ def test_html_without_extractable_article_falls_back_to_crude_text() -> None:
 def test_connection_goes_to_the_checked_address(base_url: str) -> None:
     # "pages.test" exists only in our resolver: the connection must use the address it gave.
     port = base_url.rsplit(":", 1)[1]
-    with Fetcher(FetchLimits(allow_private_hosts=True),
+    with Fetcher(_local(base_url),
                  resolver=lambda host: {"pages.test": ["127.0.0.1"]}[host]) as f:
         page = f.fetch(f"http://pages.test:{port}/pages/article/pinned")
     assert page.title == pages.article_meta("pinned")["title"]
@@ -385,7 +392,7 @@ def test_dns_rebinding_is_caught_at_connection_time(base_url: str) -> None:
     # First answer public (passes the URL check), second answer loopback (the connection).
     answers = iter([["93.184.216.34"], ["127.0.0.1"]])
     port = base_url.rsplit(":", 1)[1]
-    with Fetcher(FetchLimits(allow_private_hosts=False),
+    with Fetcher(FetchLimits(allow_private_hosts=False, allowed_ports=(int(port),)),
                  resolver=lambda host: next(answers)) as f:
         with pytest.raises(FetchRefused, match="127.0.0.1 .*is loopback"):
             f.fetch(f"http://rebind.test:{port}/pages/article/x")

@@ -71,7 +71,8 @@ def _context(env: dict[str, str], db: Path, *, run_id: str | None = None, engine
                          total_timeout_s=total_timeout_s or config.total_timeout_ms / 1000)
     meter = UsageMeter()
     fetcher = Fetcher(FetchLimits(timeout_s=config.fetch_timeout_s,
-                                  allow_private_hosts=config.allow_private_hosts))
+                                  allow_private_hosts=config.allow_private_hosts,
+                                  allowed_ports=config.allowed_ports))
 
     def make_llm(role: Role) -> RoleLLM:
         spec = config.role(role.value)

@@ -123,7 +123,8 @@ def test_unicode_line_separators_become_newlines() -> None:
 def test_the_canary_page_is_read_as_text_without_hidden_characters(
     standin: StandinServer, standin_env: dict[str, str]
 ) -> None:
-    with Fetcher(FetchLimits(allow_private_hosts=True, timeout_s=10)) as fetcher:
+    with Fetcher(FetchLimits(allow_private_hosts=True, allowed_ports=(standin.port,),
+                             timeout_s=10)) as fetcher:
         page = fetcher.fetch(f"{standin.base_url}/pages/hostile/canary")
     assert CANARY_FACT in page.text
     assert not INVISIBLE.search(page.text) and not INVISIBLE.search(page.title or "")

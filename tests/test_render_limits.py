@@ -209,7 +209,8 @@ def test_a_500_page_pdf_is_read_only_up_to_max_pdf_pages_and_quickly(
     standin: StandinServer, standin_env: dict[str, str]
 ) -> None:
     started = time.monotonic()
-    with Fetcher(FetchLimits(allow_private_hosts=True, timeout_s=10)) as fetcher:
+    with Fetcher(FetchLimits(allow_private_hosts=True, allowed_ports=(standin.port,),
+                             timeout_s=10)) as fetcher:
         page = fetcher.fetch(f"{standin.base_url}/pages/hostile/pdf-500")
     elapsed = time.monotonic() - started
     assert FetchLimits().max_pdf_pages == 50

@@ -167,7 +167,8 @@ def test_connection_time_check_refuses_a_name_with_one_private_address_among_sev
     # The real transport (no mock): the URL check passes on the first answer, the connection
     # resolves again and gets a private address among public ones. Nothing is connected to.
     answers = iter([["93.184.216.34"], ["93.184.216.34", "127.0.0.1"]])
-    with Fetcher(FetchLimits(timeout_s=5), resolver=lambda host: next(answers)) as fetcher:
+    with Fetcher(FetchLimits(timeout_s=5, allowed_ports=(9,)),
+                 resolver=lambda host: next(answers)) as fetcher:
         with pytest.raises(FetchRefused, match="127.0.0.1"):
             fetcher.fetch("http://rebind.example:9/")
 

@@ -151,7 +151,7 @@ def test_allow_private_permits_loopback_private_and_link_local() -> None:
                  "[fd12::1]", "[fe80::1]"]:
         assert check_url(f"http://{host}/", allow_private=True)
     local = resolver({"localhost": ["127.0.0.1", "::1"]})
-    assert check_url("http://localhost:8501/", allow_private=True, resolver=local) == [
+    assert check_url("http://localhost:8080/", allow_private=True, resolver=local) == [
         "127.0.0.1", "::1"]
 
 

@@ -215,7 +215,7 @@ ZWSP = "\u200b"
 HOSTILE = (
     "injection", "redirect-private", "redirect-metadata", "redirect-chain", "huge", "slow",
     "stall", "binary", "lying-type", "lying-length", "gzip-bomb", "pdf", "plain",
-    "canary", "delimiters", "pdf-500",
+    "canary", "delimiters", "pdf-500", "redirect-port",
 )
 
 
@@ -228,6 +228,8 @@ def _hostile(name: str, rest: list[str], base_url: str) -> PageResponse | None:
         if step >= 5:
             return _html(article_html("redirect-chain-end"))
         return _redirect(f"{base_url}/pages/hostile/redirect-chain/{step + 1}")
+    if name == "redirect-port" and len(rest) == 1 and rest[0].isdigit():  # to 127.0.0.1:<port>
+        return _redirect(f"http://127.0.0.1:{int(rest[0])}/")
     if rest:
         return None
     if name == "injection":

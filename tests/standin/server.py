@@ -241,6 +241,11 @@ class StandinServer:
         self.stop()
 
     @property
+    def port(self) -> int:
+        """The random port the stand-in listens on (tests allow it for the fetcher)."""
+        return int(self.base_url.rsplit(":", 1)[1])
+
+    @property
     def base_url(self) -> str:
         if self._httpd is None:
             raise RuntimeError("The stand-in server is not running; call start().")
@@ -256,6 +261,7 @@ class StandinServer:
             "ARXIV_BASE_URL": f"{base}/arxiv",
             "SEMANTIC_SCHOLAR_BASE_URL": f"{base}/s2",
             "DEEP_RESEARCH_ALLOW_PRIVATE_HOSTS": "1",
+            "DEEP_RESEARCH_ALLOWED_PORTS": str(self.port),
             "OPENAI_API_KEY": OPENAI_KEY,
             "GEMINI_API_KEY": GEMINI_KEY,
             "TAVILY_API_KEY": TAVILY_KEY,
