@@ -12,7 +12,8 @@ Sections (issue 3 point 9; the engine run of issue 2 point 12):
            page, a status filter, a comparison. Target: under 1 s.
   poll     The Run page's live-panel queries every 100 ms while 8 processes write runs at a heavy
            rate: poll time, "database is locked" errors (must be 0), rows committed vs stored,
-           WAL size.
+           WAL size; then the WAL's peak with 2 and 8 readers polling back to back while a run
+           writes large events (bench/wal.py).
   engine   One full research run at default constants against the local stand-in server,
            through the real SDKs, in a child process: wall time, sources, model calls, peak RSS.
   latency  The same run with fixed stand-in latencies (model 1.0 s, search 0.5 s, page 0.3 s):
@@ -729,6 +730,9 @@ def bench_poll(args: argparse.Namespace, tmp: Path) -> list[Row]:
                     f"ev {totals['events']}, src {totals['sources']}, usage {totals['usage_calls']}",
                     "no loss", "ok" if not lost and len(results) == len(procs) else "FAIL"))
     rows.append(Row("poll", "WAL peak / end", f"{wal_peak / 1e6:.1f} MB / {wal_end / 1e6:.1f} MB"))
+    from bench.wal import wal_figures  # the WAL's bound under readers polling back to back
+
+    rows += [Row("poll", measure, value) for measure, value in wal_figures(tmp, say)]
     return rows
 
 

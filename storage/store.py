@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from sqlite_utils import Database
 
+from storage import wal
 from storage.migrations import apply_migrations, utc_now
 
 if TYPE_CHECKING:
@@ -108,8 +109,10 @@ def _decode(row: dict[str, Any], columns: Iterable[str]) -> dict[str, Any]:
 class Store:
     """All persistence for Deep Research Studio. Safe to share between threads."""
 
-    def __init__(self, path: str | Path, *, secrets: Iterable[str] = ()) -> None:
+    def __init__(self, path: str | Path, *, secrets: Iterable[str] = (),
+                 wal_limit_bytes: int = wal.WAL_LIMIT_BYTES) -> None:
         self.path = Path(path)
+        self.wal = wal.WalBound(self.path, wal_limit_bytes)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # Imported here, not at module level: `research` imports `storage`, and a module-level
         # import back into `research` would make `import storage` fail when it comes first.
@@ -136,8 +139,9 @@ class Store:
             conn = sqlite3.connect(
                 str(self.path), timeout=30, isolation_level=None, check_same_thread=True
             )
-            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute(f"PRAGMA busy_timeout={wal.BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode=WAL")
+            wal.configure(conn, self.wal.limit_bytes)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.create_function("py_casefold", 1, _casefold, deterministic=True)
@@ -160,6 +164,7 @@ class Store:
                 db.conn.execute("ROLLBACK")
             raise
         db.conn.execute("COMMIT")
+        self.wal.after_commit(db.conn)
 
     def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
         return list(self._db().query(sql, list(params)))
