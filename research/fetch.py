@@ -12,9 +12,12 @@ gap (the second answer could be 127.0.0.1). The default transport closes it: its
 resolves and checks the host itself at connection time and connects to the checked IP literal
 (TLS still verifies the certificate against the host name). The same backend bounds every socket
 connect, read and write by the page's deadline, so a silent server cannot hold a fetch past it.
+A PDF's text is extracted in a child process under a memory cap and within what is left of the
+same deadline (research.pdftext): a small file can inflate to megabytes of drawing commands.
 A transport passed in (tests use httpx.MockTransport) does not get these connection-time guards;
 the URL checks before each hop still apply. Known limits: DNS lookups themselves have no timeout
-(the C resolver's own applies), and text extraction runs after the download, outside the deadline.
+(the C resolver's own applies), and HTML extraction (trafilatura) runs in this process after the
+download, outside the deadline.
 
 Environment proxies are ignored (trust_env=False): a proxy would make the address checks moot.
 """
@@ -24,7 +27,6 @@ from __future__ import annotations
 import codecs
 import datetime as dt
 import html
-import io
 import re
 import threading
 import time
@@ -38,6 +40,7 @@ import httpx
 
 from research.errors import FetchError, FetchRefused, ResearchError, redact
 from research.prompts import strip_invisible
+from research.sandbox import ChildFailed, ChildLimits, run_child
 from research.urls import check_host, check_port, check_url
 
 Resolver = Callable[[str], list[str]]
@@ -64,6 +67,7 @@ class FetchLimits:
     max_redirects: int = 3
     max_text_chars: int = 60_000      # extracted text kept
     max_pdf_pages: int = 50
+    pdf_memory_mb: int = 384          # the child process that reads a PDF (research.pdftext)
     allow_private_hosts: bool = False  # loopback/private/link-local; metadata never
     allowed_ports: tuple[int, ...] = ()  # besides 80, 443, 8080, 8443 (research.urls.WEB_PORTS)
 
@@ -185,7 +189,7 @@ class Fetcher:
         body = self._read_body(response, deadline, kind, mime, charset)
         final_url = str(response.url)
         if kind == "pdf":
-            title, text, published = _pdf_to_text(body, self.limits.max_pdf_pages)
+            title, text, published = _pdf_to_text(body, self.limits, deadline)
         elif kind == "html":
             title, text, published = _html_to_text(_decode(body, charset, sniff_meta=True),
                                                    final_url)
@@ -310,23 +314,25 @@ def _iso_date(value: Any) -> str | None:
         return None
 
 
-def _pdf_to_text(body: bytes, max_pages: int) -> tuple[str | None, str, str | None]:
-    import pypdf
-
+def _pdf_to_text(body: bytes, limits: FetchLimits,
+                 deadline: float) -> tuple[str | None, str, str | None]:
+    """Extract in a child process (research.pdftext) under a memory cap, within what is left
+    of the page's deadline."""
+    child = ChildLimits(deadline - time.monotonic(), limits.pdf_memory_mb)
     try:
-        reader = pypdf.PdfReader(io.BytesIO(body))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise FetchError("the PDF is password-protected")
-        pages = [page.extract_text() or "" for page in reader.pages[:max_pages]]
-        info = reader.metadata
-        title = str(info.title) if info is not None and info.title else None
-        created = info.creation_date if info is not None else None
-    except ResearchError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - pypdf raises many kinds on broken files
-        raise FetchError(f"could not read the PDF ({_short(exc)})") from None
-    published = created.date().isoformat() if isinstance(created, dt.datetime) else None
-    return title, "\n\n".join(p.strip() for p in pages if p.strip()), published
+        result = run_child("research.pdftext:extract", body, child,
+                           args=(str(limits.max_pdf_pages), str(limits.max_text_chars)))
+    except ChildFailed as exc:
+        if exc.reason == "timeout":
+            raise FetchError(f"took longer than {limits.timeout_s:g} s "
+                             "(the PDF is too heavy to read in time)") from None
+        if exc.reason in ("memory", "killed"):
+            raise FetchError(f"the PDF needs more than {limits.pdf_memory_mb} MB of memory "
+                             "to read") from None
+        raise FetchError(f"could not read the PDF (the reader stopped: {exc})") from None
+    if "error" in result:
+        raise FetchError(str(result["error"]))
+    return result.get("title"), str(result.get("text") or ""), result.get("published")
 
 
 def _short(exc: BaseException) -> str:

@@ -389,9 +389,9 @@ def test_fetcher_refuses_everything_even_if_markup_reached_weasyprint(
 
 
 def test_pdf_failure_is_a_research_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    import research.export.pdf as pdf_module
+    import research.sandbox as sandbox
 
     # WeasyPrint runs in a child process: make that child fail the way a crashing library would.
-    monkeypatch.setattr(pdf_module, "_CHILD_CODE", "raise RuntimeError('cairo exploded')")
+    monkeypatch.setattr(sandbox, "_CHILD_CODE", "raise RuntimeError('cairo exploded')")
     with pytest.raises(ResearchError, match="Could not create the PDF"):
         to_pdf(make("Text [1]."))

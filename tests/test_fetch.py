@@ -16,7 +16,7 @@ import pytest
 
 from research.errors import FetchError, FetchRefused
 from research.fetch import Fetcher, FetchLimits, clean_text
-from tests.standin import pages
+from tests.standin import pages, pdfs
 
 
 class _Body(httpx.SyncByteStream):
@@ -130,8 +130,8 @@ def test_paper_abstract(fetcher: Fetcher, base_url: str) -> None:
 def test_pdf(fetcher: Fetcher, base_url: str) -> None:
     page = fetcher.fetch(f"{base_url}/pages/hostile/pdf")
     assert page.content_type == "application/pdf"
-    assert pages.PDF_SENTENCE in page.text
-    assert page.title == pages.PDF_TITLE
+    assert pdfs.PDF_SENTENCE in page.text
+    assert page.title == pdfs.PDF_TITLE
     assert page.published == "2025-06-12"
 
 

@@ -3,7 +3,8 @@
 PDF rendering runs WeasyPrint in a child process with a memory cap and a wall-clock limit
 (research.export.pdf.PdfLimits); the limits are set low here so each bomb is stopped in
 seconds. Fetcher caps for huge, slow, lying and gzip-bombed pages are in tests/test_fetch.py;
-this file adds the cases it lacks (deflate bombs, absurd declared lengths, a 500-page PDF).
+this file adds the cases it lacks (deflate bombs, absurd declared lengths, a 500-page PDF, a
+PDF whose text extraction would take seconds and hundreds of MB, read in a child process).
 """
 
 from __future__ import annotations
@@ -13,16 +14,20 @@ import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-import research.export.pdf as pdf_module
-from research.errors import FetchRefused, ResearchError
+import research.sandbox as sandbox
+from research import Credentials, build_config, run_research
+from research.errors import FetchError, FetchRefused, ResearchError
 from research.export.document import ReportDocument, ReportSource
 from research.export.pdf import DEFAULT_LIMITS, PdfLimits, render_pdf, to_pdf
 from research.fetch import Fetcher, FetchLimits
-from tests.standin import StandinServer
+from storage import Store
+from tests.standin import StandinServer, pdfs
+from tests.standin.pdfs import inflating_pdf
 
 QUICK = PdfLimits(timeout_s=4, memory_mb=1536)
 
@@ -36,8 +41,8 @@ def _doc(body: str) -> ReportDocument:
     )
 
 
-def _children_alive() -> list[int]:
-    """Our own child processes that are still running the PDF renderer."""
+def _children_alive(target: bytes = b"research.export.pdf:_render") -> list[int]:
+    """Our own child processes that are still running `target` (by default the PDF renderer)."""
     alive = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -48,7 +53,7 @@ def _children_alive() -> list[int]:
         except OSError:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == os.getpid() and b"_child_main" in cmdline:
+        if ppid == os.getpid() and target in cmdline:
             alive.append(int(entry.name))
     return alive
 
@@ -128,7 +133,7 @@ def test_deep_nesting_is_reported_in_plain_words() -> None:
 def test_the_renderer_child_gets_no_api_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-should-not-reach-the-child-0000")
     monkeypatch.setenv("TAVILY_API_KEY", "tvly-test-should-not-reach-0000")
-    monkeypatch.setattr(pdf_module, "_CHILD_CODE", (
+    monkeypatch.setattr(sandbox, "_CHILD_CODE", (
         "import json, os, sys\n"
         "sys.stdout.write(json.dumps({'error': ' '.join(sorted(os.environ))}))\n"))
     with pytest.raises(ResearchError) as caught:
@@ -217,3 +222,52 @@ def test_a_500_page_pdf_is_read_only_up_to_max_pdf_pages_and_quickly(
     assert "Page 50 of the long report." in page.text
     assert "Page 51 of" not in page.text and "Page 500 of" not in page.text
     assert elapsed < 5
+
+
+# --- PDF text extraction runs under the page's deadline and a memory cap ---------------------
+
+def _limits(standin: StandinServer, **values: Any) -> FetchLimits:
+    return FetchLimits(allow_private_hosts=True, allowed_ports=(standin.port,), **values)
+
+
+def test_a_pdf_that_inflates_to_megabytes_of_text_operators_is_cut_at_the_page_deadline(
+    standin: StandinServer, standin_env: dict[str, str]
+) -> None:
+    assert len(inflating_pdf()) < 20_000  # small on the wire
+    started = time.monotonic()
+    with Fetcher(_limits(standin, timeout_s=3)) as fetcher:
+        with pytest.raises(FetchError, match=r"^took longer than 3 s \(the PDF is too heavy"):
+            fetcher.fetch(f"{standin.base_url}/pages/hostile/pdf-inflating")
+    assert time.monotonic() - started < 4.5  # the deadline, plus stopping the child
+    assert not _extractors_alive()
+
+
+def test_a_pdf_that_needs_more_memory_than_allowed_is_refused_in_plain_words(
+    standin: StandinServer, standin_env: dict[str, str]
+) -> None:
+    with Fetcher(_limits(standin, timeout_s=60, pdf_memory_mb=100)) as fetcher:
+        assert pdfs.PDF_SENTENCE in fetcher.fetch(f"{standin.base_url}/pages/hostile/pdf").text
+        with pytest.raises(FetchError, match="^the PDF needs more than 100 MB of memory to read$"):
+            fetcher.fetch(f"{standin.base_url}/pages/hostile/pdf-inflating")
+
+
+def test_a_run_goes_on_past_an_inflating_pdf(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    url = "/pages/hostile/pdf-inflating"
+    standin.set_extra_results([url])
+    credentials = Credentials.from_env(standin_env)
+    store = Store(tmp_db, secrets=credentials.secrets())
+    config = build_config(env=standin_env, preset="quick", fetch_timeout_s=3)
+    run_id = run_research("How do heat pumps perform in cold climates?", store=store,
+                          config=config, credentials=credentials)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "completed", run and run["error"]
+    skipped = [s for s in store.get_skipped(run_id) if s["url"].endswith(url)]
+    assert skipped and all("took longer than 3 s" in s["reason"] for s in skipped), skipped
+    assert store.count_sources(run_id) > 0
+
+
+def _extractors_alive() -> list[int]:
+    """Our own child processes still extracting PDF text."""
+    return _children_alive(b"research.pdftext:extract")

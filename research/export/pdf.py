@@ -8,11 +8,10 @@ Safety, in layers:
    to http(s) pages or to `#fragments` inside the document.
 3. WeasyPrint gets `RefusingURLFetcher`, which refuses every URL (file:, http(s):, data:), so
    even markup that slipped past 1 and 2 cannot read a local file or touch the network.
-4. WeasyPrint runs in a child process with a memory cap (RLIMIT_AS) and a wall-clock limit
-   (`PdfLimits`), so a layout bomb (a huge table, deep nesting, giant sizes) ends in a
-   plain-words ResearchError while the calling process (the dashboard, the CLI) stays up.
-   The child is a fresh interpreter (not fork: the app has threads; not multiprocessing:
-   `python -m research` has an unguarded __main__) and imports only what rendering needs.
+4. WeasyPrint runs in a child process (`research.sandbox`) with a memory cap (RLIMIT_AS) and a
+   wall-clock limit (`PdfLimits`), so a layout bomb (a huge table, deep nesting, giant sizes)
+   ends in a plain-words ResearchError while the calling process (the dashboard, the CLI)
+   stays up. The child imports only what rendering needs.
 Our own stylesheet is added after sanitising and contains no url().
 """
 
@@ -20,13 +19,8 @@ from __future__ import annotations
 
 import base64
 import html as html_lib
-import json
-import os
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import nh3
@@ -37,6 +31,7 @@ from weasyprint.urls import URLFetcher
 from research.errors import ResearchError, redact
 from research.export.document import ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date
+from research.sandbox import MEMORY, ChildFailed, ChildLimits, near_memory_cap, run_child
 
 _TAGS = {
     "h1",
@@ -286,101 +281,54 @@ def to_pdf(
     return render_pdf(to_html(doc), fetcher, limits=limits)
 
 
-# --- the child process ----------------------------------------------------------------------
-
-_ROOT = Path(__file__).resolve().parents[2]
-# Register `research` and `research.export` as bare packages so importing this module does not
-# run research/__init__.py (the whole engine, LLM SDKs included): start-up stays near 0.5 s.
-_CHILD_CODE = """
-import sys, types
-root = sys.argv[1]
-for name in ("research", "research.export"):
-    package = types.ModuleType(name)
-    package.__path__ = [root + "/" + name.replace(".", "/")]
-    sys.modules[name] = package
-sys.path.insert(0, root)
-from research.export.pdf import _child_main
-_child_main(int(sys.argv[2]), int(sys.argv[3]))
-"""
-_SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD", re.IGNORECASE)
-_MEMORY_WORDS = ("MemoryError", "out of memory", "Cannot allocate memory", "bad_alloc")
+# --- the child process (research.sandbox) ----------------------------------------------------
 
 
 def _run_child(html: str, limits: PdfLimits) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
     memory = f"needed more than {limits.memory_mb} MB of memory"
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD_CODE, str(_ROOT), str(limits.memory_mb),
-             str(limits.max_pdf_mb)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-        )
-    except OSError as exc:
-        raise ResearchError(f"Could not create the PDF: the layout engine could not start "
-                            f"({redact(str(exc))[:200]}).") from None
-    try:
-        out, err = proc.communicate(html.encode("utf-8", "replace"), timeout=limits.timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise ResearchError(
-            f"Could not create the PDF: the layout took longer than {limits.timeout_s:g} s "
-            "(the report is too large or too complex to lay out)."
-        ) from None
-    try:
-        result = json.loads(out.decode("utf-8")) if out.strip() else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        result = None
-    if isinstance(result, dict) and proc.returncode == 0:
-        if result.get("error") == "memory":
-            result["error"] = f"the layout {memory}."
-        return result
-    tail = err.decode("utf-8", "replace")[-2000:]
-    if proc.returncode < 0 or any(word in tail for word in _MEMORY_WORDS):
-        return {"error": f"the layout {memory} (or the layout engine crashed)."}
-    return {"error": f"the layout engine stopped unexpectedly (exit code {proc.returncode})."}
+        return run_child("research.export.pdf:_render", html.encode("utf-8", "replace"),
+                         ChildLimits(limits.timeout_s, limits.memory_mb),
+                         args=(str(limits.max_pdf_mb),))
+    except ChildFailed as exc:
+        if exc.reason == "start":
+            raise ResearchError(f"Could not create the PDF: the layout engine could not start "
+                                f"({redact(exc.detail)[:200]}).") from None
+        if exc.reason == "timeout":
+            raise ResearchError(
+                f"Could not create the PDF: the layout took longer than {limits.timeout_s:g} s "
+                "(the report is too large or too complex to lay out)."
+            ) from None
+        if exc.reason == "memory":
+            return {"error": f"the layout {memory}."}
+        if exc.reason == "killed":
+            return {"error": f"the layout {memory} (or the layout engine crashed)."}
+        return {"error": f"the layout engine stopped unexpectedly ({exc.detail})."}
 
 
-def _child_main(memory_mb: int, max_pdf_mb: int) -> None:
-    """Entry point of the child: HTML on stdin, one JSON object on stdout."""
-    import resource
-
-    limit = memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    html = sys.stdin.buffer.read().decode("utf-8", "replace")
+def _render(payload: bytes, max_pdf_mb: str) -> dict[str, Any]:
+    """In the child: report HTML in, {"pdf": base64} or {"error": ...} out, with the URLs
+    the markup tried to load."""
+    html = payload.decode("utf-8", "replace")
     fetcher = RefusingURLFetcher()
     result: dict[str, Any] = {}
     try:
         pdf = HTML(string=html, base_url=None, url_fetcher=fetcher).write_pdf()
         if not isinstance(pdf, bytes) or not pdf.startswith(b"%PDF"):
             result["error"] = "the layout engine returned no document."
-        elif len(pdf) > max_pdf_mb * 1024 * 1024:
+        elif len(pdf) > int(max_pdf_mb) * 1024 * 1024:
             result["error"] = f"the PDF would be larger than {max_pdf_mb} MB."
         else:
             result["pdf"] = base64.b64encode(pdf).decode("ascii")
     except MemoryError:
-        result = {"error": "memory"}
+        result = {"error": MEMORY}
     except RecursionError:
         result = {"error": "the document is nested too deeply to lay out."}
     except Exception as exc:  # noqa: BLE001 - WeasyPrint and its libraries raise many kinds
-        if _peak_memory() >= 0.9 * limit:  # a C library hit the cap and failed its own way
-            result = {"error": "memory"}
+        if near_memory_cap():  # a C library hit the cap and failed its own way
+            result = {"error": MEMORY}
         else:
             detail = redact(str(exc))[:200] or type(exc).__name__
             result["error"] = f"the page layout failed ({detail})."
     result["attempts"] = fetcher.attempts[:200]
-    sys.stdout.write(json.dumps(result))
-    sys.stdout.flush()
-
-
-def _peak_memory() -> int:
-    """Peak address space of this process in bytes (Linux), 0 when unknown."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmPeak:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
+    return result
