@@ -1,10 +1,10 @@
 """Read one web page or PDF, safely, and turn it into plain text.
 
 The web is hostile input. Every fetch is bounded: http(s) only, web ports and public addresses
-only (checked for the first URL and every redirect target, see research.urls), at most `max_redirects`
-redirects (followed by us, not by httpx), at most `max_bytes` of *decoded* body (bytes are
-counted as they arrive, so a lying Content-Length or a gzip bomb is cut off), and one wall-clock
-deadline per page. Only HTML, plain text and PDF are accepted, and a body that claims to be text
+only (checked for the first URL and every redirect target, see research.urls), at most
+`max_redirects` redirects (followed by us, not by httpx), at most `max_bytes` of *decoded* body
+(bytes are counted as they arrive, so a lying Content-Length or a gzip bomb is cut off), and one
+wall-clock deadline per page. Only HTML, plain text and PDF are accepted, and a body that claims to be text
 but starts like a binary file is refused.
 
 DNS rebinding: checking a name and then letting the HTTP library resolve it again would leave a
@@ -329,7 +329,8 @@ def _pdf_to_text(body: bytes, limits: FetchLimits,
         if exc.reason in ("memory", "killed"):
             raise FetchError(f"the PDF needs more than {limits.pdf_memory_mb} MB of memory "
                              "to read") from None
-        raise FetchError(f"could not read the PDF (the reader stopped: {exc})") from None
+        raise FetchError(f"could not read the PDF (its reader stopped: {exc.detail or exc.reason})"
+                         ) from None
     if "error" in result:
         raise FetchError(str(result["error"]))
     return result.get("title"), str(result.get("text") or ""), result.get("published")

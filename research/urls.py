@@ -3,16 +3,18 @@
 `canonical_url` is an identity key (two search results for the same page get the same key);
 fetch the original URL, not the canonical one (it forces https).
 
-`check_url` / `check_host` decide whether we may connect. Only web ports are fetched (`WEB_PORTS`:
-80, 443 and the common alternates 8080 and 8443, plus any the person allows with
-`DEEP_RESEARCH_ALLOWED_PORTS`): a page or redirect pointing at :22 or :25 would otherwise make
-us talk HTTP to a mail or SSH server. The port rule holds for private hosts too, so allowing an
-intranet does not open its every service; tests allow the stand-in's own port explicitly. The
-address rule is "every address the host
-resolves to is public": a name that resolves to one public and one private address is refused,
-because the connection could land on either. IPv4 hosts are read with inet_aton rules (the ones
-the C resolver applies when the connection is made), so 2130706433, 0x7f000001, 0177.0.0.1 and
-127.1 are all 127.0.0.1 to us too. Cloud metadata endpoints are refused even when private
+`check_url` / `check_host` / `check_port` decide whether we may connect.
+
+Only web ports are fetched (`WEB_PORTS`: 80, 443 and the common alternates 8080 and 8443, plus
+any the person allows with `DEEP_RESEARCH_ALLOWED_PORTS`): a page or redirect pointing at :22 or
+:25 would otherwise make us talk HTTP to an SSH or mail server. The port rule holds for private
+hosts too, so allowing an intranet does not open its every service; tests allow the stand-in's
+own random port explicitly.
+
+The address rule is "every address the host resolves to is public": a name that resolves to
+one public and one private address is refused, because the connection could land on either.
+IPv4 hosts are read with inet_aton rules (the ones the C resolver applies when the connection
+is made), so 2130706433, 0x7f000001, 0177.0.0.1 and 127.1 are all 127.0.0.1 to us too. Cloud metadata endpoints are refused even when private
 addresses are allowed: they hand out credentials.
 """
 
