@@ -104,3 +104,17 @@ def test_a_model_answer_with_hidden_controls_leaves_none_in_store_or_exports(
     assert "Executive summary" in pdf_text
     # pypdf may not give the sample back letter for letter (shaping), so its joiners are let be.
     assert not {f"U+{ord(c):04X}" for c in pdf_text if c in HIDDEN_CHARS} - {"U+200D", "U+200C"}
+
+
+def test_a_hosted_engine_report_is_cleaned_at_the_store_too(tmp_db: Path) -> None:
+    # Hosted deep-research reports never pass through the LLM seam: the store is their door.
+    store = Store(tmp_db)
+    run_id = store.create_run("q", {})
+    laced = "".join(f"Claim {n} {text}holds [1]. " for n, (_, text) in enumerate(HIDDEN))
+    store.save_engine_report(run_id, "openai-deep-research", f"# Report {LEGIT}\n\n{laced}",
+                             numbering={1: "s1"}, meta={"title": f"Report\u202e {LEGIT}"})
+    report = store.get_engine_report(run_id, "openai-deep-research")
+    assert report is not None
+    for text in _strings(report):
+        assert not _hidden_in(text), text
+    assert LEGIT in report["markdown"] and "Claim 10 holds [1]." in report["markdown"]
