@@ -61,11 +61,11 @@ def test_each_thread_gets_its_own_connection_and_concurrent_writes_all_land(
 ) -> None:
     run_id = store.create_run("concurrency", {})
     errors: list[BaseException] = []
-    conns: set[int] = set()
+    conns: list[object] = []  # the objects, not their ids: a closed one's id can be reused
 
     def writer(n: int) -> None:
         try:
-            conns.add(id(store._db().conn))
+            conns.append(store._db().conn)
             for i in range(200):
                 store.append_event({"type": "source_found", "run_id": run_id,
                                     "message": f"t{n} e{i}", "data": {"n": n, "i": i}})
@@ -80,7 +80,7 @@ def test_each_thread_gets_its_own_connection_and_concurrent_writes_all_land(
     for t in threads:
         t.join()
     assert errors == []
-    assert len(conns) == 8
+    assert len({id(conn) for conn in conns}) == 8
     events = store.get_events(run_id)
     assert len(events) == 1600
     assert {(e["data"]["n"], e["data"]["i"]) for e in events} == {
