@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from research.context import RunContext
+from research.errors import BudgetStop
 from research.events import RoundCompleted
 from research.llm.base import Message
 from research.phases import research
@@ -74,11 +75,14 @@ def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     depend only on the triage, not on each other.
     """
     round_no = 1
-    while True:
-        outcome = ctx.run_step(
-            f"triage:{round_no}", "triage", f"Assessing round {round_no}",
-            lambda r=round_no: _assess(ctx, r),  # type: ignore[misc]
-        )
+    while not ctx.budget_reason():
+        try:
+            outcome = ctx.run_step(
+                f"triage:{round_no}", "triage", f"Assessing round {round_no}",
+                lambda r=round_no: _assess(ctx, r),  # type: ignore[misc]
+            )
+        except BudgetStop:
+            break  # the cap refused the lead's call: what was gathered is written up
         units = [
             (f"followup:{round_no}:{i}", f"Quick lookup: {d['question'][:100]}", _lookup_unit(d, round_no))
             for i, d in enumerate(outcome["decisions"], start=1) if d["action"] == "answer"
