@@ -73,8 +73,9 @@ def run_warnings(run: Mapping[str, Any]) -> list[str]:
 def run_status_text(run: Mapping[str, Any]) -> str:
     """A run's status as every view shows it: a completed run with warnings says so, so the
     status never reads as a plain success while the report carries a warning."""
-    label = status_label(str(run.get("status") or ""))
-    return f"{label} with warnings" if run_warnings(run) else label
+    if run_warnings(run):
+        return "⚠️ Completed with warnings"
+    return status_label(str(run.get("status") or ""))
 
 
 def parse_ts(value: Any) -> datetime | None:

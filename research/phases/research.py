@@ -50,6 +50,7 @@ MAX_ATTEMPTS = 3
 IO_THREADS = 40  # a worker's searches, page fetches and scoring calls in flight at once: every
 #                 candidate page of a default worker (2 x SOURCES_PER_SUBTOPIC) at the same time
 MIN_TEXT_CHARS = 200
+BUDGET_UNSCORED = "not scored: the budget stopped research before this page could be scored"
 FINDINGS_CONTEXT_CHARS = 40_000
 
 WORKER_ROLE = (
@@ -251,9 +252,9 @@ def _with_retries(
 def _keep_on_budget_stop(
     ctx: RunContext, key: str, sub: dict[str, Any], out: Outcome, exc: BudgetStop,
 ) -> None:
-    """A budget stop keeps what this unit already gathered: the pages scored as relevant are
-    stored as sources (the unit is marked done, partly), pages it read but could not score
-    are recorded as skipped with the reason, so nothing gathered is silently lost."""
+    """A budget stop keeps what this unit already gathered: the pages scored as relevant and
+    the pages read but not yet scored (marked so in their relevance reason) are stored as
+    sources, the unit is marked done (partly, with the reason), so nothing is lost."""
     reason = ctx.safe(str(exc))
     result = {"sources": len(out.sources), "queries": len(out.queries),
               "skipped": len(out.skipped), "findings": len(out.findings),
@@ -291,10 +292,10 @@ def _research(
         try:
             scoring.score_all(ctx, worker, WORKER_ROLE, sub, sources, pool, deadline)
         except BudgetStop:
-            _sort_kept(ctx, sub, [s for s in sources if s["scored"]], cap, out)
-            out.skipped += [{"subtopic_id": sub["id"], "url": s["url"], "reason":
-                             "not scored: research was stopped by the budget"}
-                            for s in sources if not s["scored"]]
+            for src in sources:  # read but not scored: kept, and marked as such
+                if not src["scored"]:
+                    src.update(scored=True, relevance_reason=BUDGET_UNSCORED)
+            _sort_kept(ctx, sub, sources, cap, out, keep_unscored=True)
             raise
     _sort_kept(ctx, sub, sources, cap, out)
     if out.sources:
@@ -303,15 +304,18 @@ def _research(
 
 def _sort_kept(
     ctx: RunContext, sub: dict[str, Any], scored: list[dict[str, Any]], cap: int, out: Outcome,
+    *, keep_unscored: bool = False,
 ) -> None:
-    """Keep the most relevant sources above the threshold (at most `cap`); skip the rest."""
+    """Keep the most relevant sources above the threshold (at most `cap`); skip the rest.
+    With `keep_unscored` (a budget stop) pages the budget left unscored are kept too."""
     threshold = ctx.config.source_relevance_threshold
     kept: list[dict[str, Any]] = []
     for src in sorted(scored, key=lambda s: (-s["relevance"], s["id"])):
+        unscored = src["relevance_reason"] == BUDGET_UNSCORED
         if not src["scored"]:
             out.skipped.append({"subtopic_id": sub["id"], "url": src["url"],
                                 "reason": scoring.NOT_SCORED})
-        elif src["relevance"] < threshold:
+        elif src["relevance"] < threshold and not (keep_unscored and unscored):
             out.skipped.append({"subtopic_id": sub["id"], "url": src["url"],
                                 "reason": f"relevance {src['relevance']:.2f} below {threshold}"})
         elif len(kept) >= cap:
