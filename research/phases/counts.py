@@ -17,10 +17,11 @@ from research.events import Warning
 NOTE_KEY = "count_note"  # Warning events with this data key become report notes
 
 
-def note_short(ctx: RunContext, step: str, what: str, got: int, asked: int, outcome: str) -> None:
+def note_short(ctx: RunContext, step: str, what: str, got: int, asked: int, outcome: str,
+               *, asked_again: bool = True) -> None:
     """Log (and later note in the report) that a step got fewer `what` than it asked for."""
-    message = (f"The model gave {got} {what} where {asked} were asked for (after one request "
-               f"for the missing ones); {outcome}.")
+    again = " (after one request for the missing ones)" if asked_again else ""
+    message = f"The model gave {got} {what} where {asked} were asked for{again}; {outcome}."
     ctx.emit(Warning(ctx.run_id, message, step=step, data={NOTE_KEY: True, "got": got,
                                                            "asked": asked}))
 
