@@ -25,6 +25,7 @@ from research.control import RunControl
 from research.engines import HOSTED_ENGINES, LABELS, merge_for_delivery, run_hosted
 from research.errors import (
     BudgetExceeded,
+    BudgetStop,
     ConfigError,
     NeedsInput,
     ResearchError,
@@ -218,6 +219,9 @@ def _hosted_beside(ctx: RunContext, engine: str) -> None:
     """One hosted engine next to the pipeline: its failure is an event, not the run's end."""
     try:
         run_hosted(ctx, engine)
+    except BudgetStop as exc:  # the cap stops this engine like the pipeline's research
+        ctx.emit(Warning(ctx.run_id, f"{LABELS.get(engine, engine)}: {ctx.safe(str(exc))}",
+                         step=f"engine:{engine}"))
     except ResearchError as exc:  # a stop (cancel, time limit) is not an error: it ends the run
         ctx.emit(Warning(ctx.run_id, f"{LABELS.get(engine, engine)} failed: {ctx.safe(str(exc))}",
                          step=f"engine:{engine}"))

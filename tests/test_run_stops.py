@@ -17,6 +17,7 @@ from research import Credentials, ResearchError, build_config, cancel, create_ru
 from research.errors import BudgetExceeded, BudgetStop, NeedsInput, RateLimited, RunCancelled, RunStop
 from research.retry import RetryPolicy, call_with_retries
 from storage import Store
+from tests.dashboard_fixtures import dash_env_fixture  # noqa: F401 - fixture
 from tests.standin import StandinServer
 
 QUESTION = "How is heat pump adoption changing in Europe?"
@@ -162,3 +163,13 @@ def test_incomplete_verification_or_no_verified_citation_is_a_warning(
     assert outcome.completion_warnings(Ctx()) == [  # type: ignore[arg-type]
         "No claim in the report is backed by a verified citation."]
     assert outcome.completion_warnings(Ctx()) == []  # type: ignore[arg-type]
+
+
+def test_the_run_page_header_shows_a_completed_runs_warnings(dash_env: Store) -> None:
+    from tests.dashboard_fixtures import finished_run, open_run_page
+
+    run_id = finished_run(dash_env)
+    dash_env.set_run_warnings(run_id, ["No claim in the report is backed by a verified citation."])
+    at = open_run_page(run_id)
+    assert any("verified citation" in w.value for w in at.warning)
+    assert not at.exception
