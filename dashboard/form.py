@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from research.config import (
+    ACADEMIC_PROVIDERS,
     DEFAULT_MODELS,
     ENGINES,
     ROLES,
@@ -25,7 +26,10 @@ from research.errors import ConfigError
 
 SLIDERS = ("SUBTOPIC_COUNT", "SOURCES_PER_SUBTOPIC", "REVIEW_CYCLES")
 CHECKBOXES = ("REQUIRE_CLARIFICATION",)  # shown as "Ask me clarifying questions first"
-ADVANCED = tuple(name for name in CONSTANTS if name not in SLIDERS + CHECKBOXES)
+# INCLUDE_ACADEMIC_SOURCES is not a separate toggle: the "Search providers" list shows every
+# provider the run will use, academic ones included, and the constant follows that list.
+FROM_SEARCH_LIST = ("INCLUDE_ACADEMIC_SOURCES",)
+ADVANCED = tuple(name for name in CONSTANTS if name not in SLIDERS + CHECKBOXES + FROM_SEARCH_LIST)
 SAME_AS_LEAD = "same as lead"
 
 ENGINE_LABELS = {
@@ -77,6 +81,27 @@ def constant_values(env: Mapping[str, str], saved: Mapping[str, Any], preset: st
     return values
 
 
+def default_search(config: ResearchConfig | None) -> list[str]:
+    """The providers a run with these settings will search: the form starts with exactly
+    those, so nothing is used that the person cannot see (academic ones included)."""
+    if config is not None:
+        return list(config.active_search_providers())
+    return ["web", *ACADEMIC_PROVIDERS] if DEFAULTS["INCLUDE_ACADEMIC_SOURCES"] else ["web"]
+
+
+def search_of(config: Mapping[str, Any]) -> list[str]:
+    """The providers a stored run's config searched (its chosen list plus academic defaults)."""
+    chosen = [s for s in config.get("search_providers") or [] if s in SEARCH_PROVIDERS]
+    if not chosen:
+        return []
+    academic = [s for s in chosen if s in ACADEMIC_PROVIDERS]
+    if config.get("include_academic_sources", DEFAULTS["INCLUDE_ACADEMIC_SOURCES"]) and not academic:
+        academic = list(ACADEMIC_PROVIDERS)
+    elif not config.get("include_academic_sources", DEFAULTS["INCLUDE_ACADEMIC_SOURCES"]):
+        academic = []
+    return [s for s in chosen if s not in ACADEMIC_PROVIDERS] + academic
+
+
 def run_form_values(run: Mapping[str, Any]) -> dict[str, Any]:
     """An earlier run's settings in form terms ("Run again")."""
     config = run.get("config") or {}
@@ -88,7 +113,7 @@ def run_form_values(run: Mapping[str, Any]) -> dict[str, Any]:
         "provider": config.get("provider"),
         "model": config.get("model"),
         "role_models": config.get("role_models") or {},
-        "search": [s for s in config.get("search_providers") or [] if s in SEARCH_PROVIDERS],
+        "search": search_of(config),
         "engine": config.get("engine") if config.get("engine") in ENGINES else "pipeline",
         "report_language": config.get("report_language") or "English",
         "max_cost_usd": float(config.get("max_cost_usd") or 0.0),
@@ -121,6 +146,7 @@ def build_form_config(
         roles[role] = {"provider": chosen,
                        "model": role_model.strip() or (model if chosen == provider else DEFAULT_MODELS[chosen])}
     overrides: dict[str, Any] = dict(constants)
+    overrides["INCLUDE_ACADEMIC_SOURCES"] = any(s in ACADEMIC_PROVIDERS for s in search)
     return build_config(
         env=env, preset=preset, **overrides, provider=provider,
         model=model.strip() or DEFAULT_MODELS.get(provider, ""), role_models=roles,

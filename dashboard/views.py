@@ -64,6 +64,20 @@ def status_label(status: str) -> str:
     return STATUS_LABELS.get(status, status.capitalize())
 
 
+def run_warnings(run: Mapping[str, Any]) -> list[str]:
+    """The stored warnings of a completed run (see research.outcome)."""
+    warnings = run.get("warnings") if run.get("status") == "completed" else None
+    return [str(w) for w in warnings] if isinstance(warnings, list) else []
+
+
+def run_status_text(run: Mapping[str, Any]) -> str:
+    """A run's status as every view shows it: a completed run with warnings says so, so the
+    status never reads as a plain success while the report carries a warning."""
+    if run_warnings(run):
+        return "⚠️ Completed with warnings"
+    return status_label(str(run.get("status") or ""))
+
+
 def parse_ts(value: Any) -> datetime | None:
     if not value:
         return None
@@ -350,7 +364,7 @@ def library_frame(runs: Sequence[Mapping[str, Any]], *, url_for: Any = None,
             "Open": url_for(run["id"]) if url_for else run["id"],
             "Question": " ".join(str(run.get("question") or "").split()),
             "Date": short_date(run.get("created_at")),
-            "Status": status_label(str(run.get("status") or "")),
+            "Status": run_status_text(run),
             **run_constants(run),
             "Sources": totals.get("sources"),
             "Duration": duration_text(run.get("duration_s")) if run.get("duration_s") is not None else "—",
@@ -390,7 +404,7 @@ def compare_frame(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
         row: dict[str, Any] = {
             "Run": f"{run_id[:6]} · {label_text(run.get('question'), 40)}",
             "Run id": run_id,
-            "Status": status_label(str(run.get("status") or "")),
+            "Status": run_status_text(run),
         }
         row.update({name: config.get(field) for name, field in COMPARE_CONSTANTS.items()})
         row.update({

@@ -51,7 +51,7 @@ st.dataframe(
     },
 )
 
-labels = {r["id"]: f"{views.status_label(r['status'])} · {views.label_text(r['question'], 80)} · {r['id']}"
+labels = {r["id"]: f"{views.run_status_text(r)} · {views.label_text(r['question'], 80)} · {r['id']}"
           for r in runs}
 
 st.subheader("Selected run")

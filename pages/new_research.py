@@ -74,7 +74,7 @@ def _initialise() -> None:
         spec = env_config.role_models.get(role) if env_config else None
         state[f"role_provider_{role}"] = spec.provider if spec else form.SAME_AS_LEAD
         state[f"role_model_{role}"] = spec.model if spec else ""
-    state["search"] = list(env_config.search_providers) if env_config else ["web"]
+    state["search"] = form.default_search(env_config)
     _set_run_options(form.run_form_values({"config": env_config.model_dump(mode="json")})
                      if env_config else form.run_form_values({}))
     state["build_on"] = ""
@@ -245,7 +245,9 @@ with right:
             cols[1].text_input(f"{role.capitalize()} model", key=f"role_model_{role}",
                                placeholder="provider default")
     st.multiselect("Search providers", list(SEARCH_PROVIDERS), key="search",
-                   help="tavily needs TAVILY_API_KEY; web, arxiv and semanticscholar need no key.")
+                   help="Every provider listed here is searched, and only these. arxiv and "
+                        "semanticscholar search academic papers (on by default); tavily needs "
+                        "TAVILY_API_KEY; web, arxiv and semanticscholar need no key.")
     if not configured:
         providers_message.error("No model provider is set up yet. Add an OpenAI or Gemini key "
                                 "(or a local OpenAI-compatible server address) on the Settings page.")

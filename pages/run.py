@@ -40,7 +40,7 @@ if not run_id:
     st.info("No run is selected. Start one on the New research page or open one from the Library.")
     for run in store.list_runs(limit=10):
         st.page_link(ui.PAGES["run"], query_params={"run": run["id"]},
-                     label=f"{views.status_label(run['status'])} · {views.label_text(run['question'], 90)}")
+                     label=f"{views.run_status_text(run)} · {views.label_text(run['question'], 90)}")
     st.stop()
 
 run = store.get_run(run_id)
@@ -92,7 +92,9 @@ def live_panel() -> None:
     pct = percent(current, steps)
     elapsed, remaining = views.timing(current, pct)
 
-    st.progress(pct / 100, text=f"{status.capitalize()} · {pct}%")
+    warnings = views.run_warnings(current) if status == "completed" else []
+    shown = views.run_status_text(current) if status == "completed" else status.capitalize()
+    st.progress(pct / 100, text=f"{shown} · {pct}%")
     cols = st.columns(4)
     cols[0].metric("Elapsed", views.duration_text(elapsed))
     cols[1].metric("Estimated remaining",
@@ -106,8 +108,10 @@ def live_panel() -> None:
     message = state.pop("_run_message", None)
     if message:
         st.error(message)
+    for warning in warnings:
+        st.warning(views.md_text(warning), icon=":material/warning:")
     stopped = budget.budget_stop(current, store.get_report(run_id) if status == "completed" else None)
-    if stopped:
+    if stopped and not warnings:
         st.warning(views.md_text(stopped) + (" The report covers what was gathered until then."
                                              if status == "completed" else ""))
     if status == "waiting":

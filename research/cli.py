@@ -133,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     totals = run.get("totals") or {}
     print(f"Report written to {out} ({totals.get('sources', 0)} sources, "
           f"~${totals.get('cost_usd', 0):.4f}).", file=sys.stderr)
+    warnings = [str(w) for w in run.get("warnings") or []]
+    if warnings:  # still a completed run (exit 0), but never shown as a plain success
+        print(f"Completed with warnings ({len(warnings)}):", file=sys.stderr)
+        for warning in warnings:
+            print(f"  Warning: {redact(warning, secrets)}", file=sys.stderr)
     print(run_id)
     return EXIT_OK
 

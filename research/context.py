@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
@@ -11,12 +13,31 @@ from typing import Any
 from research.agents import Agent
 from research.config import Credentials, ResearchConfig
 from research.control import RunControl
-from research.errors import BudgetStop, ResearchError, redact
+from research.errors import BudgetStop, ResearchError, RunStop, redact
 from research.events import EventSink, StepCompleted, StepFailed, StepStarted
 from research.fetch import Fetcher
 from research.llm.base import UsageMeter
 from research.search.base import SearchProvider
 from storage import Store
+
+
+class ServiceHealth:
+    """Calls that failed because a service was down or unreachable (after retries), counted
+    per service, so a run that gathered nothing can name the real cause instead of blaming
+    the question."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: Counter[str] = Counter()
+
+    def record(self, service: str) -> None:
+        with self._lock:
+            self._failures[service] += 1
+
+    def down(self) -> list[tuple[str, int]]:
+        """(service, failed calls), most failures first."""
+        with self._lock:
+            return self._failures.most_common()
 
 
 @dataclass
@@ -35,6 +56,7 @@ class RunContext:
     meter: UsageMeter | None = None
     credentials: Credentials | None = None
     usage_before: dict[str, Any] = field(default_factory=dict)  # from earlier sessions of this run
+    health: ServiceHealth = field(default_factory=ServiceHealth)
     _budget_checked: float = 0.0
     _budget: str | None = None
     _brief: str | None = None
@@ -63,11 +85,7 @@ class RunContext:
         now = time.monotonic()
         if self._budget is None and now - self._budget_checked >= 0.5:
             self._budget_checked = now
-            cost = float(self.usage_before.get("cost_usd", 0.0))
-            tokens = int(self.usage_before.get("tokens", 0))
-            if self.meter is not None:
-                cost += self.meter.total_cost()
-                tokens += self.meter.total_tokens()
+            cost, tokens = self._spent()
             if cfg.max_cost_usd and cost >= cfg.max_cost_usd:
                 self._budget = f"the cost cap of ${cfg.max_cost_usd:.2f} was reached (${cost:.2f} spent)"
             elif cfg.max_tokens and tokens >= cfg.max_tokens:
@@ -75,6 +93,46 @@ class RunContext:
             elif cfg.max_sources and self.store.count_sources(self.run_id) >= cfg.max_sources:
                 self._budget = f"the source cap of {cfg.max_sources} was reached"
         return self._budget
+
+    def _spent(self) -> tuple[float, int]:
+        cost = float(self.usage_before.get("cost_usd", 0.0))
+        tokens = int(self.usage_before.get("tokens", 0))
+        if self.meter is not None:
+            cost += self.meter.total_cost()
+            tokens += self.meter.total_tokens()
+        return cost, tokens
+
+    def guard_model_calls(self) -> None:
+        """Check the cost and token caps before every research model call, from that call's
+        estimate (`UsageMeter.reserve`), not only between units: a call that would take the
+        run past a cap is not made. The write-up after a stop is not guarded, so the total
+        is the cap plus the estimates' error plus one draft call."""
+        if self.meter is not None and (self.config.max_tokens or self.config.max_cost_usd):
+            self.meter.guard = self._refuse_over_budget
+
+    def release_model_calls(self) -> None:
+        """Research is over: the write-up runs unguarded (see `guard_model_calls`)."""
+        if self.meter is not None:
+            self.meter.guard = None
+
+    def _refuse_over_budget(self, role: str, tokens_after: int, cost_after: float) -> None:
+        """The meter's guard (called under its lock: must not call the meter)."""
+        cfg = self.config
+        tokens = tokens_after + int(self.usage_before.get("tokens", 0))
+        cost = cost_after + float(self.usage_before.get("cost_usd", 0.0))
+        reason = self._budget  # once stopped, no further research call is made
+        if reason:
+            pass
+        elif cfg.max_tokens and tokens > cfg.max_tokens:
+            reason = (f"the token cap of {cfg.max_tokens:,} was reached (the next {role} model "
+                      f"call would have taken the run to about {tokens:,} tokens)")
+        elif cfg.max_cost_usd and cost > cfg.max_cost_usd:
+            reason = (f"the cost cap of ${cfg.max_cost_usd:.2f} was reached (the next {role} "
+                      f"model call would have taken the run to about ${cost:.2f})")
+        if reason:
+            if self._budget is None:
+                self._budget = reason
+            raise BudgetStop(f"Research stopped because {self._budget}.")
 
     def checkpoint(self) -> None:
         """Between units of research: pause, cancel, time limit, and the budget caps."""
@@ -114,6 +172,9 @@ class RunContext:
         except ResearchError as exc:
             self.store.fail_step(self.run_id, key, self.safe(str(exc)))
             self.emit(StepFailed(self.run_id, f"{label} failed: {self.safe(str(exc))}", step=key))
+            raise
+        except RunStop as exc:  # a stop, not a failure: no StepFailed; resume redoes the step
+            self.store.fail_step(self.run_id, key, self.safe(str(exc)))
             raise
         self.store.finish_step(self.run_id, key, result=result, source_count=source_count)
         self.emit(StepCompleted(

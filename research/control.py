@@ -3,7 +3,8 @@
 Control requests are stored in the database (`runs.control`), so a dashboard in one
 process can pause or cancel a run executing in another. Workers call `checkpoint()`
 between units of work (a search, a page, a model call); it raises RunCancelled or
-BudgetExceeded, or blocks while the run is paused.
+BudgetExceeded (stops, not errors: see `research.errors`), or blocks while the run is
+paused. A background thread also watches for a cancel, so waits (retry back-offs) end at once.
 """
 
 from __future__ import annotations
@@ -41,9 +42,16 @@ class RunControl:
         self._beater.start()
 
     def _beat(self) -> None:
-        while not self._stopped.wait(HEARTBEAT_S):
+        """Heartbeat, and watch for a cancel: a call waiting out a retry back-off (which
+        waits on `cancelled`) must hear a cancel at once, not when the back-off ends."""
+        last_beat = time.monotonic()
+        while not self._stopped.wait(POLL_S):
             try:
-                self.store.heartbeat(self.run_id, self.owner)
+                if self.store.get_control(self.run_id) == "cancel":
+                    self.cancelled.set()
+                if time.monotonic() - last_beat >= HEARTBEAT_S:
+                    last_beat = time.monotonic()
+                    self.store.heartbeat(self.run_id, self.owner)
             except Exception:  # noqa: BLE001 - a missed beat is retried next time
                 pass
         self.store.close()

@@ -1,4 +1,6 @@
-"""The engine's exceptions: one small hierarchy, so callers can catch by meaning.
+"""The engine's exceptions: two small hierarchies, so callers can catch by meaning.
+
+Errors (something went wrong):
 
 ResearchError
 ├── ConfigError          bad setting, unknown provider, missing key (user can fix it)
@@ -7,17 +9,29 @@ ResearchError
 │   ├── RateLimited      429 we could not wait out
 │   ├── QuotaExhausted   the account is out of credit: never retried
 │   ├── ProviderTimeout  no answer before the deadline
+│   │   └── StepTimeLimit    the step's own time limit (STEP_TIMEOUT_MS) cut the call short:
+│   │                        not a sign that the service is down
 │   ├── AuthError        key refused
-│   └── ContextTooLong   the prompt is longer than the model accepts (trimmed and retried once)
+│   ├── ContextTooLong   the prompt is longer than the model accepts (trimmed and retried once)
+│   ├── AnswerBlocked    the provider filtered or blocked the answer (safety, recitation,
+│   │                    content filter) or the model refused: never retried as a network error
+│   └── AnswerCutOff     the answer stopped at the output-token limit (retried once, asked
+│                        to be shorter)
 ├── SchemaError          a model's structured answer stayed invalid after one repair
 ├── FetchError           a page could not be read
 │   └── FetchRefused     a page we will not read (unsafe address, wrong type, too big)
-├── BudgetExceeded       a run went over its total time limit
-│   └── BudgetStop       a cost, token or source cap was reached: research stops, the
-│                        report is still written from what was gathered
-├── DelegationError      an agent broke the rules of who may call whom
+└── DelegationError      an agent broke the rules of who may call whom
+
+Stops (nothing went wrong; the run ends early on purpose). They do NOT derive from
+ResearchError, so no `except ResearchError` (a fallback, a retry loop, a "warn and go on")
+can swallow them or report them as failures:
+
+RunStop
+├── RunCancelled         the user cancelled the run
 ├── NeedsInput           the run waits for the person (clarifying answers, plan review)
-└── RunCancelled         the user cancelled the run
+└── BudgetExceeded       a run went over its total time limit (resumable)
+    └── BudgetStop       a cost, token or source cap was reached: research stops, the
+                         report is still written from what was gathered
 
 Every message is plain words meant for the person running the research, and never
 contains an API key (see `redact`).
@@ -27,6 +41,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 _KEYLIKE = re.compile(
     r"(?<![A-Za-z0-9])(sk-[A-Za-z0-9_\-]{16,}|tvly-[A-Za-z0-9_\-]{12,}|AIza[0-9A-Za-z_\-]{20,}|"
@@ -70,12 +85,38 @@ class ProviderTimeout(ProviderError):
     pass
 
 
+class StepTimeLimit(ProviderTimeout):
+    pass
+
+
 class AuthError(ProviderError):
     pass
 
 
 class ContextTooLong(ProviderError):
     """The provider refused the prompt as longer than the model's context window."""
+
+
+class AnswerBlocked(ProviderError):
+    """A content filter, safety block, recitation stop or refusal: the same request would be
+    refused again, so it is never retried as if the network had failed."""
+
+    def __init__(self, message: str, *, provider: str = "", status: int | None = None,
+                 reason: str = "") -> None:
+        super().__init__(message, provider=provider, status=status)
+        self.reason = reason
+
+
+class AnswerCutOff(ProviderError):
+    """The answer hit the output-token limit (OpenAI "length", Gemini MAX_TOKENS). `text` is
+    the cut-off answer and `usage` the tokens it cost (a `research.llm.base.Usage`); a
+    retry asks for a shorter one."""
+
+    def __init__(self, message: str, *, provider: str = "", text: str = "",
+                 usage: Any = None) -> None:
+        super().__init__(message, provider=provider)
+        self.text = text
+        self.usage = usage
 
 
 class SchemaError(ResearchError):
@@ -90,23 +131,27 @@ class FetchRefused(FetchError):
     pass
 
 
-class BudgetExceeded(ResearchError):
-    pass
-
-
-class BudgetStop(BudgetExceeded):
-    pass
-
-
 class DelegationError(ResearchError):
     pass
 
 
-class RunCancelled(ResearchError):
+class RunStop(Exception):  # noqa: N818 - a stop, not an error: named for what happened
+    """Base of the ways a run ends early on purpose (cancel, waiting, budget, time limit)."""
+
+
+class RunCancelled(RunStop):
     pass
 
 
-class NeedsInput(ResearchError):
+class NeedsInput(RunStop):
+    pass
+
+
+class BudgetExceeded(RunStop):
+    pass
+
+
+class BudgetStop(BudgetExceeded):
     pass
 
 

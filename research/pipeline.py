@@ -20,11 +20,12 @@ from typing import Any
 from research.agents import Role, Workflow
 from research.config import Credentials, ResearchConfig
 from research.constants import MAX_QUESTION_CHARS
-from research.context import RunContext
+from research.context import RunContext, ServiceHealth
 from research.control import RunControl
 from research.engines import HOSTED_ENGINES, LABELS, merge_for_delivery, run_hosted
 from research.errors import (
     BudgetExceeded,
+    BudgetStop,
     ConfigError,
     NeedsInput,
     ResearchError,
@@ -47,6 +48,7 @@ from research.fetch import Fetcher, FetchLimits
 from research.llm import build_llm
 from research.llm.base import LLM, RoleLLM, UsageMeter
 from research.llm.pricing import PriceTable
+from research.outcome import completion_warnings, nothing_gathered
 from research.phases import (
     clarify,
     deliver,
@@ -114,6 +116,7 @@ def execute(
     emit = fan_out(store.log_event, *([on_event] if on_event else []))
     resuming = run["status"] not in ("queued",)
     store.set_control(run_id, None)
+    store.set_run_warnings(run_id, [])
     store.set_run_status(run_id, "running")
     emit((Resumed if resuming else Initiated)(run_id, (
         "Resuming the run where it stopped." if resuming else f"Research started: {run['question'][:200]}"
@@ -121,6 +124,7 @@ def execute(
     control = RunControl(store, run_id, emit, total_timeout_s=config.total_timeout_ms / 1000)
     meter = UsageMeter(prices, on_record=lambda role, prov, model, i, o, cost: store.add_usage(
         run_id, role, prov, model, i, o, cost))
+    health = ServiceHealth()
     own_fetcher = fetcher is None
     if fetcher is None:
         fetcher = Fetcher(FetchLimits(
@@ -135,6 +139,7 @@ def execute(
             call_timeout=config.request_timeout_s,
             on_retry=lambda msg: emit(Retrying(run_id, redact(msg, secrets))),
             cancel=control.cancelled,
+            on_failure=lambda label, exc: health.record(f"the model service {label}"),
         )
 
     try:
@@ -145,20 +150,27 @@ def execute(
                 search=search_factory(config, credentials), fetcher=fetcher,
                 today=today or datetime.now(UTC).date(), secrets=secrets,
                 meter=meter, usage_before=store.usage_totals(run_id), credentials=credentials,
+                health=health,
             )
             if config.engine in HOSTED_ENGINES:
                 _hosted_only(ctx, config.engine)
             else:
                 _pipeline(ctx, with_hosted=config.engine == "all")
+            warnings = completion_warnings(ctx)
+        store.set_run_warnings(run_id, [redact(w, secrets) for w in warnings])
         _finish(store, run_id, meter, "completed")
-        emit(Completed(run_id, "Research complete. The report is ready."))
+        for warning in warnings:
+            emit(Warning(run_id, redact(warning, secrets)))
+        emit(Completed(run_id, "Research complete. The report is ready" + (
+            f", with {len(warnings)} warning{'s' if len(warnings) != 1 else ''}." if warnings
+            else ".")))
     except NeedsInput as exc:
         _finish(store, run_id, meter, "waiting")
         emit(Waiting(run_id, str(exc)))
     except RunCancelled:
         _finish(store, run_id, meter, "cancelled")
         emit(Cancelled(run_id, "The run was cancelled. Everything gathered so far is kept."))
-    except ResearchError as exc:
+    except (BudgetExceeded, ResearchError) as exc:  # the time limit: resumable, said so
         message = redact(str(exc), secrets)
         _finish(store, run_id, meter, "failed", message)
         emit(Error(run_id, message))
@@ -183,17 +195,17 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     plan.review_gate(ctx)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="engine") as pool:
         hosted = [pool.submit(_hosted_beside, ctx, name) for name in HOSTED_ENGINES] if with_hosted else []
-        failed = research.run(ctx, ctx.store.get_plan(ctx.run_id) or [])
-        failed = rounds.run(ctx, failed)
+        ctx.guard_model_calls()
+        try:
+            failed = research.run(ctx, ctx.store.get_plan(ctx.run_id) or [])
+            failed = rounds.run(ctx, failed)
+        finally:
+            ctx.release_model_calls()
         for future in hosted:
             future.result()  # cancellation and the time limit stop the whole run
     subtopics = ctx.store.get_plan(ctx.run_id) or []
     if ctx.store.count_sources(ctx.run_id) == 0:
-        raise ResearchError(
-            "No usable sources were found, so no report was written (reports are "
-            "never made from model memory alone). Try a broader question, other "
-            "search providers, or a lower relevance threshold."
-        )
+        raise ResearchError(nothing_gathered(ctx))
     if failed and len(failed) == len([s for s in subtopics if not s.get("inherited")]) and hosted:
         merge_for_delivery(ctx, list(HOSTED_ENGINES))  # only the hosted engines delivered
     else:
@@ -208,9 +220,10 @@ def _hosted_beside(ctx: RunContext, engine: str) -> None:
     """One hosted engine next to the pipeline: its failure is an event, not the run's end."""
     try:
         run_hosted(ctx, engine)
-    except (RunCancelled, BudgetExceeded):
-        raise
-    except ResearchError as exc:
+    except BudgetStop as exc:  # the cap stops this engine like the pipeline's research
+        ctx.emit(Warning(ctx.run_id, f"{LABELS.get(engine, engine)}: {ctx.safe(str(exc))}",
+                         step=f"engine:{engine}"))
+    except ResearchError as exc:  # a stop (cancel, time limit) is not an error: it ends the run
         ctx.emit(Warning(ctx.run_id, f"{LABELS.get(engine, engine)} failed: {ctx.safe(str(exc))}",
                          step=f"engine:{engine}"))
 

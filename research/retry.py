@@ -2,8 +2,11 @@
 
 The SDKs' own retries are switched off (openai max_retries=0, no genai retry options,
 tavily has none) so that there is exactly one retry layer, this one, with one policy:
-quota exhaustion and auth errors fail at once; rate limits wait for Retry-After (if it
-fits in the remaining time); timeouts and 5xx back off and try again.
+quota exhaustion, auth errors and blocked or cut-off answers fail at once (the same request
+would get the same answer; `RoleLLM` changes the request where that helps); rate limits wait
+for Retry-After (if it fits in the remaining time); timeouts and 5xx back off and try again.
+A cancel during a back-off ends the wait at once with RunCancelled, which is a stop, not an
+error (see `research.errors`), so no caller reports it as a failure.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from research.errors import (
+    AnswerBlocked,
+    AnswerCutOff,
     AuthError,
     ProviderError,
     ProviderTimeout,
@@ -53,8 +58,8 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
 
 
 def is_retryable(exc: BaseException) -> bool:
-    if isinstance(exc, (QuotaExhausted, AuthError, RunCancelled)):
-        return False
+    if isinstance(exc, (QuotaExhausted, AuthError, AnswerBlocked, AnswerCutOff)):
+        return False  # the same request would get the same answer
     if isinstance(exc, (RateLimited, ProviderTimeout)):
         return True
     if isinstance(exc, ProviderError):

@@ -242,7 +242,15 @@ def m003_verification_details(db: Database) -> None:
     db.execute("ALTER TABLE verifications ADD COLUMN details TEXT NOT NULL DEFAULT '{}'")
 
 
-MIGRATIONS: list[Migration] = [m001_initial, m002_engine_reports, m003_verification_details]
+def m004_run_warnings(db: Database) -> None:
+    """What a completed run must say next to "Completed" (stopped by the budget, no verified
+    citation, verification incomplete): a JSON list of plain sentences, so the Run page, the
+    Library and the CLI show the same warning and status never contradicts the report."""
+    db.execute("ALTER TABLE runs ADD COLUMN warnings TEXT NOT NULL DEFAULT '[]'")
+
+
+MIGRATIONS: list[Migration] = [m001_initial, m002_engine_reports, m003_verification_details,
+                               m004_run_warnings]
 
 
 def apply_migrations(db: Database) -> list[int]:

@@ -48,7 +48,7 @@ PLAN_KINDS = frozenset({"original", "edited", "round"})
 
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
-_RUN_JSON = ("config", "totals")
+_RUN_JSON = ("config", "totals", "warnings")
 _STEP_JSON = ("result",)
 
 
@@ -310,6 +310,12 @@ class Store:
                 f" error = ?, updated_at = ?{control_sql} WHERE id = ?",
                 [status, started_at, finished_at, duration, new_error, now, run_id],
             )
+
+    def set_run_warnings(self, run_id: str, warnings: Iterable[str]) -> None:
+        """Replace the run's warnings (plain sentences shown beside its status)."""
+        with self._write() as db:
+            db.execute("UPDATE runs SET warnings = ?, updated_at = ? WHERE id = ?",
+                       [_dumps(self._scrub([str(w) for w in warnings])), utc_now(), run_id])
 
     def update_totals(self, run_id: str, **values: Any) -> dict[str, Any]:
         """Merge `values` into the run's totals; returns the merged totals."""

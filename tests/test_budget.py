@@ -49,3 +49,27 @@ def test_caps_are_validated() -> None:
         build_config(env={}, max_cost_usd=-1)
     with pytest.raises(ConfigError, match="cannot be negative"):
         build_config(env={}, max_sources=-5)
+
+
+def test_a_token_cap_is_checked_before_each_call_and_keeps_what_was_gathered(
+    standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    # Margin: research never starts a call whose estimate would pass the cap, so everything
+    # before the write-up stays within 6,000 tokens; after the stop only the write-up runs
+    # (one draft call, no review or verification). Before this check: 25,549 tokens (4.3x).
+    store, run_id = _run(standin_env, tmp_db, max_tokens=6_000)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "completed", run and run["error"]
+    usage = store.get_usage(run_id)
+    writer = [u for u in usage if u["role"] == "writer"]
+    before_write_up = sum(u["input_tokens"] + u["output_tokens"] for u in usage
+                          if u["role"] != "writer")
+    assert before_write_up <= 6_000
+    assert len(writer) == 1 and writer[0]["calls"] == 1
+    assert run["totals"]["tokens"] <= 6_000 * 1.5  # the cap plus one draft call
+    assert store.count_sources(run_id) > 0
+    stopped = [s for s in store.get_steps(run_id) if (s.get("result") or {}).get("stopped_by_budget")]
+    assert all(s["status"] == "done" for s in stopped)  # the unit in progress kept its sources
+    report = store.get_report(run_id)
+    assert report is not None and "token cap of 6,000" in report["markdown"]
+    assert any("stopped by the budget" in w for w in run["warnings"])

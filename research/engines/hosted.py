@@ -41,6 +41,7 @@ from research.errors import (
     ProviderError,
     ResearchError,
     RunCancelled,
+    RunStop,
 )
 from research.events import Retrying, SourceFound, StepCompleted, StepFailed, StepStarted
 from research.export.document import CITATION_RE, map_prose
@@ -128,7 +129,7 @@ def run_hosted(ctx: RunContext, engine: str, *, credentials: Credentials | None 
         run.cancel_remote()
         _fail(ctx, key, label, str(exc))
         raise
-    except ResearchError as exc:
+    except (ResearchError, RunStop) as exc:  # a stop (time limit) is recorded on the step too
         _fail(ctx, key, label, str(exc))
         raise
     ctx.emit(StepCompleted(

@@ -17,6 +17,8 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from research.errors import (
+    AnswerBlocked,
+    AnswerCutOff,
     AuthError,
     ContextTooLong,
     ProviderError,
@@ -42,6 +44,9 @@ def _httpx_families() -> list[Any]:
 _TIMEOUTS: tuple[type[BaseException], ...] = tuple(m.TimeoutException for m in _httpx_families())
 _TRANSPORT: tuple[type[BaseException], ...] = tuple(m.TransportError for m in _httpx_families())
 _SAFETY_REASONS = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY"}
+# A stop that withholds the answer (or its rest): retrying the same request gets the same stop.
+_BLOCK_REASONS = _SAFETY_REASONS | {"RECITATION", "LANGUAGE", "IMAGE_PROHIBITED_CONTENT",
+                                    "IMAGE_RECITATION"}
 # "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."
 _CONTEXT_WORDS = ("exceeds the maximum number of tokens", "input token count",
                   "context window", "too many tokens")
@@ -115,10 +120,10 @@ class GeminiChat(LLM):
         where = f"Gemini ({self.model})"
         feedback = response.prompt_feedback
         if feedback is not None and feedback.block_reason:
-            raise ProviderError(
-                f"{where}: the request was blocked by safety filters "
-                f"({_enum_name(feedback.block_reason)}).",
-                provider=self.provider,
+            reason = _enum_name(feedback.block_reason)
+            raise AnswerBlocked(
+                f"{where}: the request was blocked by safety filters ({reason}).",
+                provider=self.provider, reason=reason,
             )
         candidates = response.candidates or []
         if not candidates:
@@ -128,11 +133,6 @@ class GeminiChat(LLM):
         parts = candidate.content.parts if candidate.content and candidate.content.parts else []
         text = "".join(p.text for p in parts if p.text and not p.thought)
         reason = _enum_name(candidate.finish_reason)
-        if not text and reason in _SAFETY_REASONS:
-            raise ProviderError(
-                f"{where}: the answer was blocked by safety filters ({reason}).",
-                provider=self.provider,
-            )
         meta = response.usage_metadata
         usage = Usage(
             input_tokens=int(meta.prompt_token_count or 0) if meta else 0,
@@ -141,6 +141,18 @@ class GeminiChat(LLM):
                 if meta else 0
             ),
         )
+        if reason in _BLOCK_REASONS:
+            kind = "stopped by the recitation check" if "RECITATION" in reason else (
+                "blocked by safety filters")
+            raise AnswerBlocked(
+                f"{where}: the answer was {kind} ({reason}).",
+                provider=self.provider, reason=reason,
+            )
+        if reason == "MAX_TOKENS":
+            raise AnswerCutOff(
+                f"{where}: the answer was cut off at the output length limit (MAX_TOKENS).",
+                provider=self.provider, text=text, usage=usage,
+            )
         return Completion(
             text=text, usage=usage, provider=self.provider,
             model=response.model_version or self.model,

@@ -13,6 +13,8 @@ from typing import Any
 import openai
 
 from research.errors import (
+    AnswerBlocked,
+    AnswerCutOff,
     AuthError,
     ContextTooLong,
     ProviderError,
@@ -85,21 +87,33 @@ class OpenAIChat(LLM):
                 f"OpenAI model {self.model} returned no answer (empty choices).",
                 provider=self.provider,
             )
-        message = response.choices[0].message
+        choice = response.choices[0]
+        message = choice.message
+        usage = response.usage
+        spent = Usage(
+            input_tokens=int(usage.prompt_tokens or 0) if usage else 0,
+            output_tokens=int(usage.completion_tokens or 0) if usage else 0,
+        )
         if getattr(message, "refusal", None):
-            raise ProviderError(
+            raise AnswerBlocked(
                 f"OpenAI model {self.model} refused to answer: "
                 f"{self._clean(str(message.refusal))[:300]}",
-                provider=self.provider,
+                provider=self.provider, reason="refusal",
             )
-        usage = response.usage
+        reason = str(choice.finish_reason or "")
+        if reason == "content_filter":
+            raise AnswerBlocked(
+                f"OpenAI model {self.model}: the answer was withheld by the provider's content "
+                "filter (finish_reason content_filter).", provider=self.provider, reason=reason,
+            )
+        if reason == "length":
+            raise AnswerCutOff(
+                f"OpenAI model {self.model}: the answer was cut off at the output length limit "
+                "(finish_reason length).", provider=self.provider, text=message.content or "",
+                usage=spent,
+            )
         return Completion(
-            text=message.content or "",
-            usage=Usage(
-                input_tokens=int(usage.prompt_tokens or 0) if usage else 0,
-                output_tokens=int(usage.completion_tokens or 0) if usage else 0,
-            ),
-            provider=self.provider,
+            text=message.content or "", usage=spent, provider=self.provider,
             model=response.model or self.model,
         )
 

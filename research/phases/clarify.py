@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from research.context import RunContext
 from research.errors import ConfigError, NeedsInput
 from research.llm.base import Message
+from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
 from storage import Store
 
@@ -47,6 +48,9 @@ def run(ctx: RunContext) -> None:
         questions = [" ".join(q.split())[:300] for q in answer.questions if q.strip()][:3]
         if not (required or answer.vague):
             questions = []
+        elif not questions:  # asked to ask, but none came: go on rather than wait for nothing
+            note_short(ctx, "clarify", "clarifying questions", 0, 1,
+                       "the research went on without asking", asked_again=False)
         done = {"questions": questions, "answers": None if questions else []}
         ctx.store.start_step(ctx.run_id, "clarify", kind="clarify", label="Clarifying the question")
         ctx.store.finish_step(ctx.run_id, "clarify", result=done)

@@ -16,7 +16,7 @@ from research.events import Warning
 from research.export import build_document, to_markdown
 from research.export.document import LABELS
 from research.llm.base import Message
-from research.phases import verify
+from research.phases import counts, verify
 from research.phases.review import current_checks
 from research.phases.write import is_english
 from research.prompts import system
@@ -51,7 +51,7 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
         if budget:
             notes.insert(0, f"Stopped by the budget: research ended early because {budget}. "
                             "This report covers only what was gathered until then, without review.")
-        notes += _search_notes(ctx)
+        notes += _search_notes(ctx) + counts.report_notes(ctx)
         run = ctx.store.get_run(ctx.run_id) or {}
         verification = verify.summary(ctx, ctx.run_id)["line"]
         record = run_record(ctx)
@@ -181,12 +181,14 @@ def _search_notes(ctx: RunContext) -> list[str]:
         if q.get("error"):
             failed[q["provider"]] += 1
     preflight = ctx.stored_result("preflight") or {}
+    chosen = set(ctx.config.search_providers)  # only providers the person chose are reported
     down = [f.split(":")[0] for f in preflight.get("search_failed", [])]
-    notes = [f"Search degraded: {name} was not reachable, so it was not used." for name in down]
+    notes = [f"Search degraded: {name} was not reachable, so it was not used."
+             for name in down if name in chosen]
     notes += [
         f"Search degraded: {name} failed for {failed[name]} of {total[name]} searches; "
         "results come from the other search providers."
-        for name in sorted(failed)
+        for name in sorted(failed) if name in chosen
     ]
     return notes
 

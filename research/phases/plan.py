@@ -1,4 +1,8 @@
-"""Plan: the lead splits the question into SUBTOPIC_COUNT non-overlapping subtopics."""
+"""Plan: the lead splits the question into SUBTOPIC_COUNT non-overlapping subtopics.
+
+A lead that plans fewer is asked once for the missing ones; the run then goes on with what
+came, down to MIN_SUBTOPICS (see `research.phases.counts`), and says so.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from research.context import RunContext
 from research.errors import ConfigError, NeedsInput, SchemaError
 from research.events import PlanCreated
 from research.llm.base import Message
+from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
 from storage import Store
 
@@ -40,6 +45,16 @@ class ResearchPlan(BaseModel):
     subtopics: list[Subtopic]
 
 
+# The smallest plan worth running. One subtopic is the question restated, not a split: the
+# workers could not share the work and the report's analysis by subtopic and its comparison
+# would have nothing to set side by side. Two distinct subtopics already give both, so a lead
+# that plans 2 of 6 is accepted (with a warning), and only fewer fails the step.
+MIN_SUBTOPICS = 2
+
+MORE_PROMPT = """That plan has {got} distinct subtopics; {count} are needed. Reply with {missing}
+more subtopics that do not overlap these: {titles}. Use the same format; the new ones only."""
+
+
 def run(ctx: RunContext, inherited: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Return the plan (stored), reusing a stored one when resuming. An inherited
     subtopic (earlier research this run builds on) is listed first, already researched."""
@@ -54,20 +69,18 @@ def run(ctx: RunContext, inherited: dict[str, Any] | None = None) -> list[dict[s
             Message("user", PLAN_PROMPT.format(count=count, question=clean_untrusted(ctx.brief))),
         ]
         plan = ctx.lead.llm.structured(messages, ResearchPlan, deadline=ctx.step_deadline())
-        subtopics = _normalise(plan, count)
+        subtopics = _normalise(plan.subtopics, count)
         if len(subtopics) < count:
-            messages += [
-                Message("assistant", plan.model_dump_json()),
-                Message("user", f"That plan has {len(subtopics)} distinct subtopics; "
-                                f"exactly {count} subtopics are needed. Reply with the full plan."),
-            ]
-            plan = ctx.lead.llm.structured(messages, ResearchPlan, deadline=ctx.step_deadline())
-            subtopics = _normalise(plan, count)
-        if len(subtopics) < count:
+            subtopics = _ask_for_more(ctx, messages, plan, subtopics, count)
+        if len(subtopics) < min(MIN_SUBTOPICS, count):
             raise SchemaError(
-                f"The lead planned only {len(subtopics)} distinct subtopics where {count} "
-                "were asked for."
+                f"The lead planned only {len(subtopics)} distinct subtopic(s) where {count} "
+                f"were asked for, even when asked for the missing ones; at least "
+                f"{MIN_SUBTOPICS} are needed to research the question."
             )
+        if len(subtopics) < count:
+            note_short(ctx, "plan", "distinct subtopics", len(subtopics), count,
+                       f"the research covers those {len(subtopics)}")
         ctx.store.save_plan(ctx.run_id, ([inherited] if inherited else []) + subtopics)
         ctx.emit(PlanCreated(
             ctx.run_id, f"Plan: {len(subtopics)} subtopics", step="plan",
@@ -79,10 +92,28 @@ def run(ctx: RunContext, inherited: dict[str, Any] | None = None) -> list[dict[s
     return ctx.store.get_plan(ctx.run_id) or []
 
 
-def _normalise(plan: ResearchPlan, count: int) -> list[dict[str, Any]]:
+def _ask_for_more(
+    ctx: RunContext, messages: list[Message], plan: ResearchPlan,
+    subtopics: list[dict[str, Any]], count: int,
+) -> list[dict[str, Any]]:
+    """One cheap repair: ask for the missing subtopics only, and merge them in (duplicates
+    by title dropped, extras trimmed). A failed repair keeps what the first answer gave."""
+    titles = "; ".join(s["title"] for s in subtopics) or "(none)"
+    repair = [*messages, Message("assistant", plan.model_dump_json()), Message(
+        "user", MORE_PROMPT.format(got=len(subtopics), count=count,
+                                   missing=count - len(subtopics), titles=titles))]
+    try:
+        more = ctx.lead.llm.structured(repair, ResearchPlan, deadline=ctx.step_deadline())
+    except SchemaError:
+        return subtopics
+    return _normalise([*plan.subtopics, *more.subtopics], count)
+
+
+def _normalise(planned: list[Subtopic], count: int) -> list[dict[str, Any]]:
+    """Distinct subtopics (by title) numbered t1..tN, at most `count` (extras trimmed)."""
     seen: set[str] = set()
     out: list[dict[str, Any]] = []
-    for sub in plan.subtopics:
+    for sub in planned:
         title = " ".join(sub.title.split())[:200]
         questions = [" ".join(q.split())[:500] for q in sub.questions if q.strip()][:4]
         if not title or title.lower() in seen:

@@ -1,7 +1,10 @@
 """Pre-flight: nothing starts without a working model and at least one working search.
 
 `check_configuration` runs before a run is created (no network: keys and names only);
-`run` is the run's first step and actually reaches each provider once.
+`run` is the run's first step and actually reaches each provider once, through the same
+retry layer as every other call (Retry-After honoured, a cancel ends the wait). A failure
+names its real cause: a refused key says which setting to check; a rate limit, an exhausted
+quota, a broken JSON answer or a too-long prompt say what they are and what to do instead.
 """
 
 from __future__ import annotations
@@ -14,10 +17,21 @@ from pydantic import BaseModel
 from research.agents import Role
 from research.config import ROLES, Credentials, ResearchConfig
 from research.context import RunContext
-from research.errors import ConfigError, PreflightError, ResearchError
+from research.errors import (
+    AuthError,
+    ConfigError,
+    ContextTooLong,
+    PreflightError,
+    ProviderError,
+    QuotaExhausted,
+    RateLimited,
+    ResearchError,
+    SchemaError,
+)
 from research.events import SearchFailed
 from research.llm import build_llm
 from research.llm.base import Message
+from research.retry import RetryPolicy, call_with_retries
 from research.search import build_search_providers
 from research.search.base import SearchProvider
 
@@ -64,18 +78,23 @@ def run(ctx: RunContext) -> None:
                     Ping, deadline=ctx.step_deadline(),
                 )
             except ResearchError as exc:
-                raise PreflightError(
-                    f"The {agent.role} model {key[0]}/{key[1]} could not be reached: "
-                    f"{ctx.safe(str(exc))} Check {KEY_HINT.get(key[0], 'its settings')}."
-                ) from None
+                raise PreflightError(model_failure(agent.role, key, exc, ctx.safe(str(exc)))) from None
         working, failures = [], []
         ctx.control.checkpoint()
 
+        deadline = ctx.step_deadline()
+        causes: dict[str, ResearchError] = {}
+
         def ping(provider: SearchProvider) -> str | None:
             try:
-                provider.search(ctx.question[:300], max_results=1,
-                                timeout=min(30.0, ctx.config.request_timeout_s))
+                call_with_retries(
+                    lambda: provider.search(ctx.question[:300], max_results=1,
+                                            timeout=min(30.0, ctx.config.request_timeout_s)),
+                    policy=RetryPolicy(attempts=ctx.config.max_retries + 1), deadline=deadline,
+                    cancel=ctx.control.cancelled,
+                )
             except ResearchError as exc:
+                causes[provider.name] = exc
                 return ctx.safe(str(exc))
             return None
 
@@ -93,10 +112,48 @@ def run(ctx: RunContext) -> None:
             raise PreflightError(
                 "No search provider could be reached, so no research can be done (answers "
                 "are never written from model memory alone). " + "; ".join(failures)
-                + ". Set TAVILY_API_KEY, or choose other providers with DEEP_RESEARCH_SEARCH."
+                + ". " + search_hint(causes)
             )
         ctx.search[:] = working
         return {"models": [f"{p}/{m}" for p, m in sorted(checked)],
                 "search": [p.name for p in working], "search_failed": failures}
 
     ctx.run_step("preflight", "preflight", "Checking the model and search providers", make)
+
+
+def model_failure(role: str, key: tuple[str, str], exc: ResearchError, detail: str) -> str:
+    """Pre-flight's message for a model that did not answer, naming the real cause."""
+    name = f"The {role} model {key[0]}/{key[1]}"
+    if isinstance(exc, AuthError):
+        return f"{name} refused the key: {detail} Check {KEY_HINT.get(key[0], 'its settings')}."
+    if isinstance(exc, QuotaExhausted):
+        var = KEY_HINT.get(key[0], "its settings").split(" ")[0]
+        return (f"{name} cannot be used because the account's quota is used up (the key itself "
+                f"works): {detail} Add credit, or set a key of another account in {var}.")
+    if isinstance(exc, RateLimited):
+        return (f"{name} is rate limiting requests and did not accept one within the retries: "
+                f"{detail} Wait a minute, then press Resume.")
+    if isinstance(exc, SchemaError):
+        return (f"{name} answered, but not with the JSON it was asked for: {detail} Choose a "
+                "model that supports structured (JSON) answers.")
+    if isinstance(exc, ContextTooLong):
+        return (f"{name} refused even a tiny prompt as too long: {detail} Check that the model "
+                "name is right and that the server gives it a normal context window.")
+    if isinstance(exc, ProviderError) and exc.status is not None and exc.status < 500:
+        return f"{name} refused the request: {detail} Check the model name and its settings."
+    return (f"{name} could not be reached: {detail} Check the network and the server address "
+            f"({KEY_HINT.get(key[0], 'its settings')}).")
+
+
+def search_hint(causes: dict[str, ResearchError]) -> str:
+    """What to do when no search provider answered, by what actually went wrong."""
+    if any(isinstance(e, RateLimited) for e in causes.values()):
+        limited = ", ".join(n for n, e in causes.items() if isinstance(e, RateLimited))
+        return (f"{limited} is rate limiting requests (not a key problem): wait a minute, then "
+                "press Resume, or add another search provider.")
+    if causes.get("tavily") is not None and isinstance(causes["tavily"], AuthError):
+        return "Check TAVILY_API_KEY, or choose other providers with DEEP_RESEARCH_SEARCH."
+    if any(isinstance(e, QuotaExhausted) for e in causes.values()):
+        return "A search quota is used up: wait for it to reset, or choose other providers."
+    return ("Check the network connection, or choose other providers with "
+            "DEEP_RESEARCH_SEARCH (the keyless 'web' search needs no key).")

@@ -17,9 +17,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from research.context import RunContext
+from research.errors import BudgetStop, SchemaError
 from research.events import RoundCompleted
 from research.llm.base import Message
 from research.phases import research
+from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
 
 MAX_QUESTIONS = 12
@@ -74,11 +76,14 @@ def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     depend only on the triage, not on each other.
     """
     round_no = 1
-    while True:
-        outcome = ctx.run_step(
-            f"triage:{round_no}", "triage", f"Assessing round {round_no}",
-            lambda r=round_no: _assess(ctx, r),  # type: ignore[misc]
-        )
+    while not ctx.budget_reason():
+        try:
+            outcome = ctx.run_step(
+                f"triage:{round_no}", "triage", f"Assessing round {round_no}",
+                lambda r=round_no: _assess(ctx, r),  # type: ignore[misc]
+            )
+        except BudgetStop:
+            break  # the cap refused the lead's call: what was gathered is written up
         units = [
             (f"followup:{round_no}:{i}", f"Quick lookup: {d['question'][:100]}", _lookup_unit(d, round_no))
             for i, d in enumerate(outcome["decisions"], start=1) if d["action"] == "answer"
@@ -126,7 +131,7 @@ def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
         answer = ctx.lead.llm.structured(messages, RoundAssessment, deadline=ctx.step_deadline())
         known = {s["id"] for s in plan}
         coverage = [c.model_dump() for c in answer.coverage if c.subtopic_id in known]
-        by_id = {d.question_id: d for d in answer.decisions}
+        by_id = _decisions(ctx, messages, answer, open_qs, round_no)
         escalated = 0
         for q in open_qs:
             d = by_id.get(q["id"])
@@ -197,6 +202,34 @@ def _new_questions(ctx: RunContext, plan: list[dict[str, Any]], round_no: int) -
         earlier.append(text)
         out.append(entry)
     return out
+
+
+def _decisions(
+    ctx: RunContext, messages: list[Message], answer: RoundAssessment,
+    open_qs: list[dict[str, Any]], round_no: int,
+) -> dict[str, TriageDecision]:
+    """The lead's decision per question id. Questions it skipped are asked about once more
+    (those only); still undecided ones are set aside as "not triaged" and the run log and
+    report say so. Decisions about ids that were not asked are ignored."""
+    asked = {q["id"] for q in open_qs}
+    by_id = {d.question_id: d for d in answer.decisions if d.question_id in asked}
+    missing = [q for q in open_qs if q["id"] not in by_id]
+    if not missing:
+        return by_id
+    repair = [*messages, Message("assistant", answer.model_dump_json()), Message(
+        "user", "You gave no decision for these follow-up questions: "
+                + "; ".join(f"{q['id']}: {q['question']}" for q in missing)
+                + ". Reply with the same format, with a decision for each of them.")]
+    try:
+        more = ctx.lead.llm.structured(repair, RoundAssessment, deadline=ctx.step_deadline())
+    except SchemaError:
+        more = RoundAssessment(coverage=[], decisions=[])
+    by_id.update({d.question_id: d for d in more.decisions
+                  if d.question_id in asked and d.question_id not in by_id})
+    if len(by_id) < len(asked):
+        note_short(ctx, f"triage:{round_no}", "triage decisions", len(by_id), len(asked),
+                   f"{len(asked) - len(by_id)} follow-up questions were set aside as not triaged")
+    return by_id
 
 
 def _coverage_text(ctx: RunContext, plan: list[dict[str, Any]]) -> str:

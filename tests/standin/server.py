@@ -15,6 +15,9 @@ app at it with `server.env()` and inject failures with `add_fault(api, kind, tim
   cite_invented the writer also cites [99] and https://invented.example/fake-study
   refusal       (openai) message.refusal set, no content
   blocked       (gemini) promptFeedback.blockReason = SAFETY, no candidates
+  finish        reason=...: the answer stops for that reason. openai: "length" (the first half
+                of the answer) or "content_filter" (empty); gemini: "MAX_TOKENS" (first half),
+                "SAFETY" or "RECITATION" (no text)
   context_limit (openai, gemini) max_chars=N: a request whose prompt text is longer than N
                 characters gets the provider's context-length error (400); shorter requests
                 pass and do not use up the fault
@@ -56,9 +59,9 @@ log = logging.getLogger("standin.server")
 APIS = ("openai", "gemini", "tavily", "arxiv", "semanticscholar", "pages", *hosted.APIS)
 FAULT_KINDS = ("status", "hang", "trickle", "invalid_json", "fenced_json", "think",
                "cite_invented", "refusal", "blocked", "context_limit", "tracking",
-               "hidden")
+               "hidden", "finish")
 _CONTENT_FAULTS = ("invalid_json", "fenced_json", "think", "cite_invented", "refusal", "blocked",
-                   "context_limit", "tracking", "hidden")
+                   "context_limit", "tracking", "hidden", "finish")
 LATENCY_KINDS = {"openai": "model", "gemini": "model", "tavily": "search", "arxiv": "search",
                  "semanticscholar": "search", "pages": "page"}
 TRACKING_URL = "http://tracker.example/pixel.gif"
@@ -523,7 +526,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.kind in _CONTENT_FAULTS:
             if fault.kind == "invalid_json":
                 options["invalid_json"] = str(fault.params.get("mode", "text"))
-            elif fault.kind in ("refusal", "blocked"):
+            elif fault.kind in ("refusal", "blocked", "finish"):
                 special = fault
             elif fault.kind == "tracking":
                 return brain.respond(system, user, schema) + TRACKING_TEXT, None
@@ -553,6 +556,10 @@ class _Handler(BaseHTTPRequestHandler):
         if special is not None and special.kind == "refusal":
             message = {"role": "assistant", "content": None,
                        "refusal": "I'm sorry, I can't help with that.", "annotations": []}
+        finish = "stop"
+        if special is not None and special.kind == "finish":
+            finish = str(special.params.get("reason", "length"))
+            message["content"] = text[: len(text) // 2] if finish == "length" else ""
         prompt_tokens = _tokens(system + user)
         completion_tokens = _tokens(text)
         n = len(self.standin.requests)
@@ -562,7 +569,7 @@ class _Handler(BaseHTTPRequestHandler):
             "created": int(time.time()),
             "model": model,
             "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": "stop"}],
+                         "finish_reason": finish}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
             "service_tier": "default",
@@ -592,9 +599,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"promptFeedback": {"blockReason": "SAFETY"},
                                   "usageMetadata": usage, "modelVersion": model})
             return
+        finish = "STOP"
+        if special is not None and special.kind == "finish":
+            finish = str(special.params.get("reason", "MAX_TOKENS"))
+            text = text[: len(text) // 2] if finish == "MAX_TOKENS" else ""
         self._send_json(200, {
-            "candidates": [{"content": {"parts": [{"text": text}], "role": "model"},
-                            "finishReason": "STOP", "index": 0}],
+            "candidates": [{"content": {"parts": [{"text": text}] if text else [], "role": "model"},
+                            "finishReason": finish, "index": 0}],
             "usageMetadata": usage,
             "modelVersion": model,
             "responseId": f"standin-{len(self.standin.requests)}",
