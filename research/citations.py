@@ -128,10 +128,9 @@ def _own_references(text: str, gathered: Gathered) -> dict[str, int | None]:
     own: dict[str, int | None] = {}
     for key, rest in _FN_DEF.findall(text):
         _record(own, "^" + key, rest, gathered)
-    heading = None
-    for heading in _REF_HEADING.finditer(text):
-        pass
-    if heading is not None:
+    headings = list(_REF_HEADING.finditer(text))
+    if headings:
+        heading = headings[-1]
         for line in text[heading.end():].splitlines():
             match = _REF_LINE.match(line)
             if match and (match.group(1) or match.group(2)) not in own:

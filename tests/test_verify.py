@@ -203,7 +203,7 @@ def test_when_both_checks_fail_the_run_completes_and_claims_are_flagged_not_veri
     invented = _row(rows, "40% improvement")
     assert invented["status"] == "removed"  # needs no model to go
     others = [r for r in rows if r is not invented]
-    assert others and all(r["status"] == "unverified" and r["verdict"] == "UNCHECKED" for r in others)
+    assert others and all(r["status"] == "unchecked" and r["verdict"] == "UNCHECKED" for r in others)
     assert "CriticVerdicts" not in _schemas(standin, "openai")
     final = store.get_drafts(run_id)[-1]["text"]
     assert final.count("(not verified)") == len(others)
@@ -211,7 +211,11 @@ def test_when_both_checks_fail_the_run_completes_and_claims_are_flagged_not_veri
     assert warnings and "could not be checked" in warnings[0]["message"]
     result = verify.summary(store, run_id)
     assert result["supported"] == 0 and result["share_supported"] == 0.0
-    assert "0 of" in build_document_for_run(store, run_id).verification
+    assert result["unchecked"] == len(others) and result["incomplete"] is True
+    assert result["unsupported_removed"] == 1  # unchecked claims are never counted as removed
+    assert "Verification could not be completed" in final
+    header = build_document_for_run(store, run_id).verification
+    assert "0 of" in header and header.startswith("Verification could not be completed")
 
 
 def test_run_page_shows_the_share_of_supported_claims_and_every_verdict_with_its_passage(

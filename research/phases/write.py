@@ -11,6 +11,7 @@ from typing import Any
 
 from research.agents import Agent, Role
 from research.checks import word_count
+from research.citations import normalise
 from research.context import RunContext
 from research.events import DraftCompleted, DraftStarted
 from research.llm.base import Message
@@ -154,8 +155,9 @@ def draft(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, An
         )
         messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
         text = fit_length(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()))
-        save(ctx, 1, "draft", text, numbers)
-        return {"version": 1, "words": word_count(text)}
+        text, counts = house_citations(ctx, text, numbers, sources)
+        save(ctx, 1, "draft", text, numbers, counts)
+        return {"version": 1, "words": word_count(text), **counts}
 
     ctx.run_step("write", "write", "Writing the first draft", make)
 
@@ -179,11 +181,21 @@ def revise(
         )
         messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
         text = fit_length(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()))
+        text, counts = house_citations(ctx, text, numbers, sources)
         version = current["version"] + 1
-        save(ctx, version, "revision", text, numbers)
-        return {"version": version, "words": word_count(text)}
+        save(ctx, version, "revision", text, numbers, counts)
+        return {"version": version, "words": word_count(text), **counts}
 
     ctx.run_step(f"revise:{cycle}", "revise", f"Revising the draft (cycle {cycle})", make)
+
+
+def house_citations(ctx: RunContext, text: str, numbers: dict[str, int],
+                    sources: list[dict[str, Any]]) -> tuple[str, dict[str, int]]:
+    """The writer's text with every citation as [n] (whatever style the model used), before any
+    check sees it; what pointed at nothing gathered is removed and counted."""
+    result = normalise(text, {n: sid for sid, n in numbers.items()}, {s["id"]: s for s in sources})
+    return result.text, {"citations_converted": result.converted,
+                         "citations_removed": result.removed}
 
 
 def fit_length(ctx: RunContext, writer: Agent, text: str) -> str:
@@ -199,12 +211,20 @@ def fit_length(ctx: RunContext, writer: Agent, text: str) -> str:
     return writer.llm.text(messages, deadline=ctx.step_deadline())
 
 
-def save(ctx: RunContext, version: int, kind: str, text: str, numbers: dict[str, int]) -> None:
+def save(ctx: RunContext, version: int, kind: str, text: str, numbers: dict[str, int],
+         counts: dict[str, int] | None = None) -> None:
     ctx.store.save_draft(
         ctx.run_id, version, kind, text, {n: sid for sid, n in numbers.items()}, word_count(text)
     )
+    removed = (counts or {}).get("citations_removed", 0)
+    note = (f"; {removed} citation(s) or link(s) pointing at nothing gathered in this run removed"
+            if removed else "")
     ctx.emit(DraftCompleted(
-        ctx.run_id, f"Draft {version} written ({word_count(text)} words)",
-        step="write" if version == 1 else f"revise:{version - 1}",
-        data={"version": version, "words": word_count(text)},
+        ctx.run_id, f"Draft {version} written ({word_count(text)} words{note})",
+        step=draft_step(version), data={"version": version, "words": word_count(text), **(counts or {})},
     ))
+
+
+def draft_step(version: int) -> str:
+    """The step that wrote a draft version (its result holds the citation counts)."""
+    return "write" if version == 1 else f"revise:{version - 1}"

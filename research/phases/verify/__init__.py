@@ -30,6 +30,7 @@ from research.phases.verify.apply import (
     NOTE_PREFIXES,
     QUALIFIED,
     SINGLE_SOURCE,
+    UNCHECKED_STATUSES,
     UNVERIFIED,
     apply,
     decide,
@@ -109,7 +110,7 @@ def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, 
     for claim in claims:
         a = guard(first.get(claim.id, PassVerdict("")), claim, sources)
         b = guard(second.get(claim.id, PassVerdict("")), claim, sources)
-        combined = combine(a.verdict, b.verdict) if claim.source_ids else "unsupported"
+        combined = combine(a.verdict, b.verdict) if claim.source_ids else "uncited"
         if not claim.source_ids:
             a = b = PassVerdict("UNSUPPORTED", note="cites no source gathered in this run")
         outcomes.append(Outcome(claim, a, b, combined))
@@ -141,11 +142,12 @@ def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, 
     ctx.store.save_draft(ctx.run_id, version, "verified", text, numbering, word_count(text))
     ctx.store.save_verifications(ctx.run_id, rows)
     result = summarise(rows, unverified)
-    if errors:
-        unchecked = sum(1 for o in outcomes if o.status == "unverified")
-        ctx.emit(WarningEvent(ctx.run_id, f"{len(errors)} verification call(s) failed ({errors[0]}); "
-                         f"{unchecked} claim(s) could not be checked and are marked as not verified.",
-                         step=STEP_KEY))
+    if errors or result["unchecked"]:
+        why = f"{len(errors)} verification call(s) failed ({errors[0]}); " if errors else ""
+        ctx.emit(WarningEvent(ctx.run_id, f"{why}{result['unchecked']} claim(s) could not be "
+                              "checked (no usable verdict) and are marked as not verified."
+                              + (" Verification could not be completed." if result["incomplete"] else ""),
+                              step=STEP_KEY))
     ctx.emit(DraftCompleted(ctx.run_id, f"Verified draft {version} saved. {result['line']}",
                             step=STEP_KEY, data={"version": version, **_counts(result)}))
     return {**result, "version": version, "draft_version": base["version"],
@@ -188,18 +190,26 @@ def _pass_dict(v: PassVerdict) -> dict[str, str]:
 # --- the summary ------------------------------------------------------------------------------
 
 _COUNT_KEYS = ("claims", "supported", "share_supported", "unsupported_removed", "rewritten",
-               "single_source")
+               "single_source", "unchecked", "uncited", "incomplete")
+_DEFAULTS = {"unchecked": 0, "uncited": 0, "incomplete": False}
 
 
 def _counts(summary: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: summary[k] for k in _COUNT_KEYS}
+    return {k: summary.get(k, _DEFAULTS.get(k)) for k in _COUNT_KEYS}
 
 
 def summarise(rows: Sequence[Mapping[str, Any]], unverified_subtopics: Sequence[str]) -> dict[str, Any]:
+    """Counts by final status and one line of plain words for the report header. `incomplete`:
+    most claims with a source got no usable verdict, so verification could not be completed."""
     claims = len(rows)
-    supported = sum(1 for r in rows if r.get("status") == "supported")
-    removed = sum(1 for r in rows if r.get("status") == "removed")
-    rewritten = sum(1 for r in rows if r.get("status") == "qualified")
+    status = [str(r.get("status") or "") for r in rows]
+    supported = status.count("supported")
+    removed = status.count("removed")
+    rewritten = status.count("qualified")
+    unchecked = sum(status.count(s) for s in UNCHECKED_STATUSES)
+    uncited = status.count("uncited")
+    checkable = sum(1 for r in rows if r.get("source_ids"))
+    incomplete = bool(checkable) and unchecked * 2 > checkable
     single = sum(1 for r in rows if (r.get("details") or {}).get("single_source"))
     share = round(supported / claims, 3) if claims else 0.0
     if claims:
@@ -207,12 +217,20 @@ def summarise(rows: Sequence[Mapping[str, Any]], unverified_subtopics: Sequence[
                 f"sources they cite; {removed} removed as unsupported, {rewritten} qualified, "
                 f"{single} load-bearing claim{'s' if single != 1 else ''} marked as resting on "
                 "a single source.")
+        if unchecked:
+            line += f" {unchecked} could not be checked (marked as not verified)."
+        if uncited:
+            line += f" {uncited} cite no source (marked)."
+        if incomplete:
+            line = ("Verification could not be completed: the fact-checkers gave no usable "
+                    f"answer for {unchecked} of {checkable} claims. " + line)
     else:
-        line = "The report contained no cited claims to check."
+        line = "The report contained no factual claims to check."
     if unverified_subtopics:
         line += " Unverified subtopics: " + "; ".join(unverified_subtopics) + "."
     return {"claims": claims, "supported": supported, "share_supported": share,
             "unsupported_removed": removed, "rewritten": rewritten, "single_source": single,
+            "unchecked": unchecked, "uncited": uncited, "incomplete": incomplete,
             "unverified_subtopics": list(unverified_subtopics), "line": line}
 
 
@@ -220,17 +238,18 @@ def summary(ctx_or_store: RunContext | Store, run_id: str) -> dict[str, Any]:
     """The verification summary of a run: the stored step result, or rebuilt from its rows.
 
     {claims, supported, share_supported, unsupported_removed, rewritten, single_source,
-    unverified_subtopics: [titles], line}; `line` is plain words for the report header
-    ("" when the run was not verified).
+    unchecked (claims no check answered for), uncited (marked as citing no source),
+    incomplete (verification could not be completed), unverified_subtopics: [titles], line};
+    `line` is plain words for the report header ("" when the run was not verified).
     """
     store = ctx_or_store.store if isinstance(ctx_or_store, RunContext) else ctx_or_store
     step = store.get_step(run_id, STEP_KEY)
     result = (step or {}).get("result") or {}
     if step and step.get("status") == "done" and "line" in result:
-        return {k: result[k] for k in (*_COUNT_KEYS, "unverified_subtopics", "line")}
+        return {**_counts(result), "unverified_subtopics": result["unverified_subtopics"],
+                "line": result["line"]}
     rows = store.get_verifications(run_id)
     if not rows:
         empty = summarise([], [])
         return {**empty, "line": ""}
     return summarise(rows, [])
-

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from research.checks import CITATION
+from research.checks import CITATION, has_figure
 from research.export.document import CITATION_RE, expand_citation, map_prose, strip_foreign_links
 from research.phases.verify.claims import _FENCE, _HEADING, _LIST_MARK, Outcome, _kind_of, _section_kinds
 from research.phases.verify.judge import _normal
@@ -20,23 +20,38 @@ NOT_VERIFIED = "(not verified)"
 UNVERIFIED = "(UNVERIFIED)"
 INSUFFICIENT = "Insufficient verified data for this section."
 NOT_FULLY_SUPPORTED = "(not fully supported by the cited source)"
+NO_SOURCE = "(no source cited)"
+NOT_COMPLETED = ("*Verification could not be completed: the fact-checkers gave no usable answer "
+                 "for most claims; those are marked as not verified and are unchecked, not established fact.*")
 # What this phase writes into a report, for translation into the report's language.
-MARKS = (QUALIFIED, SINGLE_SOURCE, NOT_VERIFIED, UNVERIFIED, INSUFFICIENT, NOT_FULLY_SUPPORTED)
-NOTE_PREFIXES = ("- Removed after verification:", "*This subtopic could not be verified")
+MARKS = (QUALIFIED, SINGLE_SOURCE, NOT_VERIFIED, UNVERIFIED, INSUFFICIENT, NOT_FULLY_SUPPORTED,
+         NO_SOURCE)
+NOTE_PREFIXES = ("- Removed after verification:", "*This subtopic could not be verified",
+                 "*Verification could not be completed")
+UNCHECKED_STATUSES = ("unchecked", "unverified")  # "unverified": rows stored by older versions
 
 # --- deciding and applying ---------------------------------------------------------------------
 
 
 def decide(o: Outcome) -> None:
-    """Final status from the combined verdict and the critic's judgement."""
+    """Final status from the combined verdict and the critic's judgement.
+
+    A claim citing nothing gathered is removed when it cites only what was never gathered or
+    gives a figure, and marked otherwise; a claim no check answered for is "unchecked" (marked,
+    never counted as unsupported); one pass alone decides nothing without the critic."""
     if not o.claim.source_ids:
-        o.status, o.note = "removed", "It cites no source gathered in this run."
+        if o.claim.invalid or has_figure(o.claim.text):
+            o.status, o.note = "removed", "It cites no source gathered in this run."
+        else:
+            o.status, o.note = "uncited", "It cites no source; marked as such."
+    elif o.combined == "unchecked":
+        o.status, o.note = "unchecked", "Neither check gave a usable answer."
     elif o.combined == "unsupported":
         o.status = "removed"
-    elif o.combined == "unchecked":
-        o.status, o.note = "unverified", "Neither check could be completed."
     elif o.critic == "REJECT":
         o.status = "removed"
+    elif not (o.first.verdict and o.second.verdict) and not o.critic:
+        o.status, o.note = "unchecked", "Only one check answered and the critic gave no verdict."
     elif o.critic == "DOWNGRADE" or o.combined == "overstated":
         o.status = "qualified"
     elif o.combined == "contested" and o.critic != "SURVIVES":
@@ -46,9 +61,12 @@ def decide(o: Outcome) -> None:
 
 
 def mark(sentence: str, marker: str) -> str:
-    """Insert '(marker)' before the sentence's trailing citations and full stop."""
+    """Insert '(marker)' before the sentence's trailing citations and full stop (in a table
+    row: at the end of its last cell that says something)."""
     if marker.strip("()").lower() in sentence.lower():
         return sentence
+    if sentence.lstrip().startswith("|"):
+        return _mark_row(sentence, marker)
     match = re.match(r"^(.*?)(\s*(?:\[[^\]]*\]\s*)*)([.!?]*)\s*$", sentence, re.DOTALL)
     if not match:
         return f"{sentence} {marker}"
@@ -56,8 +74,19 @@ def mark(sentence: str, marker: str) -> str:
     return f"{body.rstrip()} {marker}{(' ' + cites.strip()) if cites.strip() else ''}{end}"
 
 
+def _mark_row(row: str, marker: str) -> str:
+    cells = row.strip().strip("|").split("|")
+    for i in range(len(cells) - 1, -1, -1):
+        if re.search(r"[A-Za-z0-9À-ÿ]", CITATION.sub("", cells[i])):
+            cells[i] = mark(cells[i].strip(), marker)
+            break
+    return "| " + " | ".join(c.strip() for c in cells) + " |"
+
+
 def _clean_line(line: str) -> str | None:
     """A line after sentences were cut from it; None when nothing that says anything is left."""
+    if line.lstrip().startswith("|"):
+        return line if re.search(r"[A-Za-z0-9À-ÿ]", line) else None
     prefix = _LIST_MARK.match(line)
     lead = prefix.group(0) if prefix else line[: len(line) - len(line.lstrip())]
     rest = " ".join(line[len(lead):].split())
@@ -82,14 +111,16 @@ def apply(text: str, outcomes: Sequence[Outcome], *, numbering: Mapping[int, str
             elif o.status == "qualified":
                 new = mark(o.final_text or o.claim.text, QUALIFIED if o.rewritten
                            else NOT_FULLY_SUPPORTED)
-            elif o.status == "unverified":
+            elif o.status in UNCHECKED_STATUSES:
                 new = mark(o.claim.text, NOT_VERIFIED)
+            elif o.status == "uncited":
+                new = mark(o.claim.text, NO_SOURCE)
             else:
                 new = o.claim.text
             if o.single_source and o.status != "removed":
                 new = mark(new, SINGLE_SOURCE)
             o.final_text = new
-            line = line.replace(o.claim.text, new, 1)
+            line = line.replace(o.claim.text, new, 1) if new or not o.claim.table_row else ""
         cleaned = _clean_line(line)
         if cleaned is None:
             dropped.add(i)
@@ -102,9 +133,19 @@ def apply(text: str, outcomes: Sequence[Outcome], *, numbering: Mapping[int, str
         lines = _removal_note(lines, removed)
     lines = _fill_empty_sections(lines)
     unverified = _mark_subtopics(lines, outcomes, failed_titles)  # after the filling: its note is no data
+    if incomplete(outcomes):
+        title = next((i for i, line in enumerate(lines) if _HEADING.match(line)), -1)
+        lines[title + 1:title + 1] = ["", NOT_COMPLETED, ""]
     lines = _single_blank_lines(lines)
     body = "\n".join(lines).rstrip() + "\n"
     return _only_gathered(body, numbering, sources), unverified
+
+
+def incomplete(outcomes: Sequence[Outcome]) -> bool:
+    """Verification could not be completed: most claims with a source got no usable verdict."""
+    checkable = [o for o in outcomes if o.claim.source_ids]
+    unchecked = sum(1 for o in checkable if o.status in UNCHECKED_STATUSES)
+    return bool(checkable) and unchecked * 2 > len(checkable)
 
 
 def _mark_subtopics(lines: list[str], outcomes: Sequence[Outcome],
@@ -112,8 +153,8 @@ def _mark_subtopics(lines: list[str], outcomes: Sequence[Outcome],
     """Mark (in place) the ### subtopic headings that could not be grounded; their titles."""
     failed = {_normal(t) for t in failed_titles if t}
     by_subtopic: dict[str, list[Outcome]] = {}
-    for o in outcomes:
-        if o.claim.subtopic:
+    for o in outcomes:  # unchecked claims carry their own mark: they ground nothing either way
+        if o.claim.subtopic and o.status not in UNCHECKED_STATUSES:
             by_subtopic.setdefault(o.claim.subtopic, []).append(o)
     kinds = _section_kinds(lines)
     marked: list[str] = []
@@ -149,7 +190,7 @@ def _mark_subtopics(lines: list[str], outcomes: Sequence[Outcome],
 def _removal_note(lines: list[str], removed: Sequence[Outcome]) -> list[str]:
     sections = ", ".join(dict.fromkeys(o.claim.section for o in removed))
     note = (f"- Removed after verification: {len(removed)} claim"
-            f"{'s' if len(removed) != 1 else ''} that the cited sources did not support "
+            f"{'s' if len(removed) != 1 else ''} that no gathered source supported "
             f"(from: {sections}).")
     for i, line in enumerate(lines):
         heading = _HEADING.match(line)

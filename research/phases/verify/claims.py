@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from research.checks import CITATION, cited_numbers, claim_sentences
+from research.checks import CITATION, cited_numbers, claim_sentences, data_rows, factual_row, has_figure
 
 PASSAGE_CHARS = 1500          # excerpt of each cited source shown with a claim
 MAX_SOURCES_PER_CLAIM = 3     # a claim citing more is judged against its most relevant three
@@ -32,6 +32,7 @@ class Claim:
     source_ids: list[str]     # ...and the source ids, in the same order
     invalid: list[int]        # citation numbers that do not
     excerpts: dict[str, str] = field(default_factory=dict)  # source id -> excerpt shown
+    table_row: bool = False   # the claim is a whole table row (the line itself)
 
 
 @dataclass
@@ -51,7 +52,7 @@ class Outcome:
     combined: str             # supported | overstated | unsupported | contested | unchecked
     critic: str = ""          # SURVIVES | DOWNGRADE | REJECT, or "" when not challenged
     critic_reason: str = ""
-    status: str = ""          # supported | qualified | removed | unverified
+    status: str = ""          # supported | qualified | removed | unchecked | uncited
     final_text: str = ""
     rewritten: bool = False
     single_source: bool = False
@@ -93,11 +94,13 @@ def _section_kinds(lines: Sequence[str]) -> dict[int, str]:
 
 
 def split_claims(text: str, numbering: Mapping[int, str], known: Iterable[str]) -> list[Claim]:
-    """Every cited sentence outside headings, tables, quotes, code and the open-questions and
-    sources sections, with its section, subtopic and cited source ids."""
+    """Every factual statement outside headings, quotes, code and the open-questions and sources
+    sections, with its section, subtopic and cited source ids: sentences and list items that cite
+    or state facts, table rows that cite or give figures (`is_factual`)."""
     known_ids = set(known)
     lines = text.splitlines()
     kinds = _section_kinds(lines)
+    rows = data_rows(lines)
     claims: list[Claim] = []
     section, kind, subtopic = "Introduction", "other", None
     in_fence = False
@@ -117,9 +120,11 @@ def split_claims(text: str, numbering: Mapping[int, str], known: Iterable[str]) 
             continue
         if kind == "skip":
             continue
-        for sentence in claim_sentences(line):
-            if not CITATION.search(sentence) or sentence not in line:
-                continue
+        if i in rows:
+            statements = [line.strip()] if factual_row(line) else []
+        else:
+            statements = [s for s in claim_sentences(line) if s in line and is_factual(s, kind)]
+        for sentence in statements:
             numbers = list(dict.fromkeys(cited_numbers(sentence)))
             first_number: dict[str, int] = {}  # source id -> its first number in the sentence
             for n in numbers:
@@ -130,8 +135,25 @@ def split_claims(text: str, numbering: Mapping[int, str], known: Iterable[str]) 
                 subtopic=subtopic, numbers=list(first_number.values()),
                 source_ids=list(first_number), invalid=[n for n in numbers
                                                         if numbering.get(n) not in known_ids],
+                table_row=i in rows,
             ))
     return claims
+
+
+_OWN_TEXT = re.compile(r"insufficient (?:verified )?data|^\*?this subtopic could not|"
+                       r"^removed after verification|^- removed after verification", re.IGNORECASE)
+FACT_KINDS = ("executive", "findings", "analysis")
+
+
+def is_factual(sentence: str, kind: str) -> bool:
+    """A statement that must rest on a source: anything cited; uncited, anything giving a figure,
+    and every statement of the summary, findings and analysis. Admitted gaps ("insufficient
+    data") and the engine's own notes are not claims."""
+    if _OWN_TEXT.search(sentence.strip()):
+        return False
+    if CITATION.search(sentence):
+        return True
+    return has_figure(sentence) or kind in FACT_KINDS
 
 
 # --- excerpts and the quote guard ---------------------------------------------------------------
