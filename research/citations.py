@@ -86,7 +86,7 @@ _MD_LINK = re.compile(
 _ONE_LINK = r"\[[^\[\]\n]*\]\(\s*<?" + _URL + r">?\s*\)"
 _LINK_GROUP = re.compile(r"\(\s*" + _ONE_LINK + r"(?:\s*[;,]\s*" + _ONE_LINK + r")+\s*\)")
 _AUTOLINK = re.compile(r"(\()?<(" + _URL + r")>(?(1)\))")
-_BARE = re.compile(r"(?<![\w/=\[<])(?P<paren>\(\s*)?(?P<url>" + _URL + r")")
+_BARE = re.compile(r"(?<![\w/=\[<])(?P<paren>\(\s*)?(?P<url>" + _URL + r")(?P<close>\s*\))?")
 _LABEL = re.compile(
     r"[ \t]*(?:\(|\[|（)\s*(?:sources?|refs?\.?|references?|cite|citations?)[\s:#.]*(?P<n>" + _NUMS
     + r")\s*(?:\)|\]|）)|(?<![\w\[])[ \t]*\b(?:Source|Sources)\s+#?(?P<m>\d{1,4}(?:\s*(?:,|and|&)\s*\d{1,4})*)\b",
@@ -201,7 +201,8 @@ def _md_link(m: re.Match[str], gathered: Gathered, place: Callable[..., str], st
     outer_close = (m.group("bclose") or "") if not m.group("open") else ""
     lead = (m.group("paren") or "") if not m.group("close") else ""
     tail = (m.group("close") or "") if not m.group("paren") else ""
-    citation_like = wrapped or _citation_text(text, m.group("url"))
+    cell = re.search(r"\|[ \t]*$", m.string[:m.start()]) and re.match(r"[ \t]*\|", m.string[m.end():])
+    citation_like = wrapped or bool(cell) or _citation_text(text, m.group("url"))
     if n is None:
         state.removed += 1
         state.removed_items.append(m.group("url"))
@@ -235,10 +236,10 @@ def _bare(m: re.Match[str], gathered: Gathered, place: Callable[..., str]) -> st
         if url[-1] == ")" and url.count("(") >= url.count(")"):
             break
         tail, url = url[-1] + tail, url[:-1]
-    paren = m.group("paren") or ""
-    if paren and tail.startswith(")"):
-        paren, tail = "", tail[1:]
-    return paren + place([gathered.url(url)], url) + tail
+    paren, close = m.group("paren") or "", m.group("close") or ""
+    if paren and close:
+        paren, close = "", ""
+    return paren + place([gathered.url(url)], url) + tail + close
 
 
 def _titled(m: re.Match[str], gathered: Gathered, place: Callable[..., str]) -> str:
