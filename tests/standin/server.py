@@ -27,6 +27,10 @@ added) that fits it, and `times` is how many requests it hits. Any fault accepts
 fault waits for a call it can affect (JSON faults for structured calls, `cite_invented`
 for the writer).
 
+Model behaviours: `set_behaviour(name)` makes every LLM answer behave like a common real
+model (citation styles, <think> blocks, fences, extra keys, fewer or more items, a truncated or
+refused report, loosely quoted verdicts): see brain_behaviours.py for the list.
+
 Other controls: `set_delay(seconds)`, `set_latency(model=, search=, page=)`,
 `set_off_topic(n)`, `set_extra_results(paths)`, `reset()`. `requests` logs every request
 as {api, method, path, query, headers (names in lower case), json, time}.
@@ -47,7 +51,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.standin import brain, hosted, pages
+from tests.standin import brain, brain_behaviours, hosted, pages
 
 log = logging.getLogger("standin.server")
 
@@ -206,6 +210,7 @@ class StandinServer:
         self._latency: dict[str, float] = {}  # kind (see LATENCY_KINDS) -> seconds
         self.off_topic_results = 0
         self._extra_results: list[str] = []
+        self.behaviour = "house"  # see set_behaviour
         self._stopping = threading.Event()
         self._generation = 0  # bumped by reset(): requests from before it are abandoned
         self._httpd: ThreadingHTTPServer | None = None
@@ -268,6 +273,7 @@ class StandinServer:
             self._latency.clear()
             self.off_topic_results = 0
             self._extra_results.clear()
+            self.behaviour = "house"
             self._generation += 1
             self.requests.clear()
             brain.UNKNOWN_TASKS.clear()
@@ -284,6 +290,14 @@ class StandinServer:
             raise ValueError(f"{kind!r} is not a fault of {api}")
         with self._lock:
             self._faults.append(Fault(api, kind, times, dict(params)))
+
+    def set_behaviour(self, name: str) -> None:
+        """Every LLM answer from now on behaves like this kind of real model
+        (brain_behaviours.BEHAVIOURS); `reset()` goes back to "house"."""
+        if name not in brain_behaviours.BEHAVIOURS:
+            raise ValueError(f"behaviour must be one of {brain_behaviours.BEHAVIOURS}, not {name!r}")
+        with self._lock:
+            self.behaviour = name
 
     def set_delay(self, seconds: float) -> None:
         """Every API answer (not pages) waits this long first: slow but fine."""
@@ -520,7 +534,15 @@ class _Handler(BaseHTTPRequestHandler):
                 return brain.respond(system, user, schema) + TRACKING_TEXT, None
             else:
                 options[fault.kind] = True
-        return brain.respond(system, user, schema, **options), special
+        behaviour = self.standin.behaviour
+        text = brain.respond(system, user, schema, behaviour=behaviour, **options)
+        self._finish = "stop"
+        if brain_behaviours.is_writer_call(schema, user):
+            if behaviour == "refusal" and special is None:
+                special = Fault("openai", "refusal", 0)
+            elif behaviour == "truncated":
+                text, self._finish = text[: len(text) // 2], "length"
+        return text, special
 
     def _api_openai(self, path: str, query: str, body: Any) -> None:
         if path != "/v1/chat/completions" or not isinstance(body, dict):
@@ -549,7 +571,7 @@ class _Handler(BaseHTTPRequestHandler):
             "created": int(time.time()),
             "model": model,
             "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": "stop"}],
+                         "finish_reason": getattr(self, "_finish", "stop")}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
             "service_tier": "default",
@@ -581,7 +603,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send_json(200, {
             "candidates": [{"content": {"parts": [{"text": text}], "role": "model"},
-                            "finishReason": "STOP", "index": 0}],
+                            "finishReason": "MAX_TOKENS" if getattr(self, "_finish", "") == "length"
+                            else "STOP", "index": 0}],
             "usageMetadata": usage,
             "modelVersion": model,
             "responseId": f"standin-{len(self.standin.requests)}",
