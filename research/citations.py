@@ -259,18 +259,27 @@ def _cite_titles(chunk: str, gathered: Gathered, state: Normalised) -> str:
         return chunk
     out = []
     for line in chunk.split("\n"):
-        if line.lstrip().startswith(("#", "|")) or "\x00" in line:
+        if line.lstrip().startswith(("#", "|")):
             out.append(line)
             continue
-        low = _title_key(line)
-        found = [n for title, n in gathered.by_title.items() if title in low]
-        if found:
-            state.converted += 1
-            body = line.rstrip()
-            end = body[-1] if body[-1:] in ".!?" else ""
-            line = body[: len(body) - len(end)] + " " + _PLACE.format(",".join(map(str, found))) + end
-        out.append(line)
+        out.append(" ".join(_cite_title(s, gathered, state) for s in _SENTENCE_GAP.split(line)))
     return "\n".join(out)
+
+
+_SENTENCE_GAP = re.compile(r"(?<=[.!?])[ \t]+(?=[A-Z\"“(*])")
+
+
+def _cite_title(sentence: str, gathered: Gathered, state: Normalised) -> str:
+    if "\x00" in sentence:
+        return sentence
+    low = _title_key(sentence)
+    found = [n for title, n in gathered.by_title.items() if title in low]
+    if not found:
+        return sentence
+    state.converted += 1
+    body = sentence.rstrip()
+    end = body[-1] if body[-1:] in ".!?" else ""
+    return body[: len(body) - len(end)] + " " + _PLACE.format(",".join(map(str, found))) + end
 
 
 def _finish(text: str) -> str:
