@@ -28,8 +28,6 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from tests.standin import brain
-
 BEHAVIOURS = (
     "house", "cite_markdown", "cite_footnotes", "cite_source_label", "cite_bare_url",
     "cite_fullwidth", "cite_title", "cite_own_list", "think", "fenced_json", "extra_keys",
