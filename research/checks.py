@@ -22,6 +22,7 @@ _UNCITED_SECTIONS = re.compile(
 STALE_AFTER_DAYS = 730  # when SOURCE_MAX_AGE_DAYS is 0, older than two years counts as stale
 MIN_CITED_SHARE = 0.8
 MAX_STALE_SHARE = 0.5
+MAX_EXAMPLES = 5  # uncited statements quoted back to the writer
 
 
 def cited_numbers(text: str) -> list[int]:
@@ -110,6 +111,7 @@ def run_checks(
     cited_ids = list(dict.fromkeys(numbering[n] for n in numbers if numbering.get(n) in sources))
     sentences = claim_sentences(text)
     cited = sum(1 for s in sentences if CITATION.search(s))
+    uncited = [s for s in sentences if not CITATION.search(s)]
     limit = today - timedelta(days=max_age_days or STALE_AFTER_DAYS)
     stale = [sid for sid in cited_ids if _older(sources[sid].get("published"), limit)]
     undated = [sid for sid in cited_ids if not sources[sid].get("published")]
@@ -124,6 +126,7 @@ def run_checks(
         "sentences": len(sentences),
         "cited_sentences": cited,
         "cited_share": share,
+        "uncited_examples": [" ".join(s.split())[:160] for s in uncited[:MAX_EXAMPLES]],
         "word_count": words,
         "max_words": max_words,
         "within_word_limit": words <= max_words,
@@ -149,6 +152,10 @@ def problems(checks: Mapping[str, Any]) -> list[str]:
         out.append(f"Only {checks['cited_share']:.0%} of factual statements (sentences, list "
                    f"items, table rows with figures) cite a source; at least {MIN_CITED_SHARE:.0%} "
                    "must: cite each with the numbered sources, or remove what no source supports.")
+        examples = checks.get("uncited_examples") or []
+        if examples:
+            out.append("Statements without a citation include: "
+                       + " | ".join(f'"{e}"' for e in examples))
     if not checks["within_word_limit"]:
         out.append(f"The report has {checks['word_count']} words; the limit is "
                    f"{checks['max_words']}.")

@@ -58,3 +58,15 @@ def test_clean_draft_passes() -> None:
     checks = _checks(text)
     assert checks["passed"] and problems(checks) == []
     assert word_count("one two [3] three") == 3
+
+
+def test_removed_citations_and_uncited_statements_go_back_to_the_writer() -> None:
+    text = ("## Key findings\n\nAdoption rose by a third in 2025 [1]. Prices fell by a fifth "
+            "in two years.\n\n| Country | Share |\n|---|---|\n| Norway | 60% |\n")
+    checks = run_checks(text, NUMBERING, SOURCES, max_words=500, max_age_days=0,
+                        today=date(2026, 11, 22), removed_citations=2)
+    assert checks["removed_citations"] == 2 and not checks["all_citations_resolve"]
+    assert not checks["passed"]
+    assert checks["uncited_examples"] == ["Prices fell by a fifth in two years.", "| Norway | 60% |"]
+    said = " ".join(problems(checks))
+    assert "2 citation(s)" in said and "Prices fell by a fifth" in said and "| Norway | 60% |" in said

@@ -89,6 +89,8 @@ def test_a_full_run_under_each_model_behaviour_gives_a_cited_verified_consistent
         # Typographic quotes, an ellipsis and odd spaces do not overrule a real quote.
         overruled = [r for r in facts["rows"] if "overruled" in (r.get("note") or "")]
         assert facts["summary"]["supported"] >= len(facts["rows"]) / 2, overruled
+        quotes = [r["details"]["verifier"]["quote"] for r in facts["rows"]]
+        assert any("\u201c" in q and "…" in q for q in quotes)  # the quotes really were loose
 
 
 @pytest.mark.parametrize("behaviour", CUT_OFF)

@@ -393,3 +393,73 @@ def test_excerpts_pick_the_passages_that_match_the_claim_within_the_limit() -> N
     chosen = verify.excerpt(text, "Sales of heat pumps in Poland tripled [4].", limit=400)
     assert "Heat pump sales in Poland tripled in 2022." in chosen and len(chosen) <= 400
     assert verify.excerpt("Short page.", "anything at all here") == "Short page."
+
+
+UNCITED = """# Report
+
+## Executive summary
+
+Heat pumps sold 40% more in 2024 than in 2023 [1]. Demand keeps rising across the continent.
+
+## Comparison
+
+| Country | Growth | Source |
+| --- | --- | --- |
+| Norway | 12% | [1] |
+| Poland | 30% | |
+| Notes | see text | |
+
+## Recommendations
+
+Households should compare offers before they buy anything.
+
+## Open questions and gaps
+
+Nobody knows what happens after 2030.
+"""
+
+
+def test_every_factual_statement_is_a_claim_cited_or_not_and_table_rows_with_figures_too() -> None:
+    claims = verify.split_claims(UNCITED, NUMBERING, SOURCES)
+    assert [c.text for c in claims] == [
+        "Heat pumps sold 40% more in 2024 than in 2023 [1].",
+        "Demand keeps rising across the continent.",   # uncited, in the executive summary
+        "| Norway | 12% | [1] |",
+        "| Poland | 30% | |",                          # a figure without a source
+    ]  # header rows, a row with no figure, an opinion without figures and open questions are not
+    assert [c.table_row for c in claims] == [False, False, True, True]
+    assert claims[3].source_ids == [] and claims[3].invalid == []
+
+
+def test_uncited_claims_are_marked_or_removed_and_unanswered_ones_stay_unchecked() -> None:
+    claims = verify.split_claims(UNCITED, NUMBERING, SOURCES)
+    outcomes = [Outcome(c, PassVerdict(""), PassVerdict(""), "unchecked") for c in claims]
+    outcomes[0].combined = "contested"
+    outcomes[0].first = PassVerdict("SUPPORTED", "a passage")  # one pass answered, critic did not
+    outcomes[2].first, outcomes[2].second = PassVerdict("SUPPORTED"), PassVerdict("SUPPORTED")
+    outcomes[2].combined = "supported"
+    for o in outcomes:
+        verify.decide(o)
+    assert [o.status for o in outcomes] == ["unchecked", "uncited", "supported", "removed"]
+    text, _ = verify.apply(UNCITED, outcomes, numbering=NUMBERING, sources=SOURCES, failed_titles=[])
+    assert "Heat pumps sold 40% more in 2024 than in 2023 (not verified) [1]." in text
+    assert "Demand keeps rising across the continent (no source cited)." in text
+    assert "| Norway | 12% | [1] |" in text and "Poland" not in text
+    assert "Verification could not be completed" not in text  # 1 of 2 claims with a source
+
+
+def test_when_most_verdicts_never_came_verification_is_reported_incomplete_not_emptied() -> None:
+    claims = verify.split_claims(DRAFT, NUMBERING, SOURCES)
+    outcomes = [Outcome(c, PassVerdict(""), PassVerdict(""), "unchecked") for c in claims]
+    for o in outcomes:
+        verify.decide(o)
+    cited = [o for o in outcomes if o.claim.source_ids]
+    assert all(o.status == "unchecked" for o in cited)
+    text, _ = verify.apply(DRAFT, outcomes, numbering=NUMBERING, sources=SOURCES, failed_titles=[])
+    assert text.count("(not verified)") == len(cited)
+    assert "Verification could not be completed" in text.split("##")[0]
+    rows = [{"status": o.status, "source_ids": o.claim.source_ids} for o in outcomes]
+    result = verify.summarise(rows, [])
+    assert result["incomplete"] is True and result["unchecked"] == len(cited)
+    assert result["unsupported_removed"] == 1  # only the claim citing nothing gathered ([9])
+    assert result["line"].startswith("Verification could not be completed")
