@@ -91,6 +91,16 @@ def test_a_full_run_under_each_model_behaviour_gives_a_cited_verified_consistent
         assert facts["summary"]["supported"] >= len(facts["rows"]) / 2, overruled
         quotes = [r["details"]["verifier"]["quote"] for r in facts["rows"]]
         assert any("\u201c" in q and "…" in q for q in quotes)  # the quotes really were loose
+    if behaviour == "sloppy_verdicts":
+        # Verdicts in other words count; answers about ids that do not exist leave the claim
+        # unchecked and marked, never removed as unsupported.
+        rows = facts["rows"]
+        unanswered = [r for r in rows if r["source_ids"] and not r["verifier_verdict"]
+                      and not r["auditor_verdict"]]
+        assert unanswered and all(r["status"] == "unchecked" for r in unanswered)
+        assert facts["summary"]["unchecked"] == len(unanswered)
+        assert facts["doc"].body.count("(not verified)") == len(unanswered)
+        assert any(r["verifier_verdict"] == "SUPPORTED" for r in rows)
 
 
 @pytest.mark.parametrize("behaviour", CUT_OFF)

@@ -463,3 +463,19 @@ def test_when_most_verdicts_never_came_verification_is_reported_incomplete_not_e
     assert result["incomplete"] is True and result["unchecked"] == len(cited)
     assert result["unsupported_removed"] == 1  # only the claim citing nothing gathered ([9])
     assert result["line"].startswith("Verification could not be completed")
+
+
+def test_verdicts_in_a_models_own_words_count_and_unknown_words_are_no_verdict() -> None:
+    from research.phases.verify.judge import ClaimVerdicts, CriticVerdicts
+
+    answer = ClaimVerdicts.model_validate({"verdicts": [
+        {"claim_id": 3, "verdict": "partially_supported", "quote": None},
+        {"claim_id": "C4", "verdict": "Supported"},
+        {"claim_id": "c5", "verdict": "probably fine"},
+    ]})
+    assert [(v.claim_id, v.verdict) for v in answer.verdicts] == [
+        ("c3", "OVERSTATED"), ("c4", "SUPPORTED"), ("c5", "")]
+    assert ClaimVerdicts.model_json_schema()["$defs"]["ClaimVerdict"]["properties"]["verdict"]["enum"] \
+        == ["SUPPORTED", "UNSUPPORTED", "OVERSTATED", "CONTRADICTED"]
+    critic = CriticVerdicts.model_validate({"judgements": [{"claim_id": "1", "verdict": "rejected"}]})
+    assert critic.judgements[0].verdict == "REJECT" and critic.judgements[0].claim_id == "c1"

@@ -18,6 +18,9 @@
   truncated          the writer's answer is cut in half, finish_reason "length"
   refusal            the writer refuses (message.refusal, no content)
   loose_quotes       the verifier quotes loosely: curly quotes, an ellipsis, odd whitespace
+  sloppy_verdicts    both fact-checkers write verdicts in their own words ("supported",
+                     "Partially supported") and answer about ids that do not exist for every
+                     third claim (those claims get no verdict)
 
 Everything is built from the prompt only, like the rest of the brain.
 """
@@ -31,7 +34,7 @@ from urllib.parse import urlsplit
 BEHAVIOURS = (
     "house", "cite_markdown", "cite_footnotes", "cite_source_label", "cite_bare_url",
     "cite_fullwidth", "cite_title", "cite_own_list", "think", "fenced_json", "extra_keys",
-    "fewer_items", "more_items", "truncated", "refusal", "loose_quotes",
+    "fewer_items", "more_items", "truncated", "refusal", "loose_quotes", "sloppy_verdicts",
 )
 CITATION_STYLES = tuple(b for b in BEHAVIOURS if b.startswith("cite_"))
 _GROUP = re.compile(r"[ \t]*((?:\[\d+\])+)")
@@ -97,6 +100,13 @@ def adjust(payload: dict[str, Any], title: str, behaviour: str) -> dict[str, Any
     if behaviour == "loose_quotes" and title in ("ClaimVerdicts", "AuditVerdicts"):
         for verdict in payload.get("verdicts", []):
             verdict["quote"] = loosen(str(verdict.get("quote") or ""))
+    if behaviour == "sloppy_verdicts" and title in ("ClaimVerdicts", "AuditVerdicts"):
+        for verdict in payload.get("verdicts", []):
+            number = int(re.sub(r"\D", "", str(verdict["claim_id"])) or 0)
+            if number % 3 == 0:
+                verdict["claim_id"] = f"claim-{number}-of-another-report"
+            verdict["verdict"] = {"SUPPORTED": "supported", "OVERSTATED": "Partially supported",
+                                  "UNSUPPORTED": "not_supported"}.get(verdict["verdict"], verdict["verdict"])
     return payload
 
 

@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from research.agents import Agent, Role
 from research.checks import CITATION, cited_numbers
@@ -29,8 +29,6 @@ BATCH_CHARS = 18_000
 MIN_QUOTE_WORDS = 4
 VERIFY_THREADS = 16           # model calls of the verify step in flight at once (every batch of both passes)
 
-Verdict = Literal["SUPPORTED", "UNSUPPORTED", "OVERSTATED", "CONTRADICTED"]
-CriticVerdict = Literal["SURVIVES", "DOWNGRADE", "REJECT"]
 
 # --- prompts and answers ------------------------------------------------------------------------
 
@@ -76,12 +74,53 @@ ITEMS:
 {claims}"""
 
 
+VERDICTS = ("SUPPORTED", "UNSUPPORTED", "OVERSTATED", "CONTRADICTED")
+CRITIC_VERDICTS = ("SURVIVES", "DOWNGRADE", "REJECT")
+# How models spell the verdicts when they do not use ours; anything else is no verdict at all.
+_SYNONYMS = {
+    "SUPPORTS": "SUPPORTED", "TRUE": "SUPPORTED", "PARTIALLY SUPPORTED": "OVERSTATED",
+    "PARTLY SUPPORTED": "OVERSTATED", "EXAGGERATED": "OVERSTATED", "OVERSTATES": "OVERSTATED",
+    "NOT SUPPORTED": "UNSUPPORTED", "INSUFFICIENT EVIDENCE": "UNSUPPORTED", "NOT FOUND": "UNSUPPORTED",
+    "REFUTED": "CONTRADICTED", "CONTRADICTS": "CONTRADICTED", "FALSE": "CONTRADICTED",
+    "SURVIVE": "SURVIVES", "KEEP": "SURVIVES", "DOWNGRADED": "DOWNGRADE", "REJECTED": "REJECT",
+}
+
+
+def known_verdict(value: Any, allowed: Sequence[str]) -> str:
+    """A verdict in our words, or "" when the model's word is none we know (the claim then
+    counts as unchecked by this pass, never as unsupported)."""
+    key = " ".join(str(value or "").replace("_", " ").replace("-", " ").upper().split())
+    key = _SYNONYMS.get(key, key)
+    return key if key in allowed else ""
+
+
+def claim_id(value: Any) -> str:
+    """Claim ids as we wrote them ("c3"); models sometimes answer 3 or "C3"."""
+    text = str(value if value is not None else "").strip()
+    return f"c{text}" if text.isdigit() else text.lower() if re.fullmatch(r"[Cc]\d+", text) else text
+
+
 class ClaimVerdict(BaseModel):
     claim_id: str
-    verdict: Verdict
+    verdict: str = Field(json_schema_extra={"enum": list(VERDICTS)})
     quote: str = Field(default="", description="the deciding passage, copied word for word")
     source: str = Field(default="", description="id of the excerpt quoted")
     reason: str = ""
+
+    @field_validator("claim_id", mode="before")
+    @classmethod
+    def _claim_id(cls, value: Any) -> str:
+        return claim_id(value)
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _verdict(cls, value: Any) -> str:
+        return known_verdict(value, VERDICTS)
+
+    @field_validator("quote", "source", "reason", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> str:
+        return "" if value is None else str(value)
 
 
 class ClaimVerdicts(BaseModel):
@@ -114,8 +153,23 @@ CLAIMS:
 
 class CriticJudgement(BaseModel):
     claim_id: str
-    verdict: CriticVerdict
+    verdict: str = Field(json_schema_extra={"enum": list(CRITIC_VERDICTS)})
     reason: str = ""
+
+    @field_validator("claim_id", mode="before")
+    @classmethod
+    def _claim_id(cls, value: Any) -> str:
+        return claim_id(value)
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _verdict(cls, value: Any) -> str:
+        return known_verdict(value, CRITIC_VERDICTS)
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> str:
+        return "" if value is None else str(value)
 
 
 class CriticVerdicts(BaseModel):
@@ -331,7 +385,7 @@ def _challenge(ctx: RunContext, outcomes: Sequence[Outcome],
         ]
         answer = critic.llm.structured(messages, CriticVerdicts, deadline=ctx.step_deadline())
         wanted = {c.id for c in batch}
-        return {j.claim_id: j for j in answer.judgements if j.claim_id in wanted}
+        return {j.claim_id: j for j in answer.judgements if j.claim_id in wanted and j.verdict}
 
     batches = _batches([o.claim for o in outcomes])
     found: dict[str, CriticJudgement] = {}
