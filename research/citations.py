@@ -93,6 +93,8 @@ _LABEL = re.compile(
     re.IGNORECASE)
 _FULLWIDTH = re.compile(r"[ \t]*【\s*(?P<n>" + _NUMS + r")(?:[:：]\d+)?(?:\s*†[^】]*)?\s*】")
 _CITE_TAG = re.compile(r"\[cite_(?:start|end)\]", re.IGNORECASE)
+# ChatGPT's raw citation tokens name its own search turns, never our numbers: removed, counted.
+_RAW_TOKEN = re.compile("[ \t]*\ue200(?:cite|filecite|navlist)\ue202[^\ue201]*\ue201")
 _SUP = re.compile(r"[ \t]*<sup>\s*\[?(?P<n>" + _NUMS + r")\]?\s*</sup>", re.IGNORECASE)
 _CARET = re.compile(r"(?<=\S)\^\[?(?P<n>" + _NUMS + r")\]?\^")
 _UNICODE_SUP = re.compile(r"(?<=[A-Za-z.,;:!?)%])(?P<n>[¹²³⁰⁴-⁹]+(?:[,˒]\s?[¹²³⁰⁴-⁹]+)*)")
@@ -175,6 +177,7 @@ def _prose(chunk: str, gathered: Gathered, own: dict[str, int | None], state: No
         return place([_mapped(n, gathered, own) for n in numbers], what, converted=converted)
 
     chunk = _CITE_TAG.sub("", chunk)
+    chunk = _RAW_TOKEN.sub(lambda m: place([None], m.group(0)), chunk)
     chunk = _FN_REF.sub(lambda m: place([own.get("^" + m.group(1), _num_or_none(m.group(1), gathered))],
                                         m.group(0)), chunk)
     chunk = _NUM_LINK.sub(lambda m: place([gathered.url(m.group(2))], m.group(0)), chunk)

@@ -56,6 +56,8 @@ def _norm(text: str) -> tuple[str, int, int]:
     ("Sales grew^3^.", "Sales grew [3]."),
     ("Sales grew.¹ Then fell.", "Sales grew [1]. Then fell."),
     ("Sales grew [cite: 2].", "Sales grew [2]."),
+    ("Sales grew [citation:2][citation:3].", "Sales grew [2][3]."),   # DeepSeek web-search prompts
+    ("Sales grew【2:0†source】 and fell.", "Sales grew [2] and fell."),
     ("Sales grew (2).", "Sales grew [2]."),
     ("Sales grew.2 Then fell.", "Sales grew [2]. Then fell."),
     # a citation naming a source by its title
@@ -93,6 +95,11 @@ def test_what_points_at_nothing_gathered_is_removed_and_counted_never_a_live_lin
     assert "invented.example" not in text and "elsewhere.example" not in text
     assert "[9]" not in text and "](" not in text
     assert text.startswith("A study found 40%")
+
+
+def test_chatgpt_raw_citation_tokens_are_removed_and_counted() -> None:
+    text, _, removed = _norm("Sales grew \ue200cite\ue202turn0search3\ue201 last year [1].")
+    assert text == "Sales grew last year [1]." and removed == 1
 
 
 def test_prose_link_to_a_page_never_gathered_keeps_its_words_as_plain_text() -> None:
