@@ -72,6 +72,7 @@ _MAX_RANGE = 30
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL | re.IGNORECASE)
 _FN_DEF = re.compile(r"^ {0,3}\[\^([\w-]+)\]:[ \t]*(.*)$", re.MULTILINE)
+_REF_DEF = re.compile(r"^ {0,3}\[(\d{1,4})\]:[ \t]*(.*)$\n?", re.MULTILINE)  # [3]: https://...
 _FN_REF = re.compile(r"\[\^([\w-]+)\]")
 _REF_HEADING = re.compile(
     r"^ {0,3}(?:#{1,6}[ \t]+|\*\*|__)?(?:sources|references|bibliography|works\s+cited|"
@@ -89,7 +90,7 @@ _AUTOLINK = re.compile(r"(\()?<(" + _URL + r")>(?(1)\))")
 _BARE = re.compile(r"(?<![\w/=\[<])(?P<paren>\(\s*)?(?P<url>" + _URL + r")(?P<close>\s*\))?")
 _LABEL = re.compile(
     r"[ \t]*(?:\(|\[|（)\s*(?:sources?|refs?\.?|references?|cite|citations?)[\s:#.]*(?P<n>" + _NUMS
-    + r")\s*(?:\)|\]|）)|(?<![\w\[])[ \t]*\b(?:Source|Sources)\s+#?(?P<m>\d{1,4}(?:\s*(?:,|and|&)\s*\d{1,4})*)\b",
+    + r")\s*(?:\)|\]|）)|(?<![\w\[])[ \t]*\b(?-i:Source|Sources)\s+#?(?P<m>\d{1,3}(?:\s*(?:,|and|&)\s*\d{1,3})*)\b",
     re.IGNORECASE)
 _FULLWIDTH = re.compile(r"[ \t]*【\s*(?P<n>" + _NUMS + r")(?:[:：]\d+)?(?:\s*†[^】]*)?\s*】")
 _CITE_TAG = re.compile(r"\[cite_(?:start|end)\]", re.IGNORECASE)
@@ -117,8 +118,9 @@ def normalise(text: str, numbering: Mapping[Any, str],
     gathered = Gathered.of(numbering, sources)
     state = Normalised(_THINK.sub("", text))
     own = _own_references(state.text, gathered)
-    body = strip_reference_sections(_FN_DEF.sub("", state.text)) if own or _REF_HEADING.search(
-        state.text) else _FN_DEF.sub("", state.text)
+    body = _REF_DEF.sub("", _FN_DEF.sub("", state.text))
+    if own or _REF_HEADING.search(state.text):
+        body = strip_reference_sections(body)
     body = map_prose(body, lambda chunk: _prose(chunk, gathered, own, state))
     state.text = _finish(body)
     return state
@@ -130,6 +132,8 @@ def _own_references(text: str, gathered: Gathered) -> dict[str, int | None]:
     own: dict[str, int | None] = {}
     for key, rest in _FN_DEF.findall(text):
         _record(own, "^" + key, rest, gathered)
+    for key, rest in _REF_DEF.findall(text):
+        _record(own, key, rest, gathered)
     headings = list(_REF_HEADING.finditer(text))
     if headings:
         heading = headings[-1]

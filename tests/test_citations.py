@@ -97,6 +97,17 @@ def test_what_points_at_nothing_gathered_is_removed_and_counted_never_a_live_lin
     assert text.startswith("A study found 40%")
 
 
+def test_reference_style_definitions_map_and_go() -> None:
+    text, _, removed = _norm("Sales grew [1] and fell [2].\n\n[1]: https://example.org/study?id=3\n"
+                             "[2]: https://invented.example/z\n")
+    assert text.strip() == "Sales grew [2] and fell." and removed == 1
+
+
+def test_the_word_source_with_a_year_or_in_lower_case_is_not_a_citation() -> None:
+    text, _, removed = _norm("The open source 3D printer and Source 2020 data [1].")
+    assert text == "The open source 3D printer and Source 2020 data [1]." and removed == 0
+
+
 def test_chatgpt_raw_citation_tokens_are_removed_and_counted() -> None:
     text, _, removed = _norm("Sales grew \ue200cite\ue202turn0search3\ue201 last year [1].")
     assert text == "Sales grew last year [1]." and removed == 1
