@@ -400,6 +400,7 @@ UNCITED = """# Report
 ## Executive summary
 
 Heat pumps sold 40% more in 2024 than in 2023 [1]. Demand keeps rising across the continent.
+How will heat pump adoption change in Europe by 2030?
 
 ## Comparison
 

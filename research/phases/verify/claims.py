@@ -141,6 +141,7 @@ def split_claims(text: str, numbering: Mapping[int, str], known: Iterable[str]) 
 
 
 _OWN_TEXT = re.compile(r"insufficient (?:verified )?data|^\*?this subtopic could not|"
+                       r"^\*?verification could not be completed|"
                        r"^removed after verification|^- removed after verification", re.IGNORECASE)
 FACT_KINDS = ("executive", "findings", "analysis")
 
@@ -153,6 +154,8 @@ def is_factual(sentence: str, kind: str) -> bool:
         return False
     if CITATION.search(sentence):
         return True
+    if sentence.rstrip(" *_").endswith("?"):
+        return False  # a question (the research question restated, an open question)
     return has_figure(sentence) or kind in FACT_KINDS
 
 
