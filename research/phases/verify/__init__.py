@@ -1,15 +1,20 @@
-"""Verify: every cited claim is checked against the text of the sources it cites (SPEC step 7).
+"""Verify: every factual statement is checked against the text of the sources it cites (SPEC step 7).
 
-    split the latest draft into claims -> two independent passes (verifier, auditor) judge
-    each claim against excerpts of its cited sources -> combine -> the critic challenges
-    decision-critical and contested claims -> apply: remove, rewrite, mark -> new draft
+    claims.py  split the latest draft into claims (cited or not; table rows with figures too)
+    judge.py   two independent passes (verifier, auditor) judge each cited claim against
+               excerpts of its sources -> combine -> the critic challenges decision-critical
+               and contested claims -> the writer rewrites the qualified ones
+    apply.py   decide each claim's status and write the new draft: remove, rewrite, mark
 
 The result is a new draft version (kind "verified", same numbering) that deliver exports, one
 stored verdict row per claim, and a summary (share of supported claims...) kept as this step's
 result. Deterministic guards sit beside the models: a claim citing no gathered source is never
-sent to a model and never survives; a SUPPORTED verdict whose quoted passage is not in the
-cited source's stored text counts as UNSUPPORTED; a rewrite may not add numbers or citations.
-A failed model call degrades to "not verified" (flagged in the report), never to a failed run.
+sent to a model and never survives unmarked (removed when it gives a figure or cites only what
+was never gathered); a SUPPORTED verdict whose quoted passage is not in the cited source's
+stored text counts as UNSUPPORTED; a rewrite may not add numbers or citations. A failed model
+call, or an answer that says nothing usable about a claim, leaves it "unchecked": marked
+"(not verified)", never removed; when that is most claims the report says verification could
+not be completed. Never a failed run.
 """
 
 from __future__ import annotations
