@@ -266,10 +266,13 @@ def _cite_titles(chunk: str, gathered: Gathered, state: Normalised) -> str:
         return chunk
     out = []
     for line in chunk.split("\n"):
-        if line.lstrip().startswith(("#", "|")):
+        if line.lstrip().startswith("#") or ("\x00" in line and line.lstrip().startswith("|")):
             out.append(line)
-            continue
-        out.append(" ".join(_cite_title(s, gathered, state) for s in _SENTENCE_GAP.split(line)))
+        elif line.lstrip().startswith("|"):  # a table row: the cell naming the source cites it
+            out.append("|".join(_cite_title(cell, gathered, state) if cell.strip() else cell
+                                for cell in line.split("|")))
+        else:
+            out.append(" ".join(_cite_title(s, gathered, state) for s in _SENTENCE_GAP.split(line)))
     return "\n".join(out)
 
 
@@ -286,7 +289,8 @@ def _cite_title(sentence: str, gathered: Gathered, state: Normalised) -> str:
     state.converted += 1
     body = sentence.rstrip()
     end = body[-1] if body[-1:] in ".!?" else ""
-    return body[: len(body) - len(end)] + " " + _PLACE.format(",".join(map(str, found))) + end
+    marker = " " + _PLACE.format(",".join(map(str, found)))
+    return body[: len(body) - len(end)] + marker + end + sentence[len(body):]
 
 
 def _finish(text: str) -> str:

@@ -137,6 +137,11 @@ def test_tables_keep_their_shape() -> None:
     assert "| Norway | 40% | [3] |" in text
 
 
+def test_a_table_cell_naming_a_source_cites_it() -> None:
+    text, _, _ = _norm("| Sales | 40% | Heat pump sales statistics 2024 |\n")
+    assert text == "| Sales | 40% | Heat pump sales statistics 2024 [3] |\n"
+
+
 def test_hosted_style_and_house_style_are_idempotent() -> None:
     once, _, _ = _norm("Sales grew ([energy.example](https://energy.example/reports/heat-pumps)).")
     assert _norm(once)[0] == once

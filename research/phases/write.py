@@ -154,8 +154,8 @@ def draft(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, An
             structure=structure(ctx), findings=findings, missing=missing, sources=listing,
         )
         messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
-        text = fit_length(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()))
-        text, counts = house_citations(ctx, text, numbers, sources)
+        text, counts = written(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()),
+                               numbers, sources)
         save(ctx, 1, "draft", text, numbers, counts)
         return {"version": 1, "words": word_count(text), **counts}
 
@@ -180,8 +180,8 @@ def revise(
             draft=current["text"],
         )
         messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
-        text = fit_length(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()))
-        text, counts = house_citations(ctx, text, numbers, sources)
+        text, counts = written(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()),
+                               numbers, sources)
         version = current["version"] + 1
         save(ctx, version, "revision", text, numbers, counts)
         return {"version": version, "words": word_count(text), **counts}
@@ -189,13 +189,17 @@ def revise(
     ctx.run_step(f"revise:{cycle}", "revise", f"Revising the draft (cycle {cycle})", make)
 
 
-def house_citations(ctx: RunContext, text: str, numbers: dict[str, int],
-                    sources: list[dict[str, Any]]) -> tuple[str, dict[str, int]]:
+def written(ctx: RunContext, writer: Agent, text: str, numbers: dict[str, int],
+            sources: list[dict[str, Any]]) -> tuple[str, dict[str, int]]:
     """The writer's text with every citation as [n] (whatever style the model used), before any
-    check sees it; what pointed at nothing gathered is removed and counted."""
-    result = normalise(text, {n: sid for sid, n in numbers.items()}, {s["id"]: s for s in sources})
-    return result.text, {"citations_converted": result.converted,
-                         "citations_removed": result.removed}
+    check or the length limit sees it (URLs are not words); what pointed at nothing gathered is
+    removed and counted. The shortened text is normalised again: the shortening is a new answer."""
+    numbering = {n: sid for sid, n in numbers.items()}
+    by_id = {s["id"]: s for s in sources}
+    first = normalise(text, numbering, by_id)
+    final = normalise(fit_length(ctx, writer, first.text), numbering, by_id)
+    return final.text, {"citations_converted": first.converted + final.converted,
+                        "citations_removed": first.removed + final.removed}
 
 
 def fit_length(ctx: RunContext, writer: Agent, text: str) -> str:
