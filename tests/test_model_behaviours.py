@@ -21,7 +21,8 @@ from tests.standin.brain_behaviours import BEHAVIOURS
 
 QUESTION = "How is heat pump adoption changing in Europe?"
 # The engine's reaction to a refused or cut-off report is being reworked on another branch
-# (issue 9, points 3 and 5); these two are checked for what a user must see.
+# (issue 9, points 3 and 5); these two are checked for what a user must see (the cut-off one
+# is marked xfail until that lands).
 CUT_OFF = ("truncated", "refusal")
 # A lead returning fewer subtopics than asked fails the plan until issue 9 point 3 lands.
 COUNT_DEGRADES = ("fewer_items",)
@@ -103,9 +104,12 @@ def test_a_full_run_under_each_model_behaviour_gives_a_cited_verified_consistent
         assert any(r["verifier_verdict"] == "SUPPORTED" for r in rows)
 
 
-@pytest.mark.parametrize("behaviour", CUT_OFF)
-@pytest.mark.xfail(strict=False, reason="the engine's reaction to refused and cut-off answers is "
-                                        "reworked on the other branch (issue 9 points 3/5)")
+@pytest.mark.parametrize("behaviour", [
+    pytest.param("truncated", marks=pytest.mark.xfail(
+        strict=False, reason="a cut-off report is not yet named to the user: the engine's reaction "
+                             "to finish_reason 'length' is reworked on the other branch (issue 9 points 3/5)")),
+    "refusal",
+])
 def test_a_refused_or_cut_off_report_is_named_and_nothing_gathered_is_lost(
     standin: StandinServer, standin_env: dict[str, str], tmp_db: Path, behaviour: str
 ) -> None:
