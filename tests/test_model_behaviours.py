@@ -140,3 +140,28 @@ def test_the_stand_in_really_behaves_differently(standin: StandinServer, standin
     assert all("[1]" not in text or b == "cite_own_list" for b, text in styles.items())
     with pytest.raises(ValueError):
         standin.set_behaviour("no-such-behaviour")
+
+
+def test_the_behaviours_reach_the_client_over_http(standin: StandinServer, standin_env: dict[str, str]) -> None:
+    """Through the real openai SDK: a cut-off writer answer says finish_reason "length", a refusal
+    comes as message.refusal, fences and <think> blocks arrive as written."""
+    import openai
+
+    client = openai.OpenAI(base_url=standin_env["OPENAI_BASE_URL"], api_key=standin_env["OPENAI_API_KEY"])
+    writer = [{"role": "user", "content": "Write the report.\n<question>Q?</question>\nSOURCES (cite by "
+                                          "number):\n[1] Heat pump sales statistics — https://a.example/x\n"}]
+    schema = {"type": "json_schema", "json_schema": {"name": "Ping", "schema": {
+        "title": "Ping", "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}}
+
+    def ask(behaviour: str, **extra: Any) -> Any:
+        standin.set_behaviour(behaviour)
+        return client.chat.completions.create(model="gpt-standin", messages=writer, **extra).choices[0]
+
+    assert ask("house").finish_reason == "stop"
+    cut = ask("truncated")
+    assert cut.finish_reason == "length" and len(cut.message.content) < len(ask("house").message.content)
+    refused = ask("refusal")
+    assert refused.message.refusal and not refused.message.content
+    assert ask("think").message.content.startswith("<think>")
+    assert ask("fenced_json", response_format=schema).message.content.startswith("```json")
+    assert "confidence_note" in ask("extra_keys", response_format=schema).message.content
