@@ -10,6 +10,8 @@
   cite_fullwidth     full-width brackets: 【n†source】
   cite_title         no numbers; each claim names its source by title: (according to Title)
   cite_own_list      its own numbering (reversed) plus a "## References" list of URLs
+  sparse_citations   the writer leaves every fourth citation out and adds a table row of figures
+                     with no source
   think              every answer starts with a <think>...</think> block
   fenced_json        structured answers come in ```json fences
   extra_keys         structured answers carry keys nobody asked for
@@ -33,7 +35,7 @@ from urllib.parse import urlsplit
 
 BEHAVIOURS = (
     "house", "cite_markdown", "cite_footnotes", "cite_source_label", "cite_bare_url",
-    "cite_fullwidth", "cite_title", "cite_own_list", "think", "fenced_json", "extra_keys",
+    "cite_fullwidth", "cite_title", "cite_own_list", "sparse_citations", "think", "fenced_json", "extra_keys",
     "fewer_items", "more_items", "truncated", "refusal", "loose_quotes", "sloppy_verdicts",
 )
 CITATION_STYLES = tuple(b for b in BEHAVIOURS if b.startswith("cite_"))
@@ -50,6 +52,8 @@ def listed_sources(user: str) -> dict[int, tuple[str, str]]:
 def restyle(report: str, user: str, style: str) -> str:
     """The stand-in writer's [n] report, re-cited in another model's style."""
     listed = listed_sources(user)
+    if style == "sparse_citations":
+        return sparse(report)
     if style not in CITATION_STYLES or not listed:
         return report
     order = sorted(listed, reverse=True)
@@ -70,6 +74,23 @@ def restyle(report: str, user: str, style: str) -> str:
         body += "\n\n## References\n\n" + "\n".join(
             f"[{own[n]}] {listed[n][0]} — {listed[n][1]}" for n in sorted(used, key=own.get))
     return body + "\n"
+
+
+def sparse(report: str) -> str:
+    """Every fourth citation left out; an uncited row of figures in the first table."""
+    count = 0
+
+    def drop(match: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        return "" if count % 4 == 0 else match.group(0)
+
+    lines = _GROUP.sub(drop, report).splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("| ---"):
+            lines.insert(i + 1, "| Overall | Sales grew 42% in 2025 | |")
+            break
+    return "\n".join(lines) + "\n"
 
 
 def _styled(style: str, numbers: list[int], listed: dict[int, tuple[str, str]],
