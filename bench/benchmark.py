@@ -55,7 +55,7 @@ if str(ROOT) not in sys.path:  # `python bench/benchmark.py` as well as `python 
 # spawned children must start from this benchmark instead (see `real_main`).
 _REAL_MAIN = sys.modules.get("__main__")
 APP = str(ROOT / "app.py")
-SECTIONS = ("run", "library", "poll", "engine", "latency")
+SECTIONS = ("run", "library", "poll", "engine", "latency", "models")
 # Provider settings a developer may have exported: the dashboard sections must not see them.
 KEY_VARS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "TAVILY_API_KEY",
             "SEMANTIC_SCHOLAR_API_KEY", "OPENAI_BASE_URL", "GEMINI_BASE_URL", "TAVILY_BASE_URL",
@@ -1195,8 +1195,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     say(f"Deep Research Studio benchmark: Python {platform.python_version()}, SQLite "
         f"{sqlite3.sqlite_version}, {os.cpu_count()} CPUs, {load()}; sections: {', '.join(args.only)}")
+    from bench.models import bench_models  # the "models" section lives in its own file
+
     runners = {"run": bench_run_page, "library": bench_library, "poll": bench_poll,
-               "engine": bench_engine, "latency": bench_latency}
+               "engine": bench_engine, "latency": bench_latency, "models": bench_models}
     rows: list[Row] = []
     crashed = False
     tmp_dir = tempfile.mkdtemp(prefix="drs-bench-")

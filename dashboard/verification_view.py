@@ -22,6 +22,8 @@ OUTCOMES = {
     "qualified": "✏️ Qualified",
     "removed": "🗑️ Removed",
     "unverified": "❔ Not verified",
+    "unchecked": "❔ Not verified",
+    "uncited": "⚠️ No source cited",
 }
 PASS_NAMES = (("verifier", "First check (verifier)"), ("auditor", "Second check (auditor)"))
 

@@ -22,6 +22,7 @@ _UNCITED_SECTIONS = re.compile(
 STALE_AFTER_DAYS = 730  # when SOURCE_MAX_AGE_DAYS is 0, older than two years counts as stale
 MIN_CITED_SHARE = 0.8
 MAX_STALE_SHARE = 0.5
+MAX_EXAMPLES = 5  # uncited statements quoted back to the writer
 
 
 def cited_numbers(text: str) -> list[int]:
@@ -38,15 +39,47 @@ def cited_numbers(text: str) -> list[int]:
     return out
 
 
+_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_FIGURE = re.compile(r"\d")
+
+
+def data_rows(lines: list[str]) -> set[int]:
+    """Indices of the table rows that hold data: not header rows, not separator rows."""
+    rows: set[int] = set()
+    for i, line in enumerate(lines):
+        if not line.strip().startswith("|") or _TABLE_SEPARATOR.match(line):
+            continue
+        if i + 1 < len(lines) and _TABLE_SEPARATOR.match(lines[i + 1]):
+            continue  # a header row
+        rows.add(i)
+    return rows
+
+
+def factual_row(row: str) -> bool:
+    """A table row states something checkable when it cites a source or gives a figure."""
+    return bool(CITATION.search(row) or _FIGURE.search(CITATION.sub("", row)))
+
+
+def has_figure(text: str) -> bool:
+    """Whether a statement gives a number (a figure, a date...), citations aside."""
+    return bool(_FIGURE.search(CITATION.sub("", text)))
+
+
 def claim_sentences(text: str) -> list[str]:
-    """Sentences that state something: prose and list items outside headings, tables,
-    and the sections where uncited text is expected (open questions, sources)."""
+    """Statements: sentences of prose and list items, and table rows that cite or give a
+    figure, outside headings and the sections where uncited text is expected (open
+    questions, sources)."""
     sentences: list[str] = []
     skip = False
-    for line in text.splitlines():
+    lines = text.splitlines()
+    rows = data_rows(lines)
+    for i, line in enumerate(lines):
         stripped = line.strip()
         if stripped.startswith("#"):
             skip = bool(_UNCITED_SECTIONS.search(stripped))
+            continue
+        if not skip and i in rows and factual_row(stripped):
+            sentences.append(stripped)
             continue
         if skip or not stripped or stripped.startswith("|") or stripped.startswith(">"):
             continue
@@ -69,12 +102,16 @@ def run_checks(
     max_words: int,
     max_age_days: int,
     today: date,
+    removed_citations: int = 0,
 ) -> dict[str, Any]:
+    """`removed_citations`: citations the normaliser removed from this draft because they
+    pointed at nothing gathered (research/citations.py); they count as unresolved."""
     numbers = cited_numbers(text)
     unresolved = sorted({n for n in numbers if numbering.get(n) not in sources})
     cited_ids = list(dict.fromkeys(numbering[n] for n in numbers if numbering.get(n) in sources))
     sentences = claim_sentences(text)
     cited = sum(1 for s in sentences if CITATION.search(s))
+    uncited = [s for s in sentences if not CITATION.search(s)]
     limit = today - timedelta(days=max_age_days or STALE_AFTER_DAYS)
     stale = [sid for sid in cited_ids if _older(sources[sid].get("published"), limit)]
     undated = [sid for sid in cited_ids if not sources[sid].get("published")]
@@ -84,10 +121,12 @@ def run_checks(
     return {
         "citations": len(numbers),
         "unresolved_citations": unresolved,
-        "all_citations_resolve": not unresolved,
+        "all_citations_resolve": not unresolved and not removed_citations,
+        "removed_citations": removed_citations,
         "sentences": len(sentences),
         "cited_sentences": cited,
         "cited_share": share,
+        "uncited_examples": [" ".join(s.split())[:160] for s in uncited[:MAX_EXAMPLES]],
         "word_count": words,
         "max_words": max_words,
         "within_word_limit": words <= max_words,
@@ -95,7 +134,7 @@ def run_checks(
         "stale_sources": stale,
         "stale_share": stale_share,
         "undated_sources": len(undated),
-        "passed": (not unresolved and share >= MIN_CITED_SHARE and words <= max_words
+        "passed": (not unresolved and not removed_citations and share >= MIN_CITED_SHARE and words <= max_words
                    and stale_share <= MAX_STALE_SHARE),
     }
 
@@ -106,9 +145,17 @@ def problems(checks: Mapping[str, Any]) -> list[str]:
     if checks["unresolved_citations"]:
         nums = ", ".join(f"[{n}]" for n in checks["unresolved_citations"])
         out.append(f"Citations {nums} do not match any gathered source: remove or fix them.")
+    if checks.get("removed_citations"):
+        out.append(f"{checks['removed_citations']} citation(s) or link(s) pointed at no gathered "
+                   "source and were removed: cite only the numbered sources listed.")
     if checks["cited_share"] < MIN_CITED_SHARE:
-        out.append(f"Only {checks['cited_share']:.0%} of factual sentences cite a source; "
-                   f"at least {MIN_CITED_SHARE:.0%} must.")
+        out.append(f"Only {checks['cited_share']:.0%} of factual statements (sentences, list "
+                   f"items, table rows with figures) cite a source; at least {MIN_CITED_SHARE:.0%} "
+                   "must: cite each with the numbered sources, or remove what no source supports.")
+        examples = checks.get("uncited_examples") or []
+        if examples:
+            out.append("Statements without a citation include: "
+                       + " | ".join(f'"{e}"' for e in examples))
     if not checks["within_word_limit"]:
         out.append(f"The report has {checks['word_count']} words; the limit is "
                    f"{checks['max_words']}.")

@@ -40,8 +40,9 @@ def test_cited_share_counts_factual_sentences_only() -> None:
             "years across Europe [3].\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
             "## Open questions and gaps\n\nNobody knows what happens after the subsidy ends.")
     checks = _checks(text)
-    assert checks["sentences"] == 3 and checks["cited_sentences"] == 2
-    assert checks["cited_share"] == round(2 / 3, 3)
+    # The table row gives figures without a citation: it is a factual statement too.
+    assert checks["sentences"] == 4 and checks["cited_sentences"] == 2
+    assert checks["cited_share"] == round(2 / 4, 3)
 
 
 def test_word_limit_and_stale_sources() -> None:
@@ -57,3 +58,15 @@ def test_clean_draft_passes() -> None:
     checks = _checks(text)
     assert checks["passed"] and problems(checks) == []
     assert word_count("one two [3] three") == 3
+
+
+def test_removed_citations_and_uncited_statements_go_back_to_the_writer() -> None:
+    text = ("## Key findings\n\nAdoption rose by a third in 2025 [1]. Prices fell by a fifth "
+            "in two years.\n\n| Country | Share |\n|---|---|\n| Norway | 60% |\n")
+    checks = run_checks(text, NUMBERING, SOURCES, max_words=500, max_age_days=0,
+                        today=date(2026, 11, 22), removed_citations=2)
+    assert checks["removed_citations"] == 2 and not checks["all_citations_resolve"]
+    assert not checks["passed"]
+    assert checks["uncited_examples"] == ["Prices fell by a fifth in two years.", "| Norway | 60% |"]
+    said = " ".join(problems(checks))
+    assert "2 citation(s)" in said and "Prices fell by a fifth" in said and "| Norway | 60% |" in said

@@ -203,7 +203,7 @@ def test_when_both_checks_fail_the_run_completes_and_claims_are_flagged_not_veri
     invented = _row(rows, "40% improvement")
     assert invented["status"] == "removed"  # needs no model to go
     others = [r for r in rows if r is not invented]
-    assert others and all(r["status"] == "unverified" and r["verdict"] == "UNCHECKED" for r in others)
+    assert others and all(r["status"] == "unchecked" and r["verdict"] == "UNCHECKED" for r in others)
     assert "CriticVerdicts" not in _schemas(standin, "openai")
     final = store.get_drafts(run_id)[-1]["text"]
     assert final.count("(not verified)") == len(others)
@@ -211,7 +211,11 @@ def test_when_both_checks_fail_the_run_completes_and_claims_are_flagged_not_veri
     assert warnings and "could not be checked" in warnings[0]["message"]
     result = verify.summary(store, run_id)
     assert result["supported"] == 0 and result["share_supported"] == 0.0
-    assert "0 of" in build_document_for_run(store, run_id).verification
+    assert result["unchecked"] == len(others) and result["incomplete"] is True
+    assert result["unsupported_removed"] == 1  # unchecked claims are never counted as removed
+    assert "Verification could not be completed" in final
+    header = build_document_for_run(store, run_id).verification
+    assert "0 of" in header and header.startswith("Verification could not be completed")
 
 
 def test_run_page_shows_the_share_of_supported_claims_and_every_verdict_with_its_passage(
@@ -389,3 +393,90 @@ def test_excerpts_pick_the_passages_that_match_the_claim_within_the_limit() -> N
     chosen = verify.excerpt(text, "Sales of heat pumps in Poland tripled [4].", limit=400)
     assert "Heat pump sales in Poland tripled in 2022." in chosen and len(chosen) <= 400
     assert verify.excerpt("Short page.", "anything at all here") == "Short page."
+
+
+UNCITED = """# Report
+
+## Executive summary
+
+Heat pumps sold 40% more in 2024 than in 2023 [1]. Demand keeps rising across the continent.
+How will heat pump adoption change in Europe by 2030?
+
+## Comparison
+
+| Country | Growth | Source |
+| --- | --- | --- |
+| Norway | 12% | [1] |
+| Poland | 30% | |
+| Notes | see text | |
+
+## Recommendations
+
+Households should compare offers before they buy anything.
+
+## Open questions and gaps
+
+Nobody knows what happens after 2030.
+"""
+
+
+def test_every_factual_statement_is_a_claim_cited_or_not_and_table_rows_with_figures_too() -> None:
+    claims = verify.split_claims(UNCITED, NUMBERING, SOURCES)
+    assert [c.text for c in claims] == [
+        "Heat pumps sold 40% more in 2024 than in 2023 [1].",
+        "Demand keeps rising across the continent.",   # uncited, in the executive summary
+        "| Norway | 12% | [1] |",
+        "| Poland | 30% | |",                          # a figure without a source
+    ]  # header rows, a row with no figure, an opinion without figures and open questions are not
+    assert [c.table_row for c in claims] == [False, False, True, True]
+    assert claims[3].source_ids == [] and claims[3].invalid == []
+
+
+def test_uncited_claims_are_marked_or_removed_and_unanswered_ones_stay_unchecked() -> None:
+    claims = verify.split_claims(UNCITED, NUMBERING, SOURCES)
+    outcomes = [Outcome(c, PassVerdict(""), PassVerdict(""), "unchecked") for c in claims]
+    outcomes[0].combined = "contested"
+    outcomes[0].first = PassVerdict("SUPPORTED", "a passage")  # one pass answered, critic did not
+    outcomes[2].first, outcomes[2].second = PassVerdict("SUPPORTED"), PassVerdict("SUPPORTED")
+    outcomes[2].combined = "supported"
+    for o in outcomes:
+        verify.decide(o)
+    assert [o.status for o in outcomes] == ["unchecked", "uncited", "supported", "removed"]
+    text, _ = verify.apply(UNCITED, outcomes, numbering=NUMBERING, sources=SOURCES, failed_titles=[])
+    assert "Heat pumps sold 40% more in 2024 than in 2023 (not verified) [1]." in text
+    assert "Demand keeps rising across the continent (no source cited)." in text
+    assert "| Norway | 12% | [1] |" in text and "Poland" not in text
+    assert "Verification could not be completed" not in text  # 1 of 2 claims with a source
+
+
+def test_when_most_verdicts_never_came_verification_is_reported_incomplete_not_emptied() -> None:
+    claims = verify.split_claims(DRAFT, NUMBERING, SOURCES)
+    outcomes = [Outcome(c, PassVerdict(""), PassVerdict(""), "unchecked") for c in claims]
+    for o in outcomes:
+        verify.decide(o)
+    cited = [o for o in outcomes if o.claim.source_ids]
+    assert all(o.status == "unchecked" for o in cited)
+    text, _ = verify.apply(DRAFT, outcomes, numbering=NUMBERING, sources=SOURCES, failed_titles=[])
+    assert text.count("(not verified)") == len(cited)
+    assert "Verification could not be completed" in text.split("##")[0]
+    rows = [{"status": o.status, "source_ids": o.claim.source_ids} for o in outcomes]
+    result = verify.summarise(rows, [])
+    assert result["incomplete"] is True and result["unchecked"] == len(cited)
+    assert result["unsupported_removed"] == 1  # only the claim citing nothing gathered ([9])
+    assert result["line"].startswith("Verification could not be completed")
+
+
+def test_verdicts_in_a_models_own_words_count_and_unknown_words_are_no_verdict() -> None:
+    from research.phases.verify.judge import ClaimVerdicts, CriticVerdicts
+
+    answer = ClaimVerdicts.model_validate({"verdicts": [
+        {"claim_id": 3, "verdict": "partially_supported", "quote": None},
+        {"claim_id": "C4", "verdict": "Supported"},
+        {"claim_id": "c5", "verdict": "probably fine"},
+    ]})
+    assert [(v.claim_id, v.verdict) for v in answer.verdicts] == [
+        ("c3", "OVERSTATED"), ("c4", "SUPPORTED"), ("c5", "")]
+    assert ClaimVerdicts.model_json_schema()["$defs"]["ClaimVerdict"]["properties"]["verdict"]["enum"] \
+        == ["SUPPORTED", "UNSUPPORTED", "OVERSTATED", "CONTRADICTED"]
+    critic = CriticVerdicts.model_validate({"judgements": [{"claim_id": "1", "verdict": "rejected"}]})
+    assert critic.judgements[0].verdict == "REJECT" and critic.judgements[0].claim_id == "c1"

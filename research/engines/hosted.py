@@ -32,6 +32,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from research.checks import word_count
+from research.citations import normalise
 from research.config import Credentials, ResearchConfig
 from research.context import RunContext
 from research.engines.base import RUNNING, Citation, HostedClient, RemoteJob
@@ -294,6 +295,9 @@ class _HostedRun:
                 src["text"] = clean_untrusted("\n\n".join(dict.fromkeys(extra)))
         known = {s["canonical_url"]: s["id"] for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
         numbering = {n: known.get(canon, source_id(canon)) for canon, n in number.items()}
+        # What the service wrote beside its annotations (links, footnotes, its own list) -> [n].
+        markdown = normalise(markdown, numbering,
+                             {numbering[n]: sources[canon] for canon, n in number.items()}).text
         words = word_count(markdown)
         fetched = sum(1 for p in pages.values() if isinstance(p, FetchedPage))
         # The run's own price table (defaults + the user's file), so caps and estimates agree.

@@ -65,10 +65,12 @@ def current_checks(ctx: RunContext) -> tuple[dict[str, Any], dict[str, Any]]:
     """The latest draft and its deterministic checks."""
     current = ctx.store.get_drafts(ctx.run_id)[-1]
     sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
+    written = ((ctx.stored_result(write.draft_step(current["version"])) or {})
+               if current["kind"] in ("draft", "revision") else {})
     checks = run_checks(
         current["text"], current["numbering"], sources,
         max_words=ctx.config.report_max_words, max_age_days=ctx.config.source_max_age_days,
-        today=ctx.today,
+        today=ctx.today, removed_citations=int(written.get("citations_removed") or 0),
     )
     return current, checks
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from research.agents import Agent, Role
 from research.checks import word_count
+from research.citations import normalise
 from research.context import RunContext
 from research.events import DraftCompleted, DraftStarted
 from research.llm.base import Message
@@ -153,9 +154,10 @@ def draft(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, An
             structure=structure(ctx), findings=findings, missing=missing, sources=listing,
         )
         messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
-        text = fit_length(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()))
-        save(ctx, 1, "draft", text, numbers)
-        return {"version": 1, "words": word_count(text)}
+        text, counts = written(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()),
+                               numbers, sources)
+        save(ctx, 1, "draft", text, numbers, counts)
+        return {"version": 1, "words": word_count(text), **counts}
 
     ctx.run_step("write", "write", "Writing the first draft", make)
 
@@ -178,12 +180,26 @@ def revise(
             draft=current["text"],
         )
         messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
-        text = fit_length(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()))
+        text, counts = written(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()),
+                               numbers, sources)
         version = current["version"] + 1
-        save(ctx, version, "revision", text, numbers)
-        return {"version": version, "words": word_count(text)}
+        save(ctx, version, "revision", text, numbers, counts)
+        return {"version": version, "words": word_count(text), **counts}
 
     ctx.run_step(f"revise:{cycle}", "revise", f"Revising the draft (cycle {cycle})", make)
+
+
+def written(ctx: RunContext, writer: Agent, text: str, numbers: dict[str, int],
+            sources: list[dict[str, Any]]) -> tuple[str, dict[str, int]]:
+    """The writer's text with every citation as [n] (whatever style the model used), before any
+    check or the length limit sees it (URLs are not words); what pointed at nothing gathered is
+    removed and counted. The shortened text is normalised again: the shortening is a new answer."""
+    numbering = {n: sid for sid, n in numbers.items()}
+    by_id = {s["id"]: s for s in sources}
+    first = normalise(text, numbering, by_id)
+    final = normalise(fit_length(ctx, writer, first.text), numbering, by_id)
+    return final.text, {"citations_converted": first.converted + final.converted,
+                        "citations_removed": first.removed + final.removed}
 
 
 def fit_length(ctx: RunContext, writer: Agent, text: str) -> str:
@@ -199,12 +215,20 @@ def fit_length(ctx: RunContext, writer: Agent, text: str) -> str:
     return writer.llm.text(messages, deadline=ctx.step_deadline())
 
 
-def save(ctx: RunContext, version: int, kind: str, text: str, numbers: dict[str, int]) -> None:
+def save(ctx: RunContext, version: int, kind: str, text: str, numbers: dict[str, int],
+         counts: dict[str, int] | None = None) -> None:
     ctx.store.save_draft(
         ctx.run_id, version, kind, text, {n: sid for sid, n in numbers.items()}, word_count(text)
     )
+    removed = (counts or {}).get("citations_removed", 0)
+    note = (f"; {removed} citation(s) or link(s) pointing at nothing gathered in this run removed"
+            if removed else "")
     ctx.emit(DraftCompleted(
-        ctx.run_id, f"Draft {version} written ({word_count(text)} words)",
-        step="write" if version == 1 else f"revise:{version - 1}",
-        data={"version": version, "words": word_count(text)},
+        ctx.run_id, f"Draft {version} written ({word_count(text)} words{note})",
+        step=draft_step(version), data={"version": version, "words": word_count(text), **(counts or {})},
     ))
+
+
+def draft_step(version: int) -> str:
+    """The step that wrote a draft version (its result holds the citation counts)."""
+    return "write" if version == 1 else f"revise:{version - 1}"

@@ -82,19 +82,27 @@ def respond(
     fenced_json: bool = False,
     think: bool = False,
     cite_invented: bool = False,
+    behaviour: str = "house",
 ) -> str:
     """The answer text for one chat call.
 
     `invalid_json` ("text" or "truncated") spoils a structured answer; `fenced_json` wraps
     it in a ```json fence; `think` prefixes a reasoning block; `cite_invented` makes the
-    writer cite a source number and a URL that were never gathered.
+    writer cite a source number and a URL that were never gathered; `behaviour` is one of
+    brain_behaviours.BEHAVIOURS (how a real model would phrase the same answer).
     """
+    from tests.standin import brain_behaviours  # it imports this module
+
+    fenced_json = fenced_json or behaviour == "fenced_json"
+    think = think or behaviour == "think"
     if schema is None and _SHORTEN.search(user):
         text = shorten_report(user)
     elif schema is None:
-        text = write_report(user, cite_invented=cite_invented)
+        text = brain_behaviours.restyle(write_report(user, cite_invented=cite_invented), user,
+                                        behaviour)
     else:
-        payload = structured_answer(schema, user)
+        payload = brain_behaviours.adjust(structured_answer(schema, user), task_name(schema),
+                                          behaviour)
         text = json.dumps(payload, ensure_ascii=False)
         if invalid_json == "truncated":
             text = text[: max(1, len(text) // 2)]

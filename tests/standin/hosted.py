@@ -249,6 +249,8 @@ def _openai_report(question: str, base_url: str) -> tuple[str, list[dict[str, An
     annotations.append({"type": "url_citation", "start_index": len(text),
                         "end_index": len(text) + len(link), "url": urls[0], "title": claims[0][0]})
     text += link + ").\n"
+    # Real reports also link pages in prose without an annotation: the engine must cite them too.
+    text += f"More detail on this is in [{claims[1][0]}]({urls[1]}).\n"
     return text, annotations
 
 

@@ -32,6 +32,10 @@ added) that fits it, and `times` is how many requests it hits. Any fault accepts
 fault waits for a call it can affect (JSON faults for structured calls, `cite_invented`
 for the writer).
 
+Model behaviours: `set_behaviour(name)` makes every LLM answer behave like a common real
+model (citation styles, <think> blocks, fences, extra keys, fewer or more items, a truncated or
+refused report, loosely quoted verdicts): see brain_behaviours.py for the list.
+
 Other controls: `set_delay(seconds)`, `set_latency(model=, search=, page=)`,
 `set_off_topic(n)`, `set_extra_results(paths)`, `reset()`. `requests` logs every request
 as {api, method, path, query, headers (names in lower case), json, time}.
@@ -52,7 +56,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.standin import brain, hidden, hosted, pages
+from tests.standin import brain, brain_behaviours, hidden, hosted, pages
 
 log = logging.getLogger("standin.server")
 
@@ -212,6 +216,7 @@ class StandinServer:
         self._latency: dict[str, float] = {}  # kind (see LATENCY_KINDS) -> seconds
         self.off_topic_results = 0
         self._extra_results: list[str] = []
+        self.behaviour = "house"  # see set_behaviour
         self._stopping = threading.Event()
         self._generation = 0  # bumped by reset(): requests from before it are abandoned
         self._httpd: ThreadingHTTPServer | None = None
@@ -280,6 +285,7 @@ class StandinServer:
             self._latency.clear()
             self.off_topic_results = 0
             self._extra_results.clear()
+            self.behaviour = "house"
             self._generation += 1
             self.requests.clear()
             brain.UNKNOWN_TASKS.clear()
@@ -296,6 +302,14 @@ class StandinServer:
             raise ValueError(f"{kind!r} is not a fault of {api}")
         with self._lock:
             self._faults.append(Fault(api, kind, times, dict(params)))
+
+    def set_behaviour(self, name: str) -> None:
+        """Every LLM answer from now on behaves like this kind of real model
+        (brain_behaviours.BEHAVIOURS); `reset()` goes back to "house"."""
+        if name not in brain_behaviours.BEHAVIOURS:
+            raise ValueError(f"behaviour must be one of {brain_behaviours.BEHAVIOURS}, not {name!r}")
+        with self._lock:
+            self.behaviour = name
 
     def set_delay(self, seconds: float) -> None:
         """Every API answer (not pages) waits this long first: slow but fine."""
@@ -536,7 +550,15 @@ class _Handler(BaseHTTPRequestHandler):
                         else hidden.lace_json(answer)), None
             else:
                 options[fault.kind] = True
-        return brain.respond(system, user, schema, **options), special
+        behaviour = self.standin.behaviour
+        text = brain.respond(system, user, schema, behaviour=behaviour, **options)
+        self._finish = "stop"
+        if brain_behaviours.is_writer_call(schema, user):
+            if behaviour == "refusal" and special is None:
+                special = Fault("openai", "refusal", 0)
+            elif behaviour == "truncated":
+                text, self._finish = text[: len(text) // 2], "length"
+        return text, special
 
     def _api_openai(self, path: str, query: str, body: Any) -> None:
         if path != "/v1/chat/completions" or not isinstance(body, dict):
@@ -556,7 +578,7 @@ class _Handler(BaseHTTPRequestHandler):
         if special is not None and special.kind == "refusal":
             message = {"role": "assistant", "content": None,
                        "refusal": "I'm sorry, I can't help with that.", "annotations": []}
-        finish = "stop"
+        finish = getattr(self, "_finish", "stop")
         if special is not None and special.kind == "finish":
             finish = str(special.params.get("reason", "length"))
             message["content"] = text[: len(text) // 2] if finish == "length" else ""
@@ -599,7 +621,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"promptFeedback": {"blockReason": "SAFETY"},
                                   "usageMetadata": usage, "modelVersion": model})
             return
-        finish = "STOP"
+        finish = "MAX_TOKENS" if getattr(self, "_finish", "") == "length" else "STOP"
         if special is not None and special.kind == "finish":
             finish = str(special.params.get("reason", "MAX_TOKENS"))
             text = text[: len(text) // 2] if finish == "MAX_TOKENS" else ""

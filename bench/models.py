@@ -1,0 +1,127 @@
+"""Benchmark section "models": one default research run per stand-in model behaviour.
+
+    .venv/bin/python -m bench.benchmark --only models
+
+The stand-in (tests/standin/brain_behaviours.py) answers like common real models: other citation
+styles, <think> blocks, fences, extra keys, fewer or more items, a cut-off or refused report,
+loose quotes. Per behaviour this prints whether the run completed, how many claims verification
+found, the share of them cited, the share verified as supported, how many were removed or left
+unchecked, and every disagreement between the report (header, Sources, body) and the run status.
+Figures only: nothing here passes or fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bench.benchmark import Row
+
+COLUMNS = ("behaviour", "completed", "claims", "cited", "supported", "removed", "unchecked",
+           "secs", "disagreements")
+
+
+def bench_models(args: argparse.Namespace, tmp: Path) -> list[Row]:
+    from bench.benchmark import Row
+    from tests.standin import StandinServer
+    from tests.standin.brain_behaviours import BEHAVIOURS
+
+    server = StandinServer().start()
+    table: list[dict[str, str]] = []
+    try:
+        for behaviour in BEHAVIOURS:
+            server.reset()
+            server.set_behaviour(behaviour)
+            started = time.perf_counter()
+            figures = one_run(server.env(), tmp / f"models-{behaviour}.db")
+            figures["secs"] = f"{time.perf_counter() - started:.0f}"
+            table.append({"behaviour": behaviour, **figures})
+    finally:
+        server.stop()
+    print_models(table)
+    return [Row("models", r["behaviour"],
+                f"{r['completed']}; {r['claims']} claims, {r['cited']} cited, {r['supported']} "
+                f"supported, {r['removed']} removed, {r['unchecked']} unchecked",
+                "agree", "ok" if r["disagreements"] == "none" else "DISAGREE") for r in table]
+
+
+def one_run(env: dict[str, str], db: Path) -> dict[str, str]:
+    """One run with default settings; its figures as text."""
+    from research import Credentials, build_config, run_research
+    from storage import Store
+
+    store = Store(db)
+    config = build_config(env=env, fetch_timeout_s=3)
+    try:
+        run_id = run_research("How is heat pump adoption changing in Europe?", store=store,
+                              config=config, credentials=Credentials.from_env(env))
+    except Exception as exc:  # noqa: BLE001 - a crash is a figure here, not the end of the table
+        return {"completed": f"crashed ({type(exc).__name__})", "claims": "-", "cited": "-",
+                "supported": "-", "removed": "-", "unchecked": "-", "disagreements": "crash"}
+    return figures_of(store, run_id)
+
+
+def figures_of(store: Any, run_id: str) -> dict[str, str]:
+    from research.export.run_document import build_document_for_run
+    from research.phases import verify
+
+    run = store.get_run(run_id) or {}
+    status = str(run.get("status"))
+    report = store.get_report(run_id)
+    if report is None:
+        error = " ".join(str(run.get("error") or "").split())[:70]
+        return {"completed": f"{status}: {error}", "claims": "-", "cited": "-", "supported": "-",
+                "removed": "-", "unchecked": "-", "disagreements": disagreements(store, run_id, None)}
+    summary = verify.summary(store, run_id)
+    checks = (report.get("meta") or {}).get("checks") or {}
+    doc = build_document_for_run(store, run_id)
+    return {
+        "completed": status, "claims": str(summary["claims"]),
+        "cited": f"{checks.get('cited_share', 0):.0%}",
+        "supported": f"{summary['share_supported']:.0%}",
+        "removed": str(summary["unsupported_removed"]), "unchecked": str(summary.get("unchecked", 0)),
+        "disagreements": disagreements(store, run_id, doc),
+    }
+
+
+def disagreements(store: Any, run_id: str, doc: Any) -> str:
+    """Where the report and the run status tell different stories ("none" when they agree)."""
+    from research.phases import verify
+
+    run = store.get_run(run_id) or {}
+    status = str(run.get("status"))
+    warned = any(e["type"] == "warning" for e in store.get_events(run_id))
+    found: list[str] = []
+    if doc is None:
+        if status == "completed":
+            found.append("completed without a report")
+        elif re.search(r"traceback|broader question", str(run.get("error") or ""), re.IGNORECASE):
+            found.append("failure message blames the question or shows a traceback")
+        return "; ".join(found) or "none"
+    summary = verify.summary(store, run_id)
+    cited = sorted({int(n) for n in re.findall(r"\[(\d+)\]", doc.body)})
+    if cited != list(range(1, len(doc.sources) + 1)):
+        found.append(f"body cites {len(cited)} numbers, Sources lists {len(doc.sources)}")
+    if not doc.sources:
+        found.append("no sources listed")
+    if " ".join(summary["line"].split()) != doc.verification:
+        found.append("header and Verification tab differ")
+    if re.search(r"\]\(https?://", doc.body):
+        found.append("live links left in the body")
+    plain_success = status == "completed" and not warned
+    if plain_success and (summary.get("incomplete") or summary["supported"] == 0 or not cited):
+        found.append("plain success, but nothing verified / verification incomplete")
+    return "; ".join(found) or "none"
+
+
+def print_models(table: list[dict[str, str]]) -> None:
+    from bench.benchmark import say
+
+    widths = {c: max(len(c), *(len(r.get(c, "")) for r in table)) for c in COLUMNS}
+    say("  ".join(c.ljust(widths[c]) for c in COLUMNS))
+    for row in table:
+        say("  ".join(row.get(c, "").ljust(widths[c]) for c in COLUMNS).rstrip())

@@ -1,0 +1,338 @@
+"""Citations in any common style become ours: `[n]`, n being the run's number of a gathered source.
+
+Models cite in many ways whatever the prompt says: `[1][2]` glued after the full stop, `[1, 3-5]`,
+footnotes `[^1]` with `[^1]: url` definitions, `[[7]](url)` and `([Title](url))` links, bare URLs,
+`(Source 3)`, `【3†source】`, `<sup>3</sup>`, `^3^`, numbers glued after a sentence (`growth.12`),
+and their own reference lists whose numbers are not ours. This module turns all of them into the
+house form before any check, so the checks, the verifier and the exports see one form.
+
+Anything that points at nothing gathered in this run is removed and counted (a link keeps its
+words as plain text, never a live link). A bracketed number that cannot be a citation because it
+is a year (`[2024]`) becomes plain text `(2024)` instead of a vanishing citation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from research.export.document import map_prose, strip_reference_sections
+from research.urls import canonical_url
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """What a citation may point at: the run's numbers, by URL and by title."""
+    numbers: frozenset[int]
+    by_url: Mapping[str, int]
+    by_title: Mapping[str, int]
+
+    @classmethod
+    def of(cls, numbering: Mapping[Any, str], sources: Mapping[str, Mapping[str, Any]]) -> Gathered:
+        """`numbering` maps citation numbers (int or numeric str) to source ids."""
+        numbers: set[int] = set()
+        by_url: dict[str, int] = {}
+        by_title: dict[str, int] = {}
+        for key, sid in sorted(numbering.items(), key=lambda kv: int(str(kv[0]))):
+            source = sources.get(str(sid))
+            if source is None or not str(key).strip().isdigit():
+                continue
+            n = int(str(key))
+            numbers.add(n)
+            for url in (source.get("url"), source.get("canonical_url")):
+                if url:
+                    by_url.setdefault(canonical_url(str(url)), n)
+            title = _title_key(str(source.get("title") or ""))
+            if len(title) >= 12 and len(title.split()) >= 3:
+                by_title.setdefault(title, n)
+        return cls(frozenset(numbers), by_url, by_title)
+
+    def url(self, url: str) -> int | None:
+        return self.by_url.get(canonical_url(url.strip().strip("<>")))
+
+    def title(self, text: str) -> int | None:
+        return self.by_title.get(_title_key(text))
+
+
+@dataclass
+class Normalised:
+    text: str
+    converted: int = 0        # citations that were in another style and are now [n]
+    removed: int = 0          # citations and links that pointed at nothing gathered
+    removed_items: list[str] = field(default_factory=list)  # what was removed, for the log
+
+
+_YEAR = range(1900, 2101)
+_URL = r"https?://[^\s<>\"'`\]\)]+(?:\([^\s()<>]*\)[^\s<>\"'`\]\)]*)*"
+_TRAILING = ".,;:!?*_~'\""
+_NUMS = r"\d{1,4}(?:\s*[-\u2013\u2014]\s*\d{1,4})?(?:\s*[,;]\s*\d{1,4}(?:\s*[-\u2013\u2014]\s*\d{1,4})?)*"
+_MAX_RANGE = 30
+
+_THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL | re.IGNORECASE)
+_FN_DEF = re.compile(r"^ {0,3}\[\^([\w-]+)\]:[ \t]*(.*)$", re.MULTILINE)
+_REF_DEF = re.compile(r"^ {0,3}\[(\d{1,4})\]:[ \t]*(.*)$\n?", re.MULTILINE)  # [3]: https://...
+_FN_REF = re.compile(r"\[\^([\w-]+)\]")
+_REF_HEADING = re.compile(
+    r"^ {0,3}(?:#{1,6}[ \t]+|\*\*|__)?(?:sources|references|bibliography|works\s+cited|"
+    r"reference\s+list|sources\s+cited|citations|cited\s+sources|key\s+citations|参考文献|来源)"
+    r"[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*:?[ \t]*$", re.IGNORECASE | re.MULTILINE)
+_REF_LINE = re.compile(r"^ {0,3}(?:[-*+][ \t]+)?(?:\[(\d{1,4})\]|(\d{1,4})[.)])[ \t]+(.*)$")
+_LINK_IN = re.compile(r"\]\(\s*<?(" + _URL + r")>?\s*\)|<(" + _URL + r")>|(" + _URL + r")")
+_NUM_LINK = re.compile(r"\\?\[\s*\\?[\[(]?(\d{1,4})\\?[\])]?\s*\\?\]\(\s*<?(" + _URL + r")>?\s*\)")
+_MD_LINK = re.compile(
+    r"(?P<open>\\?\[\s*)?(?P<paren>\(\s*)?\[(?P<text>[^\[\]\n]*)\]\(\s*<?(?P<url>" + _URL
+    + r")>?(?:\s+\"[^\"]*\")?\s*\)(?P<close>\s*\))?(?P<bclose>\s*\\?\])?")
+_ONE_LINK = r"\[[^\[\]\n]*\]\(\s*<?" + _URL + r">?\s*\)"
+_LINK_GROUP = re.compile(r"\(\s*" + _ONE_LINK + r"(?:\s*[;,]\s*" + _ONE_LINK + r")+\s*\)")
+_AUTOLINK = re.compile(r"(\()?<(" + _URL + r")>(?(1)\))")
+_BARE = re.compile(r"(?<![\w/=\[<])(?P<paren>\(\s*)?(?P<url>" + _URL + r")(?P<close>\s*\))?")
+_LABEL = re.compile(
+    r"[ \t]*(?:\(|\[|（)\s*(?:sources?|refs?\.?|references?|cite|citations?)[\s:#.]*(?P<n>" + _NUMS
+    + r")\s*(?:\)|\]|）)|(?<![\w\[])[ \t]*\b(?-i:Source|Sources)\s+#?(?P<m>\d{1,3}(?:\s*(?:,|and|&)\s*\d{1,3})*)\b",
+    re.IGNORECASE)
+_FULLWIDTH = re.compile(r"[ \t]*【\s*(?P<n>" + _NUMS + r")(?:[:：]\d+)?(?:\s*†[^】]*)?\s*】")
+_CITE_TAG = re.compile(r"\[cite_(?:start|end)\]", re.IGNORECASE)
+# ChatGPT's raw citation tokens name its own search turns, never our numbers: removed, counted.
+_RAW_TOKEN = re.compile("[ \t]*\ue200(?:cite|filecite|navlist)\ue202[^\ue201]*\ue201")
+_SUP = re.compile(r"[ \t]*<sup>\s*\[?(?P<n>" + _NUMS + r")\]?\s*</sup>", re.IGNORECASE)
+_CARET = re.compile(r"(?<=\S)\^\[?(?P<n>" + _NUMS + r")\]?\^")
+_UNICODE_SUP = re.compile(r"(?<=[A-Za-z.,;:!?)%])(?P<n>[¹²³⁰⁴-⁹]+(?:[,˒]\s?[¹²³⁰⁴-⁹]+)*)")
+_SUP_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹˒", "0123456789,")
+_ESCAPED = re.compile(r"\\\[(?P<n>" + _NUMS + r")\\\]")
+_PAREN_NUM = re.compile(r"(?<=[\w%)])[ \t]*\((?P<n>\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\)(?=[.!?;,]|[ \t]*$)",
+                        re.MULTILINE)
+_GLUED = re.compile(r"(?<=[a-z%)][.!?])(?P<n>\d{1,3}(?:,\d{1,3})*)(?=\s|$)", re.MULTILINE)
+_BRACKET = re.compile(r"[ \t]*\[(?P<n>" + _NUMS + r")\](?!\(|:)")
+_TITLE_BRACKET = re.compile(r"[ \t]*\[(?P<t>[^\[\]\n]{12,200})\](?![(:])")
+_PLACE = "\x00{}\x00"
+_PLACEHOLDER = re.compile(r"\x00([\d,]*)\x00")
+_CITE_WORDS = {"source", "sources", "link", "here", "ref", "reference", "citation", "cite", "pdf",
+               "web", "website", "article", "page", "report", "study", "paper"}
+
+
+def normalise(text: str, numbering: Mapping[Any, str],
+              sources: Mapping[str, Mapping[str, Any]]) -> Normalised:
+    """The text with every citation in the house `[n]` form (see the module docstring)."""
+    gathered = Gathered.of(numbering, sources)
+    state = Normalised(_THINK.sub("", text))
+    own = _own_references(state.text, gathered)
+    body = _REF_DEF.sub("", _FN_DEF.sub("", state.text))
+    if own or _REF_HEADING.search(state.text):
+        body = strip_reference_sections(body)
+    body = map_prose(body, lambda chunk: _prose(chunk, gathered, own, state))
+    state.text = _finish(body)
+    return state
+
+
+def _own_references(text: str, gathered: Gathered) -> dict[str, int | None]:
+    """The model's own numbering: footnote definitions and reference-list lines -> our number
+    (None: its entry points at nothing gathered)."""
+    own: dict[str, int | None] = {}
+    for key, rest in _FN_DEF.findall(text):
+        _record(own, "^" + key, rest, gathered)
+    for key, rest in _REF_DEF.findall(text):
+        _record(own, key, rest, gathered)
+    headings = list(_REF_HEADING.finditer(text))
+    if headings:
+        heading = headings[-1]
+        for line in text[heading.end():].splitlines():
+            match = _REF_LINE.match(line)
+            if match and (match.group(1) or match.group(2)) not in own:
+                _record(own, match.group(1) or match.group(2), match.group(3), gathered)
+    return own
+
+
+def _record(own: dict[str, int | None], key: str, entry: str, gathered: Gathered) -> None:
+    """An entry naming a gathered URL or title maps to its number; one naming only other URLs
+    maps to nothing; one naming neither is left out (the model's number is taken as ours)."""
+    urls = [(m.group(1) or m.group(2) or m.group(3) or "").rstrip(_TRAILING)
+            for m in _LINK_IN.finditer(entry)]
+    for url in urls:
+        found = gathered.url(url)
+        if found is not None:
+            own[key] = found
+            return
+    title = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", entry)
+    title = re.split(r",\s*accessed\b|\s+[—–-]\s+|\s+https?://", title)[0].strip(" *_\"'“”.")
+    found = gathered.title(title)
+    if found is not None or urls:
+        own[key] = found
+
+
+def _prose(chunk: str, gathered: Gathered, own: dict[str, int | None], state: Normalised) -> str:
+    """One stretch of prose (no code): every style -> placeholders -> [n]."""
+
+    def place(numbers: list[int | None], what: str, *, converted: bool = True) -> str:
+        good = [n for n in numbers if n is not None]
+        if len(good) < len(numbers):
+            state.removed += len(numbers) - len(good)
+            state.removed_items.append(what)
+        if good and converted:
+            state.converted += 1
+        return " " + _PLACE.format(",".join(str(n) for n in good)) if good else ""
+
+    def ours(items: str, what: str, *, converted: bool = True) -> str:
+        numbers = _expand(items)
+        if len(numbers) == 1 and numbers[0] not in gathered.numbers and numbers[0] in _YEAR \
+                and str(numbers[0]) not in own:
+            return f" ({numbers[0]})"  # a year in brackets, not a citation
+        return place([_mapped(n, gathered, own) for n in numbers], what, converted=converted)
+
+    chunk = _CITE_TAG.sub("", chunk)
+    chunk = _RAW_TOKEN.sub(lambda m: place([None], m.group(0)), chunk)
+    chunk = _FN_REF.sub(lambda m: place([own.get("^" + m.group(1), _num_or_none(m.group(1), gathered))],
+                                        m.group(0)), chunk)
+    chunk = _NUM_LINK.sub(lambda m: place([gathered.url(m.group(2))], m.group(0)), chunk)
+    chunk = _LINK_GROUP.sub(lambda m: _link_group(m.group(0), gathered, place, state), chunk)
+    chunk = _MD_LINK.sub(lambda m: _md_link(m, gathered, place, state), chunk)
+    chunk = _AUTOLINK.sub(lambda m: place([gathered.url(m.group(2))], m.group(0)), chunk)
+    chunk = _BARE.sub(lambda m: _bare(m, gathered, place), chunk)
+    for pattern in (_LABEL, _FULLWIDTH, _SUP, _CARET, _ESCAPED):
+        chunk = pattern.sub(lambda m: ours(m.group("n") or m.group("m") or "", m.group(0)), chunk)
+    chunk = _UNICODE_SUP.sub(lambda m: ours(m.group("n").translate(_SUP_DIGITS), m.group(0)), chunk)
+    chunk = _PAREN_NUM.sub(lambda m: _if_ours(m, gathered, ours), chunk)
+    chunk = _GLUED.sub(lambda m: _if_ours(m, gathered, ours), chunk)
+    chunk = _BRACKET.sub(lambda m: ours(m.group("n"), m.group(0), converted=bool(own)), chunk)
+    chunk = _TITLE_BRACKET.sub(lambda m: _titled(m, gathered, place), chunk)
+    return _cite_titles(chunk, gathered, state)
+
+
+def _md_link(m: re.Match[str], gathered: Gathered, place: Callable[..., str], state: Normalised) -> str:
+    """`[text](url)`: a citation-like link becomes [n]; a link in running prose keeps its words
+    as plain text followed by [n]. A link to a page never gathered keeps only its words."""
+    text, n = m.group("text").strip(), gathered.url(m.group("url"))
+    wrapped = bool(m.group("paren") and m.group("close")) or bool(m.group("open") and m.group("bclose"))
+    outer_open = (m.group("open") or "") if not m.group("bclose") else ""
+    outer_close = (m.group("bclose") or "") if not m.group("open") else ""
+    lead = (m.group("paren") or "") if not m.group("close") else ""
+    tail = (m.group("close") or "") if not m.group("paren") else ""
+    cell = re.search(r"\|[ \t]*$", m.string[:m.start()]) and re.match(r"[ \t]*\|", m.string[m.end():])
+    citation_like = wrapped or bool(cell) or _citation_text(text, m.group("url"))
+    if n is None:
+        state.removed += 1
+        state.removed_items.append(m.group("url"))
+        words = "" if citation_like else text
+        return outer_open + lead + words + tail + outer_close
+    marker = place([n], m.group(0))
+    if citation_like:
+        return outer_open + lead + marker + tail + outer_close
+    return outer_open + lead + text + marker + tail + outer_close
+
+
+def _link_group(group: str, gathered: Gathered, place: Callable[..., str], state: Normalised) -> str:
+    """`([A](u1); [B](u2))`: a parenthesised list of links is a list of citations."""
+    found: list[int | None] = []
+    for m in _MD_LINK.finditer(group):
+        found.append(gathered.url(m.group("url")))
+    return place(found, group)
+
+
+def _citation_text(text: str, url: str) -> bool:
+    plain = text.strip("[]()^ ").lower()
+    host = re.sub(r"^https?://(www\.)?", "", url.lower()).split("/")[0]
+    return (not plain or plain.isdigit() or plain in _CITE_WORDS or plain.startswith(("http", "www."))
+            or plain.removeprefix("www.") == host or bool(re.fullmatch(r"[\w.-]+\.[a-z]{2,}", plain)))
+
+
+def _bare(m: re.Match[str], gathered: Gathered, place: Callable[..., str]) -> str:
+    url = m.group("url")
+    tail = ""
+    while url and url[-1] in _TRAILING + ")":
+        if url[-1] == ")" and url.count("(") >= url.count(")"):
+            break
+        tail, url = url[-1] + tail, url[:-1]
+    paren, close = m.group("paren") or "", m.group("close") or ""
+    if paren and close:
+        paren, close = "", ""
+    return paren + place([gathered.url(url)], url) + tail + close
+
+
+def _titled(m: re.Match[str], gathered: Gathered, place: Callable[..., str]) -> str:
+    n = gathered.title(m.group("t"))
+    return place([n], m.group(0)) if n is not None else m.group(0)
+
+
+def _if_ours(m: re.Match[str], gathered: Gathered, ours: Callable[..., str]) -> str:
+    """Parenthesised or glued numbers are citations only when every one is a gathered number."""
+    numbers = _expand(m.group("n"))
+    return ours(m.group("n"), m.group(0)) if numbers and set(numbers) <= gathered.numbers else m.group(0)
+
+
+def _cite_titles(chunk: str, gathered: Gathered, state: Normalised) -> str:
+    """A sentence that names a gathered source by its full title and cites nothing cites it."""
+    if not gathered.by_title:
+        return chunk
+    out = []
+    for line in chunk.split("\n"):
+        if line.lstrip().startswith("#") or ("\x00" in line and line.lstrip().startswith("|")):
+            out.append(line)
+        elif line.lstrip().startswith("|"):  # a table row: the cell naming the source cites it
+            out.append("|".join(_cite_title(cell, gathered, state) if cell.strip() else cell
+                                for cell in line.split("|")))
+        else:
+            out.append(" ".join(_cite_title(s, gathered, state) for s in _SENTENCE_GAP.split(line)))
+    return "\n".join(out)
+
+
+_SENTENCE_GAP = re.compile(r"(?<=[.!?])[ \t]+(?=[A-Z\"“(*])")
+
+
+def _cite_title(sentence: str, gathered: Gathered, state: Normalised) -> str:
+    if "\x00" in sentence:
+        return sentence
+    low = _title_key(sentence)
+    found = [n for title, n in gathered.by_title.items() if title in low]
+    if not found:
+        return sentence
+    state.converted += 1
+    body = sentence.rstrip()
+    end = body[-1] if body[-1:] in ".!?" else ""
+    marker = " " + _PLACE.format(",".join(map(str, found)))
+    return body[: len(body) - len(end)] + marker + end + sentence[len(body):]
+
+
+def _finish(text: str) -> str:
+    """Placeholders -> `[n][m]`; citations glued after a full stop move before it."""
+    def numbers(m: re.Match[str]) -> str:
+        found = [int(n) for n in m.group(1).split(",") if n]
+        return "".join(f"[{n}]" for n in dict.fromkeys(found))
+
+    text = _PLACEHOLDER.sub(numbers, text)
+    text = re.sub(r"(?:\[\d+\])(?:[ \t]*\[\d+\])+", lambda m: "".join(
+        f"[{n}]" for n in dict.fromkeys(re.findall(r"\d+", m.group(0)))), text)
+    text = re.sub(r"([.!?])[ \t]*((?:\[\d+\])+)(?=[ \t]*(?:$|\n|[A-Z\"“(*]))", r" \2\1", text)
+    text = re.sub(r"[ \t]+((?:\[\d+\])+)", r" \1", text)
+    text = re.sub(r"(?<=[^\s\[\]])(\[\d+\])", r" \1", text)
+    text = re.sub(r"\(\s*\)|\[\s*\]", "", text)
+    text = re.sub(r"(\[\d+\])[ \t]+([.,;:!?])", r"\1\2", text)
+    text = re.sub(r"^[ \t]+(\[\d)", r"\1", text, flags=re.MULTILINE)
+    return re.sub(r"(?<=\S)[ \t]{2,}(?=\S)", " ", text)
+
+
+def _expand(items: str) -> list[int]:
+    numbers: list[int] = []
+    for part in re.split(r"\s*(?:[,;]|\band\b|&)\s*", items.strip()):
+        bounds = [b for b in re.split(r"\s*[-\u2013\u2014]\s*", part) if b.strip().isdigit()]
+        if len(bounds) == 2 and 0 <= int(bounds[1]) - int(bounds[0]) <= _MAX_RANGE:
+            numbers.extend(range(int(bounds[0]), int(bounds[1]) + 1))
+        else:
+            numbers.extend(int(b) for b in bounds)
+    return numbers
+
+
+def _mapped(n: int, gathered: Gathered, own: Mapping[str, int | None]) -> int | None:
+    """The model's own reference list wins; otherwise the number is ours if gathered."""
+    if str(n) in own:
+        return own[str(n)]
+    return n if n in gathered.numbers else None
+
+
+def _num_or_none(key: str, gathered: Gathered) -> int | None:
+    digits = re.sub(r"^\d+_", "", key)  # Perplexity's turn prefix: [^1_12]
+    return int(digits) if digits.isdigit() and int(digits) in gathered.numbers else None
+
+
+def _title_key(text: str) -> str:
+    return " ".join(re.sub(r"[^\w]+", " ", text.lower()).split())

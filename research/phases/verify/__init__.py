@@ -1,0 +1,260 @@
+"""Verify: every factual statement is checked against the text of the sources it cites (SPEC step 7).
+
+    claims.py  split the latest draft into claims (cited or not; table rows with figures too)
+    judge.py   two independent passes (verifier, auditor) judge each cited claim against
+               excerpts of its sources -> combine -> the critic challenges decision-critical
+               and contested claims -> the writer rewrites the qualified ones
+    apply.py   decide each claim's status and write the new draft: remove, rewrite, mark
+
+The result is a new draft version (kind "verified", same numbering) that deliver exports, one
+stored verdict row per claim, and a summary (share of supported claims...) kept as this step's
+result. Deterministic guards sit beside the models: a claim citing no gathered source is never
+sent to a model and never survives unmarked (removed when it gives a figure or cites only what
+was never gathered); a SUPPORTED verdict whose quoted passage is not in the cited source's
+stored text counts as UNSUPPORTED; a rewrite may not add numbers or citations. A failed model
+call, or an answer that says nothing usable about a claim, leaves it "unchecked": marked
+"(not verified)", never removed; when that is most claims the report says verification could
+not be completed. Never a failed run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from research.checks import word_count
+from research.context import RunContext
+from research.events import DraftCompleted
+from research.events import Warning as WarningEvent
+from research.phases.verify.apply import (
+    INSUFFICIENT,
+    MARKS,
+    NOT_FULLY_SUPPORTED,
+    NOT_VERIFIED,
+    NOTE_PREFIXES,
+    QUALIFIED,
+    SINGLE_SOURCE,
+    UNCHECKED_STATUSES,
+    UNVERIFIED,
+    apply,
+    decide,
+    mark,
+)
+from research.phases.verify.claims import (
+    CRITICAL_KINDS,
+    LOAD_BEARING_KINDS,
+    MAX_SOURCES_PER_CLAIM,
+    PASSAGE_CHARS,
+    Claim,
+    Outcome,
+    PassVerdict,
+    _words,
+    excerpt,
+    split_claims,
+)
+from research.phases.verify.judge import (
+    AUDITOR_PASS,
+    VERIFIER_PASS,
+    VERIFY_THREADS,
+    _batches,
+    _challenge,
+    _collect,
+    _rewrite,
+    _submit_pass,
+    accept_rewrite,
+    combine,
+    guard,
+    quote_found,
+)
+from storage import Store
+
+__all__ = [
+    "INSUFFICIENT", "MARKS", "NOTE_PREFIXES", "NOT_FULLY_SUPPORTED", "NOT_VERIFIED", "QUALIFIED",
+    "SINGLE_SOURCE", "STEP_KEY", "UNVERIFIED", "Claim", "Outcome", "PassVerdict", "accept_rewrite",
+    "apply", "combine", "decide", "excerpt", "guard", "mark", "quote_found", "run",
+    "split_claims", "summarise", "summary",
+]
+
+STEP_KEY = "verify"
+
+# --- the step ---------------------------------------------------------------------------------
+
+
+def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
+    """Verify the latest draft and save the result as a new "verified" draft (skipped on resume)."""
+    ctx.run_step(STEP_KEY, "verify", "Verifying claims against their sources",
+                 lambda: _verify(ctx, plan, failed))
+
+
+def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> dict[str, Any]:
+    drafts = ctx.store.get_drafts(ctx.run_id)
+    base = [d for d in drafts if d["kind"] != "verified"][-1]
+    redo = [d for d in drafts if d["kind"] == "verified" and d["version"] > base["version"]]
+    version = redo[0]["version"] if redo else max(d["version"] for d in drafts) + 1
+    sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id)}
+    numbering = base["numbering"]
+    claims = split_claims(base["text"], numbering, sources)
+    for claim in claims:
+        found = {sid: excerpt(_source_text(sources[sid]), claim.text) for sid in claim.source_ids}
+        wanted = _words(claim.text)
+        ranked = sorted(found, key=lambda sid: -len(wanted & _words(found[sid])))  # stable
+        claim.excerpts = {sid: found[sid] for sid in ranked[:MAX_SOURCES_PER_CLAIM]}
+
+    checkable = [c for c in claims if c.source_ids]
+    errors: list[str] = []
+    workers = max(1, min(VERIFY_THREADS, 2 * len(_batches(checkable))))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verify") as pool:
+        # Both passes at once; neither sees the other's answers.
+        pending = [_submit_pass(ctx, spec, checkable, sources, pool)
+                   for spec in (VERIFIER_PASS, AUDITOR_PASS)]
+        (first, errs1), (second, errs2) = (_collect(ctx, futures) for futures in pending)
+    errors += errs1 + errs2
+
+    outcomes = []
+    for claim in claims:
+        a = guard(first.get(claim.id, PassVerdict("")), claim, sources)
+        b = guard(second.get(claim.id, PassVerdict("")), claim, sources)
+        combined = combine(a.verdict, b.verdict) if claim.source_ids else "uncited"
+        if not claim.source_ids:
+            a = b = PassVerdict("UNSUPPORTED", note="cites no source gathered in this run")
+        outcomes.append(Outcome(claim, a, b, combined))
+
+    challenged = [o for o in outcomes if o.claim.source_ids and (
+        o.combined == "contested"
+        or (o.claim.kind in CRITICAL_KINDS and o.combined in ("supported", "overstated")))]
+    judgements, errs = _challenge(ctx, challenged, sources)
+    errors += errs
+    for o in challenged:
+        if o.claim.id in judgements:
+            o.critic = judgements[o.claim.id].verdict
+            o.critic_reason = judgements[o.claim.id].reason.strip()
+    for o in outcomes:
+        decide(o)
+
+    rewrites, errs = _rewrite(ctx, [o for o in outcomes if o.status == "qualified"])
+    errors += errs
+    for o in outcomes:
+        if o.claim.id in rewrites:
+            o.final_text, o.rewritten = rewrites[o.claim.id], True
+        o.single_source = (o.status in ("supported", "qualified")
+                           and o.claim.kind in LOAD_BEARING_KINDS and len(o.claim.source_ids) == 1)
+
+    failed_titles = [s.get("title", "") for s in failed]
+    text, unverified = apply(base["text"], outcomes, numbering=numbering, sources=sources,
+                             failed_titles=failed_titles)
+    rows = [_row(o, numbering) for o in outcomes]
+    ctx.store.save_draft(ctx.run_id, version, "verified", text, numbering, word_count(text))
+    ctx.store.save_verifications(ctx.run_id, rows)
+    result = summarise(rows, unverified)
+    if errors or result["unchecked"]:
+        why = f"{len(errors)} verification call(s) failed ({errors[0]}); " if errors else ""
+        ctx.emit(WarningEvent(ctx.run_id, f"{why}{result['unchecked']} claim(s) could not be "
+                              "checked (no usable verdict) and are marked as not verified."
+                              + (" Verification could not be completed." if result["incomplete"] else ""),
+                              step=STEP_KEY))
+    ctx.emit(DraftCompleted(ctx.run_id, f"Verified draft {version} saved. {result['line']}",
+                            step=STEP_KEY, data={"version": version, **_counts(result)}))
+    return {**result, "version": version, "draft_version": base["version"],
+            "errors": errors[:10]}
+
+
+def _source_text(source: Mapping[str, Any]) -> str:
+    return str(source.get("text") or source.get("snippet") or source.get("title") or "")
+
+
+def _row(o: Outcome, numbering: Mapping[int, str]) -> dict[str, Any]:
+    quote = next((v.quote for v in (o.first, o.second)
+                  if v.verdict in ("SUPPORTED", "OVERSTATED", "CONTRADICTED") and v.quote), "")
+    numbers = {sid: n for n, sid in numbering.items()}
+    return {
+        "claim_id": o.claim.id, "claim": o.claim.text, "source_ids": o.claim.source_ids,
+        "verdict": o.combined.upper(), "passage": quote or None,
+        "reviewer": "verifier, auditor" + (", critic" if o.critic else ""),
+        "section": o.claim.section, "subtopic": o.claim.subtopic,
+        "verifier_verdict": o.first.verdict or None, "auditor_verdict": o.second.verdict or None,
+        "critic_verdict": o.critic or None, "status": o.status,
+        "final_text": o.final_text if o.status != "removed" else None,
+        "note": " ".join(n for n in (o.note, o.first.note, o.second.note) if n) or None,
+        "details": {
+            "numbers": [numbers.get(sid) for sid in o.claim.source_ids],
+            "invalid_citations": o.claim.invalid,
+            "verifier": _pass_dict(o.first), "auditor": _pass_dict(o.second),
+            "critic_reason": o.critic_reason, "rewritten": o.rewritten,
+            "single_source": o.single_source,
+            "excerpts": {sid: text[:PASSAGE_CHARS] for sid, text in o.claim.excerpts.items()},
+        },
+    }
+
+
+def _pass_dict(v: PassVerdict) -> dict[str, str]:
+    return {"verdict": v.verdict, "quote": v.quote, "source": v.source, "reason": v.reason,
+            "note": v.note}
+
+
+# --- the summary ------------------------------------------------------------------------------
+
+_COUNT_KEYS = ("claims", "supported", "share_supported", "unsupported_removed", "rewritten",
+               "single_source", "unchecked", "uncited", "incomplete")
+_DEFAULTS = {"unchecked": 0, "uncited": 0, "incomplete": False}
+
+
+def _counts(summary: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: summary.get(k, _DEFAULTS.get(k)) for k in _COUNT_KEYS}
+
+
+def summarise(rows: Sequence[Mapping[str, Any]], unverified_subtopics: Sequence[str]) -> dict[str, Any]:
+    """Counts by final status and one line of plain words for the report header. `incomplete`:
+    most claims with a source got no usable verdict, so verification could not be completed."""
+    claims = len(rows)
+    status = [str(r.get("status") or "") for r in rows]
+    supported = status.count("supported")
+    removed = status.count("removed")
+    rewritten = status.count("qualified")
+    unchecked = sum(status.count(s) for s in UNCHECKED_STATUSES)
+    uncited = status.count("uncited")
+    checkable = sum(1 for r in rows if r.get("source_ids"))
+    incomplete = bool(checkable) and unchecked * 2 > checkable
+    single = sum(1 for r in rows if (r.get("details") or {}).get("single_source"))
+    share = round(supported / claims, 3) if claims else 0.0
+    if claims:
+        line = (f"{supported} of {claims} cited claims ({share:.0%}) are supported by the "
+                f"sources they cite; {removed} removed as unsupported, {rewritten} qualified, "
+                f"{single} load-bearing claim{'s' if single != 1 else ''} marked as resting on "
+                "a single source.")
+        if unchecked:
+            line += f" {unchecked} could not be checked (marked as not verified)."
+        if uncited:
+            line += f" {uncited} cite no source (marked)."
+        if incomplete:
+            line = ("Verification could not be completed: the fact-checkers gave no usable "
+                    f"answer for {unchecked} of {checkable} claims. " + line)
+    else:
+        line = "The report contained no factual claims to check."
+    if unverified_subtopics:
+        line += " Unverified subtopics: " + "; ".join(unverified_subtopics) + "."
+    return {"claims": claims, "supported": supported, "share_supported": share,
+            "unsupported_removed": removed, "rewritten": rewritten, "single_source": single,
+            "unchecked": unchecked, "uncited": uncited, "incomplete": incomplete,
+            "unverified_subtopics": list(unverified_subtopics), "line": line}
+
+
+def summary(ctx_or_store: RunContext | Store, run_id: str) -> dict[str, Any]:
+    """The verification summary of a run: the stored step result, or rebuilt from its rows.
+
+    {claims, supported, share_supported, unsupported_removed, rewritten, single_source,
+    unchecked (claims no check answered for), uncited (marked as citing no source),
+    incomplete (verification could not be completed), unverified_subtopics: [titles], line};
+    `line` is plain words for the report header ("" when the run was not verified).
+    """
+    store = ctx_or_store.store if isinstance(ctx_or_store, RunContext) else ctx_or_store
+    step = store.get_step(run_id, STEP_KEY)
+    result = (step or {}).get("result") or {}
+    if step and step.get("status") == "done" and "line" in result:
+        return {**_counts(result), "unverified_subtopics": result["unverified_subtopics"],
+                "line": result["line"]}
+    rows = store.get_verifications(run_id)
+    if not rows:
+        empty = summarise([], [])
+        return {**empty, "line": ""}
+    return summarise(rows, [])

@@ -1,0 +1,458 @@
+"""Verify, part 2: judging the claims. Two independent passes (verifier, auditor), a quote guard,
+combining their verdicts, the critic's challenge and the writer's rewrites of qualified claims.
+
+A model call that fails, or an answer that says nothing (or something malformed) about a claim,
+leaves that claim without a verdict: "unchecked", never silently unsupported.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from research.agents import Agent, Role
+from research.checks import CITATION, cited_numbers
+from research.context import RunContext
+from research.errors import ProviderError, SchemaError
+from research.llm.base import Message
+from research.phases.verify.claims import Claim, Outcome, PassVerdict
+from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
+
+BATCH_CLAIMS = 8
+BATCH_CHARS = 18_000
+MIN_QUOTE_WORDS = 4
+VERIFY_THREADS = 16           # model calls of the verify step in flight at once (every batch of both passes)
+
+
+# --- prompts and answers ------------------------------------------------------------------------
+
+VERIFIER_ROLE = (
+    "You are the fact-checker of a research team. You check each claim of a report against "
+    "the text of the sources it cites, and against nothing else."
+)
+
+VERIFY_PROMPT = """Check the claims below from a research report answering:
+<question>{question}</question>
+
+Each claim comes with excerpts of the sources it cites. For every claim decide:
+- SUPPORTED: an excerpt states it (figures, dates, direction and strength all match)
+- OVERSTATED: an excerpt supports only a weaker, narrower or less certain version
+- CONTRADICTED: an excerpt says otherwise
+- UNSUPPORTED: the excerpts do not say it
+Quote word for word the passage (one or two sentences) that decides the verdict and give the
+id of the excerpt you quoted. Judge only by the excerpts, never by what you know; citation
+numbers like [3] are not evidence. Answer once for every claim id.
+
+CLAIMS:
+{claims}"""
+
+AUDITOR_ROLE = (
+    "You are an independent auditor of research reports. You did not write or check this "
+    "report before. You assume a claim is unproven until a source excerpt proves it."
+)
+
+AUDIT_PROMPT = """Audit these claims one by one. For each, first read the source excerpts that
+come with it, then the claim, and ask: would a careful reader of only these excerpts accept the
+claim exactly as written?
+
+Verdicts:
+- UNSUPPORTED when no excerpt says it (the default when in doubt)
+- CONTRADICTED when an excerpt says the opposite or gives a different figure
+- OVERSTATED when the claim is stronger, broader or more certain than the excerpt
+- SUPPORTED only when an excerpt says it; then copy that passage exactly as "quote"
+Give the excerpt id you relied on. Do not use outside knowledge. Every claim id needs an answer.
+
+The report answers: <question>{question}</question>
+
+ITEMS:
+{claims}"""
+
+
+VERDICTS = ("SUPPORTED", "UNSUPPORTED", "OVERSTATED", "CONTRADICTED")
+CRITIC_VERDICTS = ("SURVIVES", "DOWNGRADE", "REJECT")
+# How models spell the verdicts when they do not use ours; anything else is no verdict at all.
+_SYNONYMS = {
+    "SUPPORTS": "SUPPORTED", "TRUE": "SUPPORTED", "PARTIALLY SUPPORTED": "OVERSTATED",
+    "PARTLY SUPPORTED": "OVERSTATED", "EXAGGERATED": "OVERSTATED", "OVERSTATES": "OVERSTATED",
+    "NOT SUPPORTED": "UNSUPPORTED", "INSUFFICIENT EVIDENCE": "UNSUPPORTED", "NOT FOUND": "UNSUPPORTED",
+    "REFUTED": "CONTRADICTED", "CONTRADICTS": "CONTRADICTED", "FALSE": "CONTRADICTED",
+    "SURVIVE": "SURVIVES", "KEEP": "SURVIVES", "DOWNGRADED": "DOWNGRADE", "REJECTED": "REJECT",
+}
+
+
+def known_verdict(value: Any, allowed: Sequence[str]) -> str:
+    """A verdict in our words, or "" when the model's word is none we know (the claim then
+    counts as unchecked by this pass, never as unsupported)."""
+    key = " ".join(str(value or "").replace("_", " ").replace("-", " ").upper().split())
+    key = _SYNONYMS.get(key, key)
+    return key if key in allowed else ""
+
+
+def claim_id(value: Any) -> str:
+    """Claim ids as we wrote them ("c3"); models sometimes answer 3 or "C3"."""
+    text = str(value if value is not None else "").strip()
+    return f"c{text}" if text.isdigit() else text.lower() if re.fullmatch(r"[Cc]\d+", text) else text
+
+
+class ClaimVerdict(BaseModel):
+    claim_id: str
+    verdict: str = Field(json_schema_extra={"enum": list(VERDICTS)})
+    quote: str = Field(default="", description="the deciding passage, copied word for word")
+    source: str = Field(default="", description="id of the excerpt quoted")
+    reason: str = ""
+
+    @field_validator("claim_id", mode="before")
+    @classmethod
+    def _claim_id(cls, value: Any) -> str:
+        return claim_id(value)
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _verdict(cls, value: Any) -> str:
+        return known_verdict(value, VERDICTS)
+
+    @field_validator("quote", "source", "reason", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> str:
+        return "" if value is None else str(value)
+
+
+class ClaimVerdicts(BaseModel):
+    """The verifier's answer."""
+    verdicts: list[ClaimVerdict] = Field(default_factory=list)
+
+
+class AuditVerdicts(ClaimVerdicts):
+    """The auditor's answer (same shape, its own name: the passes stay distinguishable)."""
+
+
+CRITIC_ROLE = (
+    "You are the critic of a research team. You challenge the claims a report's conclusions "
+    "rest on, and the claims its two fact-checkers disagreed about."
+)
+
+CRITIC_PROMPT = """Challenge each claim below once. You see the claim, where it sits in the
+report, what two independent fact-checkers said, and excerpts of the sources it cites.
+
+- SURVIVES: the excerpts carry the claim as written
+- DOWNGRADE: the excerpts carry only a more cautious version; the claim must be qualified
+- REJECT: the excerpts do not carry it; the claim must leave the report
+Judge only by the excerpts. Answer once for every claim id.
+
+The report answers: <question>{question}</question>
+
+CLAIMS:
+{claims}"""
+
+
+class CriticJudgement(BaseModel):
+    claim_id: str
+    verdict: str = Field(json_schema_extra={"enum": list(CRITIC_VERDICTS)})
+    reason: str = ""
+
+    @field_validator("claim_id", mode="before")
+    @classmethod
+    def _claim_id(cls, value: Any) -> str:
+        return claim_id(value)
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _verdict(cls, value: Any) -> str:
+        return known_verdict(value, CRITIC_VERDICTS)
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> str:
+        return "" if value is None else str(value)
+
+
+class CriticVerdicts(BaseModel):
+    judgements: list[CriticJudgement] = Field(default_factory=list)
+
+
+WRITER_ROLE = (
+    "You are the writer of a research team. You correct your report's sentences so that they "
+    "claim no more than their sources say."
+)
+
+REWRITE_PROMPT = """Fact-checking found that these sentences of your report say more than
+their sources support. Rewrite each one so it states only what the quoted passage supports:
+more cautious, narrower or attributed ("according to ..."). Rules:
+- keep the citation numbers exactly as they are, e.g. [3];
+- add no number, date, source or fact that is not already in the sentence;
+- one sentence each, plain text, no Markdown.
+
+{claims}"""
+
+
+class ClaimRewrite(BaseModel):
+    claim_id: str
+    text: str
+
+
+class ClaimRewrites(BaseModel):
+    rewrites: list[ClaimRewrite] = Field(default_factory=list)
+
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+_ELLIPSIS = re.compile(r"\[\s*(?:\.\.\.|…)\s*\]|\.\.\.|…")
+
+def _normal(text: str) -> str:
+    text = clean_untrusted(html.unescape(text)).lower()
+    return " ".join(re.sub(r"[^\w]+", " ", text).split())
+
+
+def quote_found(quote: str, texts: Iterable[str]) -> bool:
+    """Whether the quoted passage occurs in one of the texts, ignoring case, whitespace and
+    punctuation; an ellipsis may join pieces, each of which must occur."""
+    pieces = [_normal(p) for p in _ELLIPSIS.split(quote)]
+    pieces = [p for p in pieces if p]
+    if not pieces or max(len(p.split()) for p in pieces) < MIN_QUOTE_WORDS:
+        return False
+    haystacks = [_normal(t) for t in texts if t]
+    return any(all(p in h for p in pieces) for h in haystacks)
+
+
+# --- the passes -------------------------------------------------------------------------------
+
+
+def _claim_text(text: str) -> str:
+    """A sentence from the writer, made safe to sit inside our <claim> tags."""
+    return re.sub(r"<\s*/?\s*claim\b[^>]*>?", "[removed tag]", clean_untrusted(text),
+                  flags=re.IGNORECASE)
+
+
+def _attr(text: str) -> str:
+    return _claim_text(text).replace('"', "'").replace("\n", " ")
+
+
+def _blocks(claim: Claim, sources: Mapping[str, Mapping[str, Any]], nonce: str) -> list[str]:
+    by_id = {sid: n for n, sid in zip(claim.numbers, claim.source_ids, strict=False)}
+    return [
+        untrusted_block(f"{claim.id}/{by_id.get(sid, '?')}",
+                        {"title": sources[sid].get("title"), "published": sources[sid].get("published")},
+                        text, nonce)
+        for sid, text in claim.excerpts.items()
+    ]
+
+
+def _item(claim: Claim, sources: Mapping[str, Mapping[str, Any]], nonce: str, *,
+          sources_first: bool) -> str:
+    head = f'<claim id="{claim.id}" section="{_attr(claim.section)}">{_claim_text(claim.text)}</claim>'
+    blocks = "\n".join(_blocks(claim, sources, nonce))
+    return f"{blocks}\n{head}" if sources_first else f"{head}\n{blocks}"
+
+
+def _batches(claims: Sequence[Claim]) -> list[list[Claim]]:
+    batches: list[list[Claim]] = []
+    size = 0
+    for claim in claims:
+        chars = len(claim.text) + sum(len(e) + 120 for e in claim.excerpts.values())
+        if batches and len(batches[-1]) < BATCH_CLAIMS and size + chars <= BATCH_CHARS:
+            batches[-1].append(claim)
+            size += chars
+        else:
+            batches.append([claim])
+            size = chars
+    return batches
+
+
+@dataclass(frozen=True)
+class _Pass:
+    role: Role
+    persona: str
+    prompt: str
+    answer: type[ClaimVerdicts]
+    reverse: bool             # the auditor sees the claims in reverse order...
+    sources_first: bool       # ...and each claim's excerpts before the claim
+
+
+VERIFIER_PASS = _Pass(Role.VERIFIER, VERIFIER_ROLE, VERIFY_PROMPT, ClaimVerdicts, False, False)
+AUDITOR_PASS = _Pass(Role.AUDITOR, AUDITOR_ROLE, AUDIT_PROMPT, AuditVerdicts, True, True)
+
+
+def _judge_batch(ctx: RunContext, agent: Agent, spec: _Pass, batch: list[Claim],
+                 sources: Mapping[str, Mapping[str, Any]]) -> dict[str, PassVerdict]:
+    ctx.control.checkpoint()
+    nonce = new_nonce()
+    ordered = list(reversed(batch)) if spec.reverse else batch
+    items = "\n\n".join(_item(c, sources, nonce, sources_first=spec.sources_first) for c in ordered)
+    messages = [
+        system(spec.persona, ctx.today),
+        Message("user", spec.prompt.format(question=clean_untrusted(ctx.question), claims=items)),
+    ]
+    answer = agent.llm.structured(messages, spec.answer, deadline=ctx.step_deadline())
+    wanted = {c.id for c in batch}
+    return {
+        v.claim_id: PassVerdict(v.verdict, v.quote.strip(), v.source.strip(), v.reason.strip())
+        for v in answer.verdicts if v.claim_id in wanted
+    }
+
+
+def _submit_pass(ctx: RunContext, spec: _Pass, claims: Sequence[Claim],
+                 sources: Mapping[str, Mapping[str, Any]], pool: ThreadPoolExecutor) -> list[Future[Any]]:
+    if not claims:
+        return []
+    agent = ctx.lead.delegate(spec.role)
+    return [pool.submit(_judge_batch, ctx, agent, spec, batch, sources) for batch in _batches(claims)]
+
+
+def _collect(ctx: RunContext, futures: Sequence[Future[Any]]) -> tuple[dict[str, PassVerdict], list[str]]:
+    """One pass's verdicts; a batch whose call failed leaves its claims without a verdict."""
+    verdicts: dict[str, PassVerdict] = {}
+    errors: list[str] = []
+    for future in futures:
+        try:
+            verdicts.update(future.result())
+        except (ProviderError, SchemaError) as exc:
+            errors.append(ctx.safe(str(exc)))
+    return verdicts, errors
+
+
+def guard(verdict: PassVerdict, claim: Claim, sources: Mapping[str, Mapping[str, Any]]) -> PassVerdict:
+    """A SUPPORTED verdict must quote a passage that is really in a cited source."""
+    if verdict.verdict != "SUPPORTED":
+        return verdict
+    texts = [f"{sources[sid].get('text') or ''}\n{sources[sid].get('snippet') or ''}"
+             for sid in claim.source_ids]
+    if quote_found(verdict.quote, texts):
+        return verdict
+    why = ("no passage was quoted" if not verdict.quote.strip()
+           else "the quoted passage does not occur in the cited sources")
+    return PassVerdict("UNSUPPORTED", verdict.quote, verdict.source, verdict.reason,
+                       note=f"SUPPORTED overruled: {why}.")
+
+
+def combine(first: str, second: str) -> str:
+    """Two passes -> supported | overstated | unsupported | contested | unchecked."""
+    given = {v for v in (first, second) if v}
+    if not given:
+        return "unchecked"
+    if "CONTRADICTED" in given:
+        return "unsupported"
+    if len(given) == 1 and first == second:
+        return {"SUPPORTED": "supported", "UNSUPPORTED": "unsupported",
+                "OVERSTATED": "overstated"}[first]
+    if first and second and given <= {"SUPPORTED", "OVERSTATED"}:
+        return "overstated"
+    return "contested"  # the passes disagree, or only one answered
+
+
+# --- the critic and the writer -------------------------------------------------------------------
+
+
+def _pass_line(name: str, v: PassVerdict) -> str:
+    if not v.verdict:
+        return f"{name}: no verdict"
+    line = f"{name}: {v.verdict}"
+    if v.quote:
+        line += f' — quoted "{clean_untrusted(v.quote)[:400]}"'
+    if v.note:
+        line += f" ({v.note})"
+    return line
+
+
+def _challenge(ctx: RunContext, outcomes: Sequence[Outcome],
+               sources: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, CriticJudgement], list[str]]:
+    if not outcomes:
+        return {}, []
+    critic = ctx.lead.delegate(Role.CRITIC)
+    by_id = {o.claim.id: o for o in outcomes}
+
+    def judge(batch: list[Claim]) -> dict[str, CriticJudgement]:
+        ctx.control.checkpoint()
+        nonce = new_nonce()
+        items = []
+        for claim in batch:
+            o = by_id[claim.id]
+            items.append(
+                f'<claim id="{claim.id}" section="{_attr(claim.section)}">'
+                f"{_claim_text(claim.text)}\n{_pass_line('First check', o.first)}\n"
+                f"{_pass_line('Second check', o.second)}</claim>\n"
+                + "\n".join(_blocks(claim, sources, nonce))
+            )
+        messages = [
+            system(CRITIC_ROLE, ctx.today),
+            Message("user", CRITIC_PROMPT.format(question=clean_untrusted(ctx.question),
+                                                 claims="\n\n".join(items))),
+        ]
+        answer = critic.llm.structured(messages, CriticVerdicts, deadline=ctx.step_deadline())
+        wanted = {c.id for c in batch}
+        return {j.claim_id: j for j in answer.judgements if j.claim_id in wanted and j.verdict}
+
+    batches = _batches([o.claim for o in outcomes])
+    found: dict[str, CriticJudgement] = {}
+    errors: list[str] = []
+    # The batches are independent: all at once.
+    with ThreadPoolExecutor(max_workers=min(VERIFY_THREADS, len(batches)),
+                            thread_name_prefix="critic") as pool:
+        futures = [pool.submit(judge, batch) for batch in batches]
+        for future in futures:
+            try:
+                found.update(future.result())
+            except (ProviderError, SchemaError) as exc:
+                errors.append(ctx.safe(str(exc)))
+    return found, errors
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def accept_rewrite(original: str, rewrite: str) -> str | None:
+    """The rewrite, if it adds no number and no citation and keeps the original's citations;
+    otherwise None. Citations it dropped are put back at its end."""
+    text = " ".join(rewrite.replace("\n", " ").split()).lstrip("#>-*+ ").strip()
+    if len(text.split()) < 3 or len(text) > max(600, 2 * len(original)):
+        return None
+    cited_before = set(cited_numbers(original))
+    cited_after = set(cited_numbers(text))
+    if not cited_after <= cited_before:
+        return None
+    numbers_before = set(_NUMBER.findall(CITATION.sub(" ", original)))
+    if not set(_NUMBER.findall(CITATION.sub(" ", text))) <= numbers_before:
+        return None
+    if not cited_after:
+        cites = "".join(f"[{n}]" for n in dict.fromkeys(cited_numbers(original)))
+        body = text.rstrip()
+        end = body[-1] if body[-1:] in ".!?" else "."
+        text = f"{body.rstrip('.!?').rstrip()} {cites}{end}"
+    return text
+
+
+def _rewrite(ctx: RunContext, outcomes: Sequence[Outcome]) -> tuple[dict[str, str], list[str]]:
+    if not outcomes:
+        return {}, []
+    writer = ctx.lead.delegate(Role.WRITER)
+    items = []
+    for o in outcomes:
+        quote = o.first.quote if o.first.verdict in ("SUPPORTED", "OVERSTATED") else o.second.quote
+        why = o.critic_reason or o.first.reason or o.second.reason
+        items.append(
+            f'<claim id="{o.claim.id}">{_claim_text(o.claim.text)}</claim>\n'
+            + (f'Quoted passage: "{clean_untrusted(quote)[:500]}"\n' if quote else "")
+            + (f"Why: {clean_untrusted(why)[:300]}\n" if why else "")
+        )
+    messages = [
+        system(WRITER_ROLE, ctx.today),
+        Message("user", REWRITE_PROMPT.format(claims="\n".join(items))),
+    ]
+    try:
+        answer = writer.llm.structured(messages, ClaimRewrites, deadline=ctx.step_deadline())
+    except (ProviderError, SchemaError) as exc:
+        return {}, [ctx.safe(str(exc))]
+    wanted = {o.claim.id: o.claim.text for o in outcomes}
+    accepted: dict[str, str] = {}
+    for r in answer.rewrites:
+        if r.claim_id in wanted:
+            text = accept_rewrite(wanted[r.claim_id], r.text)
+            if text:
+                accepted[r.claim_id] = text
+    return accepted, []
+
