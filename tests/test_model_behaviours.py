@@ -20,12 +20,8 @@ from tests.standin import StandinServer
 from tests.standin.brain_behaviours import BEHAVIOURS
 
 QUESTION = "How is heat pump adoption changing in Europe?"
-# The engine's reaction to a refused or cut-off report is being reworked on another branch
-# (issue 9, points 3 and 5); these two are checked for what a user must see (the cut-off one
-# is marked xfail until that lands).
+# A refused or cut-off report: checked for what a user must see.
 CUT_OFF = ("truncated", "refusal")
-# A lead returning fewer subtopics than asked fails the plan until issue 9 point 3 lands.
-COUNT_DEGRADES = ("fewer_items",)
 FOREIGN_STYLES = re.compile(r"\[\^\w+\]|【|\(Sources? \d|\]\(https?://[^)]*\)|^\[\^\w+\]:", re.MULTILINE)
 
 
@@ -72,11 +68,7 @@ def assert_report_is_ours_and_consistent(store: Store, run_id: str, *,
 BEHAVED = [b for b in BEHAVIOURS if b not in CUT_OFF]
 
 
-@pytest.mark.parametrize("behaviour", [
-    pytest.param(b, marks=pytest.mark.xfail(
-        strict=False, reason="fewer subtopics than asked fails the plan until issue 9 point 3 "
-                             "(counts degrade) lands from the other branch"))
-    if b in COUNT_DEGRADES else b for b in BEHAVED])
+@pytest.mark.parametrize("behaviour", BEHAVED)
 def test_a_full_run_under_each_model_behaviour_gives_a_cited_verified_consistent_report(
     standin: StandinServer, standin_env: dict[str, str], tmp_db: Path, behaviour: str
 ) -> None:
@@ -113,12 +105,7 @@ def test_a_full_run_under_each_model_behaviour_gives_a_cited_verified_consistent
         assert any(r["verifier_verdict"] == "SUPPORTED" for r in rows)
 
 
-@pytest.mark.parametrize("behaviour", [
-    pytest.param("truncated", marks=pytest.mark.xfail(
-        strict=False, reason="a cut-off report is not yet named to the user: the engine's reaction "
-                             "to finish_reason 'length' is reworked on the other branch (issue 9 points 3/5)")),
-    "refusal",
-])
+@pytest.mark.parametrize("behaviour", ["truncated", "refusal"])
 def test_a_refused_or_cut_off_report_is_named_and_nothing_gathered_is_lost(
     standin: StandinServer, standin_env: dict[str, str], tmp_db: Path, behaviour: str
 ) -> None:
