@@ -20,7 +20,7 @@ from research.pipeline import create_run, execute
 from research.progress import percent
 from research.related import dig_deeper_question, report_sections, section_text
 from research.settings import effective_env, prices_path
-from storage import Store, default_db_path
+from storage import DatabaseValueError, Store, default_db_path, resolve_db_path
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
 
@@ -56,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted or waiting run")
     p.add_argument("--approve-plan", action="store_true",
                    help="with --resume: start research with the plan as it is")
-    p.add_argument("--db", type=Path, help="database file (default: DEEP_RESEARCH_DB or data/research.db)")
+    p.add_argument("--db", help="database file (default: DEEP_RESEARCH_DB or data/research.db)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
 
@@ -68,7 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     credentials = Credentials.from_env(env)
     secrets = credentials.secrets()
     try:
-        store = Store(args.db or default_db_path(env), secrets=secrets)
+        db_path = resolve_db_path(args.db, default_db_path({})) if args.db else default_db_path(env)
+    except DatabaseValueError as exc:
+        return _fail(str(exc), secrets, EXIT_USAGE)
+    try:
+        store = Store(db_path, secrets=secrets)
     except Exception as exc:  # noqa: BLE001 - any failure to open the file is a user-facing error
         return _fail(f"Could not open the database: {exc}", secrets, EXIT_FAILED)
     printer = _Printer(store, quiet=args.quiet)
