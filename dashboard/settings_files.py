@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from research.config import ROLES
-from research.constants import CONSTANTS, DEFAULTS
+from research.constants import CONSTANTS, DEFAULTS, bound_problem
 from research.settings import effective_env, secrets_file
 
 KEYS = {
@@ -155,9 +155,10 @@ def load_defaults(path: Path) -> dict[str, Any]:
 
 
 def save_defaults(values: Mapping[str, Any], path: Path) -> None:
-    bad = [name for name, value in values.items() if name not in CONSTANTS or not _valid(name, value)]
-    if bad:
-        raise SettingsFileError(f"These defaults are out of range: {', '.join(bad)}.")
+    problems = [f"Unknown setting {name}." if name not in CONSTANTS else bound_problem(name, value)
+                for name, value in values.items()]
+    if any(problems):
+        raise SettingsFileError("Not saved: " + " ".join(p for p in problems if p))
     changed = {k: v for k, v in values.items() if v != DEFAULTS[k]}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -167,16 +168,7 @@ def save_defaults(values: Mapping[str, Any], path: Path) -> None:
 
 
 def _valid(name: str, value: Any) -> bool:
-    const = CONSTANTS[name]
-    if const.kind is bool:
-        return isinstance(value, bool)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    if const.kind is int and not float(value).is_integer():
-        return False
-    if const.minimum is not None and value < const.minimum:
-        return False
-    return const.maximum is None or value <= const.maximum
+    return bound_problem(name, value) is None
 
 
 def configured_llm_providers(env: Mapping[str, str]) -> list[str]:
