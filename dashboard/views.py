@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
+from research.export.safe_links import clean_document, safe_markdown
 from storage import Store
 
 EVENT_TAIL = 200
@@ -291,6 +292,7 @@ def report_markdown(doc: ReportDocument) -> str:
     here raw HTML is escaped, stray image syntax is defused, `$` is escaped so prices are
     not typeset as maths, and headings move one level down to sit under the page's title.
     """
+    doc = clean_document(doc)
     urls = {s.number: safe_link_url(s.url) for s in doc.sources}
 
     def render(n: int) -> str:
@@ -298,7 +300,7 @@ def report_markdown(doc: ReportDocument) -> str:
 
     body = neutralise_html(doc.body)
     body = map_prose(body, lambda chunk: _HEADING.sub(r"\1#\2", _DOLLAR.sub(r"\\$", _IMAGE_START.sub(r"\\!", chunk))))
-    return link_citations(body, [s.number for s in doc.sources], render).strip()
+    return safe_markdown(link_citations(body, [s.number for s in doc.sources], render).strip())
 
 
 def sources_markdown(doc: ReportDocument) -> str:

@@ -18,6 +18,7 @@ from research.llm.pricing import PriceTable
 from research.phases.preflight import check_configuration
 from research.pipeline import create_run, execute
 from research.progress import percent
+from research.prompts import strip_control
 from research.related import dig_deeper_question, report_sections, section_text
 from research.settings import effective_env, prices_path
 from storage import DatabaseValueError, Store, default_db_path, resolve_db_path
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             if run is None:
                 raise ResearchError(f"There is no run with id {args.resume!r}.")
             check_configuration(ResearchConfig(**run["config"]), credentials)
-            print(f"Resuming run {args.resume}", file=sys.stderr)
+            _say(f"Resuming run {args.resume}")
             run = resume(args.resume, store=store, credentials=credentials,
                          on_event=printer, prices=prices)
             run_id = args.resume
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             check_configuration(config, credentials)
             run_id = create_run(store, args.question, config, parent_run_id=parent)
-            print(f"Run id: {run_id}", file=sys.stderr)
+            _say(f"Run id: {run_id}")
             run = execute(run_id, store=store, credentials=credentials, on_event=printer,
                           prices=prices)
         while run.get("status") == "waiting":
@@ -135,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"The research finished but the report could not be saved to {out}: {exc}",
                      secrets, EXIT_FAILED)
     totals = run.get("totals") or {}
-    print(f"Report written to {out} ({totals.get('sources', 0)} sources, "
-          f"~${totals.get('cost_usd', 0):.4f}).", file=sys.stderr)
+    _say(f"Report written to {out} ({totals.get('sources', 0)} sources, "
+         f"~${totals.get('cost_usd', 0):.4f}).")
     print(run_id)
     return EXIT_OK
 
@@ -164,8 +165,9 @@ def _answer_waiting(store: Store, run_id: str, args: argparse.Namespace) -> bool
             return True
         if not interactive:
             return False
-        print("Before starting, a few questions (press Enter to skip one):", file=sys.stderr)
-        answers = [input(f"{i}. {q}\n> ") for i, q in enumerate(asked["questions"], start=1)]
+        _say("Before starting, a few questions (press Enter to skip one):")
+        answers = [input(strip_control(f"{i}. {q}\n> "))
+                   for i, q in enumerate(asked["questions"], start=1)]
         answer_clarification(store, run_id, answers)
         return True
     plan = store.get_plan(run_id) or []
@@ -174,7 +176,7 @@ def _answer_waiting(store: Store, run_id: str, args: argparse.Namespace) -> bool
         return True
     if not interactive:
         return False
-    print(_plan_text(plan), file=sys.stderr)
+    _say(_plan_text(plan))
     reply = input("Start research with this plan? [Y/n] ").strip().lower()
     if reply in ("", "y", "yes"):
         approve_plan(store, run_id)
@@ -201,8 +203,14 @@ def _waiting_message(store: Store, run_id: str) -> str:
 
 
 def _fail(message: str, secrets: list[str], code: int) -> int:
-    print(f"error: {redact(message, secrets)}", file=sys.stderr)
+    _say(f"error: {redact(message, secrets)}")
     return code
+
+
+def _say(text: str) -> None:
+    """Print a line for the person on stderr, stripped of terminal control: plan titles,
+    questions and errors carry model and web text, which must not drive the terminal."""
+    print(strip_control(text), file=sys.stderr, flush=True)
 
 
 class _Printer:
@@ -219,5 +227,4 @@ class _Printer:
         run = self.store.get_run(event.run_id) or {}
         pct = percent(run, self.store.get_steps(event.run_id))
         elapsed = int(time.monotonic() - self.started)
-        print(f"[{elapsed // 60:02d}:{elapsed % 60:02d} {pct:3d}%] {event.message}",
-              file=sys.stderr, flush=True)
+        _say(f"[{elapsed // 60:02d}:{elapsed % 60:02d} {pct:3d}%] {event.message}")
