@@ -23,7 +23,7 @@ from research.errors import ConfigError, ResearchError
 from research.export import to_markdown
 from research.phases.preflight import check_configuration
 from research.progress import percent
-from research.related import dig_deeper_question, report_sections, section_text
+from research.related import dig_deeper_question, report_sections
 
 ui.require_navigation()
 
@@ -432,10 +432,11 @@ def _dig_deeper(markdown: str, sections: list[str]) -> None:
         section = cols[0].selectbox("Section", sections, key=f"dig_{run_id}")
         if not cols[1].button("Dig deeper", icon=":material/zoom_in:", type="primary"):
             return
-        question = dig_deeper_question(run["question"], section, section_text(markdown, section))
+        question = dig_deeper_question(run["question"], section)
         creds = ui.credentials()
         try:
-            parent_config = ResearchConfig(**(run.get("config") or {}))
+            parent_config = ResearchConfig(**{**(run.get("config") or {}),
+                                              "dig_deeper_section": section})
             check_configuration(parent_config, creds)
             child = jobs.start(question, parent_config, creds, prices=ui.prices(), parent_run_id=run_id)
         except ValidationError:

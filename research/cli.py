@@ -19,7 +19,7 @@ from research.phases.preflight import check_configuration
 from research.pipeline import create_run, execute
 from research.progress import percent
 from research.prompts import strip_control
-from research.related import dig_deeper_question, report_sections, section_text
+from research.related import dig_deeper_question, report_sections
 from research.settings import effective_env, prices_path
 from storage import DatabaseValueError, Store, default_db_path, resolve_db_path
 
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                          on_event=printer, prices=prices)
             run_id = args.resume
         else:
-            parent = args.build_on
+            parent, section = args.build_on, None
             if args.dig_deeper:
                 parent, section = args.dig_deeper
                 args.question = _dig_deeper_question(store, parent, section)
@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                 REQUIRE_CLARIFICATION=True if args.clarify else None,
                 report_language=args.language, max_cost_usd=args.max_cost,
                 review_plan=True if args.review_plan else None, engine=args.engine,
+                dig_deeper_section=section,
             )
             check_configuration(config, credentials)
             run_id = create_run(store, args.question, config, parent_run_id=parent)
@@ -151,7 +152,7 @@ def _dig_deeper_question(store: Store, parent: str, section: str) -> str:
     if section not in sections:
         raise ResearchError(f"The report has no section {section!r}; its sections are: "
                             + ", ".join(sections) + ".")
-    return dig_deeper_question(run["question"], section, section_text(report["markdown"], section))
+    return dig_deeper_question(run["question"], section)
 
 
 def _answer_waiting(store: Store, run_id: str, args: argparse.Namespace) -> bool:

@@ -63,6 +63,9 @@ class ResearchConfig(BaseModel):
     hosted_poll_interval_s: float = 5.0
     schedule: Literal["rounds", "breadth_depth"] = "rounds"
     review_plan: bool = False
+    # "Dig deeper": the title of the parent report's section the follow-up explores. Its text
+    # is fetched from the parent report and shown to the planner as untrusted data.
+    dig_deeper_section: str = Field(default="", max_length=300)
     report_language: str = "English"
     max_cost_usd: float = 0.0     # 0 = no cap
     max_tokens: int = 0           # 0 = no cap
