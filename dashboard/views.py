@@ -41,6 +41,13 @@ def md_text(text: Any) -> str:
     return escaped.replace("$", "\\$").replace(":", "\\:")
 
 
+def md_label(text: Any, limit: int = 80) -> str:
+    """Text that is not ours (a question, a title, an error quoting a model) shortened to one
+    line and made inert for everything Streamlit renders as Markdown: widget labels, radio
+    options, page links, alerts, captions and st.markdown. The one escape for such places."""
+    return md_text(label_text(text, limit))
+
+
 def dollars(text: str) -> str:
     """Our own text with prices for st.markdown (and labels, metrics, progress texts): two
     `$` signs would otherwise typeset what lies between them as maths."""
