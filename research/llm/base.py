@@ -11,13 +11,14 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from research.errors import ContextTooLong, ProviderError, ProviderTimeout, SchemaError
+from research.llm.answer_limits import check_answer_size, validate_capped
 from research.llm.pricing import PriceTable
 from research.retry import RetryPolicy, call_with_retries
 
@@ -341,19 +342,27 @@ class RoleLLM:
 
     def text(self, messages: Sequence[Message], *, deadline: float | None = None) -> str:
         completion = self._once(messages, None, None, deadline)
+        check_answer_size(completion.text, self._who)
         text = strip_think(completion.text)
         if not text:
             raise ProviderError(f"The {self.role} model ({self.label}) returned an empty answer.")
         return text
 
+    @property
+    def _who(self) -> str:
+        return f"The {self.role} model ({self.label})"
+
     def structured(
-        self, messages: Sequence[Message], model: type[M], *, deadline: float | None = None
+        self, messages: Sequence[Message], model: type[M], *, deadline: float | None = None,
+        caps: Mapping[str, int] | None = None,
     ) -> M:
-        """Ask for JSON matching `model`; one repair attempt, then SchemaError."""
+        """Ask for JSON matching `model`; one repair attempt, then SchemaError. `caps` gives,
+        by field name, how many items the step asked for in a list (answer_limits.py)."""
         schema = model.model_json_schema()
+        limits = caps or {}
         completion = self._once(messages, schema, model.__name__, deadline)
         try:
-            return _validate(model, completion.text)
+            return validate_capped(model, completion.text, limits, self._who)
         except (ValidationError, ValueError) as first_error:
             problem = _short_error(first_error)
         repair = [
@@ -368,7 +377,7 @@ class RoleLLM:
         ]
         completion = self._once(repair, schema, model.__name__, deadline)
         try:
-            return _validate(model, completion.text)
+            return validate_capped(model, completion.text, limits, self._who)
         except (ValidationError, ValueError) as second_error:
             raise SchemaError(
                 f"The {self.role} model ({self.label}) did not return a valid "

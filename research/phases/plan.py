@@ -52,7 +52,8 @@ def run(ctx: RunContext, inherited: dict[str, Any] | None = None) -> list[dict[s
         count = ctx.config.subtopic_count
         prompt = PLAN_PROMPT.format(count=count, question=clean_untrusted(ctx.brief))
         messages = [system(LEAD_ROLE, ctx.today), Message("user", prompt + _dig_deeper_block(ctx))]
-        plan = ctx.lead.llm.structured(messages, ResearchPlan, deadline=ctx.step_deadline())
+        plan = ctx.lead.llm.structured(messages, ResearchPlan, deadline=ctx.step_deadline(),
+                                       caps={"subtopics": count, "questions": 4})
         subtopics = _normalise(plan, count)
         if len(subtopics) < count:
             messages += [
@@ -60,7 +61,8 @@ def run(ctx: RunContext, inherited: dict[str, Any] | None = None) -> list[dict[s
                 Message("user", f"That plan has {len(subtopics)} distinct subtopics; "
                                 f"exactly {count} subtopics are needed. Reply with the full plan."),
             ]
-            plan = ctx.lead.llm.structured(messages, ResearchPlan, deadline=ctx.step_deadline())
+            plan = ctx.lead.llm.structured(messages, ResearchPlan, deadline=ctx.step_deadline(),
+                                       caps={"subtopics": count, "questions": 4})
             subtopics = _normalise(plan, count)
         if len(subtopics) < count:
             raise SchemaError(

@@ -94,6 +94,11 @@ Rules:
 - Confidence is 0-1: how well the cited sources support the claim."""
 
 
+# How many items a findings answer may hold (answer_limits.py adds a small margin).
+FINDINGS_PER_SOURCE = 5
+FINDINGS_CAPS = {"gaps": 10, "follow_up_questions": 10}
+
+
 class SearchQueries(BaseModel):
     queries: list[str]
 
@@ -336,7 +341,8 @@ def _search_wave(
         )),
     ]
     ctx.checkpoint()
-    answer = worker.llm.structured(messages, SearchQueries, deadline=deadline)
+    answer = worker.llm.structured(messages, SearchQueries, deadline=deadline,
+                                   caps={"queries": count})
     queries = list(dict.fromkeys(q.strip()[:300] for q in answer.queries if q.strip()))
     queries = [q for q in queries if q not in asked][:count]
     per_query = max(3, math.ceil(ctx.config.sources_per_subtopic * 2 / max(1, ctx.config.searches_per_subtopic)))
@@ -500,7 +506,8 @@ def _score_batch(
         )),
     ]
     ctx.checkpoint()
-    answer = worker.llm.structured(messages, RelevanceScores, deadline=deadline)
+    answer = worker.llm.structured(messages, RelevanceScores, deadline=deadline,
+                                   caps={"scores": len(batch)})
     scores = {s.source_id: s for s in answer.scores}
     for src in batch:
         score = scores.get(src["id"])
@@ -528,7 +535,8 @@ def _findings(
         )),
     ]
     ctx.checkpoint()
-    answer = worker.llm.structured(messages, SubtopicFindings, deadline=deadline)
+    answer = worker.llm.structured(messages, SubtopicFindings, deadline=deadline, caps=FINDINGS_CAPS
+                                   | {"findings": FINDINGS_PER_SOURCE * len(kept), "source_ids": len(kept)})
     valid = {s["id"] for s in kept}
     rows: list[dict[str, Any]] = []
     for f in answer.findings:
