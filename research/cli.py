@@ -119,6 +119,9 @@ class _Session:
         if self.store is None or self.run_id is None:
             return
         try:
+            # A fresh connection: Ctrl-C may have landed inside a transaction of this
+            # thread's connection, which closing rolls back.
+            self.store.close()
             run = self.store.get_run(self.run_id) or {}
             if run.get("status") not in TERMINAL_STATUSES:
                 self.store.set_run_status(self.run_id, "interrupted", error=why)
