@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import ui
+from storage import DatabaseValueError
 
 # An emoji favicon is sent as a data: URL; a ":material/..." one makes every browser tab fetch
 # it from fonts.gstatic.com, a request to another host.
@@ -26,6 +27,11 @@ pages = [
 ]
 page = st.navigation(pages)
 
+try:
+    ui.db_path()
+except DatabaseValueError as exc:  # refused before anything is created or opened
+    st.error(str(exc))
+    st.stop()
 try:
     ui.store()
     ui.jobs()  # started early: it marks runs left running by a dead server as interrupted

@@ -8,16 +8,18 @@ constants for the New research form go to `defaults.json` next to the database.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from research.config import ROLES
-from research.constants import CONSTANTS, DEFAULTS
+from research.constants import CONSTANTS, DEFAULTS, bound_problem
 from research.settings import effective_env, secrets_file
 
 KEYS = {
@@ -86,29 +88,51 @@ def save_secrets(updates: Mapping[str, str | None], path: Path | None = None) ->
     Other content of the file (for example tables used by other Streamlit features) is kept.
     """
     path = path or secrets_path()
-    data = read_secrets(path)
-    for name, value in updates.items():
-        value = (value or "").strip()
-        if value:
-            data[name] = value
-        else:
-            data.pop(name, None)
-    text = _toml_dumps(data)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".secrets-", dir=path.parent)
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with _locked(path):  # read the latest file and write it back as one step
+            data = read_secrets(path)
+            for name, value in updates.items():
+                value = (value or "").strip()
+                if value:
+                    data[name] = value
+                else:
+                    data.pop(name, None)
+            _replace(path, _toml_dumps(data), prefix=".secrets-")
         os.chmod(path, 0o600)
     except OSError as exc:
         raise SettingsFileError(f"Could not save {path} ({exc.strerror or exc}).") from None
     return path
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock beside `path` while a save reads and rewrites it.
+
+    Two Settings pages saving at once would otherwise each read the old file and the later
+    write would drop the earlier change. `flock` locks belong to the open file, so this
+    serialises threads of one server as well as separate processes.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(f".{path.name}.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _replace(path: Path, text: str, *, prefix: str) -> None:
+    """Write `text` to a temporary file beside `path` (owner-only) and move it into place."""
+    fd, tmp = tempfile.mkstemp(prefix=prefix, dir=path.parent)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _toml_value(value: Any) -> str:
@@ -154,29 +178,31 @@ def load_defaults(path: Path) -> dict[str, Any]:
     return {k: v for k, v in raw.items() if k in CONSTANTS and _valid(k, v)}
 
 
-def save_defaults(values: Mapping[str, Any], path: Path) -> None:
-    bad = [name for name, value in values.items() if name not in CONSTANTS or not _valid(name, value)]
-    if bad:
-        raise SettingsFileError(f"These defaults are out of range: {', '.join(bad)}.")
-    changed = {k: v for k, v in values.items() if v != DEFAULTS[k]}
+def save_defaults(values: Mapping[str, Any], path: Path,
+                  base: Mapping[str, Any] | None = None) -> None:
+    """Save default constants, merged into the latest file under a lock.
+
+    `base` is what the page showed when the person started editing: only the values that
+    differ from it are applied, so a save from an older page keeps what another save changed
+    meanwhile. Without `base`, every value in `values` is applied.
+    """
+    problems = [f"Unknown setting {name}." if name not in CONSTANTS else bound_problem(name, value)
+                for name, value in values.items()]
+    if any(problems):
+        raise SettingsFileError("Not saved: " + " ".join(p for p in problems if p))
+    edits = {k: v for k, v in values.items()
+             if base is None or v != base.get(k, DEFAULTS[k])}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(changed, indent=2, sort_keys=True), encoding="utf-8")
+        with _locked(path):
+            latest = {**DEFAULTS, **load_defaults(path), **edits}
+            changed = {k: v for k, v in latest.items() if v != DEFAULTS[k]}
+            _replace(path, json.dumps(changed, indent=2, sort_keys=True), prefix=".defaults-")
     except OSError as exc:
         raise SettingsFileError(f"Could not save {path} ({exc.strerror or exc}).") from None
 
 
 def _valid(name: str, value: Any) -> bool:
-    const = CONSTANTS[name]
-    if const.kind is bool:
-        return isinstance(value, bool)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    if const.kind is int and not float(value).is_integer():
-        return False
-    if const.minimum is not None and value < const.minimum:
-        return False
-    return const.maximum is None or value <= const.maximum
+    return bound_problem(name, value) is None
 
 
 def configured_llm_providers(env: Mapping[str, str]) -> list[str]:

@@ -36,8 +36,8 @@ def env() -> dict[str, str]:
 
 
 def db_path() -> Path:
-    value = (env().get("DEEP_RESEARCH_DB") or "").strip()
-    return Path(value) if value else default_db_path()
+    """The database file; DatabaseValueError (plain words) when DEEP_RESEARCH_DB cannot work."""
+    return default_db_path(env())
 
 
 @st.cache_resource(show_spinner=False)

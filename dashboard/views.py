@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
+from research.export.safe_links import clean_document, safe_markdown
 from storage import Store
 
 EVENT_TAIL = 200
@@ -38,6 +39,13 @@ def md_text(text: Any) -> str:
     """Untrusted text made inert for st.markdown: no links, images, HTML, math or directives."""
     escaped = escape_markdown(str(text or ""))
     return escaped.replace("$", "\\$").replace(":", "\\:")
+
+
+def md_label(text: Any, limit: int = 80) -> str:
+    """Text that is not ours (a question, a title, an error quoting a model) shortened to one
+    line and made inert for everything Streamlit renders as Markdown: widget labels, radio
+    options, page links, alerts, captions and st.markdown. The one escape for such places."""
+    return md_text(label_text(text, limit))
 
 
 def dollars(text: str) -> str:
@@ -305,6 +313,7 @@ def report_markdown(doc: ReportDocument) -> str:
     here raw HTML is escaped, stray image syntax is defused, `$` is escaped so prices are
     not typeset as maths, and headings move one level down to sit under the page's title.
     """
+    doc = clean_document(doc)
     urls = {s.number: safe_link_url(s.url) for s in doc.sources}
 
     def render(n: int) -> str:
@@ -312,7 +321,7 @@ def report_markdown(doc: ReportDocument) -> str:
 
     body = neutralise_html(doc.body)
     body = map_prose(body, lambda chunk: _HEADING.sub(r"\1#\2", _DOLLAR.sub(r"\\$", _IMAGE_START.sub(r"\\!", chunk))))
-    return link_citations(body, [s.number for s in doc.sources], render).strip()
+    return safe_markdown(link_citations(body, [s.number for s in doc.sources], render).strip())
 
 
 def sources_markdown(doc: ReportDocument) -> str:

@@ -75,7 +75,7 @@ if pending:
         state.pop("lib_confirm_delete", None)
     else:
         with st.container(border=True):
-            st.warning(f"Delete “{views.label_text(run['question'], 120)}” and everything it "
+            st.warning(f"Delete “{views.md_label(run['question'], 120)}” and everything it "
                        "gathered (sources, drafts, report)? This cannot be undone.")
             confirm = st.container(horizontal=True)
             if confirm.button("Yes, delete it", type="primary", key="lib_delete_yes"):

@@ -161,13 +161,13 @@ if similar:
                     "run with that run's sources, so less is searched and read again.")
         for r in similar:
             st.page_link(ui.PAGES["run"], query_params={"run": r["id"]},
-                         label=f"{views.label_text(r['question'], 100)} · "
+                         label=f"{views.md_label(r['question'], 100)} · "
                                f"{views.short_date(r.get('created_at'))[:10]} · "
                                f"{r['similarity']:.0%} similar",
                          icon=":material/history:")
         st.radio("Start from", build_options, key="build_on", format_func=lambda rid: (
             "Start from scratch" if not rid else
-            f"Build on this run: {views.label_text(by_id[rid]['question'], 70)}"))
+            f"Build on this run: {views.md_label(by_id[rid]['question'], 70)}"))
 
 left, right = st.columns([3, 2], gap="large")
 with left:

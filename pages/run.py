@@ -23,7 +23,7 @@ from research.errors import ConfigError, ResearchError
 from research.export import to_markdown
 from research.phases.preflight import check_configuration
 from research.progress import percent
-from research.related import dig_deeper_question, report_sections, section_text
+from research.related import dig_deeper_question, report_sections
 
 ui.require_navigation()
 
@@ -40,13 +40,13 @@ if not run_id:
     st.info("No run is selected. Start one on the New research page or open one from the Library.")
     for run in store.list_runs(limit=10):
         st.page_link(ui.PAGES["run"], query_params={"run": run["id"]},
-                     label=f"{views.run_status_text(run)} · {views.label_text(run['question'], 90)}")
+                     label=f"{views.run_status_text(run)} · {views.md_label(run['question'], 90)}")
     st.stop()
 
 run = store.get_run(run_id)
 if run is None:
     st.title("Run")
-    st.error(f"There is no run with the id “{run_id}”. It may have been deleted. "
+    st.error(f"There is no run with the id “{views.md_label(run_id)}”. It may have been deleted. "
              "Open the Library to see every run.")
     st.page_link(ui.PAGES["library"], label="Open the Library", icon=":material/library_books:")
     st.stop()
@@ -60,7 +60,7 @@ if parent_id:
         st.caption("This run built on an earlier run that has since been deleted.")
     else:
         st.page_link(ui.PAGES["run"], query_params={"run": parent_id}, icon=":material/account_tree:",
-                     label="Builds on: " + views.md_text(views.label_text(parent["question"], 100)))
+                     label="Builds on: " + views.md_label(parent["question"], 100))
 
 
 def _control(action: str) -> None:
@@ -118,7 +118,7 @@ def live_panel() -> None:
         st.info("This run is waiting for you: answer the questions or review the plan below, "
                 "then continue.")
     if status == "failed" and current.get("error"):
-        st.error(f"The run stopped: {current['error']}")
+        st.error(f"The run stopped: {views.md_text(current['error'])}")
     elif status == "interrupted":
         st.warning("This run was interrupted (the server stopped while it worked). Everything "
                    "gathered so far is kept: press Resume to continue where it stopped.")
@@ -436,10 +436,11 @@ def _dig_deeper(markdown: str, sections: list[str]) -> None:
         section = cols[0].selectbox("Section", sections, key=f"dig_{run_id}")
         if not cols[1].button("Dig deeper", icon=":material/zoom_in:", type="primary"):
             return
-        question = dig_deeper_question(run["question"], section, section_text(markdown, section))
+        question = dig_deeper_question(run["question"], section)
         creds = ui.credentials()
         try:
-            parent_config = ResearchConfig(**(run.get("config") or {}))
+            parent_config = ResearchConfig(**{**(run.get("config") or {}),
+                                              "dig_deeper_section": section})
             check_configuration(parent_config, creds)
             child = jobs.start(question, parent_config, creds, prices=ui.prices(), parent_run_id=run_id)
         except ValidationError:

@@ -143,6 +143,9 @@ st.header("Default research settings")
 st.write("The values the New research form starts from (a preset chosen there still applies on top).")
 dpath = defaults_path(ui.db_path())
 saved = load_defaults(dpath)
+# What the form showed when editing began: a save applies only what the person changed
+# from it, so a save made meanwhile in another tab is kept (settings_files.save_defaults).
+shown = st.session_state.setdefault("defaults_shown", {n: saved.get(n, DEFAULTS[n]) for n in CONSTANTS})
 with st.form("defaults"):
     values = {}
     for name, const in CONSTANTS.items():
@@ -158,10 +161,11 @@ with st.form("defaults"):
                                            int(value), step=1, help=const.description)
     if st.form_submit_button("Save defaults"):
         try:
-            save_defaults(values, dpath)
+            save_defaults(values, dpath, base=shown)
         except SettingsFileError as exc:
             st.error(str(exc))
         else:
+            st.session_state.pop("defaults_shown", None)
             st.session_state["settings_flash"] = "Default research settings saved."
             st.rerun()
 if saved and st.button("Reset to the built-in defaults"):
@@ -170,5 +174,6 @@ if saved and st.button("Reset to the built-in defaults"):
     except SettingsFileError as exc:
         st.error(str(exc))
     else:
+        st.session_state.pop("defaults_shown", None)
         st.session_state["settings_flash"] = "Defaults reset."
         st.rerun()

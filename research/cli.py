@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from research import answer_clarification, approve_plan, pending_clarification, resume
 from research.config import Credentials, ResearchConfig, build_config
@@ -18,9 +21,18 @@ from research.llm.pricing import PriceTable
 from research.phases.preflight import check_configuration
 from research.pipeline import create_run, execute
 from research.progress import percent
-from research.related import dig_deeper_question, report_sections, section_text
+from research.prompts import strip_control
+from research.related import dig_deeper_question, report_sections
 from research.settings import effective_env, prices_path
-from storage import Store, default_db_path
+from storage import (
+    DISK_FULL_MESSAGE,
+    TERMINAL_STATUSES,
+    DatabaseValueError,
+    Store,
+    default_db_path,
+    is_disk_full,
+    resolve_db_path,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
 
@@ -56,21 +68,81 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted or waiting run")
     p.add_argument("--approve-plan", action="store_true",
                    help="with --resume: start research with the plan as it is")
-    p.add_argument("--db", type=Path, help="database file (default: DEEP_RESEARCH_DB or data/research.db)")
+    p.add_argument("--db", help="database file (default: DEEP_RESEARCH_DB or data/research.db)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    _quiet_logging()
     env = effective_env()
     credentials = Credentials.from_env(env)
     secrets = credentials.secrets()
+    session = _Session()
     try:
-        store = Store(args.db or default_db_path(env), secrets=secrets)
+        return _main(args, env, credentials, session)
+    except KeyboardInterrupt:
+        session.mark_interrupted("Stopped with Ctrl-C; everything gathered so far is kept.")
+        return _fail(session.stopped_message(), secrets, EXIT_CANCELLED)
+    except Exception as exc:
+        if not is_disk_full(exc):
+            raise
+        session.mark_interrupted(DISK_FULL_MESSAGE)
+        return _fail(session.disk_full_message(), secrets, EXIT_FAILED)
+
+
+class _Session:
+    """What this CLI call has done so far, for a plain message when it is cut short."""
+
+    def __init__(self) -> None:
+        self.store: Store | None = None
+        self.run_id: str | None = None
+        self.writing: Path | None = None
+
+    def stopped_message(self) -> str:
+        if self.run_id is None:
+            return "Stopped before a run was started; nothing was changed."
+        if self.writing is not None:
+            return (f"Stopped while writing {self.writing}; nothing was written there. Run "
+                    f"{self.run_id} is complete and kept in the database: write the report again "
+                    f"with python -m research --resume {self.run_id}")
+        return (f"Stopped. Everything run {self.run_id} gathered so far is kept; continue with "
+                f"python -m research --resume {self.run_id}")
+
+    def disk_full_message(self) -> str:
+        return DISK_FULL_MESSAGE.replace("RUN_ID", self.run_id or "RUN_ID")
+
+    def mark_interrupted(self, why: str) -> None:
+        """Best effort: with the disk still full this write fails too, and the run is put
+        right the next time it is opened (--resume continues a run left "running")."""
+        if self.store is None or self.run_id is None:
+            return
+        try:
+            # A fresh connection: Ctrl-C may have landed inside a transaction of this
+            # thread's connection, which closing rolls back.
+            self.store.close()
+            run = self.store.get_run(self.run_id) or {}
+            if run.get("status") not in TERMINAL_STATUSES:
+                self.store.set_run_status(self.run_id, "interrupted", error=why)
+        except BaseException:  # noqa: BLE001 - e.g. the disk is full: nothing more can be stored
+            pass
+
+
+def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credentials,
+          session: _Session) -> int:
+    secrets = credentials.secrets()
+    try:
+        db_path = resolve_db_path(args.db, default_db_path({})) if args.db else default_db_path(env)
+    except DatabaseValueError as exc:
+        return _fail(str(exc), secrets, EXIT_USAGE)
+    try:
+        store = Store(db_path, secrets=secrets)
     except Exception as exc:  # noqa: BLE001 - any failure to open the file is a user-facing error
+        if is_disk_full(exc):
+            raise
         return _fail(f"Could not open the database: {exc}", secrets, EXIT_FAILED)
+    session.store = store
     printer = _Printer(store, quiet=args.quiet)
     try:
         prices = PriceTable.load(prices_path(env))
@@ -78,13 +150,14 @@ def main(argv: list[str] | None = None) -> int:
             run = store.get_run(args.resume)
             if run is None:
                 raise ResearchError(f"There is no run with id {args.resume!r}.")
-            check_configuration(ResearchConfig(**run["config"]), credentials)
-            print(f"Resuming run {args.resume}", file=sys.stderr)
-            run = resume(args.resume, store=store, credentials=credentials,
-                         on_event=printer, prices=prices)
-            run_id = args.resume
+            run_id = session.run_id = args.resume
+            if run["status"] != "completed":  # a completed run: write its report again
+                check_configuration(ResearchConfig(**run["config"]), credentials)
+                _say(f"Resuming run {args.resume}")
+                run = resume(args.resume, store=store, credentials=credentials,
+                             on_event=printer, prices=prices)
         else:
-            parent = args.build_on
+            parent, section = args.build_on, None
             if args.dig_deeper:
                 parent, section = args.dig_deeper
                 args.question = _dig_deeper_question(store, parent, section)
@@ -100,10 +173,11 @@ def main(argv: list[str] | None = None) -> int:
                 REQUIRE_CLARIFICATION=True if args.clarify else None,
                 report_language=args.language, max_cost_usd=args.max_cost,
                 review_plan=True if args.review_plan else None, engine=args.engine,
+                dig_deeper_section=section,
             )
             check_configuration(config, credentials)
-            run_id = create_run(store, args.question, config, parent_run_id=parent)
-            print(f"Run id: {run_id}", file=sys.stderr)
+            run_id = session.run_id = create_run(store, args.question, config, parent_run_id=parent)
+            _say(f"Run id: {run_id}")
             run = execute(run_id, store=store, credentials=credentials, on_event=printer,
                           prices=prices)
         while run.get("status") == "waiting":
@@ -113,33 +187,66 @@ def main(argv: list[str] | None = None) -> int:
                           prices=prices)
     except ResearchError as exc:
         return _fail(str(exc), secrets, EXIT_USAGE)
-    except KeyboardInterrupt:
-        return _fail("Stopped. Resume later with --resume RUN_ID.", secrets, EXIT_CANCELLED)
     if run.get("status") == "cancelled":
         return _fail(f"Run {run_id} was cancelled.", secrets, EXIT_CANCELLED)
+    if run.get("error") == DISK_FULL_MESSAGE:
+        return _fail(session.disk_full_message(), secrets, EXIT_FAILED)
     if run.get("status") != "completed":
         return _fail(f"Run {run_id} failed: {run.get('error') or 'unknown error'} "
                      f"(resume with --resume {run_id})", secrets, EXIT_FAILED)
     out = args.out or Path(f"report-{run_id}.{args.format}")
+    session.writing = out
     try:
         doc = build_document_for_run(store, run_id)
-        if args.format == "pdf":
-            out.write_bytes(to_pdf(doc))
-        else:
-            out.write_text(to_markdown(doc), encoding="utf-8")
+        data = to_pdf(doc) if args.format == "pdf" else to_markdown(doc).encode("utf-8")
+        write_atomically(out, data)
     except (ResearchError, OSError) as exc:
-        return _fail(f"The research finished but the report could not be saved to {out}: {exc}",
-                     secrets, EXIT_FAILED)
+        reason = "the disk is full" if is_disk_full(exc) else str(exc)
+        return _fail(f"The research finished but the report could not be saved to {out} "
+                     f"({reason}); nothing was left there. Write it again with "
+                     f"python -m research --resume {run_id} --out PATH", secrets, EXIT_FAILED)
+    session.writing = None
     totals = run.get("totals") or {}
-    print(f"Report written to {out} ({totals.get('sources', 0)} sources, "
-          f"~${totals.get('cost_usd', 0):.4f}).", file=sys.stderr)
+    _say(f"Report written to {out} ({totals.get('sources', 0)} sources, "
+         f"~${totals.get('cost_usd', 0):.4f}).")
     warnings = [str(w) for w in run.get("warnings") or []]
     if warnings:  # still a completed run (exit 0), but never shown as a plain success
-        print(f"Completed with warnings ({len(warnings)}):", file=sys.stderr)
+        _say(f"Completed with warnings ({len(warnings)}):")
         for warning in warnings:
-            print(f"  Warning: {redact(warning, secrets)}", file=sys.stderr)
+            _say(f"  Warning: {redact(warning, secrets)}")
     print(run_id)
     return EXIT_OK
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside `path` and move it into place only when complete, so
+    a full disk or Ctrl-C never leaves a half-written report at `path`."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _quiet_logging() -> None:
+    """Warnings on stderr as one line each: a person at a terminal gets no tracebacks."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine("%(levelname)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+
+
+class _OneLine(logging.Formatter):
+    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
+        return ""
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.exc_text = ""
+        return strip_control(super().format(record).rstrip())
 
 
 def _dig_deeper_question(store: Store, parent: str, section: str) -> str:
@@ -151,7 +258,7 @@ def _dig_deeper_question(store: Store, parent: str, section: str) -> str:
     if section not in sections:
         raise ResearchError(f"The report has no section {section!r}; its sections are: "
                             + ", ".join(sections) + ".")
-    return dig_deeper_question(run["question"], section, section_text(report["markdown"], section))
+    return dig_deeper_question(run["question"], section)
 
 
 def _answer_waiting(store: Store, run_id: str, args: argparse.Namespace) -> bool:
@@ -165,8 +272,9 @@ def _answer_waiting(store: Store, run_id: str, args: argparse.Namespace) -> bool
             return True
         if not interactive:
             return False
-        print("Before starting, a few questions (press Enter to skip one):", file=sys.stderr)
-        answers = [input(f"{i}. {q}\n> ") for i, q in enumerate(asked["questions"], start=1)]
+        _say("Before starting, a few questions (press Enter to skip one):")
+        answers = [input(strip_control(f"{i}. {q}\n> "))
+                   for i, q in enumerate(asked["questions"], start=1)]
         answer_clarification(store, run_id, answers)
         return True
     plan = store.get_plan(run_id) or []
@@ -175,7 +283,7 @@ def _answer_waiting(store: Store, run_id: str, args: argparse.Namespace) -> bool
         return True
     if not interactive:
         return False
-    print(_plan_text(plan), file=sys.stderr)
+    _say(_plan_text(plan))
     reply = input("Start research with this plan? [Y/n] ").strip().lower()
     if reply in ("", "y", "yes"):
         approve_plan(store, run_id)
@@ -202,8 +310,14 @@ def _waiting_message(store: Store, run_id: str) -> str:
 
 
 def _fail(message: str, secrets: list[str], code: int) -> int:
-    print(f"error: {redact(message, secrets)}", file=sys.stderr)
+    _say(f"error: {redact(message, secrets)}")
     return code
+
+
+def _say(text: str) -> None:
+    """Print a line for the person on stderr, stripped of terminal control: plan titles,
+    questions and errors carry model and web text, which must not drive the terminal."""
+    print(strip_control(text), file=sys.stderr, flush=True)
 
 
 class _Printer:
@@ -220,5 +334,4 @@ class _Printer:
         run = self.store.get_run(event.run_id) or {}
         pct = percent(run, self.store.get_steps(event.run_id))
         elapsed = int(time.monotonic() - self.started)
-        print(f"[{elapsed // 60:02d}:{elapsed % 60:02d} {pct:3d}%] {event.message}",
-              file=sys.stderr, flush=True)
+        _say(f"[{elapsed // 60:02d}:{elapsed % 60:02d} {pct:3d}%] {event.message}")

@@ -13,12 +13,13 @@ which is never serialised into the database or exports.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
-from research.constants import CONSTANTS, DEFAULTS, PRESETS
+from research.constants import CONSTANTS, DEFAULTS, PRESETS, bound_problem
 from research.errors import ConfigError
 
 ProviderName = Literal["openai", "gemini"]
@@ -62,6 +63,9 @@ class ResearchConfig(BaseModel):
     hosted_poll_interval_s: float = 5.0
     schedule: Literal["rounds", "breadth_depth"] = "rounds"
     review_plan: bool = False
+    # "Dig deeper": the title of the parent report's section the follow-up explores. Its text
+    # is fetched from the parent report and shown to the planner as untrusted data.
+    dig_deeper_section: str = Field(default="", max_length=300)
     report_language: str = "English"
     max_cost_usd: float = 0.0     # 0 = no cap
     max_tokens: int = 0           # 0 = no cap
@@ -84,11 +88,13 @@ class ResearchConfig(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> ResearchConfig:
         for const in CONSTANTS.values():
-            value = getattr(self, const.field)
-            if const.minimum is not None and value < const.minimum:
-                raise ValueError(_bound_message(const.name, value))
-            if const.maximum is not None and value > const.maximum:
-                raise ValueError(_bound_message(const.name, value))
+            problem = bound_problem(const.name, getattr(self, const.field))
+            if problem:
+                raise ValueError(problem)
+        for field in ("max_cost_usd", "hosted_poll_interval_s", "request_timeout_s",
+                      "fetch_timeout_s"):
+            if not math.isfinite(getattr(self, field)):
+                raise ValueError(f"{field} must be a finite number (got {getattr(self, field)}).")
         if self.preset not in PRESETS:
             raise ValueError(f"Unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}.")
         for name in self.search_providers:
@@ -177,18 +183,6 @@ class Credentials(BaseModel):
         )
 
 
-def _bound_message(name: str, value: Any) -> str:
-    const = CONSTANTS[name]
-    return (
-        f"{name} must be between {_fmt(const.minimum)} and {_fmt(const.maximum)} "
-        f"(got {value})."
-    )
-
-
-def _fmt(x: float | None) -> str:
-    return "" if x is None else (str(int(x)) if float(x).is_integer() else str(x))
-
-
 def _parse(name: str, raw: Any) -> Any:
     const = CONSTANTS[name]
     if not isinstance(raw, str):
@@ -207,6 +201,19 @@ def _parse(name: str, raw: Any) -> Any:
         return float(text)
     except ValueError:
         raise ConfigError(f"{name} must be a {const.kind.__name__} (got {raw!r}).") from None
+
+
+def _checked(name: str, value: Any, source: str) -> Any:
+    """`value` if it is within the bounds of `name`; every layer is checked, not only the
+    winner, so a bad environment value is refused even when a preset or flag overrides it."""
+    problem = bound_problem(name, value)
+    if problem is None:
+        return value
+    if source == "environment":
+        problem = problem.removesuffix(".") + f" in the environment ({ENV_PREFIX}{name})."
+    elif source:
+        problem = problem.removesuffix(".") + f" in {source}."
+    raise ConfigError(problem)
 
 
 def _env_settings(env: Mapping[str, str]) -> dict[str, Any]:
@@ -285,17 +292,17 @@ def build_config(
     Raises ConfigError naming the setting and its bounds.
     """
     merged: dict[str, Any] = {}
-    layers: list[dict[str, Any]] = [_env_settings(env or {})]
+    layers: list[tuple[str, dict[str, Any]]] = [("environment", _env_settings(env or {}))]
     if preset is not None:
         key = preset.strip().lower()
         if key not in PRESETS:
             raise ConfigError(f"Unknown preset {preset!r}; choose one of {', '.join(PRESETS)}.")
-        layers.append({**PRESETS[key], "preset": key})
-    layers.append({k: v for k, v in overrides.items() if v is not None})
-    for layer in layers:
+        layers.append((f"the {key} preset", {**PRESETS[key], "preset": key}))
+    layers.append(("", {k: v for k, v in overrides.items() if v is not None}))
+    for source, layer in layers:
         for key, value in layer.items():
             if key.upper() in CONSTANTS:
-                merged[key.lower()] = _parse(key.upper(), value)
+                merged[key.lower()] = _checked(key.upper(), _parse(key.upper(), value), source)
             else:
                 merged[key] = value
     provider = merged.get("provider", "openai")

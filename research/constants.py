@@ -6,6 +6,7 @@ cost estimate read from. Presets set several constants at once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,47 @@ _TABLE = (
 )
 
 CONSTANTS: dict[str, Constant] = {c.name: c for c in _TABLE}
+
+
+def bounds_text(name: str) -> str:
+    """'between 3 and 10' for a constant with bounds, for messages."""
+    const = CONSTANTS[name]
+    return f"between {_fmt(const.minimum)} and {_fmt(const.maximum)}"
+
+
+def bound_problem(name: str, value: Any) -> str | None:
+    """Why `value` is not allowed for constant `name`, or None when it is.
+
+    The one check every source of a setting goes through (environment, secrets, presets, CLI
+    flags, widgets, saved defaults). NaN and infinities are refused explicitly: NaN passes
+    every `<`/`>` comparison, so a plain bounds check would wave it through.
+    """
+    const = CONSTANTS[name]
+    if const.kind is bool:
+        return None if isinstance(value, bool) else f"{name} must be on or off (got {value!r})."
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{name} must be a number {bounds_text(name)} (got {value!r})."
+    if not math.isfinite(value):
+        return f"{name} must be a number {bounds_text(name)} (got {value})."
+    if const.kind is int and not float(value).is_integer():
+        return f"{name} must be a whole number {bounds_text(name)} (got {value})."
+    low, high = const.minimum, const.maximum
+    if (low is not None and value < low) or (high is not None and value > high):
+        return f"{name} must be {bounds_text(name)} (got {value})."
+    return None
+
+
+def _fmt(x: float | None) -> str:
+    return "any" if x is None else (str(int(x)) if float(x).is_integer() else str(x))
+
+
+def _check_presets() -> None:
+    """Presets are settings too: a preset outside the bounds is a bug caught at import."""
+    for preset, values in PRESETS.items():
+        for name, value in values.items():
+            problem = bound_problem(name, value)
+            if problem:
+                raise ValueError(f"Preset {preset}: {problem}")
 DEFAULTS: dict[str, Any] = {c.name: c.default for c in _TABLE}
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -76,3 +118,5 @@ PRESET_LABELS = {
 }
 
 MAX_QUESTION_CHARS = 2000
+
+_check_presets()

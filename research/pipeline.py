@@ -64,7 +64,7 @@ from research.phases import (
 from research.retry import RetryPolicy
 from research.search import build_search_providers
 from research.search.base import SearchProvider
-from storage import Store
+from storage import DISK_FULL_MESSAGE, Store, is_disk_full
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +175,9 @@ def execute(
         _finish(store, run_id, meter, "failed", message)
         emit(Error(run_id, message))
     except Exception as exc:  # noqa: BLE001 - the run must end in a stored, readable state
+        if is_disk_full(exc):  # this write may fail too; then the caller says it plainly
+            _finish(store, run_id, meter, "interrupted", DISK_FULL_MESSAGE)
+            return store.get_run(run_id) or {}
         log.exception("run %s crashed", run_id)
         message = redact(f"Unexpected error ({exc.__class__.__name__}): {exc}", secrets)
         _finish(store, run_id, meter, "failed", message)

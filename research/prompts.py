@@ -57,6 +57,26 @@ def strip_invisible(text: str) -> str:
     return _LINE_SEPARATORS.sub("\n", INVISIBLE.sub("", text))
 
 
+# Terminal control: ESC sequences first (CSI `ESC[...m`, OSC `ESC]52;c;...BEL` with its
+# payload, DCS/SOS/PM/APC strings, two-character escapes), in their 7-bit and C1 forms; then
+# any remaining C0 control except tab and newline, DEL and C1 controls.
+_ESCAPE_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[\x20-\x2f]*[\x30-\x7e]?"
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def strip_control(text: str) -> str:
+    """Remove what a terminal would obey rather than show: escape sequences (colours,
+    hidden text, cursor moves, OSC 52 clipboard writes, window titles) and every control
+    character except tab and newline. Used on everything printed to a terminal or written
+    to an export; a carriage return ends a line."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL.sub("", _ESCAPE_SEQUENCE.sub("", text))
+
+
 def clean_untrusted(text: str) -> str:
     """Make web text safe to place between our delimiters.
 

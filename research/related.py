@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from research.prompts import strip_control, strip_invisible
 from storage import Store
 
 _STOP = frozenset("the a an and or of in on for to is are was were how what why which who "
@@ -39,13 +40,24 @@ def report_sections(markdown: str) -> list[str]:
     return [t for t in titles if t.lower() not in ("sources", "references")]
 
 
-def dig_deeper_question(parent_question: str, section: str, section_text: str = "") -> str:
-    """The question of a follow-up run that goes deeper into one section of a report."""
-    excerpt = " ".join(section_text.split())[:600]
-    question = f"{parent_question.strip()} (dig deeper into: {section.strip()})"
-    if excerpt:
-        question += f" Context from the earlier report: {excerpt}"
-    return question[:2000]
+SECTION_TITLE_CHARS = 80
+_MARKUP = re.compile(r"[\\`*_{}\[\]()<>#!|~$]")
+
+
+def section_title(section: str) -> str:
+    """A report's section title made short and plain for a question: it was written by a
+    model from web text, so no markup, control or invisible characters, at most 80 characters."""
+    text = " ".join(_MARKUP.sub(" ", strip_invisible(strip_control(section))).split())
+    if len(text) <= SECTION_TITLE_CHARS:
+        return text
+    return text[:SECTION_TITLE_CHARS].rsplit(" ", 1)[0] + "…"
+
+
+def dig_deeper_question(parent_question: str, section: str) -> str:
+    """The question of a follow-up run that goes deeper into one section of a report: the
+    person's own words plus the cleaned section title. The section's text is never part of
+    it; the planner sees that text as untrusted data (research/phases/plan.py)."""
+    return f"{parent_question.strip()} (dig deeper into: {section_title(section)})"[:2000]
 
 
 def section_text(markdown: str, section: str) -> str:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Self
 from sqlite_utils import Database
 
 from storage import wal
+from storage.db_value import resolve_db_path
 from storage.migrations import apply_migrations, utc_now
 
 if TYPE_CHECKING:
@@ -54,9 +55,10 @@ _STEP_JSON = ("result",)
 
 def default_db_path(env: Mapping[str, str] | None = None) -> Path:
     """`DEEP_RESEARCH_DB` (from `env`, default the process environment) if set, else
-    `<project root>/data/research.db`."""
+    `<project root>/data/research.db`. Raises DatabaseValueError (plain words) for a value
+    that cannot work, before anything is created or opened."""
     value = (env if env is not None else os.environ).get("DEEP_RESEARCH_DB")
-    return Path(value) if value else _PROJECT_ROOT / "data" / "research.db"
+    return resolve_db_path(value, _PROJECT_ROOT / "data" / "research.db")
 
 
 def _parse_ts(value: str | None) -> datetime | None:

@@ -36,8 +36,10 @@ def test_dig_deeper_run_reuses_the_parents_sources_without_fetching_them_again(
     sections = report_sections(report)
     assert "Key findings" in sections and "Sources" not in sections
 
-    question = dig_deeper_question(QUESTION, "Key findings", section_text(report, "Key findings"))
-    child = create_run(store, question, config, parent_run_id=parent)
+    assert section_text(report, "Key findings")
+    question = dig_deeper_question(QUESTION, "Key findings")
+    child = create_run(store, question, config.model_copy(update={"dig_deeper_section": "Key findings"}),
+                       parent_run_id=parent)
     standin.reset()
     run = execute(child, store=store, credentials=credentials)
     assert run["status"] == "completed", run.get("error")

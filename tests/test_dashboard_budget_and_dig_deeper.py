@@ -70,7 +70,9 @@ def test_dig_deeper_starts_a_linked_child_run_with_the_parents_settings(
     child = next(r for r in dash_env.list_runs() if r["id"] != parent)
     assert child["parent_run_id"] == parent
     assert "dig deeper into: Key findings" in child["question"]
-    assert "Storage is the bottleneck" in child["question"]  # the section's text as context
+    # The section's text is untrusted: never in the question, only shown to the planner as data.
+    assert "Storage is the bottleneck" not in child["question"]
+    assert child["config"]["dig_deeper_section"] == "Key findings"
     assert child["config"]["subtopic_count"] == 4 and child["config"]["report_language"] == "German"
     assert at.query_params.get("run") in (child["id"], [child["id"]])  # its Run page opened
     fake_jobs_done = dash_env.get_run(child["id"])

@@ -24,6 +24,7 @@ from research.export.document import (
     link_citations,
     map_prose,
 )
+from research.export.safe_links import clean_document, export_markdown
 
 # Any ASCII punctuation may be backslash-escaped in CommonMark. Escaping the characters that
 # start inline markup anywhere, and list/heading markers at the start, makes text inert.
@@ -81,6 +82,7 @@ def _source_line(source: ReportSource) -> str:
 
 
 def to_markdown(doc: ReportDocument) -> str:
+    doc = clean_document(doc)
     numbers = [s.number for s in doc.sources]
     body = link_citations(neutralise_html(doc.body), numbers, lambda n: f"[[{n}]](#source-{n})").strip()
 
@@ -100,4 +102,4 @@ def to_markdown(doc: ReportDocument) -> str:
         lines += [_source_line(source) for source in doc.sources]
     else:
         lines.append(label("no_sources"))
-    return "\n".join(lines) + "\n"
+    return export_markdown("\n".join(lines) + "\n")

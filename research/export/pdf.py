@@ -31,6 +31,7 @@ from weasyprint.urls import URLFetcher
 from research.errors import ResearchError, redact
 from research.export.document import ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date
+from research.export.safe_links import clean_document
 from research.sandbox import MEMORY, ChildFailed, ChildLimits, near_memory_cap, run_child
 
 _TAGS = {
@@ -245,6 +246,7 @@ def body_html(doc: ReportDocument) -> str:
 
 def to_html(doc: ReportDocument) -> str:
     """A complete, sanitised HTML document ready for printing."""
+    doc = clean_document(doc)
     fragment = _cover(doc) + f'<div class="report-body">{body_html(doc)}</div>' + _sources(doc)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -11,7 +11,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
@@ -29,6 +29,7 @@ from research.errors import (
     SchemaError,
     StepTimeLimit,
 )
+from research.llm.answer_limits import check_answer_size, validate_capped
 from research.llm.fitting import (  # noqa: F401 - re-exported: the seam's public names
     DEFAULT_MAX_INPUT_CHARS,
     HARDER_TRIM,
@@ -399,19 +400,27 @@ class RoleLLM:
 
     def text(self, messages: Sequence[Message], *, deadline: float | None = None) -> str:
         completion = self._once(messages, None, None, deadline)
+        check_answer_size(completion.text, self._who)
         text = strip_think(completion.text)
         if not text:
             raise ProviderError(f"The {self.role} model ({self.label}) returned an empty answer.")
         return text
 
+    @property
+    def _who(self) -> str:
+        return f"The {self.role} model ({self.label})"
+
     def structured(
-        self, messages: Sequence[Message], model: type[M], *, deadline: float | None = None
+        self, messages: Sequence[Message], model: type[M], *, deadline: float | None = None,
+        caps: Mapping[str, int] | None = None,
     ) -> M:
-        """Ask for JSON matching `model`; one repair attempt, then SchemaError."""
+        """Ask for JSON matching `model`; one repair attempt, then SchemaError. `caps` gives,
+        by field name, how many items the step asked for in a list (answer_limits.py)."""
         schema = model.model_json_schema()
+        limits = caps or {}
         completion = self._once(messages, schema, model.__name__, deadline)
         try:
-            return _validate(model, completion.text)
+            return validate_capped(model, completion.text, limits, self._who)
         except (ValidationError, ValueError) as first_error:
             problem = _short_error(first_error)
         repair = [
@@ -426,19 +435,12 @@ class RoleLLM:
         ]
         completion = self._once(repair, schema, model.__name__, deadline)
         try:
-            return _validate(model, completion.text)
+            return validate_capped(model, completion.text, limits, self._who)
         except (ValidationError, ValueError) as second_error:
             raise SchemaError(
                 f"The {self.role} model ({self.label}) did not return a valid "
                 f"{model.__name__} after one repair attempt: {_short_error(second_error)}."
             ) from None
-
-
-def _validate(model: type[M], text: str) -> M:
-    payload = extract_json(text)
-    if not payload:
-        raise ValueError("the answer was empty")
-    return model.model_validate_json(payload)
 
 
 def _short_error(exc: Exception) -> str:

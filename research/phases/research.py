@@ -66,6 +66,11 @@ Rules:
 - Confidence is 0-1: how well the cited sources support the claim."""
 
 
+# How many items a findings answer may hold (answer_limits.py adds a small margin).
+FINDINGS_PER_SOURCE = 5
+FINDINGS_CAPS = {"gaps": 10, "follow_up_questions": 10}
+
+
 class Finding(BaseModel):
     claim: str
     source_ids: list[str]
@@ -399,7 +404,8 @@ def _findings(
         )),
     ]
     ctx.checkpoint()
-    answer = worker.llm.structured(messages, SubtopicFindings, deadline=deadline)
+    answer = worker.llm.structured(messages, SubtopicFindings, deadline=deadline, caps=FINDINGS_CAPS
+                                   | {"findings": FINDINGS_PER_SOURCE * len(kept), "source_ids": len(kept)})
     valid = {s["id"] for s in kept}
     rows: list[dict[str, Any]] = []
     for f in answer.findings:

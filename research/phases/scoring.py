@@ -109,7 +109,8 @@ def _ask(
         )),
     ]
     ctx.checkpoint()
-    answer = worker.llm.structured(messages, RelevanceScores, deadline=deadline)
+    answer = worker.llm.structured(messages, RelevanceScores, deadline=deadline,
+                                   caps={"scores": len(batch)})
     scores = {s.source_id: s for s in answer.scores}
     for src in batch:
         score = scores.get(src["id"])

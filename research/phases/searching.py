@@ -149,7 +149,8 @@ def _queries(
     they are (at least one: a subtopic with no query cannot be searched, so none fails the
     unit). The refining wave may well find nothing left to search: fewer is accepted as is."""
     ctx.checkpoint()
-    answer = worker.llm.structured(messages, SearchQueries, deadline=deadline)
+    answer = worker.llm.structured(messages, SearchQueries, deadline=deadline,
+                                   caps={"queries": count})
     queries = _fresh(answer.queries, asked, count)
     if asked:
         return queries
@@ -158,7 +159,8 @@ def _queries(
             "user", f"That gave {len(queries)} new queries; {count} are needed. Reply with "
                     f"{count - len(queries)} more, different from: {'; '.join(queries + asked)}.")]
         ctx.checkpoint()
-        more = worker.llm.structured(messages, SearchQueries, deadline=deadline)
+        more = worker.llm.structured(messages, SearchQueries, deadline=deadline,
+                                     caps={"queries": count})
         queries = _fresh(queries + more.queries, asked, count)
         if queries and len(queries) < count:
             note_short(ctx, f"research:{sub['id']}", "search queries", len(queries), count,

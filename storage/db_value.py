@@ -1,0 +1,113 @@
+"""Is a `DEEP_RESEARCH_DB` / `--db` value a database we can use? Checked before anything opens it.
+
+Why a separate check: `sqlite3.connect` turns every unusable value into "unable to open
+database file" at best, and at worst happily creates a file somewhere surprising (a
+`postgresql://user:password@host/db` URL becomes a folder named after the password). The
+edges (CLI, dashboard) call `resolve_db_path` once, so the person gets a reason and a next
+step, no run starts, and the file named is never written to (it stays byte-identical).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_URL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.\-]*)://")
+_POSTGRES_SCHEMES = ("postgres", "postgresql")
+
+
+class DatabaseValueError(ValueError):
+    """The database setting cannot be used; the message says why and what to do (no secrets)."""
+
+
+def resolve_db_path(value: str | os.PathLike[str] | None, default: Path) -> Path:
+    """The SQLite file to open for `value`, or DatabaseValueError saying why it cannot work.
+
+    An empty value means `default`, whose folder we may create (it is ours: `data/`). A value
+    the person gave must name a usable file in an existing folder; we create nothing for it.
+    """
+    text = os.fspath(value).strip() if value is not None else ""
+    if not text:
+        return default
+    _refuse_urls(text)
+    path = Path(text).expanduser()
+    _check_folder(path)
+    if path.exists():
+        _check_file(path)
+    return path
+
+
+def _refuse_urls(text: str) -> None:
+    match = _URL.match(text)
+    if not match:
+        return
+    scheme = match.group(1).lower()
+    if scheme.split("+")[0] in _POSTGRES_SCHEMES:
+        raise DatabaseValueError(
+            "PostgreSQL team stores are not available yet in this version; set DEEP_RESEARCH_DB "
+            "(or --db) to a file path such as data/research.db to use a local SQLite file."
+        )
+    # Only the scheme is named: the rest of a URL may carry a password.
+    raise DatabaseValueError(
+        f"The database setting is a {scheme}:// address, but only a SQLite file path is supported; "
+        "set DEEP_RESEARCH_DB (or --db) to a file path such as data/research.db."
+    )
+
+
+def _check_folder(path: Path) -> None:
+    folder = path.parent
+    if not folder.exists():
+        raise DatabaseValueError(
+            f"The folder {folder} for the database does not exist; create it first "
+            f"(mkdir -p {folder}) or choose a database file in an existing folder."
+        )
+    if not folder.is_dir():
+        raise DatabaseValueError(
+            f"{folder} is not a folder, so the database {path.name} cannot be stored in it; "
+            "choose a database file in an existing folder."
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise DatabaseValueError(
+            f"The folder {folder} is read-only, and SQLite needs to write its journal beside the "
+            "database; make the folder writable or choose a database file in another folder."
+        )
+
+
+def _check_file(path: Path) -> None:
+    if path.is_dir():
+        raise DatabaseValueError(
+            f"{path} is a folder, not a database file; point DEEP_RESEARCH_DB (or --db) at a file "
+            f"inside it, such as {path / 'research.db'}."
+        )
+    if not path.is_file():
+        raise DatabaseValueError(
+            f"{path} is not a regular file; point DEEP_RESEARCH_DB (or --db) at a database file."
+        )
+    mode = path.stat().st_mode
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
+        raise DatabaseValueError(
+            f"The database {path} is read-only; make it writable (chmod u+w {path}) or point "
+            "DEEP_RESEARCH_DB (or --db) at another file."
+        )
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise DatabaseValueError(
+            f"The database {path} cannot be read ({exc.strerror or exc}); check its permissions "
+            "or choose another file."
+        ) from None
+    if head and head != SQLITE_MAGIC:
+        raise DatabaseValueError(
+            f"{path} is not a SQLite database (it holds something else), so it was left "
+            "untouched; point DEEP_RESEARCH_DB (or --db) at another file name."
+        )
+
+
+def db_path_from_env(env: Mapping[str, str], default: Path) -> Path:
+    """`resolve_db_path` for the `DEEP_RESEARCH_DB` value in `env`."""
+    return resolve_db_path(env.get("DEEP_RESEARCH_DB"), default)

@@ -1,0 +1,81 @@
+"""A model answer cannot add more than the step asked for: lists are capped (the excess dropped and
+logged), and a huge free-text answer fails in words about the model's answer."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from research import Credentials, build_config, run_research
+from research.errors import ProviderError
+from research.llm.answer_limits import MAX_ANSWER_CHARS, cap_lists, check_answer_size, margin
+from research.phases.research import FINDINGS_CAPS, FINDINGS_PER_SOURCE
+from storage import Store
+from tests.standin import StandinServer, brain
+
+QUESTION = "How do heat pumps perform in cold climates?"
+FLOOD = 30_000  # short items, so the answer stays under the size limit and is capped
+
+
+def test_cap_lists_cuts_every_list_and_counts_what_it_dropped() -> None:
+    answer = {"findings": [{"claim": "c", "source_ids": ["a"] * 50}] * 30, "gaps": ["g"] * 7}
+    capped, dropped = cap_lists(answer, {"findings": 10, "source_ids": 3, "gaps": 20})
+    assert len(capped["findings"]) == margin(10) == 12
+    assert all(len(f["source_ids"]) == margin(3) for f in capped["findings"])
+    assert len(capped["gaps"]) == 7
+    assert dropped == (30 - 12) + 12 * (50 - 5)
+    with pytest.raises(ProviderError, match="The writer model .* returned an answer of 20.0 million"):
+        check_answer_size("x" * 20_000_000, "The writer model (openai/x)")
+    check_answer_size("x" * MAX_ANSWER_CHARS, "fine")
+
+
+def test_a_flood_of_findings_is_capped_and_logged(
+    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    plain = brain._BUILDERS["SubtopicFindings"]
+
+    def flood(user: str) -> dict[str, Any]:
+        answer = plain(user)
+        sid = answer["findings"][0]["source_ids"][0]
+        answer["findings"] = [{"claim": f"c{i}", "source_ids": [sid]} for i in range(FLOOD)]
+        answer["gaps"] = [f"gap {i}" for i in range(FLOOD)]
+        return answer
+
+    monkeypatch.setitem(brain._BUILDERS, "SubtopicFindings", flood)
+    store = Store(tmp_path / "flood.db")
+    config = build_config(env=standin_env, preset="quick", SOURCES_PER_SUBTOPIC=5, fetch_timeout_s=3)
+    with caplog.at_level(logging.WARNING, logger="research.llm.answer_limits"):
+        run_id = run_research(QUESTION, store=store, config=config,
+                              credentials=Credentials.from_env(standin_env))
+    assert store.get_run(run_id)["status"] == "completed", store.get_run(run_id)["error"]
+    rows = store.get_findings(run_id)
+    per_subtopic: dict[str, int] = {}
+    for row in rows:
+        if row["kind"] == "finding":
+            per_subtopic[row["subtopic_id"]] = per_subtopic.get(row["subtopic_id"], 0) + 1
+    limit = margin(FINDINGS_PER_SOURCE * 5)
+    assert per_subtopic and max(per_subtopic.values()) <= limit
+    assert sum(1 for r in rows if r["kind"] == "gap") <= len(per_subtopic) * margin(FINDINGS_CAPS["gaps"])
+    assert any("beyond what the step asked for were dropped" in r.getMessage() for r in caplog.records)
+    assert (tmp_path / "flood.db").stat().st_size < 5_000_000
+
+
+def test_a_20_mb_report_fails_with_words_about_the_models_answer(
+    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(brain, "write_report", lambda user, **kw: "word " * 4_000_000)
+    store = Store(tmp_path / "big.db")
+    config = build_config(env=standin_env, preset="quick", SOURCES_PER_SUBTOPIC=5, fetch_timeout_s=3)
+    run_id = run_research(QUESTION, store=store, config=config,
+                          credentials=Credentials.from_env(standin_env))
+    run = store.get_run(run_id)
+    assert run["status"] == "failed"
+    error = run["error"] or ""
+    assert "model" in error and "answer of 20.0 million characters" in error
+    assert "sources" not in error.split("answer of")[0]
+    assert store.get_sources(run_id)  # what was gathered is kept

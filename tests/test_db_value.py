@@ -1,0 +1,114 @@
+"""Database values that cannot work are refused at the edges with a reason, before anything opens.
+
+The CLI runs as a real subprocess; the dashboard through AppTest. Every refused file is
+compared byte for byte before and after.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from storage import DatabaseValueError, resolve_db_path
+from tests.dashboard_fixtures import APP, KEY_VARS
+from tests.test_cli import _cli
+
+PG_URL = "postgresql://alice:S3cretPassw0rd@db.example.org:5432/research"
+
+
+def _files(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*")}
+
+
+def test_postgres_url_is_refused_plainly_without_the_password_or_a_folder(tmp_path: Path) -> None:
+    before = _files(tmp_path)
+    result = _cli(["How do heat pumps work?"], {"DEEP_RESEARCH_DB": PG_URL}, tmp_path)
+    assert result.returncode == 2
+    assert "PostgreSQL team stores are not available yet in this version" in result.stderr
+    assert "S3cretPassw0rd" not in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+    assert _files(tmp_path) == before  # no postgresql:/... folder, no database
+
+
+def _sqlite_file(path: Path) -> Path:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("INSERT INTO t VALUES ('kept')")
+    conn.commit()
+    conn.close()
+    return path
+
+
+def _unusable(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    """A database value of `kind` and a word the refusal must contain."""
+    if kind == "folder":
+        folder = tmp_path / "a-folder"
+        folder.mkdir()
+        return folder, "is a folder"
+    if kind == "not sqlite":
+        path = tmp_path / "notes.db"
+        path.write_text("my precious notes, not a database\n" * 50)
+        return path, "not a SQLite database"
+    if kind == "read-only":
+        path = _sqlite_file(tmp_path / "ro.db")
+        path.chmod(stat.S_IRUSR | stat.S_IRGRP)
+        return path, "read-only"
+    return tmp_path / "missing" / "research.db", "does not exist"
+
+
+@pytest.mark.parametrize("kind", ["folder", "not sqlite", "read-only", "missing parent"])
+@pytest.mark.parametrize("how", ["env", "flag"])
+def test_unusable_database_value_says_why_starts_nothing_and_keeps_the_file(
+    tmp_path: Path, kind: str, how: str
+) -> None:
+    path, why = _unusable(tmp_path, kind)
+    before = path.read_bytes() if path.is_file() else None
+    listing = _files(tmp_path)
+    env = {"DEEP_RESEARCH_DB": str(path)} if how == "env" else {}
+    args = ["How do heat pumps work?"] + ([] if how == "env" else ["--db", str(path)])
+    result = _cli(args, env, tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert why in result.stderr and "Traceback" not in result.stderr
+    assert "unable to open database file" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert _files(tmp_path) == listing  # no -wal/-shm, no folder, no report
+    if before is not None:
+        assert path.read_bytes() == before
+
+
+def test_the_one_check_accepts_usable_values(tmp_path: Path) -> None:
+    default = tmp_path / "data" / "research.db"
+    assert resolve_db_path(None, default) == default
+    assert resolve_db_path("  ", default) == default
+    fresh = tmp_path / "new.db"
+    assert resolve_db_path(str(fresh), default) == fresh
+    existing = _sqlite_file(tmp_path / "old.db")
+    assert resolve_db_path(existing, default) == existing
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    assert resolve_db_path(empty, default) == empty
+    with pytest.raises(DatabaseValueError, match="only a SQLite file path"):
+        resolve_db_path("mysql://u:p@h/d", default)
+
+
+def test_dashboard_refuses_a_postgres_url_in_plain_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DEEP_RESEARCH_DB", PG_URL)
+    monkeypatch.setenv("DEEP_RESEARCH_SECRETS_FILE", str(tmp_path / "secrets.toml"))
+    for name in KEY_VARS:
+        monkeypatch.delenv(name, raising=False)
+    before = _files(tmp_path)
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "PostgreSQL team stores are not available yet" in errors
+    assert "S3cretPassw0rd" not in errors
+    assert _files(tmp_path) == before
+    assert not os.path.exists("postgresql:")
