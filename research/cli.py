@@ -12,8 +12,7 @@ from research import answer_clarification, approve_plan, pending_clarification, 
 from research.config import Credentials, ResearchConfig, build_config
 from research.errors import ResearchError, redact
 from research.events import Event
-from research.export import to_markdown, to_pdf
-from research.export.run_document import build_document_for_run
+from research.export.formats import FORMATS, export_run
 from research.llm.pricing import PriceTable
 from research.phases.preflight import check_configuration
 from research.pipeline import create_run, execute
@@ -35,7 +34,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--subtopics", type=int, help="subtopic count (3-10)")
     p.add_argument("--sources", type=int, help="sources per subtopic (5-50)")
     p.add_argument("--reviews", type=int, help="review cycles (0-5)")
-    p.add_argument("--format", choices=["md", "pdf"], default="md")
+    p.add_argument("--format", choices=list(FORMATS), default="md",
+                   help="md or pdf: the report; docx: Word; bib or ris: the cited sources; "
+                        "csv or xlsx: the claim evidence table")
     p.add_argument("--out", type=Path, help="where to write the report (default: ./report-<run id>.<format>)")
     p.add_argument("--language", help="language of the report, e.g. German (default English)")
     p.add_argument("--max-cost", type=float, metavar="USD",
@@ -122,11 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"(resume with --resume {run_id})", secrets, EXIT_FAILED)
     out = args.out or Path(f"report-{run_id}.{args.format}")
     try:
-        doc = build_document_for_run(store, run_id)
-        if args.format == "pdf":
-            out.write_bytes(to_pdf(doc))
-        else:
-            out.write_text(to_markdown(doc), encoding="utf-8")
+        _write_atomically(out, export_run(store, run_id, args.format))
     except (ResearchError, OSError) as exc:
         return _fail(f"The research finished but the report could not be saved to {out}: {exc}",
                      secrets, EXIT_FAILED)
@@ -140,6 +137,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  Warning: {redact(warning, secrets)}", file=sys.stderr)
     print(run_id)
     return EXIT_OK
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """A temporary file beside the target, then a rename: never a half-written report."""
+    temporary = path.with_name(f".{path.name}.part")
+    try:
+        temporary.write_bytes(data)
+        temporary.replace(path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _dig_deeper_question(store: Store, parent: str, section: str) -> str:
