@@ -14,7 +14,7 @@ import pandas as pd
 
 from dashboard.views import status_label, subtopic_names
 
-COVERAGE = {"answered": "✅ Answered", "open": "❓ Open", "conflicting": "⚖️ Conflicting"}
+COVERAGE = {"answered": "Answered", "open": "Open", "conflicting": "Conflicting"}
 ACTIONS = {
     "filter": "🚫 Filtered",
     "answer": "🔎 Answered by a quick lookup",

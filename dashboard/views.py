@@ -24,10 +24,10 @@ from storage import Store
 
 EVENT_TAIL = 200
 STATUS_LABELS = {
-    "queued": "⏳ Queued", "running": "🔄 Running", "paused": "⏸️ Paused",
-    "completed": "✅ Completed", "failed": "❌ Failed", "cancelled": "⛔ Cancelled",
-    "interrupted": "⚠️ Interrupted", "retrying": "🔁 Retrying", "done": "✅ Done",
-    "missing": "❓ Unknown", "waiting": "✋ Waiting for you",
+    "queued": "Queued", "running": "Running", "paused": "Paused",
+    "completed": "Completed", "failed": "Failed", "cancelled": "Cancelled",
+    "interrupted": "Interrupted", "retrying": "Retrying", "done": "Done",
+    "missing": "Unknown", "waiting": "Waiting for you",
 }
 SEVERITIES = ("high", "medium", "low")
 
@@ -74,7 +74,7 @@ def run_status_text(run: Mapping[str, Any]) -> str:
     """A run's status as every view shows it: a completed run with warnings says so, so the
     status never reads as a plain success while the report carries a warning."""
     if run_warnings(run):
-        return "⚠️ Completed with warnings"
+        return "Completed with warnings"
     return status_label(str(run.get("status") or ""))
 
 
@@ -127,7 +127,7 @@ def steps_frame(steps: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         "Step": s.get("label") or s.get("key"),
         "State": status_label(str(s.get("status") or "")),
         "Duration": duration_text(s.get("duration_s")) if s.get("duration_s") is not None else "",
-        "Sources": int(s.get("source_count") or 0) if s.get("kind") == "research" else None,
+        "Sources": str(int(s.get("source_count") or 0)) if s.get("kind") == "research" else "",
         "Attempts": int(s.get("attempts") or 1),
         "Problem": s.get("error") or "",
     } for s in steps]
@@ -369,22 +369,23 @@ def library_frame(runs: Sequence[Mapping[str, Any]], *, url_for: Any = None,
             "Sources": totals.get("sources"),
             "Duration": duration_text(run.get("duration_s")) if run.get("duration_s") is not None else "—",
             "Cost (USD)": float(cost) if cost is not None else None,
-            "Builds on": (label_text(parents.get(parent) or "", 50) + f" ({parent})").strip()
+            "Builds on": (label_text(parents.get(parent) or "", 50) or "a deleted run")
                          if parent else "",
-            "Run id": run["id"],
         })
     columns = ["Open", "Question", "Date", "Status", "Preset", "Subtopics", "Sources/subtopic",
-               "Reviews", "Model", "Sources", "Duration", "Cost (USD)", "Builds on", "Run id"]
+               "Reviews", "Model", "Sources", "Duration", "Cost (USD)", "Builds on"]
     return pd.DataFrame(rows, columns=columns)
 
 
+# The settings a comparison can be plotted against, named as on the New research form.
 COMPARE_CONSTANTS = {
-    "SUBTOPIC_COUNT": "subtopic_count", "SOURCES_PER_SUBTOPIC": "sources_per_subtopic",
-    "SEARCHES_PER_SUBTOPIC": "searches_per_subtopic", "REVIEW_CYCLES": "review_cycles",
-    "MAX_ROUNDS": "max_rounds", "SOURCE_RELEVANCE_THRESHOLD": "source_relevance_threshold",
-    "REPORT_MAX_WORDS": "report_max_words",
+    "Subtopics": "subtopic_count", "Sources per subtopic": "sources_per_subtopic",
+    "Searches per subtopic": "searches_per_subtopic", "Review cycles": "review_cycles",
+    "Research rounds": "max_rounds", "Minimum source relevance": "source_relevance_threshold",
+    "Longest report (words)": "report_max_words",
 }
 COMPARE_METRICS = ("Sources", "Citations", "Review cycles used", "Duration (s)", "Cost (USD)")
+COUNTED = ("Sources", "Citations", "Review cycles used")
 
 
 def compare_frame(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
@@ -402,7 +403,7 @@ def compare_frame(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
         if cost is None:
             cost = store.usage_totals(run_id)["cost_usd"]
         row: dict[str, Any] = {
-            "Run": f"{run_id[:6]} · {label_text(run.get('question'), 40)}",
+            "Run": run_name(run, 40, with_time=True),
             "Run id": run_id,
             "Status": run_status_text(run),
         }
@@ -425,12 +426,15 @@ def compare_charts(frame: pd.DataFrame, constant: str) -> dict[str, go.Figure]:
     runs = [label_text(r, 40) for r in frame["Run"]]
     for metric in COMPARE_METRICS:
         values = pd.to_numeric(frame[metric], errors="coerce")
+        if metric in COUNTED:
+            values = values.fillna(0)  # no report yet: nothing cited, not an empty -1..1 axis
         fig = go.Figure(go.Bar(x=runs, y=values, name=metric))
         x = pd.to_numeric(frame[constant], errors="coerce")
         fig.add_trace(go.Scatter(x=runs, y=values, mode="markers", showlegend=False,
                                  text=[f"{constant} = {v}" for v in x], hoverinfo="text+y"))
         fig.update_layout(title=f"{metric} by run (hover: {constant})", height=300,
                           margin={"l": 10, "r": 10, "t": 40, "b": 10}, showlegend=False)
+        fig.update_yaxes(rangemode="tozero")
         charts[metric] = fig
     scatter = go.Figure()
     x = pd.to_numeric(frame[constant], errors="coerce")
@@ -441,3 +445,14 @@ def compare_charts(frame: pd.DataFrame, constant: str) -> dict[str, go.Figure]:
                           xaxis_title=constant, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     charts["vs constant"] = scatter
     return charts
+
+
+def run_name(run: Mapping[str, Any], limit: int = 80, *, with_time: bool = False) -> str:
+    """How a person tells runs apart: question, date and preset (never the run's id)."""
+    preset = str((run.get("config") or {}).get("preset") or "").capitalize()
+    when = short_date(run.get("created_at"))
+    parts = [label_text(run.get("question") or "Untitled run", limit),
+             when if with_time else when[:10]]
+    if preset:
+        parts.append(preset)
+    return " · ".join(p for p in parts if p)

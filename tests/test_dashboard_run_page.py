@@ -27,7 +27,7 @@ def test_completed_run_shows_full_progress_steps_and_no_live_refresh(dash_env: S
     assert at.progress[0].value == 100
     steps = at.dataframe[0].value
     assert list(steps["Step"])[:2] == ["Checking the providers", "Planning the research"]
-    assert set(steps["State"]) == {"✅ Done"}
+    assert set(steps["State"]) == {"Done"}
     assert [b.label for b in at.button if b.label in ("Pause", "Cancel", "Resume")] == []
 
 
