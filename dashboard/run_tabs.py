@@ -56,7 +56,7 @@ def rounds_tab(store: Store, run: Run) -> None:
     if stop:
         st.info("**Why research stopped:** " + views.md_text(rounds_view.stop_text(stop, config)))
     if not results:
-        st.info("After each research round the lead judges how well every subtopic is "
+        st.info("After each research round the planner judges how well every subtopic is "
                 "covered and decides what to do with the workers' follow-up questions; "
                 "that appears here.")
     lookups = {str(s["key"]): s for s in steps if s.get("kind") == "followup"}

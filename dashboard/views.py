@@ -18,8 +18,10 @@ from urllib.parse import urlsplit
 import pandas as pd
 import plotly.graph_objects as go
 
+from research.constants import CONSTANTS
 from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
+from research.export.method import plain_name
 from storage import Store
 
 EVENT_TAIL = 200
@@ -34,9 +36,35 @@ SEVERITIES = ("high", "medium", "low")
 
 # -- plain text helpers ---------------------------------------------------------------------
 
+_KEY_NAMES = {"OPENAI_API_KEY": "the OpenAI key", "GEMINI_API_KEY": "the Google Gemini key",
+              "GOOGLE_API_KEY": "the Google Gemini key", "TAVILY_API_KEY": "the Tavily key",
+              "SEMANTIC_SCHOLAR_API_KEY": "the Semantic Scholar key",
+              "OPENAI_BASE_URL": "the OpenAI server address",
+              "GEMINI_BASE_URL": "the Gemini server address",
+              "DEEP_RESEARCH_SEARCH": "the search services setting",
+              "DEEP_RESEARCH_PROVIDER": "the model provider setting",
+              "DEEP_RESEARCH_MODEL": "the model setting"}
+_SETTING_NAME = re.compile(r"\b(?:DEEP_RESEARCH_)?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+
+
+def plain_words(text: str) -> str:
+    """Setting and environment-variable names in engine messages -> the words people know
+    ('MAX_ROUNDS' -> 'research rounds', 'OPENAI_API_KEY' -> 'the OpenAI key')."""
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(0)
+        if name in _KEY_NAMES:
+            return _KEY_NAMES[name]
+        constant = name.removeprefix("DEEP_RESEARCH_")
+        if constant in CONSTANTS:
+            return f"“{plain_name(constant)}”"
+        return name
+    return _SETTING_NAME.sub(replace, text)
+
+
 def md_text(text: Any) -> str:
-    """Untrusted text made inert for st.markdown: no links, images, HTML, math or directives."""
-    escaped = escape_markdown(str(text or ""))
+    """Untrusted text made inert for st.markdown: no links, images, HTML, math or directives.
+    Setting names in it become plain words (see `plain_words`)."""
+    escaped = escape_markdown(plain_words(str(text or "")))
     return escaped.replace("$", "\\$").replace(":", "\\:")
 
 
@@ -129,7 +157,7 @@ def steps_frame(steps: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         "Duration": duration_text(s.get("duration_s")) if s.get("duration_s") is not None else "",
         "Sources": str(int(s.get("source_count") or 0)) if s.get("kind") == "research" else "",
         "Attempts": int(s.get("attempts") or 1),
-        "Problem": s.get("error") or "",
+        "Problem": plain_words(str(s.get("error") or "")),
     } for s in steps]
     return pd.DataFrame(rows, columns=["Step", "State", "Duration", "Sources", "Attempts", "Problem"])
 
@@ -155,7 +183,7 @@ def events_frame(events: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     rows = [{
         "Time": short_date(e.get("ts"))[11:] or "",
         "Event": str(e.get("type") or "").replace("_", " "),
-        "Message": e.get("message") or "",
+        "Message": plain_words(str(e.get("message") or "")),
     } for e in reversed(events)]
     return pd.DataFrame(rows, columns=["Time", "Event", "Message"])
 

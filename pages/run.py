@@ -28,6 +28,7 @@ from research.related import dig_deeper_question, report_sections, section_text
 ui.require_navigation()
 
 REFRESH_S = 2.0
+TITLE_CHARS = 160  # the heading shows this much of the question; the rest is one click away
 TABS = ["Plan", "Sources", "Rounds", "Review", "Verification", "Report", "Engines", "Tokens and cost"]
 
 store = ui.store()
@@ -40,19 +41,22 @@ if not run_id:
     st.info("No run is selected. Start one on the New research page or open one from the Library.")
     for run in store.list_runs(limit=10):
         st.page_link(ui.PAGES["run"], query_params={"run": run["id"]},
-                     label=f"{views.run_status_text(run)} · {views.label_text(run['question'], 90)}")
+                     label=f"{views.run_name(run, with_time=True)} · {views.run_status_text(run)}")
     st.stop()
 
 run = store.get_run(run_id)
 if run is None:
     st.title("Run")
-    st.error(f"There is no run with the id “{run_id}”. It may have been deleted. "
+    st.error("There is no such run: it may have been deleted, or the link is incomplete. "
              "Open the Library to see every run.")
     st.page_link(ui.PAGES["library"], label="Open the Library", icon=":material/library_books:")
     st.stop()
 
 st.title("Research run")
-st.markdown(f"#### {views.md_text(run['question'])}")
+st.markdown(f"#### {views.md_text(views.label_text(run['question'], TITLE_CHARS))}")
+if len(" ".join(str(run["question"]).split())) > TITLE_CHARS:  # a dig-deeper run's long question
+    with st.expander("The full question"):
+        st.markdown(views.md_text(run["question"]))
 parent_id = run.get("parent_run_id")
 if parent_id:
     parent = store.get_run(parent_id)
@@ -180,7 +184,7 @@ if initial_status == "waiting":
     with st.container(border=True):
         if asked:
             st.subheader("A few questions before the research starts")
-            st.caption("Your answers shape the plan. Leave a box empty to let the lead decide.")
+            st.caption("Your answers shape the plan. Leave a box empty to let the planner decide.")
             with st.form(f"clarify_{run_id}"):
                 answers = [st.text_area(views.md_text(q), key=f"clarify_{run_id}_{i}", height=80)
                            for i, q in enumerate(asked["questions"])]

@@ -118,3 +118,26 @@ def test_running_run_tabs_show_what_exists_so_far(dash_env: Store) -> None:
     at = _tab(run_id, "Verification")
     verdicts = next(df.value for df in at.dataframe if "Claim" in df.value.columns)
     assert list(verdicts["Claim"]) == ["Solar grew."]
+
+
+def test_setting_names_become_plain_words_and_runs_are_named_by_question() -> None:
+    from dashboard import views
+
+    assert views.plain_words("MAX_ROUNDS reached; set OPENAI_API_KEY") == (
+        "\u201cresearch rounds\u201d reached; set the OpenAI key")
+    assert views.plain_words("DEEP_RESEARCH_SUBTOPIC_COUNT must be 3-10") == (
+        "\u201csubtopics\u201d must be 3-10")
+    assert views.plain_words("HTTP_ERROR stays") == "HTTP_ERROR stays"  # only known names
+    run = {"id": "abc123", "question": "Solar?", "created_at": "2024-07-01T10:20:00Z",
+           "config": {"preset": "quick"}}
+    assert views.run_name(run) == "Solar? · 2024-07-01 · Quick"
+    assert views.run_name(run, with_time=True) == "Solar? · 2024-07-01 10:20 · Quick"
+
+
+def test_a_long_dig_deeper_question_is_trimmed_in_the_heading(dash_env: Store) -> None:
+    long_question = "Dig deeper: " + "a flattened | table | row " * 40
+    run_id = finished_run(dash_env, long_question)
+    at = open_run_page(run_id)
+    heading = next(m.value for m in at.markdown if m.value.startswith("#### "))
+    assert len(heading) < 200 and heading.endswith("…")
+    assert any(e.label == "The full question" for e in at.expander)
