@@ -491,9 +491,11 @@ def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, dashboard
             main = _main(page)
             # The question is shown, literally, as text.
             sync_api.expect(main.get_by_text(f"Hostile {MARK} question").first).to_be_visible()
-            sync_api.expect(main.get_by_text("<script>alert(1)</script>").first).to_be_visible()
+            sync_api.expect(main.get_by_text("<script>alert(1)</script>").locator("visible=true").first) \
+                .to_be_visible()
             # The report leads the page, its hostile text shown as text.
-            sync_api.expect(main.get_by_text("<img src=x onerror=alert(2)>", exact=False).first).to_be_visible()
+            sync_api.expect(main.get_by_text("<img src=x onerror=alert(2)>", exact=False)
+                            .locator("visible=true").first).to_be_visible()
             for link in main.locator("a").all():
                 href = link.get_attribute("href") or ""
                 assert not href.strip().lower().startswith("javascript:"), href
