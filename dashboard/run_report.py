@@ -123,10 +123,12 @@ def report_first(store: Store, run: Mapping[str, Any], report: Mapping[str, Any]
     """The top of a finished run's page: summary, downloads, then the report."""
     run_id = str(run["id"])
     warnings = views.run_warnings(run)
-    st.success(views.md_text(summary_line(store, run, doc)),
-               icon=":material/warning:" if warnings else ":material/task_alt:")
-    for warning in warnings:
-        st.warning(views.md_text(warning), icon=":material/warning:")
+    line = views.md_text(summary_line(store, run, doc))
+    if warnings:  # never a green "success" for a run that completed with warnings
+        st.warning(line + "".join(f"  \n{views.md_text(w)}" for w in warnings),
+                   icon=":material/warning:")
+    else:
+        st.success(line, icon=":material/task_alt:")
     if doc.reading_time:
         st.caption(views.md_text(doc.reading_time))
     stamp = str(report.get("created_at") or "")

@@ -35,7 +35,9 @@ def test_finished_run_leads_with_summary_downloads_then_report(dash_env: Store) 
          "status": "supported", "passage": "grew", "section": "Executive summary"}])
     at = open_run_page(run_id)
     assert not at.exception
-    summary = at.success[0].value.replace("\\", "")  # md_text escapes ( )
+    assert not at.success  # a run with warnings is never shown as a plain success
+    summary = at.warning[0].value.replace("\\", "")  # md_text escapes ( )
+    assert "Stopped by the budget." in summary
     assert "3 sources cited (6 kept)" in summary and "1 of 1 claims verified" in summary
     assert "1 warning" in summary
     labels = [b.proto.label for b in at.get("download_button")]
