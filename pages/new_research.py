@@ -232,7 +232,7 @@ with left:
         for name in form.ADVANCED:
             const = CONSTANTS[name]
             key = f"c_{name}"
-            label = plain_name(name).capitalize()
+            label = plain_name(name).capitalize() + (" (milliseconds)" if name.endswith("_MS") else "")
             if const.kind is bool:
                 st.toggle(label, key=key, help=const.description)
             elif const.kind is float:
