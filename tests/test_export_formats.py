@@ -22,7 +22,7 @@ from research.export.evidence import HEADERS, evidence_rows, to_csv, to_xlsx
 from research.export.formats import FORMATS, export_run
 from research.export.method import method_lines, reading_minutes, settings_changed
 from storage import Store
-from tests.dashboard_fixtures import dash_env_fixture, finished_run  # noqa: F401
+from tests.dashboard_fixtures import EVIL_TITLE, dash_env_fixture, finished_run  # noqa: F401
 from tests.test_cli import _cli
 
 NASTY = "Heat {pumps} & 50% \\relax\nER  - injected"
@@ -148,7 +148,8 @@ def test_every_format_exports_a_finished_run(dash_env: Store) -> None:
     rows = evidence_rows(dash_env.get_verifications(run_id), build_document(
         run_id=run_id, question="q", created_at="", parameters_line="", draft="x", numbering={},
         sources=[]), dash_env.get_sources(run_id, with_text=False))
-    assert rows[0].source == "Article 1" or rows[0].source.endswith("title")  # uncited: no number
+    assert rows[0].source == " ".join(EVIL_TITLE.split())  # not cited in this document: no [n]
+    assert rows[0].source_url == "https://example1.org/article-1"
     assert to_csv([]) and to_xlsx([])
 
 
