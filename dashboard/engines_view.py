@@ -17,8 +17,8 @@ from research.export.run_document import build_document_for_run
 from storage import Store
 
 STATUS = {
-    "queued": "⏳ Queued", "in_progress": "🔄 Working", "completed": "✅ Completed",
-    "failed": "❌ Failed", "cancelled": "⛔ Cancelled", "incomplete": "⚠️ Incomplete",
+    "queued": "Queued", "in_progress": "Working", "completed": "Completed",
+    "failed": "Failed", "cancelled": "Cancelled", "incomplete": "Incomplete",
 }
 PIPELINE = "pipeline"
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from dashboard.views import status_label, subtopic_names
 
-COVERAGE = {"answered": "✅ Answered", "open": "❓ Open", "conflicting": "⚖️ Conflicting"}
+COVERAGE = {"answered": "Answered", "open": "Open", "conflicting": "Conflicting"}
 ACTIONS = {
     "filter": "🚫 Filtered",
     "answer": "🔎 Answered by a quick lookup",
@@ -97,7 +97,7 @@ def stop_text(reason: Any, config: Mapping[str, Any] | None = None) -> str:
         limit = f" ({rounds})" if rounds else ""
         return f"The maximum number of research rounds{limit} was reached."
     if text.startswith("MAX_ROUNDS is 1"):
-        return "Only one research round was asked for (MAX_ROUNDS is 1), so no follow-ups were researched."
+        return "Only one research round was asked for, so no follow-ups were researched."
     if text.startswith("No new, relevant, non-redundant question remains"):
         return ("No new question remained that was relevant and not already answered or "
                 "planned, so further rounds would have added nothing.")

@@ -1,7 +1,7 @@
 """The Streamlit side of the dashboard: cached store and job manager, shared page helpers.
 
-This is the only module in `dashboard/` that imports Streamlit. Background threads never
-touch anything here.
+This, `run_report` and `run_tabs` (the Run page's parts) are the modules in `dashboard/` that
+import Streamlit; the rest are pure functions. Background threads never touch anything here.
 """
 
 from __future__ import annotations

@@ -18,12 +18,12 @@ from research.phases import verify
 from storage import Store
 
 OUTCOMES = {
-    "supported": "✅ Supported",
-    "qualified": "✏️ Qualified",
-    "removed": "🗑️ Removed",
-    "unverified": "❔ Not verified",
-    "unchecked": "❔ Not verified",
-    "uncited": "⚠️ No source cited",
+    "supported": "Supported",
+    "qualified": "Qualified",
+    "removed": "Removed",
+    "unverified": "Not verified",
+    "unchecked": "Not verified",
+    "uncited": "No source cited",
 }
 PASS_NAMES = (("verifier", "First check (verifier)"), ("auditor", "Second check (auditor)"))
 

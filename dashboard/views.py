@@ -18,26 +18,54 @@ from urllib.parse import urlsplit
 import pandas as pd
 import plotly.graph_objects as go
 
+from research.constants import CONSTANTS
 from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
+from research.export.method import plain_name
 from research.export.safe_links import clean_document, safe_markdown
 from storage import Store
 
 EVENT_TAIL = 200
 STATUS_LABELS = {
-    "queued": "⏳ Queued", "running": "🔄 Running", "paused": "⏸️ Paused",
-    "completed": "✅ Completed", "failed": "❌ Failed", "cancelled": "⛔ Cancelled",
-    "interrupted": "⚠️ Interrupted", "retrying": "🔁 Retrying", "done": "✅ Done",
-    "missing": "❓ Unknown", "waiting": "✋ Waiting for you",
+    "queued": "Queued", "running": "Running", "paused": "Paused",
+    "completed": "Completed", "failed": "Failed", "cancelled": "Cancelled",
+    "interrupted": "Interrupted", "retrying": "Retrying", "done": "Done",
+    "missing": "Unknown", "waiting": "Waiting for you",
 }
 SEVERITIES = ("high", "medium", "low")
 
 
 # -- plain text helpers ---------------------------------------------------------------------
 
+_KEY_NAMES = {"OPENAI_API_KEY": "the OpenAI key", "GEMINI_API_KEY": "the Google Gemini key",
+              "GOOGLE_API_KEY": "the Google Gemini key", "TAVILY_API_KEY": "the Tavily key",
+              "SEMANTIC_SCHOLAR_API_KEY": "the Semantic Scholar key",
+              "OPENAI_BASE_URL": "the OpenAI server address",
+              "GEMINI_BASE_URL": "the Gemini server address",
+              "DEEP_RESEARCH_SEARCH": "the search services setting",
+              "DEEP_RESEARCH_PROVIDER": "the model provider setting",
+              "DEEP_RESEARCH_MODEL": "the model setting"}
+_SETTING_NAME = re.compile(r"\b(?:DEEP_RESEARCH_)?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+
+
+def plain_words(text: str) -> str:
+    """Setting and environment-variable names in engine messages -> the words people know
+    ('MAX_ROUNDS' -> 'research rounds', 'OPENAI_API_KEY' -> 'the OpenAI key')."""
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(0)
+        if name in _KEY_NAMES:
+            return _KEY_NAMES[name]
+        constant = name.removeprefix("DEEP_RESEARCH_")
+        if constant in CONSTANTS:
+            return f"“{plain_name(constant)}”"
+        return name
+    return _SETTING_NAME.sub(replace, text)
+
+
 def md_text(text: Any) -> str:
-    """Untrusted text made inert for st.markdown: no links, images, HTML, math or directives."""
-    escaped = escape_markdown(str(text or ""))
+    """Untrusted text made inert for st.markdown: no links, images, HTML, math or directives.
+    Setting names in it become plain words (see `plain_words`)."""
+    escaped = escape_markdown(plain_words(str(text or "")))
     return escaped.replace("$", "\\$").replace(":", "\\:")
 
 
@@ -82,7 +110,7 @@ def run_status_text(run: Mapping[str, Any]) -> str:
     """A run's status as every view shows it: a completed run with warnings says so, so the
     status never reads as a plain success while the report carries a warning."""
     if run_warnings(run):
-        return "⚠️ Completed with warnings"
+        return "Completed with warnings"
     return status_label(str(run.get("status") or ""))
 
 
@@ -135,9 +163,9 @@ def steps_frame(steps: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         "Step": s.get("label") or s.get("key"),
         "State": status_label(str(s.get("status") or "")),
         "Duration": duration_text(s.get("duration_s")) if s.get("duration_s") is not None else "",
-        "Sources": int(s.get("source_count") or 0) if s.get("kind") == "research" else None,
+        "Sources": str(int(s.get("source_count") or 0)) if s.get("kind") == "research" else "",
         "Attempts": int(s.get("attempts") or 1),
-        "Problem": s.get("error") or "",
+        "Problem": plain_words(str(s.get("error") or "")),
     } for s in steps]
     return pd.DataFrame(rows, columns=["Step", "State", "Duration", "Sources", "Attempts", "Problem"])
 
@@ -163,7 +191,7 @@ def events_frame(events: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     rows = [{
         "Time": short_date(e.get("ts"))[11:] or "",
         "Event": str(e.get("type") or "").replace("_", " "),
-        "Message": e.get("message") or "",
+        "Message": plain_words(str(e.get("message") or "")),
     } for e in reversed(events)]
     return pd.DataFrame(rows, columns=["Time", "Event", "Message"])
 
@@ -378,22 +406,23 @@ def library_frame(runs: Sequence[Mapping[str, Any]], *, url_for: Any = None,
             "Sources": totals.get("sources"),
             "Duration": duration_text(run.get("duration_s")) if run.get("duration_s") is not None else "—",
             "Cost (USD)": float(cost) if cost is not None else None,
-            "Builds on": (label_text(parents.get(parent) or "", 50) + f" ({parent})").strip()
+            "Builds on": (label_text(parents.get(parent) or "", 50) or "a deleted run")
                          if parent else "",
-            "Run id": run["id"],
         })
     columns = ["Open", "Question", "Date", "Status", "Preset", "Subtopics", "Sources/subtopic",
-               "Reviews", "Model", "Sources", "Duration", "Cost (USD)", "Builds on", "Run id"]
+               "Reviews", "Model", "Sources", "Duration", "Cost (USD)", "Builds on"]
     return pd.DataFrame(rows, columns=columns)
 
 
+# The settings a comparison can be plotted against, named as on the New research form.
 COMPARE_CONSTANTS = {
-    "SUBTOPIC_COUNT": "subtopic_count", "SOURCES_PER_SUBTOPIC": "sources_per_subtopic",
-    "SEARCHES_PER_SUBTOPIC": "searches_per_subtopic", "REVIEW_CYCLES": "review_cycles",
-    "MAX_ROUNDS": "max_rounds", "SOURCE_RELEVANCE_THRESHOLD": "source_relevance_threshold",
-    "REPORT_MAX_WORDS": "report_max_words",
+    "Subtopics": "subtopic_count", "Sources per subtopic": "sources_per_subtopic",
+    "Searches per subtopic": "searches_per_subtopic", "Review cycles": "review_cycles",
+    "Research rounds": "max_rounds", "Minimum source relevance": "source_relevance_threshold",
+    "Longest report (words)": "report_max_words",
 }
 COMPARE_METRICS = ("Sources", "Citations", "Review cycles used", "Duration (s)", "Cost (USD)")
+COUNTED = ("Sources", "Citations", "Review cycles used")
 
 
 def compare_frame(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
@@ -411,7 +440,7 @@ def compare_frame(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
         if cost is None:
             cost = store.usage_totals(run_id)["cost_usd"]
         row: dict[str, Any] = {
-            "Run": f"{run_id[:6]} · {label_text(run.get('question'), 40)}",
+            "Run": run_name(run, 40, with_time=True),
             "Run id": run_id,
             "Status": run_status_text(run),
         }
@@ -434,12 +463,15 @@ def compare_charts(frame: pd.DataFrame, constant: str) -> dict[str, go.Figure]:
     runs = [label_text(r, 40) for r in frame["Run"]]
     for metric in COMPARE_METRICS:
         values = pd.to_numeric(frame[metric], errors="coerce")
+        if metric in COUNTED:
+            values = values.fillna(0)  # no report yet: nothing cited, not an empty -1..1 axis
         fig = go.Figure(go.Bar(x=runs, y=values, name=metric))
         x = pd.to_numeric(frame[constant], errors="coerce")
         fig.add_trace(go.Scatter(x=runs, y=values, mode="markers", showlegend=False,
                                  text=[f"{constant} = {v}" for v in x], hoverinfo="text+y"))
         fig.update_layout(title=f"{metric} by run (hover: {constant})", height=300,
                           margin={"l": 10, "r": 10, "t": 40, "b": 10}, showlegend=False)
+        fig.update_yaxes(rangemode="tozero")
         charts[metric] = fig
     scatter = go.Figure()
     x = pd.to_numeric(frame[constant], errors="coerce")
@@ -450,3 +482,14 @@ def compare_charts(frame: pd.DataFrame, constant: str) -> dict[str, go.Figure]:
                           xaxis_title=constant, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     charts["vs constant"] = scatter
     return charts
+
+
+def run_name(run: Mapping[str, Any], limit: int = 80, *, with_time: bool = False) -> str:
+    """How a person tells runs apart: question, date and preset (never the run's id)."""
+    preset = str((run.get("config") or {}).get("preset") or "").capitalize()
+    when = short_date(run.get("created_at"))
+    parts = [label_text(run.get("question") or "Untitled run", limit),
+             when if with_time else when[:10]]
+    if preset:
+        parts.append(preset)
+    return " · ".join(p for p in parts if p)

@@ -51,7 +51,7 @@ st.dataframe(
     },
 )
 
-labels = {r["id"]: f"{views.run_status_text(r)} · {views.label_text(r['question'], 80)} · {r['id']}"
+labels = {r["id"]: f"{views.run_name(r, with_time=True)} · {views.run_status_text(r)}"
           for r in runs}
 
 st.subheader("Selected run")
@@ -98,8 +98,7 @@ if len(chosen) == 1:
 elif len(chosen) >= 2:
     table = views.compare_frame(store, chosen)
     st.dataframe(table.drop(columns=["Run id"]), hide_index=True, width="stretch")
-    constant = st.selectbox("Compare against", list(views.COMPARE_CONSTANTS), key="lib_compare_constant",
-                            format_func=lambda n: n.replace("_", " ").capitalize())
+    constant = st.selectbox("Compare against", list(views.COMPARE_CONSTANTS), key="lib_compare_constant")
     charts = views.compare_charts(table, constant)
     left, right = st.columns(2)
     for i, (name, fig) in enumerate(charts.items()):

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import budget, form, ui, views
+from dashboard import budget, form, readiness, ui, views
 from dashboard.estimate import describe_duration, estimate
 from dashboard.settings_files import configured_llm_providers, defaults_path, load_defaults
 from research import validate_question
 from research.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
 from research.constants import CONSTANTS, MAX_QUESTION_CHARS, PRESET_LABELS, PRESETS
 from research.errors import ConfigError
+from research.export.method import plain_name
 from research.phases.preflight import check_configuration
 from research.related import similar_runs
 
@@ -127,6 +128,23 @@ if repeat and state.get("_prefilled_from") != repeat:
     _prefill(repeat)
 
 st.title("New research")
+if not configured:  # first start: the way to Settings comes before anything else
+    with st.container(border=True):
+        st.markdown("**First, add a key for a model provider.** " + readiness.KEY_EXPLAINED)
+        if st.button("Add a key in Settings", type="primary", icon=":material/key:"):
+            st.switch_page(ui.PAGES["settings"])
+waiting_runs = readiness.runs_wanting_attention(ui.store())
+if waiting_runs:
+    with st.container(border=True):
+        st.markdown("**Welcome back.** These runs are still working or waiting for you; they "
+                    "went on while the page was closed.")
+        for waiting in waiting_runs:
+            st.page_link(ui.PAGES["run"], query_params={"run": waiting["id"]},
+                         icon=":material/pending:" if waiting["status"] != "waiting"
+                         else ":material/help:",
+                         label=("Waiting for your answer: " if waiting["status"] == "waiting"
+                                else f"{views.status_label(waiting['status'])}: ")
+                         + views.md_text(views.run_name(waiting)))
 st.write("Ask a question. The research team plans it, searches the web, reads the sources and "
          "writes a cited report. You can watch it work and read the report on the next page.")
 if repeat and state.get("_prefilled_from") == repeat:
@@ -183,7 +201,7 @@ with left:
         st.slider(label, int(const.minimum or 0), int(const.maximum or 0), key=f"c_{name}",
                   help=const.description)
     st.checkbox("Ask me clarifying questions first", key="c_REQUIRE_CLARIFICATION",
-                help="The lead asks 1-3 short questions (purpose, scope, period) and waits for "
+                help="The planner asks 1-3 short questions (purpose, scope, period) and waits for "
                      "your answers on the Run page before planning.")
     st.checkbox("Let me review the plan before research starts", key="review_plan",
                 help="The run pauses after planning; on the Run page you can rename, remove, "
@@ -209,12 +227,12 @@ with left:
     with st.expander("Advanced settings"):
         st.selectbox("Research schedule", list(form.SCHEDULES), key="schedule",
                      format_func=form.SCHEDULES.get,
-                     help="Rounds: after each round the lead triages follow-up questions. "
+                     help="Rounds: after each round the planner sorts the follow-up questions. "
                           "Breadth × depth: the same loop, with new subtopics halving at each level.")
         for name in form.ADVANCED:
             const = CONSTANTS[name]
             key = f"c_{name}"
-            label = name.replace("_", " ").capitalize()
+            label = plain_name(name).capitalize() + (" (milliseconds)" if name.endswith("_MS") else "")
             if const.kind is bool:
                 st.toggle(label, key=key, help=const.description)
             elif const.kind is float:
@@ -229,13 +247,13 @@ with right:
     if state.get("engine") not in engines:
         state["engine"] = "pipeline"
     st.selectbox("Engine", engines, key="engine", format_func=form.ENGINE_LABELS.get,
-                 help="Hosted engines appear when their key is set: OpenAI deep research needs "
-                      "OPENAI_API_KEY, Gemini Deep Research needs GEMINI_API_KEY.")
+                 help="Hosted engines appear when their key is saved in Settings: OpenAI deep "
+                      "research needs an OpenAI key, Gemini Deep Research a Google Gemini key.")
     st.caption(form.ENGINE_HELP[state["engine"]])
     providers_message = st.empty()
     st.selectbox("Model provider", list(DEFAULT_MODELS), key="provider", on_change=_provider_changed,
                  format_func=lambda p: PROVIDER_NAMES[p] + ("" if p in configured else " (no key yet)"))
-    st.text_input("Model", key="model", help="The lead's model; every role uses it unless you "
+    st.text_input("Model", key="model", help="The main model; every role uses it unless you "
                   "choose another below.")
     with st.expander("Models per role"):
         for role in ROLES[1:]:
@@ -244,10 +262,11 @@ with right:
                               key=f"role_provider_{role}")
             cols[1].text_input(f"{role.capitalize()} model", key=f"role_model_{role}",
                                placeholder="provider default")
-    st.multiselect("Search providers", list(SEARCH_PROVIDERS), key="search",
-                   help="Every provider listed here is searched, and only these. arxiv and "
-                        "semanticscholar search academic papers (on by default); tavily needs "
-                        "TAVILY_API_KEY; web, arxiv and semanticscholar need no key.")
+    st.multiselect("Search services", list(SEARCH_PROVIDERS), key="search",
+                   format_func=lambda name: readiness.search_label(name, env),
+                   help="Every service listed here is searched, and only these. arXiv and "
+                        "Semantic Scholar search academic papers (on by default); Tavily needs "
+                        "a key (Settings); the others need none.")
     if not configured:
         providers_message.error("No model provider is set up yet. Add an OpenAI or Gemini key "
                                 "(or a local OpenAI-compatible server address) on the Settings page.")
@@ -285,6 +304,8 @@ with right:
     st.subheader("Estimate")
     if config is None:
         st.error(config_error)
+    elif state["provider"] not in configured:
+        st.caption("The estimate of time and cost appears once a model provider has a key.")
     elif config.engine in form.ENGINE_NEEDS and config.engine != "all":
         st.info(views.dollars(
             "A hosted engine decides for itself how much to search and read, so there is no "
@@ -313,7 +334,12 @@ with right:
             st.warning(views.dollars(warning))
 
 start_message = st.empty()
-if st.button("Start research", type="primary", icon=":material/play_arrow:"):
+not_ready = readiness.blockers(env, provider=state["provider"], configured=configured,
+                               search=state.get("search") or [])
+for reason in not_ready:
+    st.caption(f":material/block: {reason}")
+if st.button("Start research", type="primary", icon=":material/play_arrow:",
+             disabled=bool(not_ready)):
     try:
         text = validate_question(question or "")
     except ConfigError as exc:

@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from dashboard import budget, engines_view, plan_edit, rounds_view, ui, verification_view, views
+from dashboard import budget, engines_view, plan_edit, run_report, run_tabs, ui, views
 from dashboard.jobs import ACTIVE, RESUMABLE, status_of
 from research import (
     ResearchConfig,
@@ -20,7 +20,7 @@ from research import (
     unpause,
 )
 from research.errors import ConfigError, ResearchError
-from research.export import to_markdown
+from research.export.run_document import build_document_for_run
 from research.phases.preflight import check_configuration
 from research.progress import percent
 from research.related import dig_deeper_question, report_sections
@@ -28,6 +28,7 @@ from research.related import dig_deeper_question, report_sections
 ui.require_navigation()
 
 REFRESH_S = 2.0
+TITLE_CHARS = 160  # the heading shows this much of the question; the rest is one click away
 TABS = ["Plan", "Sources", "Rounds", "Review", "Verification", "Report", "Engines", "Tokens and cost"]
 
 store = ui.store()
@@ -40,19 +41,22 @@ if not run_id:
     st.info("No run is selected. Start one on the New research page or open one from the Library.")
     for run in store.list_runs(limit=10):
         st.page_link(ui.PAGES["run"], query_params={"run": run["id"]},
-                     label=f"{views.run_status_text(run)} · {views.md_label(run['question'], 90)}")
+                     label=f"{views.md_text(views.run_name(run, with_time=True))} · {views.run_status_text(run)}")
     st.stop()
 
 run = store.get_run(run_id)
 if run is None:
     st.title("Run")
-    st.error(f"There is no run with the id “{views.md_label(run_id)}”. It may have been deleted. "
+    st.error("There is no such run: it may have been deleted, or the link is incomplete. "
              "Open the Library to see every run.")
     st.page_link(ui.PAGES["library"], label="Open the Library", icon=":material/library_books:")
     st.stop()
 
 st.title("Research run")
-st.markdown(f"#### {views.md_text(run['question'])}")
+st.markdown(f"#### {views.md_text(views.label_text(run['question'], TITLE_CHARS))}")
+if len(" ".join(str(run["question"]).split())) > TITLE_CHARS:  # a dig-deeper run's long question
+    with st.expander("The full question"):
+        st.markdown(views.md_text(run["question"]))
 parent_id = run.get("parent_run_id")
 if parent_id:
     parent = store.get_run(parent_id)
@@ -160,7 +164,6 @@ config = run.get("config") or {}
 initial_status = status_of(run, jobs.is_alive(run_id))
 initially_active = initial_status in ACTIVE
 state[f"_active_{run_id}"] = initially_active
-st.fragment(run_every=REFRESH_S if initially_active else None)(live_panel)()
 
 
 def _continue(after: str) -> None:
@@ -181,7 +184,7 @@ if initial_status == "waiting":
     with st.container(border=True):
         if asked:
             st.subheader("A few questions before the research starts")
-            st.caption("Your answers shape the plan. Leave a box empty to let the lead decide.")
+            st.caption("Your answers shape the plan. Leave a box empty to let the planner decide.")
             with st.form(f"clarify_{run_id}"):
                 answers = [st.text_area(views.md_text(q), key=f"clarify_{run_id}_{i}", height=80)
                            for i, q in enumerate(asked["questions"])]
@@ -222,210 +225,6 @@ if initial_status == "waiting":
             if st.button("Continue", type="primary", icon=":material/play_arrow:"):
                 _continue("Nothing was asked")
 
-tab_names = [t for t in TABS if t != "Engines" or engines_view.has_engines(store, run_id, config)]
-tabs = dict(zip(tab_names, st.tabs(tab_names, key="tab", bind="query-params"), strict=True))
-plan_tab, sources_tab, rounds_tab, review_tab = tabs["Plan"], tabs["Sources"], tabs["Rounds"], tabs["Review"]
-verification_tab, report_tab, usage_tab = tabs["Verification"], tabs["Report"], tabs["Tokens and cost"]
-engines_tab = tabs.get("Engines")
-
-if plan_tab.open:
-    with plan_tab:
-        plan = store.get_plan(run_id)
-        if not plan:
-            st.info("The plan appears here once the lead has split the question into subtopics.")
-        for i, sub in enumerate(plan or [], 1):
-            marker = (" *(reused from the earlier run)*" if sub.get("inherited") else
-                      f" *(added in round {sub['round']})*" if int(sub.get("round") or 1) > 1 else "")
-            st.markdown(f"**{i}. {views.md_text(sub.get('title'))}**{marker}  \n"
-                        f"{views.md_text(sub.get('description'))}")
-            questions = sub.get("questions") or []
-            if questions:
-                st.markdown("\n".join(f"- {views.md_text(q)}" for q in questions))
-        versions = store.get_plans(run_id)
-        if plan and any(v["kind"] == "edited" for v in versions):
-            with st.expander("The original plan, before your edits"):
-                st.markdown("\n".join(f"{i}. {views.md_text(s.get('title'))}"
-                                      for i, s in enumerate(versions[0]["subtopics"], 1)))
-
-if rounds_tab.open:
-    with rounds_tab:
-        steps = store.get_steps(run_id)
-        results = rounds_view.round_steps(steps)
-        plan = store.get_plan(run_id)
-        totals = run.get("totals") or {}
-        stop = totals.get("stop_reason") or next(
-            (r["stop_reason"] for r in reversed(results) if r.get("stop_reason")), None)
-        if stop:
-            st.info("**Why research stopped:** " + views.md_text(rounds_view.stop_text(stop, config)))
-        if not results:
-            st.info("After each research round the lead judges how well every subtopic is "
-                    "covered and decides what to do with the workers' follow-up questions; "
-                    "that appears here.")
-        lookups = {str(s["key"]): s for s in steps if s.get("kind") == "followup"}
-        for result in results:
-            round_no = int(result.get("round") or 0)
-            st.subheader(f"Round {round_no}")
-            coverage = rounds_view.coverage_frame(result, plan)
-            if len(coverage):
-                st.markdown("**Coverage per subtopic**")
-                st.dataframe(coverage, hide_index=True, width="stretch")
-            triage = rounds_view.triage_frame(result, plan, lookups)
-            if len(triage):
-                st.markdown("**Follow-up questions and what was decided**")
-                st.dataframe(triage, hide_index=True, width="stretch",
-                             column_config={"Question": st.column_config.TextColumn(width="large"),
-                                            "Reason": st.column_config.TextColumn(width="large")})
-            else:
-                st.caption("No follow-up questions came up in this round.")
-            added = rounds_view.new_subtopics(plan, round_no)
-            if added:
-                st.markdown(f"**New subtopics for round {round_no + 1}:** "
-                            + "; ".join(views.md_text(t) for t in added))
-            if result.get("stop_reason"):
-                st.caption("Research stopped here: "
-                           + views.md_text(rounds_view.stop_text(result["stop_reason"], config)))
-
-if sources_tab.open:
-    with sources_tab:
-        sources = store.get_sources(run_id, with_text=False)
-        if not sources:
-            st.info("Sources appear here as the research finds them.")
-        else:
-            frame = views.sources_frame(sources, store.get_plan(run_id))
-            cols = st.columns(3)
-            chosen_subtopics = cols[0].multiselect("Subtopic", sorted(frame["Subtopic"].unique()))
-            top_domains = frame["Domain"].value_counts().index.tolist()
-            chosen_domains = cols[1].multiselect("Domain", top_domains)
-            min_relevance = cols[2].slider("Minimum relevance", 0.0, 1.0, 0.0, 0.05)
-            shown = views.filter_sources(frame, subtopics=chosen_subtopics, domains=chosen_domains,
-                                         min_relevance=min_relevance)
-            st.caption(f"{len(shown)} of {len(frame)} sources")
-            st.dataframe(
-                shown, hide_index=True, width="stretch", height=420,
-                column_config={
-                    "Link": st.column_config.LinkColumn("Open", display_text=":material/open_in_new:",
-                                                        width="small"),
-                    "Title": st.column_config.TextColumn("Title", width="large"),
-                    "Relevance": st.column_config.ProgressColumn("Relevance", min_value=0.0,
-                                                                 max_value=1.0, format="%.2f"),
-                },
-            )
-            charts = views.source_charts(shown)
-            left, right = st.columns(2)
-            left.plotly_chart(charts["subtopics"], key="chart_subtopics")
-            right.plotly_chart(charts["relevance"], key="chart_relevance")
-            left.plotly_chart(charts["domains"], key="chart_domains")
-            right.plotly_chart(charts["dates"], key="chart_dates")
-        skipped = store.get_skipped(run_id)
-        if skipped:
-            with st.expander(f"Pages looked at but not kept ({len(skipped)})"):
-                st.dataframe([{"Page": s["url"], "Why": s["reason"]} for s in skipped[:2000]],
-                             hide_index=True, width="stretch")
-
-if review_tab.open:
-    with review_tab:
-        reviews = store.get_reviews(run_id)
-        drafts = {d["version"]: d for d in store.get_drafts(run_id)}
-        if not reviews:
-            st.info("Review feedback appears here after the first draft has been reviewed."
-                    if run["config"].get("review_cycles", 1) else
-                    "This run was set to skip review (0 review cycles).")
-        for review in reviews:
-            verdict = "✅ Approved" if review["approved"] else "✍️ Changes requested"
-            with st.container(border=True):
-                st.markdown(f"**Review cycle {review['cycle']}: {verdict}** (draft {review['draft_version']})")
-                if review["model_approved"] != review["approved"]:
-                    st.caption("The reviewer model approved, but the automatic checks did not pass."
-                               if review["model_approved"] else
-                               "The automatic checks passed, but the reviewer asked for changes.")
-                groups = views.group_issues(review.get("issues") or [])
-                for severity, issues in groups.items():
-                    st.markdown(f"**{severity.capitalize()} severity** ({len(issues)})")
-                    st.markdown("\n".join(
-                        f"- *{views.md_text(i.get('section') or 'General')}*: {views.md_text(i.get('issue'))}"
-                        + (f"  \n  Suggestion: {views.md_text(i.get('suggestion'))}" if i.get("suggestion") else "")
-                        for i in issues))
-                if not groups:
-                    st.markdown("No issues raised.")
-                strengths = review.get("strengths") or []
-                if strengths:
-                    st.markdown("**Strengths**\n" + "\n".join(f"- {views.md_text(s)}" for s in strengths))
-                rows = views.checks_rows(review.get("checks") or {})
-                if rows:
-                    st.markdown("**Automatic checks**")
-                    st.dataframe([{"Check": c, "Result": r} for c, r in rows], hide_index=True)
-                old, new = drafts.get(review["draft_version"]), drafts.get(review["draft_version"] + 1)
-                if old and new:
-                    added, removed = views.diff_stats(old["text"], new["text"])
-                    with st.expander(f"What changed in the revision (+{added} / −{removed} lines)"):
-                        st.code(views.draft_diff(old["text"], new["text"],
-                                                 old_name=f"draft {old['version']}",
-                                                 new_name=f"draft {new['version']}"),
-                                language="diff")
-
-if verification_tab.open:
-    with verification_tab:
-        verdicts = store.get_verifications(run_id)
-        if not verdicts:
-            st.info("Every cited claim is checked against its sources after the review; the "
-                    "verdicts appear here then.")
-        else:
-            checked = verification_view.summary_of(store, run_id)
-            cols = st.columns(4)
-            cols[0].metric("Supported claims", verification_view.share_text(checked))
-            cols[1].metric("Removed", checked["unsupported_removed"])
-            cols[2].metric("Qualified", checked["rewritten"])
-            cols[3].metric("Single-source, marked", checked["single_source"])
-            if checked["line"]:
-                st.caption(views.md_text(checked["line"]))
-            if checked["unverified_subtopics"]:
-                st.warning("Unverified subtopics (marked in the report): "
-                           + "; ".join(views.md_text(t) for t in checked["unverified_subtopics"]))
-            by_id = {s["id"]: s for s in store.get_sources(run_id, with_text=False)}
-            frame = verification_view.verdicts_frame(verdicts, by_id)
-            cols = st.columns(2)
-            outcomes = cols[0].multiselect("Outcome", sorted(frame["Outcome"].unique()), key="v_outcome")
-            sections = cols[1].multiselect("Section", list(dict.fromkeys(frame["Section"])), key="v_section")
-            shown = verification_view.filter_verdicts(frame, outcomes=outcomes, sections=sections)
-            st.caption(f"{len(shown)} of {len(frame)} claims")
-            st.dataframe(shown, hide_index=True, width="stretch", height=360,
-                         column_config={"Claim": st.column_config.TextColumn("Claim", width="large"),
-                                        "Passage": st.column_config.TextColumn("Passage", width="large")})
-            rows = {v["claim_id"]: v for v in verdicts}
-            choice = st.selectbox("Look at one claim", [c for c in shown["Claim id"] if c in rows],
-                                  format_func=lambda cid: verification_view.claim_choice_label(rows[cid]),
-                                  key="v_claim")
-            if choice:
-                with st.container(border=True):
-                    st.markdown(verification_view.claim_detail_markdown(rows[choice], by_id))
-
-def _downloads(doc: Any, markdown: str, *, name: str, key: str, labels: tuple[str, str]) -> None:
-    """Markdown download, and a PDF made on request (kept for this session)."""
-    buttons = st.container(horizontal=True)
-    suffix = f"_{key}" if key else ""
-    buttons.download_button(labels[0], markdown.encode("utf-8"), file_name=f"{name}.md",
-                            mime="text/markdown", icon=":material/download:", on_click="ignore",
-                            key=f"md{suffix}" if key else None)
-    pdf_key = f"_pdf_{name}"
-    if state.get(pdf_key):
-        buttons.download_button(labels[1], state[pdf_key], file_name=f"{name}.pdf",
-                                mime="application/pdf", icon=":material/picture_as_pdf:",
-                                on_click="ignore", key=f"pdf{suffix}" if key else None)
-    elif buttons.button("Prepare PDF", icon=":material/picture_as_pdf:",
-                        key=f"prepare_pdf{suffix}" if key else None):
-        with st.spinner("Creating the PDF…"):
-            try:
-                from research.export import to_pdf
-
-                state[pdf_key] = to_pdf(doc)
-            except ResearchError as exc:
-                st.error(f"The PDF could not be created: {exc} The Markdown download still works.")
-            except Exception as exc:  # noqa: BLE001 - shown in plain words, never a traceback
-                st.error(f"The PDF could not be created ({exc.__class__.__name__}). "
-                         "The Markdown download still works.")
-            else:
-                st.rerun()
-
 
 def _dig_deeper(markdown: str, sections: list[str]) -> None:
     """Start a follow-up run on one section, with this run's settings and sources."""
@@ -452,68 +251,48 @@ def _dig_deeper(markdown: str, sections: list[str]) -> None:
             ui.open_run(child)
 
 
-if report_tab.open:
-    with report_tab:
-        report = store.get_report(run_id)
-        if report is None:
-            st.info("The report appears here when the run completes.")
-        else:
-            from research.export.run_document import build_document_for_run
 
-            try:
-                doc = build_document_for_run(store, run_id)
-            except ResearchError as exc:
-                st.error(f"The report could not be shown: {exc}")
-            else:
-                _downloads(doc, report["markdown"], name=f"report-{run_id}", key="",
-                           labels=("Download Markdown", "Download PDF"))
-                if doc.verification:
-                    st.info(f"**Verification:** {views.md_text(doc.verification)}")
-                for note in doc.notes:
-                    st.warning(views.md_text(note))
-                st.markdown(views.report_markdown(doc))
-                st.subheader("Sources")
-                st.markdown(views.sources_markdown(doc))
-                sections = report_sections(report["markdown"])
-                if sections and run["status"] == "completed":
-                    _dig_deeper(report["markdown"], sections)
+def _report_doc() -> tuple[dict[str, Any] | None, Any]:
+    """The finished report and its document, or (None, None) while there is none."""
+    report = store.get_report(run_id)
+    if report is None or run.get("status") != "completed":
+        return None, None
+    try:
+        return report, build_document_for_run(store, run_id)
+    except ResearchError as exc:
+        st.error(f"The report could not be shown: {exc}")
+        return None, None
 
-if engines_tab is not None and engines_tab.open:
-    with engines_tab:
-        entries = engines_view.columns(store, run_id)
-        if not entries:
-            st.info("The hosted engines' reports appear here when they finish.")
-        for column, entry in zip(st.columns(max(1, len(entries)), gap="medium"), entries, strict=False):
-            with column:
-                st.subheader(views.md_text(entry.label))
-                cost = f"\\${entry.cost_usd:.4f}" if entry.cost_usd is not None else "cost unknown"
-                cited = f"{entry.cited_sources} source{'' if entry.cited_sources == 1 else 's'} cited"
-                st.caption(f"{engines_view.status_text(entry.status)} · {cost} · {entry.words:,} words · {cited}")
-                if entry.error:
-                    st.error(views.md_text(entry.error))
-                if entry.doc is None:
-                    if entry.status == "completed":
-                        st.warning("This report could not be shown.")
-                    elif not entry.error:
-                        st.info("Still working; the report appears here when it is done.")
-                    continue
-                _downloads(entry.doc, to_markdown(entry.doc), name=f"report-{run_id}-{entry.engine}",
-                           key=entry.engine, labels=("Markdown", "PDF"))
-                st.markdown(views.report_markdown(entry.doc))
 
-if usage_tab.open:
-    with usage_tab:
-        usage = store.get_usage(run_id)
-        totals = store.usage_totals(run_id)
-        cols = st.columns(3)
-        cols[0].metric("Model calls", totals["calls"])
-        cols[1].metric("Tokens", f"{totals['tokens']:,}")
-        cols[2].metric("Estimated cost", f"${totals['cost_usd']:.4f}")
-        if config.get("max_cost_usd"):
-            st.caption(f"Cost cap for this run: \\${float(config['max_cost_usd']):.2f}. Prices come "
-                       "from the same table as the estimate on the New research page.")
-        if usage:
-            st.dataframe(views.usage_frame(usage), hide_index=True, width="stretch",
-                         column_config={"Cost (USD)": st.column_config.NumberColumn(format="$%.4f")})
-        else:
-            st.info("No model calls recorded yet.")
+def tabs_panel() -> None:
+    """Plan, sources, rounds, review, verification, draft, engines, cost: what exists now."""
+    current = store.get_run(run_id) or run
+    names = [t for t in TABS if t != "Engines" or engines_view.has_engines(store, run_id, config)]
+    if finished:
+        names = [t for t in names if t != "Report"]  # the report leads the page instead
+    for name, tab in zip(names, st.tabs(names, key="tab", bind="query-params"), strict=True):
+        if tab.open:
+            with tab:
+                RENDER[name](store, current)
+
+
+RENDER = {"Plan": run_tabs.plan_tab, "Sources": run_tabs.sources_tab,
+          "Rounds": run_tabs.rounds_tab, "Review": run_tabs.review_tab,
+          "Verification": run_tabs.verification_tab,
+          "Report": lambda store, current: run_report.draft_in_progress(store, current),
+          "Engines": run_tabs.engines_tab, "Tokens and cost": run_tabs.usage_tab}
+
+report, doc = _report_doc()
+finished = doc is not None
+if finished:
+    run_report.report_first(store, run, report, doc)
+    sections = report_sections(report["markdown"])
+    if sections:
+        _dig_deeper(report["markdown"], sections)
+    with st.expander("How the run went: progress, plan, sources, rounds, review, verification, "
+                     "cost", icon=":material/query_stats:"):
+        st.fragment(live_panel)()
+        tabs_panel()
+else:
+    st.fragment(run_every=REFRESH_S if initially_active else None)(live_panel)()
+    st.fragment(run_every=REFRESH_S if initially_active else None)(tabs_panel)()

@@ -15,8 +15,7 @@ from research import answer_clarification, approve_plan, pending_clarification, 
 from research.config import Credentials, ResearchConfig, build_config
 from research.errors import ResearchError, redact
 from research.events import Event
-from research.export import to_markdown, to_pdf
-from research.export.run_document import build_document_for_run
+from research.export.formats import FORMATS, export_run
 from research.llm.pricing import PriceTable
 from research.phases.preflight import check_configuration
 from research.pipeline import create_run, execute
@@ -47,7 +46,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--subtopics", type=int, help="subtopic count (3-10)")
     p.add_argument("--sources", type=int, help="sources per subtopic (5-50)")
     p.add_argument("--reviews", type=int, help="review cycles (0-5)")
-    p.add_argument("--format", choices=["md", "pdf"], default="md")
+    p.add_argument("--format", choices=list(FORMATS), default="md",
+                   help="md or pdf: the report; docx: Word; bib or ris: the cited sources; "
+                        "csv or xlsx: the claim evidence table")
     p.add_argument("--out", type=Path, help="where to write the report (default: ./report-<run id>.<format>)")
     p.add_argument("--language", help="language of the report, e.g. German (default English)")
     p.add_argument("--max-cost", type=float, metavar="USD",
@@ -197,9 +198,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
     out = args.out or Path(f"report-{run_id}.{args.format}")
     session.writing = out
     try:
-        doc = build_document_for_run(store, run_id)
-        data = to_pdf(doc) if args.format == "pdf" else to_markdown(doc).encode("utf-8")
-        write_atomically(out, data)
+        write_atomically(out, export_run(store, run_id, args.format))
     except (ResearchError, OSError) as exc:
         reason = "the disk is full" if is_disk_full(exc) else str(exc)
         return _fail(f"The research finished but the report could not be saved to {out} "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from docx import Document as _open_docx
 
 from research.config import build_config
 from research.export import build_document, to_markdown
@@ -46,7 +48,8 @@ pytestmark = [
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
 DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
-VIEWPORT = {"width": 1400, "height": 1000}
+VIEWPORT = {"width": 1366, "height": 900}  # a common laptop screen
+PHONE = {"width": 390, "height": 844}  # a common phone screen, in CSS pixels
 RUN_TIMEOUT_MS = 120_000
 EXPECT_TIMEOUT_MS = 20_000  # a fresh server's first page imports pandas, plotly and the engine
 
@@ -187,6 +190,18 @@ def _scroll_to_tabs(page: Any) -> None:
     page.get_by_role("tablist").evaluate("el => el.scrollIntoView({block: 'start'})")
 
 
+INTERNAL_NAME = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")  # SUBTOPIC_COUNT, OPENAI_API_KEY...
+
+
+def _assert_plain_words(page: Any, where: str, *run_ids: str) -> None:
+    """No setting or environment-variable names, run ids or a raw "None" in the page text."""
+    text = _main(page).inner_text()
+    assert not INTERNAL_NAME.findall(text), f"{where}: internal names {INTERNAL_NAME.findall(text)}"
+    assert not re.search(r"\bNone\b", text), f"{where}: a raw None in the page"
+    for run_id in run_ids:
+        assert run_id not in text, f"{where}: the run id {run_id} is shown"
+
+
 def _assert_clean(watch: PageWatch) -> None:
     assert watch.dialogs == [], f"a dialog opened: {watch.dialogs}"
     assert watch.foreign_requests() == [], f"requests left for other hosts: {watch.foreign_requests()}"
@@ -225,8 +240,9 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             _move_slider(page, "Review cycles", +1, 1)
             sync_api.expect(searches).not_to_have_text(estimate_before)  # the estimate follows the sliders
             wait_idle(page)
-            search_field = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Search providers")
-            sync_api.expect(search_field).to_contain_text("tavily")
+            search_field = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Search services")
+            sync_api.expect(search_field).to_contain_text("Tavily")
+            _assert_plain_words(page, "new research")
             sync_api.expect(page.get_by_label("Model", exact=True)).to_have_value("gpt-5-mini")
             shots["new-research"] = _shot(page, "new-research", height=1400)
 
@@ -243,11 +259,52 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             sync_api.expect(progress).to_contain_text("Completed · 100%", timeout=RUN_TIMEOUT_MS)
             run = _get(store.get_run(run_id))
             assert run["status"] == "completed", run.get("error")
-            sync_api.expect(progress.get_by_role("progressbar")).to_have_attribute("aria-valuenow", "100")
             wait_idle(page)
+            # The report leads the finished page: summary, one-click downloads, report, no tab click.
+            report_md = _get(store.get_report(run_id))["markdown"]
+            headings = [h.lstrip("#").strip() for h in re.findall(r"^##\s+.+$", report_md, re.MULTILINE)]
+            headings = [h for h in headings if h and h not in ("Sources", "How this report was made")]
+            assert headings, report_md[:500]
+            summary = _main(page).locator('[data-testid="stAlertContentSuccess"]').first
+            sync_api.expect(summary).to_contain_text("sources cited")
+            sync_api.expect(summary).to_be_in_viewport()
+            pdf_button = page.get_by_role("button", name="PDF", exact=True)
+            sync_api.expect(pdf_button).to_be_in_viewport()
+            sync_api.expect(_main(page).get_by_role("heading", name=headings[0]).first).to_be_visible()
+            sync_api.expect(page.get_by_role("link", name="[1]").first).to_be_visible()
+            _assert_plain_words(page, "finished run", run_id)
+            shots["report"] = _shot(page, "report")
+
+            with page.expect_download() as info:  # one click: no "prepare" step
+                pdf_button.click()
+            download = info.value
+            assert download.suggested_filename == f"report-{run_id}.pdf"
+            pdf_path = tmp_path / download.suggested_filename
+            download.save_as(str(pdf_path))
+            data = pdf_path.read_bytes()
+            (ARTIFACTS / "report.pdf").write_bytes(data)
+            assert data.startswith(b"%PDF")
+            text = " ".join(p.extract_text() or "" for p in pypdf.PdfReader(io.BytesIO(data)).pages)
+            flat = " ".join(text.split())
+            for heading in headings[:3]:
+                assert " ".join(heading.split()) in flat, f"{heading!r} is not in the PDF"
+            assert "[1]" in flat and "How this report was made" in flat
+
+            with page.expect_download() as info:  # Word, also one click, read back by python-docx
+                page.get_by_role("button", name="Word", exact=True).click()
+            word_path = tmp_path / info.value.suggested_filename
+            info.value.save_as(str(word_path))
+            word = _open_docx(str(word_path))
+            assert headings[0] in [p.text for p in word.paragraphs]
+
+            # The progress details sit below, in a collapsed section.
+            details = page.get_by_text(re.compile("^How the run went"))
+            details.click()
+            progress = page.locator('[data-testid="stProgress"]')
+            sync_api.expect(progress.first).to_contain_text("100%")
             page.get_by_text("Steps", exact=True).click()  # open the steps table for the picture
-            sync_api.expect(_main(page).locator('[data-testid="stExpander"]').first
-                            .locator('[role="gridcell"]').first).to_be_attached()
+            wait_idle(page)
+            details.scroll_into_view_if_needed()
             shots["run"] = _shot(page, "run")
 
             panel = _open_tab(page, "Plan")
@@ -277,43 +334,12 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             panel = _open_tab(page, "Review")
             reviews = store.get_reviews(run_id)
             assert reviews, "the run was set to one review cycle but stored no review"
-            sync_api.expect(panel.get_by_text(re.compile(r"Review cycle 1: (✅ Approved|✍️ Changes requested)"))) \
+            sync_api.expect(panel.get_by_text(re.compile(r"Review cycle 1: .*(Approved|Changes requested)"))) \
                 .to_be_visible()
             sync_api.expect(panel.get_by_text("Automatic checks")).to_be_visible()
             wait_idle(page)
             _scroll_to_tabs(page)
             shots["run-review"] = _shot(page, "run-review")
-
-            # Report: headings, citations, Markdown and PDF downloads.
-            panel = _open_tab(page, "Report")
-            sync_api.expect(panel.get_by_role("button", name="Download Markdown")).to_be_visible()
-            report_md = _get(store.get_report(run_id))["markdown"]
-            headings = [h.lstrip("#").strip() for h in re.findall(r"^##\s+.+$", report_md, re.MULTILINE)]
-            headings = [h for h in headings if h and h != "Sources"]
-            assert headings, report_md[:500]
-            for heading in headings[:3]:
-                sync_api.expect(panel.get_by_role("heading", name=heading).first).to_be_visible()
-            sync_api.expect(panel.get_by_role("link", name="[1]").first).to_be_visible()
-            wait_idle(page)
-            _scroll_to_tabs(page)
-            shots["report"] = _shot(page, "report")
-            page.get_by_role("button", name="Prepare PDF").click()
-            pdf_button = page.get_by_role("button", name="Download PDF")
-            sync_api.expect(pdf_button).to_be_visible(timeout=60_000)
-            with page.expect_download() as info:
-                pdf_button.click()
-            download = info.value
-            assert download.suggested_filename == f"report-{run_id}.pdf"
-            pdf_path = tmp_path / download.suggested_filename
-            download.save_as(str(pdf_path))
-            data = pdf_path.read_bytes()
-            (ARTIFACTS / "report.pdf").write_bytes(data)
-            assert data.startswith(b"%PDF")
-            text = " ".join(p.extract_text() or "" for p in pypdf.PdfReader(io.BytesIO(data)).pages)
-            flat = " ".join(text.split())
-            for heading in headings[:3]:
-                assert " ".join(heading.split()) in flat, f"{heading!r} is not in the PDF"
-            assert "[1]" in flat
 
             if page.get_by_role("tab", name="Verification", exact=True).count():
                 _open_tab(page, "Verification")
@@ -332,13 +358,14 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             sync_api.expect(page.get_by_role("heading", name="Library")).to_be_visible()
             sync_api.expect(page.get_by_text("2 run(s) · page 1 of 1")).to_be_visible()
             compare = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Pick two or more runs")
-            for rid in (run_id, earlier):
-                compare.locator("input").click()
-                page.get_by_role("option", name=re.compile(re.escape(rid))).click()
+            for asked in (question, "How fast is solar power growing?"):
+                compare.locator("input").click()  # runs are picked by question, date and preset
+                page.get_by_role("option", name=re.compile("^" + re.escape(asked[:40]))).click()
                 page.keyboard.press("Escape")
                 wait_idle(page)
             sync_api.expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
             wait_idle(page)
+            _assert_plain_words(page, "library", run_id, earlier)
             shots["library"] = _shot(page, "library", height=1500)
 
             # Settings: the stand-in's key is shown masked, never in full.
@@ -464,17 +491,24 @@ def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, dashboard
             main = _main(page)
             # The question is shown, literally, as text.
             sync_api.expect(main.get_by_text(f"Hostile {MARK} question").first).to_be_visible()
-            sync_api.expect(main.get_by_text("<script>alert(1)</script>").first).to_be_visible()
-            sync_api.expect(page.locator('[data-testid="stProgress"]')).to_contain_text("Completed · 100%")
+            sync_api.expect(main.get_by_text("<script>alert(1)</script>").locator("visible=true").first) \
+                .to_be_visible()
+            # The report leads the page, its hostile text shown as text.
+            sync_api.expect(main.get_by_text("<img src=x onerror=alert(2)>", exact=False)
+                            .locator("visible=true").first).to_be_visible()
+            for link in main.locator("a").all():
+                href = link.get_attribute("href") or ""
+                assert not href.strip().lower().startswith("javascript:"), href
             wait_idle(page)
             _audit(page, watch, "run page")
+            page.get_by_text(re.compile("^How the run went")).click()
+            sync_api.expect(page.locator('[data-testid="stProgress"]')).to_contain_text("Completed · 100%")
 
             # Every tab of the Run page, whatever tabs it has: each one audited after it renders.
             expected = {"Plan": f"Plan {MARK}", "Sources": "3 of 3 sources", "Review": "Changes requested",
-                        "Verification": "claims", "Report": "Download Markdown",
-                        "Tokens and cost": "Estimated cost"}
+                        "Verification": "claims", "Tokens and cost": "Estimated cost"}
             tabs = [t.strip() for t in page.get_by_role("tab").all_inner_texts()]
-            assert {"Plan", "Sources", "Review", "Report"} <= set(tabs), tabs
+            assert {"Plan", "Sources", "Review"} <= set(tabs), tabs
             for tab in tabs:
                 panel = _open_tab(page, tab)
                 if tab in expected:
@@ -485,12 +519,6 @@ def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, dashboard
                         .to_be_visible()
                     panel.get_by_text(re.compile("What changed in the revision")).click()
                     wait_idle(page)
-                if tab == "Report":
-                    sync_api.expect(panel.get_by_text("<img src=x onerror=alert(2)>", exact=False).first) \
-                        .to_be_visible()
-                    for link in main.locator("a").all():
-                        href = link.get_attribute("href") or ""
-                        assert not href.strip().lower().startswith("javascript:"), href
                 _scroll_to_tabs(page)
                 _shot(page, f"hostile-{tab.split()[0].lower()}")
                 _audit(page, watch, f"{tab} tab")
@@ -541,3 +569,91 @@ def test_a_shared_run_link_opens_inside_the_app_after_a_restart(browser: Any, da
             _assert_clean(watch)
         finally:
             context.close()
+
+
+# --- 4. live tabs while a run works, then the report first, on a laptop and a phone ----------
+
+def _seed_running_run(store: Store) -> str:
+    """A run "worked on" by this test process: its heartbeat is fresh, so it stays running."""
+    config = build_config(env={}, preset="quick")
+    run_id = store.create_run("How fast is solar power growing?", config.model_dump(mode="json"))
+    store.set_run_status(run_id, "running")
+    store.heartbeat(run_id, f"pid:{os.getpid()}@{socket.gethostname()}")
+    return run_id
+
+
+def _finish(store: Store, run_id: str, draft: str, numbering: dict[int, str]) -> None:
+    sources = store.get_sources(run_id, with_text=False)
+    doc = build_document(run_id=run_id, question="How fast is solar power growing?",
+                         created_at="2024-07-01T00:00:00Z", parameters_line="preset quick",
+                         draft=draft, numbering=numbering, sources=sources)
+    store.save_report(run_id, to_markdown(doc), meta={"draft_version": 1, "cited_sources": 2})
+    store.update_totals(run_id, sources=len(sources))
+    store.set_run_status(run_id, "completed")
+
+
+@pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["laptop", "phone"])
+def test_tabs_fill_while_a_run_works_and_the_report_leads_when_it_completes(
+    browser: Any, dashboard_env: dict[str, str], viewport: dict[str, int]
+) -> None:
+    from tests.dashboard_fixtures import DRAFT_1, PLAN, source
+
+    store = Store(dashboard_env["DEEP_RESEARCH_DB"])
+    run_id = _seed_running_run(store)
+    with _server(dashboard_env, f"live-{viewport['width']}") as server:
+        context, page, watch = _page(browser, server)
+        page.set_viewport_size(viewport)
+        try:
+            page.goto(f"{server.url}/run?run={run_id}")
+            sync_api.expect(page.get_by_role("heading", name="Research run")).to_be_visible()
+            wait_idle(page)
+            panel = _open_tab(page, "Plan")
+            sync_api.expect(panel.get_by_text("appears here as soon as")).to_be_visible()
+
+            # The page is not reloaded: each tab shows what the store holds within a refresh.
+            store.heartbeat(run_id, f"pid:{os.getpid()}@{socket.gethostname()}")
+            store.save_plan(run_id, PLAN)
+            sync_api.expect(panel.get_by_text(f"1. {PLAN[0]['title']}")).to_be_visible()
+            store.start_step(run_id, "research:t1", kind="research", label="Researching")
+            store.complete_research_step(run_id, "research:t1", sources=[source(1), source(2)],
+                                         findings=[], queries=[], skipped=[])
+            panel = _open_tab(page, "Sources")
+            sync_api.expect(panel.get_by_text("2 of 2 sources")).to_be_visible()
+            store.save_draft(run_id, 1, "partial", DRAFT_1, {1: "s0001", 2: "s0002"}, 30)
+            panel = _open_tab(page, "Report")
+            sync_api.expect(panel.get_by_text("Draft in progress")).to_be_visible()
+            sync_api.expect(panel.get_by_text("Solar capacity grew fast", exact=False)).to_be_visible()
+            store.save_verifications(run_id, [
+                {"claim_id": "c1", "claim": "Solar grew fast.", "source_ids": ["s0001"],
+                 "verdict": "SUPPORTED", "status": "supported", "passage": "grew",
+                 "section": "Executive summary"}])
+            panel = _open_tab(page, "Verification")
+            sync_api.expect(panel.get_by_text("1 of 1 claims")).to_be_visible()
+            _assert_plain_words(page, "running run", run_id)
+            _shot(page, f"run-live-tabs-{viewport['width']}")
+
+            # Completion: the report leads the page without any tab click or scrolling.
+            _finish(store, run_id, DRAFT_1, {1: "s0001", 2: "s0002"})
+            summary = _main(page).locator('[data-testid="stAlertContentSuccess"]').first
+            sync_api.expect(summary).to_contain_text("sources cited", timeout=EXPECT_TIMEOUT_MS)
+            wait_idle(page)
+            page.evaluate("window.scrollTo(0, 0)")
+            for name in ("PDF", "Word", "Markdown"):
+                sync_api.expect(page.get_by_role("button", name=name, exact=True)).to_be_visible()
+            sync_api.expect(page.get_by_role("button", name="PDF", exact=True)).to_be_in_viewport()
+            sync_api.expect(_main(page).get_by_role("heading", name="Executive summary").first) \
+                .to_be_visible()
+            # Nothing is clipped sideways: the page is no wider than the screen.
+            overflow = page.evaluate(
+                "() => document.querySelector('[data-testid=\"stMain\"]').scrollWidth"
+                " - document.documentElement.clientWidth")
+            assert overflow <= 1, f"the page is {overflow}px wider than the screen"
+            _assert_plain_words(page, "finished run", run_id)
+            _shot(page, f"report-first-{viewport['width']}")
+            _assert_clean(watch)
+        except BaseException:
+            _failure_shot(page, f"FAILED-live-{viewport['width']}")
+            raise
+        finally:
+            context.close()
+            store.close()

@@ -94,10 +94,11 @@ def test_dig_deeper_without_a_model_key_starts_nothing_and_says_why(dash_env: St
 def test_library_shows_which_run_a_run_builds_on(dash_env: Store) -> None:
     parent = finished_run(dash_env, "How fast is solar power growing?")
     config = build_config(env={}, preset="quick").model_dump(mode="json")
-    child = dash_env.create_run("Solar in Spain?", config, parent_run_id=parent)
+    dash_env.create_run("Solar in Spain?", config, parent_run_id=parent)
     at = AppTest.from_file(APP, default_timeout=30).run()
     at.switch_page("pages/library.py").run()
     table = next(df.value for df in at.dataframe if "Builds on" in df.value.columns)
-    row = table[table["Run id"] == child].iloc[0]
-    assert row["Builds on"] == f"How fast is solar power growing? ({parent})"
-    assert table[table["Run id"] == parent].iloc[0]["Builds on"] == ""
+    row = table[table["Question"] == "Solar in Spain?"].iloc[0]
+    assert row["Builds on"] == "How fast is solar power growing?"  # by question, no id
+    assert table[table["Question"] == "How fast is solar power growing?"].iloc[0]["Builds on"] == ""
+    assert "Run id" not in table.columns

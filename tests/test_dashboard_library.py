@@ -79,7 +79,9 @@ def test_compare_two_runs_side_by_side_with_charts(dash_env: Store) -> None:
     at.multiselect(key="lib_compare").set_value([a, b]).run()
     compare = next(df.value for df in at.dataframe if "Citations" in df.value.columns)
     assert sorted(compare["Sources"]) == [4, 10]
-    assert sorted(compare["SUBTOPIC_COUNT"]) == [3, 8]
+    assert sorted(compare["Subtopics"]) == [3, 8]  # the form's words, not the constant's name
+    assert all("Solar growth?" in r or "Wind growth?" in r for r in compare["Run"])
+    assert not any(a in r or b in r for r in compare["Run"])  # named by question, not by id
     assert set(compare["Approved"]) == {"no"}
     assert len(at.get("plotly_chart")) >= 5
 

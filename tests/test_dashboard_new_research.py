@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 
 import pytest
@@ -26,14 +28,20 @@ def _texts(at: AppTest) -> list[str]:
     return [e.value for e in at.error]
 
 
-def test_empty_question_is_refused_next_to_the_field_and_nothing_starts(dash_env: Store) -> None:
+def test_empty_question_is_refused_next_to_the_field_and_nothing_starts(
+    dash_env: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
     at = _page()
     _button(at, "Start research").click().run()
     assert "Please type a research question." in _texts(at)
     assert dash_env.count_runs() == 0
 
 
-def test_overlong_question_is_flagged_while_typing(dash_env: Store) -> None:
+def test_overlong_question_is_flagged_while_typing(
+    dash_env: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
     at = _page()
     at.text_area(key="question").input("x" * (MAX_QUESTION_CHARS + 1)).run()
     assert any("too long" in t and str(MAX_QUESTION_CHARS) in t for t in _texts(at))
@@ -41,16 +49,42 @@ def test_overlong_question_is_flagged_while_typing(dash_env: Store) -> None:
     assert dash_env.count_runs() == 0
 
 
-def test_without_a_model_provider_the_missing_key_is_named_and_nothing_starts(dash_env: Store) -> None:
+def test_without_a_model_provider_settings_come_first_and_start_is_disabled(dash_env: Store) -> None:
     at = _page()
     assert any("No model provider is set up" in t for t in _texts(at))
+    first = at.markdown[0].value
+    assert first.startswith("**First, add a key") and "API key" in first
+    assert "OPENAI_API_KEY" not in first and "DEEP_RESEARCH" not in first
     at.text_area(key="question").input("How fast is solar power growing?").run()
-    _button(at, "Start research").click().run()
-    assert any("Nothing was started" in t and "OPENAI_API_KEY" in t for t in _texts(at))
+    start = _button(at, "Start research")
+    assert start.disabled
+    assert any("has no key yet" in c.value for c in at.caption)
+    assert not any(m.label == "Cost" for m in at.metric)  # no cost estimate without a model
+    page_text = " ".join([m.value for m in at.markdown] + [c.value for c in at.caption]
+                         + [e.value for e in at.error])
+    assert "_API_KEY" not in page_text and "DEEP_RESEARCH_" not in page_text
+    _button(at, "Add a key in Settings").click().run()
+    assert at.title[0].value == "Settings"
     assert dash_env.count_runs() == 0
 
 
-def test_preset_sets_the_sliders_and_the_estimate_follows(dash_env: Store) -> None:
+def test_welcome_back_lists_runs_in_progress_and_waiting(dash_env: Store) -> None:
+    from tests.dashboard_fixtures import waiting_for_answers
+
+    waiting_for_answers(dash_env, "Heat pumps in cold climates?")
+    running = finished_run(dash_env, "How fast is solar power growing?", status="running")
+    dash_env.heartbeat(running, f"pid:{os.getpid()}@{socket.gethostname()}")  # alive here
+    at = _page()
+    links = [str(link.proto.label) for link in at.get("page_link")]
+    assert any(label.startswith("Waiting for your answer: Heat pumps in cold climates?")
+               for label in links)
+    assert any(label.startswith("Running: How fast is solar power growing?") for label in links)
+
+
+def test_preset_sets_the_sliders_and_the_estimate_follows(
+    dash_env: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # the estimate needs a model
     at = _page()
     cost_before = [m.value for m in at.metric]
     at.selectbox(key="preset").select("quick").run()

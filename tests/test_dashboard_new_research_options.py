@@ -61,7 +61,10 @@ def test_engine_choice_follows_the_configured_keys() -> None:
                                             "gemini-deep-research", "all"]
 
 
-def test_the_estimate_shows_the_cost_cap_and_warns_when_it_is_exceeded(dash_env: Store) -> None:
+def test_the_estimate_shows_the_cost_cap_and_warns_when_it_is_exceeded(
+    dash_env: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)  # the estimate needs a usable model
     at = _page()
     at.selectbox(key="preset").select("standard").run()
     guess = estimate(build_config(env={}, preset="standard", search_providers=("web",)), PriceTable())

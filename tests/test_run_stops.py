@@ -127,7 +127,7 @@ def test_a_completed_run_with_warnings_says_so_in_store_library_and_cli(
     run = store.list_runs()[0]
     assert run["status"] == "completed"
     assert any("stopped by the budget" in w for w in run["warnings"])
-    assert run_status_text(run) == "⚠️ Completed with warnings"  # not the plain success check
+    assert run_status_text(run) == "Completed with warnings"  # not the plain success check
     assert library_frame([run])["Status"].tolist() == [run_status_text(run)]
     events = [e for e in store.get_events(run["id"]) if e["type"] == "warning"]
     assert any("stopped by the budget" in e["message"] for e in events)

@@ -25,6 +25,7 @@ class ReportSource:
     domain: str
     published: str | None
     subtopic: str | None
+    provider: str = ""  # the search service that found it (arxiv/semanticscholar: a paper)
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class ReportDocument:
     notes: tuple[str, ...] = ()
     verification: str = ""  # one plain-words line: the share of claims verified (SPEC step 7)
     labels: tuple[tuple[str, str], ...] = ()  # fixed words in the report's language
+    reading_time: str = ""  # "Estimated reading time: 6 minutes.", shown at the top
+    method_title: str = ""  # "How this report was made" (in the report's language)
+    method: tuple[str, ...] = ()  # the method section's lines, shown at the end
 
     def label(self, key: str) -> str:
         """A fixed word of the export (Sources, Date...) in the report's language."""
@@ -342,6 +346,9 @@ def build_document(
     notes: Iterable[str] = (),
     verification: str = "",
     labels: Mapping[str, str] | None = None,
+    reading_time: str = "",
+    method_title: str = "",
+    method: Iterable[str] = (),
 ) -> ReportDocument:
     """Turn the writer's draft into a report whose every citation and link is a gathered source.
 
@@ -385,6 +392,7 @@ def build_document(
                 domain=_domain(url),
                 published=_text(record.get("published")),
                 subtopic=_text(record.get("subtopic_id", record.get("subtopic"))),
+                provider=str(record.get("provider") or ""),
             )
         )
     return ReportDocument(
@@ -397,4 +405,7 @@ def build_document(
         notes=tuple(notes),
         verification=" ".join(verification.split()),
         labels=clean_labels(labels),
+        reading_time=" ".join(reading_time.split()),
+        method_title=" ".join(method_title.split()),
+        method=tuple(" ".join(line.split()) for line in method if line.strip()),
     )

@@ -94,6 +94,9 @@ def to_markdown(doc: ReportDocument) -> str:
                  + ("  " if doc.verification else ""))
     if doc.verification:
         lines.append(f"**{label('verification')}:** {escape_markdown(doc.verification)}")
+    if doc.reading_time:
+        lines[-1] += "  "
+        lines.append(escape_markdown(doc.reading_time))
     if doc.notes:
         lines += ["", f"**{label('caveats')}**", ""]
         lines += [f"- {escape_markdown(note)}" for note in doc.notes]
@@ -102,4 +105,7 @@ def to_markdown(doc: ReportDocument) -> str:
         lines += [_source_line(source) for source in doc.sources]
     else:
         lines.append(label("no_sources"))
+    if doc.method:
+        lines += ["", f"## {escape_markdown(doc.method_title or 'How this report was made')}", ""]
+        lines += [f"- {escape_markdown(line)}" for line in doc.method]
     return export_markdown("\n".join(lines) + "\n")

@@ -66,7 +66,7 @@ _TAGS = {
 _ATTRIBUTES = {"a": {"href"}, "li": {"id"}, "ol": {"start"}}
 _CLASSES = {
     "div": {"cover", "meta", "notes", "report-body"},
-    "section": {"sources"},
+    "section": {"sources", "method"},
     "ol": {"sources"},
     "span": {"num", "details", "url"},
     "a": {"cite"},
@@ -207,6 +207,8 @@ def _cover(doc: ReportDocument) -> str:
     ]
     if doc.verification:
         parts.append(f'<p class="meta">{_esc(doc.label("verification"))}: {_esc(doc.verification)}</p>')
+    if doc.reading_time:
+        parts.append(f'<p class="meta">{_esc(doc.reading_time)}</p>')
     if doc.notes:
         parts.append(f'<div class="notes"><h2>{_esc(doc.label("caveats"))}</h2><ul>')
         parts += [f"<li>{_esc(note)}</li>" for note in doc.notes]
@@ -236,6 +238,14 @@ def _sources(doc: ReportDocument) -> str:
     return f'{heading}<ol class="sources">{items}</ol></section>'
 
 
+def _method(doc: ReportDocument) -> str:
+    if not doc.method:
+        return ""
+    items = "".join(f"<li>{_esc(line)}</li>" for line in doc.method)
+    return (f'<section class="method"><h2>{_esc(doc.method_title or "How this report was made")}'
+            f"</h2><ul>{items}</ul></section>")
+
+
 def body_html(doc: ReportDocument) -> str:
     """The body as (unsanitised) HTML, citations linked to their Sources entries."""
     numbers = [s.number for s in doc.sources]
@@ -247,7 +257,7 @@ def body_html(doc: ReportDocument) -> str:
 def to_html(doc: ReportDocument) -> str:
     """A complete, sanitised HTML document ready for printing."""
     doc = clean_document(doc)
-    fragment = _cover(doc) + f'<div class="report-body">{body_html(doc)}</div>' + _sources(doc)
+    fragment = _cover(doc) + f'<div class="report-body">{body_html(doc)}</div>' + _sources(doc) + _method(doc)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{_esc(doc.question)}</title><style>{_css(doc)}</style></head>"

@@ -24,7 +24,8 @@ def build_document_for_run(store: Store, run_id: str) -> ReportDocument:
         numbering=draft["numbering"], sources=store.get_sources(run_id, with_text=False),
         notes=tuple(meta.get("notes", ())),
         verification=meta.get("verification") or _verification_line(store, run_id),
-        labels=meta.get("labels") or None,
+        labels=meta.get("labels") or None, reading_time=meta.get("reading_time") or "",
+        method_title=meta.get("method_title") or "", method=meta.get("method") or (),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +16,8 @@ from research.errors import ResearchError
 from research.events import Warning
 from research.export import build_document, to_markdown
 from research.export.document import LABELS
+from research.export.markdown import format_date
+from research.export.method import METHOD_TITLE, method_lines, reading_time_line
 from research.llm.base import Message
 from research.phases import counts, verify
 from research.phases.review import current_checks
@@ -56,19 +59,24 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
         verification = verify.summary(ctx, ctx.run_id)["line"]
         record = run_record(ctx)
         labels = translated_labels(ctx)
-        # What the engine itself wrote (caveats, verification marks, the run record) in the
-        # report's language too: the writer already wrote the rest in it.
+        created = run.get("created_at") or datetime.now(UTC).isoformat()
+        method = method_of(ctx, current, sources, created)
+        # What the engine itself wrote (caveats, verification marks, the run record, the
+        # method section) in the report's language too: the writer already wrote the rest.
         translations = translate_own_text(ctx, [*notes, verification, record,
+                                                *method.values_to_translate(),
                                                 *engine_lines(current["text"])])
         notes = [translations.get(n, n) for n in notes]
         verification = translations.get(verification, verification)
         record = translations.get(record, record)
+        method = method.translated(translations)
         doc = build_document(
             run_id=ctx.run_id, question=ctx.question,
-            created_at=run.get("created_at") or datetime.now(UTC).isoformat(),
+            created_at=created,
             parameters_line=record, draft=apply_translations(current["text"], translations),
             numbering=current["numbering"], sources=sources, notes=tuple(notes),
-            verification=verification, labels=labels,
+            verification=verification, labels=labels, reading_time=method.reading_time,
+            method_title=method.title, method=method.lines,
         )
         markdown = to_markdown(doc)
         ctx.store.set_citations(ctx.run_id, _cited_in(doc.body, {s.number: s.source_id for s in doc.sources}))
@@ -78,12 +86,40 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
             "failed_subtopics": [s["id"] for s in failed], "notes": notes,
             "parameters_line": doc.parameters_line, "verification": verification,
             "labels": dict(doc.labels), "language": ctx.config.report_language,
-            "translations": translations,
+            "translations": translations, "reading_time": doc.reading_time,
+            "method_title": doc.method_title, "method": list(doc.method),
         }
         ctx.store.save_report(ctx.run_id, markdown, meta=meta)
         return {"cited_sources": len(doc.sources), "words": meta["words"]}
 
     ctx.run_step("deliver", "deliver", "Finishing the report", make)
+
+
+@dataclass(frozen=True)
+class Method:
+    """The reading-time line and the "How this report was made" section of one report."""
+    reading_time: str
+    title: str
+    lines: tuple[str, ...]
+
+    def values_to_translate(self) -> list[str]:
+        return [self.reading_time, self.title, *self.lines]
+
+    def translated(self, translations: dict[str, str]) -> Method:
+        return Method(translations.get(self.reading_time, self.reading_time),
+                      translations.get(self.title, self.title),
+                      tuple(translations.get(line, line) for line in self.lines))
+
+
+def method_of(ctx: RunContext, current: dict[str, Any], sources: list[dict[str, Any]],
+              created: str) -> Method:
+    """Reading time (of the body as it will be delivered) and the method section's lines."""
+    doc = build_document(run_id=ctx.run_id, question=ctx.question, created_at=created,
+                         parameters_line="", draft=current["text"],
+                         numbering=current["numbering"], sources=sources)
+    lines = method_lines(ctx.store, ctx.run_id, ctx.config, date=format_date(created),
+                         cited=len(doc.sources))
+    return Method(reading_time_line(word_count(doc.body)), METHOD_TITLE, tuple(lines))
 
 
 class ReportLabels(BaseModel):

@@ -1,0 +1,170 @@
+"""The report first: a finished run's summary line, one-click downloads, then the report.
+
+When a run completes, what the person came for leads the Run page: how many sources and
+verified claims it rests on and whether it has warnings, a button per export format (each a
+single click: PDF, Word, Markdown, the bibliography, the evidence table), then the report.
+Export bytes are built once per run and format and kept in a small in-memory cache; the PDF,
+which takes a moment, is built when its button is clicked (Streamlit calls our function then).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import streamlit as st
+
+from dashboard import views
+from dashboard.jobs import ACTIVE
+from research.errors import ResearchError
+from research.export import build_document
+from research.export.document import ReportDocument
+from research.export.formats import FORMATS, export_document
+from research.phases import verify
+from storage import Store
+
+REPORT_FORMATS = ("pdf", "docx", "md")
+EXTRA_FORMATS = ("bib", "ris", "csv", "xlsx")
+ICONS = {"pdf": ":material/picture_as_pdf:", "docx": ":material/description:",
+         "md": ":material/article:", "bib": ":material/menu_book:", "ris": ":material/menu_book:",
+         "csv": ":material/table_view:", "xlsx": ":material/table_view:"}
+_CACHE_SIZE = 48
+_cache: OrderedDict[tuple[str, ...], bytes] = OrderedDict()
+_failures: dict[tuple[str, ...], str] = {}
+_lock = threading.Lock()
+
+
+def cached_export(key: tuple[str, ...], build: Callable[[], bytes]) -> bytes:
+    """`build()` once per key (run, version, format); the newest entries are kept."""
+    with _lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    try:
+        data = build()
+    except Exception as exc:  # noqa: BLE001 - remembered and shown in plain words on the page
+        with _lock:
+            _failures[key] = (str(exc) if isinstance(exc, ResearchError)
+                              else f"an unexpected {exc.__class__.__name__}")
+        raise
+    with _lock:
+        _failures.pop(key, None)
+        _cache[key] = data
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return data
+
+
+def export_failure(key: tuple[str, ...]) -> str | None:
+    with _lock:
+        return _failures.get(key)
+
+
+def download_buttons(store: Store, run_id: str, doc: ReportDocument, *, stamp: str, name: str,
+                     formats: Iterable[str], key: str = "", primary: str | None = "pdf") -> None:
+    """One download button per format, each a single click (the PDF is built on the click)."""
+    row = st.container(horizontal=True)
+    for fmt in formats:
+        spec = FORMATS[fmt]
+        cache_key = (run_id, key, stamp, fmt)
+
+        def build(fmt: str = fmt) -> bytes:
+            return export_document(store, run_id, doc, fmt)
+
+        data: Any
+        if fmt == "pdf":
+            data = lambda cache_key=cache_key, build=build: cached_export(cache_key, build)  # noqa: E731
+        else:
+            try:
+                data = cached_export(cache_key, build)
+            except Exception:  # noqa: BLE001 - the failure is shown below, other buttons stay
+                continue
+        row.download_button(
+            spec.label, data, file_name=f"{name}.{fmt}", mime=spec.mime, help=spec.help,
+            icon=ICONS.get(fmt), on_click="ignore", type="primary" if fmt == primary else "secondary",
+            key=f"dl_{key}_{fmt}_{run_id}")
+        failure = export_failure(cache_key)
+        if failure:
+            st.error(f"The {spec.label} file could not be created: {failure} "
+                     "The other downloads still work.")
+
+
+def summary_line(store: Store, run: Mapping[str, Any], doc: ReportDocument) -> str:
+    """'12 sources cited (40 kept) · 19 of 23 claims verified · no warnings', plain words."""
+    kept = store.count_sources(str(run["id"]))
+    cited = len(doc.sources)
+    parts = [f"{cited} source{'s' if cited != 1 else ''} cited ({kept} kept)"]
+    checked = verify.summary(store, str(run["id"]))
+    if checked.get("claims"):
+        parts.append(f"{checked['supported']} of {checked['claims']} claims verified")
+    else:
+        parts.append("claims not checked")
+    warnings = views.run_warnings(run)
+    parts.append(f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}" if warnings
+                 else "no warnings")
+    return " · ".join(parts)
+
+
+def report_body(doc: ReportDocument) -> None:
+    """Verification line, caveats, the report and its numbered sources."""
+    if doc.verification:
+        st.info(f"**Verification:** {views.md_text(doc.verification)}")
+    for note in doc.notes:
+        st.warning(views.md_text(note))
+    st.markdown(views.report_markdown(doc))
+    st.subheader("Sources")
+    st.markdown(views.sources_markdown(doc))
+
+
+def report_first(store: Store, run: Mapping[str, Any], report: Mapping[str, Any],
+                 doc: ReportDocument) -> None:
+    """The top of a finished run's page: summary, downloads, then the report."""
+    run_id = str(run["id"])
+    warnings = views.run_warnings(run)
+    line = views.md_text(summary_line(store, run, doc))
+    if warnings:  # never a green "success" for a run that completed with warnings
+        st.warning(line + "".join(f"  \n{views.md_text(w)}" for w in warnings),
+                   icon=":material/warning:")
+    else:
+        st.success(line, icon=":material/task_alt:")
+    if doc.reading_time:
+        st.caption(views.md_text(doc.reading_time))
+    stamp = str(report.get("created_at") or "")
+    download_buttons(store, run_id, doc, stamp=stamp, name=f"report-{run_id}",
+                     formats=REPORT_FORMATS)
+    with st.expander("Bibliography and claim evidence table", icon=":material/download:"):
+        st.caption("The cited sources for reference managers (BibTeX, RIS) and every checked "
+                   "claim with its verdict, quoted passage, source and section (CSV, Excel).")
+        download_buttons(store, run_id, doc, stamp=stamp, name=f"report-{run_id}",
+                         formats=EXTRA_FORMATS, key="extra", primary=None)
+    report_body(doc)
+
+
+def draft_in_progress(store: Store, run: Mapping[str, Any]) -> None:
+    """The newest stored draft (any kind), clearly labelled as not the final report."""
+    run_id = str(run["id"])
+    drafts = store.get_drafts(run_id)
+    if not drafts:
+        st.info("The report appears here as soon as the first part of it is written.")
+        return
+    newest = max(drafts, key=lambda d: int(d["version"]))
+    doc = build_document(run_id=run_id, question=str(run["question"]),
+                         created_at=str(newest.get("created_at") or ""), parameters_line="",
+                         draft=newest["text"], numbering=newest["numbering"],
+                         sources=store.get_sources(run_id, with_text=False))
+    words = int(newest.get("word_count") or 0)
+    if run.get("status") in ACTIVE:
+        st.info(f"**Draft in progress** (version {newest['version']}, {words:,} words). It is "
+                "still being written, reviewed or checked; the final report replaces it when the "
+                "run completes.", icon=":material/edit_note:")
+    else:
+        st.warning(f"**The latest draft** (version {newest['version']}, {words:,} words). The run "
+                   "did not finish, so this draft was not completed or fully checked.",
+                   icon=":material/edit_note:")
+    st.markdown(views.report_markdown(doc))
+    if doc.sources:
+        st.subheader("Sources cited so far")
+        st.markdown(views.sources_markdown(doc))
+

@@ -1,0 +1,254 @@
+"""The Run page's tabs, one render function each (pages/run.py only lays them out).
+
+Every function reads what the store holds now, so while a run works the tabs are drawn again
+inside a refreshing fragment and show what exists so far: the plan once it is made, sources
+as they are kept, rounds and reviews as they finish, verdicts as they arrive, and the newest
+draft. Text from the web and models goes through `views.md_text` before it reaches Markdown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from dashboard import engines_view, rounds_view, verification_view, views
+from dashboard.jobs import ACTIVE
+from dashboard.run_report import download_buttons
+from storage import Store
+
+Run = dict[str, Any]
+
+
+def plan_tab(store: Store, run: Run) -> None:
+    """The plan (and the original one, if the person edited it)."""
+    run_id = run["id"]
+    plan = store.get_plan(run_id)
+    if not plan:
+        st.info("The plan appears here as soon as the question has been split into subtopics."
+                if run.get("status") in ACTIVE or run.get("status") == "waiting" else
+                "This run ended before a plan was made.")
+    for i, sub in enumerate(plan or [], 1):
+        marker = (" *(reused from the earlier run)*" if sub.get("inherited") else
+                  f" *(added in round {sub['round']})*" if int(sub.get("round") or 1) > 1 else "")
+        st.markdown(f"**{i}. {views.md_text(sub.get('title'))}**{marker}  \n"
+                    f"{views.md_text(sub.get('description'))}")
+        questions = sub.get("questions") or []
+        if questions:
+            st.markdown("\n".join(f"- {views.md_text(q)}" for q in questions))
+    versions = store.get_plans(run_id)
+    if plan and any(v["kind"] == "edited" for v in versions):
+        with st.expander("The original plan, before your edits"):
+            st.markdown("\n".join(f"{i}. {views.md_text(s.get('title'))}"
+                                  for i, s in enumerate(versions[0]["subtopics"], 1)))
+
+
+def rounds_tab(store: Store, run: Run) -> None:
+    """Per research round: coverage, follow-up questions and what was decided."""
+    run_id = run["id"]
+    config = run.get("config") or {}
+    steps = store.get_steps(run_id)
+    results = rounds_view.round_steps(steps)
+    plan = store.get_plan(run_id)
+    totals = run.get("totals") or {}
+    stop = totals.get("stop_reason") or next(
+        (r["stop_reason"] for r in reversed(results) if r.get("stop_reason")), None)
+    if stop:
+        st.info("**Why research stopped:** " + views.md_text(rounds_view.stop_text(stop, config)))
+    if not results:
+        st.info("After each research round the planner judges how well every subtopic is "
+                "covered and decides what to do with the workers' follow-up questions; "
+                "that appears here.")
+    lookups = {str(s["key"]): s for s in steps if s.get("kind") == "followup"}
+    for result in results:
+        round_no = int(result.get("round") or 0)
+        st.subheader(f"Round {round_no}")
+        coverage = rounds_view.coverage_frame(result, plan)
+        if len(coverage):
+            st.markdown("**Coverage per subtopic**")
+            st.dataframe(coverage, hide_index=True, width="stretch")
+        triage = rounds_view.triage_frame(result, plan, lookups)
+        if len(triage):
+            st.markdown("**Follow-up questions and what was decided**")
+            st.dataframe(triage, hide_index=True, width="stretch",
+                         column_config={"Question": st.column_config.TextColumn(width="large"),
+                                        "Reason": st.column_config.TextColumn(width="large")})
+        else:
+            st.caption("No follow-up questions came up in this round.")
+        added = rounds_view.new_subtopics(plan, round_no)
+        if added:
+            st.markdown(f"**New subtopics for round {round_no + 1}:** "
+                        + "; ".join(views.md_text(t) for t in added))
+        if result.get("stop_reason"):
+            st.caption("Research stopped here: "
+                       + views.md_text(rounds_view.stop_text(result["stop_reason"], config)))
+
+
+def sources_tab(store: Store, run: Run) -> None:
+    """Every kept source with filters and charts; pages looked at but not kept."""
+    run_id = run["id"]
+    sources = store.get_sources(run_id, with_text=False)
+    if not sources:
+        st.info("Sources appear here as the research finds them.")
+    else:
+        frame = views.sources_frame(sources, store.get_plan(run_id))
+        cols = st.columns(3)
+        chosen_subtopics = cols[0].multiselect("Subtopic", sorted(frame["Subtopic"].unique()))
+        top_domains = frame["Domain"].value_counts().index.tolist()
+        chosen_domains = cols[1].multiselect("Domain", top_domains)
+        min_relevance = cols[2].slider("Minimum relevance", 0.0, 1.0, 0.0, 0.05)
+        shown = views.filter_sources(frame, subtopics=chosen_subtopics, domains=chosen_domains,
+                                     min_relevance=min_relevance)
+        st.caption(f"{len(shown)} of {len(frame)} sources")
+        st.dataframe(
+            shown, hide_index=True, width="stretch", height=420,
+            column_config={
+                "Link": st.column_config.LinkColumn("Open", display_text=":material/open_in_new:",
+                                                    width="small"),
+                "Title": st.column_config.TextColumn("Title", width="large"),
+                "Relevance": st.column_config.ProgressColumn("Relevance", min_value=0.0,
+                                                             max_value=1.0, format="%.2f"),
+            },
+        )
+        charts = views.source_charts(shown)
+        left, right = st.columns(2)
+        left.plotly_chart(charts["subtopics"], key="chart_subtopics")
+        right.plotly_chart(charts["relevance"], key="chart_relevance")
+        left.plotly_chart(charts["domains"], key="chart_domains")
+        right.plotly_chart(charts["dates"], key="chart_dates")
+    skipped = store.get_skipped(run_id)
+    if skipped:
+        with st.expander(f"Pages looked at but not kept ({len(skipped)})"):
+            st.dataframe([{"Page": s["url"], "Why": s["reason"]} for s in skipped[:2000]],
+                         hide_index=True, width="stretch")
+
+
+def review_tab(store: Store, run: Run) -> None:
+    """Each review cycle: verdict, issues by severity, checks, what the revision changed."""
+    run_id = run["id"]
+    reviews = store.get_reviews(run_id)
+    drafts = {d["version"]: d for d in store.get_drafts(run_id)}
+    if not reviews:
+        st.info("Review feedback appears here after the first draft has been reviewed."
+                if run["config"].get("review_cycles", 1) else
+                "This run was set to skip review (0 review cycles).")
+    for review in reviews:
+        verdict = (":material/check_circle: Approved" if review["approved"]
+                   else ":material/edit: Changes requested")
+        with st.container(border=True):
+            st.markdown(f"**Review cycle {review['cycle']}: {verdict}** (draft {review['draft_version']})")
+            if review["model_approved"] != review["approved"]:
+                st.caption("The reviewer model approved, but the automatic checks did not pass."
+                           if review["model_approved"] else
+                           "The automatic checks passed, but the reviewer asked for changes.")
+            groups = views.group_issues(review.get("issues") or [])
+            for severity, issues in groups.items():
+                st.markdown(f"**{severity.capitalize()} severity** ({len(issues)})")
+                st.markdown("\n".join(
+                    f"- *{views.md_text(i.get('section') or 'General')}*: {views.md_text(i.get('issue'))}"
+                    + (f"  \n  Suggestion: {views.md_text(i.get('suggestion'))}" if i.get("suggestion") else "")
+                    for i in issues))
+            if not groups:
+                st.markdown("No issues raised.")
+            strengths = review.get("strengths") or []
+            if strengths:
+                st.markdown("**Strengths**\n" + "\n".join(f"- {views.md_text(s)}" for s in strengths))
+            rows = views.checks_rows(review.get("checks") or {})
+            if rows:
+                st.markdown("**Automatic checks**")
+                st.dataframe([{"Check": c, "Result": r} for c, r in rows], hide_index=True)
+            old, new = drafts.get(review["draft_version"]), drafts.get(review["draft_version"] + 1)
+            if old and new:
+                added, removed = views.diff_stats(old["text"], new["text"])
+                with st.expander(f"What changed in the revision (+{added} / −{removed} lines)"):
+                    st.code(views.draft_diff(old["text"], new["text"],
+                                             old_name=f"draft {old['version']}",
+                                             new_name=f"draft {new['version']}"),
+                            language="diff")
+
+
+def verification_tab(store: Store, run: Run) -> None:
+    """Claim verdicts as they arrive, with filters and one claim in detail."""
+    run_id = run["id"]
+    verdicts = store.get_verifications(run_id)
+    if not verdicts:
+        st.info("Every cited claim is checked against its sources after the review; the "
+                "verdicts appear here as they arrive." if run.get("status") in ACTIVE else
+                "No claims were checked in this run: it ended before the checking step, or "
+                "it was handed to a hosted engine, which does not check claims here.")
+    else:
+        checked = verification_view.summary_of(store, run_id)
+        cols = st.columns(4)
+        cols[0].metric("Supported claims", verification_view.share_text(checked))
+        cols[1].metric("Removed", checked["unsupported_removed"])
+        cols[2].metric("Qualified", checked["rewritten"])
+        cols[3].metric("Single-source, marked", checked["single_source"])
+        if checked["line"]:
+            st.caption(views.md_text(checked["line"]))
+        if checked["unverified_subtopics"]:
+            st.warning("Unverified subtopics (marked in the report): "
+                       + "; ".join(views.md_text(t) for t in checked["unverified_subtopics"]))
+        by_id = {s["id"]: s for s in store.get_sources(run_id, with_text=False)}
+        frame = verification_view.verdicts_frame(verdicts, by_id)
+        cols = st.columns(2)
+        outcomes = cols[0].multiselect("Outcome", sorted(frame["Outcome"].unique()), key="v_outcome")
+        sections = cols[1].multiselect("Section", list(dict.fromkeys(frame["Section"])), key="v_section")
+        shown = verification_view.filter_verdicts(frame, outcomes=outcomes, sections=sections)
+        st.caption(f"{len(shown)} of {len(frame)} claims")
+        st.dataframe(shown, hide_index=True, width="stretch", height=360,
+                     column_config={"Claim": st.column_config.TextColumn("Claim", width="large"),
+                                    "Passage": st.column_config.TextColumn("Passage", width="large")})
+        rows = {v["claim_id"]: v for v in verdicts}
+        choice = st.selectbox("Look at one claim", [c for c in shown["Claim id"] if c in rows],
+                              format_func=lambda cid: verification_view.claim_choice_label(rows[cid]),
+                              key="v_claim")
+        if choice:
+            with st.container(border=True):
+                st.markdown(verification_view.claim_detail_markdown(rows[choice], by_id))
+
+
+def engines_tab(store: Store, run: Run) -> None:
+    """The hosted engines' reports side by side."""
+    run_id = run["id"]
+    entries = engines_view.columns(store, run_id)
+    if not entries:
+        st.info("The hosted engines' reports appear here when they finish.")
+    for column, entry in zip(st.columns(max(1, len(entries)), gap="medium"), entries, strict=False):
+        with column:
+            st.subheader(views.md_text(entry.label))
+            cost = f"\\${entry.cost_usd:.4f}" if entry.cost_usd is not None else "cost unknown"
+            cited = f"{entry.cited_sources} source{'' if entry.cited_sources == 1 else 's'} cited"
+            st.caption(f"{engines_view.status_text(entry.status)} · {cost} · {entry.words:,} words · {cited}")
+            if entry.error:
+                st.error(views.md_text(entry.error))
+            if entry.doc is None:
+                if entry.status == "completed":
+                    st.warning("This report could not be shown.")
+                elif not entry.error:
+                    st.info("Still working; the report appears here when it is done.")
+                continue
+            download_buttons(store, run_id, entry.doc, stamp=str(entry.words), key=entry.engine,
+                             name=f"report-{run_id}-{entry.engine}", formats=("pdf", "docx", "md"))
+            st.markdown(views.report_markdown(entry.doc))
+
+
+def usage_tab(store: Store, run: Run) -> None:
+    """Tokens and estimated cost per role and model."""
+    run_id = run["id"]
+    config = run.get("config") or {}
+    usage = store.get_usage(run_id)
+    totals = store.usage_totals(run_id)
+    cols = st.columns(3)
+    cols[0].metric("Model calls", totals["calls"])
+    cols[1].metric("Tokens", f"{totals['tokens']:,}")
+    cols[2].metric("Estimated cost", f"${totals['cost_usd']:.4f}")
+    if config.get("max_cost_usd"):
+        st.caption(f"Cost cap for this run: \\${float(config['max_cost_usd']):.2f}. Prices come "
+                   "from the same table as the estimate on the New research page.")
+    if usage:
+        st.dataframe(views.usage_frame(usage), hide_index=True, width="stretch",
+                     column_config={"Cost (USD)": st.column_config.NumberColumn(format="$%.4f")})
+    else:
+        st.info("No model calls recorded yet.")
+
+

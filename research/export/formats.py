@@ -1,0 +1,72 @@
+"""Every export format of a finished run, by name: one place for the CLI and the dashboard.
+
+`export_run(store, run_id, "docx")` -> the file's bytes. The formats' labels and MIME types
+live here too, so the dashboard's download buttons and the CLI's --format choices agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from research.export.bibliography import to_bibtex, to_ris
+from research.export.document import ReportDocument
+from research.export.docx import to_docx
+from research.export.evidence import EvidenceRow, evidence_rows, to_csv, to_xlsx
+from research.export.markdown import to_markdown
+from research.export.pdf import to_pdf
+from research.export.run_document import build_document_for_run
+from research.export.safe_links import clean_document
+from storage import Store
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    key: str        # the CLI's --format value and the file extension
+    label: str      # the dashboard button's words
+    mime: str
+    help: str       # one line: what the file is for
+
+
+FORMATS: dict[str, ExportFormat] = {f.key: f for f in (
+    ExportFormat("md", "Markdown", "text/markdown", "The report as plain text with links."),
+    ExportFormat("pdf", "PDF", "application/pdf", "The report, ready to print or share."),
+    ExportFormat("docx", "Word", "application/vnd.openxmlformats-officedocument."
+                 "wordprocessingml.document", "The report as a Word document you can edit."),
+    ExportFormat("bib", "BibTeX", "application/x-bibtex",
+                 "The cited sources for LaTeX and reference managers."),
+    ExportFormat("ris", "RIS", "application/x-research-info-systems",
+                 "The cited sources for Zotero, Mendeley or EndNote."),
+    ExportFormat("csv", "Evidence CSV", "text/csv",
+                 "Every checked claim with its verdict, quoted passage, source and section."),
+    ExportFormat("xlsx", "Evidence Excel", "application/vnd.openxmlformats-officedocument."
+                 "spreadsheetml.sheet", "The claim evidence table as an Excel workbook."),
+)}
+
+
+def _evidence(store: Store, run_id: str, doc: ReportDocument) -> list[EvidenceRow]:
+    rows = evidence_rows(store.get_verifications(run_id), doc,
+                         store.get_sources(run_id, with_text=False))
+    return [clean_document(row) for row in rows]
+
+
+_BUILDERS: dict[str, Callable[[Store, str, ReportDocument], bytes]] = {
+    "md": lambda store, run_id, doc: to_markdown(doc).encode("utf-8"),
+    "pdf": lambda store, run_id, doc: to_pdf(doc),
+    "docx": lambda store, run_id, doc: to_docx(doc),
+    "bib": lambda store, run_id, doc: to_bibtex(doc).encode("utf-8"),
+    "ris": lambda store, run_id, doc: to_ris(doc).encode("utf-8"),
+    "csv": lambda store, run_id, doc: to_csv(_evidence(store, run_id, doc)),
+    "xlsx": lambda store, run_id, doc: to_xlsx(_evidence(store, run_id, doc)),
+}
+
+
+def export_document(store: Store, run_id: str, doc: ReportDocument, fmt: str) -> bytes:
+    """The bytes of `fmt` for a document already built (the dashboard builds it once).
+    Every format is written from the document with terminal control characters stripped."""
+    return _BUILDERS[fmt](store, run_id, clean_document(doc))
+
+
+def export_run(store: Store, run_id: str, fmt: str) -> bytes:
+    """The bytes of a finished run's export in `fmt` (a key of FORMATS)."""
+    return export_document(store, run_id, build_document_for_run(store, run_id), fmt)

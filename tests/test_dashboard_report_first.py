@@ -1,0 +1,145 @@
+"""The report first (a finished run leads with summary, downloads and report) and live tabs (a
+running run's tabs show the plan, sources, verdicts and newest draft stored so far)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+from dashboard import run_report
+from research.config import build_config
+from storage import Store
+from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
+    DRAFT_1,
+    PLAN,
+    dash_env_fixture,
+    finished_run,
+    open_run_page,
+    source,
+)
+
+
+def _kinds(at: AppTest) -> list[str]:
+    """The main area's top-level elements in order (their type names)."""
+    return [node.type for node in at.main.children.values()]
+
+
+def test_finished_run_leads_with_summary_downloads_then_report(dash_env: Store) -> None:
+    run_id = finished_run(dash_env)
+    dash_env.set_run_warnings(run_id, ["Stopped by the budget."])
+    dash_env.save_verifications(run_id, [
+        {"claim_id": "c1", "claim": "Solar grew.", "source_ids": ["s0001"], "verdict": "SUPPORTED",
+         "status": "supported", "passage": "grew", "section": "Executive summary"}])
+    at = open_run_page(run_id)
+    assert not at.exception
+    assert not at.success  # a run with warnings is never shown as a plain success
+    summary = at.warning[0].value.replace("\\", "")  # md_text escapes ( )
+    assert "Stopped by the budget." in summary
+    assert "3 sources cited (6 kept)" in summary and "1 of 1 claims verified" in summary
+    assert "1 warning" in summary
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels[:3] == ["PDF", "Word", "Markdown"]
+    # The report comes before the progress details, which sit in a collapsed section.
+    texts = [m.value for m in at.markdown]
+    report_at = next(i for i, t in enumerate(texts) if "Solar capacity grew fast" in t)
+    details = next(e for e in at.expander if e.label.startswith("How the run went"))
+    assert details.proto.expanded is False
+    assert report_at >= 0 and at.progress  # the progress bar is still there, inside it
+    tab_labels = [t.label for t in at.tabs]
+    assert "Report" not in tab_labels and "Plan" in tab_labels
+
+
+def test_export_bytes_are_built_once_per_run_and_format() -> None:
+    calls: list[int] = []
+
+    def build() -> bytes:
+        calls.append(1)
+        return b"%PDF-1.7"
+
+    key = ("run-x", "", "stamp", "pdf")
+    assert run_report.cached_export(key, build) == b"%PDF-1.7"
+    assert run_report.cached_export(key, build) == b"%PDF-1.7"
+    assert len(calls) == 1
+
+    def broken() -> bytes:
+        raise RuntimeError("boom")
+
+    bad = ("run-x", "", "stamp", "docx")
+    try:
+        run_report.cached_export(bad, broken)
+    except RuntimeError:
+        pass
+    assert run_report.export_failure(bad) == "an unexpected RuntimeError"
+
+
+def _running_run(store: Store) -> str:
+    config = build_config(env={}, preset="quick")
+    run_id = store.create_run("How fast is solar power growing?", config.model_dump(mode="json"))
+    store.set_run_status(run_id, "running")
+    # A live engine in this very process (its heartbeat is fresh), so no sweep interrupts it.
+    store.heartbeat(run_id, f"pid:{os.getpid()}@{socket.gethostname()}")
+    return run_id
+
+
+def _tab(run_id: str, tab: str) -> AppTest:
+    at = open_run_page(run_id, tab)
+    assert not at.exception
+    return at
+
+
+def _all_text(at: AppTest) -> str:
+    parts: list[Any] = [m.value for m in at.markdown] + [i.value for i in at.info]
+    parts += [w.value for w in at.warning]
+    return "\n".join(str(p) for p in parts)
+
+
+def test_running_run_tabs_show_what_exists_so_far(dash_env: Store) -> None:
+    run_id = _running_run(dash_env)
+    assert "appears here" in _all_text(_tab(run_id, "Plan"))
+    dash_env.save_plan(run_id, PLAN)
+    assert "Growth figures" in _all_text(_tab(run_id, "Plan"))  # as soon as it is made
+
+    records = [source(1), source(2)]
+    dash_env.start_step(run_id, "research:t1", kind="research", label="Researching")
+    dash_env.complete_research_step(run_id, "research:t1", sources=records, findings=[],
+                                    queries=[], skipped=[])
+    at = _tab(run_id, "Sources")
+    table = next(df.value for df in at.dataframe if "Relevance" in df.value.columns)
+    assert len(table) == 2  # kept sources show while the run goes on
+
+    dash_env.save_draft(run_id, 1, "partial", DRAFT_1, {1: "s0001", 2: "s0002"}, 30)
+    text = _all_text(_tab(run_id, "Report"))
+    assert "Draft in progress" in text and "Solar capacity grew fast" in text
+
+    dash_env.save_verifications(run_id, [
+        {"claim_id": "c1", "claim": "Solar grew.", "source_ids": ["s0001"],
+         "verdict": "SUPPORTED", "status": "supported", "passage": "grew", "section": "Summary"}])
+    at = _tab(run_id, "Verification")
+    verdicts = next(df.value for df in at.dataframe if "Claim" in df.value.columns)
+    assert list(verdicts["Claim"]) == ["Solar grew."]
+
+
+def test_setting_names_become_plain_words_and_runs_are_named_by_question() -> None:
+    from dashboard import views
+
+    assert views.plain_words("MAX_ROUNDS reached; set OPENAI_API_KEY") == (
+        "\u201cresearch rounds\u201d reached; set the OpenAI key")
+    assert views.plain_words("DEEP_RESEARCH_SUBTOPIC_COUNT must be 3-10") == (
+        "\u201csubtopics\u201d must be 3-10")
+    assert views.plain_words("HTTP_ERROR stays") == "HTTP_ERROR stays"  # only known names
+    run = {"id": "abc123", "question": "Solar?", "created_at": "2024-07-01T10:20:00Z",
+           "config": {"preset": "quick"}}
+    assert views.run_name(run) == "Solar? · 2024-07-01 · Quick"
+    assert views.run_name(run, with_time=True) == "Solar? · 2024-07-01 10:20 · Quick"
+
+
+def test_a_long_dig_deeper_question_is_trimmed_in_the_heading(dash_env: Store) -> None:
+    long_question = "Dig deeper: " + "a flattened | table | row " * 40
+    run_id = finished_run(dash_env, long_question)
+    at = open_run_page(run_id)
+    heading = next(m.value for m in at.markdown if m.value.startswith("#### "))
+    assert len(heading) < 200 and heading.endswith("…")
+    assert any(e.label == "The full question" for e in at.expander)
