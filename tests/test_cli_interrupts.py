@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from research import cli
+from research.export import formats
 from storage import Store
 from tests.dashboard_fixtures import finished_run
 from tests.test_cli import ROOT, _cli
@@ -97,10 +98,10 @@ def test_ctrl_c_while_writing_the_report_says_what_was_kept(
     out = tmp_path / "out" / "report.pdf"
     out.parent.mkdir()
 
-    def interrupted(doc: object) -> bytes:
+    def interrupted(*args: object) -> bytes:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "to_pdf", interrupted)
+    monkeypatch.setitem(formats._BUILDERS, "pdf", interrupted)
     monkeypatch.setenv("DEEP_RESEARCH_SECRETS_FILE", str(tmp_path / "none.toml"))
     code = cli.main(["--resume", run_id, "--db", str(db), "--format", "pdf", "--out", str(out)])
     err = capsys.readouterr().err
