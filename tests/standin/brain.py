@@ -243,7 +243,9 @@ def write_report(user: str, *, cite_invented: bool = False) -> str:
     sources = list({n: (n, t, u) for n, t, u in sources}.values())  # listed twice in revisions
     numbers = [n for n, _, _ in sources] or [1]
     titles = {n: t for n, t, _ in sources}
-    subtopics = [s.strip() for s in _SUBTOPIC_HEADING.findall(user)] or ["Overview"]
+    parts = _PART.findall(user)  # a section writer's part of the report (see pick_parts)
+    subtopics = ([s.strip() for s in _SUBTOPIC_HEADING.findall(user)]
+                 or [h[4:].strip() for h in parts if h.startswith("### ")] or ["Overview"])
     question = _first(_QUESTION, user) or "the research question"
     turn = _Cycler(numbers)
 
@@ -291,7 +293,33 @@ def write_report(user: str, *, cite_invented: bool = False) -> str:
         lines.insert(lines.index("## Confidence assessment") + 2,
                      "Further support comes from the remaining sources "
                      + "".join(f"[{n}]" for n in uncited) + ".")
-    return localise("\n".join(lines), user)
+    report = "\n".join(lines)
+    if parts:
+        report = pick_parts(report, parts)
+        if cite_invented and INVENTED_SENTENCE not in report:
+            report = report.rstrip() + "\n\n" + INVENTED_SENTENCE + "\n"
+    return localise(report, user)
+
+
+_PART = re.compile(r"<section>(.*?)</section>")
+
+
+def pick_parts(report: str, headings: list[str]) -> str:
+    """Only the requested headings' blocks of the whole report (a heading line and what
+    follows it up to the next heading); a level-1 request takes the title line."""
+    lines = report.split("\n")
+    blocks = []
+    for wanted in headings:
+        level = len(wanted) - len(wanted.lstrip("#"))
+        name = wanted.lstrip("#").strip().lower()
+        for i, line in enumerate(lines):
+            mark = line[: level + 1]
+            if mark != "#" * level + " " or (level > 1 and line[level + 1:].strip().lower() != name):
+                continue
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("#")), len(lines))
+            blocks.append("\n".join(lines[i:end]).strip())
+            break
+    return "\n\n".join(blocks) + "\n"
 
 
 _LANGUAGE = re.compile(r"Write the entire report in ([A-Z][a-z]+)")
