@@ -26,16 +26,19 @@ REVIEWER_ROLE = (
     "sourcing, balance, structure and clarity. You have no tools: judge only what you see."
 )
 
-REVIEW_PROMPT = """Review cycle {cycle} of {cycles}.
-
-Review the research report below, written to answer:
+REVIEW_PROMPT = """Review the research report below, written to answer:
 <question>{question}</question>
 
 Check: does the executive summary answer the question; is every factual claim cited with a
 listed source; are disagreements shown with both sides; are fact, inference and opinion kept
 apart; are gaps admitted rather than filled; are sources recent; is anything missing from
 the required sections (executive summary, key findings, analysis by subtopic, comparison,
-disagreements, recommendations, open questions, confidence assessment).
+disagreements, recommendations, open questions, confidence assessment); does it read as one
+piece (consistent terms and numbering, no section repeating another). Name the section of
+each issue by its heading, so that only that section is revised.
+Approve only if no high-severity issue remains. Severity is high, medium or low.
+
+Review cycle {cycle} of {cycles}.
 
 Automatic checks already found:
 {checks}
@@ -44,9 +47,7 @@ SOURCES THE REPORT CITES:
 {sources}
 
 REPORT:
-{draft}
-
-Approve only if no high-severity issue remains. Severity is high, medium or low."""
+{draft}"""
 
 
 class ReviewIssue(BaseModel):

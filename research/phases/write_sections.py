@@ -35,8 +35,8 @@ FRAME = "frame"
 KEY_FINDINGS = "key_findings"
 COMPARISON = "comparison"
 CLOSING = "closing"
-SECTION_THREADS = 8  # writer calls in flight at once
-DIGEST_PER_SUBTOPIC = 6  # findings per subtopic the cross-cutting sections see
+SECTION_THREADS = 16  # writer calls in flight at once (every part of a draft)
+DIGEST_PER_SUBTOPIC = 4  # findings per subtopic the cross-cutting sections see
 
 SECTION_RULES = """Rules:
 - Cite every factual sentence with the numbers of the sources listed with your findings, like
