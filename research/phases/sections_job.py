@@ -94,23 +94,25 @@ class SectionJob:
         return shorten_parts(self.ctx, self.writer, texts, self.weights, self.finish)
 
     def revise(self, texts: Mapping[str, str], flagged: Mapping[str, Sequence[str]]) -> dict[str, str]:
-        """The flagged sections rewritten at the same time; the frame after the key findings
-        when both are flagged (its summary is drawn from them)."""
+        """The flagged sections rewritten at the same time. The frame is revised beside the key
+        findings, told what is being changed in them (its summary is drawn from them; the next
+        review reads both together)."""
         out = dict(texts)
+        notes = {k: list(v) for k, v in flagged.items()}
+        if FRAME in notes and KEY_FINDINGS in notes:
+            notes[FRAME].append("- (The key findings are being revised at the same time for: "
+                                + " ".join(line.lstrip("- ") for line in notes[KEY_FINDINGS]) + ")")
 
         def redo(part: Section) -> str:
             extra = REVISE_SECTION.format(current=texts.get(part.key, ""),
-                                          feedback="\n".join(flagged[part.key]))
+                                          feedback="\n".join(notes[part.key]))
             if part.key == FRAME:
-                return self._frame(out, extra)
+                return self._frame(texts, extra)
             return self.call(part, extra)
 
-        frame_waits = FRAME in flagged and KEY_FINDINGS in flagged
-        first = [self.parts[k] if k != FRAME else frame_section(out) for k in flagged
-                 if (k in self.parts or k == FRAME) and not (k == FRAME and frame_waits)]
-        out.update(run_parts(first, redo))
-        if frame_waits:
-            out[FRAME] = redo(frame_section(out))
+        parts = [self.parts[k] if k != FRAME else frame_section(texts) for k in flagged
+                 if k in self.parts or k == FRAME]
+        out.update(run_parts(parts, redo))
         return shorten_parts(self.ctx, self.writer, out, self.weights, self.finish)
 
     def report(self, texts: Mapping[str, str]) -> str:
