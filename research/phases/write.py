@@ -136,23 +136,44 @@ def context_text(
 
 
 def draft(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
-    """Write draft version 1, section by section at the same time (skipped when stored)."""
-
+    """Write draft version 1, section by section at the same time (skipped when stored).
+    Over budget, the write-up is one whole-report call: the fewest tokens past the cap."""
     from research.phases.sections_job import SectionJob  # it builds on this module
 
     def make() -> dict[str, Any]:
         writer = ctx.lead.delegate(Role.WRITER)
         sources = ctx.store.get_sources(ctx.run_id, with_text=False)
         numbers = numbering(sources)
+        if ctx.budget_reason():
+            return _draft_whole(ctx, writer, plan, failed, sources, numbers)
         ctx.emit(DraftStarted(ctx.run_id, f"The writer team is drafting the report section by "
                               f"section from {len(sources)} sources", step="write"))
         job = SectionJob(ctx, writer, plan, failed, sources, numbers)
         texts = job.write_all(version=1)
-        save(ctx, 1, "draft", job.report(texts), numbers, job.counts)
-        return {"version": 1, "words": word_count(job.report(texts)), **job.counts,
+        text = job.report(texts)
+        save(ctx, 1, "draft", text, numbers, job.counts)
+        return {"version": 1, "words": word_count(text), **job.counts,
                 "sections": texts, "order": job.order}
 
     ctx.run_step("write", "write", "Writing the first draft", make)
+
+
+def _draft_whole(ctx: RunContext, writer: Agent, plan: list[dict[str, Any]],
+                 failed: list[dict[str, Any]], sources: list[dict[str, Any]],
+                 numbers: dict[str, int]) -> dict[str, Any]:
+    """The whole report in one call (the write-up after a budget stop)."""
+    findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
+    ctx.emit(DraftStarted(
+        ctx.run_id, f"The writer is drafting from {len(sources)} sources", step="write"))
+    prompt = DRAFT_PROMPT.format(
+        question=clean_untrusted(ctx.brief),
+        structure=structure(ctx), findings=findings, missing=missing, sources=listing,
+    )
+    messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
+    text, counts = written(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()),
+                           numbers, sources)
+    save(ctx, 1, "draft", text, numbers, counts)
+    return {"version": 1, "words": word_count(text), **counts}
 
 
 def revise(
