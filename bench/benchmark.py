@@ -16,10 +16,12 @@ Sections (issue 3 point 9; the engine run of issue 2 point 12):
            writes large events (bench/wal.py).
   engine   One full research run at default constants against the local stand-in server,
            through the real SDKs, in a child process: wall time, sources, model calls, peak RSS.
-  latency  The same run with fixed stand-in latencies (model 1.0 s, search 0.5 s, page 0.3 s):
+  latency  The same run with fixed stand-in latencies (model 1.0 s, search 0.5 s, page 0.3 s),
+           then with generation time too (80 tokens/s, 1,500-word writer answers; bench/latency.py):
            wall time against the critical-path lower bound worked out from the run's own record
-           (see bench/README.md), per phase; model calls on the path; tokens; sources per
-           second; peak memory. Target: ratio at most 1.15.
+           (see bench/README.md), per phase with prompt tokens and pages; model calls on the
+           path; tokens per page read; sources per second; peak memory. Targets: ratio at most
+           1.15; with generation time, wall at most 60 s and 2,000 prompt tokens per page read.
 
 Everything lives in a temporary directory; nothing touches data/ and nothing leaves 127.0.0.1.
 The exit status is 0 whatever the figures are (1 only if a section crashed).
@@ -829,299 +831,13 @@ def bench_engine(args: argparse.Namespace, tmp: Path) -> list[Row]:
     return rows
 
 
-# -- section: latency ------------------------------------------------------------------------
-
-LLM_APIS = ("openai", "gemini")
-SEARCH_APIS = ("tavily", "arxiv", "semanticscholar")
-VERIFY_PASSES = ("ClaimVerdicts", "AuditVerdicts")
-LATENCY_TARGET = 1.15
-
-
-@dataclass(frozen=True)
-class Latency:
-    model: float
-    search: float
-    page: float
-
-
-@dataclass
-class Unit:
-    """One research unit (a subtopic or a quick lookup) as the run recorded it."""
-    key: str
-    order: int            # position in the steps table: the order the pool started units
-    measured: float       # the step's own duration (its last attempt)
-    query_calls: int      # SearchQueries calls
-    search_waves: int     # of those, how many were followed by searches (all at once)
-    scoring_calls: int    # RelevanceScores calls (batches of 8, all at once)
-    findings_calls: int   # SubtopicFindings calls
-    pages: int            # pages fetched: sources kept + pages skipped
-
-    def bound(self, lat: Latency) -> float:
-        return (self.query_calls * lat.model + self.search_waves * lat.search
-                + (lat.page if self.pages else 0.0)
-                + (lat.model if self.scoring_calls else 0.0) + self.findings_calls * lat.model)
-
-    def chain_calls(self) -> int:
-        return self.query_calls + (1 if self.scoring_calls else 0) + self.findings_calls
-
-
-@dataclass
-class Phase:
-    name: str
-    start: float
-    end: float
-    bound: float
-    calls: int            # model calls one after another on this phase's critical path
-    detail: str = ""
-    units: list[Unit] | None = None
-
-    @property
-    def measured(self) -> float:
-        return self.end - self.start
-
-
-def _epoch(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    from datetime import datetime
-
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
-def _llm_text(api: str, body: Any) -> str:
-    """The prompt text of a logged OpenAI or Gemini request."""
-    if not isinstance(body, dict):
-        return ""
-
-    def text(value: Any) -> str:
-        if isinstance(value, list):
-            return "".join(str(p.get("text", "")) for p in value if isinstance(p, dict))
-        return str(value or "")
-
-    if api == "openai":
-        return "\n\n".join(text(m.get("content")) for m in body.get("messages") or []
-                           if isinstance(m, dict))
-    parts = [text((body.get("systemInstruction") or {}).get("parts"))]
-    parts += [text(c.get("parts")) for c in body.get("contents") or [] if isinstance(c, dict)]
-    return "\n\n".join(parts)
-
-
-def _words(text: str) -> str:
-    """A search query as words only: providers clean queries differently (arXiv drops
-    punctuation), the words stay."""
-    import re
-
-    return " ".join(re.findall(r"\w+", text.lower()))
-
-
-def _search_query(request: dict[str, Any]) -> str:
-    if request["api"] == "tavily":
-        return _words(str((request["json"] or {}).get("query", "")))
-    query = request.get("query") or {}
-    return _words(str(query.get("search_query", "")).removeprefix("all:") or str(query.get("query", "")))
-
-
-def _waves(calls: Sequence[float], searches: Sequence[float]) -> int:
-    """How many of the query calls (arrival times) were followed by searches before the next."""
-    ordered = sorted(calls)
-    bounds = [*ordered[1:], float("inf")]
-    return sum(1 for a, b in zip(ordered, bounds, strict=True) if any(a <= t < b for t in searches))
-
-
-def schedule(units: Sequence[Unit], slots: int, lat: Latency) -> tuple[float, int]:
-    """Greedy list schedule of the units, in the order they started, each onto the slot that
-    frees first, each taking its own lower bound: the makespan, and the model calls in sequence
-    on the slot that ends last."""
-    ends = [0.0] * max(1, slots)
-    calls = [0] * len(ends)
-    for unit in sorted(units, key=lambda u: u.order):
-        i = min(range(len(ends)), key=ends.__getitem__)
-        ends[i] += unit.bound(lat)
-        calls[i] += unit.chain_calls()
-    last = max(range(len(ends)), key=ends.__getitem__)
-    return ends[last], calls[last]
-
-
-def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], lat: Latency,
-                  workers: int, began_at: float, ended_at: float) -> list[Phase]:
-    """The run's phases in pipeline order, each with its measured time and its lower bound.
-
-    See bench/README.md ("How the latency section computes its lower bound")."""
-    from tests.standin.server import _task_of
-
-    steps = store.get_steps(run_id)
-    by_key = {s["key"]: s for s in steps}
-    order = {s["key"]: i for i, s in enumerate(steps)}
-    plan = store.get_plan(run_id) or []
-    llm = [(float(r["time"]), _task_of(r["api"], r["json"]) or "?", _llm_text(r["api"], r["json"]))
-           for r in requests if r["api"] in LLM_APIS]
-    searches = [(float(r["time"]), _search_query(r)) for r in requests if r["api"] in SEARCH_APIS]
-    asked: dict[str, set[str]] = {}  # step key -> the queries it searched, as words
-    for q in store.get_queries(run_id):
-        asked.setdefault(str(q.get("step_key")), set()).add(_words(q["query"]))
-
-    # Which units (step keys) ran together, and each one's title as its prompts show it.
-    titles = {f"research:{s['id']}": s["title"] for s in plan}
-    groups: list[tuple[str, list[str]]] = [(k, [k]) for k in ("preflight", "clarify", "inherit", "plan")
-                                           if k in by_key]
-    first = [f"research:{s['id']}" for s in plan
-             if s.get("round", 1) == 1 and not s.get("inherited") and f"research:{s['id']}" in by_key]
-    groups.append((f"research round 1 ({len(first)} subtopics)", first))
-    r = 1
-    while f"triage:{r}" in by_key:
-        groups.append((f"triage {r}", [f"triage:{r}"]))
-        decisions = (by_key[f"triage:{r}"].get("result") or {}).get("decisions") or []
-        for i, d in enumerate(decisions, start=1):
-            titles[f"followup:{r}:{i}"] = str(d.get("question", ""))[:150]
-        lookups = [k for k in by_key if k.startswith(f"followup:{r}:")]
-        new = [f"research:{s['id']}" for s in plan
-               if s.get("round") == r + 1 and f"research:{s['id']}" in by_key]
-        if lookups or new:
-            groups.append((f"after triage {r}: {len(lookups)} lookups + {len(new)} new subtopics",
-                           lookups + new))
-        r += 1
-    groups.append(("draft", ["write"]))
-    c = 1
-    while f"review:{c}" in by_key:
-        groups.append((f"review {c}", [f"review:{c}"]))
-        if f"revise:{c}" in by_key:
-            groups.append((f"revise {c}", [f"revise:{c}"]))
-        c += 1
-    groups += [("verify", ["verify"]), ("deliver", ["deliver"])]
-
-    phases: list[Phase] = []
-    at = began_at
-    for name, keys in groups:
-        ends = [_epoch(by_key[k].get("finished_at")) for k in keys if k in by_key]
-        ends = [e for e in ends if e is not None]
-        if not ends:
-            continue
-        end = max(ends)
-        window = [(task, text) for t, task, text in llm if at <= t <= end]
-        tasks = [task for task, _ in window]
-        if name.startswith(("research round", "after triage")):
-            units = []
-            for k in keys:
-                step = by_key[k]
-                title = titles.get(k, "")
-                tag, line = f"<subtopic>{title}</subtopic>", f"Subtopic: {title}\n"
-                result = step.get("result") or {}
-                began, ended = _epoch(step.get("started_at")) or 0.0, _epoch(step.get("finished_at")) or 0.0
-                calls = [t for t, task, text in llm if at <= t <= end and task == "SearchQueries"
-                         and tag in text]
-                mine = [t for t, words in searches if began <= t <= ended and words in asked.get(k, ())]
-                units.append(Unit(
-                    key=k, order=order[k], measured=ended - began,
-                    query_calls=len(calls), search_waves=_waves(calls, mine),
-                    scoring_calls=sum(1 for t, text in window if t == "RelevanceScores" and line in text),
-                    findings_calls=sum(1 for t, text in window if t == "SubtopicFindings" and tag in text),
-                    pages=int(result.get("sources") or 0) + int(result.get("skipped") or 0),
-                ))
-            bound, calls = schedule(units, workers, lat)
-            phase = Phase(name, at, end, bound, calls, units=units,
-                          detail=f"{len(units)} units on {workers} slots")
-        elif name == "preflight":
-            pinged = tasks.count("Ping")
-            searched = any(at <= t <= end for t, _ in searches)
-            phase = Phase(name, at, end, (lat.model if pinged else 0) + (lat.search if searched else 0),
-                          1 if pinged else 0, f"{pinged} model ping(s) then the search pings")
-        elif name == "verify":
-            passes = sum(tasks.count(t) for t in VERIFY_PASSES)
-            critic, rewrite = tasks.count("CriticVerdicts"), tasks.count("ClaimRewrites")
-            calls = (1 if passes else 0) + (1 if critic else 0) + (1 if rewrite else 0)
-            phase = Phase(name, at, end, calls * lat.model, calls,
-                          f"{passes} pass batches, {critic} critic call(s), {rewrite} rewrite call(s)")
-        else:  # one call after another: clarify, plan (+ retry), triage, writer (+ shortening)...
-            phase = Phase(name, at, end, len(tasks) * lat.model, len(tasks),
-                          ", ".join(f"{tasks.count(t)} {t}" for t in dict.fromkeys(tasks))
-                          or "no model call")
-        phases.append(phase)
-        at = end
-    phases.append(Phase("finishing (after the last step)", at, ended_at, 0.0, 0))
-    return phases
+from bench import latency  # noqa: E402 - the section's code; it needs the helpers above
 
 
 def bench_latency(args: argparse.Namespace, tmp: Path) -> list[Row]:
-    from storage import Store
-    from tests.standin import StandinServer
-
-    lat = Latency(args.latency_model, args.latency_search, args.latency_page)
-    server = StandinServer().start()
-    try:
-        server.set_latency(model=lat.model, search=lat.search, page=lat.page)
-        env = {**server.env(), "DEEP_RESEARCH_PROVIDER": args.provider}
-        ctx = mp.get_context("spawn")
-        out = ctx.Queue()
-        db_path = tmp / "latency.db"
-        proc = ctx.Process(target=_engine_child, args=(env, str(db_path), out),
-                           name="bench-latency", daemon=True)
-        with real_main():
-            proc.start()
-        result = out.get(timeout=args.engine_timeout)
-        proc.join(timeout=30)
-        requests = list(server.requests)
-    finally:
-        server.stop()
-    if "crash" in result:
-        raise RuntimeError("the engine run crashed:\n" + result["crash"])
-
-    if args.keep:  # the stand-in's request log beside the database, for a closer look
-        import json
-
-        (tmp / "latency-requests.jsonl").write_text("".join(json.dumps(
-            {"time": r["time"], "api": r["api"], "path": r["path"], "query": r["query"],
-             "json": r["json"]}) + "\n" for r in requests))
-    store = Store(str(db_path))
-    try:
-        run_id = result["run_id"]
-        workers = int(result["max_parallel_workers"])
-        phases = critical_path(store, run_id, requests, lat, workers, result["began_at"],
-                               result["ended_at"])
-        kept = store.count_sources(run_id)
-    finally:
-        store.close()
-    wall = result["wall"]
-    bound = sum(p.bound for p in phases)
-    chain = sum(p.calls for p in phases)
-    ratio = wall / bound if bound else float("inf")
-    pages = sum(1 for r in requests if r["api"] == "pages")
-    llm_seen = sum(1 for r in requests if r["api"] in LLM_APIS)
-    searches = sum(1 for r in requests if r["api"] in SEARCH_APIS)
-    status = "OK" if ratio <= LATENCY_TARGET else "OVER"
-
-    say(f"  {result['parameters']}")
-    say(f"  stand-in latency: model {lat.model:g} s, search {lat.search:g} s, page {lat.page:g} s; "
-        f"MAX_PARALLEL_WORKERS {workers}; status {result['status']}"
-        + (f" ({result['error']})" if result["error"] else ""))
-    say(f"  {'phase':<44} {'measured':>9} {'bound':>8} {'extra':>8}  calls  detail")
-    for p in phases:
-        say(f"  {p.name:<44} {p.measured:>8.2f}s {p.bound:>7.2f}s {p.measured - p.bound:>+7.2f}s "
-            f"{p.calls:>6}  {p.detail}")
-        for u in sorted(p.units or [], key=lambda u: u.order):
-            say(f"      {u.key:<40} {u.measured:>8.2f}s {u.bound(lat):>7.2f}s "
-                f"{u.measured - u.bound(lat):>+7.2f}s {u.chain_calls():>6}  {u.query_calls} query "
-                f"call(s), {u.search_waves} search wave(s), {u.pages} pages, {u.scoring_calls} scoring call(s), "
-                f"{u.findings_calls} findings call(s)")
-    worst = max(phases, key=lambda p: p.measured - p.bound)
-    say(f"  wall time {wall:.2f} s; critical-path lower bound {bound:.2f} s; ratio {ratio:.3f} "
-        f"(target <= {LATENCY_TARGET}) {status}; most extra time: {worst.name} "
-        f"(+{worst.measured - worst.bound:.2f} s)")
-    say(f"  model calls in sequence on the critical path {chain}; total model calls {result['calls']} "
-        f"(stand-in saw {llm_seen}); searches {searches}")
-    say(f"  tokens: prompt {result['input_tokens']:,}, completion {result['output_tokens']:,}")
-    say(f"  sources read: {pages} pages fetched = {pages / wall:.2f} pages/s; {kept} sources kept = "
-        f"{kept / wall:.2f} sources/s")
-    say(f"  peak memory (VmHWM of the engine process) {result['rss_peak_mb']:.0f} MB "
-        f"(after imports {result['rss_imported_mb']:.0f} MB)")
-    return [
-        Row("latency", "wall time / lower bound", f"{wall:.1f} s / {bound:.1f} s"),
-        Row("latency", "ratio", f"{ratio:.3f}", f"<= {LATENCY_TARGET}", status),
-        Row("latency", "model calls: on the path / total", f"{chain} / {result['calls']}"),
-        Row("latency", "tokens prompt / completion",
-            f"{result['input_tokens']:,} / {result['output_tokens']:,}"),
-        Row("latency", "pages/s / kept sources/s", f"{pages / wall:.2f} / {kept / wall:.2f}"),
-        Row("latency", "peak memory (VmHWM)", f"{result['rss_peak_mb']:.0f} MB"),
-    ]
+    """The latency section (bench/latency.py) with this module's run helpers."""
+    kit = latency.Kit(engine_child=_engine_child, real_main=real_main, row=Row, say=say)
+    return latency.bench_latency(args, tmp, kit)
 
 
 # -- main -------------------------------------------------------------------------------------
@@ -1161,13 +877,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                      help="stand-in delay before every API answer, seconds (default 0)")
     eng.add_argument("--engine-timeout", type=float, default=600.0,
                      help="give up on the engine run after this many seconds (default 600)")
-    lat = parser.add_argument_group("Latency (the engine run with fixed stand-in latencies)")
-    lat.add_argument("--latency-model", type=float, default=1.0,
-                     help="seconds every model answer takes (default 1.0)")
-    lat.add_argument("--latency-search", type=float, default=0.5,
-                     help="seconds every search answer takes (default 0.5)")
-    lat.add_argument("--latency-page", type=float, default=0.3,
-                     help="seconds every page takes (default 0.3)")
+    latency.add_arguments(parser)
     parser.add_argument("--keep", action="store_true", help="keep the temporary databases and say where")
     args = parser.parse_args(argv)
     args.only = [s.strip() for s in args.only.split(",") if s.strip()]

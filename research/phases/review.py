@@ -18,6 +18,7 @@ from research.context import RunContext
 from research.events import ReviewCycle
 from research.llm.base import Message
 from research.phases import write
+from research.phases.write_sections import CITED
 from research.prompts import clean_untrusted, numbered_sources, system
 
 REVIEWER_ROLE = (
@@ -25,27 +26,28 @@ REVIEWER_ROLE = (
     "sourcing, balance, structure and clarity. You have no tools: judge only what you see."
 )
 
-REVIEW_PROMPT = """Review cycle {cycle} of {cycles}.
-
-Review the research report below, written to answer:
+REVIEW_PROMPT = """Review the research report below, written to answer:
 <question>{question}</question>
 
 Check: does the executive summary answer the question; is every factual claim cited with a
 listed source; are disagreements shown with both sides; are fact, inference and opinion kept
 apart; are gaps admitted rather than filled; are sources recent; is anything missing from
 the required sections (executive summary, key findings, analysis by subtopic, comparison,
-disagreements, recommendations, open questions, confidence assessment).
+disagreements, recommendations, open questions, confidence assessment); does it read as one
+piece (consistent terms and numbering, no section repeating another). Name the section of
+each issue by its heading, so that only that section is revised.
+Approve only if no high-severity issue remains. Severity is high, medium or low.
+
+Review cycle {cycle} of {cycles}.
 
 Automatic checks already found:
 {checks}
 
-SOURCES:
+SOURCES THE REPORT CITES:
 {sources}
 
 REPORT:
-{draft}
-
-Approve only if no high-severity issue remains. Severity is high, medium or low."""
+{draft}"""
 
 
 class ReviewIssue(BaseModel):
@@ -63,7 +65,7 @@ class ReviewResult(BaseModel):
 
 def current_checks(ctx: RunContext) -> tuple[dict[str, Any], dict[str, Any]]:
     """The latest draft and its deterministic checks."""
-    current = ctx.store.get_drafts(ctx.run_id)[-1]
+    current = [d for d in ctx.store.get_drafts(ctx.run_id) if d["kind"] != "partial"][-1]
     sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
     written = ((ctx.stored_result(write.draft_step(current["version"])) or {})
                if current["kind"] in ("draft", "revision") else {})
@@ -86,7 +88,7 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
             )
         if done["approved"]:
             return
-        write.revise(ctx, cycle, plan, failed, done["feedback"])
+        write.revise(ctx, cycle, plan, failed, done["feedback"], done.get("issues"))
 
 
 def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
@@ -94,7 +96,8 @@ def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
     current, checks = current_checks(ctx)
     sources = ctx.store.get_sources(ctx.run_id, with_text=False)
     numbers = {sid: n for n, sid in current["numbering"].items()}
-    listed = [s for s in sources if s["id"] in numbers]
+    cited = {int(n) for n in CITED.findall(current["text"])}
+    listed = [s for s in sources if numbers.get(s["id"]) in cited]  # only what the report cites
     found = problems(checks) or ["none"]
     messages = [
         system(REVIEWER_ROLE, ctx.today),
@@ -127,5 +130,5 @@ def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
         + (f" Suggestion: {clean_untrusted(i['suggestion'])}" if i["suggestion"] else "")
         for i in issues
     ] + [f"- [check] {p}" for p in problems(checks)]
-    return {"approved": approved, "draft_version": current["version"],
+    return {"approved": approved, "draft_version": current["version"], "issues": issues,
             "feedback": "\n".join(feedback_lines) or "- No specific issues; polish the report."}

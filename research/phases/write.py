@@ -7,6 +7,7 @@ those numbers and the mapping number -> source id is stored with every draft.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from research.agents import Agent, Role
@@ -131,62 +132,98 @@ def context_text(
         if len(lines) == 1:
             lines.append("- No findings: this subtopic could not be researched.")
         parts.append("\n".join(lines))
-    missing = ""
-    if failed:
-        listed = "\n".join(f"- {s['title']}: {s['error']}" for s in failed)
-        missing = ("\nSUBTOPICS THAT COULD NOT BE RESEARCHED (say so in 'Open questions and "
-                   f"gaps'; do not fill them from memory):\n{listed}\n")
-    return "\n\n".join(parts), missing, numbered_sources(sources, numbers)
+    return "\n\n".join(parts), missing_text(failed), numbered_sources(sources, numbers)
 
 
 def draft(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
-    """Write draft version 1 (skipped when already stored)."""
+    """Write draft version 1, section by section at the same time (skipped when stored).
+    Over budget, the write-up is one whole-report call: the fewest tokens past the cap."""
+    from research.phases.sections_job import SectionJob  # it builds on this module
 
     def make() -> dict[str, Any]:
         writer = ctx.lead.delegate(Role.WRITER)
         sources = ctx.store.get_sources(ctx.run_id, with_text=False)
         numbers = numbering(sources)
-        findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
-        ctx.emit(DraftStarted(
-            ctx.run_id, f"The writer is drafting from {len(sources)} sources", step="write"))
-        prompt = DRAFT_PROMPT.format(
-            question=clean_untrusted(ctx.brief),
-            structure=structure(ctx), findings=findings, missing=missing, sources=listing,
-        )
-        messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
-        text, counts = written(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()),
-                               numbers, sources)
-        save(ctx, 1, "draft", text, numbers, counts)
-        return {"version": 1, "words": word_count(text), **counts}
+        if ctx.budget_reason():
+            return _draft_whole(ctx, writer, plan, failed, sources, numbers)
+        ctx.emit(DraftStarted(ctx.run_id, f"The writer team is drafting the report section by "
+                              f"section from {len(sources)} sources", step="write"))
+        job = SectionJob(ctx, writer, plan, failed, sources, numbers)
+        texts = job.write_all(version=1)
+        text = job.report(texts)
+        save(ctx, 1, "draft", text, numbers, job.counts)
+        return {"version": 1, "words": word_count(text), **job.counts,
+                "sections": texts, "order": job.order}
 
     ctx.run_step("write", "write", "Writing the first draft", make)
 
 
+def _draft_whole(ctx: RunContext, writer: Agent, plan: list[dict[str, Any]],
+                 failed: list[dict[str, Any]], sources: list[dict[str, Any]],
+                 numbers: dict[str, int]) -> dict[str, Any]:
+    """The whole report in one call (the write-up after a budget stop)."""
+    findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
+    ctx.emit(DraftStarted(
+        ctx.run_id, f"The writer is drafting from {len(sources)} sources", step="write"))
+    prompt = DRAFT_PROMPT.format(
+        question=clean_untrusted(ctx.brief),
+        structure=structure(ctx), findings=findings, missing=missing, sources=listing,
+    )
+    messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
+    text, counts = written(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()),
+                           numbers, sources)
+    save(ctx, 1, "draft", text, numbers, counts)
+    return {"version": 1, "words": word_count(text), **counts}
+
+
 def revise(
     ctx: RunContext, cycle: int, plan: list[dict[str, Any]], failed: list[dict[str, Any]],
-    feedback: str,
+    feedback: str, issues: list[dict[str, Any]] | None = None,
 ) -> None:
+    """Rewrite only the sections the review flagged, in parallel; the rest stays as it is.
+    A draft written whole (an older run) is revised whole."""
+    from research.phases.sections_job import SectionJob, route  # they build on this module
+
     def make() -> dict[str, Any]:
         writer = ctx.lead.delegate(Role.WRITER)
-        current = ctx.store.get_drafts(ctx.run_id)[-1]
+        current = [d for d in ctx.store.get_drafts(ctx.run_id) if d["kind"] != "partial"][-1]
         sources = ctx.store.get_sources(ctx.run_id, with_text=False)
         numbers = {sid: n for n, sid in current["numbering"].items()}
-        findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
-        ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current['version']}",
-                              step=f"revise:{cycle}"))
-        prompt = REVISE_PROMPT.format(
-            question=clean_untrusted(ctx.brief), feedback=feedback,
-            structure=structure(ctx), findings=findings, missing=missing, sources=listing,
-            draft=current["text"],
-        )
-        messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
-        text, counts = written(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()),
-                               numbers, sources)
+        stored = ctx.stored_result(draft_step(current["version"])) or {}
         version = current["version"] + 1
-        save(ctx, version, "revision", text, numbers, counts)
-        return {"version": version, "words": word_count(text), **counts}
+        if not stored.get("sections"):
+            return _revise_whole(ctx, writer, cycle, plan, failed, feedback, current, sources, numbers)
+        ctx.emit(DraftStarted(ctx.run_id, f"The writer team is revising the flagged sections of "
+                              f"draft {current['version']}", step=f"revise:{cycle}"))
+        job = SectionJob(ctx, writer, plan, failed, sources, numbers, order=stored.get("order"))
+        texts = dict(stored["sections"])
+        flagged = route(issues or [], texts, job, feedback)
+        texts = job.revise(texts, flagged)
+        text = job.report(texts)
+        save(ctx, version, "revision", text, numbers, job.counts)
+        return {"version": version, "words": word_count(text), **job.counts, "sections": texts,
+                "order": job.order, "revised": sorted(flagged)}
 
     ctx.run_step(f"revise:{cycle}", "revise", f"Revising the draft (cycle {cycle})", make)
+
+
+def _revise_whole(ctx: RunContext, writer: Agent, cycle: int, plan: list[dict[str, Any]],
+                  failed: list[dict[str, Any]], feedback: str, current: dict[str, Any],
+                  sources: list[dict[str, Any]], numbers: dict[str, int]) -> dict[str, Any]:
+    findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
+    ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current['version']}",
+                          step=f"revise:{cycle}"))
+    prompt = REVISE_PROMPT.format(
+        question=clean_untrusted(ctx.brief), feedback=feedback,
+        structure=structure(ctx), findings=findings, missing=missing, sources=listing,
+        draft=current["text"],
+    )
+    messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
+    text, counts = written(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()),
+                           numbers, sources)
+    version = current["version"] + 1
+    save(ctx, version, "revision", text, numbers, counts)
+    return {"version": version, "words": word_count(text), **counts}
 
 
 def written(ctx: RunContext, writer: Agent, text: str, numbers: dict[str, int],
@@ -227,6 +264,14 @@ def save(ctx: RunContext, version: int, kind: str, text: str, numbers: dict[str,
         ctx.run_id, f"Draft {version} written ({word_count(text)} words{note})",
         step=draft_step(version), data={"version": version, "words": word_count(text), **(counts or {})},
     ))
+
+
+def missing_text(failed: Sequence[Mapping[str, Any]]) -> str:
+    if not failed:
+        return ""
+    listed = "\n".join(f"- {s['title']}: {s['error']}" for s in failed)
+    return ("\nSUBTOPICS THAT COULD NOT BE RESEARCHED (say so in 'Open questions and "
+            f"gaps'; do not fill them from memory):\n{listed}\n")
 
 
 def draft_step(version: int) -> str:

@@ -83,13 +83,15 @@ def respond(
     think: bool = False,
     cite_invented: bool = False,
     behaviour: str = "house",
+    answer_words: int = 0,
 ) -> str:
     """The answer text for one chat call.
 
     `invalid_json` ("text" or "truncated") spoils a structured answer; `fenced_json` wraps
     it in a ```json fence; `think` prefixes a reasoning block; `cite_invented` makes the
     writer cite a source number and a URL that were never gathered; `behaviour` is one of
-    brain_behaviours.BEHAVIOURS (how a real model would phrase the same answer).
+    brain_behaviours.BEHAVIOURS (how a real model would phrase the same answer);
+    `answer_words` makes the writer's report that long (see `lengthen`).
     """
     from tests.standin import brain_behaviours  # it imports this module
 
@@ -98,8 +100,8 @@ def respond(
     if schema is None and _SHORTEN.search(user):
         text = shorten_report(user)
     elif schema is None:
-        text = brain_behaviours.restyle(write_report(user, cite_invented=cite_invented), user,
-                                        behaviour)
+        report = write_report(user, cite_invented=cite_invented)
+        text = brain_behaviours.restyle(lengthen(report, user, answer_words), user, behaviour)
     else:
         payload = brain_behaviours.adjust(structured_answer(schema, user), task_name(schema),
                                           behaviour)
@@ -241,7 +243,9 @@ def write_report(user: str, *, cite_invented: bool = False) -> str:
     sources = list({n: (n, t, u) for n, t, u in sources}.values())  # listed twice in revisions
     numbers = [n for n, _, _ in sources] or [1]
     titles = {n: t for n, t, _ in sources}
-    subtopics = [s.strip() for s in _SUBTOPIC_HEADING.findall(user)] or ["Overview"]
+    parts = _PART.findall(user)  # a section writer's part of the report (see pick_parts)
+    subtopics = ([s.strip() for s in _SUBTOPIC_HEADING.findall(user)]
+                 or [h[4:].strip() for h in parts if h.startswith("### ")] or ["Overview"])
     question = _first(_QUESTION, user) or "the research question"
     turn = _Cycler(numbers)
 
@@ -289,7 +293,33 @@ def write_report(user: str, *, cite_invented: bool = False) -> str:
         lines.insert(lines.index("## Confidence assessment") + 2,
                      "Further support comes from the remaining sources "
                      + "".join(f"[{n}]" for n in uncited) + ".")
-    return localise("\n".join(lines), user)
+    report = "\n".join(lines)
+    if parts:
+        report = pick_parts(report, parts)
+        if cite_invented and INVENTED_SENTENCE not in report:
+            report = report.rstrip() + "\n\n" + INVENTED_SENTENCE + "\n"
+    return localise(report, user)
+
+
+_PART = re.compile(r"<section>(.*?)</section>")
+
+
+def pick_parts(report: str, headings: list[str]) -> str:
+    """Only the requested headings' blocks of the whole report (a heading line and what
+    follows it up to the next heading); a level-1 request takes the title line."""
+    lines = report.split("\n")
+    blocks = []
+    for wanted in headings:
+        level = len(wanted) - len(wanted.lstrip("#"))
+        name = wanted.lstrip("#").strip().lower()
+        for i, line in enumerate(lines):
+            mark = line[: level + 1]
+            if mark != "#" * level + " " or (level > 1 and line[level + 1:].strip().lower() != name):
+                continue
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("#")), len(lines))
+            blocks.append("\n".join(lines[i:end]).strip())
+            break
+    return "\n\n".join(blocks) + "\n"
 
 
 _LANGUAGE = re.compile(r"Write the entire report in ([A-Z][a-z]+)")
@@ -302,6 +332,38 @@ HEADINGS = {
         "Confidence assessment": "Einschätzung der Verlässlichkeit",
     },
 }
+
+
+_AT_MOST = re.compile(r"At most (\d+) words", re.IGNORECASE)
+_WHOLE = re.compile(r"report of at most (\d+) words", re.IGNORECASE)
+_CITE = re.compile(r"\[(\d+)\]")
+PAD_SENTENCE = "Further detail reported on this point agrees with the cited evidence [{n}]."
+
+
+def lengthen(report: str, user: str, words: int) -> str:
+    """Pad the report with cited sentences to about `words` words, as a model asked for a
+    long report writes one; a prompt for part of a report ("At most N words" of a "report of
+    at most M words") gets its share N/M of that length."""
+    if words <= 0:
+        return report
+    limit = _int(_AT_MOST, user, 0)
+    whole = _int(_WHOLE, user, 0)
+    target = words * limit // whole if limit and whole else min(words, limit or words)
+    lines = report.split("\n")
+    prose = [i for i, line in enumerate(lines)
+             if line.strip() and not line.lstrip().startswith(("#", "-", "|", "*"))]
+    numbers = [int(n) for n in _CITE.findall(report)] or [1]
+    if not prose:
+        lines.append("")
+        prose = [len(lines) - 1]
+    count, k = len(report.split()), 0
+    while count < target:
+        i = prose[k % len(prose)]
+        sentence = PAD_SENTENCE.format(n=numbers[k % len(numbers)])
+        lines[i] = (lines[i] + " " + sentence).strip()
+        count += len(sentence.split())
+        k += 1
+    return "\n".join(lines)
 
 
 def localise(report: str, user: str) -> str:

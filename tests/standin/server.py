@@ -36,9 +36,10 @@ Model behaviours: `set_behaviour(name)` makes every LLM answer behave like a com
 model (citation styles, <think> blocks, fences, extra keys, fewer or more items, a truncated or
 refused report, loosely quoted verdicts): see brain_behaviours.py for the list.
 
-Other controls: `set_delay(seconds)`, `set_latency(model=, search=, page=)`,
-`set_off_topic(n)`, `set_extra_results(paths)`, `reset()`. `requests` logs every request
-as {api, method, path, query, headers (names in lower case), json, time}.
+Other controls: `set_delay(seconds)`, `set_latency(model=, search=, page=, tokens_per_second=)`,
+`set_answer_words(n)`, `set_off_topic(n)`, `set_extra_results(paths)`, `reset()`. `requests`
+logs every request as {api, method, path, query, headers (names in lower case), json, time};
+an LLM request's entry gains `completion_tokens` and `answered` (epoch seconds) once answered.
 """
 
 from __future__ import annotations
@@ -214,6 +215,8 @@ class StandinServer:
         self._faults: list[Fault] = []
         self._delay = 0.0
         self._latency: dict[str, float] = {}  # kind (see LATENCY_KINDS) -> seconds
+        self._tokens_per_second = 0.0  # model generation rate; 0 = answers take no extra time
+        self.answer_words = 0  # the writer's length for a whole report; 0 = its own short one
         self.off_topic_results = 0
         self._extra_results: list[str] = []
         self.behaviour = "house"  # see set_behaviour
@@ -283,6 +286,8 @@ class StandinServer:
             self._faults.clear()
             self._delay = 0.0
             self._latency.clear()
+            self._tokens_per_second = 0.0
+            self.answer_words = 0
             self.off_topic_results = 0
             self._extra_results.clear()
             self.behaviour = "house"
@@ -316,14 +321,29 @@ class StandinServer:
         with self._lock:
             self._delay = max(0.0, seconds)
 
-    def set_latency(self, *, model: float = 0.0, search: float = 0.0, page: float = 0.0) -> None:
+    def set_latency(self, *, model: float = 0.0, search: float = 0.0, page: float = 0.0,
+                    tokens_per_second: float = 0.0) -> None:
         """Fixed latency per kind of answer, in seconds (for the benchmark): every LLM answer
         (OpenAI chat, Gemini) waits `model`, every search answer (Tavily, arXiv, Semantic
-        Scholar) waits `search`, every /pages/ answer waits `page`. On top of `set_delay`;
-        `reset()` clears it."""
+        Scholar) waits `search`, every /pages/ answer waits `page`. With `tokens_per_second`,
+        an LLM answer also takes its completion tokens at that rate, as a real model writes
+        (so a long answer takes longer). On top of `set_delay`; `reset()` clears it."""
         with self._lock:
             self._latency = {"model": max(0.0, model), "search": max(0.0, search),
                              "page": max(0.0, page)}
+            self._tokens_per_second = max(0.0, tokens_per_second)
+
+    def set_answer_words(self, words: int) -> None:
+        """The writer answers with a report of about this many words (for the benchmark), or
+        the share of it a section prompt asks for; 0 goes back to its own short report."""
+        with self._lock:
+            self.answer_words = max(0, int(words))
+
+    def generation_time(self, completion_tokens: int) -> float:
+        """How long writing this many tokens takes at the rate `set_latency` set."""
+        with self._lock:
+            rate = self._tokens_per_second
+        return completion_tokens / rate if rate else 0.0
 
     def latency(self, api: str) -> float:
         """The fixed latency `set_latency` gave this api's answers (0 when none)."""
@@ -443,11 +463,12 @@ class _Handler(BaseHTTPRequestHandler):
         api = _api_for(method, path)
         self._gen = self.standin._generation
         self._prompt_chars = _prompt_chars(api, body)
-        self.standin._record({
+        self._entry: dict[str, Any] = {
             "api": api or "unknown", "method": method, "path": path,
             "query": {k: v[0] for k, v in parse_qs(split.query).items()},
             "headers": {k.lower(): v for k, v in self.headers.items()}, "json": body, "time": time.time(),
-        })
+        }
+        self.standin._record(self._entry)
         if api is None:
             self._send_json(404, {"error": {"message": f"No route for {method} {path}"}})
             return
@@ -551,6 +572,8 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 options[fault.kind] = True
         behaviour = self.standin.behaviour
+        if self.standin.answer_words:
+            options["answer_words"] = self.standin.answer_words
         text = brain.respond(system, user, schema, behaviour=behaviour, **options)
         self._finish = "stop"
         if brain_behaviours.is_writer_call(schema, user):
@@ -559,6 +582,17 @@ class _Handler(BaseHTTPRequestHandler):
             elif behaviour == "truncated":
                 text, self._finish = text[: len(text) // 2], "length"
         return text, special
+
+    def _generate(self, completion_tokens: int) -> bool:
+        """Take the time writing the answer takes (see set_latency) and log its size; False
+        when the server stops or a reset abandons the request meanwhile."""
+        self._entry["completion_tokens"] = completion_tokens
+        seconds = self.standin.generation_time(completion_tokens)
+        if seconds and not self.standin._sleep(seconds, self._gen):
+            self.close_connection = True
+            return False
+        self._entry["answered"] = time.time()
+        return True
 
     def _api_openai(self, path: str, query: str, body: Any) -> None:
         if path != "/v1/chat/completions" or not isinstance(body, dict):
@@ -584,6 +618,8 @@ class _Handler(BaseHTTPRequestHandler):
             message["content"] = text[: len(text) // 2] if finish == "length" else ""
         prompt_tokens = _tokens(system + user)
         completion_tokens = _tokens(text)
+        if not self._generate(completion_tokens):
+            return
         n = len(self.standin.requests)
         self._send_json(200, {
             "id": f"chatcmpl-standin{n:06d}",
@@ -615,6 +651,8 @@ class _Handler(BaseHTTPRequestHandler):
         text, special = self._llm_answer(system, user, schema)
         prompt_tokens = _tokens(system + user)
         completion_tokens = _tokens(text)
+        if not self._generate(completion_tokens):
+            return
         usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": completion_tokens,
                  "totalTokenCount": prompt_tokens + completion_tokens}
         if special is not None and special.kind == "blocked":

@@ -27,7 +27,7 @@ from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
 BATCH_CLAIMS = 8
 BATCH_CHARS = 18_000
 MIN_QUOTE_WORDS = 4
-VERIFY_THREADS = 16           # model calls of the verify step in flight at once (every batch of both passes)
+VERIFY_THREADS = 32           # model calls of the verify step in flight at once (every batch of both passes)
 
 
 # --- prompts and answers ------------------------------------------------------------------------

@@ -1,0 +1,280 @@
+"""The draft written section by section, all at once, then framed (issue 11).
+
+A whole-report answer takes a model tens of seconds to write, and the run used to write it three
+times in a row (draft, two revisions). Here every section is its own writer call, made at the
+same time: each sees the shared outline (so terms and scope stay consistent), its own findings
+and only the sources those findings cite; numbering is global (write.numbering) so citations
+need no renumbering. One short pass then writes the title, the executive summary and the lead-in
+to the analysis from the finished key findings. A revision rewrites only the sections the review
+named, again in parallel, and stitches them back in.
+
+The sections of the latest version are kept in the step's result (`write` / `revise:N`), so a
+revision knows the sections however the model spelled (or translated) the headings. While the
+first draft is written, the growing draft is stored as kind "partial" under its version number
+(replaced by the full draft) so the dashboard can show it filling in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from research.agents import Agent
+from research.checks import word_count
+from research.citations import normalise
+from research.context import RunContext
+from research.llm.base import Message
+from research.prompts import clean_untrusted, numbered_sources, system
+
+CITED = re.compile(r"\[(\d{1,4})\]")
+FRAME = "frame"
+KEY_FINDINGS = "key_findings"
+COMPARISON = "comparison"
+CLOSING = "closing"
+SECTION_THREADS = 16  # writer calls in flight at once (every part of a draft)
+DIGEST_PER_SUBTOPIC = 4  # findings per subtopic the cross-cutting sections see
+
+SECTION_RULES = """Rules:
+- Cite every factual sentence with the numbers of the sources listed with your findings, like
+  [3] or [2][5]. Cite ONLY those numbers; never invent a source, a URL or a number.
+- Use only the findings and sources given here, not your own memory. When the data is
+  insufficient, say "insufficient data" instead of guessing.
+- Keep fact, inference and opinion apart ("according to ...", "this suggests ...").
+- Mark a key claim that rests on one source with "(single source)".
+- Prefer recent sources; say when a figure is old.
+- Write only your part, starting with its heading line(s) as the outline gives them; do not
+  repeat what the other sections cover and do not write a Sources or References section.
+- Use the same terms as the outline and the question."""
+
+OUTLINE_HEAD = """OUTLINE OF THE WHOLE REPORT (several writers write its sections at the same time;
+the title and the executive summary are written last, from the finished sections):
+# <a clear title>
+## Executive summary      (the answer first, in a few sentences)
+## Key findings           (by theme, across subtopics)
+## Analysis by subtopic   (one or two sentences leading into the subtopics)
+{subtopics}
+## Comparison             (a Markdown table where a comparison helps)
+## Where sources disagree (both sides and why; say so if they agree)
+## Recommendations
+## Open questions and gaps
+## Confidence assessment  (how sure, and why)"""
+
+SECTION_PROMPT = """Question: <question>{question}</question>
+
+{outline}
+
+{rules}
+{language}
+YOUR PART: {task}
+{headings}
+Length: at most {words} words (of a report of at most {total} words).
+{missing}
+FINDINGS (claims with the sources that support them):
+{findings}
+
+SOURCES YOUR FINDINGS CITE (cite by number):
+{sources}"""
+
+REVISE_SECTION = """
+CURRENT TEXT OF YOUR PART:
+{current}
+
+REVIEW FEEDBACK ON YOUR PART (fix every high-severity issue, keep what works):
+{feedback}
+
+Reply with the revised part only, headings included."""
+
+
+@dataclass
+class Section:
+    """One writer call's part of the report."""
+    key: str
+    task: str                   # what the part covers, for the prompt
+    headings: list[str]         # the outline's heading lines this part writes
+    weight: float               # its share of the report's length
+    findings: str = ""
+    cited: list[str] = field(default_factory=list)  # source ids its findings cite
+
+
+def outline_text(plan: Sequence[Mapping[str, Any]]) -> str:
+    subs = "\n".join(f"### {clean_untrusted(s['title']).replace(chr(10), ' ')}" for s in plan)
+    return OUTLINE_HEAD.format(subtopics=subs or "### <one per subtopic>")
+
+
+def sections(ctx: RunContext, plan: Sequence[Mapping[str, Any]], numbers: Mapping[str, int]) -> list[Section]:
+    """The parts written in parallel, each with the findings it needs (the frame comes after)."""
+    by_sub: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for finding in ctx.store.get_findings(ctx.run_id):
+        by_sub[finding["subtopic_id"]].append(finding)
+    per_subtopic = max(8, 300 // max(1, len(plan)))
+    digest_lines: list[str] = []
+    digest_ids: list[str] = []
+    out = []
+    for sub in plan:
+        title = clean_untrusted(sub["title"]).replace("\n", " ")
+        lines, ids = _finding_lines(by_sub.get(sub["id"], [])[:per_subtopic], numbers)
+        part = Section(f"sub:{sub['id']}", f'the analysis of the subtopic "{title}"',
+                       [f"### {title}"], 1.0)
+        part.findings = "\n".join(lines) or "- No findings: this subtopic could not be researched."
+        part.cited = ids
+        out.append(part)
+        top, top_ids = _finding_lines(by_sub.get(sub["id"], [])[:DIGEST_PER_SUBTOPIC], numbers)
+        digest_lines += [f"### Subtopic: {title}", *(top or ["- No findings."])]
+        digest_ids += top_ids
+    digest = "\n".join(digest_lines)
+    cross = [
+        Section(KEY_FINDINGS, "the key findings, by theme across the subtopics",
+                ["## Key findings"], 1.5),
+        Section(COMPARISON, "the comparison (a Markdown table where it helps)", ["## Comparison"], 1.0),
+        Section(CLOSING, "the four closing sections", [
+            "## Where sources disagree", "## Recommendations", "## Open questions and gaps",
+            "## Confidence assessment"], 2.0),
+    ]
+    for part in cross:
+        part.findings, part.cited = digest, list(dict.fromkeys(digest_ids))
+    return [cross[0], *out, *cross[1:]]
+
+
+def frame_section(done: Mapping[str, str]) -> Section:
+    """The last, short pass: title, executive summary and the lead-in to the analysis."""
+    part = Section(FRAME, "the title, the executive summary (from the key findings below) and "
+                   "the lead-in to the analysis", ["# <a clear title>", "## Executive summary",
+                                                    "## Analysis by subtopic"], 1.0)
+    part.findings = "KEY FINDINGS AS WRITTEN:\n" + done.get(KEY_FINDINGS, "")
+    return part
+
+
+def _finding_lines(findings: Sequence[Mapping[str, Any]],
+                   numbers: Mapping[str, int]) -> tuple[list[str], list[str]]:
+    lines, ids = [], []
+    for f in findings:
+        text = clean_untrusted(f["claim"])
+        if f["kind"] == "finding":
+            cited = [i for i in f["source_ids"] if i in numbers]
+            if cited:
+                lines.append(f"- {text} {''.join(f'[{numbers[i]}]' for i in cited)} "
+                             f"(confidence {f['confidence']:.1f})")
+                ids += cited
+        elif f["kind"] == "gap":
+            lines.append(f"- Gap: {text}")
+    return lines, ids
+
+
+def prompt(ctx: RunContext, part: Section, outline: str, rules: str, numbers: Mapping[str, int],
+           sources: Mapping[str, Mapping[str, Any]], missing: str, total_weight: float) -> str:
+    """One part's prompt: the shared text first (the same for every part, so a provider's
+    prompt cache can hold it), then what only this part needs."""
+    from research.phases.write import LANGUAGE_RULE, is_english
+
+    total = ctx.config.report_max_words
+    listed = [sources[i] for i in dict.fromkeys(part.cited) if i in sources]
+    if part.key == FRAME:  # it cites what the key findings cite
+        listed = list(sources.values())
+    language = ("" if is_english(ctx.config.report_language)
+                else LANGUAGE_RULE.format(language=ctx.config.report_language))
+    return SECTION_PROMPT.format(
+        question=clean_untrusted(ctx.brief), outline=outline, rules=rules, language=language,
+        task=part.task, headings="\n".join(f"<section>{h}</section>" for h in part.headings),
+        words=max(60, int(total * part.weight / total_weight)), total=total,
+        missing=missing if part.key in (CLOSING, FRAME) else "",
+        findings=part.findings, sources=numbered_sources(listed, numbers) or "(none)",
+    )
+
+
+def frame_sources(done: Mapping[str, str], numbers: Mapping[str, int],
+                  sources: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """The sources the key findings cite: all the frame's summary may cite."""
+    by_number = {n: sid for sid, n in numbers.items()}
+    cited = {by_number.get(int(n)) for n in CITED.findall(done.get(KEY_FINDINGS, ""))}
+    return {sid: sources[sid] for sid in sources if sid in cited}
+
+
+def run_parts(parts: Sequence[Section], call: Callable[[Section], str],
+              on_done: Callable[[str, str], None] | None = None) -> dict[str, str]:
+    """Each part's text, the calls made at the same time; the first failure is raised once all
+    have ended (nothing half-written is kept in its place)."""
+    out: dict[str, str] = {}
+    if not parts:
+        return out
+    with ThreadPoolExecutor(max_workers=min(SECTION_THREADS, len(parts)),
+                            thread_name_prefix="section") as pool:
+        futures = {part.key: pool.submit(call, part) for part in parts}
+        error: BaseException | None = None
+        for key, future in futures.items():
+            try:
+                out[key] = future.result()
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, after the others end
+                error = error or exc
+                continue
+            if on_done is not None:
+                on_done(key, out[key])
+    if error is not None:
+        raise error
+    return out
+
+
+def assemble(texts: Mapping[str, str], order: Sequence[str]) -> str:
+    """The report from its parts: the frame's title and summary, the key findings, the frame's
+    lead-in to the analysis, the subtopics, the rest. A missing part is left out."""
+    head, lead_in = split_frame(texts.get(FRAME, ""))
+    pieces = [head]
+    for key in order:
+        if key == FRAME:
+            continue
+        if key.startswith("sub:") and lead_in:
+            pieces.append(lead_in)
+            lead_in = ""
+        pieces.append(texts.get(key, ""))
+    if lead_in:
+        pieces.append(lead_in)
+    return "\n\n".join(p.strip() for p in pieces if p and p.strip()) + "\n"
+
+
+def split_frame(text: str) -> tuple[str, str]:
+    """The frame's title and summary, and its lead-in to the analysis (from its last "## "
+    heading, when it wrote two or more)."""
+    lines = text.strip().splitlines()
+    h2 = [i for i, line in enumerate(lines) if line.startswith("## ")]
+    if len(h2) < 2:
+        return text.strip(), ""
+    cut = h2[-1]
+    return "\n".join(lines[:cut]).strip(), "\n".join(lines[cut:]).strip()
+
+
+def clean_part(text: str, part: Section, numbers: Mapping[str, int],
+               sources: Mapping[str, Mapping[str, Any]]) -> tuple[str, int, int]:
+    """A part's text with citations as [n] (citations.normalise): text, converted, removed.
+    A part that came back without a heading gets the outline's."""
+    numbering = {n: sid for sid, n in numbers.items()}
+    result = normalise(text, numbering, dict(sources))
+    body = result.text.strip()
+    if part.key != FRAME and not body.lstrip().startswith("#"):
+        body = f"{part.headings[0]}\n\n{body}"
+    return body, result.converted, result.removed
+
+
+def shorten_parts(ctx: RunContext, writer: Agent, texts: dict[str, str],
+                  weights: Mapping[str, float], finish: Callable[[Section, str], str]) -> dict[str, str]:
+    """When the whole runs over REPORT_MAX_WORDS, shorten (in parallel) only the parts over
+    their share of it; the rest stays as written."""
+    from research.phases.write import SHORTEN_PROMPT, WRITER_ROLE
+
+    limit = ctx.config.report_max_words
+    if word_count("\n\n".join(texts.values())) <= limit:
+        return texts
+    total = sum(weights.values()) or 1.0
+    over = [Section(k, "", [], 0) for k, text in texts.items()
+            if word_count(text) > limit * weights.get(k, 1.0) / total]
+
+    def shorten(part: Section) -> str:
+        text = texts[part.key]
+        share = max(40, int(limit * weights.get(part.key, 1.0) / total))
+        messages = [system(WRITER_ROLE, ctx.today), Message("user", SHORTEN_PROMPT.format(
+            words=word_count(text), max_words=share, draft=text))]
+        return finish(part, writer.llm.text(messages, deadline=ctx.step_deadline()))
+
+    return {**texts, **run_parts(over, shorten)}
