@@ -14,7 +14,7 @@ import pytest
 from research import Credentials, build_config, run_research
 from research.related import dig_deeper_question, section_title
 from storage import Store
-from tests.standin import StandinServer, brain
+from tests.standin import StandinServer
 from tests.test_cli import _cli
 
 QUESTION = "How is heat pump adoption changing in Europe?"
@@ -36,15 +36,16 @@ def test_section_text_reaches_prompts_only_delimited_and_never_a_search(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     db = tmp_path / "dig.db"
-    plain_report = brain.write_report
-    with monkeypatch.context() as patch:
-        patch.setattr(brain, "write_report", lambda user, **kw: plain_report(user, **kw).replace(
-            "## Key findings\n", f"## Key findings\n\n{INJECTION}.\n", 1))
-        parent = run_research(QUESTION, store=Store(db),
-                              config=build_config(env=standin_env, preset="quick", fetch_timeout_s=3),
-                              credentials=Credentials.from_env(standin_env))
+    parent = run_research(QUESTION, store=Store(db),
+                          config=build_config(env=standin_env, preset="quick", fetch_timeout_s=3),
+                          credentials=Credentials.from_env(standin_env))
+    # A passage from the web that made it into the finished report (verification would mark or
+    # drop it when uncited, so it is placed in the stored report, where dig deeper reads it).
     report = Store(db).get_report(parent)
-    assert report is not None and INJECTION in report["markdown"]
+    assert report is not None and "## Key findings\n" in report["markdown"]
+    Store(db).save_report(parent, report["markdown"].replace(
+        "## Key findings\n", f"## Key findings\n\n{INJECTION} [1].\n", 1), meta=report["meta"])
+    assert INJECTION in (Store(db).get_report(parent) or {})["markdown"]
 
     standin.reset()
     result = _cli(["--dig-deeper", parent, "Key findings", "--preset", "quick", "--sources", "5",
