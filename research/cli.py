@@ -10,6 +10,8 @@ from pathlib import Path
 
 from research import answer_clarification, approve_plan, pending_clarification, resume
 from research.config import Credentials, ResearchConfig, build_config
+from research.documents import ingest_paths
+from research.documents.choice import with_sources
 from research.errors import ResearchError, redact
 from research.events import Event
 from research.export import to_markdown, to_pdf
@@ -19,6 +21,7 @@ from research.phases.preflight import check_configuration
 from research.pipeline import create_run, execute
 from research.progress import percent
 from research.related import dig_deeper_question, report_sections, section_text
+from research.search.documents import check_scope
 from research.settings import effective_env, prices_path
 from storage import Store, default_db_path
 
@@ -56,6 +59,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted or waiting run")
     p.add_argument("--approve-plan", action="store_true",
                    help="with --resume: start research with the plan as it is")
+    p.add_argument("--docs", nargs="+", type=Path, metavar="FILE_OR_FOLDER",
+                   help="add these files (PDF, DOCX, Markdown, text, HTML; folders are read "
+                        "through) to the document library and research them too")
+    p.add_argument("--collection", metavar="NAME",
+                   help="research the documents of this collection (with --docs: add the "
+                        "files to it)")
+    p.add_argument("--no-web", action="store_true",
+                   help="leave the web out: research only your documents (no search key needed)")
     p.add_argument("--db", type=Path, help="database file (default: DEEP_RESEARCH_DB or data/research.db)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
@@ -101,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
                 report_language=args.language, max_cost_usd=args.max_cost,
                 review_plan=True if args.review_plan else None, engine=args.engine,
             )
+            if args.docs or args.collection or args.no_web:
+                config = _documents_config(store, config, args)
             check_configuration(config, credentials)
             run_id = create_run(store, args.question, config, parent_run_id=parent)
             print(f"Run id: {run_id}", file=sys.stderr)
@@ -140,6 +153,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  Warning: {redact(warning, secrets)}", file=sys.stderr)
     print(run_id)
     return EXIT_OK
+
+
+def _documents_config(store: Store, config: ResearchConfig,
+                      args: argparse.Namespace) -> ResearchConfig:
+    """Ingest --docs (each bad file named, the rest kept) and read the chosen documents."""
+    added: list[str] = []
+    for result in ingest_paths(store, args.docs or [], collection=args.collection):
+        print(f"{'Added' if result.ok else 'Skipped'} {result.filename}: {result.message}",
+              file=sys.stderr)
+        if result.ok and result.document_id:
+            added.append(result.document_id)
+    if args.docs and not added:
+        raise ResearchError("None of the files given with --docs could be used (see above).")
+    config = with_sources(config, "documents" if args.no_web else "both",
+                          collection=args.collection or "",
+                          document_ids=[] if args.collection else added)
+    check_scope(store, config)
+    return config
 
 
 def _dig_deeper_question(store: Store, parent: str, section: str) -> str:

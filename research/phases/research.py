@@ -37,6 +37,7 @@ from research.llm.base import Message
 from research.phases import scoring, searching
 from research.phases.searching import WORKER_ROLE, Candidate, Outcome
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
+from research.search.documents import is_document_result, page_of
 from research.urls import canonical_url
 
 log = logging.getLogger(__name__)
@@ -295,12 +296,15 @@ def _select(
         if len(chosen) >= limit:
             break
         url = cand.result.url.strip()
-        if not url.lower().startswith(("http://", "https://")):
+        if is_document_result(cand.result):  # a passage of the person's own documents
+            canonical = url
+        elif not url.lower().startswith(("http://", "https://")):
             continue
-        try:
-            canonical = canonical_url(url)
-        except ValueError:
-            continue
+        else:
+            try:
+                canonical = canonical_url(url)
+            except ValueError:
+                continue
         if canonical in seen:
             continue
         seen.add(canonical)
@@ -320,6 +324,8 @@ def _fetch_all(
         ctx.checkpoint()
         if time.monotonic() >= deadline:
             raise ProviderTimeout("the step ran out of time (STEP_TIMEOUT_MS)")
+        if is_document_result(cand.result):  # its text is in hand: nothing to fetch
+            return page_of(cand.result)
         return ctx.fetcher.fetch(cand.result.url)
 
     futures = [pool.submit(fetch, c) for c in candidates]
@@ -336,7 +342,8 @@ def _fetch_all(
             reason = ctx.safe(str(exc))
         else:
             published = page.published or cand.result.published
-            if len(page.text.strip()) < MIN_TEXT_CHARS:
+            short = MIN_TEXT_CHARS if not is_document_result(cand.result) else 1
+            if len(page.text.strip()) < short:
                 reason = "no readable text on the page"
             elif oldest and (day := _date(published)) is not None and day < oldest:
                 reason = f"older than {max_age} days (published {published})"
