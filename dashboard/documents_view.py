@@ -22,7 +22,7 @@ from storage import documents as docstore
 UPLOAD_TYPES = sorted(k.lstrip(".") for k in KINDS)
 KIND_LABELS = {"pdf": "PDF", "docx": "Word", "markdown": "Markdown", "text": "Text",
                "html": "HTML"}
-STATUS_LABELS = {"ready": "✅ Searchable", "no_text": "⚠️ No text (scanned?)"}
+STATUS_LABELS = {"ready": "Searchable", "no_text": "No text (scanned?)"}
 
 
 def size_text(size: int) -> str:

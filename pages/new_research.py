@@ -52,8 +52,8 @@ def _set_run_options(values: dict) -> None:
 
 def _sources_choice() -> None:
     """Web, the person's documents, or both; and which collection (default: all documents)."""
-    st.radio("Sources", list(form.MIXES), key="source_mix", format_func=form.MIXES.get,
-             horizontal=True, help="Your documents are the files on the Documents page. "
+    st.selectbox("Sources", list(form.MIXES), key="source_mix", format_func=form.MIXES.get,
+                 help="Your documents are the files on the Documents page. "
              "\"My documents only\" needs no search key and no internet besides the model.")
     if state.get("source_mix", "web") == "web":
         return

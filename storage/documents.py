@@ -200,14 +200,16 @@ def search_passages(
         return []
     scope, params = "", [expression]
     if document_ids is not None:
-        scope = f"AND p.document_id IN ({', '.join('?' for _ in document_ids)})"
+        scope = ("AND rowid IN (SELECT id FROM passages WHERE document_id IN "
+                 f"({', '.join('?' for _ in document_ids)}))")
         params += list(document_ids)
+    # Rank inside the index first and join only the few kept: joining every matching
+    # passage before the sort costs more than the search itself on a large library.
     rows = store._rows(
-        "SELECT p.id, p.document_id, p.page, p.section, p.text, d.title, "
-        "bm25(passages_fts, 1.0, 0.5) AS rank FROM passages_fts "
-        "JOIN passages p ON p.id = passages_fts.rowid "
-        "JOIN documents d ON d.id = p.document_id "
-        f"WHERE passages_fts MATCH ? {scope} ORDER BY rank LIMIT ?",
-        [*params, max(1, int(limit))])
+        "WITH top AS (SELECT rowid AS id, bm25(passages_fts, 1.0, 0.5) AS score "
+        f"FROM passages_fts WHERE passages_fts MATCH ? {scope} ORDER BY score LIMIT ?) "
+        "SELECT p.id, p.document_id, p.page, p.section, p.text, d.title, top.score "
+        "FROM top JOIN passages p ON p.id = top.id JOIN documents d ON d.id = p.document_id "
+        "ORDER BY top.score", [*params, max(1, int(limit))])
     return [PassageHit(r["id"], r["document_id"], r["title"], r["page"], r["section"] or "",
-                       r["text"], float(r["rank"])) for r in rows]
+                       r["text"], float(r["score"])) for r in rows]

@@ -118,7 +118,7 @@ def test_documents_only_without_documents_is_refused_in_plain_words(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-documents-0000")
     at = _new_research()
     at.text_area(key="question").input("What do my heat pump reports say?").run()
-    at.radio(key="source_mix").set_value("documents").run()
+    at.selectbox(key="source_mix").select("documents").run()
     _button(at, "Start research").click().run()
     assert any("no searchable documents" in e.value for e in at.error)
     assert dash_env.count_runs() == 0
@@ -132,7 +132,7 @@ def test_documents_only_run_starts_with_the_chosen_collection_and_no_search_key(
     ingest(dash_env, "field-report.pdf", pdf_bytes(), collection="Heat")
     at = _new_research()
     at.text_area(key="question").input("What do my heat pump reports say?").run()
-    at.radio(key="source_mix").set_value("documents").run()
+    at.selectbox(key="source_mix").select("documents").run()
     at.selectbox(key="doc_collection").select("Heat").run()
     _button(at, "Start research").click().run()
     assert not at.error, [e.value for e in at.error]
