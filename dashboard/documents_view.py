@@ -83,3 +83,18 @@ def hit_heading(hit: docstore.PassageHit) -> str:
 def passage_heading(passage: Mapping[str, Any]) -> str:
     return location(passage.get("page"), str(passage.get("section") or "")) or (
         f"passage {int(passage['seq']) + 1}")
+
+
+def show_run_passages(store: Store, run_id: str) -> None:
+    """On the Run page's Sources tab: the text of each document passage the run read (a
+    passage has no web page to open, so its text is shown here instead)."""
+    import streamlit as st
+
+    passages = docstore.run_passages(store, run_id)
+    if not passages:
+        return
+    with st.expander(f"Passages from your documents ({len(passages)})"):
+        for passage in passages:
+            cited = " · cited" if passage.get("cited_in") not in (None, "", "[]") else ""
+            st.markdown(f"**{views.md_text(passage['title'])}**{cited}")
+            st.markdown(views.md_text(passage["text"][:3000]))

@@ -9,6 +9,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from dashboard import budget, engines_view, plan_edit, rounds_view, ui, verification_view, views
+from dashboard.documents_view import show_run_passages
 from dashboard.jobs import ACTIVE, RESUMABLE, status_of
 from research import (
     ResearchConfig,
@@ -316,6 +317,7 @@ if sources_tab.open:
             right.plotly_chart(charts["relevance"], key="chart_relevance")
             left.plotly_chart(charts["domains"], key="chart_domains")
             right.plotly_chart(charts["dates"], key="chart_dates")
+        show_run_passages(store, run_id)
         skipped = store.get_skipped(run_id)
         if skipped:
             with st.expander(f"Pages looked at but not kept ({len(skipped)})"):

@@ -213,3 +213,11 @@ def search_passages(
         "ORDER BY top.score", [*params, max(1, int(limit))])
     return [PassageHit(r["id"], r["document_id"], r["title"], r["page"], r["section"] or "",
                        r["text"], float(r["score"])) for r in rows]
+
+
+def run_passages(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """A run's sources that are passages of the person's documents, with their text as the
+    run read it (kept with the run, so deleting the document later changes nothing here)."""
+    return store._rows(
+        "SELECT id, title, text, cited_in FROM sources WHERE run_id = ? AND url LIKE 'doc://%' "
+        "ORDER BY title, id", [run_id])

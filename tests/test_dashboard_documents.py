@@ -139,3 +139,23 @@ def test_documents_only_run_starts_with_the_chosen_collection_and_no_search_key(
     [run] = dash_env.list_runs()
     assert run["config"]["search_providers"] == ["documents"]
     assert run["config"]["document_collection"] == "Heat"
+
+
+def test_run_page_sources_tab_shows_the_text_of_document_passages(dash_env: Store) -> None:
+    from tests.dashboard_fixtures import finished_run, open_run_page, source
+
+    run_id = finished_run(dash_env)
+    passage = {**source(99), "id": "s_doc", "url": "doc://d_1/7", "canonical_url": "doc://d_1/7",
+               "title": "Heat Pump Field Report, p. 3", "provider": "documents",
+               "text": "The payback time against a gas boiler is eight to twelve years."}
+    dash_env.start_step(run_id, "research:t9", kind="research", label="Researching t9")
+    dash_env.complete_research_step(run_id, "research:t9", sources=[passage], findings=[],
+                                    queries=[], skipped=[])
+    at = open_run_page(run_id, tab="Sources")
+    assert not at.exception
+    shown = [m.value for m in at.markdown]
+    assert any("Heat Pump Field Report, p" in m for m in shown)
+    assert any("eight to twelve years" in m for m in shown)
+    frame = next(df.value for df in at.dataframe if "Domain" in df.value.columns)
+    row = frame[frame["Title"] == "Heat Pump Field Report, p. 3"].iloc[0]
+    assert row["Domain"] == "your documents" and not isinstance(row["Link"], str)

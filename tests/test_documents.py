@@ -196,3 +196,23 @@ def test_a_run_over_missing_documents_is_refused_in_plain_words(store: Store) ->
         check_scope(store, with_sources(config, "documents"))
     ingest(store, "a.md", markdown_bytes())
     check_scope(store, with_sources(config, "documents"))
+
+
+def test_hosted_engines_are_not_offered_documents_they_cannot_read(store: Store) -> None:
+    ingest(store, "a.md", markdown_bytes())
+    config = with_sources(build_config(env={}, engine="openai-deep-research"), "both")
+    with pytest.raises(ConfigError, match="cannot read your documents"):
+        check_scope(store, config)
+
+
+def test_a_word_file_is_read_in_the_sandboxed_child(store: Store,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from research.sandbox import ChildLimits
+
+    extract_module = importlib.import_module("research.documents.extract")
+
+    monkeypatch.setattr(extract_module, "CHILD_LIMITS", ChildLimits(timeout_s=0.01, memory_mb=512))
+    result = ingest(store, "notes.docx", docx_bytes())
+    assert not result.ok and "took too long" in result.message

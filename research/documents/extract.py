@@ -1,8 +1,8 @@
 """Text out of an uploaded file, with where each piece sits (PDF page or heading).
 
-Every file is untrusted: a PDF is read in a child process under a memory cap and a time limit
-(`research.sandbox`), a DOCX's zip is measured before it is opened (a zip bomb is refused
-unread), HTML goes through trafilatura (never rendered, its links never followed), and every
+Every file is untrusted: a PDF or DOCX is read in a child process under a memory cap and a
+time limit (`research.sandbox`), a DOCX's zip is measured before it is opened (a zip bomb is
+refused unread), HTML goes through trafilatura (never rendered, its links never followed), and every
 text loses invisible formatting controls. A file that cannot be used raises `DocumentRejected`
 with plain words; the caller refuses that one file and goes on with the rest.
 """
@@ -14,13 +14,14 @@ import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import PurePath
+from typing import Any
 
 from research.sandbox import ChildFailed, ChildLimits, run_child
 from research.textclean import strip_hidden_controls
 
 MAX_FILE_BYTES = 50 * 1024 * 1024       # an upload larger than this is refused
 MAX_PDF_PAGES = 2_000                    # pages read from one PDF
-PDF_LIMITS = ChildLimits(timeout_s=60.0, memory_mb=512)
+CHILD_LIMITS = ChildLimits(timeout_s=60.0, memory_mb=512)  # one PDF or DOCX read
 DOCX_MAX_UNZIPPED = 200 * 1024 * 1024   # total uncompressed size of a DOCX's parts
 DOCX_MAX_RATIO = 100                     # uncompressed / compressed, over the whole zip
 DOCX_MAX_MEMBERS = 2_000
@@ -91,15 +92,8 @@ def _pdf(data: bytes, stem: str) -> Extracted:
     if not data.lstrip().startswith(b"%PDF"):
         raise DocumentRejected("the file is not a PDF (it does not start like one); it may be "
                                "damaged or misnamed")
-    try:
-        result = run_child("research.documents.pdfpages:extract_pages", data, PDF_LIMITS,
-                           [str(MAX_PDF_PAGES)])
-    except ChildFailed as exc:
-        words = {"timeout": "reading it took too long", "memory": "it needs too much memory",
-                 "killed": "it needs too much memory"}.get(exc.reason, "the reader crashed")
-        raise DocumentRejected(f"the PDF could not be read: {words}") from None
-    if result.get("error"):
-        raise DocumentRejected(str(result["error"]))
+    result = _child("research.documents.pdfpages:extract_pages", data, "PDF",
+                    str(MAX_PDF_PAGES))
     pages = [str(p) for p in result.get("pages") or []]
     sections = [Section(text, page=n) for n, text in enumerate(pages, start=1) if text.strip()]
     return Extracted(str(result.get("title") or stem), "pdf",
@@ -124,36 +118,24 @@ def check_zip(data: bytes) -> None:
 
 
 def _docx(data: bytes, stem: str) -> Extracted:
-    import docx
-    from docx.opc.exceptions import PackageNotFoundError
-
     check_zip(data)
+    result = _child("research.documents.docxtext:extract_docx", data, "Word file")
+    sections = [Section(str(text), heading=str(heading))
+                for heading, text in result.get("sections") or []]
+    return Extracted(str(result.get("title") or stem), "docx", None, sections)
+
+
+def _child(target: str, data: bytes, what: str, *args: str) -> dict[str, Any]:
+    """`target` on the file's bytes in the sandboxed child; DocumentRejected in plain words."""
     try:
-        document = docx.Document(io.BytesIO(data))
-    except (PackageNotFoundError, KeyError, ValueError, zipfile.BadZipFile) as exc:
-        raise DocumentRejected("the Word file could not be read; it may be damaged "
-                               f"({type(exc).__name__})") from None
-    except Exception as exc:  # noqa: BLE001 - lxml and python-docx raise many kinds
-        raise DocumentRejected(f"the Word file could not be read ({type(exc).__name__})") from None
-    sections: list[Section] = []
-    heading, lines = "", list[str]()
-    for para in document.paragraphs:
-        style = (para.style.name if para.style is not None else "") or ""
-        text = para.text.strip()
-        if style.lower().startswith(("heading", "title")) and text:
-            if lines:
-                sections.append(Section("\n".join(lines), heading=heading))
-            heading, lines = text, []
-        elif text:
-            lines.append(text)
-    if lines:
-        sections.append(Section("\n".join(lines), heading=heading))
-    for table in document.tables:
-        rows = [" | ".join(c.text.strip() for c in row.cells) for row in table.rows]
-        if any(r.strip(" |") for r in rows):
-            sections.append(Section("\n".join(rows), heading=heading))
-    title = document.core_properties.title or ""
-    return Extracted(title or stem, "docx", None, sections)
+        result = run_child(target, data, CHILD_LIMITS, args)
+    except ChildFailed as exc:
+        words = {"timeout": "reading it took too long", "memory": "it needs too much memory",
+                 "killed": "it needs too much memory"}.get(exc.reason, "the reader crashed")
+        raise DocumentRejected(f"the {what} could not be read: {words}") from None
+    if result.get("error"):
+        raise DocumentRejected(str(result["error"]))
+    return result
 
 
 def _decode(data: bytes) -> str:

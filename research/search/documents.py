@@ -77,6 +77,9 @@ def check_scope(store: Store, config: ResearchConfig) -> None:
     """ConfigError in plain words when a run would read documents that are not there."""
     if not config.uses_documents():
         return
+    if config.engine != "pipeline":
+        raise ConfigError("Hosted deep-research engines cannot read your documents: choose "
+                          "the built-in multi-agent research to use them.")
     if config.document_collection and not docstore.collection_exists(
             store, config.document_collection):
         raise ConfigError(f"There is no document collection named "
