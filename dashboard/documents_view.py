@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard import views
-from research.documents import Ingested, ingest
+from research.documents import Ingested, ingest_many
 from research.documents.extract import KINDS, MAX_FILE_BYTES
 from research.documents.passages import location
 from storage import Store
@@ -61,7 +61,7 @@ def collection_for_upload(existing: str, new: str) -> str | None:
 def add_uploads(store: Store, uploads: Iterable[tuple[str, bytes]],
                 collection: str | None) -> list[Ingested]:
     """Ingest each uploaded (name, bytes); one result per file, bad files included."""
-    return [ingest(store, name, data, collection=collection) for name, data in uploads]
+    return ingest_many(store, uploads, collection=collection)
 
 
 def result_line(result: Ingested) -> str:

@@ -216,3 +216,15 @@ def test_a_word_file_is_read_in_the_sandboxed_child(store: Store,
     monkeypatch.setattr(extract_module, "CHILD_LIMITS", ChildLimits(timeout_s=0.01, memory_mb=512))
     result = ingest(store, "notes.docx", docx_bytes())
     assert not result.ok and "took too long" in result.message
+
+
+def test_an_upload_keeps_its_order_and_stores_a_file_given_twice_once(store: Store) -> None:
+    from research.documents import ingest_many
+
+    results = ingest_many(store, [("a.pdf", pdf_bytes()), ("bad.exe", b"MZ"),
+                                  ("b.docx", docx_bytes()), ("a-again.pdf", pdf_bytes())],
+                          collection="Mix")
+    assert [(r.filename, r.ok) for r in results] == [
+        ("a.pdf", True), ("bad.exe", False), ("b.docx", True), ("a-again.pdf", True)]
+    assert results[3].document_id == results[0].document_id and "already" in results[3].message
+    assert len(docstore.list_documents(store)) == 2
