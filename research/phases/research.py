@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from research.agents import Agent, Role
+from research.config import DOCUMENTS
 from research.context import RunContext
 from research.errors import (
     BudgetExceeded,
@@ -271,7 +272,10 @@ def _sort_kept(
     With `keep_unscored` (a budget stop) pages the budget left unscored are kept too."""
     threshold = ctx.config.source_relevance_threshold
     kept: list[dict[str, Any]] = []
-    for src in sorted(scored, key=lambda s: (-s["relevance"], s["id"])):
+    # As relevant as a web page, a passage of the person's own documents goes first: they
+    # chose to have their documents read.
+    for src in sorted(scored, key=lambda s: (-s["relevance"], s["provider"] != DOCUMENTS,
+                                             s["id"])):
         unscored = src["relevance_reason"] == BUDGET_UNSCORED
         if not src["scored"]:
             out.skipped.append({"subtopic_id": sub["id"], "url": src["url"],
