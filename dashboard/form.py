@@ -8,7 +8,7 @@ bounds and names the one that is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from research.config import (
@@ -124,6 +124,7 @@ def run_form_values(run: Mapping[str, Any]) -> dict[str, Any]:
         "schedule": config.get("schedule") if config.get("schedule") in SCHEDULES else "rounds",
         "source_mix": _mix(config),
         "doc_collection": str(config.get("document_collection") or ""),
+        "doc_ids": [str(d) for d in config.get("document_ids") or []],
     }
 
 
@@ -139,6 +140,7 @@ def build_form_config(
     env: Mapping[str, str], *, preset: str, constants: Mapping[str, Any], provider: str, model: str,
     role_models: Mapping[str, tuple[str, str]], search: list[str],
     extra: Mapping[str, Any] | None = None, mix: str = "web", collection: str = "",
+    document_ids: Sequence[str] = (),
 ) -> ResearchConfig:
     """Raises ConfigError with a plain-words message naming the setting that is wrong.
 
@@ -167,4 +169,4 @@ def build_form_config(
         search_providers=tuple(search) or ("web",), **dict(extra or {}),
     )
     chosen: Mix = "documents" if mix == "documents" else "both" if mix == "both" else "web"
-    return with_sources(config, chosen, collection=collection)
+    return with_sources(config, chosen, collection=collection, document_ids=document_ids)

@@ -48,6 +48,7 @@ def _set_run_options(values: dict) -> None:
     state["schedule"] = values["schedule"]
     state["source_mix"] = values["source_mix"]
     state["doc_collection"] = values["doc_collection"]
+    state["doc_ids"] = values["doc_ids"]  # documents chosen by an earlier run ("Run again")
 
 
 def _sources_choice() -> None:
@@ -63,6 +64,10 @@ def _sources_choice() -> None:
     st.selectbox("Documents to read", ["", *names], key="doc_collection",
                  format_func=lambda n: n or "All my documents",
                  help="Group documents into collections on the Documents page.")
+    if state.get("doc_ids"):
+        also = " as well" if state.get("doc_collection") else ", not all of them"
+        st.caption(f"Reads the {len(state['doc_ids'])} document(s) the earlier run was "
+                   f"given{also}.")
 
 
 def _set_constants(values: dict) -> None:
@@ -294,6 +299,7 @@ def _current_config():
             "schedule": state.get("schedule") or "rounds",
         },
         mix=mix, collection=state.get("doc_collection") or "" if mix != "web" else "",
+        document_ids=state.get("doc_ids") or [] if mix != "web" else [],
     )
 
 

@@ -159,3 +159,26 @@ def test_run_page_sources_tab_shows_the_text_of_document_passages(dash_env: Stor
     frame = next(df.value for df in at.dataframe if "Domain" in df.value.columns)
     row = frame[frame["Title"] == "Heat Pump Field Report, p. 3"].iloc[0]
     assert row["Domain"] == "your documents" and not isinstance(row["Link"], str)
+
+
+def test_run_again_keeps_the_documents_an_earlier_run_was_given(
+    dash_env: Store, fake_jobs: FakeExecutor, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from research.config import build_config
+    from research.documents.choice import with_sources
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-documents-0000")
+    chosen = ingest(dash_env, "field-report.pdf", pdf_bytes()).document_id or ""
+    ingest(dash_env, "notes.md", markdown_bytes())
+    config = with_sources(build_config(env={}), "documents", document_ids=[chosen])
+    earlier = dash_env.create_run("What do my reports say?", config.model_dump(mode="json"))
+    at = _new_research()
+    at.query_params["from"] = earlier
+    at.run()
+    assert at.selectbox(key="source_mix").value == "documents"
+    assert any("Reads the 1 document(s)" in c.value for c in at.caption)
+    _button(at, "Start research").click().run()
+    assert not at.error, [e.value for e in at.error]
+    newest = next(r for r in dash_env.list_runs() if r["id"] != earlier)
+    assert newest["config"]["document_ids"] == [chosen]
+    assert newest["config"]["search_providers"] == ["documents"]
