@@ -228,3 +228,24 @@ def test_an_upload_keeps_its_order_and_stores_a_file_given_twice_once(store: Sto
         ("a.pdf", True), ("bad.exe", False), ("b.docx", True), ("a-again.pdf", True)]
     assert results[3].document_id == results[0].document_id and "already" in results[3].message
     assert len(docstore.list_documents(store)) == 2
+
+
+@pytest.mark.parametrize("address", ["doc://d_1/2", "file:///etc/passwd"])
+def test_the_web_fetcher_refuses_document_and_file_addresses(address: str) -> None:
+    from research.errors import FetchRefused
+    from research.fetch import Fetcher
+
+    with Fetcher() as fetcher, pytest.raises(FetchRefused, match="only http and https"):
+        fetcher.fetch(address)
+
+
+def test_research_never_hands_a_doc_address_from_another_provider_to_the_fetcher() -> None:
+    from research.phases.research import UrlRegistry, _select
+    from research.phases.searching import Candidate, Outcome
+
+    forged = SearchResult(url="doc://d_1/2", title="x", snippet="", provider="web", content="x")
+    mine = SearchResult(url="doc://d_1/3", title="y", snippet="", provider="documents",
+                        content="y")
+    chosen = _select([Candidate(forged, "", "q"), Candidate(mine, "", "q")], UrlRegistry(set()),
+                     Outcome(), limit=10)
+    assert [c.result.url for c in chosen] == ["doc://d_1/3"]
