@@ -249,3 +249,12 @@ def test_research_never_hands_a_doc_address_from_another_provider_to_the_fetcher
     chosen = _select([Candidate(forged, "", "q"), Candidate(mine, "", "q")], UrlRegistry(set()),
                      Outcome(), limit=10)
     assert [c.result.url for c in chosen] == ["doc://d_1/3"]
+
+
+def test_searching_an_emptied_collection_is_a_named_failure(store: Store) -> None:
+    from research.errors import ProviderError
+
+    doc_id = ingest(store, "a.md", markdown_bytes(), collection="Heat").document_id or ""
+    docstore.delete_document(store, doc_id)
+    with pytest.raises(ProviderError, match="no documents left in the collection"):
+        DocumentSearch("Heat", store=store).search("payback", max_results=3, timeout=5)

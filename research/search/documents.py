@@ -51,6 +51,10 @@ class DocumentSearch:
     def search(self, query: str, *, max_results: int, timeout: float) -> list[SearchResult]:
         scope = self.scope()
         assert self.store is not None
+        if scope is not None and not scope:  # e.g. the collection was emptied since the start
+            where = f"the collection \u201c{self.collection}\u201d" if self.collection else \
+                "the chosen documents"
+            raise ProviderError(f"there are no documents left in {where}", provider=self.name)
         hits = docstore.search_passages(self.store, query, limit=max_results,
                                         document_ids=scope)
         return [SearchResult(
