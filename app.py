@@ -22,6 +22,8 @@ pages = [
     st.Page(ui.PAGES["run"], title="Run", icon=":material/monitoring:", url_path="run"),
     st.Page(ui.PAGES["library"], title="Library", icon=":material/library_books:",
             url_path="library"),
+    st.Page(ui.PAGES["documents"], title="Documents", icon=":material/folder_open:",
+            url_path="documents"),
     st.Page(ui.PAGES["settings"], title="Settings", icon=":material/settings:",
             url_path="settings"),
 ]

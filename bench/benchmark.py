@@ -22,6 +22,8 @@ Sections (issue 3 point 9; the engine run of issue 2 point 12):
            (see bench/README.md), per phase with prompt tokens and pages; model calls on the
            path; tokens per page read; sources per second; peak memory. Targets: ratio at most
            1.15; with generation time, wall at most 60 s and 2,000 prompt tokens per page read.
+  docs     200 generated documents (PDF, DOCX, Markdown; 2,000 pages) ingested, then passage
+           searches over them (bench/docs.py). Targets: 20 pages/s or more; search p95 < 50 ms.
 
 Everything lives in a temporary directory; nothing touches data/ and nothing leaves 127.0.0.1.
 The exit status is 0 whatever the figures are (1 only if a section crashed).
@@ -57,7 +59,7 @@ if str(ROOT) not in sys.path:  # `python bench/benchmark.py` as well as `python 
 # spawned children must start from this benchmark instead (see `real_main`).
 _REAL_MAIN = sys.modules.get("__main__")
 APP = str(ROOT / "app.py")
-SECTIONS = ("run", "library", "poll", "engine", "latency", "models")
+SECTIONS = ("run", "library", "poll", "engine", "latency", "models", "docs")
 # Provider settings a developer may have exported: the dashboard sections must not see them.
 KEY_VARS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "TAVILY_API_KEY",
             "SEMANTIC_SCHOLAR_API_KEY", "OPENAI_BASE_URL", "GEMINI_BASE_URL", "TAVILY_BASE_URL",
@@ -905,10 +907,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     say(f"Deep Research Studio benchmark: Python {platform.python_version()}, SQLite "
         f"{sqlite3.sqlite_version}, {os.cpu_count()} CPUs, {load()}; sections: {', '.join(args.only)}")
+    from bench.docs import bench_docs  # the "docs" section lives in its own file
     from bench.models import bench_models  # the "models" section lives in its own file
 
     runners = {"run": bench_run_page, "library": bench_library, "poll": bench_poll,
-               "engine": bench_engine, "latency": bench_latency, "models": bench_models}
+               "engine": bench_engine, "latency": bench_latency, "models": bench_models, "docs": bench_docs}
     rows: list[Row] = []
     crashed = False
     tmp_dir = tempfile.mkdtemp(prefix="drs-bench-")

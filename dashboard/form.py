@@ -8,7 +8,7 @@ bounds and names the one that is wrong.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from research.config import (
@@ -22,6 +22,7 @@ from research.config import (
     build_config,
 )
 from research.constants import CONSTANTS, DEFAULTS, PRESETS
+from research.documents.choice import MIXES, Mix, with_sources
 from research.errors import ConfigError
 
 SLIDERS = ("SUBTOPIC_COUNT", "SOURCES_PER_SUBTOPIC", "REVIEW_CYCLES")
@@ -121,20 +122,35 @@ def run_form_values(run: Mapping[str, Any]) -> dict[str, Any]:
         "max_sources": int(config.get("max_sources") or 0),
         "review_plan": bool(config.get("review_plan")),
         "schedule": config.get("schedule") if config.get("schedule") in SCHEDULES else "rounds",
+        "source_mix": _mix(config),
+        "doc_collection": str(config.get("document_collection") or ""),
+        "doc_ids": [str(d) for d in config.get("document_ids") or []],
     }
+
+
+def _mix(config: Mapping[str, Any]) -> str:
+    """"web", "documents" or "both": what a stored run's config read."""
+    providers = list(config.get("search_providers") or [])
+    if "documents" not in providers:
+        return "web"
+    return "both" if any(p != "documents" for p in providers) else "documents"
 
 
 def build_form_config(
     env: Mapping[str, str], *, preset: str, constants: Mapping[str, Any], provider: str, model: str,
     role_models: Mapping[str, tuple[str, str]], search: list[str],
-    extra: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None, mix: str = "web", collection: str = "",
+    document_ids: Sequence[str] = (),
 ) -> ResearchConfig:
     """Raises ConfigError with a plain-words message naming the setting that is wrong.
 
     `extra` carries the run options that are not SPEC constants: engine, report_language,
-    max_cost_usd, max_tokens, max_sources, review_plan, schedule.
+    max_cost_usd, max_tokens, max_sources, review_plan, schedule. `mix` says whether the run
+    reads the web, the person's documents (`collection`, or all of them) or both.
     """
-    if not search:
+    if mix not in MIXES:
+        raise ConfigError(f"Unknown source choice {mix!r}.")
+    if not search and mix != "documents":
         raise ConfigError("Choose at least one search provider.")
     roles: dict[str, dict[str, str]] = {}
     for role, (role_provider, role_model) in role_models.items():
@@ -147,8 +163,10 @@ def build_form_config(
                        "model": role_model.strip() or (model if chosen == provider else DEFAULT_MODELS[chosen])}
     overrides: dict[str, Any] = dict(constants)
     overrides["INCLUDE_ACADEMIC_SOURCES"] = any(s in ACADEMIC_PROVIDERS for s in search)
-    return build_config(
+    config = build_config(
         env=env, preset=preset, **overrides, provider=provider,
         model=model.strip() or DEFAULT_MODELS.get(provider, ""), role_models=roles,
-        search_providers=tuple(search), **dict(extra or {}),
+        search_providers=tuple(search) or ("web",), **dict(extra or {}),
     )
+    chosen: Mix = "documents" if mix == "documents" else "both" if mix == "both" else "web"
+    return with_sources(config, chosen, collection=collection, document_ids=document_ids)

@@ -13,6 +13,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import engines_view, rounds_view, verification_view, views
+from dashboard.documents_view import show_run_passages
 from dashboard.jobs import ACTIVE
 from dashboard.run_report import download_buttons
 from storage import Store
@@ -116,6 +117,7 @@ def sources_tab(store: Store, run: Run) -> None:
         right.plotly_chart(charts["relevance"], key="chart_relevance")
         left.plotly_chart(charts["domains"], key="chart_domains")
         right.plotly_chart(charts["dates"], key="chart_dates")
+    show_run_passages(store, run_id)
     skipped = store.get_skipped(run_id)
     if skipped:
         with st.expander(f"Pages looked at but not kept ({len(skipped)})"):

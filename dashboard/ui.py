@@ -26,6 +26,7 @@ PAGES = {
     "new": "pages/new_research.py",
     "run": "pages/run.py",
     "library": "pages/library.py",
+    "documents": "pages/documents.py",
     "settings": "pages/settings.py",
 }
 

@@ -89,6 +89,9 @@ def label_text(text: Any, limit: int = 60) -> str:
 
 
 def domain(url: str) -> str:
+    """The web site of a source; "your documents" for a passage of the person's own files."""
+    if url.startswith("doc://"):
+        return "your documents"
     try:
         host = urlsplit(url).hostname or ""
     except ValueError:

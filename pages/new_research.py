@@ -15,6 +15,8 @@ from research.errors import ConfigError
 from research.export.method import plain_name
 from research.phases.preflight import check_configuration
 from research.related import similar_runs
+from research.search.documents import check_scope
+from storage import documents as docstore
 
 ui.require_navigation()
 
@@ -45,6 +47,28 @@ def _set_run_options(values: dict) -> None:
     state["max_sources"] = int(values["max_sources"])
     state["review_plan"] = bool(values["review_plan"])
     state["schedule"] = values["schedule"]
+    state["source_mix"] = values["source_mix"]
+    state["doc_collection"] = values["doc_collection"]
+    state["doc_ids"] = values["doc_ids"]  # documents chosen by an earlier run ("Run again")
+
+
+def _sources_choice() -> None:
+    """Web, the person's documents, or both; and which collection (default: all documents)."""
+    st.selectbox("Sources", list(form.MIXES), key="source_mix", format_func=form.MIXES.get,
+                 help="Your documents are the files on the Documents page. "
+             "\"My documents only\" needs no search key and no internet besides the model.")
+    if state.get("source_mix", "web") == "web":
+        return
+    names = [c["name"] for c in docstore.list_collections(ui.store())]
+    if state.get("doc_collection") not in ["", *names]:
+        state["doc_collection"] = ""
+    st.selectbox("Documents to read", ["", *names], key="doc_collection",
+                 format_func=lambda n: n or "All my documents",
+                 help="Group documents into collections on the Documents page.")
+    if state.get("doc_ids"):
+        also = " as well" if state.get("doc_collection") else ", not all of them"
+        st.caption(f"Reads the {len(state['doc_ids'])} document(s) the earlier run was "
+                   f"given{also}.")
 
 
 def _set_constants(values: dict) -> None:
@@ -267,6 +291,7 @@ with right:
                    help="Every service listed here is searched, and only these. arXiv and "
                         "Semantic Scholar search academic papers (on by default); Tavily needs "
                         "a key (Settings); the others need none.")
+    _sources_choice()
     if not configured:
         providers_message.error("No model provider is set up yet. Add an OpenAI or Gemini key "
                                 "(or a local OpenAI-compatible server address) on the Settings page.")
@@ -274,6 +299,7 @@ with right:
 
 
 def _current_config():
+    mix = state.get("source_mix") or "web"
     return form.build_form_config(
         env, preset=state["preset"],
         constants={name: state[f"c_{name}"] for name in CONSTANTS},
@@ -291,6 +317,8 @@ def _current_config():
             "review_plan": bool(state.get("review_plan")),
             "schedule": state.get("schedule") or "rounds",
         },
+        mix=mix, collection=state.get("doc_collection") or "" if mix != "web" else "",
+        document_ids=state.get("doc_ids") or [] if mix != "web" else [],
     )
 
 
@@ -350,6 +378,7 @@ if st.button("Start research", type="primary", icon=":material/play_arrow:",
         else:
             creds = ui.credentials()
             try:
+                check_scope(ui.store(), config)
                 check_configuration(config, creds)
                 run_id = ui.jobs().start(text, config, creds, prices=ui.prices(),
                                          parent_run_id=state.get("build_on") or None)

@@ -13,6 +13,8 @@ from typing import Any
 
 from research import answer_clarification, approve_plan, pending_clarification, resume
 from research.config import Credentials, ResearchConfig, build_config
+from research.documents import ingest_paths
+from research.documents.choice import with_sources
 from research.errors import ResearchError, redact
 from research.events import Event
 from research.export.formats import FORMATS, export_run
@@ -22,6 +24,7 @@ from research.pipeline import create_run, execute
 from research.progress import percent
 from research.prompts import strip_control
 from research.related import dig_deeper_question, report_sections
+from research.search.documents import check_scope
 from research.settings import effective_env, prices_path
 from storage import (
     DISK_FULL_MESSAGE,
@@ -69,6 +72,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted or waiting run")
     p.add_argument("--approve-plan", action="store_true",
                    help="with --resume: start research with the plan as it is")
+    p.add_argument("--docs", nargs="+", type=Path, metavar="FILE_OR_FOLDER",
+                   help="add these files (PDF, DOCX, Markdown, text, HTML; folders are read "
+                        "through) to the document library and research them too")
+    p.add_argument("--collection", metavar="NAME",
+                   help="research the documents of this collection (with --docs: add the "
+                        "files to it)")
+    p.add_argument("--no-web", action="store_true",
+                   help="leave the web out: research only your documents (no search key needed)")
     p.add_argument("--db", help="database file (default: DEEP_RESEARCH_DB or data/research.db)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
@@ -176,6 +187,8 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                 review_plan=True if args.review_plan else None, engine=args.engine,
                 dig_deeper_section=section,
             )
+            if args.docs or args.collection or args.no_web:
+                config = _documents_config(store, config, args)
             check_configuration(config, credentials)
             run_id = session.run_id = create_run(store, args.question, config, parent_run_id=parent)
             _say(f"Run id: {run_id}")
@@ -246,6 +259,23 @@ class _OneLine(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         record.exc_text = ""
         return strip_control(super().format(record).rstrip())
+
+
+def _documents_config(store: Store, config: ResearchConfig,
+                      args: argparse.Namespace) -> ResearchConfig:
+    """Ingest --docs (each bad file named, the rest kept) and read the chosen documents."""
+    added: list[str] = []
+    for result in ingest_paths(store, args.docs or [], collection=args.collection):
+        _say(f"{'Added' if result.ok else 'Skipped'} {result.filename}: {result.message}")
+        if result.ok and result.document_id:
+            added.append(result.document_id)
+    if args.docs and not added:
+        raise ResearchError("None of the files given with --docs could be used (see above).")
+    config = with_sources(config, "documents" if args.no_web else "both",
+                          collection=args.collection or "",
+                          document_ids=[] if args.collection else added)
+    check_scope(store, config)
+    return config
 
 
 def _dig_deeper_question(store: Store, parent: str, section: str) -> str:

@@ -27,6 +27,7 @@ ROLES = ("lead", "worker", "writer", "reviewer", "verifier", "auditor", "critic"
 ENGINES = ("pipeline", "openai-deep-research", "gemini-deep-research", "all")
 SEARCH_PROVIDERS = ("tavily", "web", "arxiv", "semanticscholar")
 ACADEMIC_PROVIDERS = ("arxiv", "semanticscholar")
+DOCUMENTS = "documents"  # the person's own documents (research.search.documents), not the web
 DEFAULT_MODELS = {"openai": "gpt-5-mini", "gemini": "gemini-2.5-flash"}
 ENV_PREFIX = "DEEP_RESEARCH_"
 
@@ -74,6 +75,9 @@ class ResearchConfig(BaseModel):
     model: str = DEFAULT_MODELS["openai"]
     role_models: dict[str, RoleModel] = Field(default_factory=dict)
     search_providers: tuple[str, ...] = ("tavily", "web")
+    # With "documents" among the providers: the documents it reads (both empty: all of them).
+    document_collection: str = ""
+    document_ids: tuple[str, ...] = ()
     openai_base_url: str | None = None
     gemini_base_url: str | None = None
     tavily_base_url: str | None = None
@@ -98,7 +102,7 @@ class ResearchConfig(BaseModel):
         if self.preset not in PRESETS:
             raise ValueError(f"Unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}.")
         for name in self.search_providers:
-            if name not in SEARCH_PROVIDERS:
+            if name not in SEARCH_PROVIDERS and name != DOCUMENTS:
                 raise ValueError(
                     f"Unknown search provider {name!r}; choose from {', '.join(SEARCH_PROVIDERS)}."
                 )
@@ -130,11 +134,18 @@ class ResearchConfig(BaseModel):
 
     def active_search_providers(self) -> tuple[str, ...]:
         names = [n for n in self.search_providers if n not in ACADEMIC_PROVIDERS]
-        if self.include_academic_sources:
+        if self.include_academic_sources and self.uses_web():
             names += [n for n in ACADEMIC_PROVIDERS if n in self.search_providers] or list(
                 ACADEMIC_PROVIDERS
             )
         return tuple(dict.fromkeys(names))
+
+    def uses_web(self) -> bool:
+        """False for a documents-only run: no web search, no academic search, no search key."""
+        return any(n != DOCUMENTS for n in self.search_providers)
+
+    def uses_documents(self) -> bool:
+        return DOCUMENTS in self.search_providers
 
     def constants(self) -> dict[str, Any]:
         """The SPEC constants by their upper-case names."""

@@ -64,6 +64,7 @@ from research.phases import (
 from research.retry import RetryPolicy
 from research.search import build_search_providers
 from research.search.base import SearchProvider
+from research.search.documents import bind_store
 from storage import DISK_FULL_MESSAGE, Store, is_disk_full
 
 log = logging.getLogger(__name__)
@@ -147,7 +148,7 @@ def execute(
             ctx = RunContext(
                 run_id=run_id, question=run["question"], config=config, store=store, emit=emit,
                 control=control, lead=workflow.lead(),
-                search=search_factory(config, credentials), fetcher=fetcher,
+                search=bind_store(search_factory(config, credentials), store), fetcher=fetcher,
                 today=today or datetime.now(UTC).date(), secrets=secrets,
                 meter=meter, usage_before=store.usage_totals(run_id), credentials=credentials,
                 health=health,

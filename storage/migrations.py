@@ -249,8 +249,59 @@ def m004_run_warnings(db: Database) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN warnings TEXT NOT NULL DEFAULT '[]'")
 
 
+def m005_documents(db: Database) -> None:
+    """The person's own documents (see `storage.documents`): files, named collections, and
+    passages with an FTS5 index (BM25 ranking) kept in step by triggers. Not tied to a run:
+    a run names the documents or collection it reads in its config."""
+    _run(db, """
+    CREATE TABLE documents (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        filename TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        size_bytes INTEGER NOT NULL,
+        pages INTEGER,
+        passages INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL,
+        message TEXT,
+        sha256 TEXT NOT NULL,
+        added_at TEXT NOT NULL
+    );
+    CREATE INDEX idx_documents_sha ON documents(sha256);
+    CREATE TABLE collections (
+        name TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE collection_documents (
+        collection TEXT NOT NULL REFERENCES collections(name) ON DELETE CASCADE,
+        document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        PRIMARY KEY (collection, document_id)
+    );
+    CREATE INDEX idx_collection_documents_doc ON collection_documents(document_id);
+    CREATE TABLE passages (
+        id INTEGER PRIMARY KEY,
+        document_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        page INTEGER,
+        section TEXT NOT NULL DEFAULT '',
+        text TEXT NOT NULL
+    );
+    CREATE INDEX idx_passages_document ON passages(document_id, seq);
+    CREATE VIRTUAL TABLE passages_fts USING fts5(
+        text, section, content='passages', content_rowid='id', tokenize='porter unicode61'
+    );
+    """)
+    # Triggers hold ";" inside BEGIN ... END, so each is one statement of its own.
+    db.execute("CREATE TRIGGER passages_ai AFTER INSERT ON passages BEGIN "
+               "INSERT INTO passages_fts(rowid, text, section) "
+               "VALUES (new.id, new.text, new.section); END")
+    db.execute("CREATE TRIGGER passages_ad AFTER DELETE ON passages BEGIN "
+               "INSERT INTO passages_fts(passages_fts, rowid, text, section) "
+               "VALUES ('delete', old.id, old.text, old.section); END")
+
+
 MIGRATIONS: list[Migration] = [m001_initial, m002_engine_reports, m003_verification_details,
-                               m004_run_warnings]
+                               m004_run_warnings, m005_documents]
 
 
 def apply_migrations(db: Database) -> list[int]:

@@ -320,8 +320,10 @@ def strip_reference_sections(body: str) -> str:
 
 
 def _domain(url: str) -> str:
+    """The web site of a source; none for a passage of the person's documents (doc://)."""
     try:
-        host = urlsplit(url).hostname or ""
+        parts = urlsplit(url)
+        host = (parts.hostname or "") if parts.scheme in ("http", "https") else ""
     except ValueError:
         host = ""
     return host.removeprefix("www.")

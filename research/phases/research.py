@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from research.agents import Agent, Role
+from research.config import DOCUMENTS
 from research.context import RunContext
 from research.errors import (
     BudgetExceeded,
@@ -37,6 +38,7 @@ from research.llm.base import Message
 from research.phases import scoring, searching
 from research.phases.searching import WORKER_ROLE, Candidate, Outcome
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
+from research.search.documents import is_document_result, page_of
 from research.urls import canonical_url
 
 log = logging.getLogger(__name__)
@@ -275,7 +277,10 @@ def _sort_kept(
     With `keep_unscored` (a budget stop) pages the budget left unscored are kept too."""
     threshold = ctx.config.source_relevance_threshold
     kept: list[dict[str, Any]] = []
-    for src in sorted(scored, key=lambda s: (-s["relevance"], s["id"])):
+    # As relevant as a web page, a passage of the person's own documents goes first: they
+    # chose to have their documents read.
+    for src in sorted(scored, key=lambda s: (-s["relevance"], s["provider"] != DOCUMENTS,
+                                             s["id"])):
         unscored = src["relevance_reason"] == BUDGET_UNSCORED
         if not src["scored"]:
             out.skipped.append({"subtopic_id": sub["id"], "url": src["url"],
@@ -300,12 +305,15 @@ def _select(
         if len(chosen) >= limit:
             break
         url = cand.result.url.strip()
-        if not url.lower().startswith(("http://", "https://")):
+        if is_document_result(cand.result):  # a passage of the person's own documents
+            canonical = url
+        elif not url.lower().startswith(("http://", "https://")):
             continue
-        try:
-            canonical = canonical_url(url)
-        except ValueError:
-            continue
+        else:
+            try:
+                canonical = canonical_url(url)
+            except ValueError:
+                continue
         if canonical in seen:
             continue
         seen.add(canonical)
@@ -325,6 +333,8 @@ def _fetch_all(
         ctx.checkpoint()
         if time.monotonic() >= deadline:
             raise ProviderTimeout("the step ran out of time (STEP_TIMEOUT_MS)")
+        if is_document_result(cand.result):  # its text is in hand: nothing to fetch
+            return page_of(cand.result)
         return ctx.fetcher.fetch(cand.result.url)
 
     futures = [pool.submit(fetch, c) for c in candidates]
@@ -341,7 +351,8 @@ def _fetch_all(
             reason = ctx.safe(str(exc))
         else:
             published = page.published or cand.result.published
-            if len(page.text.strip()) < MIN_TEXT_CHARS:
+            short = MIN_TEXT_CHARS if not is_document_result(cand.result) else 1
+            if len(page.text.strip()) < short:
                 reason = "no readable text on the page"
             elif oldest and (day := _date(published)) is not None and day < oldest:
                 reason = f"older than {max_age} days (published {published})"

@@ -45,11 +45,18 @@ def _semanticscholar(config: ResearchConfig, credentials: Credentials) -> Search
     )
 
 
+def _documents(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
+    from research.search.documents import build
+
+    return build(config)
+
+
 PROVIDERS: dict[str, Callable[[ResearchConfig, Credentials], SearchProvider]] = {
     "tavily": _tavily,
     "web": _web,
     "arxiv": _arxiv,
     "semanticscholar": _semanticscholar,
+    "documents": _documents,
 }
 
 
