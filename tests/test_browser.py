@@ -70,6 +70,7 @@ def browser() -> Iterator[Any]:
 def dashboard_env(tmp_path: Path, standin: StandinServer) -> dict[str, str]:
     """The stand-in's addresses and keys, and a database and secrets file in tmp_path."""
     standin.reset()
+    (tmp_path / "data").mkdir(exist_ok=True)  # a database folder that is not there is refused
     return {
         **standin.env(),
         "DEEP_RESEARCH_DB": str(tmp_path / "data" / "research.db"),

@@ -40,6 +40,9 @@ def small_disk(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+HEADROOM = 192 * 1024  # bytes beyond the empty store: the plan fits, the sources do not
+
+
 def _integrity(db: Path) -> str:
     conn = sqlite3.connect(db)
     try:
@@ -48,11 +51,17 @@ def _integrity(db: Path) -> str:
         conn.close()
 
 
-@pytest.mark.parametrize("small_disk", ["400k"], indirect=True)
+@pytest.mark.parametrize("small_disk", ["4m"], indirect=True)
 def test_disk_full_mid_run_stops_plainly_and_keeps_what_was_stored(
     standin_env: dict[str, str], small_disk: Path, tmp_path: Path
 ) -> None:
     db = small_disk / "research.db"
+    # The disk holds the empty store (its schema grows with every migration) plus a fixed
+    # headroom: enough for the plan, far too little for the sources that follow.
+    Store(db).close()
+    used = sum(f.stat().st_size for f in small_disk.iterdir())
+    subprocess.run(["mount", "-o", f"remount,size={(used // 4096 + 1) * 4096 + HEADROOM}",
+                    str(small_disk)], check=True)
     result = _cli([QUESTION, "--preset", "quick", "--sources", "5", "--out", str(tmp_path / "r.md")],
                   {**standin_env, "DEEP_RESEARCH_DB": str(db)}, tmp_path)
     assert result.returncode == 1, result.stderr
