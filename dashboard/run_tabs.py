@@ -92,13 +92,17 @@ def sources_tab(store: Store, run: Run) -> None:
         st.info("Sources appear here as the research finds them.")
     else:
         frame = views.sources_frame(sources, store.get_plan(run_id))
-        cols = st.columns(3)
+        cols = st.columns(4)
         chosen_subtopics = cols[0].multiselect("Subtopic", sorted(frame["Subtopic"].unique()))
         top_domains = frame["Domain"].value_counts().index.tolist()
         chosen_domains = cols[1].multiselect("Domain", top_domains)
-        min_relevance = cols[2].slider("Minimum relevance", 0.0, 1.0, 0.0, 0.05)
+        chosen_kinds = cols[2].multiselect(
+            "Kind of source", views.kinds_present(frame),
+            help="Derived from the address, the search service and the page's own date and "
+                 "author: peer-reviewed papers and official sites are usually the strongest.")
+        min_relevance = cols[3].slider("Minimum relevance", 0.0, 1.0, 0.0, 0.05)
         shown = views.filter_sources(frame, subtopics=chosen_subtopics, domains=chosen_domains,
-                                     min_relevance=min_relevance)
+                                     min_relevance=min_relevance, kinds=chosen_kinds)
         st.caption(f"{len(shown)} of {len(frame)} sources")
         st.dataframe(
             shown, hide_index=True, width="stretch", height=420,

@@ -249,8 +249,18 @@ def m004_run_warnings(db: Database) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN warnings TEXT NOT NULL DEFAULT '[]'")
 
 
+def m005_source_credibility(db: Database) -> None:
+    """Each source's kind (peer-reviewed paper, preprint, government, ...; research.credibility),
+    its credibility signals (a JSON list of plain words) and the author its page names, so the
+    Sources tab can filter on them and the writer can prefer stronger sources. Sources stored
+    before this step read as "unknown" with no signals."""
+    db.execute("ALTER TABLE sources ADD COLUMN source_kind TEXT NOT NULL DEFAULT 'unknown'")
+    db.execute("ALTER TABLE sources ADD COLUMN signals TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE sources ADD COLUMN author TEXT")
+
+
 MIGRATIONS: list[Migration] = [m001_initial, m002_engine_reports, m003_verification_details,
-                               m004_run_warnings]
+                               m004_run_warnings, m005_source_credibility]
 
 
 def apply_migrations(db: Database) -> list[int]:
