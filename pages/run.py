@@ -29,7 +29,7 @@ ui.require_navigation()
 
 REFRESH_S = 2.0
 TITLE_CHARS = 160  # the heading shows this much of the question; the rest is one click away
-TABS = ["Plan", "Sources", "Rounds", "Review", "Verification", "Report", "Engines", "Tokens and cost"]
+TABS = ["Plan", "Map", "Sources", "Rounds", "Review", "Verification", "Report", "Engines", "Tokens and cost"]
 
 store = ui.store()
 jobs = ui.jobs()
@@ -276,7 +276,7 @@ def tabs_panel() -> None:
                 RENDER[name](store, current)
 
 
-RENDER = {"Plan": run_tabs.plan_tab, "Sources": run_tabs.sources_tab,
+RENDER = {"Plan": run_tabs.plan_tab, "Map": run_tabs.map_tab, "Sources": run_tabs.sources_tab,
           "Rounds": run_tabs.rounds_tab, "Review": run_tabs.review_tab,
           "Verification": run_tabs.verification_tab,
           "Report": lambda store, current: run_report.draft_in_progress(store, current),
