@@ -54,7 +54,8 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
     providers = max(1, len(config.active_search_providers()))
     # Later rounds research follow-up questions: count them as half the subtopics again.
     subtopics = config.subtopic_count * (1 + 0.5 * (config.max_rounds - 1))
-    searches_each = config.searches_per_subtopic * providers
+    # SEARCH_OTHER_SIDE adds one search for the other side of each subtopic.
+    searches_each = (config.searches_per_subtopic + int(config.search_other_side)) * providers
     candidates = config.sources_per_subtopic * 2
     score_calls = math.ceil(candidates / SCORE_BATCH)
     query_calls = 2 if config.searches_per_subtopic > 1 else 1

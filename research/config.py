@@ -52,6 +52,7 @@ class ResearchConfig(BaseModel):
     report_max_words: int = DEFAULTS["REPORT_MAX_WORDS"]
     require_clarification: bool = DEFAULTS["REQUIRE_CLARIFICATION"]
     include_academic_sources: bool = DEFAULTS["INCLUDE_ACADEMIC_SOURCES"]
+    search_other_side: bool = DEFAULTS["SEARCH_OTHER_SIDE"]
     max_parallel_workers: int = DEFAULTS["MAX_PARALLEL_WORKERS"]
     step_timeout_ms: int = DEFAULTS["STEP_TIMEOUT_MS"]
     total_timeout_ms: int = DEFAULTS["TOTAL_TIMEOUT_MS"]

@@ -248,6 +248,11 @@ def _research(
             asked = [q["query"] for q in out.queries]
             results += searching.search_wave(ctx, worker, sub, total - first, titles, asked, out, pool,
                                     deadline)
+        if cfg.search_other_side and not sub.get("lookup"):
+            # The other side goes first among the candidates, so the cut does not drop it.
+            opposing = searching.other_side(ctx, sub, [q["query"] for q in out.queries], out,
+                                            pool, deadline)
+            results = opposing[:3] + results + opposing[3:]
         if not results:
             errors = {q["error"] for q in out.queries if q.get("error")}
             if errors:
