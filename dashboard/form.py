@@ -121,6 +121,8 @@ def run_form_values(run: Mapping[str, Any]) -> dict[str, Any]:
         "max_sources": int(config.get("max_sources") or 0),
         "review_plan": bool(config.get("review_plan")),
         "schedule": config.get("schedule") if config.get("schedule") in SCHEDULES else "rounds",
+        "done_when": str(config.get("done_when") or ""),
+        "want": str(config.get("want") or ""),
     }
 
 
@@ -132,7 +134,7 @@ def build_form_config(
     """Raises ConfigError with a plain-words message naming the setting that is wrong.
 
     `extra` carries the run options that are not SPEC constants: engine, report_language,
-    max_cost_usd, max_tokens, max_sources, review_plan, schedule.
+    max_cost_usd, max_tokens, max_sources, review_plan, schedule, done_when, want.
     """
     if not search:
         raise ConfigError("Choose at least one search provider.")

@@ -45,6 +45,7 @@ def _set_run_options(values: dict) -> None:
     state["max_sources"] = int(values["max_sources"])
     state["review_plan"] = bool(values["review_plan"])
     state["schedule"] = values["schedule"]
+    state["done_when"], state["want"] = values.get("done_when", ""), values.get("want", "")
 
 
 def _set_constants(values: dict) -> None:
@@ -187,6 +188,17 @@ if similar:
             "Start from scratch" if not rid else
             f"Build on this run: {views.md_label(by_id[rid]['question'], 70)}"))
 
+goal_cols = st.columns(2)
+goal_cols[0].text_input(
+    "Done when ... (optional)", key="done_when", max_chars=500,
+    placeholder="e.g. we know the three cheapest options and their costs per kWh",
+    help="After each round the lead checks this against the findings and stops research "
+         "early once it is met; the report's method notes say whether and when.")
+goal_cols[1].text_input(
+    "I want ... (optional)", key="want", max_chars=300,
+    placeholder="e.g. a one-page brief, a comparison table, a literature review",
+    help="The shape of the report: the writer and the reviewer are told.")
+
 left, right = st.columns([3, 2], gap="large")
 with left:
     st.subheader("How deep")
@@ -290,6 +302,8 @@ def _current_config():
             "max_sources": int(state.get("max_sources") or 0),
             "review_plan": bool(state.get("review_plan")),
             "schedule": state.get("schedule") or "rounds",
+            "done_when": (state.get("done_when") or "").strip(),
+            "want": (state.get("want") or "").strip(),
         },
     )
 

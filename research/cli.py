@@ -66,6 +66,10 @@ def parser() -> argparse.ArgumentParser:
                    help="a follow-up run that goes deeper into one section of an earlier report")
     p.add_argument("--review-plan", action="store_true",
                    help="show the plan and wait for your approval before research starts")
+    p.add_argument("--done-when", metavar="TEXT", default="",
+                   help="an exit case in plain words: research stops early once it is met")
+    p.add_argument("--want", metavar="TEXT", default="",
+                   help='the output you want, e.g. "a one-page brief" or "a comparison table"')
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted or waiting run")
     p.add_argument("--approve-plan", action="store_true",
                    help="with --resume: start research with the plan as it is")
@@ -174,7 +178,8 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                 REQUIRE_CLARIFICATION=True if args.clarify else None,
                 report_language=args.language, max_cost_usd=args.max_cost,
                 review_plan=True if args.review_plan else None, engine=args.engine,
-                dig_deeper_section=section,
+                dig_deeper_section=section, done_when=args.done_when.strip(),
+                want=args.want.strip(),
             )
             check_configuration(config, credentials)
             run_id = session.run_id = create_run(store, args.question, config, parent_run_id=parent)

@@ -67,6 +67,10 @@ class ResearchConfig(BaseModel):
     # "Dig deeper": the title of the parent report's section the follow-up explores. Its text
     # is fetched from the parent report and shown to the planner as untrusted data.
     dig_deeper_section: str = Field(default="", max_length=300)
+    # The person's goal (issue 14): an exit case that ends research early once met, and the
+    # shape of the report they want. Their own words; both shown in the method notes.
+    done_when: str = Field(default="", max_length=500)
+    want: str = Field(default="", max_length=300)
     report_language: str = "English"
     max_cost_usd: float = 0.0     # 0 = no cap
     max_tokens: int = 0           # 0 = no cap
