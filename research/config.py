@@ -71,6 +71,7 @@ class ResearchConfig(BaseModel):
     # shape of the report they want. Their own words; both shown in the method notes.
     done_when: str = Field(default="", max_length=500)
     want: str = Field(default="", max_length=300)
+    steer: bool = False  # "Ask me between rounds": wait after each round for the person's choice
     report_language: str = "English"
     max_cost_usd: float = 0.0     # 0 = no cap
     max_tokens: int = 0           # 0 = no cap

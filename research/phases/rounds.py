@@ -20,7 +20,7 @@ from research.context import RunContext
 from research.errors import BudgetStop, ResearchError, SchemaError
 from research.events import RoundCompleted
 from research.llm.base import Message
-from research.phases import goal, research
+from research.phases import goal, research, steer
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
 
@@ -91,6 +91,8 @@ def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for i, d in enumerate(outcome["decisions"], start=1) if d["action"] == "answer"
         ]
         stop = outcome.get("stop_reason")
+        if not stop and ctx.config.steer and steer.wait(ctx, round_no):
+            stop = "enough"  # the person said: write the report
         if not stop:
             units += research.units([s for s in ctx.store.get_plan(ctx.run_id) or []
                                      if s.get("round") == round_no + 1])
