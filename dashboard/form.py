@@ -123,6 +123,7 @@ def run_form_values(run: Mapping[str, Any]) -> dict[str, Any]:
         "schedule": config.get("schedule") if config.get("schedule") in SCHEDULES else "rounds",
         "done_when": str(config.get("done_when") or ""),
         "want": str(config.get("want") or ""),
+        "steer": bool(config.get("steer")),
     }
 
 

@@ -46,6 +46,7 @@ def _set_run_options(values: dict) -> None:
     state["review_plan"] = bool(values["review_plan"])
     state["schedule"] = values["schedule"]
     state["done_when"], state["want"] = values.get("done_when", ""), values.get("want", "")
+    state["steer"] = bool(values.get("steer"))
 
 
 def _set_constants(values: dict) -> None:
@@ -215,6 +216,9 @@ with left:
     st.checkbox("Ask me clarifying questions first", key="c_REQUIRE_CLARIFICATION",
                 help="The planner asks 1-3 short questions (purpose, scope, period) and waits for "
                      "your answers on the Run page before planning.")
+    st.checkbox("Ask me between rounds", key="steer",
+                help="After each round the run waits on the Run page: tick the branches the "
+                     "lead proposes, add your own, or have the report written.")
     st.checkbox("Let me review the plan before research starts", key="review_plan",
                 help="The run pauses after planning; on the Run page you can rename, remove, "
                      "add or reorder subtopics and edit their questions.")
@@ -304,6 +308,7 @@ def _current_config():
             "schedule": state.get("schedule") or "rounds",
             "done_when": (state.get("done_when") or "").strip(),
             "want": (state.get("want") or "").strip(),
+            "steer": bool(state.get("steer")),
         },
     )
 

@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from dashboard import budget, engines_view, plan_edit, run_report, run_tabs, ui, views
+from dashboard import budget, engines_view, plan_edit, run_report, run_tabs, steer_view, ui, views
 from dashboard.jobs import ACTIVE, RESUMABLE, status_of
 from research import (
     ResearchConfig,
@@ -17,6 +17,7 @@ from research import (
     cancel,
     pause,
     pending_clarification,
+    pending_steering,
     unpause,
 )
 from research.errors import ConfigError, ResearchError
@@ -220,6 +221,8 @@ if initial_status == "waiting":
                     st.error(f"The plan was not accepted: {exc}")
                 else:
                     _continue("The plan was saved")
+        elif pending_steering(store, run_id) is not None:
+            steer_view.panel(store, run_id, pending_steering(store, run_id) or {}, _continue)
         else:
             st.write("The run stopped to wait for you, but nothing is left to answer.")
             if st.button("Continue", type="primary", icon=":material/play_arrow:"):
