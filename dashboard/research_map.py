@@ -98,6 +98,29 @@ def _decisions(steps: Sequence[Mapping[str, Any]], by_key: Mapping[str, Mapping[
     return out, triaged
 
 
+def _not_chosen(steps: Sequence[Mapping[str, Any]], known: set[str]) -> list[Branch]:
+    """Proposals the person did not follow when asked between rounds (research.phases.steer),
+    or all of them when they said enough: dropped, with that reason."""
+    out = []
+    for step in steps:
+        result = step.get("result")
+        if step.get("kind") != "steer" or not isinstance(result, dict):
+            continue
+        answer = result.get("answer")
+        if not isinstance(answer, dict):
+            continue
+        reason = ("you asked for the report instead" if answer.get("enough")
+                  else "you chose not to follow it")
+        followed = set() if answer.get("enough") else set(answer.get("follow") or [])
+        for p in result.get("proposals") or []:
+            if p.get("n") in followed or str(p.get("id")) in known:
+                continue
+            parent = str(p.get("parent") or "")
+            out.append(Branch(f"{step['key']}:{p.get('n')}", parent if parent in known else ROOT,
+                              str(p.get("title") or ""), "proposal", "dropped", reason))
+    return out
+
+
 def branches(question: str, plan: Sequence[Mapping[str, Any]],
              steps: Sequence[Mapping[str, Any]], sources: Sequence[Mapping[str, Any]],
              findings: Sequence[Mapping[str, Any]]) -> list[Branch]:
@@ -114,7 +137,7 @@ def branches(question: str, plan: Sequence[Mapping[str, Any]],
     out += sorted(subs, key=lambda b: b.parent != ROOT)  # round-1 subtopics before escalations
     known = {b.id for b in out}
     decided, triaged = _decisions(steps, by_key, known)
-    out += decided
+    out += decided + _not_chosen(steps, known)
     seen = set(triaged)
     for f in findings:
         pair = (str(f.get("subtopic_id") or ""), str(f.get("claim") or ""))

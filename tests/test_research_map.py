@@ -108,3 +108,21 @@ def test_the_run_page_draws_the_map_and_opens_a_branch(dash_env: Store) -> None:
     assert not at.exception
     table = next(df.value for df in at.dataframe if "Kind" in df.value.columns)
     assert len(table) == 3 and set(table["Subtopic"]) == {"Growth figures"}
+
+
+def test_unchosen_proposals_and_earlier_research_are_branches_too() -> None:
+    plan = [*PLAN[:3], {"id": "r2t1", "title": "Grid limits?", "round": 2, "parent": "t2"}]
+    steps = [*STEPS, {"key": "steer:1", "kind": "steer", "status": "done", "result": {
+        "round": 1, "proposals": [
+            {"n": 1, "id": "r2t1", "title": "Grid limits?", "parent": "t2"},
+            {"n": 2, "id": "r2t2", "title": "Installer shortage", "parent": "t1"}],
+        "answer": {"follow": [1], "add": [], "enough": False}}}]
+    sources = [*SOURCES, {"subtopic_id": research_map.INHERITED}]
+    tree = research_map.branches("Heat pumps?", plan, steps, sources, FINDINGS)
+    by_label = {b.label: b for b in tree}
+    skipped = by_label["Installer shortage"]
+    assert (skipped.state, skipped.parent, skipped.reason) == ("dropped", "t1",
+                                                               "you chose not to follow it")
+    assert [b.label for b in tree].count("Grid limits?") == 1  # followed: a subtopic, once
+    earlier = by_label["Earlier research (build-on)"]
+    assert (earlier.parent, earlier.sources) == (research_map.ROOT, 1)

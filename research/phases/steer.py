@@ -23,7 +23,7 @@ def wait(ctx: RunContext, round_no: int) -> bool:
     done = ctx.stored_result(key)
     if done is None:
         proposals = [{"n": i, "id": s["id"], "title": s["title"],
-                      "why": s.get("description") or ""}
+                      "why": s.get("description") or "", "parent": s.get("parent") or ""}
                      for i, s in enumerate(_next_round(ctx.store, ctx.run_id, round_no), start=1)]
         done = {"round": round_no, "proposals": proposals, "answer": None}
         ctx.store.start_step(ctx.run_id, key, kind="steer",
