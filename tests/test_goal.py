@@ -116,3 +116,12 @@ def test_the_new_research_form_records_the_goal_and_run_again_brings_it_back(
     again.run()
     assert again.text_input(key="done_when").value == "we know the three cheapest options"
     assert again.text_input(key="want").value == "a one-page brief"
+
+
+def test_the_estimate_counts_one_goal_check_per_round() -> None:
+    from dashboard.estimate import estimate
+
+    plain = build_config(env={}, preset="standard")
+    goal = build_config(env={}, preset="standard", done_when="we know the cheapest three")
+    assert estimate(goal).model_calls == estimate(plain).model_calls + plain.max_rounds
+    assert estimate(goal).cost_usd > estimate(plain).cost_usd
