@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import ui
+from dashboard import notify, ui
 from storage import DatabaseValueError
 
 # An emoji favicon is sent as a data: URL; a ":material/..." one makes every browser tab fetch
@@ -45,5 +45,7 @@ except Exception as exc:  # noqa: BLE001 - shown in plain words instead of a tra
 
 with st.sidebar:
     st.caption("Deep Research Studio: ask a question, get a cited report.")
+    # Toasts and the tab title say when a run finishes, fails or waits, on every page.
+    st.fragment(run_every=notify.WATCH_EVERY_S)(notify.watch)()
 
 ui.run_page(page)

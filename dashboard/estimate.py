@@ -22,6 +22,7 @@ TOKENS_PER_WORD = 1.4
 QUERY_CALL = (1_200, 250)
 SCORE_CALL = (SCORE_BATCH * 900 + 600, 400)
 PLAN_CALL = (900, 900)
+GOAL_CALL = (6_000, 150)  # findings so far in, met or not and why out
 PREFLIGHT_CALL = (60, 10)
 REVIEW_PROMPT = 1_500
 REVIEW_OUTPUT = 1_200
@@ -54,7 +55,8 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
     providers = max(1, len(config.active_search_providers()))
     # Later rounds research follow-up questions: count them as half the subtopics again.
     subtopics = config.subtopic_count * (1 + 0.5 * (config.max_rounds - 1))
-    searches_each = config.searches_per_subtopic * providers
+    # SEARCH_OTHER_SIDE adds one search for the other side of each subtopic.
+    searches_each = (config.searches_per_subtopic + int(config.search_other_side)) * providers
     candidates = config.sources_per_subtopic * 2
     score_calls = math.ceil(candidates / SCORE_BATCH)
     query_calls = 2 if config.searches_per_subtopic > 1 else 1
@@ -74,6 +76,8 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
         ("writer", 1, draft_call),
         ("reviewer", config.review_cycles, review_call),
         ("writer", config.review_cycles, revise_call),
+        # "Done when ...": the lead judges the exit case once after each round.
+        ("lead", config.max_rounds if config.done_when.strip() else 0, GOAL_CALL),
     ]
     model_calls = 0.0
     tokens_in = tokens_out = 0.0

@@ -125,6 +125,9 @@ def run_form_values(run: Mapping[str, Any]) -> dict[str, Any]:
         "source_mix": _mix(config),
         "doc_collection": str(config.get("document_collection") or ""),
         "doc_ids": [str(d) for d in config.get("document_ids") or []],
+        "done_when": str(config.get("done_when") or ""),
+        "want": str(config.get("want") or ""),
+        "steer": bool(config.get("steer")),
     }
 
 
@@ -145,8 +148,8 @@ def build_form_config(
     """Raises ConfigError with a plain-words message naming the setting that is wrong.
 
     `extra` carries the run options that are not SPEC constants: engine, report_language,
-    max_cost_usd, max_tokens, max_sources, review_plan, schedule. `mix` says whether the run
-    reads the web, the person's documents (`collection`, or all of them) or both.
+    max_cost_usd, max_tokens, max_sources, review_plan, schedule, done_when, want. `mix` says
+    whether the run reads the web, the person's documents (`collection`, or all of them) or both.
     """
     if mix not in MIXES:
         raise ConfigError(f"Unknown source choice {mix!r}.")

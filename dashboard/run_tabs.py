@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import engines_view, rounds_view, verification_view, views
+from dashboard import engines_view, research_map, rounds_view, verification_view, views
 from dashboard.documents_view import show_run_passages
 from dashboard.jobs import ACTIVE
 from dashboard.run_report import download_buttons
@@ -42,6 +42,42 @@ def plan_tab(store: Store, run: Run) -> None:
         with st.expander("The original plan, before your edits"):
             st.markdown("\n".join(f"{i}. {views.md_text(s.get('title'))}"
                                   for i, s in enumerate(versions[0]["subtopics"], 1)))
+
+
+def map_tab(store: Store, run: Run) -> None:
+    """The research map (dashboard.research_map) and, for a chosen branch, its findings and
+    sources."""
+    run_id = run["id"]
+    sources = store.get_sources(run_id, with_text=False)
+    findings = store.get_findings(run_id)
+    tree = research_map.branches(run.get("question") or "", store.get_plan(run_id) or [],
+                                 store.get_steps(run_id), sources, findings)
+    if len(tree) == 1:
+        st.info("The map grows here once the lead has planned the research.")
+        return
+    st.plotly_chart(research_map.figure(tree), key="research_map")
+    st.caption("Click a branch to zoom in; " + research_map.legend() + ".")
+    choices = {b.id: b for b in tree[1:] if b.subtopic_id}
+    chosen = st.selectbox("Show a branch's findings and sources", list(choices),
+                          format_func=lambda i: views.md_label(
+                              f"{choices[i].kind}: {choices[i].label} ({choices[i].state})"),
+                          index=None, key="map_branch")
+    if chosen is None:
+        return
+    branch = choices[chosen]
+    if branch.reason:
+        st.caption(views.md_text(branch.reason))
+    mine = [f for f in findings if f.get("subtopic_id") == branch.subtopic_id
+            and f.get("kind") == "finding"]
+    for f in mine[:30]:
+        st.markdown("- " + views.md_text(f["claim"]))
+    kept = [s for s in sources if s.get("subtopic_id") == branch.subtopic_id]
+    if kept:
+        st.dataframe(views.sources_frame(kept, store.get_plan(run_id)), hide_index=True,
+                     width="stretch", column_config={"Link": st.column_config.LinkColumn(
+                         "Open", display_text=":material/open_in_new:", width="small")})
+    if not mine and not kept:
+        st.caption("Nothing found on this branch yet.")
 
 
 def rounds_tab(store: Store, run: Run) -> None:
@@ -93,13 +129,17 @@ def sources_tab(store: Store, run: Run) -> None:
         st.info("Sources appear here as the research finds them.")
     else:
         frame = views.sources_frame(sources, store.get_plan(run_id))
-        cols = st.columns(3)
+        cols = st.columns(4)
         chosen_subtopics = cols[0].multiselect("Subtopic", sorted(frame["Subtopic"].unique()))
         top_domains = frame["Domain"].value_counts().index.tolist()
         chosen_domains = cols[1].multiselect("Domain", top_domains)
-        min_relevance = cols[2].slider("Minimum relevance", 0.0, 1.0, 0.0, 0.05)
+        chosen_kinds = cols[2].multiselect(
+            "Kind of source", views.kinds_present(frame),
+            help="Derived from the address, the search service and the page's own date and "
+                 "author: peer-reviewed papers and official sites are usually the strongest.")
+        min_relevance = cols[3].slider("Minimum relevance", 0.0, 1.0, 0.0, 0.05)
         shown = views.filter_sources(frame, subtopics=chosen_subtopics, domains=chosen_domains,
-                                     min_relevance=min_relevance)
+                                     min_relevance=min_relevance, kinds=chosen_kinds)
         st.caption(f"{len(shown)} of {len(frame)} sources")
         st.dataframe(
             shown, hide_index=True, width="stretch", height=420,

@@ -19,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from research.constants import CONSTANTS
+from research.credibility import KINDS, kind_of
 from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
 from research.export.method import plain_name
@@ -202,7 +203,7 @@ def events_frame(events: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 # -- sources --------------------------------------------------------------------------------
 
 SOURCE_COLUMNS = ["#", "Title", "Link", "Domain", "Subtopic", "Relevance", "Published",
-                  "Provider", "Cited in"]
+                  "Provider", "Kind", "Signals", "Cited in"]
 
 
 def subtopic_names(plan: Sequence[Mapping[str, Any]] | None) -> dict[str, str]:
@@ -225,15 +226,25 @@ def sources_frame(sources: Sequence[Mapping[str, Any]],
             "Relevance": float(s.get("relevance") or 0.0),
             "Published": str(s.get("published") or "")[:10] or None,
             "Provider": s.get("provider") or "",
+            "Kind": kind_of(s),
+            "Signals": ", ".join(str(x) for x in s.get("signals") or []),
             "Cited in": ", ".join(str(c) for c in cited) if isinstance(cited, list) else str(cited),
         })
     return pd.DataFrame(rows, columns=SOURCE_COLUMNS)
 
 
+def kinds_present(frame: pd.DataFrame) -> list[str]:
+    """The kinds this run's sources have, strongest first (research.credibility.KINDS order)."""
+    present = set(frame["Kind"]) if "Kind" in frame else set()
+    return [kind for kind in KINDS if kind in present]
+
+
 def filter_sources(frame: pd.DataFrame, *, subtopics: Iterable[str] = (), domains: Iterable[str] = (),
-                   min_relevance: float = 0.0) -> pd.DataFrame:
-    subtopics, domains = list(subtopics), list(domains)
+                   min_relevance: float = 0.0, kinds: Iterable[str] = ()) -> pd.DataFrame:
+    subtopics, domains, kinds = list(subtopics), list(domains), list(kinds)
     mask = frame["Relevance"] >= min_relevance
+    if kinds:
+        mask &= frame["Kind"].isin(kinds)
     if subtopics:
         mask &= frame["Subtopic"].isin(subtopics)
     if domains:

@@ -50,6 +50,8 @@ def _set_run_options(values: dict) -> None:
     state["source_mix"] = values["source_mix"]
     state["doc_collection"] = values["doc_collection"]
     state["doc_ids"] = values["doc_ids"]  # documents chosen by an earlier run ("Run again")
+    state["done_when"], state["want"] = values.get("done_when", ""), values.get("want", "")
+    state["steer"] = bool(values.get("steer"))
 
 
 def _sources_choice() -> None:
@@ -211,6 +213,17 @@ if similar:
             "Start from scratch" if not rid else
             f"Build on this run: {views.md_label(by_id[rid]['question'], 70)}"))
 
+goal_cols = st.columns(2)
+goal_cols[0].text_input(
+    "Done when ... (optional)", key="done_when", max_chars=500,
+    placeholder="e.g. we know the three cheapest options and their costs per kWh",
+    help="After each round the lead checks this against the findings and stops research "
+         "early once it is met; the report's method notes say whether and when.")
+goal_cols[1].text_input(
+    "I want ... (optional)", key="want", max_chars=300,
+    placeholder="e.g. a one-page brief, a comparison table, a literature review",
+    help="The shape of the report: the writer and the reviewer are told.")
+
 left, right = st.columns([3, 2], gap="large")
 with left:
     st.subheader("How deep")
@@ -227,6 +240,9 @@ with left:
     st.checkbox("Ask me clarifying questions first", key="c_REQUIRE_CLARIFICATION",
                 help="The planner asks 1-3 short questions (purpose, scope, period) and waits for "
                      "your answers on the Run page before planning.")
+    st.checkbox("Ask me between rounds", key="steer",
+                help="After each round the run waits on the Run page: tick the branches the "
+                     "lead proposes, add your own, or have the report written.")
     st.checkbox("Let me review the plan before research starts", key="review_plan",
                 help="The run pauses after planning; on the Run page you can rename, remove, "
                      "add or reorder subtopics and edit their questions.")
@@ -316,6 +332,9 @@ def _current_config():
             "max_sources": int(state.get("max_sources") or 0),
             "review_plan": bool(state.get("review_plan")),
             "schedule": state.get("schedule") or "rounds",
+            "done_when": (state.get("done_when") or "").strip(),
+            "want": (state.get("want") or "").strip(),
+            "steer": bool(state.get("steer")),
         },
         mix=mix, collection=state.get("doc_collection") or "" if mix != "web" else "",
         document_ids=state.get("doc_ids") or [] if mix != "web" else [],

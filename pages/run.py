@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from dashboard import budget, engines_view, plan_edit, run_report, run_tabs, ui, views
+from dashboard import budget, engines_view, plan_edit, run_report, run_tabs, steer_view, ui, views
 from dashboard.jobs import ACTIVE, RESUMABLE, status_of
 from research import (
     ResearchConfig,
@@ -17,6 +17,7 @@ from research import (
     cancel,
     pause,
     pending_clarification,
+    pending_steering,
     unpause,
 )
 from research.errors import ConfigError, ResearchError
@@ -29,7 +30,7 @@ ui.require_navigation()
 
 REFRESH_S = 2.0
 TITLE_CHARS = 160  # the heading shows this much of the question; the rest is one click away
-TABS = ["Plan", "Sources", "Rounds", "Review", "Verification", "Report", "Engines", "Tokens and cost"]
+TABS = ["Plan", "Map", "Sources", "Rounds", "Review", "Verification", "Report", "Engines", "Tokens and cost"]
 
 store = ui.store()
 jobs = ui.jobs()
@@ -220,6 +221,8 @@ if initial_status == "waiting":
                     st.error(f"The plan was not accepted: {exc}")
                 else:
                     _continue("The plan was saved")
+        elif pending_steering(store, run_id) is not None:
+            steer_view.panel(store, run_id, pending_steering(store, run_id) or {}, _continue)
         else:
             st.write("The run stopped to wait for you, but nothing is left to answer.")
             if st.button("Continue", type="primary", icon=":material/play_arrow:"):
@@ -276,7 +279,7 @@ def tabs_panel() -> None:
                 RENDER[name](store, current)
 
 
-RENDER = {"Plan": run_tabs.plan_tab, "Sources": run_tabs.sources_tab,
+RENDER = {"Plan": run_tabs.plan_tab, "Map": run_tabs.map_tab, "Sources": run_tabs.sources_tab,
           "Rounds": run_tabs.rounds_tab, "Review": run_tabs.review_tab,
           "Verification": run_tabs.verification_tab,
           "Report": lambda store, current: run_report.draft_in_progress(store, current),

@@ -18,13 +18,15 @@ from research.events import Event, EventSink
 from research.phases.clarify import answer as answer_clarification
 from research.phases.clarify import pending as pending_clarification
 from research.phases.plan import approve as approve_plan
+from research.phases.steer import answer as answer_steering
+from research.phases.steer import pending as pending_steering
 from research.pipeline import create_run, execute, validate_question
 from storage import Store
 
 __all__ = [
     "ConfigError", "Credentials", "Event", "ResearchConfig", "ResearchError", "Store",
     "answer_clarification", "approve_plan", "build_config", "cancel", "create_run", "execute",
-    "pause", "pending_clarification", "resume", "run_research", "unpause", "validate_question",
+    "answer_steering", "pause", "pending_clarification", "pending_steering", "resume", "run_research", "unpause", "validate_question",
 ]
 
 

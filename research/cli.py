@@ -11,11 +11,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from research import answer_clarification, approve_plan, pending_clarification, resume
+from research import (
+    answer_clarification,
+    answer_steering,
+    approve_plan,
+    pending_clarification,
+    pending_steering,
+    resume,
+)
 from research.config import Credentials, ResearchConfig, build_config
 from research.documents import ingest_paths
 from research.documents.choice import with_sources
-from research.errors import ResearchError, redact
+from research.errors import ConfigError, ResearchError, redact
 from research.events import Event
 from research.export.formats import FORMATS, export_run
 from research.llm.pricing import PriceTable
@@ -69,6 +76,19 @@ def parser() -> argparse.ArgumentParser:
                    help="a follow-up run that goes deeper into one section of an earlier report")
     p.add_argument("--review-plan", action="store_true",
                    help="show the plan and wait for your approval before research starts")
+    p.add_argument("--done-when", metavar="TEXT", default="",
+                   help="an exit case in plain words: research stops early once it is met")
+    p.add_argument("--want", metavar="TEXT", default="",
+                   help='the output you want, e.g. "a one-page brief" or "a comparison table"')
+    p.add_argument("--steer", action="store_true",
+                   help="stop after each round with the proposed next branches, numbered "
+                        "(exit status 3); continue with --resume RUN_ID --follow 1,3")
+    p.add_argument("--follow", metavar="N,N", default="",
+                   help="with --resume: the proposed branches to follow, e.g. 1,3")
+    p.add_argument("--add", action="append", default=[], metavar="TEXT",
+                   help="with --resume: a branch of your own to explore next (repeatable)")
+    p.add_argument("--enough", action="store_true",
+                   help="with --resume: stop researching and write the report")
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted or waiting run")
     p.add_argument("--approve-plan", action="store_true",
                    help="with --resume: start research with the plan as it is")
@@ -185,7 +205,8 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                 REQUIRE_CLARIFICATION=True if args.clarify else None,
                 report_language=args.language, max_cost_usd=args.max_cost,
                 review_plan=True if args.review_plan else None, engine=args.engine,
-                dig_deeper_section=section,
+                dig_deeper_section=section, done_when=args.done_when.strip(),
+                want=args.want.strip(), steer=True if args.steer else None,
             )
             if args.docs or args.collection or args.no_web:
                 config = _documents_config(store, config, args)
@@ -306,6 +327,8 @@ def _answer_waiting(store: Store, run_id: str, args: argparse.Namespace) -> bool
                    for i, q in enumerate(asked["questions"], start=1)]
         answer_clarification(store, run_id, answers)
         return True
+    if pending_steering(store, run_id) is not None:
+        return _steer(store, run_id, args)
     plan = store.get_plan(run_id) or []
     if args.approve_plan:
         approve_plan(store, run_id)
@@ -320,6 +343,28 @@ def _answer_waiting(store: Store, run_id: str, args: argparse.Namespace) -> bool
     return False
 
 
+def _steer(store: Store, run_id: str, args: argparse.Namespace) -> bool:
+    """Follow the numbered proposals the flags name (or say enough); False: no choice given."""
+    if not (args.follow.strip() or args.add or args.enough):
+        return False
+    try:
+        follow = [int(n) for n in args.follow.replace(" ", "").split(",") if n]
+    except ValueError:
+        raise ConfigError(f"--follow takes proposal numbers separated by commas, e.g. 1,3 "
+                          f"(got {args.follow!r}).") from None
+    answer_steering(store, run_id, follow=follow, add=list(args.add), enough=args.enough)
+    args.follow, args.add, args.enough = "", [], False
+    return True
+
+
+def _steer_text(asked: dict) -> str:
+    lines = [f"Round {asked['round']} is done. The lead proposes to explore next:"]
+    lines += [f"  {p['n']}. {strip_control(p['title'])}"
+              + (f" ({strip_control(p['why'])[:200]})" if p.get("why") else "")
+              for p in asked["proposals"]] or ["  (no new branches)"]
+    return "\n".join(lines)
+
+
 def _plan_text(plan: list[dict]) -> str:
     lines = ["The plan:"]
     for i, sub in enumerate(plan, start=1):
@@ -329,6 +374,11 @@ def _plan_text(plan: list[dict]) -> str:
 
 
 def _waiting_message(store: Store, run_id: str) -> str:
+    proposals = pending_steering(store, run_id)
+    if proposals is not None:
+        return (f"{_steer_text(proposals)}\nContinue with: python -m research --resume {run_id} "
+                f"--follow 1,3 [--add \"a branch of your own\" ...], or --enough to write the "
+                "report now.")
     asked = pending_clarification(store, run_id)
     if asked:
         listed = " ".join(f"({i}) {q}" for i, q in enumerate(asked["questions"], start=1))

@@ -53,6 +53,7 @@ class ResearchConfig(BaseModel):
     report_max_words: int = DEFAULTS["REPORT_MAX_WORDS"]
     require_clarification: bool = DEFAULTS["REQUIRE_CLARIFICATION"]
     include_academic_sources: bool = DEFAULTS["INCLUDE_ACADEMIC_SOURCES"]
+    search_other_side: bool = DEFAULTS["SEARCH_OTHER_SIDE"]
     max_parallel_workers: int = DEFAULTS["MAX_PARALLEL_WORKERS"]
     step_timeout_ms: int = DEFAULTS["STEP_TIMEOUT_MS"]
     total_timeout_ms: int = DEFAULTS["TOTAL_TIMEOUT_MS"]
@@ -67,6 +68,11 @@ class ResearchConfig(BaseModel):
     # "Dig deeper": the title of the parent report's section the follow-up explores. Its text
     # is fetched from the parent report and shown to the planner as untrusted data.
     dig_deeper_section: str = Field(default="", max_length=300)
+    # The person's goal (issue 14): an exit case that ends research early once met, and the
+    # shape of the report they want. Their own words; both shown in the method notes.
+    done_when: str = Field(default="", max_length=500)
+    want: str = Field(default="", max_length=300)
+    steer: bool = False  # "Ask me between rounds": wait after each round for the person's choice
     report_language: str = "English"
     max_cost_usd: float = 0.0     # 0 = no cap
     max_tokens: int = 0           # 0 = no cap

@@ -72,10 +72,17 @@ class RunContext:
         done = self.stored_result("clarify") or {}
         pairs = [(q, a) for q, a in zip(done.get("questions") or [], done.get("answers") or [],
                                         strict=False) if a and a.strip()]
-        if not pairs:
-            return self.question
-        lines = "\n".join(f"- {q} {a.strip()}" for q, a in pairs)
-        return f"{self.question}\n\nThe person clarified:\n{lines}"
+        brief = self.question
+        if pairs:
+            lines = "\n".join(f"- {q} {a.strip()}" for q, a in pairs)
+            brief += f"\n\nThe person clarified:\n{lines}"
+        # The goal reaches every role through the brief: the writer and reviewer shape the
+        # report to the desired output; the planner knows when research is done.
+        if self.config.want.strip():
+            brief += f"\n\nThe person wants this output: {' '.join(self.config.want.split())}"
+        if self.config.done_when.strip():
+            brief += f"\nResearch is done when: {' '.join(self.config.done_when.split())}"
+        return brief
 
     def budget_reason(self) -> str | None:
         """Why research must stop for a cost, token or source cap (None: carry on)."""

@@ -81,6 +81,7 @@ class FetchedPage:
     title: str | None
     text: str
     published: str | None    # YYYY-MM-DD when the page says so
+    author: str | None = None  # from the page's metadata, when it names one (credibility)
 
 
 class Fetcher:
@@ -188,11 +189,12 @@ class Fetcher:
         charset = _charset(header)
         body = self._read_body(response, deadline, kind, mime, charset)
         final_url = str(response.url)
+        author = None
         if kind == "pdf":
             title, text, published = _pdf_to_text(body, self.limits, deadline)
         elif kind == "html":
-            title, text, published = _html_to_text(_decode(body, charset, sniff_meta=True),
-                                                   final_url)
+            title, text, published, author = _html_to_text(
+                _decode(body, charset, sniff_meta=True), final_url)
         else:
             title, text, published = None, _decode(body, charset, sniff_meta=False), None
         text = clean_text(text)[: self.limits.max_text_chars]
@@ -201,7 +203,9 @@ class Fetcher:
         if title is not None:
             title = " ".join(clean_text(title).split())[:300] or None
         return FetchedPage(url=url, final_url=final_url, status=status, content_type=mime,
-                           title=title, text=text, published=published)
+                           title=title, text=text, published=published,
+                           author=" ".join(clean_text(author).split())[:200] or None
+                           if author else None)
 
     def _read_body(self, response: httpx.Response, deadline: float, kind: str, mime: str,
                    charset: str | None) -> bytes:
@@ -269,7 +273,7 @@ def _decode(body: bytes, charset: str | None, *, sniff_meta: bool) -> str:
     return body.decode(charset or "utf-8", errors="replace")
 
 
-def _html_to_text(markup: str, url: str) -> tuple[str | None, str, str | None]:
+def _html_to_text(markup: str, url: str) -> tuple[str | None, str, str | None, str | None]:
     import trafilatura  # slow to import; only needed once a page arrives
 
     try:
@@ -284,7 +288,8 @@ def _html_to_text(markup: str, url: str) -> tuple[str | None, str, str | None]:
     published = _iso_date(getattr(meta, "date", None))
     if not text:
         text = _crude_text(markup)
-    return title, text, published
+    author = getattr(meta, "author", None)
+    return title, text, published, author if isinstance(author, str) else None
 
 
 def _html_title(markup: str) -> str | None:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Any
 
+from research.credibility import SIGNAL_WORDS, kind_of
 from research.llm.base import Message
 
 # Characters that render as nothing (or reorder what is shown) and so can hide or disguise
@@ -135,11 +136,15 @@ def system(role_text: str, today: date, *extra: str) -> Message:
 
 
 def numbered_sources(sources: Iterable[Mapping[str, Any]], numbering: Mapping[str, int]) -> str:
-    """Lines `[n] Title (published date) — URL` for the writer and reviewer."""
+    """Lines `[n] Title (published date) — URL` for the writer and reviewer, each followed by
+    an indented `kind: ...` line (research.credibility) so the writer can prefer stronger
+    sources; the kind comes from the address and metadata, never from the page's own words."""
     lines = []
     for src in sources:
         n = numbering[src["id"]]
         title = clean_untrusted(src.get("title") or src["url"]).replace("\n", " ")[:200]
         dated = f"{title} (published {src['published']})" if src.get("published") else title
         lines.append(f"[{n}] {dated} — {src['url']}")
+        signals = [str(s) for s in src.get("signals") or [] if str(s) in SIGNAL_WORDS]
+        lines.append(f"    kind: {kind_of(src)}" + (f"; {', '.join(signals)}" if signals else ""))
     return "\n".join(lines)

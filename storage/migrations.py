@@ -300,8 +300,18 @@ def m005_documents(db: Database) -> None:
                "VALUES ('delete', old.id, old.text, old.section); END")
 
 
+def m006_source_credibility(db: Database) -> None:
+    """Each source's kind (peer-reviewed paper, preprint, government, ...; research.credibility),
+    its credibility signals (a JSON list of plain words) and the author its page names, so the
+    Sources tab can filter on them and the writer can prefer stronger sources. Sources stored
+    before this step read as "unknown" with no signals."""
+    db.execute("ALTER TABLE sources ADD COLUMN source_kind TEXT NOT NULL DEFAULT 'unknown'")
+    db.execute("ALTER TABLE sources ADD COLUMN signals TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE sources ADD COLUMN author TEXT")
+
+
 MIGRATIONS: list[Migration] = [m001_initial, m002_engine_reports, m003_verification_details,
-                               m004_run_warnings, m005_documents]
+                               m004_run_warnings, m005_documents, m006_source_credibility]
 
 
 def apply_migrations(db: Database) -> list[int]:

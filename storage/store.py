@@ -539,7 +539,8 @@ class Store:
                 cursor = db.execute(
                     "INSERT INTO sources (run_id, id, url, canonical_url, title, snippet, text,"
                     ' published, relevance, relevance_reason, subtopic_id, provider, query, "round",'
-                    " fetched_at, step_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " fetched_at, step_key, source_kind, signals, author)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT DO NOTHING",
                     [run_id, src["id"], self._plain(src["url"]),
                      self._plain(src.get("canonical_url") or src["url"]),
@@ -548,7 +549,9 @@ class Store:
                      float(src.get("relevance") or 0.0),
                      self._plain(src.get("relevance_reason") or ""), src.get("subtopic_id"),
                      src.get("provider") or "", self._plain(src.get("query") or ""),
-                     int(src.get("round") or 1), src.get("fetched_at") or now, key],
+                     int(src.get("round") or 1), src.get("fetched_at") or now, key,
+                     src.get("source_kind") or "unknown", _dumps(list(src.get("signals") or [])),
+                     self._plain(src["author"]) if src.get("author") else None],
                 )
                 if cursor.rowcount == 1:
                     inserted.append(src["id"])
@@ -596,7 +599,7 @@ class Store:
         columns = "*" if with_text else (
             'run_id, id, url, canonical_url, title, snippet, published, relevance,'
             ' relevance_reason, subtopic_id, provider, query, "round", fetched_at, step_key,'
-            ' cited_in'
+            ' cited_in, source_kind, signals, author'
         )
         sql = f"SELECT {columns} FROM sources WHERE run_id = ?"
         params: list[Any] = [run_id]
@@ -604,7 +607,7 @@ class Store:
             sql += " AND subtopic_id = ?"
             params.append(subtopic_id)
         sql += " ORDER BY subtopic_id, relevance DESC, id"
-        return [_decode(row, ("cited_in",)) for row in self._rows(sql, params)]
+        return [_decode(row, ("cited_in", "signals")) for row in self._rows(sql, params)]
 
     def count_sources(self, run_id: str) -> int:
         row = self._row("SELECT count(*) AS n FROM sources WHERE run_id = ?", [run_id])

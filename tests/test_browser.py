@@ -318,7 +318,8 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             count = store.count_sources(run_id)
             assert count > 0
             sync_api.expect(panel.get_by_text(f"{count} of {count} sources")).to_be_visible()
-            table = panel.locator('[data-testid="stDataFrame"]')
+            # The first table lists the kept sources (pages looked at but not kept follow it).
+            table = panel.locator('[data-testid="stDataFrame"]').first
             sync_api.expect(table).to_be_visible()
             # The grid draws on a canvas; its accessible (hidden) table carries the cell texts.
             sync_api.expect(table.locator('[role="gridcell"]').first).to_be_attached()

@@ -130,7 +130,8 @@ def test_only_cited_sources_are_listed() -> None:
     assert [s.source_id for s in doc.sources] == ["s-beta"]
     source = doc.sources[0]
     assert source == ReportSource(
-        1, "s-beta", "Beta report", "https://www.beta.org/b", "beta.org", None, "t1"
+        1, "s-beta", "Beta report", "https://www.beta.org/b", "beta.org", None, "t1",
+        kind="unknown",  # a .org address nobody recognises: not guessed (research.credibility)
     )
 
 

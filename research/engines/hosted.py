@@ -35,6 +35,7 @@ from research.checks import word_count
 from research.citations import normalise
 from research.config import Credentials, ResearchConfig
 from research.context import RunContext
+from research.credibility import assess
 from research.engines.base import RUNNING, Citation, HostedClient, RemoteJob
 from research.errors import (
     ConfigError,
@@ -361,6 +362,10 @@ class _HostedRun:
             reason += f"; the page could not be read ({why}), so its text is what the report cites"
         url = page.final_url if isinstance(page, FetchedPage) else c.url
         title = c.title.strip() or (page.title if isinstance(page, FetchedPage) else None) or domain_of(url) or url
+        fetched = page if isinstance(page, FetchedPage) else None
+        author = fetched.author if fetched else None
+        credibility = assess(url, self.engine, published=fetched.published if fetched else None,
+                             author=author)
         return {
             "id": source_id(canon), "url": url, "canonical_url": canon, "title": title[:300],
             "snippet": clean_untrusted(cited_text[0] if cited_text else "")[:500],
@@ -368,6 +373,8 @@ class _HostedRun:
             "published": page.published if isinstance(page, FetchedPage) else None,
             "relevance": 1.0, "relevance_reason": reason, "subtopic_id": self.engine,
             "provider": self.engine, "query": "", "round": 1, "_passages": list(cited_text),
+            "source_kind": credibility.kind, "signals": list(credibility.signals),
+            "author": author,
         }
 
 

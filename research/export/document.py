@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from research.credibility import kind_of
+
 
 @dataclass(frozen=True)
 class ReportSource:
@@ -26,6 +28,7 @@ class ReportSource:
     published: str | None
     subtopic: str | None
     provider: str = ""  # the search service that found it (arxiv/semanticscholar: a paper)
+    kind: str = ""      # research.credibility: peer-reviewed paper, preprint, government, ...
 
 
 @dataclass(frozen=True)
@@ -395,6 +398,7 @@ def build_document(
                 published=_text(record.get("published")),
                 subtopic=_text(record.get("subtopic_id", record.get("subtopic"))),
                 provider=str(record.get("provider") or ""),
+                kind=kind_of(record),
             )
         )
     return ReportDocument(

@@ -75,7 +75,8 @@ def _source_line(source: ReportSource) -> str:
     title = escape_markdown(source.title or source.url)
     url = safe_link_url(source.url)
     entry = f"[{title}]({url})" if url else title
-    details = [escape_markdown(part) for part in (source.domain, source.published) if part]
+    details = [escape_markdown(part) for part in (source.domain, source.published, source.kind)
+               if part]
     if details:
         entry += " \u2014 " + ", ".join(details)
     return f'{source.number}. <a id="source-{source.number}"></a>{entry}'

@@ -115,8 +115,27 @@ def method_lines(store: Store, run_id: str, config: ResearchConfig, *,
     total = sum(verdicts.values())
     lines.append(f"Claims checked against their sources: {total}"
                  + (f" ({_count_words(verdicts)})." if total else "."))
+    lines += goal_lines(config, (store.get_run(run_id) or {}).get("totals") or {})
     changed = settings_changed(config)
     lines.append(f"Preset: {config.preset}"
                  + (f"; changed settings: {'; '.join(changed)}." if changed
                     else ", with no settings changed."))
+    return lines
+
+
+def goal_lines(config: ResearchConfig, totals: Mapping[str, Any]) -> list[str]:
+    """The person's desired output and exit case, and whether (and when) it was met."""
+    lines = []
+    if config.want.strip():
+        lines.append(f"Desired output: {' '.join(config.want.split())}.")
+    if config.done_when.strip():
+        judged = totals.get("goal") if isinstance(totals.get("goal"), dict) else None
+        if judged and judged.get("met"):
+            outcome = f"met after round {judged.get('round')}, so research stopped there"
+        elif judged:
+            outcome = f"not met (last judged after round {judged.get('round')})"
+        else:
+            outcome = "not judged"
+        why = f" ({judged['why']})" if judged and judged.get("why") else ""
+        lines.append(f"Done when: {' '.join(config.done_when.split())}: {outcome}{why}.")
     return lines

@@ -49,5 +49,6 @@ def run(ctx: RunContext) -> dict[str, Any] | None:
 def _fresh(source: dict[str, Any]) -> dict[str, Any]:
     """A parent's source row as a new row of this run (no row ids, no citation marks)."""
     keep = ("id", "url", "canonical_url", "title", "snippet", "text", "published", "relevance",
-            "relevance_reason", "subtopic_id", "provider", "query", "round", "fetched_at")
+            "relevance_reason", "subtopic_id", "provider", "query", "round", "fetched_at",
+            "source_kind", "signals", "author")
     return {k: source.get(k) for k in keep}

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from research.agents import Agent, Role
 from research.config import DOCUMENTS
 from research.context import RunContext
+from research.credibility import assess
 from research.errors import (
     BudgetExceeded,
     BudgetStop,
@@ -249,6 +250,11 @@ def _research(
             asked = [q["query"] for q in out.queries]
             results += searching.search_wave(ctx, worker, sub, total - first, titles, asked, out, pool,
                                     deadline)
+        if cfg.search_other_side and not sub.get("lookup"):
+            # The other side goes first among the candidates, so the cut does not drop it.
+            opposing = searching.other_side(ctx, sub, [q["query"] for q in out.queries], out,
+                                            pool, deadline)
+            results = opposing[:3] + results + opposing[3:]
         if not results:
             errors = {q["error"] for q in out.queries if q.get("error")}
             if errors:
@@ -378,6 +384,9 @@ def _date(value: str | None) -> date | None:
 def _source_record(sub: dict[str, Any], cand: Candidate, page: FetchedPage) -> dict[str, Any]:
     text = page.text
     snippet = (cand.result.snippet or text[:300]).strip()
+    published = page.published or cand.result.published or None
+    credibility = assess(cand.result.url, cand.result.provider, published=published,
+                         author=page.author)
     return {
         "id": source_id(cand.canonical),
         "url": cand.result.url,
@@ -385,7 +394,10 @@ def _source_record(sub: dict[str, Any], cand: Candidate, page: FetchedPage) -> d
         "title": clean_untrusted(page.title or cand.result.title or cand.result.url).strip()[:300],
         "snippet": clean_untrusted(snippet)[:500],
         "text": clean_untrusted(text),
-        "published": (page.published or cand.result.published or None),
+        "published": published,
+        "source_kind": credibility.kind,
+        "signals": list(credibility.signals),
+        "author": page.author,
         "relevance": 0.0,
         "relevance_reason": "",
         "scored": False,

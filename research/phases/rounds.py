@@ -17,10 +17,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from research.context import RunContext
-from research.errors import BudgetStop, SchemaError
+from research.errors import BudgetStop, ResearchError, SchemaError
 from research.events import RoundCompleted
 from research.llm.base import Message
-from research.phases import research
+from research.phases import goal, research, steer
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
 
@@ -78,6 +78,8 @@ def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     round_no = 1
     while not ctx.budget_reason():
         try:
+            if _goal_met(ctx, round_no):
+                break
             outcome = ctx.run_step(
                 f"triage:{round_no}", "triage", f"Assessing round {round_no}",
                 lambda r=round_no: _assess(ctx, r),  # type: ignore[misc]
@@ -89,6 +91,8 @@ def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for i, d in enumerate(outcome["decisions"], start=1) if d["action"] == "answer"
         ]
         stop = outcome.get("stop_reason")
+        if not stop and ctx.config.steer and steer.wait(ctx, round_no):
+            stop = "enough"  # the person said: write the report
         if not stop:
             units += research.units([s for s in ctx.store.get_plan(ctx.run_id) or []
                                      if s.get("round") == round_no + 1])
@@ -100,6 +104,24 @@ def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if reason:
         ctx.store.update_totals(ctx.run_id, stop_reason=f"Research stopped because {reason}.")
     return research.unfinished(ctx, ctx.store.get_plan(ctx.run_id) or [])
+
+
+def _goal_met(ctx: RunContext, round_no: int) -> bool:
+    """True when the person's exit case ("Done when ...") is met after this round: research
+    stops here and the reason is recorded. A judgement that fails leaves the rounds to go on
+    as they would without a goal (the step shows the failure)."""
+    try:
+        result = goal.check(ctx, round_no)
+    except ResearchError:
+        return False
+    if not result or not result["met"]:
+        return False
+    reason = goal.stop_reason(result)
+    ctx.store.update_totals(ctx.run_id, rounds=round_no, stop_reason=reason)
+    ctx.emit(RoundCompleted(ctx.run_id, f"Round {round_no}: research stops. {reason}",
+                            step=f"goal:{round_no}",
+                            data={"round": round_no, "stop_reason": reason}))
+    return True
 
 
 def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:

@@ -112,6 +112,29 @@ def search_wave(
         )),
     ]
     queries = _queries(ctx, worker, sub, messages, count, asked, deadline)
+    return run_queries(ctx, sub, queries, out, pool, deadline)
+
+
+def other_side(ctx: RunContext, sub: dict[str, Any], asked: list[str], out: Outcome,
+               pool: ThreadPoolExecutor, deadline: float) -> list[Candidate]:
+    """One search for the other side of the subtopic (criticism, failures, contrary results),
+    so the report can say where sources disagree and cite both sides (SEARCH_OTHER_SIDE).
+    Written from the subtopic's title, without a model call: it costs one search per
+    provider and cannot be talked out of looking."""
+    query = opposing_query(sub)
+    if not query or query in asked:
+        return []
+    return run_queries(ctx, sub, [query], out, pool, deadline)
+
+
+def opposing_query(sub: dict[str, Any]) -> str:
+    title = " ".join(clean_untrusted(str(sub.get("title") or "")).split())[:200]
+    return f"{title} criticism failures contrary evidence" if title else ""
+
+
+def run_queries(ctx: RunContext, sub: dict[str, Any], queries: list[str], out: Outcome,
+                pool: ThreadPoolExecutor, deadline: float) -> list[Candidate]:
+    """Run each query on every provider; record each; results interleaved by rank."""
     per_query = max(3, math.ceil(ctx.config.sources_per_subtopic * 2 / max(1, ctx.config.searches_per_subtopic)))
     jobs = [(q, p) for q in queries for p in ctx.search]
     futures = [pool.submit(_search_one, ctx, sub, q, p, per_query, deadline) for q, p in jobs]

@@ -42,7 +42,7 @@ Rules:
   insufficient, say "insufficient data" instead of guessing.
 - Keep fact, inference and opinion apart ("according to ...", "this suggests ...").
 - Mark a key claim that rests on one source with "(single source)".
-- Prefer recent sources; say when a figure is old.
+- Prefer recent sources; say when a figure is old. Prefer stronger kinds of source (peer-reviewed paper, government, reference) over blogs and forums; say when a claim rests only on weak ones.
 - Do not write a Sources or References section: it is added automatically.
 - At most {max_words} words."""
 

@@ -1,0 +1,55 @@
+"""The other side (issue 14, point 4): each subtopic also searches for opposing evidence
+(criticism, failures, contrary results); SEARCH_OTHER_SIDE turns it off."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from research import Credentials, build_config, run_research
+from research.phases.searching import opposing_query
+from storage import Store
+from tests.standin import StandinServer
+
+QUESTION = "How is heat pump adoption changing in Europe?"
+
+
+def _run(env: dict[str, str], db: Path, **overrides: object) -> tuple[Store, str]:
+    credentials = Credentials.from_env(env)
+    store = Store(db, secrets=credentials.secrets())
+    config = build_config(env=env, preset="quick", fetch_timeout_s=3, **overrides)
+    run_id = run_research(QUESTION, store=store, config=config, credentials=credentials)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "completed", run and run["error"]
+    return store, run_id
+
+
+def test_the_opposing_query_names_the_subtopic_and_the_other_side() -> None:
+    query = opposing_query({"title": "Running costs\nof heat pumps"})
+    assert query.startswith("Running costs of heat pumps ") and "criticism" in query
+    assert opposing_query({"title": "  "}) == ""
+
+
+def test_every_subtopic_searches_the_other_side_on_every_provider(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    before = len(standin.requests_for("tavily"))
+    store, run_id = _run(standin_env, tmp_db)
+    plan = store.get_plan(run_id) or []
+    queries = store.get_queries(run_id)
+    providers = {q["provider"] for q in queries}
+    for sub in plan:
+        opposing = [q for q in queries if q["subtopic_id"] == sub["id"]
+                    and q["query"] == opposing_query(sub)]
+        assert {q["provider"] for q in opposing} == providers, sub["title"]
+        assert all(q["error"] is None for q in opposing)
+    # The stand-in's search API saw them (over real HTTP, through the real client).
+    sent = [str(r) for r in standin.requests_for("tavily")[before:]]
+    assert all(sum(opposing_query(sub) in r for r in sent) == 1 for sub in plan)
+
+
+def test_the_constant_turns_it_off(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    store, run_id = _run(standin_env, tmp_db, SEARCH_OTHER_SIDE=False)
+    assert store.get_queries(run_id)
+    assert not any("criticism failures contrary" in q["query"] for q in store.get_queries(run_id))

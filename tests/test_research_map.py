@@ -1,0 +1,128 @@
+"""The research map (issue 14, point 1): question -> subtopics -> branches with their state,
+sources and coverage, built from stored data and drawn on the Run page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dashboard import research_map
+from research import Credentials, build_config, run_research
+from storage import Store
+from tests.dashboard_fixtures import (  # noqa: F401 - the fixture
+    dash_env_fixture,
+    finished_run,
+    open_run_page,
+)
+from tests.standin import StandinServer
+
+PLAN = [{"id": "t1", "title": "Costs", "round": 1}, {"id": "t2", "title": "Adoption", "round": 1},
+        {"id": "t3", "title": "Policy", "round": 1},
+        {"id": "r2t1", "title": "Grid limits?", "round": 2, "parent": "t2"}]
+STEPS = [
+    {"key": "research:t1", "kind": "research", "status": "done"},
+    {"key": "research:t2", "kind": "research", "status": "done"},
+    {"key": "research:t3", "kind": "research", "status": "failed", "error": "every search failed"},
+    {"key": "triage:1", "kind": "triage", "status": "done", "result": {
+        "round": 1,
+        "coverage": [{"subtopic_id": "t1", "status": "answered", "note": ""},
+                     {"subtopic_id": "t2", "status": "conflicting", "note": "figures differ"}],
+        "decisions": [
+            {"question": "Is it sunny?", "subtopic_id": "t1", "action": "filter",
+             "reason": "irrelevant"},
+            {"question": "What does a unit cost?", "subtopic_id": "t1", "action": "answer"},
+            {"question": "Grid limits?", "subtopic_id": "t2", "action": "escalate"}]}},
+    {"key": "followup:1:2", "kind": "followup", "status": "running"},
+    {"key": "research:r2t1", "kind": "research", "status": "running"},
+]
+SOURCES = [{"subtopic_id": "t1"}, {"subtopic_id": "t1"}, {"subtopic_id": "t2"},
+           {"subtopic_id": "r2t1"}]
+FINDINGS = [{"kind": "follow_up", "subtopic_id": "r2t1", "claim": "Which grids are full?"},
+            {"kind": "follow_up", "subtopic_id": "t1", "claim": "Is it sunny?"},
+            {"kind": "finding", "subtopic_id": "t1", "claim": "Units cost 10k."}]
+
+
+def test_every_branch_has_its_state_parent_sources_and_coverage() -> None:
+    tree = research_map.branches("Heat pumps?", PLAN, STEPS, SOURCES, FINDINGS)
+    by_label = {b.label: b for b in tree}
+    assert tree[0].id == research_map.ROOT and tree[0].sources == 4
+    assert (by_label["Costs"].state, by_label["Costs"].sources,
+            by_label["Costs"].coverage) == ("explored", 2, "answered")
+    assert by_label["Adoption"].coverage == "conflicting"
+    assert (by_label["Policy"].state, by_label["Policy"].reason) == ("dropped",
+                                                                      "every search failed")
+    grid = by_label["Grid limits?"]
+    assert (grid.kind, grid.parent, grid.state, grid.sources) == ("escalation", "t2", "running", 1)
+    sunny = by_label["Is it sunny?"]
+    assert (sunny.state, sunny.reason, sunny.parent) == ("dropped", "irrelevant", "t1")
+    lookup = by_label["What does a unit cost?"]
+    assert (lookup.kind, lookup.state) == ("quick lookup", "running")
+    assert by_label["Which grids are full?"].state == "open"  # not triaged yet
+    assert [b.label for b in tree].count("Is it sunny?") == 1  # triaged: not open twice
+    ids = [b.id for b in tree]
+    assert len(ids) == len(set(ids))
+    assert all(ids.index(b.parent) < ids.index(b.id) for b in tree[1:])
+
+
+def test_the_figure_is_a_sunburst_with_inert_labels() -> None:
+    tree = research_map.branches("<a href='javascript:x'>Q</a>", PLAN, STEPS, SOURCES, FINDINGS)
+    fig = research_map.figure(tree)
+    trace = fig.data[0]
+    assert trace.type == "sunburst" and list(trace.ids) == [b.id for b in tree]
+    assert not any("<" in label for label in trace.labels)
+    assert trace.marker.colors[1] == research_map.STATE_COLOURS["explored"]
+
+
+def test_the_map_of_a_real_run_follows_its_plan_and_sources(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    credentials = Credentials.from_env(standin_env)
+    store = Store(tmp_db, secrets=credentials.secrets())
+    config = build_config(env=standin_env, preset="quick", fetch_timeout_s=3, MAX_ROUNDS=2)
+    run_id = run_research("How is heat pump adoption changing in Europe?", store=store,
+                          config=config, credentials=credentials)
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "completed", run and run["error"]
+    plan = store.get_plan(run_id) or []
+    sources = store.get_sources(run_id, with_text=False)
+    tree = research_map.branches(run["question"], plan, store.get_steps(run_id), sources,
+                                 store.get_findings(run_id))
+    by_id = {b.id: b for b in tree}
+    assert {s["id"] for s in plan} <= set(by_id)
+    assert all(by_id[s["id"]].state == "explored" for s in plan)
+    escalated = [s for s in plan if s.get("parent")]
+    assert escalated and all(by_id[s["id"]].parent == s["parent"] for s in escalated)
+    assert sum(b.sources for b in tree[1:]) == len(sources)
+    assert any(b.coverage for b in tree)  # the lead's triage judged coverage
+    json.dumps([b.__dict__ for b in tree])  # plain data, storable with the run
+
+
+def test_the_run_page_draws_the_map_and_opens_a_branch(dash_env: Store) -> None:
+    run_id = finished_run(dash_env, sources=6)
+    at = open_run_page(run_id, "Map")
+    assert not at.exception
+    charts = at.get("plotly_chart")
+    assert charts and "sunburst" in charts[0].proto.spec
+    box = next(s for s in at.selectbox if s.key == "map_branch")
+    box.set_value("t1").run()
+    assert not at.exception
+    table = next(df.value for df in at.dataframe if "Kind" in df.value.columns)
+    assert len(table) == 3 and set(table["Subtopic"]) == {"Growth figures"}
+
+
+def test_unchosen_proposals_and_earlier_research_are_branches_too() -> None:
+    plan = [*PLAN[:3], {"id": "r2t1", "title": "Grid limits?", "round": 2, "parent": "t2"}]
+    steps = [*STEPS, {"key": "steer:1", "kind": "steer", "status": "done", "result": {
+        "round": 1, "proposals": [
+            {"n": 1, "id": "r2t1", "title": "Grid limits?", "parent": "t2"},
+            {"n": 2, "id": "r2t2", "title": "Installer shortage", "parent": "t1"}],
+        "answer": {"follow": [1], "add": [], "enough": False}}}]
+    sources = [*SOURCES, {"subtopic_id": research_map.INHERITED}]
+    tree = research_map.branches("Heat pumps?", plan, steps, sources, FINDINGS)
+    by_label = {b.label: b for b in tree}
+    skipped = by_label["Installer shortage"]
+    assert (skipped.state, skipped.parent, skipped.reason) == ("dropped", "t1",
+                                                               "you chose not to follow it")
+    assert [b.label for b in tree].count("Grid limits?") == 1  # followed: a subtopic, once
+    earlier = by_label["Earlier research (build-on)"]
+    assert (earlier.parent, earlier.sources) == (research_map.ROOT, 1)
