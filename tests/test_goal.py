@@ -60,7 +60,7 @@ def test_a_met_exit_case_stops_research_after_the_round_and_says_why(
     # The writer was told the shape of the output (over real HTTP, through the real client).
     sent = [str(r) for r in standin.requests_for("openai")[before:]]
     assert any("The person wants this output: a comparison table" in r
-               and "SOURCES (cite by number)" in r for r in sent)
+               and "(cite by number)" in r for r in sent)
 
 
 def test_an_unmet_exit_case_lets_the_rounds_run_and_says_so(
