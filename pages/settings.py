@@ -7,7 +7,7 @@ import os
 
 import streamlit as st
 
-from dashboard import ui
+from dashboard import readiness, ui, views
 from dashboard.connection import check_llm, check_search
 from dashboard.settings_files import (
     KEYS,
@@ -24,18 +24,22 @@ from dashboard.settings_files import (
 )
 from research.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
 from research.constants import CONSTANTS, DEFAULTS
+from research.export.method import plain_name
 
 ui.require_navigation()
 
 ORIGIN_TEXT = {"environment": "set in the environment", "secrets file": "saved here (secrets file)",
                None: "not set"}
+# The server-address settings in plain words; the technical name stays in the tooltip.
+URL_LABELS = {"OPENAI_BASE_URL": "OpenAI-compatible server address (Ollama, vLLM, LM Studio...)",
+              "GEMINI_BASE_URL": "Gemini server address", "TAVILY_BASE_URL": "Tavily server address"}
 
 st.title("Settings")
 path = secrets_path()
 try:
     file_values = read_secrets(path)
 except SettingsFileError as exc:
-    st.error(str(exc))
+    st.error(views.md_text(exc))
     file_values = {}
 env = ui.env()
 if st.session_state.pop("settings_clear_keys", False):
@@ -57,7 +61,7 @@ def _save(updates: dict, done: str) -> None:
 
 error = st.session_state.pop("settings_error", None)
 if error:
-    st.error(error)
+    st.error(views.md_text(error))
 
 st.header("API keys")
 st.write(f"Keys you enter are saved in `{path.name}` on this computer (readable only by you, never "
@@ -67,8 +71,9 @@ with st.form("keys", clear_on_submit=True):
     for name, label in KEYS.items():
         where = origin(name, os.environ, file_values)
         current = env.get(name) if where else None
-        st.markdown(f"**{label}** · `{name}` · {ORIGIN_TEXT[where]}"
-                    + (f" · `{mask(current)}`" if current else ""))
+        st.markdown(f"**{label}** · {ORIGIN_TEXT[where]}"
+                    + (f" · `{mask(current)}`" if current else ""),
+                    help=f"Also read from the environment variable {name}.")
         entered[name] = st.text_input(f"New {label} key", type="password", key=f"key_{name}",
                                       placeholder="paste a new key to replace the current one",
                                       label_visibility="collapsed")
@@ -84,9 +89,9 @@ with st.form("keys", clear_on_submit=True):
 removable = [name for name in KEYS if str(file_values.get(name) or "").strip()]
 if removable:
     with st.expander("Remove a saved key"):
-        target = st.selectbox("Key", removable, key="remove_key")
+        target = st.selectbox("Key", removable, key="remove_key", format_func=lambda n: f"{KEYS[n]} key")
         if st.button("Remove it from the secrets file"):
-            _save({target: None}, f"Removed {target} from the secrets file.")
+            _save({target: None}, f"Removed the saved {KEYS[target]} key.")
             st.rerun()
 
 st.header("Models and search")
@@ -107,16 +112,18 @@ with st.form("models"):
     current_search = [s.strip() for s in env.get("DEEP_RESEARCH_SEARCH", "").split(",")
                       if s.strip() in SEARCH_PROVIDERS]
     search = st.multiselect("Search providers", list(SEARCH_PROVIDERS), default=current_search,
-                            placeholder="automatic: tavily when it has a key, else web")
+                            format_func=lambda name: readiness.search_label(name, env),
+                            placeholder="automatic: Tavily when it has a key, otherwise the free web search")
     st.markdown("**Server addresses** (only for a local or compatible server, or a proxy)")
-    urls = {var: st.text_input(var, value=env.get(var, ""))
-            for var in ("OPENAI_BASE_URL", "GEMINI_BASE_URL", "TAVILY_BASE_URL")}
+    urls = {var: st.text_input(label, value=env.get(var, ""), help=f"The setting {var}.")
+            for var, label in URL_LABELS.items()}
     if st.form_submit_button("Save models and search"):
         updates = {"DEEP_RESEARCH_PROVIDER": provider, "DEEP_RESEARCH_MODEL": model,
                    "DEEP_RESEARCH_SEARCH": ",".join(search), **role_values, **urls}
         overridden = [k for k in updates if (os.environ.get(k) or "").strip()]
-        _save(updates, "Saved." + (f" Note: {', '.join(overridden)} are set in the environment, "
-                                   "which wins over what is saved here." if overridden else ""))
+        _save(updates, "Saved." + (f" Note: {views.plain_words(', '.join(overridden))} are set in "
+                                   "the environment, which wins over what is saved here."
+                                   if overridden else ""))
         st.rerun()
 
 st.header("Test connection")
@@ -150,20 +157,20 @@ with st.form("defaults"):
     values = {}
     for name, const in CONSTANTS.items():
         value = saved.get(name, DEFAULTS[name])
-        label = name.replace("_", " ").capitalize()
+        label = plain_name(name).capitalize()
         if const.kind is bool:
-            values[name] = st.toggle(label, value=bool(value), help=const.description)
+            values[name] = st.toggle(label, value=bool(value), help=f"{const.description} ({name})")
         elif const.kind is float:
             values[name] = st.number_input(label, float(const.minimum or 0), float(const.maximum or 1),
-                                           float(value), step=0.05, help=const.description)
+                                           float(value), step=0.05, help=f"{const.description} ({name})")
         else:
             values[name] = st.number_input(label, int(const.minimum or 0), int(const.maximum or 10**9),
-                                           int(value), step=1, help=const.description)
+                                           int(value), step=1, help=f"{const.description} ({name})")
     if st.form_submit_button("Save defaults"):
         try:
             save_defaults(values, dpath, base=shown)
         except SettingsFileError as exc:
-            st.error(str(exc))
+            st.error(views.md_text(exc))
         else:
             st.session_state.pop("defaults_shown", None)
             st.session_state["settings_flash"] = "Default research settings saved."
@@ -172,7 +179,7 @@ if saved and st.button("Reset to the built-in defaults"):
     try:
         save_defaults(dict(DEFAULTS), dpath)
     except SettingsFileError as exc:
-        st.error(str(exc))
+        st.error(views.md_text(exc))
     else:
         st.session_state.pop("defaults_shown", None)
         st.session_state["settings_flash"] = "Defaults reset."

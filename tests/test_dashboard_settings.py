@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import stat
 import tomllib
 from pathlib import Path
@@ -52,9 +53,13 @@ def test_keys_are_masked_and_their_origin_is_shown(monkeypatch: pytest.MonkeyPat
     assert ENV_KEY not in everything and FILE_KEY not in everything
     assert ENV_KEY[-4:] in everything and mask(ENV_KEY) in everything and mask(FILE_KEY) in everything
     markdown = "\n".join(m.value for m in at.markdown)
-    assert "`OPENAI_API_KEY` · set in the environment" in markdown
-    assert "`TAVILY_API_KEY` · saved here (secrets file)" in markdown
-    assert "`GEMINI_API_KEY` · not set" in markdown
+    assert "**OpenAI** · set in the environment" in markdown
+    assert "**Tavily search** · saved here (secrets file)" in markdown
+    assert "**Gemini** · not set" in markdown
+    # Plain words on the page: technical names only in tooltips.
+    shown = markdown + "\n".join(t.label for t in at.text_input) + "\n".join(n.label for n in at.number_input)
+    assert not re.search(r"\b[A-Z]+(?:_[A-Z]+)+\b", shown), shown
+    assert any("OPENAI_API_KEY" in (m.help or "") for m in at.markdown)
 
 
 def test_saving_a_key_writes_an_owner_only_secrets_file_and_shows_it_masked(tmp_path: Path) -> None:
@@ -66,12 +71,12 @@ def test_saving_a_key_writes_an_owner_only_secrets_file_and_shows_it_masked(tmp_
     assert tomllib.loads(path.read_text())["GEMINI_API_KEY"] == new_key
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert new_key not in _every_value(at)
-    assert "`GEMINI_API_KEY` · saved here (secrets file) · `AIz…ghij`" in "\n".join(m.value for m in at.markdown)
+    assert "**Gemini** · saved here (secrets file) · `AIz…ghij`" in "\n".join(m.value for m in at.markdown)
 
 
 def test_default_constants_are_saved_and_used_by_the_new_research_form(dash_env: Store, tmp_path: Path) -> None:
     at = _settings()
-    subtopics = next(n for n in at.number_input if n.label == "Subtopic count")
+    subtopics = next(n for n in at.number_input if n.label == "Subtopics")
     subtopics.set_value(9)
     next(b for b in at.button if b.label == "Save defaults").click().run()
     assert any("saved" in s.value for s in at.success)
