@@ -84,3 +84,61 @@ def test_near_duplicate_questions_count_as_redundant() -> None:
     a = "How do recent heat pump sales compare across European regions?"
     assert _overlap(a, "How do recent heat pump sales compare across regions in Europe?") > 0.7
     assert _overlap(a, "What do installers charge in Norway?") < 0.2
+
+
+def _user_prompt(request: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content")) for m in request["json"].get("messages", [])
+                     if m.get("role") == "user")
+
+
+def test_a_later_round_worker_is_told_earlier_learnings_and_queries(
+    standin: Any, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=2)
+    plan = store.get_plan(run_id) or []
+    first_ids = {s["id"] for s in plan if s["round"] == 1}
+    later = next(s for s in plan if s["round"] == 2)
+    claims = [f["claim"] for f in store.get_findings(run_id)
+              if f["kind"] == "finding" and f["subtopic_id"] in first_ids]
+    queries = [q["query"] for q in store.get_queries(run_id) if q["subtopic_id"] in first_ids]
+    assert claims and queries
+    prompts = [_user_prompt(r) for r in standin.requests_for("openai")]
+    later_prompts = [p for p in prompts if f"<subtopic>{later['title']}</subtopic>" in p]
+    assert later_prompts, "the round-2 worker wrote no queries"
+    assert any(c[:80] in later_prompts[0] for c in claims)  # a cited learning, not a page
+    assert all(q in later_prompts[0] for q in queries[:5])  # the earlier queries
+    first_title = next(s["title"] for s in plan if s["round"] == 1)
+    first_prompt = next(p for p in prompts if f"<subtopic>{first_title}</subtopic>" in p)
+    assert not any(c[:80] in first_prompt for c in claims)  # round 1 has nothing earlier
+    # No query of the round-2 subtopic repeats one of round 1.
+    seen = {" ".join(q.lower().split()) for q in queries}
+    assert not any(" ".join(q["query"].lower().split()) in seen
+                   for q in store.get_queries(run_id) if q["subtopic_id"] == later["id"])
+
+
+class _Worker:
+    """A worker model that answers the query prompt with fixed lists, one per call."""
+
+    def __init__(self, *answers: list[str]) -> None:
+        self.answers = list(answers)
+        self.llm = self
+
+    def structured(self, messages: Any, schema: Any, **_: Any) -> Any:
+        return schema(queries=self.answers.pop(0))
+
+
+class _Ctx:
+    def checkpoint(self) -> None:
+        """Never cancelled."""
+
+
+def test_a_query_repeating_an_earlier_one_is_not_searched_again() -> None:
+    from research.phases import searching
+
+    worker = _Worker(["Heat pumps  EUROPE", "heat pump subsidies", "heat pump subsidies"],
+                     ["heat pump prices 2024"])
+    queries = searching._queries(_Ctx(), worker, {"id": "r2t1", "title": "t"},  # type: ignore[arg-type]
+                                 [], 2, [], 0.0, avoid=["heat pumps europe"])
+    # The repeat (case and spacing aside) and the duplicate are dropped; the first wave
+    # still asks once more for the missing query.
+    assert queries == ["heat pump subsidies", "heat pump prices 2024"]

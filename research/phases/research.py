@@ -36,7 +36,7 @@ from research.errors import (
 from research.events import SourceFound, SourceSkipped, StepCompleted, StepFailed, StepStarted
 from research.fetch import FetchedPage
 from research.llm.base import Message
-from research.phases import scoring, searching
+from research.phases import learnings, scoring, searching
 from research.phases.searching import WORKER_ROLE, Candidate, Outcome
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
 from research.search.documents import is_document_result, page_of
@@ -244,15 +244,18 @@ def _research(
     cap = int(sub.get("max_sources") or cfg.sources_per_subtopic)
     first = math.ceil(total / 2)
     with ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="io") as pool:
-        results = searching.search_wave(ctx, worker, sub, first, [], [], out, pool, deadline)
+        known = learnings.prior(ctx, sub)  # earlier rounds: learnings and queries run
+        results = searching.search_wave(ctx, worker, sub, first, [], [], out, pool, deadline,
+                                        known)
         if total > first:
             titles = [r.result.title for r in results][:15]
             asked = [q["query"] for q in out.queries]
             results += searching.search_wave(ctx, worker, sub, total - first, titles, asked, out, pool,
-                                    deadline)
+                                    deadline, known)
         if cfg.search_other_side and not sub.get("lookup"):
             # The other side goes first among the candidates, so the cut does not drop it.
-            opposing = searching.other_side(ctx, sub, [q["query"] for q in out.queries], out,
+            opposing = searching.other_side(ctx, sub, [q["query"] for q in out.queries]
+                                            + known.queries, out,
                                             pool, deadline)
             results = opposing[:3] + results + opposing[3:]
         if not results:

@@ -30,6 +30,7 @@ from research.errors import (
 )
 from research.events import SearchFailed
 from research.llm.base import Message, is_outage, run_with_deadline
+from research.phases import learnings
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
 from research.retry import RetryPolicy, call_with_retries
@@ -47,7 +48,7 @@ this subtopic of the question "{question}".
 Description: {description}
 Research questions:
 {questions}
-{found}
+{found}{prior}
 Make the queries specific and different from each other (names, numbers, dates, official
 sources). Do not repeat earlier queries."""
 
@@ -97,7 +98,11 @@ def call(ctx: RunContext, fn: Any, deadline: float, what: str) -> Any:
 def search_wave(
     ctx: RunContext, worker: Agent, sub: dict[str, Any], count: int, found: list[str],
     asked: list[str], out: Outcome, pool: ThreadPoolExecutor, deadline: float,
+    known: learnings.Prior | None = None,
 ) -> list[Candidate]:
+    """One wave of queries. `known` carries earlier rounds' learnings and queries: they go
+    into the prompt, and a query repeating one of them is not searched again."""
+    known = known or learnings.Prior()
     found_text = ""
     if found:
         listed = "\n".join(f"- {clean_untrusted(t)[:150]}" for t in found)
@@ -109,9 +114,10 @@ def search_wave(
             count=count, question=clean_untrusted(ctx.brief), title=sub["title"],
             description=sub.get("description", ""),
             questions="\n".join(f"- {q}" for q in sub["questions"]), found=found_text,
+            prior=learnings.prompt_text(known),
         )),
     ]
-    queries = _queries(ctx, worker, sub, messages, count, asked, deadline)
+    queries = _queries(ctx, worker, sub, messages, count, asked, deadline, avoid=known.queries)
     return run_queries(ctx, sub, queries, out, pool, deadline)
 
 
@@ -122,7 +128,7 @@ def other_side(ctx: RunContext, sub: dict[str, Any], asked: list[str], out: Outc
     Written from the subtopic's title, without a model call: it costs one search per
     provider and cannot be talked out of looking."""
     query = opposing_query(sub)
-    if not query or query in asked:
+    if not query or learnings.same_query(query) in {learnings.same_query(q) for q in asked}:
         return []
     return run_queries(ctx, sub, [query], out, pool, deadline)
 
@@ -166,15 +172,18 @@ def run_queries(ctx: RunContext, sub: dict[str, Any], queries: list[str], out: O
 
 def _queries(
     ctx: RunContext, worker: Agent, sub: dict[str, Any], messages: list[Message], count: int,
-    asked: list[str], deadline: float,
+    asked: list[str], deadline: float, *, avoid: list[str] | None = None,
 ) -> list[str]:
     """`count` new queries. In the first wave fewer are asked for once more, then used as
     they are (at least one: a subtopic with no query cannot be searched, so none fails the
-    unit). The refining wave may well find nothing left to search: fewer is accepted as is."""
+    unit). The refining wave may well find nothing left to search: fewer is accepted as is.
+    `avoid` are earlier rounds' queries: never searched twice, but they do not make this
+    the refining wave."""
+    avoid = avoid or []
     ctx.checkpoint()
     answer = worker.llm.structured(messages, SearchQueries, deadline=deadline,
                                    caps={"queries": count})
-    queries = _fresh(answer.queries, asked, count)
+    queries = _fresh(answer.queries, asked + avoid, count)
     if asked:
         return queries
     if len(queries) < count:
@@ -184,7 +193,7 @@ def _queries(
         ctx.checkpoint()
         more = worker.llm.structured(messages, SearchQueries, deadline=deadline,
                                      caps={"queries": count})
-        queries = _fresh(queries + more.queries, asked, count)
+        queries = _fresh(queries + more.queries, asked + avoid, count)
         if queries and len(queries) < count:
             note_short(ctx, f"research:{sub['id']}", "search queries", len(queries), count,
                        f"the subtopic \u201c{sub['title']}\u201d was searched with those")
@@ -194,9 +203,15 @@ def _queries(
 
 
 def _fresh(queries: list[str], asked: list[str], count: int) -> list[str]:
-    """Distinct, non-empty queries not asked before, at most `count` (extras trimmed)."""
-    unique = dict.fromkeys(q.strip()[:300] for q in queries if q.strip())
-    return [q for q in unique if q not in asked][:count]
+    """Distinct, non-empty queries not asked before (case and spacing ignored), at most
+    `count` (extras trimmed)."""
+    seen = {learnings.same_query(q) for q in asked}
+    out: list[str] = []
+    for query in (q.strip()[:300] for q in queries if q.strip()):
+        if learnings.same_query(query) not in seen:
+            seen.add(learnings.same_query(query))
+            out.append(query)
+    return out[:count]
 
 
 def _search_one(
