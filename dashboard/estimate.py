@@ -54,7 +54,7 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
     prices = prices or PriceTable()
     providers = max(1, len(config.active_search_providers()))
     # Later rounds research follow-up questions: count them as half the subtopics again.
-    subtopics = config.subtopic_count * (1 + 0.5 * (config.max_rounds - 1))
+    subtopics = config.subtopic_count * (1 + 0.5 * (config.rounds_limit() - 1))
     # SEARCH_OTHER_SIDE adds one search for the other side of each subtopic.
     searches_each = (config.searches_per_subtopic + int(config.search_other_side)) * providers
     candidates = config.sources_per_subtopic * 2
@@ -77,7 +77,7 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
         ("reviewer", config.review_cycles, review_call),
         ("writer", config.review_cycles, revise_call),
         # "Done when ...": the lead judges the exit case once after each round.
-        ("lead", config.max_rounds if config.done_when.strip() else 0, GOAL_CALL),
+        ("lead", config.rounds_limit() if config.done_when.strip() else 0, GOAL_CALL),
     ]
     model_calls = 0.0
     tokens_in = tokens_out = 0.0

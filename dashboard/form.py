@@ -30,7 +30,10 @@ CHECKBOXES = ("REQUIRE_CLARIFICATION",)  # shown as "Ask me clarifying questions
 # INCLUDE_ACADEMIC_SOURCES is not a separate toggle: the "Search providers" list shows every
 # provider the run will use, academic ones included, and the constant follows that list.
 FROM_SEARCH_LIST = ("INCLUDE_ACADEMIC_SOURCES",)
-ADVANCED = tuple(name for name in CONSTANTS if name not in SLIDERS + CHECKBOXES + FROM_SEARCH_LIST)
+# BREADTH and DEPTH shape only the breadth x depth schedule: shown when it is chosen.
+SCHEDULE_SLIDERS = ("BREADTH", "DEPTH")
+ADVANCED = tuple(name for name in CONSTANTS
+                 if name not in SLIDERS + CHECKBOXES + FROM_SEARCH_LIST + SCHEDULE_SLIDERS)
 SAME_AS_LEAD = "same as lead"
 
 ENGINE_LABELS = {

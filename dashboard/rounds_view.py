@@ -93,10 +93,12 @@ def stop_text(reason: Any, config: Mapping[str, Any] | None = None) -> str:
     if not text:
         return ""
     rounds = (config or {}).get("max_rounds")
-    if text.startswith("MAX_ROUNDS reached"):
+    if text.startswith("DEPTH reached"):
+        rounds = (config or {}).get("depth")
+    if text.startswith(("MAX_ROUNDS reached", "DEPTH reached")):
         limit = f" ({rounds})" if rounds else ""
         return f"The maximum number of research rounds{limit} was reached."
-    if text.startswith("MAX_ROUNDS is 1"):
+    if text.startswith(("MAX_ROUNDS is 1", "DEPTH is 1")):
         return "Only one research round was asked for, so no follow-ups were researched."
     if text.startswith("No new, relevant, non-redundant question remains"):
         return ("No new question remained that was relevant and not already answered or "

@@ -269,6 +269,11 @@ with left:
                      format_func=form.SCHEDULES.get,
                      help="Rounds: after each round the planner sorts the follow-up questions. "
                           "Breadth × depth: the same loop, with new subtopics halving at each level.")
+        if state.get("schedule") == "breadth_depth":
+            for name in form.SCHEDULE_SLIDERS:
+                const = CONSTANTS[name]
+                st.slider(plain_name(name).capitalize(), int(const.minimum or 1),
+                          int(const.maximum or 1), key=f"c_{name}", help=const.description)
         for name in form.ADVANCED:
             const = CONSTANTS[name]
             key = f"c_{name}"

@@ -56,6 +56,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--subtopics", type=int, help="subtopic count (3-10)")
     p.add_argument("--sources", type=int, help="sources per subtopic (5-50)")
     p.add_argument("--reviews", type=int, help="review cycles (0-5)")
+    p.add_argument("--schedule", choices=["rounds", "breadth-depth"],
+                   help="rounds (follow-ups until nothing new remains) or breadth-depth (new "
+                        "subtopics halve at each level)")
+    p.add_argument("--breadth", type=int,
+                   help="breadth-depth: new subtopics the first deeper level may add (1-10)")
+    p.add_argument("--depth", type=int, help="breadth-depth: research levels (1-5)")
     p.add_argument("--format", choices=list(FORMATS), default="md",
                    help="md or pdf: the report; docx: Word; bib or ris: the cited sources; "
                         "csv or xlsx: the claim evidence table")
@@ -202,6 +208,8 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             config = build_config(
                 env=env, preset=args.preset, SUBTOPIC_COUNT=args.subtopics,
                 SOURCES_PER_SUBTOPIC=args.sources, REVIEW_CYCLES=args.reviews,
+                BREADTH=args.breadth, DEPTH=args.depth,
+                schedule=args.schedule.replace("-", "_") if args.schedule else None,
                 REQUIRE_CLARIFICATION=True if args.clarify else None,
                 report_language=args.language, max_cost_usd=args.max_cost,
                 review_plan=True if args.review_plan else None, engine=args.engine,

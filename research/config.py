@@ -48,6 +48,8 @@ class ResearchConfig(BaseModel):
     searches_per_subtopic: int = DEFAULTS["SEARCHES_PER_SUBTOPIC"]
     review_cycles: int = DEFAULTS["REVIEW_CYCLES"]
     max_rounds: int = DEFAULTS["MAX_ROUNDS"]
+    breadth: int = DEFAULTS["BREADTH"]
+    depth: int = DEFAULTS["DEPTH"]
     source_relevance_threshold: float = DEFAULTS["SOURCE_RELEVANCE_THRESHOLD"]
     source_max_age_days: int = DEFAULTS["SOURCE_MAX_AGE_DAYS"]
     report_max_words: int = DEFAULTS["REPORT_MAX_WORDS"]
@@ -137,6 +139,11 @@ class ResearchConfig(BaseModel):
         if role != "lead" and "lead" in self.role_models:
             return self.role_models["lead"]
         return RoleModel(provider=self.provider, model=self.model)
+
+    def rounds_limit(self) -> int:
+        """The most research rounds: DEPTH levels under the breadth x depth schedule,
+        MAX_ROUNDS otherwise."""
+        return self.depth if self.schedule == "breadth_depth" else self.max_rounds
 
     def active_search_providers(self) -> tuple[str, ...]:
         names = [n for n in self.search_providers if n not in ACADEMIC_PROVIDERS]

@@ -34,6 +34,10 @@ _TABLE = (
     Constant("SEARCHES_PER_SUBTOPIC", 5, int, 1, 10, "Web searches written for each subtopic."),
     Constant("REVIEW_CYCLES", 2, int, 0, REVIEW_CYCLES_MAX, "Review-and-revise cycles for the draft."),
     Constant("MAX_ROUNDS", 2, int, 1, 5, "Research rounds (follow-up questions get another round)."),
+    Constant("BREADTH", 3, int, 1, 10, "Breadth x depth schedule: new subtopics the first "
+             "deeper level may add; each level after adds half as many."),
+    Constant("DEPTH", 2, int, 1, 5, "Breadth x depth schedule: research levels, the first "
+             "included (takes the place of MAX_ROUNDS)."),
     Constant("SOURCE_RELEVANCE_THRESHOLD", 0.6, float, 0.0, 1.0,
              "Sources scored below this relevance (0-1) are dropped."),
     Constant("SOURCE_MAX_AGE_DAYS", 0, int, 0, 36500,

@@ -51,6 +51,9 @@ def test_cli_refuses_bad_input_with_one_readable_line(standin_env: dict[str, str
     bad = _cli(["question", "--subtopics", "12"], env, tmp_path)
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: SUBTOPIC_COUNT must be between 3 and 10 (got 12)."
+    deep = _cli(["question", "--schedule", "breadth-depth", "--depth", "9"], env, tmp_path)
+    assert deep.returncode == 2
+    assert deep.stderr.strip() == "error: DEPTH must be between 1 and 5 (got 9)."
     empty = _cli(["   "], env, tmp_path)
     assert empty.returncode == 2 and "Please type a research question" in empty.stderr
     assert "Traceback" not in bad.stderr + empty.stderr
@@ -129,3 +132,17 @@ def test_cli_hands_a_run_to_a_hosted_engine(standin: StandinServer, standin_env:
     assert "## Sources" in (tmp_path / "h.md").read_text()
     run = Store(tmp_path / "h.db").get_run(result.stdout.strip().splitlines()[-1])
     assert run is not None and run["engine"] == "openai-deep-research"
+
+
+def test_cli_schedule_breadth_and_depth_reach_the_stored_config(
+    standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    db = tmp_path / "schedule.db"
+    # --review-plan stops the run at the plan: the stored config is what is checked.
+    result = _cli(["How do heat pumps perform in cold climates?", "--schedule", "breadth-depth",
+                   "--breadth", "2", "--depth", "4", "--review-plan"],
+                  {**standin_env, "DEEP_RESEARCH_DB": str(db)}, tmp_path)
+    assert result.returncode == 3, result.stderr
+    [run] = Store(db).list_runs()
+    config = run["config"]
+    assert (config["schedule"], config["breadth"], config["depth"]) == ("breadth_depth", 2, 4)

@@ -14,7 +14,8 @@ def test_every_spec_constant_has_its_default() -> None:
     config = build_config(env={})
     assert config.constants() == {
         "SUBTOPIC_COUNT": 6, "SOURCES_PER_SUBTOPIC": 20, "SEARCHES_PER_SUBTOPIC": 5,
-        "REVIEW_CYCLES": 2, "MAX_ROUNDS": 2, "SOURCE_RELEVANCE_THRESHOLD": 0.6,
+        "REVIEW_CYCLES": 2, "MAX_ROUNDS": 2, "BREADTH": 3, "DEPTH": 2,
+        "SOURCE_RELEVANCE_THRESHOLD": 0.6,
         "SOURCE_MAX_AGE_DAYS": 0, "REPORT_MAX_WORDS": 3000, "REQUIRE_CLARIFICATION": False,
         "INCLUDE_ACADEMIC_SOURCES": True, "SEARCH_OTHER_SIDE": True, "MAX_PARALLEL_WORKERS": 4,
         "STEP_TIMEOUT_MS": 120000, "TOTAL_TIMEOUT_MS": 1800000,
@@ -27,6 +28,8 @@ def test_every_spec_constant_has_its_default() -> None:
     ("SOURCES_PER_SUBTOPIC", 51, "between 5 and 50"),
     ("REVIEW_CYCLES", 6, "between 0 and 5"),
     ("MAX_ROUNDS", 0, "between 1 and 5"),
+    ("BREADTH", 11, "between 1 and 10"),
+    ("DEPTH", 6, "between 1 and 5"),
     ("SOURCE_RELEVANCE_THRESHOLD", 1.5, "between 0 and 1"),
 ])
 def test_out_of_range_values_name_the_setting_and_bounds(name: str, bad: float, bounds: str) -> None:

@@ -115,6 +115,23 @@ def test_language_budget_pauses_and_schedule_reach_the_stored_config(
     assert at.selectbox(key="engine").value == "openai-deep-research"
 
 
+def test_breadth_and_depth_sliders_come_with_their_schedule_and_reach_the_config(
+    dash_env: Store, fake_jobs: FakeExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    at = _page()
+    keys = {s.key for s in at.slider}
+    assert not {"c_BREADTH", "c_DEPTH"} & keys  # only with the breadth x depth schedule
+    at.selectbox(key="schedule").select("breadth_depth").run()
+    at.slider(key="c_BREADTH").set_value(5).run()
+    at.slider(key="c_DEPTH").set_value(3).run()
+    assert (at.slider(key="c_DEPTH").min, at.slider(key="c_DEPTH").max) == (1, 5)
+    _start(at)
+    [run] = dash_env.list_runs()
+    config = run["config"]
+    assert (config["schedule"], config["breadth"], config["depth"]) == ("breadth_depth", 5, 3)
+
+
 def test_similar_earlier_runs_are_offered_and_the_new_run_can_build_on_one(
     dash_env: Store, fake_jobs: FakeExecutor, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -58,6 +58,8 @@ def test_rounds_tab_before_any_round_explains_what_will_appear(dash_env: Store) 
 def test_stop_reasons_read_as_plain_words() -> None:
     assert rounds_view.stop_text("MAX_ROUNDS reached.", {"max_rounds": 3}) == \
         "The maximum number of research rounds (3) was reached."
+    assert rounds_view.stop_text("DEPTH reached.", {"max_rounds": 1, "depth": 4}) == \
+        "The maximum number of research rounds (4) was reached."
     assert "nothing" in rounds_view.stop_text("No new, relevant, non-redundant question remains.")
     budget = "Research stopped because the cost cap of $0.05 was reached ($0.06 spent)."
     assert rounds_view.stop_text(budget) == budget

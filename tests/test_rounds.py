@@ -72,9 +72,9 @@ def test_a_single_round_skips_triage(standin_env: dict[str, str], tmp_db: Path) 
 def test_breadth_depth_schedule_halves_breadth_and_searches(
     standin_env: dict[str, str], tmp_db: Path
 ) -> None:
-    assert [_breadth(8, r, "breadth_depth") for r in (1, 2, 3)] == [4, 2, 1]
-    assert _breadth(8, 3, "rounds") == 4
-    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=3, SEARCHES_PER_SUBTOPIC=4,
+    assert [_breadth(8, r, "breadth_depth", 4) for r in (1, 2, 3)] == [4, 2, 1]
+    assert _breadth(8, 3, "rounds", 4) == 4
+    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=3, DEPTH=3, SEARCHES_PER_SUBTOPIC=4,
                          schedule="breadth_depth")
     plan = store.get_plan(run_id) or []
     assert [s.get("searches") for s in plan if s["round"] > 1] == [2]  # 4 halved at level 1
@@ -84,6 +84,18 @@ def test_near_duplicate_questions_count_as_redundant() -> None:
     a = "How do recent heat pump sales compare across European regions?"
     assert _overlap(a, "How do recent heat pump sales compare across regions in Europe?") > 0.7
     assert _overlap(a, "What do installers charge in Norway?") < 0.2
+
+
+def test_depth_not_max_rounds_limits_the_breadth_depth_schedule(
+    standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    # MAX_ROUNDS=1 would stop after one round; under this schedule DEPTH=2 decides.
+    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=1, DEPTH=2, BREADTH=1,
+                         schedule="breadth_depth")
+    plan = store.get_plan(run_id) or []
+    assert [s["round"] for s in plan].count(2) == 1  # BREADTH=1: one new subtopic
+    run = store.get_run(run_id) or {}
+    assert run["totals"]["rounds"] == 2 and run["totals"]["stop_reason"] == "DEPTH reached."
 
 
 def _user_prompt(request: dict[str, Any]) -> str:

@@ -28,6 +28,8 @@ PLAIN_NAMES = {
     "SEARCHES_PER_SUBTOPIC": "searches per subtopic",
     "REVIEW_CYCLES": "review cycles",
     "MAX_ROUNDS": "research rounds",
+    "BREADTH": "breadth (new subtopics at the first deeper level)",
+    "DEPTH": "depth (research levels)",
     "SOURCE_RELEVANCE_THRESHOLD": "minimum source relevance",
     "SOURCE_MAX_AGE_DAYS": "oldest source allowed (days, 0 = any age)",
     "REPORT_MAX_WORDS": "longest report (words)",

@@ -127,13 +127,14 @@ def _goal_met(ctx: RunContext, round_no: int) -> bool:
 def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
     cfg = ctx.config
     plan = ctx.store.get_plan(ctx.run_id) or []
-    if cfg.max_rounds <= 1:
-        return _stop(ctx, round_no, [], [], "MAX_ROUNDS is 1: a single research round was asked for.")
+    if cfg.rounds_limit() <= 1:
+        return _stop(ctx, round_no, [], [], f"{_limit_name(cfg.schedule)} is 1: a single research "
+                                            "round was asked for.")
     questions = _new_questions(ctx, plan, round_no)
     filtered = [q for q in questions if q.get("action") == "filter"]
     open_qs = [q for q in questions if q.get("action") is None][:MAX_QUESTIONS]
-    last_round = round_no >= cfg.max_rounds
-    limit = _breadth(cfg.subtopic_count, round_no, cfg.schedule)
+    last_round = round_no >= cfg.rounds_limit()
+    limit = _breadth(cfg.subtopic_count, round_no, cfg.schedule, cfg.breadth)
     decisions: list[dict[str, Any]] = []
     coverage: list[dict[str, Any]] = []
     if open_qs:
@@ -144,7 +145,7 @@ def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
         messages = [
             system(LEAD_ROLE, ctx.today),
             Message("user", ASSESS_PROMPT.format(
-                round=round_no, max_rounds=cfg.max_rounds, question=clean_untrusted(ctx.brief),
+                round=round_no, max_rounds=cfg.rounds_limit(), question=clean_untrusted(ctx.brief),
                 coverage=_coverage_text(ctx, plan),
                 questions="\n".join(f"{q['id']}: {q['question']}" for q in open_qs),
                 escalate_rule=escalate_rule,
@@ -168,7 +169,7 @@ def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
     new = _escalate(ctx, plan, decisions, round_no)
     stop = None
     if not new:
-        stop = ("MAX_ROUNDS reached." if last_round
+        stop = (f"{_limit_name(cfg.schedule)} reached." if last_round
                 else "No new, relevant, non-redundant question remains.")
     return _stop(ctx, round_no, coverage, decisions, stop, added=len(new))
 
@@ -189,11 +190,17 @@ def _stop(
             "stop_reason": stop_reason, "new_subtopics": added}
 
 
-def _breadth(subtopics: int, round_no: int, schedule: str) -> int:
-    """How many subtopics the next round may add."""
+def _breadth(subtopics: int, round_no: int, schedule: str, breadth: int) -> int:
+    """How many subtopics the next round may add: BREADTH halving at each level under the
+    breadth x depth schedule, half the plan's subtopics otherwise."""
     if schedule == "breadth_depth":
-        return max(1, math.ceil(subtopics / 2 ** round_no))
+        return max(1, math.ceil(breadth / 2 ** (round_no - 1)))
     return max(1, subtopics // 2)
+
+
+def _limit_name(schedule: str) -> str:
+    """The setting that caps the rounds, named in the stop reason."""
+    return "DEPTH" if schedule == "breadth_depth" else "MAX_ROUNDS"
 
 
 def _words(text: str) -> set[str]:
