@@ -44,6 +44,16 @@ def plan_tab(store: Store, run: Run) -> None:
                                   for i, s in enumerate(versions[0]["subtopics"], 1)))
 
 
+def clicked_branch(event: Any) -> str | None:
+    """The id of the sunburst slice the person clicked (Streamlit reports a click on a
+    hierarchical chart as a one-point selection carrying the slice's id), or None."""
+    try:
+        points = event["selection"]["points"]
+    except (KeyError, TypeError):
+        return None
+    return str(points[0].get("id")) if points and points[0].get("id") is not None else None
+
+
 def map_tab(store: Store, run: Run) -> None:
     """The research map (dashboard.research_map) and, for a chosen branch, its findings and
     sources."""
@@ -55,12 +65,19 @@ def map_tab(store: Store, run: Run) -> None:
     if len(tree) == 1:
         st.info("The map grows here once the lead has planned the research.")
         return
-    st.plotly_chart(research_map.figure(tree), key="research_map")
-    st.caption("Click a branch to zoom in; " + research_map.legend() + ".")
+    event = st.plotly_chart(research_map.figure(tree), key="research_map", on_select="rerun",
+                            selection_mode="points")
+    st.caption("Click a branch to see its findings and sources below (and to zoom in; click the "
+               "centre to zoom out); " + research_map.legend() + ".")
     choices = {b.id: b for b in tree[1:] if b.subtopic_id}
+    clicked = clicked_branch(event)
+    if clicked in choices and clicked != st.session_state.get("_map_clicked"):
+        # A new click picks the branch; the list below still lets the person choose another.
+        st.session_state["_map_clicked"] = clicked
+        st.session_state["map_branch"] = clicked
     chosen = st.selectbox("Show a branch's findings and sources", list(choices),
-                          format_func=lambda i: views.md_label(
-                              f"{choices[i].kind}: {choices[i].label} ({choices[i].state})"),
+                          format_func=lambda i: views.label_text(  # options are plain text
+                              f"{choices[i].kind}: {choices[i].label} ({choices[i].state})", 80),
                           index=None, key="map_branch")
     if chosen is None:
         return
