@@ -55,6 +55,9 @@ def test_the_person_steers_the_next_round_in_the_browser(
             main = _main(page)
             sync_api.expect(main.get_by_text(re.compile("what should we explore next"))).to_be_visible()
             boxes = main.get_by_role("checkbox")
+            sync_api.expect(boxes.first).to_be_visible()  # count() does not wait for the page
+            sync_api.expect(main.get_by_label("Branches of your own (one per line)")).to_be_visible()
+            wait_idle(page)
             count = boxes.count()
             assert count >= 1
             if count > 1:
