@@ -193,9 +193,11 @@ def test_a_writer_that_keeps_refusing_fails_the_run_with_a_reason_and_no_empty_r
 def test_context_length_errors_during_a_run_are_trimmed_away(
     standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
 ) -> None:
-    # A window smaller than the workers' scoring and findings prompts (about 9,000 characters
-    # with the quick preset); the writer's prompt has no sources to trim and is left alone.
-    limit = 7_500
+    # A window smaller than the workers' larger scoring and findings prompts (up to about 11,000
+    # characters with the quick preset, now that sources carry their kind and the other side is
+    # searched too), yet one that a prompt trimmed to its sources' first lines always fits; the
+    # writer's prompt has no sources to trim and is left alone.
+    limit = 9_000
     for task in ("RelevanceScores", "SubtopicFindings"):
         standin.add_fault("openai", "context_limit", times=1000, max_chars=limit, task=task)
     store, run_id = _run(standin_env, tmp_db)
@@ -208,14 +210,14 @@ def test_context_length_errors_during_a_run_are_trimmed_away(
     rejected = [r for r in worker_calls if _chars(r) > limit]
     accepted = [r for r in worker_calls if _chars(r) <= limit]
     assert rejected and len(accepted) > len(rejected)
-    assert all(s["findings"] for s in _research_results(store, run_id))
+    assert all(s["findings"] for s in _research_results(store, run_id)), [(s["key"], s["status"], s["error"]) for s in store.get_steps(run_id)]
     events = [e["message"] for e in store.get_events(run_id) if e["type"] == "retrying"]
     assert any("too long" in m for m in events)
 
 
 def _research_results(store: Store, run_id: str) -> list[dict[str, Any]]:
     steps = [s for s in store.get_steps(run_id) if s["kind"] == "research"]
-    assert steps and all(s["status"] == "done" for s in steps)
+    assert steps and all(s["status"] == "done" for s in steps), [(s["key"], s["status"], s["error"]) for s in steps]
     return [s["result"] for s in steps]
 
 
