@@ -48,4 +48,4 @@ with st.sidebar:
     # Toasts and the tab title say when a run finishes, fails or waits, on every page.
     st.fragment(run_every=notify.WATCH_EVERY_S)(notify.watch)()
 
-ui.run_page(page)
+page.run()

@@ -7,9 +7,7 @@ import Streamlit; the rest are pure functions. Background threads never touch an
 from __future__ import annotations
 
 import runpy
-import threading
 from pathlib import Path
-from typing import Any
 
 import streamlit as st
 
@@ -80,32 +78,25 @@ def open_run(run_id: str) -> None:
 
 
 
-_navigation = threading.local()
-
-
-def run_page(page: Any) -> None:
-    """Run the page app.py's `st.navigation` chose, marked as run through the app."""
-    _navigation.active = True
-    try:
-        page.run()
-    finally:
-        _navigation.active = False
-
 
 def require_navigation() -> None:
-    """Run a page only under app.py's `st.navigation`.
+    """Run a page under app.py's `st.navigation`, also on a fresh server's first deep link.
 
-    The page files live in `pages/`, so on the first visit to a deep link after the server
-    starts (a shared or bookmarked `/run?run=...`), Streamlit runs the page on its own in its
-    old pages-folder mode and skips app.py (layout, navigation, the database check).
-    Then app.py runs here instead, in this same script run (so a button press that led
-    here is not lost), and its `st.navigation` switches that mode off for good; the stray
-    run of the page stops. (A page run on its own on purpose, as tests do, is not in that
-    mode and runs as is.)
+    The design keeps the page scripts in `pages/`, and Streamlit 1.67 has no documented way to
+    say "this app uses `st.navigation`" before app.py has run once: until some session has
+    called `st.navigation` (documented: from then on the `pages/` folder is ignored in every
+    session), a first visit to `/run?run=...` runs `pages/run.py` on its own in the legacy
+    pages-folder mode and skips app.py (layout, navigation, the database check). Upstream:
+    streamlit/streamlit#10276 (review: "a `pages` folder + MPAv2 ... directly access an URL
+    path ... Sometimes it completely switch[es] back to MPAv1"). So in that mode, and only
+    then, app.py runs here in this same script run (a button press that led here is not lost);
+    its `st.navigation` ends the mode for good and runs this page; the stray run stops.
+    Under app.py the flag is already False, and a page run on its own (as tests do) has no
+    `pages/` folder beside it. tests/test_streamlit_pages_mode.py fails loudly when Streamlit
+    changes this; then drop this function and its calls.
     """
-    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.runtime.pages_manager import PagesManager  # private: the one place we read it
 
-    if PagesManager.uses_pages_directory and not getattr(_navigation, "active", False):
-        PagesManager.uses_pages_directory = False
+    if PagesManager.uses_pages_directory:
         runpy.run_path(str(APP_FILE), run_name="__main__")
         st.stop()
