@@ -22,6 +22,7 @@ from research.errors import ResearchError
 from research.export import build_document
 from research.export.document import ReportDocument
 from research.export.formats import FORMATS, export_document
+from research.export.run_document import build_document_for_run
 from research.phases import verify
 from storage import Store
 
@@ -116,6 +117,19 @@ def report_body(doc: ReportDocument) -> None:
     st.markdown(views.report_markdown(doc))
     st.subheader("Sources")
     st.markdown(views.sources_markdown(doc))
+
+
+def finished_report(store: Store, run: Mapping[str, Any]) -> tuple[dict[str, Any] | None, Any]:
+    """The finished report and its document, or (None, None) while there is none."""
+    run_id = str(run["id"])
+    report = store.get_report(run_id)
+    if report is None or run.get("status") != "completed":
+        return None, None
+    try:
+        return report, build_document_for_run(store, run_id)
+    except ResearchError as exc:
+        st.error(f"The report could not be shown: {exc}")
+        return None, None
 
 
 def report_first(store: Store, run: Mapping[str, Any], report: Mapping[str, Any],

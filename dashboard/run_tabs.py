@@ -1,4 +1,4 @@
-"""The Run page's tabs, one render function each (pages/run.py only lays them out).
+"""The Run page's tabs, one render function each, and the tab row that lays them out.
 
 Every function reads what the store holds now, so while a run works the tabs are drawn again
 inside a refreshing fragment and show what exists so far: the plan once it is made, sources
@@ -8,17 +8,19 @@ draft. Text from the web and models goes through `views.md_text` before it reach
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
 
-from dashboard import engines_view, research_map, rounds_view, verification_view, views
+from dashboard import engines_view, research_map, rounds_view, run_report, verification_view, views
 from dashboard.documents_view import show_run_passages
 from dashboard.jobs import ACTIVE
 from dashboard.run_report import download_buttons
 from storage import Store
 
 Run = dict[str, Any]
+TABS = ["Plan", "Map", "Sources", "Rounds", "Review", "Verification", "Report", "Engines", "Tokens and cost"]
 
 
 def plan_tab(store: Store, run: Run) -> None:
@@ -311,3 +313,23 @@ def usage_tab(store: Store, run: Run) -> None:
         st.info("No model calls recorded yet.")
 
 
+def panel(store: Store, run: Run, *, finished: bool) -> None:
+    """Plan, sources, rounds, review, verification, draft, engines, cost: what exists now.
+    Only the open tab is drawn; a finished run's report leads the page, so it has no tab."""
+    run_id = run["id"]
+    current = store.get_run(run_id) or run
+    names = [t for t in TABS
+             if t != "Engines" or engines_view.has_engines(store, run_id, run.get("config") or {})]
+    if finished:
+        names = [t for t in names if t != "Report"]
+    for name, tab in zip(names, st.tabs(names, key="tab", bind="query-params"), strict=True):
+        if tab.open:
+            with tab:
+                RENDER[name](store, current)
+
+
+RENDER: dict[str, Callable[[Store, Run], None]] = {
+    "Plan": plan_tab, "Map": map_tab, "Sources": sources_tab, "Rounds": rounds_tab,
+    "Review": review_tab, "Verification": verification_tab,
+    "Report": run_report.draft_in_progress,
+    "Engines": engines_tab, "Tokens and cost": usage_tab}

@@ -1,7 +1,8 @@
 """The Streamlit side of the dashboard: cached store and job manager, shared page helpers.
 
-This, `run_report` and `run_tabs` (the Run page's parts) are the modules in `dashboard/` that
-import Streamlit; the rest are pure functions. Background threads never touch anything here.
+This and the `*_view` and `run_*` modules (the pages' parts, e.g. the Run page's header, live
+panel, waiting panel, tabs and report) are the modules in `dashboard/` that import Streamlit;
+the rest are pure functions. Background threads never touch anything here.
 """
 
 from __future__ import annotations
@@ -75,8 +76,6 @@ def prices() -> PriceTable:
 
 def open_run(run_id: str) -> None:
     st.switch_page(PAGES["run"], query_params={"run": run_id})
-
-
 
 
 def require_navigation() -> None:

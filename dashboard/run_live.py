@@ -1,0 +1,133 @@
+"""The Run page's live panel: progress, timings, budget meters, what the run's status means,
+the pause / resume / cancel buttons, the steps and the activity log.
+
+It reads the store afresh every time, so the page draws it in a fragment that refreshes while
+the run works; when the run starts or stops working, the whole page is drawn again (live
+refresh on or off, the finished report leading).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from dashboard import budget, ui, views
+from dashboard.jobs import ACTIVE, RESUMABLE, JobManager, status_of
+from research import cancel, pause, unpause
+from research.errors import ConfigError
+from research.progress import percent
+from storage import Store
+
+_MESSAGE = "_run_message"  # a control's failure, shown on the next drawing of the panel
+
+
+def remember_active(run_id: str, active: bool) -> None:
+    """Whether the run was working when the page was drawn, so the panel sees it change."""
+    st.session_state[f"_active_{run_id}"] = active
+
+
+def control(store: Store, jobs: JobManager, run_id: str, action: str) -> None:
+    """Pause / continue / cancel; resuming a run nobody executes goes through the job manager."""
+    try:
+        if action == "pause":
+            pause(store, run_id)
+        elif action == "unpause":
+            unpause(store, run_id)
+        elif action == "resume":
+            jobs.resume(run_id, ui.credentials(), prices=ui.prices())
+        elif action == "cancel":
+            cancel(store, run_id)
+        elif action == "abandon":  # nothing executes it: record the cancellation directly
+            store.set_run_status(run_id, "cancelled")
+    except ConfigError as exc:
+        st.session_state[_MESSAGE] = str(exc)
+
+
+def panel(store: Store, jobs: JobManager, run_id: str) -> None:
+    """The live panel of one run, as the store has it now."""
+    current = store.get_run(run_id)
+    if current is None:
+        st.error("This run was deleted.")
+        return
+    alive = jobs.is_alive(run_id)
+    status = status_of(current, alive)
+    steps = store.get_steps(run_id)
+    activity = store.latest_activity(run_id)
+    pct = percent(current, steps)
+    elapsed, remaining = views.timing(current, pct)
+
+    warnings = views.run_warnings(current) if status == "completed" else []
+    shown = views.run_status_text(current) if status == "completed" else status.capitalize()
+    st.progress(pct / 100, text=f"{shown} · {pct}%")
+    cols = st.columns(4)
+    cols[0].metric("Elapsed", views.duration_text(elapsed))
+    cols[1].metric("Estimated remaining",
+                   views.duration_text(remaining) if remaining is not None else "—")
+    cols[2].metric("Sources so far", int(activity.get("sources") or 0))
+    cols[3].metric("Steps done", f"{activity.get('steps_done', 0)} of {activity.get('steps_total', 0)}")
+    for meter in budget.meters(current.get("config") or {}, store.usage_totals(run_id),
+                               int(activity.get("sources") or 0)):
+        st.progress(meter.fraction, text=views.dollars(meter.text))
+
+    message = st.session_state.pop(_MESSAGE, None)
+    if message:
+        st.error(message)
+    for warning in warnings:
+        st.warning(views.md_text(warning), icon=":material/warning:")
+    stopped = budget.budget_stop(current, store.get_report(run_id) if status == "completed" else None)
+    if stopped and not warnings:
+        st.warning(views.md_text(stopped) + (" The report covers what was gathered until then."
+                                             if status == "completed" else ""))
+    _status_note(current, status)
+    _buttons(store, jobs, run_id, status, alive)
+
+    with st.expander("Steps", expanded=status in ACTIVE):
+        st.dataframe(views.steps_frame(steps), hide_index=True, width="stretch")
+    with st.expander("Activity log (latest first)", expanded=status in ACTIVE):
+        events = views.tail_events(store, run_id, int(activity.get("last_event_id") or 0))
+        st.dataframe(views.events_frame(events), hide_index=True, width="stretch", height=260)
+
+    was_active = st.session_state.get(f"_active_{run_id}")
+    now_active = status in ACTIVE
+    remember_active(run_id, now_active)
+    if was_active is not None and was_active != now_active:
+        st.rerun()  # the whole page: start or stop live refresh, show the finished report
+
+
+def _status_note(current: dict[str, Any], status: str) -> None:
+    """What the status means for the person, and what they can do about it."""
+    if status == "waiting":
+        st.info("This run is waiting for you: answer the questions or review the plan below, "
+                "then continue.")
+    if status == "failed" and current.get("error"):
+        st.error(f"The run stopped: {views.md_text(current['error'])}")
+    elif status == "interrupted":
+        st.warning("This run was interrupted (the server stopped while it worked). Everything "
+                   "gathered so far is kept: press Resume to continue where it stopped.")
+    elif status == "paused":
+        st.info("Paused. Press Resume to continue.")
+    elif status == "cancelled":
+        st.info("The run was cancelled. Everything gathered so far is kept.")
+    if current.get("control") == "pause" and status == "running":
+        st.caption("Pausing after the current step of work…")
+
+
+def _buttons(store: Store, jobs: JobManager, run_id: str, status: str, alive: bool) -> None:
+    """Pause, Resume and Cancel, each only where it means something."""
+    row = st.container(horizontal=True)
+    if status == "running":
+        row.button("Pause", icon=":material/pause:", on_click=control,
+                   args=(store, jobs, run_id, "pause"))
+    if status == "paused":
+        row.button("Resume", icon=":material/play_arrow:", type="primary", on_click=control,
+                   args=(store, jobs, run_id, "unpause"))
+    if status in RESUMABLE - {"paused"} and not alive:
+        row.button("Resume", icon=":material/play_arrow:", type="primary", on_click=control,
+                   args=(store, jobs, run_id, "resume"))
+    if status in ("running", "paused"):
+        row.button("Cancel", icon=":material/stop:", on_click=control,
+                   args=(store, jobs, run_id, "cancel"))
+    elif status in ("interrupted", "waiting") and not alive:
+        row.button("Cancel", icon=":material/stop:", on_click=control,
+                   args=(store, jobs, run_id, "abandon"))
