@@ -1,8 +1,9 @@
 """The Streamlit side of the dashboard: cached store and job manager, shared page helpers.
 
-This and the `*_view` and `run_*` modules (the pages' parts, e.g. the Run page's header, live
-panel, waiting panel, tabs and report) are the modules in `dashboard/` that import Streamlit;
-the rest are pure functions. Background threads never touch anything here.
+This module, `notify`, `documents_view`, `steer_view`, `dig_deeper_view` and the Run page's
+parts (`run_header`, `run_live`, `run_waiting`, `run_tabs`, `run_report`) are the modules in
+`dashboard/` that import Streamlit; the rest are pure functions. Background threads never
+touch anything here.
 """
 
 from __future__ import annotations
