@@ -47,8 +47,10 @@ def _frame_drawn(at: AppTest) -> bool:
     return any(c.value == FRAME for c in at.sidebar.caption)
 
 
-def test_a_pages_folder_beside_the_entry_script_starts_a_server_in_the_legacy_mode(tiny_app: str) -> None:
-    PagesManager.uses_pages_directory = None  # a fresh server: no session has run yet
+def test_a_pages_folder_beside_the_entry_script_starts_a_server_in_the_legacy_mode(
+    tiny_app: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(PagesManager, "uses_pages_directory", None)  # a fresh server
     PagesManager(tiny_app)
     assert PagesManager.uses_pages_directory is True, (
         "Streamlit no longer starts in the pages-folder mode when pages/ sits beside the entry "
