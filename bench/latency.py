@@ -264,9 +264,9 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
         elif name == "preflight":
             pinged = [c for c in window if c.task == "Ping"]
             searched = any(at <= t <= end for t, _ in searches)
-            phase = Phase(name, at, end, max((c.cost for c in pinged), default=0.0)
-                          + (lat.search if searched else 0), 1 if pinged else 0,
-                          f"{len(pinged)} model ping(s) then the search pings")
+            phase = Phase(name, at, end, max(max((c.cost for c in pinged), default=0.0),
+                                             lat.search if searched else 0.0),
+                          1 if pinged else 0, f"{len(pinged)} model ping(s) beside the search pings")
         else:  # the calls as they ran: parallel groups (sections, verify batches), in sequence
             bound, calls = chain_bound(window)
             phase = Phase(name, at, end, bound, calls,
