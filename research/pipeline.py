@@ -215,8 +215,8 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     else:
         write.draft(ctx, subtopics, failed)
     if not ctx.budget_reason():  # over budget: write up what was gathered, no more
-        review.run(ctx, subtopics, failed)
-        verify.run(ctx, subtopics, failed)
+        early = review.run(ctx, subtopics, failed)  # the final sections' checks may start here
+        verify.run(ctx, subtopics, failed, early=early)
     deliver.run(ctx, subtopics, failed)
 
 
