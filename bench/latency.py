@@ -386,6 +386,9 @@ def _report(kit: Kit, label: str, lat: Latency, words: int, run: dict[str, Any])
         f"per page read {per_page:,.0f} ({prompt:,} prompt tokens the stand-in saw / {pages} pages)")
     say(f"  sources read: {pages} pages fetched = {pages / wall:.2f} pages/s; {run['kept']} sources "
         f"kept = {run['kept'] / wall:.2f} sources/s")
+    say(f"  before the clock: the configuration check the CLI and the New research page make "
+        f"before a run is created (it imports the provider SDKs) took "
+        f"{run.get('configuration_s', 0.0):.2f} s")
     say(f"  peak memory (VmHWM of the engine process) {run['rss_peak_mb']:.0f} MB "
         f"(after imports {run['rss_imported_mb']:.0f} MB)")
     say("")

@@ -44,7 +44,7 @@ from research.events import (
     Warning,
     fan_out,
 )
-from research.fetch import Fetcher, FetchLimits
+from research.fetch import Fetcher, FetchLimits, warm_up
 from research.llm import build_llm
 from research.llm.base import LLM, RoleLLM, UsageMeter
 from research.llm.pricing import PriceTable
@@ -192,6 +192,7 @@ def execute(
 
 def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     """The built-in multi-agent pipeline; with "all", the hosted engines run beside it."""
+    warm_up()  # the page extractor loads while pre-flight and the plan wait on the network
     preflight.run(ctx)
     clarify.run(ctx)
     inherited = inherit.run(ctx)
