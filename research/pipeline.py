@@ -194,9 +194,10 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     """The built-in multi-agent pipeline; with "all", the hosted engines run beside it."""
     warm_up()  # the page extractor loads while pre-flight and the plan wait on the network
     preflight.run(ctx)
+    early_plan = plan.ahead(ctx)  # the plan's call goes out beside the clarify step's
     clarify.run(ctx)
     inherited = inherit.run(ctx)
-    plan.run(ctx, inherited)
+    plan.run(ctx, inherited, early_plan)
     plan.review_gate(ctx)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="engine") as pool:
         hosted = [pool.submit(_hosted_beside, ctx, name) for name in HOSTED_ENGINES] if with_hosted else []
