@@ -199,8 +199,11 @@ def _calls(requests: Sequence[dict[str, Any]], lat: Latency) -> list[Call]:
 def _groups(by_key: dict[str, Any], plan: list[dict[str, Any]],
             titles: dict[str, str]) -> list[tuple[str, list[str]]]:
     """The run's phases in pipeline order, each with the step keys that ran in it."""
-    groups: list[tuple[str, list[str]]] = [(k, [k]) for k in ("preflight", "clarify", "inherit", "plan")
-                                           if k in by_key]
+    groups: list[tuple[str, list[str]]] = [("preflight", ["preflight"])] if "preflight" in by_key else []
+    # The plan's call goes out beside the clarify step's (plan.Ahead): one phase.
+    before = [k for k in ("clarify", "inherit", "plan") if k in by_key]
+    if before:
+        groups.append((" + ".join(before), before))
     first = [f"research:{s['id']}" for s in plan
              if s.get("round", 1) == 1 and not s.get("inherited") and f"research:{s['id']}" in by_key]
     groups.append((f"research round 1 ({len(first)} subtopics)", first))
