@@ -275,7 +275,7 @@ def _decode(body: bytes, charset: str | None, *, sniff_meta: bool) -> str:
 
 def warm_up() -> threading.Thread:
     """Import the HTML extractor in the background. It takes a second or more, once per process;
-    started with a run, it happens while the run waits on the model (pre-flight, plan) instead
+    started with a run, it happens while the run waits on the model (the plan) instead
     of holding up the first pages the workers read."""
     def load() -> None:
         try:
