@@ -9,10 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from research import Credentials, build_config, run_research
-from research.phases.verify import EarlyCheck
+from research import Credentials, build_config, resume, run_research
 from storage import Store
 from tests.standin import StandinServer
 from tests.standin.server import _task_of
@@ -75,16 +72,16 @@ def test_final_sections_are_verified_while_the_flagged_ones_are_revised(
 
 
 def test_early_outcomes_are_the_ones_the_verify_step_would_reach(
-    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
 ) -> None:
-    store, run_id = _run(standin_env, tmp_path / "early.db")
+    """The same run's verification done again, all of it at the end (a resume stores no early
+    outcomes), reaches the same statuses and verdicts for every claim."""
+    store, run_id = _run(standin_env, tmp_db)
     with_early = _outcomes(store, run_id)
     assert store.get_step(run_id, "verify")["result"]["checked_early"] > 0
-    standin.reset()
-    monkeypatch.setattr(EarlyCheck, "start", lambda self, *args: None)  # everything at the end
-    store, run_id = _run(standin_env, tmp_path / "late.db")
+    store.fail_step(run_id, "verify", "checked again for the test")
+    store.set_run_status(run_id, "failed", error="checked again for the test")
+    run = resume(run_id, store=store, credentials=Credentials.from_env(standin_env))
+    assert run["status"] == "completed"
     assert store.get_step(run_id, "verify")["result"]["checked_early"] == 0
     assert with_early and _outcomes(store, run_id) == with_early
-    report = store.get_report(run_id)
-    assert report is not None

@@ -50,7 +50,7 @@ from research.phases.verify.claims import (
     excerpt,
     split_claims,
 )
-from research.phases.verify.early import EarlyCheck, reuse
+from research.phases.verify.early import EarlyCheck, reuse, split
 from research.phases.verify.judge import accept_rewrite, combine, guard, quote_found
 from research.phases.verify.outcomes import attach_excerpts, judge_claims
 from storage import Store
@@ -89,14 +89,16 @@ def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, 
     numbering = base["numbering"]
     claims = split_claims(base["text"], numbering, sources)
     attach_excerpts(claims, sources)
-    errors: list[str] = []
+    # The claims of sections checked early are judged in the background already; the rest are
+    # judged now, at the same time. One the early check has no outcome for is judged after.
+    under_way, todo = split(claims, early)
+    judged, errors = judge_claims(ctx, todo, sources)
     known: dict[str, Outcome] = {}
-    todo = claims
     if early is not None:
-        found, errors = early.results()
-        known, todo = reuse(claims, found)
-    judged, errs = judge_claims(ctx, todo, sources)
-    errors += errs
+        found, errs = early.results()
+        known, missed = reuse(under_way, found)
+        late, more = judge_claims(ctx, missed, sources) if missed else ([], [])
+        judged, errors = judged + late, errors + errs + more
     by_id = {**known, **{o.claim.id: o for o in judged}}
     outcomes = [by_id[c.id] for c in claims]
 

@@ -28,7 +28,7 @@ class EarlyCheck:
         self.ctx = ctx
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-early")
         self._jobs: list[Future[tuple[list[Outcome], list[str]]]] = []
-        self.claims = 0
+        self.keys: set[ClaimKey] = set()  # the claims under way or judged
 
     def start(self, text: str, numbering: Mapping[int, str], final: Sequence[str]) -> None:
         """Judge the claims of `text` (the current draft) that sit in the `final` parts."""
@@ -38,7 +38,7 @@ class EarlyCheck:
         if not claims:
             return
         attach_excerpts(claims, sources)
-        self.claims += len(claims)
+        self.keys.update(key(c) for c in claims)
         self._jobs.append(self._pool.submit(judge_claims, self.ctx, claims, sources))
 
     def results(self) -> tuple[dict[ClaimKey, Outcome], list[str]]:
@@ -58,6 +58,14 @@ class EarlyCheck:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def split(claims: Sequence[Claim], early: EarlyCheck | None) -> tuple[list[Claim], list[Claim]]:
+    """The claims the early check is judging, and the rest (to judge now, at the same time)."""
+    if early is None:
+        return [], list(claims)
+    return ([c for c in claims if key(c) in early.keys],
+            [c for c in claims if key(c) not in early.keys])
 
 
 def reuse(claims: Sequence[Claim], early: Mapping[ClaimKey, Outcome]) -> tuple[dict[str, Outcome], list[Claim]]:
