@@ -769,6 +769,13 @@ def _engine_child(env: dict[str, str], db_path: str, out: Any) -> None:
         credentials = Credentials.from_env(env)
         store = Store(db_path, secrets=credentials.secrets())
         config = build_config(env=env)
+        # As the CLI and the New research page do before they create a run: it builds every
+        # role's model and the search providers (so their SDKs are imported, once per process).
+        from research.phases.preflight import check_configuration
+
+        checked = time.perf_counter()
+        check_configuration(config, credentials)
+        configuration_s = time.perf_counter() - checked
         began_at = time.time()
         start = time.perf_counter()
         run_id = run_research(QUESTION, store=store, config=config, credentials=credentials)
@@ -786,6 +793,7 @@ def _engine_child(env: dict[str, str], db_path: str, out: Any) -> None:
             "steps": len(steps), "skipped": len(store.get_skipped(run_id)),
             "parameters": config.parameters_line(),
             "rss_imported_mb": rss_imported, "rss_peak_mb": peak_rss_mb(),
+            "configuration_s": configuration_s,
         })
         store.close()
     except Exception:  # noqa: BLE001 - reported by the parent

@@ -199,8 +199,11 @@ def _calls(requests: Sequence[dict[str, Any]], lat: Latency) -> list[Call]:
 def _groups(by_key: dict[str, Any], plan: list[dict[str, Any]],
             titles: dict[str, str]) -> list[tuple[str, list[str]]]:
     """The run's phases in pipeline order, each with the step keys that ran in it."""
-    groups: list[tuple[str, list[str]]] = [(k, [k]) for k in ("preflight", "clarify", "inherit", "plan")
-                                           if k in by_key]
+    groups: list[tuple[str, list[str]]] = [("preflight", ["preflight"])] if "preflight" in by_key else []
+    # The plan's call goes out beside the clarify step's (plan.Ahead): one phase.
+    before = [k for k in ("clarify", "inherit", "plan") if k in by_key]
+    if before:
+        groups.append((" + ".join(before), before))
     first = [f"research:{s['id']}" for s in plan
              if s.get("round", 1) == 1 and not s.get("inherited") and f"research:{s['id']}" in by_key]
     groups.append((f"research round 1 ({len(first)} subtopics)", first))
@@ -264,9 +267,9 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
         elif name == "preflight":
             pinged = [c for c in window if c.task == "Ping"]
             searched = any(at <= t <= end for t, _ in searches)
-            phase = Phase(name, at, end, max((c.cost for c in pinged), default=0.0)
-                          + (lat.search if searched else 0), 1 if pinged else 0,
-                          f"{len(pinged)} model ping(s) then the search pings")
+            phase = Phase(name, at, end, max(max((c.cost for c in pinged), default=0.0),
+                                             lat.search if searched else 0.0),
+                          1 if pinged else 0, f"{len(pinged)} model ping(s) beside the search pings")
         else:  # the calls as they ran: parallel groups (sections, verify batches), in sequence
             bound, calls = chain_bound(window)
             phase = Phase(name, at, end, bound, calls,
@@ -386,6 +389,9 @@ def _report(kit: Kit, label: str, lat: Latency, words: int, run: dict[str, Any])
         f"per page read {per_page:,.0f} ({prompt:,} prompt tokens the stand-in saw / {pages} pages)")
     say(f"  sources read: {pages} pages fetched = {pages / wall:.2f} pages/s; {run['kept']} sources "
         f"kept = {run['kept'] / wall:.2f} sources/s")
+    say(f"  before the clock: the configuration check the CLI and the New research page make "
+        f"before a run is created (it imports the provider SDKs) took "
+        f"{run.get('configuration_s', 0.0):.2f} s")
     say(f"  peak memory (VmHWM of the engine process) {run['rss_peak_mb']:.0f} MB "
         f"(after imports {run['rss_imported_mb']:.0f} MB)")
     say("")

@@ -169,7 +169,10 @@ def draft_in_progress(store: Store, run: Mapping[str, Any]) -> None:
                          draft=newest["text"], numbering=newest["numbering"],
                          sources=store.get_sources(run_id, with_text=False))
     words = int(newest.get("word_count") or 0)
-    if run.get("status") in ACTIVE:
+    if run.get("status") in ACTIVE and newest.get("kind") == "partial":
+        st.info(f"**Draft in progress**: {writing_note(newest['text'], words)}",
+                icon=":material/edit_note:")
+    elif run.get("status") in ACTIVE:
         st.info(f"**Draft in progress** (version {newest['version']}, {words:,} words). It is "
                 "still being written, reviewed or checked; the final report replaces it when the "
                 "run completes.", icon=":material/edit_note:")
@@ -182,3 +185,12 @@ def draft_in_progress(store: Store, run: Mapping[str, Any]) -> None:
         st.subheader("Sources cited so far")
         st.markdown(views.sources_markdown(doc))
 
+
+
+def writing_note(text: str, words: int) -> str:
+    """What a partial draft is: the sections written so far, while the others are written at
+    the same time (the tab refreshes, so the report grows in front of the reader)."""
+    done = sum(1 for line in text.splitlines() if line.startswith(("## ", "### ")))
+    return (f"the sections are being written at the same time; {done} "
+            f"section{'s' if done != 1 else ''} ({words:,} words) written so far appear below "
+            "as each one is finished. The title and summary come last.")

@@ -68,8 +68,12 @@ class RunContext:
             self._brief = self._make_brief()
         return self._brief
 
-    def _make_brief(self) -> str:
-        done = self.stored_result("clarify") or {}
+    def unclarified_brief(self) -> str:
+        """The brief as it is without answers to clarifying questions (the plan asked ahead)."""
+        return self._make_brief(clarified=False)
+
+    def _make_brief(self, clarified: bool = True) -> str:
+        done = (self.stored_result("clarify") or {}) if clarified else {}
         pairs = [(q, a) for q, a in zip(done.get("questions") or [], done.get("answers") or [],
                                         strict=False) if a and a.strip()]
         brief = self.question

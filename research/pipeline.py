@@ -44,7 +44,7 @@ from research.events import (
     Warning,
     fan_out,
 )
-from research.fetch import Fetcher, FetchLimits
+from research.fetch import Fetcher, FetchLimits, warm_up
 from research.llm import build_llm
 from research.llm.base import LLM, RoleLLM, UsageMeter
 from research.llm.pricing import PriceTable
@@ -193,9 +193,11 @@ def execute(
 def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     """The built-in multi-agent pipeline; with "all", the hosted engines run beside it."""
     preflight.run(ctx)
+    early_plan = plan.ahead(ctx)  # the plan's call goes out beside the clarify step's
+    warm_up()  # the page extractor loads while the plan is being written
     clarify.run(ctx)
     inherited = inherit.run(ctx)
-    plan.run(ctx, inherited)
+    plan.run(ctx, inherited, early_plan)
     plan.review_gate(ctx)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="engine") as pool:
         hosted = [pool.submit(_hosted_beside, ctx, name) for name in HOSTED_ENGINES] if with_hosted else []
@@ -215,8 +217,8 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     else:
         write.draft(ctx, subtopics, failed)
     if not ctx.budget_reason():  # over budget: write up what was gathered, no more
-        review.run(ctx, subtopics, failed)
-        verify.run(ctx, subtopics, failed)
+        early = review.run(ctx, subtopics, failed)  # the final sections' checks may start here
+        verify.run(ctx, subtopics, failed, early=early)
     deliver.run(ctx, subtopics, failed)
 
 

@@ -143,3 +143,26 @@ def test_a_long_dig_deeper_question_is_trimmed_in_the_heading(dash_env: Store) -
     heading = next(m.value for m in at.markdown if m.value.startswith("#### "))
     assert len(heading) < 200 and heading.endswith("…")
     assert any(e.label == "The full question" for e in at.expander)
+
+
+def test_report_tab_grows_as_sections_are_written(dash_env: Store) -> None:
+    """Sections appear in the Report tab while the run is going, each as it is finished (the
+    live fragment reruns; no reload), and the final draft replaces the partial one."""
+    from tests.dashboard_fixtures import DRAFT_2
+
+    run_id = _running_run(dash_env)
+    at = _tab(run_id, "Report")
+    assert "appears here as soon as the first part of it is written" in _all_text(at)
+    first = "## Key findings\n\n- Storage is the bottleneck [1].\n"
+    dash_env.save_draft(run_id, 1, "partial", first, {1: "s0001"}, 6)
+    text = _all_text(at.run())
+    assert "Storage is the bottleneck" in text and "1 section (6 words) written so far" in text
+    assert "Grid build-out" not in text
+    second = first + "\n## Open questions\n\nGrid build-out remains uncertain [1].\n"
+    dash_env.save_draft(run_id, 1, "partial", second, {1: "s0001"}, 11)
+    text = _all_text(at.run())  # the same page, rerun as its live fragment does
+    assert "Grid build-out remains uncertain" in text and "2 sections (11 words)" in text
+    dash_env.save_draft(run_id, 1, "draft", DRAFT_2, {1: "s0001", 2: "s0002"}, 30)
+    text = _all_text(at.run())
+    assert "written so far" not in text and "version 1, 30 words" in text
+    assert "Solar capacity grew fast" in text

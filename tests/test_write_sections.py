@@ -64,8 +64,8 @@ def test_sections_are_written_at_the_same_time_then_framed(
     frame = [c for c in first if "## Executive summary" in c["parts"]]
     sections = [c for c in first if c not in frame]
     plan = store.get_plan(run_id) or []
-    # one call per subtopic, key findings, comparison, the closing sections; then one frame
-    assert len(sections) == len(plan) + 3 and len(frame) == 1
+    # one call per subtopic, key findings, comparison, the closing sections in two; then one frame
+    assert len(sections) == len(plan) + 4 and len(frame) == 1
     assert _most_in_flight(sections) >= 2  # they overlapped in time
     assert frame[0]["sent"] >= max(c["answered"] for c in sections)  # the frame comes last
     draft = next(d for d in store.get_drafts(run_id) if d["kind"] == "draft")
@@ -117,7 +117,7 @@ def test_partial_drafts_are_stored_as_sections_finish(
     store, run_id = _run(standin_env, tmp_db, review_cycles=0)
     partial = [s for s in saved if s[1] == "partial"]
     plan = store.get_plan(run_id) or []
-    assert len(partial) == len(plan) + 3  # one save as each section finishes
+    assert len(partial) == len(plan) + 4  # one save as each section finishes
     assert all(v == 1 for v, _, _ in partial)
     words = [w for _, _, w in partial]
     assert words == sorted(words) and words[0] < words[-1]  # the draft grows

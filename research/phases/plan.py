@@ -6,12 +6,13 @@ came, down to MIN_SUBTOPICS (see `research.phases.counts`), and says so.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from research.context import RunContext
-from research.errors import ConfigError, NeedsInput, SchemaError
+from research.errors import ConfigError, NeedsInput, ProviderError, SchemaError
 from research.events import PlanCreated
 from research.llm.base import Message
 from research.phases.counts import note_short
@@ -56,7 +57,50 @@ MORE_PROMPT = """That plan has {got} distinct subtopics; {count} are needed. Rep
 more subtopics that do not overlap these: {titles}. Use the same format; the new ones only."""
 
 
-def run(ctx: RunContext, inherited: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+class Ahead:
+    """The plan's model call made beside the clarify step, before the brief is final (issue 11:
+    the plan is the longest answer before research starts). Its answer is used only when the
+    prompt it was made from is the one the plan step would send: when the lead asked nothing,
+    or the person's answers change the brief, the plan is asked for again."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.messages = _messages(ctx, ctx.unclarified_brief())
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan-ahead")
+        self._future = self._pool.submit(_ask, ctx, self.messages)
+        self._pool.shutdown(wait=False)
+
+    def answer(self, messages: list[Message]) -> ResearchPlan | None:
+        """The early answer, if it was made from these very messages and arrived."""
+        if [(m.role, m.content) for m in messages] != [(m.role, m.content) for m in self.messages]:
+            self._future.cancel()
+            return None
+        try:
+            return self._future.result()
+        except (SchemaError, ProviderError):
+            return None  # asked again, in the plan step, with its own retries
+
+
+def ahead(ctx: RunContext) -> Ahead | None:
+    """Start the plan's call now if its answer may be usable (see Ahead)."""
+    if (ctx.config.require_clarification or ctx.stored_result("clarify") is not None
+            or ctx.stored_result("plan") is not None):
+        return None
+    return Ahead(ctx)
+
+
+def _messages(ctx: RunContext, brief: str) -> list[Message]:
+    prompt = PLAN_PROMPT.format(count=ctx.config.subtopic_count, question=clean_untrusted(brief))
+    return [system(LEAD_ROLE, ctx.today), Message("user", prompt + _dig_deeper_block(ctx))]
+
+
+def _ask(ctx: RunContext, messages: list[Message]) -> ResearchPlan:
+    count = ctx.config.subtopic_count
+    return ctx.lead.llm.structured(messages, ResearchPlan, deadline=ctx.step_deadline(),
+                                   caps={"subtopics": count, "questions": 4})
+
+
+def run(ctx: RunContext, inherited: dict[str, Any] | None = None,
+        early: Ahead | None = None) -> list[dict[str, Any]]:
     """Return the plan (stored), reusing a stored one when resuming. An inherited
     subtopic (earlier research this run builds on) is listed first, already researched."""
     stored = ctx.store.get_plan(ctx.run_id)
@@ -65,10 +109,8 @@ def run(ctx: RunContext, inherited: dict[str, Any] | None = None) -> list[dict[s
 
     def make() -> dict[str, Any]:
         count = ctx.config.subtopic_count
-        prompt = PLAN_PROMPT.format(count=count, question=clean_untrusted(ctx.brief))
-        messages = [system(LEAD_ROLE, ctx.today), Message("user", prompt + _dig_deeper_block(ctx))]
-        plan = ctx.lead.llm.structured(messages, ResearchPlan, deadline=ctx.step_deadline(),
-                                       caps={"subtopics": count, "questions": 4})
+        messages = _messages(ctx, ctx.brief)
+        plan = (early.answer(messages) if early else None) or _ask(ctx, messages)
         subtopics = _normalise(plan.subtopics, count)
         if len(subtopics) < count:
             subtopics = _ask_for_more(ctx, messages, plan, subtopics, count)

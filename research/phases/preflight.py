@@ -65,23 +65,6 @@ def check_configuration(config: ResearchConfig, credentials: Credentials) -> Non
 
 def run(ctx: RunContext) -> None:
     def make() -> dict[str, Any]:
-        checked: set[tuple[str, str]] = set()
-        agents = [ctx.lead] + [ctx.lead.delegate(r) for r in Role if r is not Role.LEAD]
-        for agent in agents:
-            key = (agent.llm.llm.provider, agent.llm.llm.model)
-            if key in checked:
-                continue
-            checked.add(key)
-            try:
-                agent.llm.structured(
-                    [Message("user", 'Connection check. Reply with the JSON {"ok": true}.')],
-                    Ping, deadline=ctx.step_deadline(),
-                )
-            except ResearchError as exc:
-                raise PreflightError(model_failure(agent.role, key, exc, ctx.safe(str(exc)))) from None
-        working, failures = [], []
-        ctx.control.checkpoint()
-
         deadline = ctx.step_deadline()
         causes: dict[str, ResearchError] = {}
 
@@ -98,8 +81,17 @@ def run(ctx: RunContext) -> None:
                 return ctx.safe(str(exc))
             return None
 
-        with ThreadPoolExecutor(max_workers=max(1, len(ctx.search))) as pool:
-            answers = list(pool.map(ping, ctx.search))  # every provider at once
+        # The search pings go out with the model check (they do not depend on it); a model
+        # that fails is still reported first.
+        pool = ThreadPoolExecutor(max_workers=max(1, len(ctx.search)), thread_name_prefix="ping")
+        try:
+            pending = [pool.submit(ping, provider) for provider in ctx.search]
+            checked = _check_models(ctx)
+            answers = [future.result() for future in pending]
+        finally:  # a failed model check does not wait for a slow search ping
+            pool.shutdown(wait=False, cancel_futures=True)
+        ctx.control.checkpoint()
+        working, failures = [], []
         for provider, reason in zip(ctx.search, answers, strict=True):
             if reason is None:
                 working.append(provider)
@@ -119,6 +111,26 @@ def run(ctx: RunContext) -> None:
                 "search": [p.name for p in working], "search_failed": failures}
 
     ctx.run_step("preflight", "preflight", "Checking the model and search providers", make)
+
+
+def _check_models(ctx: RunContext) -> set[tuple[str, str]]:
+    """One tiny call to every distinct model the run's roles use; the first failure ends the
+    run with its real cause."""
+    checked: set[tuple[str, str]] = set()
+    agents = [ctx.lead] + [ctx.lead.delegate(r) for r in Role if r is not Role.LEAD]
+    for agent in agents:
+        key = (agent.llm.llm.provider, agent.llm.llm.model)
+        if key in checked:
+            continue
+        checked.add(key)
+        try:
+            agent.llm.structured(
+                [Message("user", 'Connection check. Reply with the JSON {"ok": true}.')],
+                Ping, deadline=ctx.step_deadline(),
+            )
+        except ResearchError as exc:
+            raise PreflightError(model_failure(agent.role, key, exc, ctx.safe(str(exc)))) from None
+    return checked
 
 
 def model_failure(role: str, key: tuple[str, str], exc: ResearchError, detail: str) -> str:

@@ -18,6 +18,7 @@ from research.context import RunContext
 from research.events import ReviewCycle
 from research.llm.base import Message
 from research.phases import write
+from research.phases.verify.early import EarlyCheck
 from research.phases.write_sections import CITED
 from research.prompts import clean_untrusted, numbered_sources, system
 
@@ -77,8 +78,12 @@ def current_checks(ctx: RunContext) -> tuple[dict[str, Any], dict[str, Any]]:
     return current, checks
 
 
-def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
+def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> EarlyCheck | None:
+    """The review cycles. After the last review, the sections it did not flag are final: their
+    verification starts while the flagged ones are revised (the returned EarlyCheck, for
+    verify.run)."""
     cycles = ctx.config.review_cycles
+    early: EarlyCheck | None = None
     for cycle in range(1, cycles + 1):
         done = ctx.stored_result(f"review:{cycle}")
         if done is None:
@@ -87,8 +92,16 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
                 partial(_review, ctx, cycle, cycles),
             )
         if done["approved"]:
-            return
-        write.revise(ctx, cycle, plan, failed, done["feedback"], done.get("issues"))
+            return early
+        early = EarlyCheck(ctx) if cycle == cycles else None
+        try:
+            write.revise(ctx, cycle, plan, failed, done["feedback"], done.get("issues"),
+                         on_final=early.start if early else None)
+        except BaseException:
+            if early is not None:
+                early.close()
+            raise
+    return early
 
 
 def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:

@@ -7,7 +7,7 @@ those numbers and the mapping number -> source id is stored with every draft.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from research.agents import Agent, Role
@@ -179,8 +179,11 @@ def _draft_whole(ctx: RunContext, writer: Agent, plan: list[dict[str, Any]],
 def revise(
     ctx: RunContext, cycle: int, plan: list[dict[str, Any]], failed: list[dict[str, Any]],
     feedback: str, issues: list[dict[str, Any]] | None = None,
+    on_final: Callable[[str, dict[int, str], list[str]], None] | None = None,
 ) -> None:
     """Rewrite only the sections the review flagged, in parallel; the rest stays as it is.
+    `on_final(draft, numbering, unflagged parts)` is told, before the rewriting starts, which
+    parts this revision leaves as they are (the last cycle's: they are final).
     A draft written whole (an older run) is revised whole."""
     from research.phases.sections_job import SectionJob, route  # they build on this module
 
@@ -198,6 +201,9 @@ def revise(
         job = SectionJob(ctx, writer, plan, failed, sources, numbers, order=stored.get("order"))
         texts = dict(stored["sections"])
         flagged = route(issues or [], texts, job, feedback)
+        if on_final is not None:
+            on_final(current["text"], current["numbering"],
+                     [text for key, text in texts.items() if key not in flagged])
         texts = job.revise(texts, flagged)
         text = job.report(texts)
         save(ctx, version, "revision", text, numbers, job.counts)

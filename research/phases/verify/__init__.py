@@ -1,9 +1,11 @@
 """Verify: every factual statement is checked against the text of the sources it cites (SPEC step 7).
 
-    claims.py  split the latest draft into claims (cited or not; table rows with figures too)
-    judge.py   two independent passes (verifier, auditor) judge each cited claim against
-               excerpts of its sources -> combine -> the critic challenges decision-critical
-               and contested claims -> the writer rewrites the qualified ones
+    claims.py    split the latest draft into claims (cited or not; table rows with figures too)
+    judge.py     two independent passes (verifier, auditor) judge each cited claim against
+                 excerpts of its sources -> combine -> the critic challenges decision-critical
+                 and contested claims -> the writer rewrites the qualified ones
+    outcomes.py  that chain for any set of claims (the report's, or one section's)
+    early.py     the claims of sections that are final judged while the rest is revised
     apply.py   decide each claim's status and write the new draft: remove, rewrite, mark
 
 The result is a new draft version (kind "verified", same numbering) that deliver exports, one
@@ -20,7 +22,6 @@ not be completed. Never a failed run.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from research.checks import word_count
@@ -42,35 +43,20 @@ from research.phases.verify.apply import (
     mark,
 )
 from research.phases.verify.claims import (
-    CRITICAL_KINDS,
-    LOAD_BEARING_KINDS,
-    MAX_SOURCES_PER_CLAIM,
     PASSAGE_CHARS,
     Claim,
     Outcome,
     PassVerdict,
-    _words,
     excerpt,
     split_claims,
 )
-from research.phases.verify.judge import (
-    AUDITOR_PASS,
-    VERIFIER_PASS,
-    VERIFY_THREADS,
-    _batches,
-    _challenge,
-    _collect,
-    _rewrite,
-    _submit_pass,
-    accept_rewrite,
-    combine,
-    guard,
-    quote_found,
-)
+from research.phases.verify.early import EarlyCheck, reuse, split
+from research.phases.verify.judge import accept_rewrite, combine, guard, quote_found
+from research.phases.verify.outcomes import attach_excerpts, judge_claims
 from storage import Store
 
 __all__ = [
-    "INSUFFICIENT", "MARKS", "NOTE_PREFIXES", "NOT_FULLY_SUPPORTED", "NOT_VERIFIED", "QUALIFIED",
+    "EarlyCheck", "INSUFFICIENT", "MARKS", "NOTE_PREFIXES", "NOT_FULLY_SUPPORTED", "NOT_VERIFIED", "QUALIFIED",
     "SINGLE_SOURCE", "STEP_KEY", "UNVERIFIED", "Claim", "Outcome", "PassVerdict", "accept_rewrite",
     "apply", "combine", "decide", "excerpt", "guard", "mark", "quote_found", "run",
     "split_claims", "summarise", "summary",
@@ -81,64 +67,40 @@ STEP_KEY = "verify"
 # --- the step ---------------------------------------------------------------------------------
 
 
-def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
-    """Verify the latest draft and save the result as a new "verified" draft (skipped on resume)."""
-    ctx.run_step(STEP_KEY, "verify", "Verifying claims against their sources",
-                 lambda: _verify(ctx, plan, failed))
+def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]],
+        early: EarlyCheck | None = None) -> None:
+    """Verify the latest draft and save the result as a new "verified" draft (skipped on resume).
+    `early` holds the outcomes of the sections judged as soon as they were final."""
+    try:
+        ctx.run_step(STEP_KEY, "verify", "Verifying claims against their sources",
+                     lambda: _verify(ctx, plan, failed, early))
+    finally:
+        if early is not None:
+            early.close()
 
 
-def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> dict[str, Any]:
+def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]],
+            early: EarlyCheck | None = None) -> dict[str, Any]:
     drafts = ctx.store.get_drafts(ctx.run_id)
-    base = [d for d in drafts if d["kind"] != "verified"][-1]
+    base = [d for d in drafts if d["kind"] not in ("verified", "partial")][-1]
     redo = [d for d in drafts if d["kind"] == "verified" and d["version"] > base["version"]]
     version = redo[0]["version"] if redo else max(d["version"] for d in drafts) + 1
     sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id)}
     numbering = base["numbering"]
     claims = split_claims(base["text"], numbering, sources)
-    for claim in claims:
-        found = {sid: excerpt(_source_text(sources[sid]), claim.text) for sid in claim.source_ids}
-        wanted = _words(claim.text)
-        ranked = sorted(found, key=lambda sid: -len(wanted & _words(found[sid])))  # stable
-        claim.excerpts = {sid: found[sid] for sid in ranked[:MAX_SOURCES_PER_CLAIM]}
-
-    checkable = [c for c in claims if c.source_ids]
-    errors: list[str] = []
-    workers = max(1, min(VERIFY_THREADS, 2 * len(_batches(checkable))))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verify") as pool:
-        # Both passes at once; neither sees the other's answers.
-        pending = [_submit_pass(ctx, spec, checkable, sources, pool)
-                   for spec in (VERIFIER_PASS, AUDITOR_PASS)]
-        (first, errs1), (second, errs2) = (_collect(ctx, futures) for futures in pending)
-    errors += errs1 + errs2
-
-    outcomes = []
-    for claim in claims:
-        a = guard(first.get(claim.id, PassVerdict("")), claim, sources)
-        b = guard(second.get(claim.id, PassVerdict("")), claim, sources)
-        combined = combine(a.verdict, b.verdict) if claim.source_ids else "uncited"
-        if not claim.source_ids:
-            a = b = PassVerdict("UNSUPPORTED", note="cites no source gathered in this run")
-        outcomes.append(Outcome(claim, a, b, combined))
-
-    challenged = [o for o in outcomes if o.claim.source_ids and (
-        o.combined == "contested"
-        or (o.claim.kind in CRITICAL_KINDS and o.combined in ("supported", "overstated")))]
-    judgements, errs = _challenge(ctx, challenged, sources)
-    errors += errs
-    for o in challenged:
-        if o.claim.id in judgements:
-            o.critic = judgements[o.claim.id].verdict
-            o.critic_reason = judgements[o.claim.id].reason.strip()
-    for o in outcomes:
-        decide(o)
-
-    rewrites, errs = _rewrite(ctx, [o for o in outcomes if o.status == "qualified"])
-    errors += errs
-    for o in outcomes:
-        if o.claim.id in rewrites:
-            o.final_text, o.rewritten = rewrites[o.claim.id], True
-        o.single_source = (o.status in ("supported", "qualified")
-                           and o.claim.kind in LOAD_BEARING_KINDS and len(o.claim.source_ids) == 1)
+    attach_excerpts(claims, sources)
+    # The claims of sections checked early are judged in the background already; the rest are
+    # judged now, at the same time. One the early check has no outcome for is judged after.
+    under_way, todo = split(claims, early)
+    judged, errors = judge_claims(ctx, todo, sources)
+    known: dict[str, Outcome] = {}
+    if early is not None:
+        found, errs = early.results()
+        known, missed = reuse(under_way, found)
+        late, more = judge_claims(ctx, missed, sources) if missed else ([], [])
+        judged, errors = judged + late, errors + errs + more
+    by_id = {**known, **{o.claim.id: o for o in judged}}
+    outcomes = [by_id[c.id] for c in claims]
 
     failed_titles = [s.get("title", "") for s in failed]
     text, unverified = apply(base["text"], outcomes, numbering=numbering, sources=sources,
@@ -156,11 +118,7 @@ def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, 
     ctx.emit(DraftCompleted(ctx.run_id, f"Verified draft {version} saved. {result['line']}",
                             step=STEP_KEY, data={"version": version, **_counts(result)}))
     return {**result, "version": version, "draft_version": base["version"],
-            "errors": errors[:10]}
-
-
-def _source_text(source: Mapping[str, Any]) -> str:
-    return str(source.get("text") or source.get("snippet") or source.get("title") or "")
+            "errors": errors[:10], "checked_early": len(known)}
 
 
 def _row(o: Outcome, numbering: Mapping[int, str]) -> dict[str, Any]:
