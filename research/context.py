@@ -172,20 +172,21 @@ class RunContext:
             return done
         self.control.checkpoint()
         self.store.start_step(self.run_id, key, kind=kind, label=label)
-        self.emit(StepStarted(self.run_id, label, step=key))
+        self.emit(StepStarted(self.run_id, label, step=key, kind=kind, label=label))
         started = time.monotonic()
         try:
             result = fn()
         except ResearchError as exc:
             self.store.fail_step(self.run_id, key, self.safe(str(exc)))
-            self.emit(StepFailed(self.run_id, f"{label} failed: {self.safe(str(exc))}", step=key))
+            self.emit(StepFailed(self.run_id, f"{label} failed: {self.safe(str(exc))}", step=key,
+                                 kind=kind, label=label, error=self.safe(str(exc))))
             raise
         except RunStop as exc:  # a stop, not a failure: no StepFailed; resume redoes the step
             self.store.fail_step(self.run_id, key, self.safe(str(exc)))
             raise
         self.store.finish_step(self.run_id, key, result=result, source_count=source_count)
         self.emit(StepCompleted(
-            self.run_id, f"{label} done", step=key,
-            data={"duration_s": round(time.monotonic() - started, 2)},
+            self.run_id, f"{label} done", step=key, kind=kind, label=label,
+            duration_s=round(time.monotonic() - started, 2),
         ))
         return result

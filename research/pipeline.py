@@ -164,7 +164,7 @@ def execute(
             emit(Warning(run_id, redact(warning, secrets)))
         emit(Completed(run_id, "Research complete. The report is ready" + (
             f", with {len(warnings)} warning{'s' if len(warnings) != 1 else ''}." if warnings
-            else ".")))
+            else "."), warnings=len(warnings)))
     except NeedsInput as exc:
         _finish(store, run_id, meter, "waiting")
         emit(Waiting(run_id, str(exc)))

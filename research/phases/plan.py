@@ -84,7 +84,7 @@ def run(ctx: RunContext, inherited: dict[str, Any] | None = None) -> list[dict[s
         ctx.store.save_plan(ctx.run_id, ([inherited] if inherited else []) + subtopics)
         ctx.emit(PlanCreated(
             ctx.run_id, f"Plan: {len(subtopics)} subtopics", step="plan",
-            data={"subtopics": [s["title"] for s in subtopics]},
+            subtopics=tuple(s["title"] for s in subtopics),
         ))
         return {"subtopics": len(subtopics)}
 

@@ -107,7 +107,7 @@ def run(ctx: RunContext) -> None:
             failures.append(f"{provider.name}: {reason}")
             ctx.emit(SearchFailed(ctx.run_id, f"{provider.name} search is not working and "
                                   f"will not be used: {reason}", step="preflight",
-                                  data={"provider": provider.name}))
+                                  provider=provider.name, reason=reason))
         if not working:
             raise PreflightError(
                 "No search provider could be reached, so no research can be done (answers "

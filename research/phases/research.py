@@ -170,7 +170,8 @@ def _with_retries(
         ctx.checkpoint()
         ctx.store.start_step(ctx.run_id, key, kind=key.split(":")[0], label=label,
                              subtopic_id=sub["id"])
-        ctx.emit(StepStarted(ctx.run_id, label, step=key, data={"attempt": attempt}))
+        ctx.emit(StepStarted(ctx.run_id, label, step=key, kind=key.split(":")[0], label=label,
+                             attempt=attempt))
         started = time.monotonic()
         outcome = Outcome()
         try:
@@ -200,19 +201,21 @@ def _with_retries(
             ctx.store.fail_step(ctx.run_id, key, reason, final=final)
             tail = "giving up on this subtopic" if final else f"trying again ({attempt + 1}/{MAX_ATTEMPTS})"
             ctx.emit(StepFailed(ctx.run_id, f"{label} failed: {reason}; {tail}", step=key,
-                                data={"attempt": attempt, "final": final}))
+                                kind=key.split(":")[0], label=label, error=reason,
+                                attempt=attempt, final=final))
             continue
         by_id = {s["id"]: s for s in outcome.sources}
         for sid in inserted:
             src = by_id[sid]
             ctx.emit(SourceFound(
-                ctx.run_id, f"Source: {src['title'][:120]}", step=key,
-                data={"source_id": sid, "url": src["url"], "relevance": src["relevance"],
-                      "subtopic_id": sub["id"]},
+                ctx.run_id, f"Source: {src['title'][:120]}", step=key, source_id=sid,
+                url=src["url"], title=src["title"], relevance=float(src["relevance"]),
+                subtopic_id=sub["id"],
             ))
         ctx.emit(StepCompleted(
             ctx.run_id, f"{label}: {len(inserted)} sources kept", step=key,
-            data={"duration_s": round(time.monotonic() - started, 2), "sources": len(inserted)},
+            kind=key.split(":")[0], label=label, duration_s=round(time.monotonic() - started, 2),
+            sources=len(inserted),
         ))
         return
 
@@ -232,7 +235,7 @@ def _keep_on_budget_stop(
         skipped=out.skipped, result=result,
     )
     ctx.emit(StepCompleted(ctx.run_id, f"{reason} {len(inserted)} sources of this subtopic "
-                           "were kept.", step=key, data={"sources": len(inserted)}))
+                           "were kept.", step=key, kind=key.split(":")[0], sources=len(inserted)))
 
 
 def _research(
@@ -370,8 +373,8 @@ def _fetch_all(
         if reason:
             out.skipped.append({"subtopic_id": sub["id"], "url": cand.result.url, "reason": reason})
             ctx.emit(SourceSkipped(ctx.run_id, f"Skipped {cand.result.url[:120]}: {reason}",
-                                   step=f"research:{sub['id']}",
-                                   data={"url": cand.result.url, "reason": reason}))
+                                   step=f"research:{sub['id']}", url=cand.result.url,
+                                   reason=reason, subtopic_id=sub["id"]))
     return pages
 
 

@@ -157,8 +157,8 @@ def run_queries(ctx: RunContext, sub: dict[str, Any], queries: list[str], out: O
             out.queries.append({"subtopic_id": sub["id"], "query": query,
                                 "provider": provider.name, "result_count": 0, "error": reason})
             ctx.emit(SearchFailed(ctx.run_id, f"{provider.name} search failed: {reason}",
-                                  step=f"research:{sub['id']}",
-                                  data={"provider": provider.name, "query": query}))
+                                  step=f"research:{sub['id']}", provider=provider.name,
+                                  query=query, reason=reason))
             continue
         out.queries.append({"subtopic_id": sub["id"], "query": query, "provider": provider.name,
                             "result_count": len(results), "error": None})
