@@ -26,7 +26,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -46,6 +45,7 @@ from research.errors import (
     RunStop,
 )
 from research.events import Retrying, SourceFound, StepCompleted, StepFailed, StepStarted
+from research.executor import submit_limited
 from research.export.document import CITATION_RE, map_prose
 from research.fetch import FetchedPage
 from research.llm.base import Usage
@@ -349,9 +349,9 @@ class _HostedRun:
                 return str(exc)
 
         ordered = sorted(urls)
-        with ThreadPoolExecutor(max_workers=max(1, min(FETCH_THREADS, len(ordered))),
-                                thread_name_prefix=f"fetch:{self.engine}") as pool:
-            results = dict(zip(ordered, pool.map(fetch, ordered), strict=True))
+        futures = submit_limited(ctx.executor.tasks, [partial(fetch, url) for url in ordered],
+                                 FETCH_THREADS)
+        results = {url: future.result() for url, future in zip(ordered, futures, strict=True)}
         ctx.control.checkpoint()
         return results
 

@@ -9,7 +9,6 @@ quota, a broken JSON answer or a too-long prompt say what they are and what to d
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel
@@ -30,7 +29,7 @@ from research.errors import (
 )
 from research.events import SearchFailed
 from research.llm import build_llm
-from research.llm.base import Message
+from research.llm.base import Message, run_with_deadline
 from research.retry import RetryPolicy, call_with_retries
 from research.search import build_search_providers
 from research.search.base import SearchProvider
@@ -85,11 +84,15 @@ def run(ctx: RunContext) -> None:
         deadline = ctx.step_deadline()
         causes: dict[str, ResearchError] = {}
 
+        timeout = min(30.0, ctx.config.request_timeout_s)
+
         def ping(provider: SearchProvider) -> str | None:
+            """A task: its request is a call of the run's executor, under a wall-clock limit."""
             try:
                 call_with_retries(
-                    lambda: provider.search(ctx.question[:300], max_results=1,
-                                            timeout=min(30.0, ctx.config.request_timeout_s)),
+                    lambda: run_with_deadline(
+                        lambda: provider.search(ctx.question[:300], max_results=1, timeout=timeout),
+                        timeout + 1.0, f"{provider.name} search", ctx.executor.calls),
                     policy=RetryPolicy(attempts=ctx.config.max_retries + 1), deadline=deadline,
                     cancel=ctx.control.cancelled,
                 )
@@ -98,8 +101,7 @@ def run(ctx: RunContext) -> None:
                 return ctx.safe(str(exc))
             return None
 
-        with ThreadPoolExecutor(max_workers=max(1, len(ctx.search))) as pool:
-            answers = list(pool.map(ping, ctx.search))  # every provider at once
+        answers = list(ctx.executor.tasks.map(ping, ctx.search))  # every provider at once
         for provider, reason in zip(ctx.search, answers, strict=True):
             if reason is None:
                 working.append(provider)
