@@ -19,9 +19,12 @@ may wait on any), so a full layer only delays work; it can never wait on itself.
 `run_with_deadline` inside a call (a provider bounding its own request) runs inline rather
 than taking a second thread (see research.llm.base).
 
-Threads are started only as work needs them and are reused across phases, so the sizes are
-upper bounds, not costs. They are not daemon threads: a call abandoned at its time limit ends
-when its socket read times out, and interpreter exit waits for it.
+Threads are started only as work needs them and reused, so the sizes are upper bounds, not
+costs. A pool keeps its threads once started, though, and each keeps the stack it touched: so
+between phases the run's own thread calls `trim()`, and the next phase starts afresh with the
+threads it needs (research needs many more than writing or verifying). They are not daemon
+threads: a call abandoned at its time limit ends when its socket read times out, and
+interpreter exit waits for it.
 """
 
 from __future__ import annotations
@@ -53,19 +56,53 @@ class RunExecutor:
     run ends."""
 
     def __init__(self, config: ResearchConfig, *, name: str = "run") -> None:
+        self.name = name
         self.unit_threads = config.max_parallel_workers + HOSTED_BESIDE
         self.task_threads = task_threads(config)
         # Every waiter (a unit, a task or the run's own thread) has at most one call in flight;
         # the margin covers calls abandoned at their time limit and still reading.
         self.call_threads = self.unit_threads + self.task_threads + 8
-        self.units = ThreadPoolExecutor(self.unit_threads, thread_name_prefix=f"{name}-unit")
-        self.tasks = ThreadPoolExecutor(self.task_threads, thread_name_prefix=f"{name}-task")
-        self.calls = ThreadPoolExecutor(self.call_threads, thread_name_prefix=f"{name}-call")
+        self._pools: dict[str, ThreadPoolExecutor] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def units(self) -> ThreadPoolExecutor:
+        return self._layer("unit", self.unit_threads)
+
+    @property
+    def tasks(self) -> ThreadPoolExecutor:
+        return self._layer("task", self.task_threads)
+
+    @property
+    def calls(self) -> ThreadPoolExecutor:
+        return self._layer("call", self.call_threads)
+
+    def _layer(self, layer: str, size: int) -> ThreadPoolExecutor:
+        with self._lock:
+            pool = self._pools.get(layer)
+            if pool is None:
+                if self._closed:
+                    raise RuntimeError("the run's executor is closed")
+                pool = self._pools[layer] = ThreadPoolExecutor(
+                    size, thread_name_prefix=f"{self.name}-{layer}")
+            return pool
+
+    def trim(self) -> None:
+        """Let the idle threads go: between phases, from the run's own thread, when nothing
+        of the finished phase still submits work. Work still running (a call abandoned at
+        its time limit) ends on its thread; the next phase gets fresh pools."""
+        with self._lock:
+            pools, self._pools = self._pools, {}
+        for pool in pools.values():
+            pool.shutdown(wait=False)
 
     def close(self) -> None:
         """Stop taking work; drop what has not started; do not wait for calls still reading
         (their own socket timeouts end them)."""
-        for pool in (self.units, self.tasks, self.calls):
+        with self._lock:
+            pools, self._pools, self._closed = self._pools, {}, True
+        for pool in pools.values():
             pool.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> RunExecutor:

@@ -215,6 +215,7 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
         wait(hosted)  # the engines beside end with the pipeline's research (a stop ends them)
     for future in hosted:
         future.result()  # cancellation and the time limit stop the whole run
+    ctx.executor.trim()  # research's many threads are not needed by writing and verifying
     subtopics = ctx.store.get_plan(ctx.run_id) or []
     if ctx.store.count_sources(ctx.run_id) == 0:
         raise ResearchError(nothing_gathered(ctx))

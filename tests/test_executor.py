@@ -128,3 +128,17 @@ def test_a_run_starts_its_threads_only_from_its_executor(
     sizes = RunExecutor(config)
     sizes.close()
     assert len(ours) <= 1 + sizes.unit_threads + sizes.task_threads + sizes.call_threads
+
+
+def test_trim_lets_idle_threads_go_and_the_next_phase_gets_fresh_ones(
+    executor: RunExecutor,
+) -> None:
+    first = executor.tasks.submit(threading.current_thread).result(timeout=5)
+    executor.trim()
+    first.join(timeout=5)
+    assert not first.is_alive()  # research's threads do not stay for writing and verifying
+    second = executor.tasks.submit(threading.current_thread).result(timeout=5)
+    assert second is not first and second.is_alive()
+    executor.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        executor.tasks.submit(time.sleep, 0)
