@@ -143,7 +143,7 @@ def execute(
             on_retry=lambda msg: emit(Retrying(run_id, redact(msg, secrets))),
             cancel=control.cancelled,
             on_failure=lambda label, exc: health.record(f"the model service {label}"),
-            calls=executor.calls,
+            calls=lambda: executor.calls,
         )
 
     try:

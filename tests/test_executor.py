@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,7 @@ import pytest
 from research import Credentials, build_config, run_research
 from research.errors import ProviderTimeout
 from research.executor import HOSTED_BESIDE, RunExecutor, submit_limited, task_threads
-from research.llm.base import run_with_deadline
+from research.llm.base import Completion, Message, RoleLLM, Usage, UsageMeter, run_with_deadline
 from storage import Store
 from tests.standin import StandinServer
 
@@ -142,3 +142,22 @@ def test_trim_lets_idle_threads_go_and_the_next_phase_gets_fresh_ones(
     executor.close()
     with pytest.raises(RuntimeError, match="closed"):
         executor.tasks.submit(time.sleep, 0)
+
+
+class _EchoModel:
+    """A model that answers at once, and says which thread asked it."""
+    provider, model = "fake", "echo"
+
+    def complete(self, messages: Sequence[Message], **_: object) -> Completion:
+        return Completion(threading.current_thread().name, Usage(1, 1), self.provider, self.model)
+
+
+def test_a_model_bound_before_a_trim_still_calls_through_the_run_executor(
+    executor: RunExecutor,
+) -> None:
+    """Roles are bound once (the lead at the start) and called in later phases: each call
+    looks the layer up again, so a trim between phases cannot leave a role on a closed pool."""
+    lead = RoleLLM(_EchoModel(), "lead", UsageMeter(), calls=lambda: executor.calls)
+    assert lead.text([Message("user", "hi")]).startswith("t-call")
+    executor.trim()
+    assert lead.text([Message("user", "hi")]).startswith("t-call")

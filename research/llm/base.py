@@ -269,11 +269,13 @@ class RoleLLM:
         cancel: threading.Event | None = None,
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         on_failure: Callable[[str, ProviderError], None] | None = None,
-        calls: Executor | None = None,
+        calls: Callable[[], Executor] | None = None,
     ) -> None:
         self.llm = llm
         self._on_failure = on_failure
-        self._calls = calls  # the run's `calls` layer (research.executor); None: own threads
+        # The run's `calls` layer (research.executor), looked up at each call: the executor
+        # renews its pools between phases. None (outside a run): a thread of the call's own.
+        self._calls = calls
         self.role = role
         self.meter = meter
         self.policy = policy
@@ -406,7 +408,7 @@ class RoleLLM:
                     ),
                     limit,
                     what,
-                    self._calls,
+                    self._calls() if self._calls is not None else None,
                 )
             except ProviderTimeout:
                 if step_bound:  # the step's limit, not the model, cut the call short
