@@ -151,7 +151,10 @@ def run_with_deadline(fn: Callable[[], T], seconds: float, what: str,
 
 
 def _settle(future: Future[T], fn: Callable[[], T]) -> None:
-    """`fn`'s value or error into `future` (the thread of a call run outside a run)."""
+    """`fn`'s value or error into `future` (the thread of a call run outside a run); nothing
+    if the caller gave up before the thread began."""
+    if not future.set_running_or_notify_cancel():
+        return
     try:
         future.set_result(fn())
     except BaseException as exc:  # noqa: BLE001 - re-raised by future.result in the caller
