@@ -759,9 +759,33 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+class ThreadCounter:
+    """How many threads a run starts and the most alive at once: each start is counted as it
+    happens (a sampler would miss the short-lived ones), and the peak can only rise at a start."""
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.peak = threading.active_count()
+        self._lock = threading.Lock()
+
+    def install(self) -> ThreadCounter:
+        original = threading.Thread.start
+        counter = self
+
+        def start(thread: threading.Thread) -> None:
+            original(thread)
+            with counter._lock:
+                counter.started += 1
+                counter.peak = max(counter.peak, threading.active_count())
+
+        threading.Thread.start = start  # type: ignore[method-assign]  # this child process only
+        return self
+
+
 def _engine_child(env: dict[str, str], db_path: str, out: Any) -> None:
     """One full run in a fresh process, so peak RSS is the engine's own."""
     try:
+        threads = ThreadCounter().install()
         from research import Credentials, build_config, run_research
         from storage import Store
 
@@ -794,6 +818,7 @@ def _engine_child(env: dict[str, str], db_path: str, out: Any) -> None:
             "parameters": config.parameters_line(),
             "rss_imported_mb": rss_imported, "rss_peak_mb": peak_rss_mb(),
             "configuration_s": configuration_s,
+            "threads_peak": threads.peak, "threads_started": threads.started,
         })
         store.close()
     except Exception:  # noqa: BLE001 - reported by the parent
@@ -831,12 +856,15 @@ def bench_engine(args: argparse.Namespace, tmp: Path) -> list[Row]:
         f"{counts['tavily'] + counts['arxiv'] + counts['semanticscholar']}; page fetches {counts['pages']}")
     say(f"  peak RSS {result['rss_peak_mb']:.0f} MB (after imports {result['rss_imported_mb']:.0f} MB); "
         f"stand-in delay per API answer {args.engine_delay:g} s")
+    say(f"  threads: at most {result['threads_peak']} alive at once, {result['threads_started']} started")
     rows += [
         Row("engine", "status / wall time", f"{result['status']} / {result['wall']:.1f} s"),
         Row("engine", "sources kept / pages fetched", f"{result['sources']} / {counts['pages']}"),
         Row("engine", "model calls / tokens in+out",
             f"{result['calls']} / {result['input_tokens'] + result['output_tokens']:,}"),
         Row("engine", "peak RSS (child process)", f"{result['rss_peak_mb']:.0f} MB"),
+        Row("engine", "threads: peak alive / started",
+            f"{result['threads_peak']} / {result['threads_started']}"),
     ]
     return rows
 

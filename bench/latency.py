@@ -394,6 +394,7 @@ def _report(kit: Kit, label: str, lat: Latency, words: int, run: dict[str, Any])
         f"{run.get('configuration_s', 0.0):.2f} s")
     say(f"  peak memory (VmHWM of the engine process) {run['rss_peak_mb']:.0f} MB "
         f"(after imports {run['rss_imported_mb']:.0f} MB)")
+    say(f"  threads: at most {run['threads_peak']} alive at once, {run['threads_started']} started")
     say("")
     say("  | step | starts at s | takes s |")
     say("  | --- | --- | --- |")
@@ -411,6 +412,8 @@ def _report(kit: Kit, label: str, lat: Latency, words: int, run: dict[str, Any])
         Row("latency", f"{label}: pages/s / kept sources/s",
             f"{pages / wall:.2f} / {run['kept'] / wall:.2f}"),
         Row("latency", f"{label}: peak memory (VmHWM)", f"{run['rss_peak_mb']:.0f} MB"),
+        Row("latency", f"{label}: threads peak alive / started",
+            f"{run['threads_peak']} / {run['threads_started']}"),
     ]
     if lat.tokens_per_second:
         rows += [

@@ -24,6 +24,7 @@ from typing import Any
 
 from research.config import Credentials, ResearchConfig
 from research.errors import ConfigError, redact
+from research.events import Error
 from research.llm.pricing import PriceTable
 from research.pipeline import create_run, execute
 from storage import Store
@@ -168,7 +169,7 @@ class JobManager:
                 run = store.get_run(run_id)
                 if run is not None and run["status"] not in ("completed", "failed", "cancelled"):
                     store.set_run_status(run_id, "failed", error=message)
-                    store.append_event({"run_id": run_id, "type": "error", "message": message})
+                    store.append_event(Error(run_id, message))
             except Exception:  # noqa: BLE001 - the database itself may be the problem
                 log.exception("could not record the failure of run %s", run_id)
         finally:

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 
 from research.constants import CONSTANTS
 from research.credibility import KINDS, kind_of
+from research.events import Event, from_row
 from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
 from research.export.method import plain_name
@@ -174,8 +175,8 @@ def steps_frame(steps: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Step", "State", "Duration", "Sources", "Attempts", "Problem"])
 
 
-def tail_events(store: Store, run_id: str, last_event_id: int, n: int = EVENT_TAIL) -> list[dict[str, Any]]:
-    """The run's last `n` events without reading its whole log.
+def tail_events(store: Store, run_id: str, last_event_id: int, n: int = EVENT_TAIL) -> list[Event]:
+    """The run's last `n` events, typed, without reading its whole log.
 
     Event ids ascend across the whole database (several runs interleave), so look back over a
     window of ids that grows until it holds `n` of this run's events or reaches the start.
@@ -187,15 +188,15 @@ def tail_events(store: Store, run_id: str, last_event_id: int, n: int = EVENT_TA
         after = max(0, last_event_id - window)
         events = store.get_events(run_id, after_id=after)
         if len(events) >= n or after == 0:
-            return events[-n:]
+            return [from_row(row) for row in events[-n:]]
         window *= 4
 
 
-def events_frame(events: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def events_frame(events: Sequence[Event]) -> pd.DataFrame:
     rows = [{
-        "Time": short_date(e.get("ts"))[11:] or "",
-        "Event": str(e.get("type") or "").replace("_", " "),
-        "Message": plain_words(str(e.get("message") or "")),
+        "Time": short_date(e.ts)[11:] or "",
+        "Event": e.type.replace("_", " "),
+        "Message": plain_words(e.message),
     } for e in reversed(events)]
     return pd.DataFrame(rows, columns=["Time", "Event", "Message"])
 

@@ -23,7 +23,7 @@ from research.config import Credentials, ResearchConfig, build_config
 from research.documents import ingest_paths
 from research.documents.choice import with_sources
 from research.errors import ConfigError, ResearchError, redact
-from research.events import Event
+from research.events import Event, SourceFound
 from research.export.formats import FORMATS, export_run
 from research.llm.pricing import PriceTable
 from research.phases.preflight import check_configuration
@@ -416,7 +416,7 @@ class _Printer:
         self.started = time.monotonic()
 
     def __call__(self, event: Event) -> None:
-        if self.quiet or event.type in ("source_found",):
+        if self.quiet or isinstance(event, SourceFound):  # one line per source is too many
             return
         run = self.store.get_run(event.run_id) or {}
         pct = percent(run, self.store.get_steps(event.run_id))

@@ -15,6 +15,7 @@ from research.config import Credentials, ResearchConfig
 from research.control import RunControl
 from research.errors import BudgetStop, ResearchError, RunStop, redact
 from research.events import EventSink, StepCompleted, StepFailed, StepStarted
+from research.executor import RunExecutor
 from research.fetch import Fetcher
 from research.llm.base import UsageMeter
 from research.search.base import SearchProvider
@@ -57,9 +58,16 @@ class RunContext:
     credentials: Credentials | None = None
     usage_before: dict[str, Any] = field(default_factory=dict)  # from earlier sessions of this run
     health: ServiceHealth = field(default_factory=ServiceHealth)
+    # The run's threads (research.executor): the pipeline passes the one it closes at the end;
+    # a context built without one (a test driving a phase) gets its own.
+    executor: RunExecutor = None  # type: ignore[assignment]  # set in __post_init__
     _budget_checked: float = 0.0
     _budget: str | None = None
     _brief: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.executor is None:
+            self.executor = RunExecutor(self.config, name=f"run-{self.run_id[:6]}")
 
     @property
     def brief(self) -> str:
@@ -176,20 +184,21 @@ class RunContext:
             return done
         self.control.checkpoint()
         self.store.start_step(self.run_id, key, kind=kind, label=label)
-        self.emit(StepStarted(self.run_id, label, step=key))
+        self.emit(StepStarted(self.run_id, label, step=key, kind=kind, label=label))
         started = time.monotonic()
         try:
             result = fn()
         except ResearchError as exc:
             self.store.fail_step(self.run_id, key, self.safe(str(exc)))
-            self.emit(StepFailed(self.run_id, f"{label} failed: {self.safe(str(exc))}", step=key))
+            self.emit(StepFailed(self.run_id, f"{label} failed: {self.safe(str(exc))}", step=key,
+                                 kind=kind, label=label, error=self.safe(str(exc))))
             raise
         except RunStop as exc:  # a stop, not a failure: no StepFailed; resume redoes the step
             self.store.fail_step(self.run_id, key, self.safe(str(exc)))
             raise
         self.store.finish_step(self.run_id, key, result=result, source_count=source_count)
         self.emit(StepCompleted(
-            self.run_id, f"{label} done", step=key,
-            data={"duration_s": round(time.monotonic() - started, 2)},
+            self.run_id, f"{label} done", step=key, kind=kind, label=label,
+            duration_s=round(time.monotonic() - started, 2),
         ))
         return result

@@ -459,7 +459,7 @@ def _guarded_transport(backend: httpcore.NetworkBackend) -> httpx.HTTPTransport:
         raise RuntimeError("this httpx version has no connection pool to guard; pin httpx 0.28")
     transport._pool = httpcore.ConnectionPool(
         ssl_context=httpx.create_ssl_context(trust_env=False),
-        max_connections=200,  # room for 4 workers fetching 40 pages each (IO_THREADS)
+        max_connections=200,  # room for 4 workers fetching 40 pages each (executor.task_threads)
         max_keepalive_connections=20,
         keepalive_expiry=5.0,
         network_backend=backend,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -44,6 +44,7 @@ from research.events import (
     Warning,
     fan_out,
 )
+from research.executor import RunExecutor
 from research.fetch import Fetcher, FetchLimits, warm_up
 from research.llm import build_llm
 from research.llm.base import LLM, RoleLLM, UsageMeter
@@ -126,6 +127,7 @@ def execute(
     meter = UsageMeter(prices, on_record=lambda role, prov, model, i, o, cost: store.add_usage(
         run_id, role, prov, model, i, o, cost))
     health = ServiceHealth()
+    executor = RunExecutor(config, name=f"run-{run_id[:6]}")
     own_fetcher = fetcher is None
     if fetcher is None:
         fetcher = Fetcher(FetchLimits(
@@ -141,11 +143,13 @@ def execute(
             on_retry=lambda msg: emit(Retrying(run_id, redact(msg, secrets))),
             cancel=control.cancelled,
             on_failure=lambda label, exc: health.record(f"the model service {label}"),
+            calls=lambda: executor.calls,
         )
 
     try:
         with Workflow(run_id, make_llm) as workflow:
             ctx = RunContext(
+                executor=executor,
                 run_id=run_id, question=run["question"], config=config, store=store, emit=emit,
                 control=control, lead=workflow.lead(),
                 search=bind_store(search_factory(config, credentials), store), fetcher=fetcher,
@@ -164,7 +168,7 @@ def execute(
             emit(Warning(run_id, redact(warning, secrets)))
         emit(Completed(run_id, "Research complete. The report is ready" + (
             f", with {len(warnings)} warning{'s' if len(warnings) != 1 else ''}." if warnings
-            else ".")))
+            else "."), warnings=len(warnings)))
     except NeedsInput as exc:
         _finish(store, run_id, meter, "waiting")
         emit(Waiting(run_id, str(exc)))
@@ -185,6 +189,7 @@ def execute(
         emit(Error(run_id, message))
     finally:
         control.stop()
+        executor.close()
         if own_fetcher:
             fetcher.close()
     return store.get_run(run_id) or {}
@@ -199,16 +204,20 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     inherited = inherit.run(ctx)
     plan.run(ctx, inherited, early_plan)
     plan.review_gate(ctx)
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="engine") as pool:
-        hosted = [pool.submit(_hosted_beside, ctx, name) for name in HOSTED_ENGINES] if with_hosted else []
+    hosted = [ctx.executor.units.submit(_hosted_beside, ctx, name)
+              for name in HOSTED_ENGINES] if with_hosted else []
+    try:
         ctx.guard_model_calls()
         try:
             failed = research.run(ctx, ctx.store.get_plan(ctx.run_id) or [])
             failed = rounds.run(ctx, failed)
         finally:
             ctx.release_model_calls()
-        for future in hosted:
-            future.result()  # cancellation and the time limit stop the whole run
+    finally:
+        wait(hosted)  # the engines beside end with the pipeline's research (a stop ends them)
+    for future in hosted:
+        future.result()  # cancellation and the time limit stop the whole run
+    ctx.executor.trim()  # research's many threads are not needed by writing and verifying
     subtopics = ctx.store.get_plan(ctx.run_id) or []
     if ctx.store.count_sources(ctx.run_id) == 0:
         raise ResearchError(nothing_gathered(ctx))

@@ -82,7 +82,7 @@ def test_event_tail_reads_only_the_last_events_of_interleaved_runs(tmp_path: Pat
         last = store.append_event({"run_id": a if i % 3 else b, "type": "x", "message": str(i)})
     events = tail_events(store, b, last, n=200)
     assert len(events) == 200
-    assert events[-1]["message"] == "897"
+    assert events[-1].message == "897" and events[-1].type == "x"
 
 
 def test_estimate_grows_with_depth() -> None:

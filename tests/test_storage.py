@@ -94,7 +94,7 @@ def test_each_thread_gets_its_own_connection_and_concurrent_writes_all_land(
 def test_events_round_trip_from_dataclasses_and_page_by_after_id(store: Store) -> None:
     run_id = store.create_run("q", {})
     first = store.append_event(SourceFound(run_id=run_id, message="found", step="r1",
-                                           data={"url": "https://a"}))
+                                           url="https://a"))
     second = store.append_event({"type": "warning", "run_id": run_id, "message": "hm"})
     events = store.get_events(run_id)
     assert [e["type"] for e in events] == ["source_found", "warning"]
@@ -397,8 +397,9 @@ def test_api_keys_never_reach_the_database_file(tmp_path: Path) -> None:
     path = tmp_path / "research.db"
     store = Store(path, secrets=[known])
     run_id = store.create_run(f"question {known}", {"note": f"Bearer {known}"})
-    store.append_event(Error(run_id=run_id, message=f"401 for key {known} / {shaped}",
-                             data={"detail": f"key={known}", known: [shaped]}))
+    store.append_event(Error(run_id=run_id, message=f"401 for key {known} / {shaped}"))
+    store.append_event({"type": "warning", "run_id": run_id, "message": "payload",  # an old row
+                        "data": {"detail": f"key={known}", known: [shaped]}})
     store.set_run_status(run_id, "failed", error=f"AuthError: {known} refused; {shaped}")
     store.start_step(run_id, "r", kind="research", label="R")
     store.fail_step(run_id, "r", f"provider said {shaped} / {known}")

@@ -26,7 +26,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
@@ -46,6 +45,7 @@ from research.errors import (
     RunStop,
 )
 from research.events import Retrying, SourceFound, StepCompleted, StepFailed, StepStarted
+from research.executor import submit_limited
 from research.export.document import CITATION_RE, map_prose
 from research.fetch import FetchedPage
 from research.llm.base import Usage
@@ -115,7 +115,7 @@ def run_hosted(ctx: RunContext, engine: str, *, credentials: Credentials | None 
     ctx.store.start_step(ctx.run_id, key, kind="engine", label=label)
     ctx.emit(StepStarted(
         ctx.run_id, f"{label}: re-attaching to job {previous}" if previous else f"{label}: starting",
-        step=key, data={"engine": engine, "remote_id": previous},
+        step=key, kind="engine", label=label, engine=engine, remote_id=previous,
     ))
     started = time.monotonic()
     run = _HostedRun(ctx, engine, key, label)
@@ -136,8 +136,8 @@ def run_hosted(ctx: RunContext, engine: str, *, credentials: Credentials | None 
         raise
     ctx.emit(StepCompleted(
         ctx.run_id, f"{label}: {result['sources']} sources cited, {result['words']} words", step=key,
-        data={"duration_s": round(time.monotonic() - started, 2), "sources": result["sources"],
-              "new_sources": run.inserted, "remote_id": job.id},
+        kind="engine", label=label, duration_s=round(time.monotonic() - started, 2),
+        sources=int(result["sources"]), new_sources=run.inserted, remote_id=job.id,
     ))
     return result
 
@@ -150,7 +150,8 @@ def _reattachable(row: dict[str, Any] | None) -> str | None:
 
 def _fail(ctx: RunContext, key: str, label: str, message: str) -> None:
     ctx.store.fail_step(ctx.run_id, key, ctx.safe(message))
-    ctx.emit(StepFailed(ctx.run_id, f"{label} failed: {ctx.safe(message)}", step=key))
+    ctx.emit(StepFailed(ctx.run_id, f"{label} failed: {ctx.safe(message)}", step=key,
+                        kind="engine", label=label, error=ctx.safe(message)))
 
 
 @dataclass
@@ -180,7 +181,8 @@ class _HostedRun:
         ctx = self.ctx
 
         def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
-            ctx.emit(Retrying(ctx.run_id, ctx.safe(f"{exc} Retrying in {delay:.1f} s."), step=self.key))
+            ctx.emit(Retrying(ctx.run_id, ctx.safe(f"{exc} Retrying in {delay:.1f} s."), step=self.key,
+                              attempt=attempt, delay_s=round(delay, 2)))
 
         return call_with_retries(fn, policy=self._policy, deadline=ctx.control.deadline,
                                  on_retry=on_retry, cancel=ctx.control.cancelled)
@@ -329,8 +331,9 @@ class _HostedRun:
                                 job.input_tokens, job.output_tokens, cost)
         for sid in inserted:
             src = next(s for s in sources.values() if s["id"] == sid)
-            ctx.emit(SourceFound(ctx.run_id, f"Source: {src['title'][:120]}", step=self.key, data={
-                "source_id": sid, "url": src["url"], "relevance": 1.0, "subtopic_id": self.engine}))
+            ctx.emit(SourceFound(ctx.run_id, f"Source: {src['title'][:120]}", step=self.key,
+                                 source_id=sid, url=src["url"], title=src["title"], relevance=1.0,
+                                 subtopic_id=self.engine))
         return result
 
     def _fetch(self, urls: Iterable[str]) -> dict[str, FetchedPage | str]:
@@ -346,9 +349,9 @@ class _HostedRun:
                 return str(exc)
 
         ordered = sorted(urls)
-        with ThreadPoolExecutor(max_workers=max(1, min(FETCH_THREADS, len(ordered))),
-                                thread_name_prefix=f"fetch:{self.engine}") as pool:
-            results = dict(zip(ordered, pool.map(fetch, ordered), strict=True))
+        futures = submit_limited(ctx.executor.tasks, [partial(fetch, url) for url in ordered],
+                                 FETCH_THREADS)
+        results = {url: future.result() for url, future in zip(ordered, futures, strict=True)}
         ctx.control.checkpoint()
         return results
 

@@ -12,6 +12,8 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor, Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
@@ -108,30 +110,55 @@ def extract_json(text: str) -> str:
     return text
 
 
-def run_with_deadline(fn: Callable[[], T], seconds: float, what: str) -> T:
+_bounded = threading.local()  # set in a thread while it runs a call under a wall-clock limit
+
+
+def run_with_deadline(fn: Callable[[], T], seconds: float, what: str,
+                      pool: Executor | None = None) -> T:
     """Run `fn` with a wall-clock limit, so a trickling or hung socket cannot stall a step.
 
     Socket timeouts only bound each read; a server that sends a byte every few seconds
-    never trips them. The call runs in a daemon thread; if the limit passes we stop
-    waiting (the thread is abandoned and ends when its own socket timeout fires).
+    never trips them (nor do the SDKs' own `timeout` options: openai's and google-genai's
+    are httpx timeouts, per read). So the call runs in another thread: the run's `calls`
+    layer (`pool`, see research.executor) or, outside a run, a daemon thread of its own. If
+    the limit passes we stop waiting; the abandoned call ends when its socket times out.
+    Already inside such a call (a provider bounding its own request), `fn` runs inline: the
+    outer limit covers it, and a second thread would be a call waiting on a call.
     """
-    box: dict[str, object] = {}
+    if getattr(_bounded, "active", False):
+        return fn()
 
-    def target() -> None:
+    def target() -> T:
+        _bounded.active = True
         try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
+            return fn()
+        finally:
+            _bounded.active = False
 
-    thread = threading.Thread(target=target, name=f"deadline:{what}", daemon=True)
-    thread.start()
-    thread.join(max(0.0, seconds))
-    if thread.is_alive():
+    future: Future[T]
+    if pool is not None:
+        future = pool.submit(target)
+    else:
+        future = Future()
+        threading.Thread(target=_settle, args=(future, target), name=f"deadline:{what}",
+                         daemon=True).start()
+    try:
+        return future.result(timeout=max(0.0, seconds))
+    except FutureTimeout:
+        future.cancel()  # not started yet (a full layer): it never will be
         shown = f"{seconds:.0f}" if seconds >= 10 else f"{seconds:.1f}"
-        raise ProviderTimeout(f"{what} did not answer within {shown} s.")
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]  # type: ignore[return-value]
+        raise ProviderTimeout(f"{what} did not answer within {shown} s.") from None
+
+
+def _settle(future: Future[T], fn: Callable[[], T]) -> None:
+    """`fn`'s value or error into `future` (the thread of a call run outside a run); nothing
+    if the caller gave up before the thread began."""
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        future.set_result(fn())
+    except BaseException as exc:  # noqa: BLE001 - re-raised by future.result in the caller
+        future.set_exception(exc)
 
 
 class UsageMeter:
@@ -245,9 +272,13 @@ class RoleLLM:
         cancel: threading.Event | None = None,
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         on_failure: Callable[[str, ProviderError], None] | None = None,
+        calls: Callable[[], Executor] | None = None,
     ) -> None:
         self.llm = llm
         self._on_failure = on_failure
+        # The run's `calls` layer (research.executor), looked up at each call: the executor
+        # renews its pools between phases. None (outside a run): a thread of the call's own.
+        self._calls = calls
         self.role = role
         self.meter = meter
         self.policy = policy
@@ -380,6 +411,7 @@ class RoleLLM:
                     ),
                     limit,
                     what,
+                    self._calls() if self._calls is not None else None,
                 )
             except ProviderTimeout:
                 if step_bound:  # the step's limit, not the model, cut the call short

@@ -42,7 +42,7 @@ def run(ctx: RunContext) -> dict[str, Any] | None:
     )
     for sid in inserted[:50]:
         ctx.emit(SourceFound(ctx.run_id, "Source reused from the earlier run", step="inherit",
-                             data={"source_id": sid, "subtopic_id": SUBTOPIC_ID}))
+                             source_id=sid, subtopic_id=SUBTOPIC_ID))
     return subtopic
 
 

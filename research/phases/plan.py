@@ -6,7 +6,6 @@ came, down to MIN_SUBTOPICS (see `research.phases.counts`), and says so.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -65,9 +64,8 @@ class Ahead:
 
     def __init__(self, ctx: RunContext) -> None:
         self.messages = _messages(ctx, ctx.unclarified_brief())
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="plan-ahead")
-        self._future = self._pool.submit(_ask, ctx, self.messages)
-        self._pool.shutdown(wait=False)
+        # A unit of the run's executor (the research units have not started yet).
+        self._future = ctx.executor.units.submit(_ask, ctx, self.messages)
 
     def answer(self, messages: list[Message]) -> ResearchPlan | None:
         """The early answer, if it was made from these very messages and arrived."""
@@ -126,7 +124,7 @@ def run(ctx: RunContext, inherited: dict[str, Any] | None = None,
         ctx.store.save_plan(ctx.run_id, ([inherited] if inherited else []) + subtopics)
         ctx.emit(PlanCreated(
             ctx.run_id, f"Plan: {len(subtopics)} subtopics", step="plan",
-            data={"subtopics": [s["title"] for s in subtopics]},
+            subtopics=tuple(s["title"] for s in subtopics),
         ))
         return {"subtopics": len(subtopics)}
 

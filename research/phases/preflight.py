@@ -9,7 +9,6 @@ quota, a broken JSON answer or a too-long prompt say what they are and what to d
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel
@@ -30,7 +29,7 @@ from research.errors import (
 )
 from research.events import SearchFailed
 from research.llm import build_llm
-from research.llm.base import Message
+from research.llm.base import Message, run_with_deadline
 from research.retry import RetryPolicy, call_with_retries
 from research.search import build_search_providers
 from research.search.base import SearchProvider
@@ -68,11 +67,15 @@ def run(ctx: RunContext) -> None:
         deadline = ctx.step_deadline()
         causes: dict[str, ResearchError] = {}
 
+        timeout = min(30.0, ctx.config.request_timeout_s)
+
         def ping(provider: SearchProvider) -> str | None:
+            """A task: its request is a call of the run's executor, under a wall-clock limit."""
             try:
                 call_with_retries(
-                    lambda: provider.search(ctx.question[:300], max_results=1,
-                                            timeout=min(30.0, ctx.config.request_timeout_s)),
+                    lambda: run_with_deadline(
+                        lambda: provider.search(ctx.question[:300], max_results=1, timeout=timeout),
+                        timeout + 1.0, f"{provider.name} search", ctx.executor.calls),
                     policy=RetryPolicy(attempts=ctx.config.max_retries + 1), deadline=deadline,
                     cancel=ctx.control.cancelled,
                 )
@@ -82,14 +85,15 @@ def run(ctx: RunContext) -> None:
             return None
 
         # The search pings go out with the model check (they do not depend on it); a model
-        # that fails is still reported first.
-        pool = ThreadPoolExecutor(max_workers=max(1, len(ctx.search)), thread_name_prefix="ping")
+        # that fails is still reported first and does not wait for a slow search ping.
+        pending = [ctx.executor.tasks.submit(ping, provider) for provider in ctx.search]
         try:
-            pending = [pool.submit(ping, provider) for provider in ctx.search]
             checked = _check_models(ctx)
-            answers = [future.result() for future in pending]
-        finally:  # a failed model check does not wait for a slow search ping
-            pool.shutdown(wait=False, cancel_futures=True)
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+        answers = [future.result() for future in pending]
         ctx.control.checkpoint()
         working, failures = [], []
         for provider, reason in zip(ctx.search, answers, strict=True):
@@ -99,7 +103,7 @@ def run(ctx: RunContext) -> None:
             failures.append(f"{provider.name}: {reason}")
             ctx.emit(SearchFailed(ctx.run_id, f"{provider.name} search is not working and "
                                   f"will not be used: {reason}", step="preflight",
-                                  data={"provider": provider.name}))
+                                  provider=provider.name, reason=reason))
         if not working:
             raise PreflightError(
                 "No search provider could be reached, so no research can be done (answers "

@@ -14,8 +14,9 @@ import logging
 import math
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Executor, as_completed
 from datetime import date, timedelta
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -34,6 +35,7 @@ from research.errors import (
     RunCancelled,
 )
 from research.events import SourceFound, SourceSkipped, StepCompleted, StepFailed, StepStarted
+from research.executor import submit_limited
 from research.fetch import FetchedPage
 from research.llm.base import Message
 from research.phases import learnings, scoring, searching
@@ -45,8 +47,6 @@ from research.urls import canonical_url
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
-IO_THREADS = 40  # a worker's searches, page fetches and scoring calls in flight at once: every
-#                 candidate page of a default worker (2 x SOURCES_PER_SUBTOPIC) at the same time
 MIN_TEXT_CHARS = 200
 BUDGET_UNSCORED = "not scored: the budget stopped research before this page could be scored"
 FINDINGS_CONTEXT_CHARS = 40_000
@@ -144,22 +144,24 @@ def run_units(ctx: RunContext, units: list[tuple[str, str, dict[str, Any]]]) -> 
     if not todo or ctx.budget_reason():
         return
     workers = [(unit, ctx.lead.delegate(Role.WORKER)) for unit in todo]
-    size = min(ctx.config.max_parallel_workers, len(todo))
-    with ThreadPoolExecutor(max_workers=size, thread_name_prefix="worker") as pool:
-        futures = [pool.submit(_with_retries, ctx, w, *unit, registry) for unit, w in workers]
-        stop: BaseException | None = None
-        for future in as_completed(futures):
-            try:
-                future.result()
-            except BudgetStop:
-                pass  # research ends; what was gathered is written up
-            except RunCancelled as exc:
-                ctx.control.cancelled.set()  # stop the other workers at their next unit
-                stop = stop or exc
-            except BudgetExceeded as exc:
-                stop = stop or exc
-        if stop is not None:
-            raise stop
+    futures = submit_limited(
+        ctx.executor.units,
+        [partial(_with_retries, ctx, w, *unit, registry) for unit, w in workers],
+        ctx.config.max_parallel_workers,
+    )
+    stop: BaseException | None = None
+    for future in as_completed(futures):
+        try:
+            future.result()
+        except BudgetStop:
+            pass  # research ends; what was gathered is written up
+        except RunCancelled as exc:
+            ctx.control.cancelled.set()  # stop the other workers at their next unit
+            stop = stop or exc
+        except BudgetExceeded as exc:
+            stop = stop or exc
+    if stop is not None:
+        raise stop
 
 
 def _with_retries(
@@ -170,7 +172,8 @@ def _with_retries(
         ctx.checkpoint()
         ctx.store.start_step(ctx.run_id, key, kind=key.split(":")[0], label=label,
                              subtopic_id=sub["id"])
-        ctx.emit(StepStarted(ctx.run_id, label, step=key, data={"attempt": attempt}))
+        ctx.emit(StepStarted(ctx.run_id, label, step=key, kind=key.split(":")[0], label=label,
+                             attempt=attempt))
         started = time.monotonic()
         outcome = Outcome()
         try:
@@ -200,19 +203,21 @@ def _with_retries(
             ctx.store.fail_step(ctx.run_id, key, reason, final=final)
             tail = "giving up on this subtopic" if final else f"trying again ({attempt + 1}/{MAX_ATTEMPTS})"
             ctx.emit(StepFailed(ctx.run_id, f"{label} failed: {reason}; {tail}", step=key,
-                                data={"attempt": attempt, "final": final}))
+                                kind=key.split(":")[0], label=label, error=reason,
+                                attempt=attempt, final=final))
             continue
         by_id = {s["id"]: s for s in outcome.sources}
         for sid in inserted:
             src = by_id[sid]
             ctx.emit(SourceFound(
-                ctx.run_id, f"Source: {src['title'][:120]}", step=key,
-                data={"source_id": sid, "url": src["url"], "relevance": src["relevance"],
-                      "subtopic_id": sub["id"]},
+                ctx.run_id, f"Source: {src['title'][:120]}", step=key, source_id=sid,
+                url=src["url"], title=src["title"], relevance=float(src["relevance"]),
+                subtopic_id=sub["id"],
             ))
         ctx.emit(StepCompleted(
             ctx.run_id, f"{label}: {len(inserted)} sources kept", step=key,
-            data={"duration_s": round(time.monotonic() - started, 2), "sources": len(inserted)},
+            kind=key.split(":")[0], label=label, duration_s=round(time.monotonic() - started, 2),
+            sources=len(inserted),
         ))
         return
 
@@ -232,7 +237,7 @@ def _keep_on_budget_stop(
         skipped=out.skipped, result=result,
     )
     ctx.emit(StepCompleted(ctx.run_id, f"{reason} {len(inserted)} sources of this subtopic "
-                           "were kept.", step=key, data={"sources": len(inserted)}))
+                           "were kept.", step=key, kind=key.split(":")[0], sources=len(inserted)))
 
 
 def _research(
@@ -243,36 +248,36 @@ def _research(
     total = int(sub.get("searches") or cfg.searches_per_subtopic)
     cap = int(sub.get("max_sources") or cfg.sources_per_subtopic)
     first = math.ceil(total / 2)
-    with ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="io") as pool:
-        known = learnings.prior(ctx, sub)  # earlier rounds: learnings and queries run
-        results = searching.search_wave(ctx, worker, sub, first, [], [], out, pool, deadline,
-                                        known)
-        if total > first:
-            titles = [r.result.title for r in results][:15]
-            asked = [q["query"] for q in out.queries]
-            results += searching.search_wave(ctx, worker, sub, total - first, titles, asked, out, pool,
-                                    deadline, known)
-        if cfg.search_other_side and not sub.get("lookup"):
-            # The other side goes first among the candidates, so the cut does not drop it.
-            opposing = searching.other_side(ctx, sub, [q["query"] for q in out.queries]
-                                            + known.queries, out,
-                                            pool, deadline)
-            results = opposing[:3] + results + opposing[3:]
-        if not results:
-            errors = {q["error"] for q in out.queries if q.get("error")}
-            if errors:
-                raise ProviderError("every search failed: " + "; ".join(sorted(errors))[:300])
-        candidates = _select(results, registry, out, limit=cap * 2)
-        pages = _fetch_all(ctx, sub, candidates, out, pool, deadline)
-        sources = [_source_record(sub, cand, page) for cand, page in pages]
-        try:
-            scoring.score_all(ctx, worker, WORKER_ROLE, sub, sources, pool, deadline)
-        except BudgetStop:
-            for src in sources:  # read but not scored: kept, and marked as such
-                if not src["scored"]:
-                    src.update(scored=True, relevance_reason=BUDGET_UNSCORED)
-            _sort_kept(ctx, sub, sources, cap, out, keep_unscored=True)
-            raise
+    pool = ctx.executor.tasks  # searches, fetches and scoring batches: tasks, never units
+    known = learnings.prior(ctx, sub)  # earlier rounds: learnings and queries run
+    results = searching.search_wave(ctx, worker, sub, first, [], [], out, pool, deadline,
+                                    known)
+    if total > first:
+        titles = [r.result.title for r in results][:15]
+        asked = [q["query"] for q in out.queries]
+        results += searching.search_wave(ctx, worker, sub, total - first, titles, asked, out, pool,
+                                deadline, known)
+    if cfg.search_other_side and not sub.get("lookup"):
+        # The other side goes first among the candidates, so the cut does not drop it.
+        opposing = searching.other_side(ctx, sub, [q["query"] for q in out.queries]
+                                        + known.queries, out,
+                                        pool, deadline)
+        results = opposing[:3] + results + opposing[3:]
+    if not results:
+        errors = {q["error"] for q in out.queries if q.get("error")}
+        if errors:
+            raise ProviderError("every search failed: " + "; ".join(sorted(errors))[:300])
+    candidates = _select(results, registry, out, limit=cap * 2)
+    pages = _fetch_all(ctx, sub, candidates, out, pool, deadline)
+    sources = [_source_record(sub, cand, page) for cand, page in pages]
+    try:
+        scoring.score_all(ctx, worker, WORKER_ROLE, sub, sources, pool, deadline)
+    except BudgetStop:
+        for src in sources:  # read but not scored: kept, and marked as such
+            if not src["scored"]:
+                src.update(scored=True, relevance_reason=BUDGET_UNSCORED)
+        _sort_kept(ctx, sub, sources, cap, out, keep_unscored=True)
+        raise
     _sort_kept(ctx, sub, sources, cap, out)
     if out.sources:
         out.findings = _findings(ctx, worker, sub, out.sources, deadline)
@@ -336,7 +341,7 @@ def _select(
 
 def _fetch_all(
     ctx: RunContext, sub: dict[str, Any], candidates: list[Candidate], out: Outcome,
-    pool: ThreadPoolExecutor, deadline: float,
+    pool: Executor, deadline: float,
 ) -> list[tuple[Candidate, FetchedPage]]:
     def fetch(cand: Candidate) -> FetchedPage:
         ctx.checkpoint()
@@ -370,8 +375,8 @@ def _fetch_all(
         if reason:
             out.skipped.append({"subtopic_id": sub["id"], "url": cand.result.url, "reason": reason})
             ctx.emit(SourceSkipped(ctx.run_id, f"Skipped {cand.result.url[:120]}: {reason}",
-                                   step=f"research:{sub['id']}",
-                                   data={"url": cand.result.url, "reason": reason}))
+                                   step=f"research:{sub['id']}", url=cand.result.url,
+                                   reason=reason, subtopic_id=sub["id"]))
     return pages
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from research.agents import Role
 from research.checks import problems, run_checks
 from research.context import RunContext
-from research.events import ReviewCycle
+from research.events import IssueCounts, ReviewCycle
 from research.llm.base import Message
 from research.phases import write
 from research.phases.verify.early import EarlyCheck
@@ -136,7 +136,8 @@ def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
         f"Review {cycle}: {verdict} ({counts['high']} high, {counts['medium']} medium, "
         f"{counts['low']} low; {checks['cited_share']:.0%} of claims cited)",
         step=f"review:{cycle}",
-        data={"cycle": cycle, "approved": approved, "issues": counts, "checks_passed": checks["passed"]},
+        cycle=cycle, approved=approved, issues=IssueCounts(**counts),
+        checks_passed=bool(checks["passed"]),
     ))
     feedback_lines = [
         f"- [{i['severity']}] {i['section'] or 'general'}: {clean_untrusted(i['issue'])}"

@@ -119,8 +119,7 @@ def _goal_met(ctx: RunContext, round_no: int) -> bool:
     reason = goal.stop_reason(result)
     ctx.store.update_totals(ctx.run_id, rounds=round_no, stop_reason=reason)
     ctx.emit(RoundCompleted(ctx.run_id, f"Round {round_no}: research stops. {reason}",
-                            step=f"goal:{round_no}",
-                            data={"round": round_no, "stop_reason": reason}))
+                            step=f"goal:{round_no}", round=round_no, stop_reason=reason))
     return True
 
 
@@ -182,8 +181,9 @@ def _stop(
     message = (f"Round {round_no}: {counts['filter']} follow-ups filtered, {counts['answer']} "
                f"answered by quick lookups, {counts['escalate']} escalated")
     message += f". Research stops: {stop_reason}" if stop_reason else f"; round {round_no + 1} starts."
-    ctx.emit(RoundCompleted(ctx.run_id, message, step=f"triage:{round_no}",
-                            data={"round": round_no, **counts, "stop_reason": stop_reason}))
+    ctx.emit(RoundCompleted(ctx.run_id, message, step=f"triage:{round_no}", round=round_no,
+                            filter=counts["filter"], answer=counts["answer"],
+                            escalate=counts["escalate"], stop_reason=stop_reason))
     if stop_reason:
         ctx.store.update_totals(ctx.run_id, rounds=round_no, stop_reason=stop_reason)
     return {"round": round_no, "coverage": coverage, "decisions": decisions,

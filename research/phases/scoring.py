@@ -9,7 +9,7 @@ asked about are ignored. A scoring answer that stays unreadable after its one re
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -49,7 +49,7 @@ class RelevanceScores(BaseModel):
 
 def score_all(
     ctx: RunContext, worker: Agent, role: str, sub: dict[str, Any], sources: list[dict[str, Any]],
-    pool: ThreadPoolExecutor, deadline: float,
+    pool: Executor, deadline: float,
 ) -> list[dict[str, Any]]:
     """Set "relevance", "relevance_reason" and "scored" on every source (in place).
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,7 +82,7 @@ def call(ctx: RunContext, fn: Any, deadline: float, what: str) -> Any:
         if limit <= 0:
             raise StepTimeLimit(f"{what}: the step ran out of time (STEP_TIMEOUT_MS).")
         try:
-            return run_with_deadline(lambda: fn(limit), limit, what)
+            return run_with_deadline(lambda: fn(limit), limit, what, ctx.executor.calls)
         except ProviderTimeout as exc:
             if limit < ctx.config.request_timeout_s:  # the step's limit cut it short
                 raise StepTimeLimit(f"{exc} (the step's time limit, STEP_TIMEOUT_MS, ran "
@@ -97,7 +97,7 @@ def call(ctx: RunContext, fn: Any, deadline: float, what: str) -> Any:
 
 def search_wave(
     ctx: RunContext, worker: Agent, sub: dict[str, Any], count: int, found: list[str],
-    asked: list[str], out: Outcome, pool: ThreadPoolExecutor, deadline: float,
+    asked: list[str], out: Outcome, pool: Executor, deadline: float,
     known: learnings.Prior | None = None,
 ) -> list[Candidate]:
     """One wave of queries. `known` carries earlier rounds' learnings and queries: they go
@@ -122,7 +122,7 @@ def search_wave(
 
 
 def other_side(ctx: RunContext, sub: dict[str, Any], asked: list[str], out: Outcome,
-               pool: ThreadPoolExecutor, deadline: float) -> list[Candidate]:
+               pool: Executor, deadline: float) -> list[Candidate]:
     """One search for the other side of the subtopic (criticism, failures, contrary results),
     so the report can say where sources disagree and cite both sides (SEARCH_OTHER_SIDE).
     Written from the subtopic's title, without a model call: it costs one search per
@@ -139,7 +139,7 @@ def opposing_query(sub: dict[str, Any]) -> str:
 
 
 def run_queries(ctx: RunContext, sub: dict[str, Any], queries: list[str], out: Outcome,
-                pool: ThreadPoolExecutor, deadline: float) -> list[Candidate]:
+                pool: Executor, deadline: float) -> list[Candidate]:
     """Run each query on every provider; record each; results interleaved by rank."""
     per_query = max(3, math.ceil(ctx.config.sources_per_subtopic * 2 / max(1, ctx.config.searches_per_subtopic)))
     jobs = [(q, p) for q in queries for p in ctx.search]
@@ -157,8 +157,8 @@ def run_queries(ctx: RunContext, sub: dict[str, Any], queries: list[str], out: O
             out.queries.append({"subtopic_id": sub["id"], "query": query,
                                 "provider": provider.name, "result_count": 0, "error": reason})
             ctx.emit(SearchFailed(ctx.run_id, f"{provider.name} search failed: {reason}",
-                                  step=f"research:{sub['id']}",
-                                  data={"provider": provider.name, "query": query}))
+                                  step=f"research:{sub['id']}", provider=provider.name,
+                                  query=query, reason=reason))
             continue
         out.queries.append({"subtopic_id": sub["id"], "query": query, "provider": provider.name,
                             "result_count": len(results), "error": None})

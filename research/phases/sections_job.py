@@ -89,7 +89,7 @@ class SectionJob:
             save_partial(self.ctx, version, report, self.numbers)
             return text
 
-        run_parts(list(self.parts.values()), one)
+        run_parts(self.ctx.executor.tasks, list(self.parts.values()), one)
         texts[FRAME] = self._frame(texts)
         return shorten_parts(self.ctx, self.writer, texts, self.weights, self.finish)
 
@@ -112,7 +112,7 @@ class SectionJob:
 
         parts = [self.parts[k] if k != FRAME else frame_section(texts) for k in flagged
                  if k in self.parts or k == FRAME]
-        out.update(run_parts(parts, redo))
+        out.update(run_parts(self.ctx.executor.tasks, parts, redo))
         return shorten_parts(self.ctx, self.writer, out, self.weights, self.finish)
 
     def report(self, texts: Mapping[str, str]) -> str:

@@ -147,7 +147,8 @@ def draft(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, An
         if ctx.budget_reason():
             return _draft_whole(ctx, writer, plan, failed, sources, numbers)
         ctx.emit(DraftStarted(ctx.run_id, f"The writer team is drafting the report section by "
-                              f"section from {len(sources)} sources", step="write"))
+                              f"section from {len(sources)} sources", step="write",
+                              sources=len(sources)))
         job = SectionJob(ctx, writer, plan, failed, sources, numbers)
         texts = job.write_all(version=1)
         text = job.report(texts)
@@ -164,7 +165,8 @@ def _draft_whole(ctx: RunContext, writer: Agent, plan: list[dict[str, Any]],
     """The whole report in one call (the write-up after a budget stop)."""
     findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
     ctx.emit(DraftStarted(
-        ctx.run_id, f"The writer is drafting from {len(sources)} sources", step="write"))
+        ctx.run_id, f"The writer is drafting from {len(sources)} sources", step="write",
+        sources=len(sources)))
     prompt = DRAFT_PROMPT.format(
         question=clean_untrusted(ctx.brief),
         structure=structure(ctx), findings=findings, missing=missing, sources=listing,
@@ -197,7 +199,8 @@ def revise(
         if not stored.get("sections"):
             return _revise_whole(ctx, writer, cycle, plan, failed, feedback, current, sources, numbers)
         ctx.emit(DraftStarted(ctx.run_id, f"The writer team is revising the flagged sections of "
-                              f"draft {current['version']}", step=f"revise:{cycle}"))
+                              f"draft {current['version']}", step=f"revise:{cycle}",
+                              revising=current["version"]))
         job = SectionJob(ctx, writer, plan, failed, sources, numbers, order=stored.get("order"))
         texts = dict(stored["sections"])
         flagged = route(issues or [], texts, job, feedback)
@@ -218,7 +221,7 @@ def _revise_whole(ctx: RunContext, writer: Agent, cycle: int, plan: list[dict[st
                   sources: list[dict[str, Any]], numbers: dict[str, int]) -> dict[str, Any]:
     findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
     ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current['version']}",
-                          step=f"revise:{cycle}"))
+                          step=f"revise:{cycle}", revising=current["version"]))
     prompt = REVISE_PROMPT.format(
         question=clean_untrusted(ctx.brief), feedback=feedback,
         structure=structure(ctx), findings=findings, missing=missing, sources=listing,
@@ -268,7 +271,8 @@ def save(ctx: RunContext, version: int, kind: str, text: str, numbers: dict[str,
             if removed else "")
     ctx.emit(DraftCompleted(
         ctx.run_id, f"Draft {version} written ({word_count(text)} words{note})",
-        step=draft_step(version), data={"version": version, "words": word_count(text), **(counts or {})},
+        step=draft_step(version), version=version, words=word_count(text),
+        citations_converted=(counts or {}).get("citations_converted", 0), citations_removed=removed,
     ))
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +36,6 @@ KEY_FINDINGS = "key_findings"
 COMPARISON = "comparison"
 CLOSING = "closing"
 GAPS = "gaps"
-SECTION_THREADS = 16  # writer calls in flight at once (every part of a draft)
 DIGEST_PER_SUBTOPIC = 4  # findings per subtopic the cross-cutting sections see
 
 SECTION_RULES = """Rules:
@@ -197,25 +196,24 @@ def frame_sources(done: Mapping[str, str], numbers: Mapping[str, int],
     return {sid: sources[sid] for sid in sources if sid in cited}
 
 
-def run_parts(parts: Sequence[Section], call: Callable[[Section], str],
+def run_parts(pool: Executor, parts: Sequence[Section], call: Callable[[Section], str],
               on_done: Callable[[str, str], None] | None = None) -> dict[str, str]:
-    """Each part's text, the calls made at the same time; the first failure is raised once all
-    have ended (nothing half-written is kept in its place)."""
+    """Each part's text, the calls made at the same time (tasks of the run's executor, `pool`);
+    the first failure is raised once all have ended (nothing half-written is kept in its
+    place)."""
     out: dict[str, str] = {}
     if not parts:
         return out
-    with ThreadPoolExecutor(max_workers=min(SECTION_THREADS, len(parts)),
-                            thread_name_prefix="section") as pool:
-        futures = {part.key: pool.submit(call, part) for part in parts}
-        error: BaseException | None = None
-        for key, future in futures.items():
-            try:
-                out[key] = future.result()
-            except BaseException as exc:  # noqa: BLE001 - re-raised below, after the others end
-                error = error or exc
-                continue
-            if on_done is not None:
-                on_done(key, out[key])
+    futures = {part.key: pool.submit(call, part) for part in parts}
+    error: BaseException | None = None
+    for key, future in futures.items():
+        try:
+            out[key] = future.result()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, after the others end
+            error = error or exc
+            continue
+        if on_done is not None:
+            on_done(key, out[key])
     if error is not None:
         raise error
     return out
@@ -281,4 +279,4 @@ def shorten_parts(ctx: RunContext, writer: Agent, texts: dict[str, str],
             words=word_count(text), max_words=share, draft=text))]
         return finish(part, writer.llm.text(messages, deadline=ctx.step_deadline()))
 
-    return {**texts, **run_parts(over, shorten)}
+    return {**texts, **run_parts(ctx.executor.tasks, over, shorten)}

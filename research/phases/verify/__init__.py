@@ -116,7 +116,7 @@ def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, 
                               + (" Verification could not be completed." if result["incomplete"] else ""),
                               step=STEP_KEY))
     ctx.emit(DraftCompleted(ctx.run_id, f"Verified draft {version} saved. {result['line']}",
-                            step=STEP_KEY, data={"version": version, **_counts(result)}))
+                            step=STEP_KEY, version=version, **_counts(result)))
     return {**result, "version": version, "draft_version": base["version"],
             "errors": errors[:10], "checked_early": len(known)}
 

@@ -14,7 +14,7 @@ raised in the background is raised again when the verify step collects the resul
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 from research.context import RunContext
 from research.phases.verify.claims import Claim, Outcome, split_claims
@@ -26,7 +26,6 @@ class EarlyCheck:
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-early")
         self._jobs: list[Future[tuple[list[Outcome], list[str]]]] = []
         self.keys: set[ClaimKey] = set()  # the claims under way or judged
 
@@ -39,7 +38,8 @@ class EarlyCheck:
             return
         attach_excerpts(claims, sources)
         self.keys.update(key(c) for c in claims)
-        self._jobs.append(self._pool.submit(judge_claims, self.ctx, claims, sources))
+        # A unit of the run's executor: it waits on the tasks (the batches) it submits.
+        self._jobs.append(self.ctx.executor.units.submit(judge_claims, self.ctx, claims, sources))
 
     def results(self) -> tuple[dict[ClaimKey, Outcome], list[str]]:
         """Every outcome reached, by claim key, and the failed calls' reasons (waits for the
@@ -57,7 +57,8 @@ class EarlyCheck:
         return found, errors
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        for job in self._jobs:
+            job.cancel()  # not started yet: not needed any more
 
 
 def split(claims: Sequence[Claim], early: EarlyCheck | None) -> tuple[list[Claim], list[Claim]]:

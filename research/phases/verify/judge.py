@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,6 @@ from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
 BATCH_CLAIMS = 4
 BATCH_CHARS = 18_000
 MIN_QUOTE_WORDS = 4
-VERIFY_THREADS = 64           # model calls of the verify step in flight at once (every batch of both passes)
 
 
 # --- prompts and answers ------------------------------------------------------------------------
@@ -301,7 +300,7 @@ def _judge_batch(ctx: RunContext, agent: Agent, spec: _Pass, batch: list[Claim],
 
 
 def _submit_pass(ctx: RunContext, spec: _Pass, claims: Sequence[Claim],
-                 sources: Mapping[str, Mapping[str, Any]], pool: ThreadPoolExecutor) -> list[Future[Any]]:
+                 sources: Mapping[str, Mapping[str, Any]], pool: Executor) -> list[Future[Any]]:
     if not claims:
         return []
     agent = ctx.lead.delegate(spec.role)
@@ -394,15 +393,13 @@ def _challenge(ctx: RunContext, outcomes: Sequence[Outcome],
     batches = _batches([o.claim for o in outcomes])
     found: dict[str, CriticJudgement] = {}
     errors: list[str] = []
-    # The batches are independent: all at once.
-    with ThreadPoolExecutor(max_workers=min(VERIFY_THREADS, len(batches)),
-                            thread_name_prefix="critic") as pool:
-        futures = [pool.submit(judge, batch) for batch in batches]
-        for future in futures:
-            try:
-                found.update(future.result())
-            except (ProviderError, SchemaError) as exc:
-                errors.append(ctx.safe(str(exc)))
+    # The batches are independent: all at once, tasks of the run's executor.
+    futures = [ctx.executor.tasks.submit(judge, batch) for batch in batches]
+    for future in futures:
+        try:
+            found.update(future.result())
+        except (ProviderError, SchemaError) as exc:
+            errors.append(ctx.safe(str(exc)))
     return found, errors
 
 

@@ -10,7 +10,6 @@ section is final, and their outcomes are the ones the whole report's verificatio
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from research.context import RunContext
@@ -28,8 +27,6 @@ from research.phases.verify.claims import (
 from research.phases.verify.judge import (
     AUDITOR_PASS,
     VERIFIER_PASS,
-    VERIFY_THREADS,
-    _batches,
     _challenge,
     _collect,
     _rewrite,
@@ -66,12 +63,11 @@ def judge_claims(ctx: RunContext, claims: Sequence[Claim],
     """The outcome of every claim (in order) and the failed calls' reasons."""
     checkable = [c for c in claims if c.source_ids]
     errors: list[str] = []
-    workers = max(1, min(VERIFY_THREADS, 2 * len(_batches(checkable))))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="verify") as pool:
-        # Both passes at once; neither sees the other's answers.
-        pending = [_submit_pass(ctx, spec, checkable, sources, pool)
-                   for spec in (VERIFIER_PASS, AUDITOR_PASS)]
-        (first, errs1), (second, errs2) = (_collect(ctx, futures) for futures in pending)
+    # Both passes at once (every batch a task of the run's executor); neither sees the
+    # other's answers.
+    pending = [_submit_pass(ctx, spec, checkable, sources, ctx.executor.tasks)
+               for spec in (VERIFIER_PASS, AUDITOR_PASS)]
+    (first, errs1), (second, errs2) = (_collect(ctx, futures) for futures in pending)
     errors += errs1 + errs2
 
     outcomes = []
