@@ -273,19 +273,14 @@ def _decode(body: bytes, charset: str | None, *, sniff_meta: bool) -> str:
     return body.decode(charset or "utf-8", errors="replace")
 
 
-def warm_up() -> threading.Thread:
-    """Import the HTML extractor in the background. It takes a second or more, once per process;
-    started with a run, it happens while the run waits on the model (the plan) instead
-    of holding up the first pages the workers read."""
-    def load() -> None:
-        try:
-            import trafilatura  # noqa: F401 - the import is the point
-        except Exception:  # noqa: BLE001 - the first page then imports it (and says why not)
-            pass
-
-    thread = threading.Thread(target=load, name="warm-up", daemon=True)
-    thread.start()
-    return thread
+def warm_up() -> None:
+    """Import the HTML extractor. It takes a second or more, once per process; run as a task
+    of the run's executor at the start of a run, it happens while the run waits on the model
+    (the plan) instead of holding up the first pages the workers read."""
+    try:
+        import trafilatura  # noqa: F401 - the import is the point
+    except Exception:  # noqa: BLE001 - the first page then imports it (and says why not)
+        pass
 
 
 def _html_to_text(markup: str, url: str) -> tuple[str | None, str, str | None, str | None]:

@@ -199,7 +199,7 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     """The built-in multi-agent pipeline; with "all", the hosted engines run beside it."""
     preflight.run(ctx)
     early_plan = plan.ahead(ctx)  # the plan's call goes out beside the clarify step's
-    warm_up()  # the page extractor loads while the plan is being written
+    ctx.executor.tasks.submit(warm_up)  # the page extractor loads while the plan is written
     clarify.run(ctx)
     inherited = inherit.run(ctx)
     plan.run(ctx, inherited, early_plan)
