@@ -7,6 +7,11 @@ tab does not stop a run. A restart after a crash picks interrupted runs up again
 DBOS recovers the workflows this machine left unfinished, and the pipeline skips every step
 the store already holds.
 
+With `DEEP_RESEARCH_WORKERS=external` this process only enqueues, watches and controls runs:
+`python -m research worker` processes execute them (research/workers.py), with their own keys.
+Every run belongs to a person (the queue's partition key, for fair share); until sign-in
+exists that is DEFAULT_PERSON.
+
 Runs executed outside the engine (`python -m research` in a terminal) still heartbeat
 (research/control.py); `sweep` marks theirs "interrupted" when their process died, so the Run
 page can offer Resume. The engine's own runs are never swept: the manager beats for them first.
@@ -24,7 +29,7 @@ from typing import Any
 
 from dashboard.settings_files import current_env
 from research import durable
-from research.config import Credentials, ResearchConfig
+from research.config import DEFAULT_PERSON, Credentials, ResearchConfig, WorkerSettings
 from research.errors import ConfigError
 from research.llm.pricing import PriceTable
 from research.pipeline import create_run, execute
@@ -50,6 +55,7 @@ class JobManager:
         sweep_every_s: float = 30.0,
         executor: Executor = execute,
         credentials: Callable[[], Credentials] | None = None,
+        workers: WorkerSettings | None = None,
     ) -> None:
         self.db_path = Path(db_path)
         self.stale_after_s = stale_after_s
@@ -57,14 +63,20 @@ class JobManager:
         self.owner = f"pid:{os.getpid()}@{socket.gethostname()}"
         self._last_sweep = 0.0
         Store(self.db_path).close()  # the store's schema exists before a recovered run reads it
+        self.workers = workers or WorkerSettings.from_env(current_env())
+        self.external = self.workers.mode == "external"
         durable.launch(durable.Worker(self.db_path, executor, credentials or _settings_credentials,
-                                      _settings_prices))
+                                      _settings_prices),
+                       listen=not self.external, concurrency=self.workers.concurrency,
+                       executor_id=f"watcher-{self.owner}" if self.external else durable.EXECUTOR_ID,
+                       jobs_url=self.workers.jobs_url)
         self.interrupted_at_start = self.sweep(force=True)
 
     # -- public API ----------------------------------------------------------------------
 
     def start(self, question: str, config: ResearchConfig, credentials: Credentials, *,
-              prices: PriceTable | None = None, parent_run_id: str | None = None) -> str:
+              prices: PriceTable | None = None, parent_run_id: str | None = None,
+              person: str = DEFAULT_PERSON) -> str:
         """Store a new run and queue it for the worker; returns its id at once.
 
         With `parent_run_id` the run builds on that earlier run: it starts with the parent's
@@ -78,11 +90,11 @@ class JobManager:
             run_id = create_run(store, question, config, parent_run_id=parent_run_id or None)
         finally:
             store.close()
-        durable.enqueue(run_id, credentials, prices)
+        self._enqueue(run_id, credentials, prices, person)
         return run_id
 
     def resume(self, run_id: str, credentials: Credentials, *,
-               prices: PriceTable | None = None) -> None:
+               prices: PriceTable | None = None, person: str = DEFAULT_PERSON) -> None:
         """Continue an interrupted, failed, cancelled or stuck run where it stopped."""
         if self.is_alive(run_id):
             raise ConfigError("This run is already running in the background.")
@@ -97,7 +109,11 @@ class JobManager:
             store.heartbeat(run_id, self.owner)
         finally:
             store.close()
-        durable.enqueue(run_id, credentials, prices)
+        self._enqueue(run_id, credentials, prices, person)
+
+    def queue_place(self, run_id: str) -> durable.QueuePlace | None:
+        """Where the run waits in the queue, or None when it is not queued."""
+        return durable.queue_place(run_id)
 
     def is_alive(self, run_id: str) -> bool:
         """True while the run is queued for or executing on the worker."""
@@ -139,6 +155,13 @@ class JobManager:
             store.close()
 
     # -- internals -----------------------------------------------------------------------
+
+    def _enqueue(self, run_id: str, credentials: Credentials, prices: PriceTable | None,
+                 person: str) -> None:
+        """Queue the run; keys stay in this process's memory for its own worker, and are
+        not even kept when other processes execute (they use their own settings)."""
+        durable.enqueue(run_id, None if self.external else credentials,
+                        None if self.external else prices, person=person)
 
     def _store(self, credentials: Credentials | None = None) -> Store:
         return Store(self.db_path, secrets=credentials.secrets() if credentials else ())

@@ -11,8 +11,14 @@ The workflow's only input is the run id: DBOS pickles inputs into its database, 
 never be stored. A worker's keys come from its own settings (`Worker.credentials`), or, for a
 run started or resumed in this process, from the caller, in memory only.
 
+Fair share: the queue is partitioned by person (the partition key), with at most
+MAX_RUNS_PER_PERSON of one person's runs executing at once over all workers and each worker
+running at most its own concurrency; each poll, DBOS visits the partitions in random order, so
+one person's twenty queued runs never hold back another person's run beyond a free slot.
+
 DBOS is one instance per process; `launch` binds it to one store (and relaunches it when a
-test binds another).
+test binds another). A process that only enqueues, watches and controls (a dashboard or the
+CLI with external workers) launches without listening to the queue.
 """
 
 from __future__ import annotations
@@ -25,9 +31,9 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
-from dbos import DBOS, DBOSConfig, Queue, SetWorkflowID
+from dbos import DBOS, DBOSConfig, Queue, SetEnqueueOptions, SetWorkflowID
 
-from research.config import Credentials
+from research.config import DEFAULT_PERSON, MAX_RUNS_PER_PERSON, WORKER_CONCURRENCY, Credentials
 from research.errors import redact
 from research.llm.pricing import PriceTable
 from storage import Store
@@ -38,10 +44,10 @@ APP_NAME = "deep-research"
 # Fixed on purpose: by default DBOS hashes the workflow source into the version and recovers
 # only the current version's work, so any code change would strand interrupted runs.
 APP_VERSION = "deep-research-1"
-EXECUTOR_ID = "local"  # one machine; a team gives each worker its own (issue 18, point 3)
+EXECUTOR_ID = "local"  # the embedded worker: a restart recovers this id's unfinished runs
 QUEUE = "runs"
 WORKFLOW = "research_run"
-RUNS_PER_WORKER = 8  # runs one process executes at once; more wait in the queue
+POLL_S = 0.5  # how often a worker looks for queued runs
 ACTIVE_STATES = ["PENDING", "ENQUEUED"]
 
 Executor = Callable[..., Any]
@@ -66,43 +72,61 @@ _launched_url: str | None = None
 _queue: Queue | None = None
 
 
-def system_database_url(db_path: Path) -> str:
-    """The DBOS system database: its own SQLite file beside the store, so the two never
-    wait on each other's write locks."""
-    return f"sqlite:///{db_path.with_name(db_path.stem + '-jobs.sqlite')}"
+def system_database_url(db_path: str | Path, jobs_url: str | None = None) -> str:
+    """The DBOS system database. `jobs_url` (DEEP_RESEARCH_JOBS_DB) wins; a store on
+    PostgreSQL shares its database (DBOS keeps its tables in its own schema, `dbos`);
+    otherwise a SQLite file of its own beside the store, so the two never wait on each
+    other's write locks."""
+    if jobs_url:
+        return jobs_url
+    if str(db_path).startswith(("postgresql://", "postgresql+")):
+        return str(db_path)
+    path = Path(db_path)
+    return f"sqlite:///{path.with_name(path.stem + '-jobs.sqlite')}"
 
 
-def launch(worker: Worker) -> None:
-    """Start (or keep) this process's DBOS worker for `worker.db_path`. At launch DBOS
-    recovers the runs this machine left PENDING when it stopped."""
+def launch(worker: Worker, *, listen: bool = True, concurrency: int = WORKER_CONCURRENCY,
+           executor_id: str = EXECUTOR_ID, jobs_url: str | None = None) -> None:
+    """Start (or keep) this process's DBOS instance for `worker.db_path`. With `listen` it
+    executes queued runs, at most `concurrency` at once, and at launch recovers the runs
+    `executor_id` left PENDING when it stopped; without, it only enqueues and watches."""
     global _worker, _launched_url, _queue
-    url = system_database_url(worker.db_path)
+    url = system_database_url(worker.db_path, jobs_url)
+    key = f"{url}|{listen}|{concurrency}|{executor_id}"
     with _lock:
         _worker = worker
-        if _launched_url == url:
+        if _launched_url == key:
             return
         if _launched_url is not None:
             DBOS.destroy()
         config: DBOSConfig = {
             "name": APP_NAME, "system_database_url": url, "application_version": APP_VERSION,
-            "executor_id": EXECUTOR_ID, "log_level": "WARNING",
+            "executor_id": executor_id, "log_level": "WARNING",
         }
         DBOS(config=config)
+        if not listen:
+            DBOS.listen_queues([])
         DBOS.launch()
-        _queue = DBOS.register_queue(QUEUE, worker_concurrency=RUNS_PER_WORKER, polling_interval_sec=0.5,
-                            on_conflict="always_update")
-        _launched_url = url
+        _queue = DBOS.register_queue(
+            QUEUE, worker_concurrency=concurrency, partition_concurrency=MAX_RUNS_PER_PERSON,
+            polling_interval_sec=POLL_S,
+            # A worker's own limit is written when it starts; watchers never overwrite it.
+            on_conflict="always_update" if listen else "never_update")
+        _launched_url = key
 
 
-def enqueue(run_id: str, credentials: Credentials, prices: PriceTable | None) -> str:
-    """Queue a (new or resumed) run for execution; returns the workflow id. Each execution
-    gets a workflow of its own (`<run id>:<random>`), so a run can be resumed any number of
-    times after its earlier workflows ended."""
+def enqueue(run_id: str, credentials: Credentials | None, prices: PriceTable | None, *,
+            person: str = DEFAULT_PERSON) -> str:
+    """Queue a (new or resumed) run of `person` for execution; returns the workflow id.
+    Each execution gets a workflow of its own (`<run id>:<random>`), so a run can be
+    resumed any number of times after its earlier workflows ended. `credentials` stay in
+    this process's memory (None: the executing worker uses its own settings)."""
     worker = _current()
-    worker.handed[run_id] = (credentials, prices)
+    if credentials is not None:
+        worker.handed[run_id] = (credentials, prices)
     worker.crashes.pop(run_id, None)
     workflow_id = f"{run_id}:{uuid4().hex[:12]}"
-    with SetWorkflowID(workflow_id):
+    with SetWorkflowID(workflow_id), SetEnqueueOptions(queue_partition_key=person or DEFAULT_PERSON):
         _enqueue_on(_queue, run_id)
     return workflow_id
 
@@ -126,6 +150,28 @@ def active_runs() -> set[str]:
     statuses = DBOS.list_workflows(status=ACTIVE_STATES, name=WORKFLOW, load_input=False,
                                    load_output=False)
     return {status.workflow_id.split(":", 1)[0] for status in statuses}
+
+
+@dataclass(frozen=True)
+class QueuePlace:
+    """Where a queued run stands: `place` among its person's queued runs (1 = next of
+    theirs to start) and how many runs of everyone are queued ahead of it."""
+
+    place: int
+    ahead: int
+
+
+def queue_place(run_id: str) -> QueuePlace | None:
+    """The place of the run's queued workflow, or None when it is not waiting in the queue."""
+    queued = DBOS.list_workflows(status="ENQUEUED", name=WORKFLOW, queue_name=QUEUE,
+                                 load_input=False, load_output=False)
+    queued.sort(key=lambda s: s.created_at or 0)
+    for index, status in enumerate(queued):
+        if status.workflow_id.startswith(f"{run_id}:"):
+            person = status.queue_partition_key
+            mine = sum(1 for s in queued[:index] if s.queue_partition_key == person)
+            return QueuePlace(place=mine + 1, ahead=index)
+    return None
 
 
 def crash(run_id: str) -> str | None:
