@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from dashboard import budget, engines_view, plan_edit, run_report, run_tabs, steer_view, ui, views
 from dashboard.jobs import ACTIVE, RESUMABLE, status_of
+from dashboard.queue_view import show_queue_place
 from research import (
     ResearchConfig,
     answer_clarification,
@@ -119,6 +120,7 @@ def live_panel() -> None:
     if stopped and not warnings:
         st.warning(views.md_text(stopped) + (" The report covers what was gathered until then."
                                              if status == "completed" else ""))
+    show_queue_place(jobs.queue_place(run_id))
     if status == "waiting":
         st.info("This run is waiting for you: answer the questions or review the plan below, "
                 "then continue.")

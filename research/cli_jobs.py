@@ -46,7 +46,7 @@ def wait(store: Store, run_id: str, say: Say, *, quiet: bool = False) -> dict[st
     while durable.is_active(run_id):
         place = durable.queue_place(run_id)
         if place is not None and place != shown_place and not quiet:
-            say(f"Run {run_id} is queued: {place_text(place)}")
+            say(f"Run {run_id} is queued: {place.describe()}")
         shown_place = place
         for event in store.get_events(run_id, after_id=last_event):
             last_event = event["id"]
@@ -54,13 +54,6 @@ def wait(store: Store, run_id: str, say: Say, *, quiet: bool = False) -> dict[st
                 say(f"[worker] {event.get('message') or event.get('type')}")
         time.sleep(WATCH_S)
     return store.get_run(run_id) or {}
-
-
-def place_text(place: durable.QueuePlace) -> str:
-    """A queued run's place in plain words."""
-    mine = "next of your runs to start" if place.place == 1 else \
-        f"number {place.place} among your queued runs"
-    return f"{mine} ({place.ahead} queued run(s) of everyone ahead of it)."
 
 
 def _no_executor(run_id: str, **_: Any) -> Any:

@@ -160,6 +160,14 @@ class QueuePlace:
     place: int
     ahead: int
 
+    def describe(self) -> str:
+        """The place in plain words (the Run page, the CLI)."""
+        mine = ("next of this person's runs to start" if self.place == 1
+                else f"number {self.place} among this person's queued runs")
+        others = "no other queued run" if self.ahead == 0 else \
+            f"{self.ahead} queued run{'s' if self.ahead != 1 else ''} of everyone"
+        return f"{mine} ({others} ahead of it)."
+
 
 def queue_place(run_id: str) -> QueuePlace | None:
     """The place of the run's queued workflow, or None when it is not waiting in the queue."""

@@ -74,7 +74,8 @@ def beat(engine: sa.Engine, executor_id: str, *, first: bool = False) -> bool:
         return done.rowcount == 1
 
 
-def carry_on_dead_workers(engine: sa.Engine, *, dead_after_s: float = DEAD_AFTER_S) -> list[str]:
+def carry_on_dead_workers(engine: sa.Engine, *, dead_after_s: float = DEAD_AFTER_S,
+                          now: float | None = None) -> list[str]:
     """Hand the runs of workers whose beat stopped back to the queue; returns their workflow
     ids. DBOS recovers a dead executor's PENDING workflows only when that executor id starts
     again or Conductor asks a live one ("When self-hosting in a distributed setting without
@@ -86,7 +87,7 @@ def carry_on_dead_workers(engine: sa.Engine, *, dead_after_s: float = DEAD_AFTER
     (https://docs.dbos.dev/python/reference/contexts#resume_workflow); its finished steps
     stay checkpointed. Deleting the dead worker's row first is the claim: of several live
     workers, only the one whose delete took the row resumes its runs."""
-    cutoff = time.time() - dead_after_s
+    cutoff = (time.time() if now is None else now) - dead_after_s
     with engine.connect() as conn:
         stale = [row[0] for row in conn.execute(
             sa.select(_beats.c.executor_id).where(_beats.c.beat_at < cutoff))]
@@ -97,13 +98,14 @@ def carry_on_dead_workers(engine: sa.Engine, *, dead_after_s: float = DEAD_AFTER
                 _beats.c.executor_id == executor_id, _beats.c.beat_at < cutoff)).rowcount == 1
         if not claimed:
             continue
-        for status in DBOS.list_workflows(status="PENDING", name=durable.WORKFLOW,
-                                          executor_id=executor_id, load_input=False,
-                                          load_output=False):
+        orphans = DBOS.list_workflows(status="PENDING", name=durable.WORKFLOW,
+                                      executor_id=executor_id, load_input=False,
+                                      load_output=False)
+        for status in orphans:
             DBOS.resume_workflow(status.workflow_id, queue_name=durable.QUEUE)
             resumed.append(status.workflow_id)
         log.warning("worker %s stopped answering; %d run(s) handed back to the queue",
-                    executor_id, len(resumed))
+                    executor_id, len(orphans))
     return resumed
 
 
