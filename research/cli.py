@@ -142,10 +142,14 @@ class _Session:
         self.store: Store | None = None
         self.run_id: str | None = None
         self.writing: Path | None = None
+        self.watching = False  # a worker executes the run; this process only watches it
 
     def stopped_message(self) -> str:
         if self.run_id is None:
             return "Stopped before a run was started; nothing was changed."
+        if self.watching and self.writing is None:
+            return (f"Stopped watching. Run {self.run_id} goes on with a worker; wait for it "
+                    f"again with python -m research --wait {self.run_id}")
         if self.writing is not None:
             return (f"Stopped while writing {self.writing}; nothing was written there. Run "
                     f"{self.run_id} is complete and kept in the database: write the report again "
@@ -159,8 +163,8 @@ class _Session:
     def mark_interrupted(self, why: str) -> None:
         """Best effort: with the disk still full this write fails too, and the run is put
         right the next time it is opened (--resume continues a run left "running")."""
-        if self.store is None or self.run_id is None:
-            return
+        if self.store is None or self.run_id is None or self.watching:
+            return  # a worker's run is the worker's to stop (Cancel in the dashboard)
         try:
             # A fresh connection: Ctrl-C may have landed inside a transaction of this
             # thread's connection, which closing rolls back.
@@ -189,7 +193,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
     printer = _Printer(store, quiet=args.quiet)
     try:
         prices = PriceTable.load(prices_path(env))
-        queued = _queued(args, env, db_path)
+        queued = session.watching = _queued(args, env, db_path)
 
         def go(run_id: str) -> dict[str, Any]:
             """Execute here, or queue for a worker and watch it (--detach: queue only)."""

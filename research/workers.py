@@ -137,8 +137,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m research worker",
                                 description="Execute queued research runs until stopped.")
     p.add_argument("--concurrency", type=int, metavar="N",
-                   help="runs this worker executes at once (default: "
-                        "DEEP_RESEARCH_WORKER_CONCURRENCY or 8)")
+                   help="runs a worker executes at once (default: "
+                        "DEEP_RESEARCH_WORKER_CONCURRENCY or 8); the engine keeps one value "
+                        "for all workers, set by the worker started last")
     p.add_argument("--db", help="database (default: DEEP_RESEARCH_DB or data/research.db)")
     return p
 

@@ -16,8 +16,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from research import durable
-from research.config import Credentials, build_config
+from research.config import Credentials, WorkerSettings, build_config
+from research.errors import ConfigError
 from research.pipeline import create_run
 from research.workers import DEAD_AFTER_S, beat, beats_engine, carry_on_dead_workers
 from storage import Store
@@ -74,3 +77,24 @@ def test_a_dead_workers_run_is_handed_back_once_and_the_dead_worker_is_fenced(tm
     assert ran == [run_id]
     with Store(db) as store:
         assert store.get_run(run_id)["status"] == "completed"  # type: ignore[index]
+
+
+def test_a_dead_workers_run_is_carried_on_well_within_the_promised_time() -> None:
+    from research.workers import BEAT_S, CARRY_ON_WITHIN_S
+    # silent for DEAD_AFTER_S, noticed at a live worker's next beat, taken at the next poll
+    assert DEAD_AFTER_S + 2 * BEAT_S + durable.POLL_S < CARRY_ON_WITHIN_S / 2
+
+
+def test_worker_settings_are_read_at_the_edge_with_plain_errors() -> None:
+    assert WorkerSettings.from_env({}) == WorkerSettings()
+    team = WorkerSettings.from_env({"DEEP_RESEARCH_WORKERS": "External",
+                                    "DEEP_RESEARCH_WORKER_CONCURRENCY": "4",
+                                    "DEEP_RESEARCH_JOBS_DB": "postgresql://db.example/research"})
+    assert (team.mode, team.concurrency) == ("external", 4)
+    assert durable.system_database_url(Path("x/r.db"), team.jobs_url) == "postgresql://db.example/research"
+    assert durable.system_database_url("postgresql+psycopg://h/r") == "postgresql+psycopg://h/r"
+    assert durable.system_database_url(Path("x/r.db")) == "sqlite:///x/r-jobs.sqlite"
+    for env, named in (({"DEEP_RESEARCH_WORKERS": "cloud"}, "DEEP_RESEARCH_WORKERS"),
+                       ({"DEEP_RESEARCH_WORKER_CONCURRENCY": "0"}, "DEEP_RESEARCH_WORKER_CONCURRENCY")):
+        with pytest.raises(ConfigError, match=named):
+            WorkerSettings.from_env(env)

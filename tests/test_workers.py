@@ -11,6 +11,7 @@ finished step, with the same result as an uninterrupted run.
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -165,3 +166,27 @@ def test_a_killed_workers_run_is_carried_on_by_another_worker_from_its_last_fini
     with Store(db) as store:
         stored = store.get_run(run_id)["config"]  # type: ignore[index]
     _assert_resumed_cleanly(db, run_id, snap, _baseline(QUESTION, stored, standin_env, tmp_path))
+
+
+def test_ctrl_c_while_waiting_stops_watching_and_leaves_the_queued_run_alone(
+    standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    db, _, cli_env = _setup(standin_env, tmp_path)  # no worker: the run stays queued
+    detached = _cli([QUESTION, *CLI_ARGS, "--detach"], cli_env, tmp_path)
+    assert detached.returncode == 0, detached.stderr
+    run_id = detached.stdout.strip().splitlines()[-1]
+    with (tmp_path / "wait.err").open("wb") as err:
+        waiting = subprocess.Popen([sys.executable, "-m", "research", "--wait", run_id],
+                                   cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=err)
+    deadline = time.monotonic() + 60
+    while b"is queued" not in (tmp_path / "wait.err").read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    waiting.send_signal(signal.SIGINT)
+    assert waiting.wait(30) == 130
+    err_text = (tmp_path / "wait.err").read_text()
+    assert "Stopped watching" in err_text and f"--wait {run_id}" in err_text
+    assert "Traceback" not in err_text
+    with Store(db) as store:
+        assert store.get_run(run_id)["status"] == "queued"  # type: ignore[index]
+    [(_, status, _)] = _workflows(db)
+    assert status == "ENQUEUED"
