@@ -149,6 +149,7 @@ def test_a_killed_workers_run_is_carried_on_by_another_worker_from_its_last_fini
             [(_, status, now_executor)] = _workflows(db)
             if now_executor != executor and status in ("PENDING", "SUCCESS"):
                 carried_by = now_executor
+                print(f"carried on {time.monotonic() - killed_at:.1f} s after the kill")
             time.sleep(0.5)
         assert carried_by is not None and f"-{workers[survivor].pid}-" in carried_by, \
             (tmp_path / f"{survivor}.err").read_text()
