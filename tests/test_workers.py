@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from research.workers import CARRY_ON_WITHIN_S
@@ -73,6 +74,13 @@ def _setup(standin_env: dict[str, str], tmp_path: Path) -> tuple[Path, dict[str,
     return db, worker_env, cli_env
 
 
+def _wait_until(ready: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
 def _jobs_db(db: Path) -> Path:
     return db.with_name(db.stem + "-jobs.sqlite")
 
@@ -96,22 +104,32 @@ def test_the_cli_enqueues_detached_and_waits_while_a_worker_with_its_own_keys_ex
     standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
 ) -> None:
     db, worker_env, cli_env = _setup(standin_env, tmp_path)
-    worker = _worker(worker_env, tmp_path, "worker")
+    detached = _cli([QUESTION, *CLI_ARGS, "--detach"], cli_env, tmp_path)
+    assert detached.returncode == 0, detached.stderr
+    run_id = detached.stdout.strip().splitlines()[-1]
+    assert f"--wait {run_id}" in detached.stderr
+    out = tmp_path / "report.md"
+    with (tmp_path / "wait.out").open("wb") as stdout, (tmp_path / "wait.err").open("wb") as err:
+        waiting = subprocess.Popen([sys.executable, "-m", "research", "--wait", run_id,
+                                    "--out", str(out)], cwd=tmp_path, env=cli_env,
+                                   stdout=stdout, stderr=err)
+    worker = None
     try:
-        detached = _cli([QUESTION, *CLI_ARGS, "--detach"], cli_env, tmp_path)
-        assert detached.returncode == 0, detached.stderr
-        run_id = detached.stdout.strip().splitlines()[-1]
-        assert f"--wait {run_id}" in detached.stderr
-        out = tmp_path / "report.md"
-        waited = _cli(["--wait", run_id, "--out", str(out)], cli_env, tmp_path)
-        assert waited.returncode == 0, waited.stderr + (tmp_path / "worker.err").read_text()
-        assert waited.stdout.strip().splitlines()[-1] == run_id
+        _wait_until(lambda: b"is queued: next of this person" in (tmp_path / "wait.err").read_bytes())
+        worker = _worker(worker_env, tmp_path, "worker")  # only now does anyone execute it
+        code = waiting.wait(240)
+        err_text = (tmp_path / "wait.err").read_text()
+        assert code == 0, err_text + (tmp_path / "worker.err").read_text()
+        assert (tmp_path / "wait.out").read_text().strip().splitlines()[-1] == run_id
         assert "Executive summary" in out.read_text() and "[1]" in out.read_text()
-        assert "[worker]" in waited.stderr  # progress came from the run's events
+        assert "[worker]" in err_text  # progress came from the run's events
         missing = _cli(["--wait", "no-such-run"], cli_env, tmp_path)
         assert missing.returncode == 2 and "no-such-run" in missing.stderr
     finally:
-        _kill(worker)
+        if waiting.poll() is None:
+            waiting.kill()
+        if worker is not None:
+            _kill(worker)
     [(workflow_id, status, executor)] = _workflows(db)
     assert workflow_id.startswith(f"{run_id}:") and status == "SUCCESS"
     assert executor.startswith("worker-")
