@@ -1,8 +1,9 @@
 """Deep Research Studio in the browser: `streamlit run app.py`.
 
 The pages live in `pages/` and stay thin; the logic they call is in `dashboard/` and the
-engine in `research/`. Runs execute in background threads owned by the job manager
-(`dashboard.jobs`), so they go on when the tab is closed.
+engine in `research/`. Runs execute as durable jobs on the worker the job manager embeds
+(`dashboard.jobs`, `research.durable`), so they go on when the tab is closed and carry on
+after a crash or restart.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ except DatabaseValueError as exc:  # refused before anything is created or opene
     st.stop()
 try:
     ui.store()
-    ui.jobs()  # started early: it marks runs left running by a dead server as interrupted
+    ui.jobs()  # started early: its worker picks up the runs a stopped server left unfinished
 except Exception as exc:  # noqa: BLE001 - shown in plain words instead of a traceback
     st.error(f"The research database at {ui.db_path()} could not be opened "
              f"({exc.__class__.__name__}: {exc}). Check that the folder exists and is writable, "

@@ -1,14 +1,20 @@
-"""The job manager: research runs in background threads that outlive the browser tab.
+"""The job manager: research runs as durable jobs that outlive the browser tab and the server.
 
 One instance per process and database (the page layer caches it with `st.cache_resource`).
-Each run gets a daemon thread with its own `Store` (SQLite connections are per thread), and
-the thread only talks to the store, never to Streamlit, so closing the tab does not stop it.
+Runs execute as DBOS workflows on this process's embedded worker (research/durable.py; why
+DBOS: docs/design/jobs.md), which talks only to the store, never to Streamlit, so closing the
+tab does not stop a run. A restart after a crash picks interrupted runs up again by itself:
+DBOS recovers the workflows this machine left unfinished, and the pipeline skips every step
+the store already holds.
 
-Crash recovery: a run whose process died stays "running" in the database. On start-up (and
-at most every `sweep_every_s` afterwards) the manager marks runs whose heartbeat went stale as
-"interrupted", so the Run page can offer Resume. A live run heartbeats from the engine's own
-thread (research/control.py); the manager also beats for its live runs before each sweep, so
-a sweep can never mark a run of this process as dead.
+With `DEEP_RESEARCH_WORKERS=external` this process only enqueues, watches and controls runs:
+`python -m research worker` processes execute them (research/workers.py), with their own keys.
+Every run belongs to a person (the queue's partition key, for fair share); until sign-in
+exists that is DEFAULT_PERSON.
+
+Runs executed outside the engine (`python -m research` in a terminal) still heartbeat
+(research/control.py); `sweep` marks theirs "interrupted" when their process died, so the Run
+page can offer Resume. The engine's own runs are never swept: the manager beats for them first.
 """
 
 from __future__ import annotations
@@ -16,17 +22,18 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from research.config import Credentials, ResearchConfig
-from research.errors import ConfigError, redact
-from research.events import Error
+from dashboard.settings_files import current_env
+from research import durable
+from research.config import DEFAULT_PERSON, Credentials, ResearchConfig, WorkerSettings
+from research.errors import ConfigError
 from research.llm.pricing import PriceTable
 from research.pipeline import create_run, execute
+from research.settings import prices_path
 from storage import Store
 
 log = logging.getLogger(__name__)
@@ -38,7 +45,7 @@ ACTIVE = frozenset({"queued", "running", "paused"})
 
 
 class JobManager:
-    """Starts, resumes and tracks research runs in daemon threads. Thread-safe."""
+    """Starts, resumes and tracks research runs on the embedded durable worker. Thread-safe."""
 
     def __init__(
         self,
@@ -47,23 +54,30 @@ class JobManager:
         stale_after_s: float = 120.0,
         sweep_every_s: float = 30.0,
         executor: Executor = execute,
+        credentials: Callable[[], Credentials] | None = None,
+        workers: WorkerSettings | None = None,
     ) -> None:
         self.db_path = Path(db_path)
         self.stale_after_s = stale_after_s
         self.sweep_every_s = sweep_every_s
-        self._execute = executor
         self.owner = f"pid:{os.getpid()}@{socket.gethostname()}"
-        self._lock = threading.Lock()
-        self._threads: dict[str, threading.Thread] = {}
-        self._crashes: dict[str, str] = {}
         self._last_sweep = 0.0
+        Store(self.db_path).close()  # the store's schema exists before a recovered run reads it
+        self.workers = workers or WorkerSettings.from_env(current_env())
+        self.external = self.workers.mode == "external"
+        durable.launch(durable.Worker(self.db_path, executor, credentials or _settings_credentials,
+                                      _settings_prices),
+                       listen=not self.external, concurrency=self.workers.concurrency,
+                       executor_id=f"watcher-{self.owner}" if self.external else durable.EXECUTOR_ID,
+                       jobs_url=self.workers.jobs_url)
         self.interrupted_at_start = self.sweep(force=True)
 
     # -- public API ----------------------------------------------------------------------
 
     def start(self, question: str, config: ResearchConfig, credentials: Credentials, *,
-              prices: PriceTable | None = None, parent_run_id: str | None = None) -> str:
-        """Store a new run and execute it in the background; returns its id at once.
+              prices: PriceTable | None = None, parent_run_id: str | None = None,
+              person: str = DEFAULT_PERSON) -> str:
+        """Store a new run and queue it for the worker; returns its id at once.
 
         With `parent_run_id` the run builds on that earlier run: it starts with the parent's
         sources (research/phases/inherit.py). Raises ConfigError (plain words) for an invalid
@@ -74,14 +88,13 @@ class JobManager:
             if parent_run_id and store.get_run(parent_run_id) is None:
                 raise ConfigError("The earlier run to build on no longer exists.")
             run_id = create_run(store, question, config, parent_run_id=parent_run_id or None)
-            store.heartbeat(run_id, self.owner)  # so a sweep never mistakes it for dead
         finally:
             store.close()
-        self._launch(run_id, credentials, prices)
+        self._enqueue(run_id, credentials, prices, person)
         return run_id
 
     def resume(self, run_id: str, credentials: Credentials, *,
-               prices: PriceTable | None = None) -> None:
+               prices: PriceTable | None = None, person: str = DEFAULT_PERSON) -> None:
         """Continue an interrupted, failed, cancelled or stuck run where it stopped."""
         if self.is_alive(run_id):
             raise ConfigError("This run is already running in the background.")
@@ -96,40 +109,43 @@ class JobManager:
             store.heartbeat(run_id, self.owner)
         finally:
             store.close()
-        self._launch(run_id, credentials, prices)
+        self._enqueue(run_id, credentials, prices, person)
+
+    def queue_place(self, run_id: str) -> durable.QueuePlace | None:
+        """Where the run waits in the queue, or None when it is not queued."""
+        return durable.queue_place(run_id)
 
     def is_alive(self, run_id: str) -> bool:
-        with self._lock:
-            thread = self._threads.get(run_id)
-        return thread is not None and thread.is_alive()
+        """True while the run is queued for or executing on the worker."""
+        return durable.is_active(run_id)
 
     def alive(self) -> list[str]:
-        with self._lock:
-            return [rid for rid, t in self._threads.items() if t.is_alive()]
+        return sorted(durable.active_runs())
 
     def crash(self, run_id: str) -> str | None:
-        """The message of an unexpected error that stopped the run's thread, if any."""
-        with self._lock:
-            return self._crashes.get(run_id)
+        """The message of an unexpected error that stopped the run, if any."""
+        return durable.crash(run_id)
 
     def wait(self, run_id: str, timeout: float | None = None) -> bool:
-        """Block until the run's thread ends (for tests and the CLI). True if it ended."""
-        with self._lock:
-            thread = self._threads.get(run_id)
-        if thread is None:
-            return True
-        thread.join(timeout)
-        return not thread.is_alive()
+        """Block until the run's job ends (for tests and the CLI). True if it ended."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.is_alive(run_id):
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+        return True
 
     def sweep(self, *, force: bool = False) -> list[str]:
-        """Mark runs left running by a dead process as interrupted (throttled)."""
+        """Mark runs left running by a dead process outside the engine as interrupted
+        (throttled)."""
         now = time.monotonic()
         if not force and now - self._last_sweep < self.sweep_every_s:
             return []
         self._last_sweep = now
         store = Store(self.db_path)
         try:
-            self._heartbeat_all(store)
+            for run_id in durable.active_runs():  # the engine's runs are never stale
+                store.heartbeat(run_id, self.owner)
             dead = [o for o in store.active_owners() if owner_is_dead(o)]
             return store.mark_interrupted(stale_after_s=self.stale_after_s, dead_owners=dead)
         except Exception:  # noqa: BLE001 - a failed sweep must not break a page
@@ -140,44 +156,28 @@ class JobManager:
 
     # -- internals -----------------------------------------------------------------------
 
+    def _enqueue(self, run_id: str, credentials: Credentials, prices: PriceTable | None,
+                 person: str) -> None:
+        """Queue the run; keys stay in this process's memory for its own worker, and are
+        not even kept when other processes execute (they use their own settings)."""
+        durable.enqueue(run_id, None if self.external else credentials,
+                        None if self.external else prices, person=person)
+
     def _store(self, credentials: Credentials | None = None) -> Store:
         return Store(self.db_path, secrets=credentials.secrets() if credentials else ())
 
-    def _launch(self, run_id: str, credentials: Credentials, prices: PriceTable | None) -> None:
-        thread = threading.Thread(
-            target=self._run, args=(run_id, credentials, prices), name=f"research:{run_id}",
-            daemon=True,
-        )
-        with self._lock:
-            self._crashes.pop(run_id, None)
-            self._threads[run_id] = thread
-        thread.start()
 
-    def _run(self, run_id: str, credentials: Credentials, prices: PriceTable | None) -> None:
-        store = self._store(credentials)
-        try:
-            self._execute(run_id, store=store, credentials=credentials, prices=prices)
-        except Exception as exc:  # noqa: BLE001 - the run must end in a stored, readable state
-            log.exception("run %s stopped unexpectedly", run_id)
-            message = redact(
-                f"The run stopped unexpectedly ({exc.__class__.__name__}: {exc}).",
-                credentials.secrets(),
-            )
-            with self._lock:
-                self._crashes[run_id] = message
-            try:
-                run = store.get_run(run_id)
-                if run is not None and run["status"] not in ("completed", "failed", "cancelled"):
-                    store.set_run_status(run_id, "failed", error=message)
-                    store.append_event(Error(run_id, message))
-            except Exception:  # noqa: BLE001 - the database itself may be the problem
-                log.exception("could not record the failure of run %s", run_id)
-        finally:
-            store.close()
+def _settings_credentials() -> Credentials:
+    """This worker's own keys (secrets file, then environment), for a run recovered after a
+    restart: keys never travel with the job."""
+    return Credentials.from_env(current_env())
 
-    def _heartbeat_all(self, store: Store) -> None:
-        for run_id in self.alive():
-            store.heartbeat(run_id, self.owner)
+
+def _settings_prices() -> PriceTable | None:
+    try:
+        return PriceTable.load(prices_path(current_env()))
+    except ConfigError:  # a broken prices file: the run uses the built-in prices
+        return None
 
 
 def owner_is_dead(owner: str) -> bool:

@@ -14,6 +14,7 @@ import streamlit as st
 
 from dashboard import budget, ui, views
 from dashboard.jobs import ACTIVE, RESUMABLE, JobManager, status_of
+from dashboard.queue_view import show_queue_place
 from research import cancel, pause, unpause
 from research.errors import ConfigError
 from research.progress import percent
@@ -79,6 +80,7 @@ def panel(store: Store, jobs: JobManager, run_id: str) -> None:
     if stopped and not warnings:
         st.warning(views.md_text(stopped) + (" The report covers what was gathered until then."
                                              if status == "completed" else ""))
+    show_queue_place(jobs.queue_place(run_id))
     _status_note(current, status)
     _buttons(store, jobs, run_id, status, alive)
 

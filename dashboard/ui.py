@@ -58,7 +58,7 @@ def store() -> Store:
 
 def jobs() -> JobManager:
     manager = _jobs(str(db_path()))
-    manager.sweep()  # throttled: marks runs of a dead server as interrupted
+    manager.sweep()  # throttled: marks runs of a dead terminal (`python -m research`) as interrupted
     return manager
 
 

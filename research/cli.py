@@ -15,11 +15,12 @@ from research import (
     answer_clarification,
     answer_steering,
     approve_plan,
+    cli_jobs,
     pending_clarification,
     pending_steering,
     resume,
 )
-from research.config import Credentials, ResearchConfig, build_config
+from research.config import Credentials, ResearchConfig, WorkerSettings, build_config
 from research.documents import ingest_paths
 from research.documents.choice import with_sources
 from research.errors import ConfigError, ResearchError, redact
@@ -106,6 +107,10 @@ def parser() -> argparse.ArgumentParser:
                         "files to it)")
     p.add_argument("--no-web", action="store_true",
                    help="leave the web out: research only your documents (no search key needed)")
+    p.add_argument("--detach", action="store_true",
+                   help="queue the run for a worker, print its id on the last line and exit")
+    p.add_argument("--wait", metavar="RUN_ID",
+                   help="wait for a queued run to stop, then write its report like a normal run")
     p.add_argument("--db", help="database file (default: DEEP_RESEARCH_DB or data/research.db)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
@@ -137,10 +142,14 @@ class _Session:
         self.store: Store | None = None
         self.run_id: str | None = None
         self.writing: Path | None = None
+        self.watching = False  # a worker executes the run; this process only watches it
 
     def stopped_message(self) -> str:
         if self.run_id is None:
             return "Stopped before a run was started; nothing was changed."
+        if self.watching and self.writing is None:
+            return (f"Stopped watching. Run {self.run_id} goes on with a worker; wait for it "
+                    f"again with python -m research --wait {self.run_id}")
         if self.writing is not None:
             return (f"Stopped while writing {self.writing}; nothing was written there. Run "
                     f"{self.run_id} is complete and kept in the database: write the report again "
@@ -154,8 +163,8 @@ class _Session:
     def mark_interrupted(self, why: str) -> None:
         """Best effort: with the disk still full this write fails too, and the run is put
         right the next time it is opened (--resume continues a run left "running")."""
-        if self.store is None or self.run_id is None:
-            return
+        if self.store is None or self.run_id is None or self.watching:
+            return  # a worker's run is the worker's to stop (Cancel in the dashboard)
         try:
             # A fresh connection: Ctrl-C may have landed inside a transaction of this
             # thread's connection, which closing rolls back.
@@ -184,16 +193,34 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
     printer = _Printer(store, quiet=args.quiet)
     try:
         prices = PriceTable.load(prices_path(env))
-        if args.resume:
-            run = store.get_run(args.resume)
-            if run is None:
+        queued = session.watching = _queued(args, env, db_path)
+
+        def go(run_id: str) -> dict[str, Any]:
+            """Execute here, or queue for a worker and watch it (--detach: queue only)."""
+            if not queued:
+                return execute(run_id, store=store, credentials=credentials, on_event=printer,
+                               prices=prices)
+            cli_jobs.enqueue(store, run_id)
+            if args.detach:
+                return {"status": "detached"}
+            return cli_jobs.wait(store, run_id, _say, quiet=args.quiet)
+
+        if args.wait:
+            run_id = session.run_id = args.wait
+            run = cli_jobs.wait(store, run_id, _say, quiet=args.quiet)
+        elif args.resume:
+            found = store.get_run(args.resume)
+            if found is None:
                 raise ResearchError(f"There is no run with id {args.resume!r}.")
-            run_id = session.run_id = args.resume
+            run, run_id = found, args.resume
+            session.run_id = run_id
             if run["status"] != "completed":  # a completed run: write its report again
-                check_configuration(ResearchConfig(**run["config"]), credentials)
+                if not queued:
+                    check_configuration(ResearchConfig(**run["config"]), credentials)
                 _say(f"Resuming run {args.resume}")
-                run = resume(args.resume, store=store, credentials=credentials,
-                             on_event=printer, prices=prices)
+                run = go(run_id) if queued else resume(
+                    args.resume, store=store, credentials=credentials, on_event=printer,
+                    prices=prices)
         else:
             parent, section = args.build_on, None
             if args.dig_deeper:
@@ -218,18 +245,22 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             )
             if args.docs or args.collection or args.no_web:
                 config = _documents_config(store, config, args)
-            check_configuration(config, credentials)
+            if not queued:  # a worker checks its own keys and providers
+                check_configuration(config, credentials)
             run_id = session.run_id = create_run(store, args.question, config, parent_run_id=parent)
             _say(f"Run id: {run_id}")
-            run = execute(run_id, store=store, credentials=credentials, on_event=printer,
-                          prices=prices)
+            run = go(run_id)
         while run.get("status") == "waiting":
             if not _answer_waiting(store, run_id, args):
                 return _fail(_waiting_message(store, run_id), secrets, EXIT_WAITING)
-            run = execute(run_id, store=store, credentials=credentials, on_event=printer,
-                          prices=prices)
+            run = go(run_id)
     except ResearchError as exc:
         return _fail(str(exc), secrets, EXIT_USAGE)
+    if run.get("status") == "detached":
+        _say(f"Run {run_id} is queued for a worker. Wait for it and write its report with: "
+             f"python -m research --wait {run_id}")
+        print(run_id)
+        return EXIT_OK
     if run.get("status") == "cancelled":
         return _fail(f"Run {run_id} was cancelled.", secrets, EXIT_CANCELLED)
     if run.get("error") == DISK_FULL_MESSAGE:
@@ -257,6 +288,16 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             _say(f"  Warning: {redact(warning, secrets)}")
     print(run_id)
     return EXIT_OK
+
+
+def _queued(args: argparse.Namespace, env: dict[str, str], db_path: Path) -> bool:
+    """True when workers execute this call's run (--detach, --wait, or external workers);
+    then this process joins the job queue only to enqueue and watch."""
+    settings = WorkerSettings.from_env(env)
+    if not (args.detach or args.wait or settings.mode == "external"):
+        return False
+    cli_jobs.connect(db_path, settings)
+    return True
 
 
 def write_atomically(path: Path, data: bytes) -> None:

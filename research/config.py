@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
@@ -361,3 +362,34 @@ def build_config(
         elif where and where.upper() in CONSTANTS:
             message = f"{where.upper()}: {message}"
         raise ConfigError(message) from None
+
+
+# -- durable runs (issue 18; research/durable.py, research/workers.py) ------------------------
+
+MAX_RUNS_PER_PERSON = 3  # one person's runs executing at once, over all workers (fair share)
+DEFAULT_PERSON = "local"  # every run's person until sign-in exists (issue 18, point 6)
+WORKER_CONCURRENCY = 8  # runs one worker process executes at once, unless configured
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """Who executes runs, read at the edge: `embedded` (the dashboard's own worker, the
+    one-person default) or `external` (`python -m research worker` processes; dashboards
+    and the CLI only enqueue, watch and control), and how many runs one worker runs at once.
+    `jobs_url` overrides where the engine keeps its queue (e.g. a postgresql:// URL)."""
+
+    mode: Literal["embedded", "external"] = "embedded"
+    concurrency: int = WORKER_CONCURRENCY
+    jobs_url: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> WorkerSettings:
+        mode = (env.get("DEEP_RESEARCH_WORKERS") or "embedded").strip().lower()
+        if mode not in ("embedded", "external"):
+            raise ConfigError("DEEP_RESEARCH_WORKERS must be embedded or external.")
+        raw = (env.get("DEEP_RESEARCH_WORKER_CONCURRENCY") or "").strip()
+        if raw and not (raw.isdigit() and 1 <= int(raw) <= 64):
+            raise ConfigError("DEEP_RESEARCH_WORKER_CONCURRENCY takes a number from 1 to 64.")
+        return cls(mode="external" if mode == "external" else "embedded",
+                   concurrency=int(raw) if raw else WORKER_CONCURRENCY,
+                   jobs_url=(env.get("DEEP_RESEARCH_JOBS_DB") or "").strip() or None)

@@ -1,0 +1,211 @@
+"""Workers anywhere (issue 18, points 3 and 4): `python -m research worker` processes execute
+queued runs; the CLI only enqueues (`--detach`) and watches (`--wait RUN_ID`).
+
+Real processes, sharing the store and the engine's SQLite system database on this machine,
+run real research against the stand-in. The CLI never holds a key: only the workers' own
+settings do, and the engine's database stores none. A worker killed with SIGKILL mid-run
+has its run carried on by the other live worker within CARRY_ON_WITHIN_S, from its last
+finished step, with the same result as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from research.workers import CARRY_ON_WITHIN_S
+from storage import Store
+from tests.standin import StandinServer
+from tests.test_crash import (
+    CLI_ARGS,
+    ONE_WORKER,
+    ROOT,
+    _assert_resumed_cleanly,
+    _assert_whole_steps_only,
+    _baseline,
+    _kill,
+    _proc_died,
+    _research_in_flight,
+    _snapshot,
+    _wait_for,
+)
+from tests.test_durable_jobs import _job_inputs
+
+QUESTION = "How do heat pumps perform in cold climates?"
+KEY_NAMES = ("OPENAI_API_KEY", "GEMINI_API_KEY", "TAVILY_API_KEY")
+
+
+def _env(base: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DEEP_RESEARCH_", "OPENAI_", "GEMINI_", "TAVILY_"))}
+    env.update(base)
+    env.update(extra)
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def _worker(env: dict[str, str], cwd: Path, name: str) -> subprocess.Popen[bytes]:
+    with (cwd / f"{name}.err").open("wb") as err:
+        return subprocess.Popen([sys.executable, "-m", "research", "worker", "--concurrency", "2"],
+                                cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True)
+
+
+def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "research", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=240)
+
+
+def _setup(standin_env: dict[str, str], tmp_path: Path) -> tuple[Path, dict[str, str], dict[str, str]]:
+    """The store, a worker's environment (with keys) and the CLI's (external workers, no key)."""
+    db = tmp_path / "data" / "research.db"
+    db.parent.mkdir()
+    shared = {**ONE_WORKER, "DEEP_RESEARCH_DB": str(db), "DEEP_RESEARCH_SEARCH": "tavily",
+              "DEEP_RESEARCH_WORKERS": "external",
+              "DEEP_RESEARCH_SECRETS_FILE": str(tmp_path / "no-secrets.toml")}
+    worker_env = _env(standin_env, shared)
+    cli_env = _env({k: v for k, v in standin_env.items() if k not in KEY_NAMES}, shared)
+    return db, worker_env, cli_env
+
+
+def _wait_until(ready: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def _jobs_db(db: Path) -> Path:
+    return db.with_name(db.stem + "-jobs.sqlite")
+
+
+def _workflows(db: Path) -> list[tuple[str, str, str]]:
+    """(workflow id, status, executor id) of every run's workflow, as the engine stored them."""
+    conn = sqlite3.connect(_jobs_db(db), timeout=30)
+    try:
+        return conn.execute("SELECT workflow_uuid, status, executor_id FROM workflow_status "
+                            "WHERE name = 'research_run'").fetchall()
+    finally:
+        conn.close()
+
+
+def _system_database_text(db: Path) -> bytes:
+    """Every byte of the engine's database files."""
+    return b"".join(p.read_bytes() for p in db.parent.glob(_jobs_db(db).name + "*"))
+
+
+def test_the_cli_enqueues_detached_and_waits_while_a_worker_with_its_own_keys_executes(
+    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    db, worker_env, cli_env = _setup(standin_env, tmp_path)
+    detached = _cli([QUESTION, *CLI_ARGS, "--detach"], cli_env, tmp_path)
+    assert detached.returncode == 0, detached.stderr
+    run_id = detached.stdout.strip().splitlines()[-1]
+    assert f"--wait {run_id}" in detached.stderr
+    out = tmp_path / "report.md"
+    with (tmp_path / "wait.out").open("wb") as stdout, (tmp_path / "wait.err").open("wb") as err:
+        waiting = subprocess.Popen([sys.executable, "-m", "research", "--wait", run_id,
+                                    "--out", str(out)], cwd=tmp_path, env=cli_env,
+                                   stdout=stdout, stderr=err)
+    worker = None
+    try:
+        _wait_until(lambda: b"is queued: next of this person" in (tmp_path / "wait.err").read_bytes())
+        worker = _worker(worker_env, tmp_path, "worker")  # only now does anyone execute it
+        code = waiting.wait(240)
+        err_text = (tmp_path / "wait.err").read_text()
+        assert code == 0, err_text + (tmp_path / "worker.err").read_text()
+        assert (tmp_path / "wait.out").read_text().strip().splitlines()[-1] == run_id
+        assert "Executive summary" in out.read_text() and "[1]" in out.read_text()
+        assert "[worker]" in err_text  # progress came from the run's events
+        missing = _cli(["--wait", "no-such-run"], cli_env, tmp_path)
+        assert missing.returncode == 2 and "no-such-run" in missing.stderr
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+        if worker is not None:
+            _kill(worker)
+    [(workflow_id, status, executor)] = _workflows(db)
+    assert workflow_id.startswith(f"{run_id}:") and status == "SUCCESS"
+    assert executor.startswith("worker-")
+    # The engine stores the job's inputs: the run id only, and no key anywhere in its files.
+    assert _job_inputs(_jobs_db(db)) == [{"args": (run_id,), "kwargs": {}}]
+    everything = _system_database_text(db)
+    for name in KEY_NAMES:
+        assert standin_env[name].encode() not in everything
+
+
+def test_a_killed_workers_run_is_carried_on_by_another_worker_from_its_last_finished_step(
+    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    db, worker_env, cli_env = _setup(standin_env, tmp_path)
+    standin.set_delay(0.3)
+    workers = {name: _worker(worker_env, tmp_path, name) for name in ("w1", "w2")}
+    try:
+        detached = _cli([QUESTION, *CLI_ARGS, "--detach"], cli_env, tmp_path)
+        assert detached.returncode == 0, detached.stderr
+        run_id = detached.stdout.strip().splitlines()[-1]
+        _wait_for(db, _research_in_flight, "a research step in flight",
+                  _proc_died(workers["w1"], tmp_path / "w1.err"))
+        [(_, status, executor)] = _workflows(db)
+        assert status == "PENDING"
+        doomed = next(n for n, p in workers.items() if f"-{p.pid}-" in executor)
+        survivor = next(n for n in workers if n != doomed)
+        _kill(workers[doomed])
+        killed_at = time.monotonic()
+        snap = _snapshot(db, run_id)
+        _assert_whole_steps_only(db, run_id, snap)
+        standin.set_delay(0.0)
+
+        carried_by = None
+        while time.monotonic() - killed_at < CARRY_ON_WITHIN_S and carried_by is None:
+            [(_, status, now_executor)] = _workflows(db)
+            if now_executor != executor and status in ("PENDING", "SUCCESS"):
+                carried_by = now_executor
+                print(f"carried on {time.monotonic() - killed_at:.1f} s after the kill")
+            time.sleep(0.5)
+        assert carried_by is not None and f"-{workers[survivor].pid}-" in carried_by, \
+            (tmp_path / f"{survivor}.err").read_text()
+
+        out = tmp_path / "report.md"
+        waited = _cli(["--wait", run_id, "--out", str(out)], cli_env, tmp_path)
+        assert waited.returncode == 0, waited.stderr
+        assert workers[survivor].poll() is None  # alive, not fenced off
+    finally:
+        for proc in workers.values():
+            if proc.poll() is None:
+                _kill(proc)
+    [(_, status, _)] = _workflows(db)
+    assert status == "SUCCESS"
+    with Store(db) as store:
+        stored = store.get_run(run_id)["config"]  # type: ignore[index]
+    _assert_resumed_cleanly(db, run_id, snap, _baseline(QUESTION, stored, standin_env, tmp_path))
+
+
+def test_ctrl_c_while_waiting_stops_watching_and_leaves_the_queued_run_alone(
+    standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    db, _, cli_env = _setup(standin_env, tmp_path)  # no worker: the run stays queued
+    detached = _cli([QUESTION, *CLI_ARGS, "--detach"], cli_env, tmp_path)
+    assert detached.returncode == 0, detached.stderr
+    run_id = detached.stdout.strip().splitlines()[-1]
+    with (tmp_path / "wait.err").open("wb") as err:
+        waiting = subprocess.Popen([sys.executable, "-m", "research", "--wait", run_id],
+                                   cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=err)
+    deadline = time.monotonic() + 60
+    while b"is queued" not in (tmp_path / "wait.err").read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    waiting.send_signal(signal.SIGINT)
+    assert waiting.wait(30) == 130
+    err_text = (tmp_path / "wait.err").read_text()
+    assert "Stopped watching" in err_text and f"--wait {run_id}" in err_text
+    assert "Traceback" not in err_text
+    with Store(db) as store:
+        assert store.get_run(run_id)["status"] == "queued"  # type: ignore[index]
+    [(_, status, _)] = _workflows(db)
+    assert status == "ENQUEUED"
