@@ -230,7 +230,7 @@ class StandinServer:
     # lifecycle
     def start(self) -> StandinServer:
         handler = _make_handler(self)
-        self._httpd = ThreadingHTTPServer((self._host, self._port), handler)
+        self._httpd = _Server((self._host, self._port), handler)
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="standin",
@@ -429,6 +429,81 @@ class StandinServer:
             return self._delay
 
 
+def llm_answer(standin: StandinServer, fault: Fault | None, system: str, user: str,
+               schema: dict | None) -> tuple[str, Fault | None, str]:
+    """One model answer under the stand-in's controls: (text, a fault the transport must act
+    on (refusal, blocked, finish) or None, finish reason "stop" | "length").
+
+    Shared by the HTTP handler and the in-process fake model (tests/fakes.py), so both
+    answer alike.
+    """
+    options: dict[str, Any] = {}
+    special: Fault | None = None
+    if fault is not None and fault.kind in _CONTENT_FAULTS:
+        if fault.kind == "invalid_json":
+            options["invalid_json"] = str(fault.params.get("mode", "text"))
+        elif fault.kind in ("refusal", "blocked", "finish"):
+            special = fault
+        elif fault.kind == "tracking":
+            return brain.respond(system, user, schema) + TRACKING_TEXT, None, "stop"
+        elif fault.kind == "hidden":
+            answer = brain.respond(system, user, schema)
+            return (hidden.lace_report(answer) if schema is None
+                    else hidden.lace_json(answer)), None, "stop"
+        else:
+            options[fault.kind] = True
+    behaviour = standin.behaviour
+    if standin.answer_words:
+        options["answer_words"] = standin.answer_words
+    text = brain.respond(system, user, schema, behaviour=behaviour, **options)
+    finish = "stop"
+    if brain_behaviours.is_writer_call(schema, user):
+        if behaviour == "refusal" and special is None:
+            special = Fault("openai", "refusal", 0)
+        elif behaviour == "truncated":
+            text, finish = text[: len(text) // 2], "length"
+    return text, special, finish
+
+
+def tavily_results(standin: StandinServer, q: str, count: int, base: str) -> list[dict[str, Any]]:
+    """Tavily's result rows for a query (with off-topic and planted extra results)."""
+    off_topic = standin.off_topic_results
+    results = []
+    for k in range(1, count + 1):
+        slug = slug_for(q, k, off_topic=k > count - off_topic)
+        meta = article_meta(slug)
+        results.append({
+            "url": f"{base}/pages/article/{slug}",
+            "title": meta["title"],
+            "content": meta["snippet"],
+            "score": round(0.95 - 0.05 * k, 3),
+            "raw_content": None,
+            "published_date": meta["published"] or None,
+        })
+    extra = standin._next_extra() if count >= 2 else None
+    if extra is not None:
+        results = [{
+            "url": f"{base}/{extra.lstrip('/')}",
+            "title": f"Extra result {extra.rstrip('/').rsplit('/', 1)[-1]}",
+            "content": "A search result planted by the test.",
+            "score": 0.99, "raw_content": None, "published_date": None,
+        }, *results[:-1]]
+    return results
+
+
+def papers(q: str, first: int) -> list[tuple[str, dict[str, str]]]:
+    """Two papers per query; arXiv uses numbers 1-2 and Semantic Scholar 3-4."""
+    ids = [slug_for(q, k, words=6) for k in (first, first + 1)]
+    return [(paper_id, paper_meta(paper_id)) for paper_id in ids]
+
+
+class _Server(ThreadingHTTPServer):
+    # A run opens dozens of connections at once (40 fetch threads, pages close theirs): with
+    # the default backlog of 5, the kernel drops the extra SYNs and clients retry a second
+    # later, which slowed every run without testing anything.
+    request_queue_size = 256
+
+
 def _make_handler(server: StandinServer) -> type[BaseHTTPRequestHandler]:
     class Handler(_Handler):
         standin = server
@@ -439,6 +514,9 @@ def _make_handler(server: StandinServer) -> type[BaseHTTPRequestHandler]:
 class _Handler(BaseHTTPRequestHandler):
     standin: StandinServer
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes: without this, Nagle plus the client's
+    # delayed ACK holds every answer back about 40 ms.
+    disable_nagle_algorithm = True
     server_version = "Standin/1.0"
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
@@ -555,32 +633,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _llm_answer(self, system: str, user: str,
                     schema: dict | None) -> tuple[str, Fault | None]:
-        fault = getattr(self, "_fault", None)
-        options: dict[str, Any] = {}
-        special: Fault | None = None
-        if fault is not None and fault.kind in _CONTENT_FAULTS:
-            if fault.kind == "invalid_json":
-                options["invalid_json"] = str(fault.params.get("mode", "text"))
-            elif fault.kind in ("refusal", "blocked", "finish"):
-                special = fault
-            elif fault.kind == "tracking":
-                return brain.respond(system, user, schema) + TRACKING_TEXT, None
-            elif fault.kind == "hidden":
-                answer = brain.respond(system, user, schema)
-                return (hidden.lace_report(answer) if schema is None
-                        else hidden.lace_json(answer)), None
-            else:
-                options[fault.kind] = True
-        behaviour = self.standin.behaviour
-        if self.standin.answer_words:
-            options["answer_words"] = self.standin.answer_words
-        text = brain.respond(system, user, schema, behaviour=behaviour, **options)
-        self._finish = "stop"
-        if brain_behaviours.is_writer_call(schema, user):
-            if behaviour == "refusal" and special is None:
-                special = Fault("openai", "refusal", 0)
-            elif behaviour == "truncated":
-                text, self._finish = text[: len(text) // 2], "length"
+        text, special, self._finish = llm_answer(self.standin, getattr(self, "_fault", None),
+                                                 system, user, schema)
         return text, special
 
     def _generate(self, completion_tokens: int) -> bool:
@@ -691,35 +745,10 @@ class _Handler(BaseHTTPRequestHandler):
         q = str(body.get("query") or "")
         count = max(1, min(20, int(body.get("max_results") or 4)))
         base = self._base()
-        off_topic = self.standin.off_topic_results
-        results = []
-        for k in range(1, count + 1):
-            slug = slug_for(q, k, off_topic=k > count - off_topic)
-            meta = article_meta(slug)
-            results.append({
-                "url": f"{base}/pages/article/{slug}",
-                "title": meta["title"],
-                "content": meta["snippet"],
-                "score": round(0.95 - 0.05 * k, 3),
-                "raw_content": None,
-                "published_date": meta["published"] or None,
-            })
-        extra = self.standin._next_extra() if count >= 2 else None
-        if extra is not None:
-            results = [{
-                "url": f"{base}/{extra.lstrip('/')}",
-                "title": f"Extra result {extra.rstrip('/').rsplit('/', 1)[-1]}",
-                "content": "A search result planted by the test.",
-                "score": 0.99, "raw_content": None, "published_date": None,
-            }, *results[:-1]]
+        results = tavily_results(self.standin, q, count, base)
         self._send_json(200, {"query": q, "follow_up_questions": None, "answer": None,
                               "images": [], "results": results, "response_time": 0.42,
                               "request_id": f"standin-{brain.stable_hash(q)[:12]}"})
-
-    def _papers(self, q: str, first: int) -> list[tuple[str, dict[str, str]]]:
-        """Two papers per query; arXiv uses numbers 1-2 and Semantic Scholar 3-4."""
-        ids = [slug_for(q, k, words=6) for k in (first, first + 1)]
-        return [(paper_id, paper_meta(paper_id)) for paper_id in ids]
 
     def _api_arxiv(self, path: str, query: str, body: Any) -> None:
         if path != "/arxiv/api/query":
@@ -730,7 +759,7 @@ class _Handler(BaseHTTPRequestHandler):
         base = self._base()
         limit = max(0, int(params.get("max_results", "2") or 2))
         entries = []
-        for paper_id, meta in self._papers(q, 1)[:limit]:
+        for paper_id, meta in papers(q, 1)[:limit]:
             url = f"{base}/pages/paper/{paper_id}"
             published = meta["published"] or "2024-01-01"
             entries.append(
@@ -767,7 +796,7 @@ class _Handler(BaseHTTPRequestHandler):
         limit = max(0, int(params.get("limit", "2") or 2))
         base = self._base()
         data = []
-        for paper_id, meta in self._papers(q, 3)[:limit]:
+        for paper_id, meta in papers(q, 3)[:limit]:
             published = meta["published"] or None
             data.append({
                 "paperId": paper_id,
