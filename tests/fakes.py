@@ -11,7 +11,7 @@ What only real HTTP can show (status codes and their SDK error mapping, hangs mi
 trickled bytes, the fetcher's connect-time address checks) is left to the end-to-end tests;
 a fault the fakes cannot act out makes the call fail loudly rather than pass unnoticed.
 
-Phase and pipeline-logic tests use these through the `run_fakes` / `run` fixtures.
+Phase and pipeline-logic tests use these through the `runs` fixture (conftest.py, tests/runs.py).
 """
 
 from __future__ import annotations
