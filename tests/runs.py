@@ -39,6 +39,16 @@ class Runner:
             self._store = Store(self.db, secrets=self.credentials.secrets())
         return self._store
 
+    def use_store(self, store: Store) -> Runner:
+        """Run into this store instead (e.g. the dashboard's, from `dash_env`)."""
+        self._store = store
+        return self
+
+    def with_env(self, **values: str) -> Runner:
+        """Later runs (and resumes) see these environment variables too."""
+        self.env = {**self.env, **values}
+        return self
+
     def config(self, env: dict[str, str] | None = None, **overrides: Any) -> ResearchConfig:
         """The run's config from the stand-in's env; pages time out after 3 s unless told."""
         return build_config(env=env or self.env, **{"fetch_timeout_s": 3, **overrides})
