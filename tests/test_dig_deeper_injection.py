@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from research import Credentials, build_config, run_research
 from research.related import dig_deeper_question, section_title
 from storage import Store
+from tests.runs import Runner
 from tests.standin import StandinServer
 from tests.test_cli import _cli
 
@@ -33,12 +33,10 @@ def _prompt_texts(standin: StandinServer) -> list[str]:
 
 def test_section_text_reaches_prompts_only_delimited_and_never_a_search(
     standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, runs: Runner,
 ) -> None:
-    db = tmp_path / "dig.db"
-    parent = run_research(QUESTION, store=Store(db),
-                          config=build_config(env=standin_env, preset="quick", fetch_timeout_s=3),
-                          credentials=Credentials.from_env(standin_env))
+    db = runs.db
+    _, parent = runs(QUESTION, preset="quick")  # the parent run, in-process; dig deeper by CLI
     # A passage from the web that made it into the finished report (verification would mark or
     # drop it when uncited, so it is placed in the stored report, where dig deeper reads it).
     report = Store(db).get_report(parent)
