@@ -13,6 +13,7 @@ from typing import Any
 
 from research import Credentials, build_config, resume, run_research
 from research.config import ResearchConfig
+from research.llm.base import LLM
 from storage import Store
 from tests.fakes import Fakes
 from tests.standin import StandinServer
@@ -62,11 +63,15 @@ class Runner:
         return deps
 
     def __call__(self, question: str = QUESTION, *, env: dict[str, str] | None = None,
-                 **overrides: Any) -> tuple[Store, str]:
+                 model: LLM | None = None, **overrides: Any) -> tuple[Store, str]:
+        """Run to the end; `model` answers every role instead of the stand-in's brain."""
         env = env or self.env
         config = self.config(env, **overrides)
+        deps = self.deps(config)
+        if model is not None:
+            deps["llm_factory"] = lambda *_: model
         run_id = run_research(question, store=self.store, config=config,
-                              credentials=Credentials.from_env(env), **self.deps(config))
+                              credentials=Credentials.from_env(env), **deps)
         return self.store, run_id
 
     def completed(self, question: str = QUESTION, **overrides: Any) -> tuple[Store, str, dict[str, Any]]:
