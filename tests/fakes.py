@@ -89,13 +89,17 @@ class FakeModel:
             time.sleep(seconds)
 
 
+_WEB = ("tavily", "web")  # keyless "web" search gets the stand-in's Tavily results, never the internet
+FAKED_SEARCH = (*_WEB, "arxiv", "semanticscholar")
+
+
 class FakeSearch:
-    """One search provider (tavily, arxiv or semanticscholar) with the stand-in's results."""
+    """One search provider (FAKED_SEARCH) with the stand-in's results."""
 
     def __init__(self, standin: StandinServer, name: str) -> None:
         self._standin = standin
         self.name = name
-        self.academic = name != "tavily"
+        self.academic = name not in _WEB
 
     def search(self, query: str, *, max_results: int, timeout: float) -> list[SearchResult]:
         standin, base = self._standin, self._standin.base_url
@@ -105,7 +109,7 @@ class FakeSearch:
             raise AssertionError(f"the {fault.kind!r} fault needs the HTTP stand-in, not the fakes")
         if standin.delay:
             time.sleep(min(standin.delay, timeout))
-        if self.name == "tavily":
+        if self.name in _WEB:
             rows = tavily_results(standin, query, max(1, min(20, max_results)), base)
             return [SearchResult(url=r["url"], title=r["title"], snippet=r["content"],
                                  provider=self.name, published=iso_date(r["published_date"]),
@@ -159,7 +163,7 @@ class Fakes:
         """Faked web/academic search; other providers (documents) stay real."""
         from research.search import PROVIDERS
 
-        return [FakeSearch(self.standin, name) if name in ("tavily", "arxiv", "semanticscholar")
+        return [FakeSearch(self.standin, name) if name in FAKED_SEARCH
                 else PROVIDERS[name](config, credentials) for name in config.active_search_providers()]
 
     def deps(self, config: ResearchConfig) -> dict[str, Any]:
