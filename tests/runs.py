@@ -66,12 +66,16 @@ class Runner:
                  model: LLM | None = None, **overrides: Any) -> tuple[Store, str]:
         """Run to the end; `model` answers every role instead of the stand-in's brain."""
         env = env or self.env
-        config = self.config(env, **overrides)
+        return self.with_config(self.config(env, **overrides), question, env=env, model=model)
+
+    def with_config(self, config: ResearchConfig, question: str = QUESTION, *,
+                    env: dict[str, str] | None = None, model: LLM | None = None) -> tuple[Store, str]:
+        """Run a config built by the test (e.g. through `with_sources`) to the end."""
         deps = self.deps(config)
         if model is not None:
             deps["llm_factory"] = lambda *_: model
         run_id = run_research(question, store=self.store, config=config,
-                              credentials=Credentials.from_env(env), **deps)
+                              credentials=Credentials.from_env(env or self.env), **deps)
         return self.store, run_id
 
     def completed(self, question: str = QUESTION, **overrides: Any) -> tuple[Store, str, dict[str, Any]]:
