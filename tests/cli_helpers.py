@@ -49,6 +49,7 @@ def cli_in_process(args: list[str], env: dict[str, str], cwd: Path,
     monkeypatch.chdir(cwd)
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    root.handlers.clear()  # as in a fresh process: main() installs its own one-line handler
     out, err = io.StringIO(), io.StringIO()
     try:
         with redirect_stdout(out), redirect_stderr(err):
@@ -57,5 +58,5 @@ def cli_in_process(args: list[str], env: dict[str, str], cwd: Path,
             except SystemExit as exc:  # argparse's usage errors
                 code = exc.code if isinstance(exc.code, int) else 1
     finally:
-        root.handlers[:], root.level = handlers, level  # main() sets up logging for a terminal
+        root.handlers[:], root.level = handlers, level  # back to pytest's own handlers
     return subprocess.CompletedProcess(["research", *args], code, out.getvalue(), err.getvalue())

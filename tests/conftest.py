@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import RunCli, cli_in_process
 from tests.runs import Runner
 from tests.standin import StandinServer
 
@@ -53,3 +54,10 @@ def runs(standin: StandinServer, standin_env: dict[str, str], tmp_db: Path) -> I
 def http_runs(standin: StandinServer, standin_env: dict[str, str], tmp_db: Path) -> Iterator[Runner]:
     """Research runs over real HTTP through the real SDKs to the stand-in."""
     yield from _runner(standin, standin_env, tmp_db, fakes=False)
+
+
+@pytest.fixture
+def run_cli(monkeypatch: pytest.MonkeyPatch) -> RunCli:
+    """`python -m research` in-process (tests/cli_helpers.py): `run_cli(args, env, cwd)` gives
+    the exit code, stdout and stderr a subprocess would."""
+    return lambda args, env, cwd: cli_in_process(args, env, cwd, monkeypatch)

@@ -6,21 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from pypdf import PdfReader
 
 from storage import Store
-from tests.cli_helpers import ROOT, RunCli, cli, cli_in_process  # noqa: F401 - ROOT: other files import it here
+from tests.cli_helpers import ROOT, RunCli, cli  # noqa: F401 - ROOT: other files import it here
 from tests.standin import StandinServer
 
 _cli = cli  # the subprocess form, also used by other test files
-
-
-@pytest.fixture
-def run_cli(monkeypatch: pytest.MonkeyPatch) -> RunCli:
-    """The CLI in-process (same arguments, environment, exit code and output), for the tests
-    that need no separate process."""
-    return lambda args, env, cwd: cli_in_process(args, env, cwd, monkeypatch)
 
 
 def test_cli_writes_a_pdf_prints_the_run_id_and_shows_progress(

@@ -6,10 +6,7 @@ documents together with the web (in-process fakes)."""
 from __future__ import annotations
 
 import io
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +19,7 @@ from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.phases.preflight import check_configuration
 from storage import Store
+from tests.cli_helpers import RunCli
 from tests.document_files import docx_bytes, pdf_bytes
 from tests.runs import Runner
 from tests.standin import StandinServer
@@ -102,7 +100,7 @@ def test_mixed_run_reads_the_web_and_the_documents(
 
 
 def test_cli_docs_no_web_researches_files_with_no_search_key(
-    standin_env: dict[str, str], tmp_path: Path,
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path,
 ) -> None:
     folder = tmp_path / "mydocs"
     folder.mkdir()
@@ -110,15 +108,9 @@ def test_cli_docs_no_web_researches_files_with_no_search_key(
     (folder / "market-notes.docx").write_bytes(docx_bytes())
     (folder / "locked.docx").write_bytes(b"not a zip")
     out = tmp_path / "report.md"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DEEP_RESEARCH_", "OPENAI_", "GEMINI_", "TAVILY_"))}
-    env.update(_no_search_keys(standin_env))
-    env.update(PYTHONPATH=str(ROOT), DEEP_RESEARCH_DB=str(tmp_path / "cli.db"),
-               DEEP_RESEARCH_SECRETS_FILE=str(tmp_path / "none.toml"))
-    result = subprocess.run(
-        [sys.executable, "-m", "research", QUESTION, "--preset", "quick", "--docs", str(folder),
-         "--collection", "Heat", "--no-web", "--out", str(out)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    env = {**_no_search_keys(standin_env), "DEEP_RESEARCH_DB": str(tmp_path / "cli.db")}
+    result = run_cli([QUESTION, "--preset", "quick", "--docs", str(folder), "--collection", "Heat",
+                      "--no-web", "--out", str(out)], env, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "Skipped locked.docx: the Word file could not be read" in result.stderr
     assert "Added field-report.pdf" in result.stderr
@@ -129,14 +121,10 @@ def test_cli_docs_no_web_researches_files_with_no_search_key(
 
 
 def test_cli_refuses_a_documents_run_with_nothing_to_read(
-    standin_env: dict[str, str], tmp_path: Path,
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path,
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DEEP_RESEARCH_")}
-    env.update(standin_env, PYTHONPATH=str(ROOT), DEEP_RESEARCH_DB=str(tmp_path / "cli.db"),
-               DEEP_RESEARCH_SECRETS_FILE=str(tmp_path / "none.toml"))
-    result = subprocess.run([sys.executable, "-m", "research", QUESTION, "--collection",
-                             "Missing"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=120)
+    result = run_cli([QUESTION, "--collection", "Missing"],
+                     {**standin_env, "DEEP_RESEARCH_DB": str(tmp_path / "cli.db")}, tmp_path)
     assert result.returncode != 0
     assert "no document collection named \u201cMissing\u201d" in result.stderr
     assert "Traceback" not in result.stderr

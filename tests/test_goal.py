@@ -14,6 +14,7 @@ from research import build_config
 from research.export import to_markdown
 from research.export.run_document import build_document_for_run
 from storage import Store
+from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     APP,
     FakeExecutor,
@@ -22,7 +23,6 @@ from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
 )
 from tests.runs import QUESTION, Runner
 from tests.standin import StandinServer
-from tests.test_cli import _cli
 
 
 def _run(runs: Runner, **overrides: Any) -> tuple[Store, str, dict[str, Any]]:
@@ -72,10 +72,10 @@ def test_without_a_goal_no_judgement_is_made(runs: Runner) -> None:
 
 
 def test_the_cli_sets_the_exit_case_and_the_desired_output(
-    standin_env: dict[str, str], tmp_path: Path
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
 ) -> None:
     db = tmp_path / "cli.db"
-    result = _cli([QUESTION, "--preset", "quick", "--done-when", "current evidence and data",
+    result = run_cli([QUESTION, "--preset", "quick", "--done-when", "current evidence and data",
                    "--want", "a one-page brief", "--out", str(tmp_path / "r.md")],
                   {**standin_env, "DEEP_RESEARCH_DB": str(db)}, tmp_path)
     assert result.returncode == 0, result.stderr
