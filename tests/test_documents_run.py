@@ -24,7 +24,6 @@ from tests.document_files import docx_bytes, pdf_bytes
 from tests.runs import Runner
 from tests.standin import StandinServer
 
-ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "How is heat pump adoption changing in Europe?"
 LOCATED = re.compile(r"(Heat Pump Field Report, p\. \d|Heat pump market notes, section \u201c)")
 
