@@ -9,7 +9,7 @@ request shape), so tests read the same log whichever way the run went.
 
 What only real HTTP can show (status codes and their SDK error mapping, hangs mid-body,
 trickled bytes, the fetcher's connect-time address checks) is left to the end-to-end tests;
-a fault the fakes cannot act out makes the call fail loudly rather than pass unnoticed.
+a fault the fakes cannot act out fails the test (at the latest at teardown, see `take_misuses`).
 
 Phase and pipeline-logic tests use these through the `runs` fixture (conftest.py, tests/runs.py).
 """
@@ -33,6 +33,22 @@ from tests.standin.server import StandinServer, llm_answer, papers, tavily_resul
 
 # Faults that need a socket to act out (see the module docstring).
 _HTTP_ONLY = ("status", "trickle", "blocked")
+# Such faults met by a fake: the engine may catch the error and carry on, so the `runs`
+# fixture fails the test at teardown when this is not empty (see `take_misuses`).
+_MISUSED: list[str] = []
+
+
+def _refuse(kind: str) -> AssertionError:
+    message = f"the {kind!r} fault needs the HTTP stand-in (http_runs), not the fakes"
+    _MISUSED.append(message)
+    return AssertionError(message)
+
+
+def take_misuses() -> list[str]:
+    """Faults the fakes could not act out since the last call (and forget them)."""
+    found = list(_MISUSED)
+    _MISUSED.clear()
+    return found
 
 
 class FakeModel:
@@ -77,7 +93,7 @@ class FakeModel:
     def _wait(self, fault: Any, timeout: float | None) -> None:
         """The stand-in's delay, latency and `hang` faults, bounded by the call's timeout."""
         if fault is not None and fault.kind in _HTTP_ONLY:
-            raise AssertionError(f"the {fault.kind!r} fault needs the HTTP stand-in, not the fakes")
+            raise _refuse(fault.kind)
         seconds = self._standin.delay + self._standin.latency(self.provider)
         if fault is not None and fault.kind == "hang":
             seconds += float(fault.params.get("seconds", 30.0))
@@ -106,7 +122,7 @@ class FakeSearch:
         _log(standin, self.name, {"query": query, "max_results": max_results})
         fault = standin._take(self.name, None)
         if fault is not None:
-            raise AssertionError(f"the {fault.kind!r} fault needs the HTTP stand-in, not the fakes")
+            raise _refuse(fault.kind)
         if standin.delay:
             time.sleep(min(standin.delay, timeout))
         if self.name in _WEB:

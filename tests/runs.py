@@ -15,7 +15,7 @@ from research import Credentials, build_config, resume, run_research
 from research.config import ResearchConfig
 from research.llm.base import LLM
 from storage import Store
-from tests.fakes import Fakes
+from tests.fakes import Fakes, take_misuses
 from tests.standin import StandinServer
 
 QUESTION = "How is heat pump adoption changing in Europe?"
@@ -93,5 +93,8 @@ class Runner:
                       **self.deps(config))
 
     def close(self) -> None:
+        """Close the fake fetchers; fail if a fault was given to fakes that cannot act it out."""
         for closer in self._closers:
             closer.close()
+        misused = take_misuses()
+        assert not misused, misused
