@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,10 +12,10 @@ from research import (
     approve_plan,
     pending_clarification,
 )
+from tests.cli_helpers import RunCli
 from tests.runs import Runner
 from tests.standin import StandinServer
 
-ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "How is heat pump adoption changing in Europe?"
 
 
@@ -84,19 +81,15 @@ def test_bad_plan_edits_are_refused(runs: Runner) -> None:
         approve_plan(store, run_id, [{"title": f"t{i}"} for i in range(11)])
 
 
-def test_cli_asks_for_answers_with_flags(standin_env: dict[str, str], tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEP_RESEARCH_", "OPENAI_"))}
-    env.update(standin_env, DEEP_RESEARCH_DB=str(tmp_path / "c.db"), PYTHONPATH=str(ROOT),
-               DEEP_RESEARCH_SECRETS_FILE=str(tmp_path / "none.toml"))
-    cmd = [sys.executable, "-m", "research", QUESTION, "--preset", "quick", "--clarify",
-           "--out", str(tmp_path / "r.md")]
-    waiting = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,
-                             stdin=subprocess.DEVNULL)
+def test_cli_asks_for_answers_with_flags(
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**standin_env, "DEEP_RESEARCH_DB": str(tmp_path / "c.db")}
+    waiting = run_cli([QUESTION, "--preset", "quick", "--clarify", "--out", str(tmp_path / "r.md")],
+                      env, tmp_path)
     assert waiting.returncode == 3 and "--answer" in waiting.stderr
     run_id = waiting.stderr.split("Run id: ")[1].split()[0]
-    done = subprocess.run([sys.executable, "-m", "research", "--resume", run_id, "--answer",
-                           "To write an article", "--out", str(tmp_path / "r.md")],
-                          env=env, capture_output=True, text=True, timeout=240,
-                          stdin=subprocess.DEVNULL)
+    done = run_cli(["--resume", run_id, "--answer", "To write an article", "--out",
+                    str(tmp_path / "r.md")], env, tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "r.md").read_text().count("## Sources") == 1
