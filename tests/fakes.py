@@ -1,7 +1,7 @@
 """In-process fakes for the model, the search providers and the fetcher.
 
 They answer exactly as the HTTP stand-in does, because they call its own logic
-(`tests/standin/server.py`: `llm_answer`, `tavily_results`, `papers`; `pages.py`), under the
+(`tests/standin/answers.py`: `llm_answer`, `tavily_results`, `papers`; `pages.py`), under the
 same controls: `set_behaviour`, content faults (`add_fault("openai", "invalid_json", ...)`),
 `set_answer_words`, `set_off_topic`, `set_extra_results`, `set_delay`. Every call is
 logged in `standin.requests` like an HTTP request (api, path, json body in the provider's
@@ -29,7 +29,8 @@ from research.llm.base import Completion, Message, Usage
 from research.search.base import SearchProvider, SearchResult
 from research.search.tavily import iso_date
 from tests.standin import brain, pages
-from tests.standin.server import StandinServer, llm_answer, papers, tavily_results
+from tests.standin.answers import llm_answer, papers, tavily_results
+from tests.standin.server import StandinServer
 
 # Faults that need a socket to act out (see the module docstring).
 _HTTP_ONLY = ("status", "trickle", "blocked")
