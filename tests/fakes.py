@@ -77,6 +77,11 @@ class FakeModel:
         text, special, finish = llm_answer(self._standin, fault, system, user, schema)
         usage = Usage(input_tokens=max(1, len(system + user) // 4), output_tokens=max(1, len(text) // 4))
         entry["completion_tokens"], entry["answered"] = usage.output_tokens, time.time()
+        self._stop(special, finish, text, usage)
+        return Completion(text=text, usage=usage, provider=self.provider, model=self.model)
+
+    def _stop(self, special: Any, finish: str, text: str, usage: Usage) -> None:
+        """A refused, withheld or cut-off answer ends as the providers' own seams raise it."""
         if special is not None and special.kind == "refusal":
             raise AnswerBlocked(f"{self.provider} model {self.model} refused to answer.",
                                 provider=self.provider, reason="refusal")
@@ -89,7 +94,6 @@ class FakeModel:
         if finish in ("length", "max_tokens"):
             raise AnswerCutOff(f"{self.provider} ({self.model}): the answer was cut off at the "
                                "output length limit.", provider=self.provider, text=text, usage=usage)
-        return Completion(text=text, usage=usage, provider=self.provider, model=self.model)
 
     def _wait(self, fault: Any, timeout: float | None) -> None:
         """The stand-in's delay, latency and `hang` faults, bounded by the call's timeout."""
