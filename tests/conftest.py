@@ -1,4 +1,5 @@
-"""Shared fixtures: the local stand-in server and a temporary database path."""
+"""Shared fixtures: the local stand-in server, a temporary database path, and research runs
+(`runs`: in-process fakes; `http_runs`: real HTTP through the real SDKs; see tests/runs.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import RunCli, cli_in_process
+from tests.runs import Runner
 from tests.standin import StandinServer
 
 
@@ -31,3 +34,30 @@ def standin_env(standin: StandinServer) -> dict[str, str]:
 def tmp_db(tmp_path: Path) -> Path:
     """Path for a fresh SQLite file (not created yet)."""
     return tmp_path / "research.sqlite3"
+
+
+def _runner(standin: StandinServer, env: dict[str, str], db: Path, *, fakes: bool) -> Iterator[Runner]:
+    runner = Runner(standin, env, db, fakes=fakes)
+    try:
+        yield runner
+    finally:
+        runner.close()
+
+
+@pytest.fixture
+def runs(standin: StandinServer, standin_env: dict[str, str], tmp_db: Path) -> Iterator[Runner]:
+    """Research runs through the in-process fakes (tests/fakes.py): `store, run_id = runs(...)`."""
+    yield from _runner(standin, standin_env, tmp_db, fakes=True)
+
+
+@pytest.fixture
+def http_runs(standin: StandinServer, standin_env: dict[str, str], tmp_db: Path) -> Iterator[Runner]:
+    """Research runs over real HTTP through the real SDKs to the stand-in."""
+    yield from _runner(standin, standin_env, tmp_db, fakes=False)
+
+
+@pytest.fixture
+def run_cli(monkeypatch: pytest.MonkeyPatch) -> RunCli:
+    """`python -m research` in-process (tests/cli_helpers.py): `run_cli(args, env, cwd)` gives
+    the exit code, stdout and stderr a subprocess would."""
+    return lambda args, env, cwd: cli_in_process(args, env, cwd, monkeypatch)

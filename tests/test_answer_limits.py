@@ -4,17 +4,15 @@ logged), and a huge free-text answer fails in words about the model's answer."""
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from research import Credentials, build_config, run_research
 from research.errors import ProviderError
 from research.llm.answer_limits import MAX_ANSWER_CHARS, cap_lists, check_answer_size, margin
 from research.phases.research import FINDINGS_CAPS, FINDINGS_PER_SOURCE
-from storage import Store
-from tests.standin import StandinServer, brain
+from tests.runs import Runner
+from tests.standin import brain
 
 QUESTION = "How do heat pumps perform in cold climates?"
 FLOOD = 30_000  # short items, so the answer stays under the size limit and is capped
@@ -33,8 +31,7 @@ def test_cap_lists_cuts_every_list_and_counts_what_it_dropped() -> None:
 
 
 def test_a_flood_of_findings_is_capped_and_logged(
-    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    runs: Runner, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
 ) -> None:
     plain = brain._BUILDERS["SubtopicFindings"]
 
@@ -46,11 +43,8 @@ def test_a_flood_of_findings_is_capped_and_logged(
         return answer
 
     monkeypatch.setitem(brain._BUILDERS, "SubtopicFindings", flood)
-    store = Store(tmp_path / "flood.db")
-    config = build_config(env=standin_env, preset="quick", SOURCES_PER_SUBTOPIC=5, fetch_timeout_s=3)
     with caplog.at_level(logging.WARNING, logger="research.llm.answer_limits"):
-        run_id = run_research(QUESTION, store=store, config=config,
-                              credentials=Credentials.from_env(standin_env))
+        store, run_id = runs(QUESTION, preset="quick", SOURCES_PER_SUBTOPIC=5)
     assert store.get_run(run_id)["status"] == "completed", store.get_run(run_id)["error"]
     rows = store.get_findings(run_id)
     per_subtopic: dict[str, int] = {}
@@ -61,18 +55,14 @@ def test_a_flood_of_findings_is_capped_and_logged(
     assert per_subtopic and max(per_subtopic.values()) <= limit
     assert sum(1 for r in rows if r["kind"] == "gap") <= len(per_subtopic) * margin(FINDINGS_CAPS["gaps"])
     assert any("beyond what the step asked for were dropped" in r.getMessage() for r in caplog.records)
-    assert (tmp_path / "flood.db").stat().st_size < 5_000_000
+    assert runs.db.stat().st_size < 5_000_000
 
 
 def test_a_20_mb_report_fails_with_words_about_the_models_answer(
-    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    runs: Runner, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(brain, "write_report", lambda user, **kw: "word " * 4_000_000)
-    store = Store(tmp_path / "big.db")
-    config = build_config(env=standin_env, preset="quick", SOURCES_PER_SUBTOPIC=5, fetch_timeout_s=3)
-    run_id = run_research(QUESTION, store=store, config=config,
-                          credentials=Credentials.from_env(standin_env))
+    store, run_id = runs(QUESTION, preset="quick", SOURCES_PER_SUBTOPIC=5)
     run = store.get_run(run_id)
     assert run["status"] == "failed"
     error = run["error"] or ""

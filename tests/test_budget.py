@@ -3,22 +3,17 @@ still written from what was gathered, labelled as stopped by the budget."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from research import ConfigError, Credentials, build_config, run_research
+from research import ConfigError, build_config
 from storage import Store
+from tests.runs import Runner
 
-QUESTION = "How is heat pump adoption changing in Europe?"
 
-
-def _run(env: dict[str, str], db: Path, **caps: Any) -> tuple[Store, str]:
-    store = Store(db)
-    config = build_config(env=env, fetch_timeout_s=3, MAX_PARALLEL_WORKERS=1, **caps)
-    return store, run_research(QUESTION, store=store, config=config,
-                               credentials=Credentials.from_env(env))
+def _run(runs: Runner, **caps: Any) -> tuple[Store, str]:
+    return runs(MAX_PARALLEL_WORKERS=1, **caps)
 
 
 @pytest.mark.parametrize(("caps", "words"), [
@@ -27,9 +22,9 @@ def _run(env: dict[str, str], db: Path, **caps: Any) -> tuple[Store, str]:
     ({"max_sources": 25}, "source cap of 25"),
 ])
 def test_a_cap_stops_research_and_still_writes_a_labelled_report(
-    standin_env: dict[str, str], tmp_db: Path, caps: dict[str, Any], words: str
+    runs: Runner, caps: dict[str, Any], words: str
 ) -> None:
-    store, run_id = _run(standin_env, tmp_db, **caps)
+    store, run_id = _run(runs, **caps)
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "completed", run and run["error"]
     steps = store.get_steps(run_id)
@@ -52,12 +47,12 @@ def test_caps_are_validated() -> None:
 
 
 def test_a_token_cap_is_checked_before_each_call_and_keeps_what_was_gathered(
-    standin_env: dict[str, str], tmp_db: Path
+    runs: Runner
 ) -> None:
     # Margin: research never starts a call whose estimate would pass the cap, so everything
     # before the write-up stays within 6,000 tokens; after the stop only the write-up runs
     # (one draft call, no review or verification). Before this check: 25,549 tokens (4.3x).
-    store, run_id = _run(standin_env, tmp_db, max_tokens=6_000)
+    store, run_id = _run(runs, max_tokens=6_000)
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "completed", run and run["error"]
     usage = store.get_usage(run_id)

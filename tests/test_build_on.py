@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from research import Credentials, build_config, create_run, execute, run_research
+from research import create_run, execute
 from research.related import dig_deeper_question, report_sections, section_text, similar_runs, similarity
 from storage import Store
+from tests.runs import Runner
 from tests.standin import StandinServer
 
 QUESTION = "How is heat pump adoption changing in Europe?"
@@ -25,12 +26,10 @@ def test_similar_questions_are_found_and_unrelated_ones_are_not(tmp_db: Path) ->
 
 
 def test_dig_deeper_run_reuses_the_parents_sources_without_fetching_them_again(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
-    credentials = Credentials.from_env(standin_env)
-    store = Store(tmp_db)
-    config = build_config(env=standin_env, preset="quick", fetch_timeout_s=3)
-    parent = run_research(QUESTION, store=store, config=config, credentials=credentials)
+    config = runs.config(preset="quick")
+    store, parent = runs.with_config(config)
     parent_urls = {s["canonical_url"] for s in store.get_sources(parent)}
     report = (store.get_report(parent) or {})["markdown"]
     sections = report_sections(report)
@@ -41,7 +40,7 @@ def test_dig_deeper_run_reuses_the_parents_sources_without_fetching_them_again(
     child = create_run(store, question, config.model_copy(update={"dig_deeper_section": "Key findings"}),
                        parent_run_id=parent)
     standin.reset()
-    run = execute(child, store=store, credentials=credentials)
+    run = execute(child, store=store, credentials=runs.credentials, **runs.deps(config))
     assert run["status"] == "completed", run.get("error")
     assert run["parent_run_id"] == parent
 

@@ -2,42 +2,29 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from research import (
     ConfigError,
-    Credentials,
     answer_clarification,
     approve_plan,
-    build_config,
     pending_clarification,
-    resume,
-    run_research,
 )
-from storage import Store
+from tests.cli_helpers import RunCli
+from tests.runs import Runner
 from tests.standin import StandinServer
 
-ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "How is heat pump adoption changing in Europe?"
 
 
-def _config(env: dict[str, str], **overrides: Any):  # type: ignore[no-untyped-def]
-    return build_config(env=env, preset="quick", fetch_timeout_s=3, **overrides)
 
 
 def test_clarification_waits_and_the_answers_reach_the_brief(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
-    credentials = Credentials.from_env(standin_env)
-    store = Store(tmp_db)
-    run_id = run_research(QUESTION, store=store, credentials=credentials,
-                          config=_config(standin_env, REQUIRE_CLARIFICATION=True))
+    store, run_id = runs(preset="quick", REQUIRE_CLARIFICATION=True)
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "waiting"
     asked = pending_clarification(store, run_id)
@@ -46,7 +33,7 @@ def test_clarification_waits_and_the_answers_reach_the_brief(
     assert "waiting" in [e["type"] for e in store.get_events(run_id)]
 
     answer_clarification(store, run_id, ["To decide on a purchase", "Germany and Poland"])
-    assert resume(run_id, store=store, credentials=credentials)["status"] == "completed"
+    assert runs.resume(run_id)["status"] == "completed"
     plan_prompts = [r for r in standin.requests_for("openai")
                     if "exactly 3 subtopics" in str(r["json"])]
     assert plan_prompts and "Germany and Poland" in str(plan_prompts[-1]["json"])
@@ -55,11 +42,9 @@ def test_clarification_waits_and_the_answers_reach_the_brief(
 
 
 def test_a_vague_question_is_clarified_even_when_not_required(
-    standin_env: dict[str, str], tmp_db: Path
+    runs: Runner
 ) -> None:
-    store = Store(tmp_db)
-    run_id = run_research("heat pumps", store=store, config=_config(standin_env),
-                          credentials=Credentials.from_env(standin_env))
+    store, run_id = runs("heat pumps", preset="quick")
     assert (store.get_run(run_id) or {})["status"] == "waiting"
     assert pending_clarification(store, run_id)
 
@@ -100,12 +85,9 @@ def test_a_plan_asked_ahead_is_not_used_once_the_answers_change_the_brief(
 
 
 def test_plan_review_waits_and_the_edited_plan_is_what_runs(
-    standin_env: dict[str, str], tmp_db: Path
+    runs: Runner
 ) -> None:
-    credentials = Credentials.from_env(standin_env)
-    store = Store(tmp_db)
-    run_id = run_research(QUESTION, store=store, credentials=credentials,
-                          config=_config(standin_env, review_plan=True))
+    store, run_id = runs(preset="quick", review_plan=True)
     assert (store.get_run(run_id) or {})["status"] == "waiting"
     original = store.get_plan(run_id) or []
     assert len(original) == 3 and not store.get_sources(run_id)
@@ -114,7 +96,7 @@ def test_plan_review_waits_and_the_edited_plan_is_what_runs(
               original[0],                                               # kept
               {"title": "Installer shortages", "questions": ["How long are waiting lists?"]}]
     approve_plan(store, run_id, edited)  # original[1] removed, one added
-    assert resume(run_id, store=store, credentials=credentials)["status"] == "completed"
+    assert runs.resume(run_id)["status"] == "completed"
 
     plans = store.get_plans(run_id)
     assert plans[0]["kind"] == "original" and plans[0]["subtopics"] == original
@@ -126,29 +108,23 @@ def test_plan_review_waits_and_the_edited_plan_is_what_runs(
     assert f"research:{original[1]['id']}" not in ran
 
 
-def test_bad_plan_edits_are_refused(standin_env: dict[str, str], tmp_db: Path) -> None:
-    store = Store(tmp_db)
-    run_id = run_research(QUESTION, store=store, credentials=Credentials.from_env(standin_env),
-                          config=_config(standin_env, review_plan=True))
+def test_bad_plan_edits_are_refused(runs: Runner) -> None:
+    store, run_id = runs(preset="quick", review_plan=True)
     with pytest.raises(ConfigError, match="at least one subtopic"):
         approve_plan(store, run_id, [{"title": "  "}])
     with pytest.raises(ConfigError, match="at most 10"):
         approve_plan(store, run_id, [{"title": f"t{i}"} for i in range(11)])
 
 
-def test_cli_asks_for_answers_with_flags(standin_env: dict[str, str], tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEP_RESEARCH_", "OPENAI_"))}
-    env.update(standin_env, DEEP_RESEARCH_DB=str(tmp_path / "c.db"), PYTHONPATH=str(ROOT),
-               DEEP_RESEARCH_SECRETS_FILE=str(tmp_path / "none.toml"))
-    cmd = [sys.executable, "-m", "research", QUESTION, "--preset", "quick", "--clarify",
-           "--out", str(tmp_path / "r.md")]
-    waiting = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,
-                             stdin=subprocess.DEVNULL)
+def test_cli_asks_for_answers_with_flags(
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**standin_env, "DEEP_RESEARCH_DB": str(tmp_path / "c.db")}
+    waiting = run_cli([QUESTION, "--preset", "quick", "--clarify", "--out", str(tmp_path / "r.md")],
+                      env, tmp_path)
     assert waiting.returncode == 3 and "--answer" in waiting.stderr
     run_id = waiting.stderr.split("Run id: ")[1].split()[0]
-    done = subprocess.run([sys.executable, "-m", "research", "--resume", run_id, "--answer",
-                           "To write an article", "--out", str(tmp_path / "r.md")],
-                          env=env, capture_output=True, text=True, timeout=240,
-                          stdin=subprocess.DEVNULL)
+    done = run_cli(["--resume", run_id, "--answer", "To write an article", "--out",
+                    str(tmp_path / "r.md")], env, tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "r.md").read_text().count("## Sources") == 1

@@ -1,28 +1,18 @@
-"""`python -m research`: a real subprocess against the stand-in server and a temp store."""
+"""`python -m research` against the stand-in server and a temp store: the first test as a real
+subprocess (entry point, progress on stderr, PDF), the others through `research.cli.main`
+in-process (tests/cli_helpers.py); Ctrl-C and a full disk are in test_cli_interrupts.py."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from pypdf import PdfReader
 
 from storage import Store
+from tests.cli_helpers import ROOT, RunCli, cli  # noqa: F401 - ROOT: other files import it here
 from tests.standin import StandinServer
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _cli(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items()
-                if not k.startswith(("DEEP_RESEARCH_", "OPENAI_", "GEMINI_", "TAVILY_"))}
-    full_env.update(env)
-    full_env["PYTHONPATH"] = str(ROOT)
-    full_env["DEEP_RESEARCH_SECRETS_FILE"] = str(cwd / "no-secrets.toml")
-    return subprocess.run([sys.executable, "-m", "research", *args], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+_cli = cli  # the subprocess form, also used by other test files
 
 
 def test_cli_writes_a_pdf_prints_the_run_id_and_shows_progress(
@@ -46,44 +36,47 @@ def test_cli_writes_a_pdf_prints_the_run_id_and_shows_progress(
                for t in ("t1", "t2", "t3")) <= 5
 
 
-def test_cli_refuses_bad_input_with_one_readable_line(standin_env: dict[str, str], tmp_path: Path) -> None:
+def test_cli_refuses_bad_input_with_one_readable_line(
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path) -> None:
     env = {**standin_env, "DEEP_RESEARCH_DB": str(tmp_path / "x.db")}
-    bad = _cli(["question", "--subtopics", "12"], env, tmp_path)
+    bad = run_cli(["question", "--subtopics", "12"], env, tmp_path)
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: SUBTOPIC_COUNT must be between 3 and 10 (got 12)."
-    deep = _cli(["question", "--schedule", "breadth-depth", "--depth", "9"], env, tmp_path)
+    deep = run_cli(["question", "--schedule", "breadth-depth", "--depth", "9"], env, tmp_path)
     assert deep.returncode == 2
     assert deep.stderr.strip() == "error: DEPTH must be between 1 and 5 (got 9)."
-    empty = _cli(["   "], env, tmp_path)
+    empty = run_cli(["   "], env, tmp_path)
     assert empty.returncode == 2 and "Please type a research question" in empty.stderr
     assert "Traceback" not in bad.stderr + empty.stderr
 
 
-def test_cli_missing_key_names_what_to_set(tmp_path: Path) -> None:
-    result = _cli(["question"], {"DEEP_RESEARCH_DB": str(tmp_path / "x.db")}, tmp_path)
+def test_cli_missing_key_names_what_to_set(
+    run_cli: RunCli, tmp_path: Path) -> None:
+    result = run_cli(["question"], {"DEEP_RESEARCH_DB": str(tmp_path / "x.db")}, tmp_path)
     assert result.returncode == 2
     assert "OPENAI_API_KEY" in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_cli_failure_exits_non_zero_without_traceback_and_keeps_no_key(
-    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+    run_cli: RunCli, standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
 ) -> None:
     key = standin_env["OPENAI_API_KEY"]
     standin.add_fault("openai", "status", times=50, status=401,
                       body={"error": {"message": f"Incorrect API key provided: {key}",
                                       "type": "invalid_request_error", "code": "invalid_api_key"}})
-    result = _cli(["question about heat pumps", "--preset", "quick"],
+    result = run_cli(["question about heat pumps", "--preset", "quick"],
                   {**standin_env, "DEEP_RESEARCH_DB": str(tmp_path / "x.db")}, tmp_path)
     assert result.returncode == 1
     assert "failed" in result.stderr and "Traceback" not in result.stderr
     assert key not in result.stderr + result.stdout
 
 
-def test_cli_resume_continues_an_interrupted_run(standin_env: dict[str, str], tmp_path: Path) -> None:
+def test_cli_resume_continues_an_interrupted_run(
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     env = {**standin_env, "DEEP_RESEARCH_DB": str(db)}
-    first = _cli(["Heat pump adoption in Europe", "--preset", "quick"], env, tmp_path)
+    first = run_cli(["Heat pump adoption in Europe", "--preset", "quick"], env, tmp_path)
     assert first.returncode == 0, first.stderr
     run_id = first.stdout.strip().splitlines()[-1]
     store = Store(db)
@@ -92,26 +85,26 @@ def test_cli_resume_continues_an_interrupted_run(standin_env: dict[str, str], tm
         conn.execute("DELETE FROM steps WHERE run_id = ? AND kind IN ('deliver')", [run_id])
         conn.execute("DELETE FROM reports WHERE run_id = ?", [run_id])
         conn.execute("UPDATE runs SET status = 'interrupted' WHERE id = ?", [run_id])
-    resumed = _cli(["--resume", run_id, "--format", "md", "--out", str(tmp_path / "r.md")], env, tmp_path)
+    resumed = run_cli(["--resume", run_id, "--format", "md", "--out", str(tmp_path / "r.md")], env, tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert store.get_run(run_id)["status"] == "completed"  # type: ignore[index]
     assert "## Sources" in (tmp_path / "r.md").read_text()
     assert {s["kind"] for s in store.get_steps(run_id) if s["attempts"] > 1} == set()
-    unknown = _cli(["--resume", "nope"], env, tmp_path)
+    unknown = run_cli(["--resume", "nope"], env, tmp_path)
     assert unknown.returncode == 2 and "no run with id" in unknown.stderr
 
 
 def test_cli_digs_deeper_into_a_section_of_an_earlier_report(
-    standin_env: dict[str, str], tmp_path: Path
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
 ) -> None:
     db = tmp_path / "d.db"
     env = {**standin_env, "DEEP_RESEARCH_DB": str(db)}
-    first = _cli(["Heat pump adoption in Europe", "--preset", "quick"], env, tmp_path)
+    first = run_cli(["Heat pump adoption in Europe", "--preset", "quick"], env, tmp_path)
     assert first.returncode == 0, first.stderr
     parent = first.stdout.strip().splitlines()[-1]
-    missing = _cli(["--dig-deeper", parent, "No such section", "--preset", "quick"], env, tmp_path)
+    missing = run_cli(["--dig-deeper", parent, "No such section", "--preset", "quick"], env, tmp_path)
     assert missing.returncode == 2 and "has no section" in missing.stderr
-    child = _cli(["--dig-deeper", parent, "Key findings", "--preset", "quick"], env, tmp_path)
+    child = run_cli(["--dig-deeper", parent, "Key findings", "--preset", "quick"], env, tmp_path)
     assert child.returncode == 0, child.stderr
     child_id = child.stdout.strip().splitlines()[-1]
     store = Store(db)
@@ -122,11 +115,12 @@ def test_cli_digs_deeper_into_a_section_of_an_earlier_report(
         s["canonical_url"] for s in store.get_sources(child_id)}
 
 
-def test_cli_hands_a_run_to_a_hosted_engine(standin: StandinServer, standin_env: dict[str, str],
-                                            tmp_path: Path) -> None:
+def test_cli_hands_a_run_to_a_hosted_engine(
+    run_cli: RunCli, standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+) -> None:
     standin.hosted.polls_to_complete = 1
     env = {**standin_env, "DEEP_RESEARCH_DB": str(tmp_path / "h.db")}
-    result = _cli(["Heat pump adoption in Europe", "--engine", "openai-deep-research",
+    result = run_cli(["Heat pump adoption in Europe", "--engine", "openai-deep-research",
                    "--preset", "quick", "--out", str(tmp_path / "h.md")], env, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "## Sources" in (tmp_path / "h.md").read_text()
@@ -135,11 +129,11 @@ def test_cli_hands_a_run_to_a_hosted_engine(standin: StandinServer, standin_env:
 
 
 def test_cli_schedule_breadth_and_depth_reach_the_stored_config(
-    standin_env: dict[str, str], tmp_path: Path
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
 ) -> None:
     db = tmp_path / "schedule.db"
     # --review-plan stops the run at the plan: the stored config is what is checked.
-    result = _cli(["How do heat pumps perform in cold climates?", "--schedule", "breadth-depth",
+    result = run_cli(["How do heat pumps perform in cold climates?", "--schedule", "breadth-depth",
                    "--breadth", "2", "--depth", "4", "--review-plan"],
                   {**standin_env, "DEEP_RESEARCH_DB": str(db)}, tmp_path)
     assert result.returncode == 3, result.stderr

@@ -13,8 +13,8 @@ from dashboard.settings_files import SettingsFileError, load_defaults, save_defa
 from research.config import build_config
 from research.constants import CONSTANTS, PRESETS, bound_problem
 from research.errors import ConfigError
+from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - fixture
-from tests.test_cli import _cli
 
 
 @pytest.mark.parametrize("raw", ["nan", "NaN", "inf", "-inf", "1e999"])
@@ -51,12 +51,12 @@ def test_every_preset_value_is_within_its_bounds() -> None:
     assert all(bound_problem(n, c.default) is None for n, c in CONSTANTS.items())
 
 
-def test_cli_refuses_nan_threshold_and_a_big_count_under_a_preset(tmp_path: Path) -> None:
-    nan = _cli(["question"], {"DEEP_RESEARCH_DB": str(tmp_path / "x.db"),
+def test_cli_refuses_nan_threshold_and_a_big_count_under_a_preset(run_cli: RunCli, tmp_path: Path) -> None:
+    nan = run_cli(["question"], {"DEEP_RESEARCH_DB": str(tmp_path / "x.db"),
                               "DEEP_RESEARCH_SOURCE_RELEVANCE_THRESHOLD": "nan"}, tmp_path)
     assert nan.returncode == 2 and "SOURCE_RELEVANCE_THRESHOLD" in nan.stderr
     assert "between 0 and 1" in nan.stderr and "Traceback" not in nan.stderr
-    big = _cli(["question", "--preset", "quick"],
+    big = run_cli(["question", "--preset", "quick"],
                {"DEEP_RESEARCH_DB": str(tmp_path / "x.db"), "DEEP_RESEARCH_SUBTOPIC_COUNT": "1000"},
                tmp_path)
     assert big.returncode == 2 and "SUBTOPIC_COUNT must be between 3 and 10" in big.stderr

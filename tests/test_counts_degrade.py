@@ -3,7 +3,7 @@ scores or triage decisions than asked for is asked once for the missing ones, th
 on with what came (down to the documented minimum) and says so in the log and the report.
 
 The model here is in-process: the stand-in's brain answers by schema, and a "short" model drops
-items from the answers of chosen schemas. Search and pages still go over HTTP to the stand-in.
+items from the answers of chosen schemas. Search and pages are the in-process fakes too.
 """
 
 from __future__ import annotations
@@ -11,17 +11,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
-from research import Credentials, build_config, create_run, execute
-from research.config import ResearchConfig
 from research.llm.base import Completion, Message, Usage
 from research.phases.plan import MIN_SUBTOPICS
 from storage import Store
+from tests.runs import Runner
 from tests.standin import brain
 
-QUESTION = "How is heat pump adoption changing in Europe?"
 Cut = Callable[[dict[str, Any], int], dict[str, Any]]
 
 
@@ -47,17 +44,8 @@ class ShortModel:
         return Completion(text, Usage(len(user) // 4, len(text) // 4), self.provider, self.model)
 
 
-def _run(env: dict[str, str], db: Path, model: ShortModel, **overrides: Any) -> tuple[Store, str]:
-    store = Store(db)
-    config = build_config(env=env, preset="quick", fetch_timeout_s=3, MAX_PARALLEL_WORKERS=1,
-                          **overrides)
-    run_id = create_run(store, QUESTION, config)
-
-    def factory(provider: str, name: str, cfg: ResearchConfig, creds: Credentials) -> ShortModel:
-        return model
-
-    execute(run_id, store=store, credentials=Credentials.from_env(env), llm_factory=factory)
-    return store, run_id
+def _run(runs: Runner, model: ShortModel, **overrides: Any) -> tuple[Store, str]:
+    return runs(model=model, preset="quick", MAX_PARALLEL_WORKERS=1, **overrides)
 
 
 def _count_warnings(store: Store, run_id: str) -> list[str]:
@@ -70,10 +58,10 @@ def _first(n: int, key: str) -> Cut:
 
 
 def test_a_plan_short_of_subtopics_goes_on_and_says_so(
-    standin_env: dict[str, str], tmp_db: Path
+    runs: Runner
 ) -> None:
     model = ShortModel({"ResearchPlan": _first(2, "subtopics")})  # 2 of 3, repair or not
-    store, run_id = _run(standin_env, tmp_db, model)
+    store, run_id = _run(runs, model)
     run = store.get_run(run_id) or {}
     assert run["status"] == "completed", run["error"]
     assert len(store.get_plan(run_id) or []) == 2
@@ -85,23 +73,23 @@ def test_a_plan_short_of_subtopics_goes_on_and_says_so(
 
 
 def test_a_plan_repair_that_brings_the_missing_subtopics_is_merged(
-    standin_env: dict[str, str], tmp_db: Path
+    runs: Runner
 ) -> None:
     def first_short(answer: dict[str, Any], call: int) -> dict[str, Any]:
         return {"subtopics": answer["subtopics"][:1]} if call == 1 else answer
 
     model = ShortModel({"ResearchPlan": first_short})
-    store, run_id = _run(standin_env, tmp_db, model, max_rounds=1)
+    store, run_id = _run(runs, model, max_rounds=1)
     plan = store.get_plan(run_id) or []
     assert len(plan) == 3 and len({s["title"] for s in plan}) == 3
     assert not _count_warnings(store, run_id)
 
 
 def test_a_plan_below_the_minimum_fails_with_a_plain_reason(
-    standin_env: dict[str, str], tmp_db: Path
+    runs: Runner
 ) -> None:
     model = ShortModel({"ResearchPlan": _first(MIN_SUBTOPICS - 1, "subtopics")})
-    store, run_id = _run(standin_env, tmp_db, model)
+    store, run_id = _run(runs, model)
     run = store.get_run(run_id) or {}
     assert run["status"] == "failed"
     assert "planned only 1 distinct subtopic" in run["error"]
@@ -109,14 +97,14 @@ def test_a_plan_below_the_minimum_fails_with_a_plain_reason(
 
 
 def test_fewer_queries_and_scores_are_used_as_they_come(
-    standin_env: dict[str, str], tmp_db: Path
+    runs: Runner
 ) -> None:
     def half_scores(answer: dict[str, Any], call: int) -> dict[str, Any]:
         scores = answer["scores"]
         return {"scores": scores[: max(1, len(scores) // 2)]}
 
     model = ShortModel({"SearchQueries": _first(1, "queries"), "RelevanceScores": half_scores})
-    store, run_id = _run(standin_env, tmp_db, model, max_rounds=1)
+    store, run_id = _run(runs, model, max_rounds=1)
     run = store.get_run(run_id) or {}
     assert run["status"] == "completed", run["error"]
     research = [s for s in store.get_steps(run_id) if s["kind"] == "research"]
@@ -132,10 +120,10 @@ def test_fewer_queries_and_scores_are_used_as_they_come(
 
 
 def test_undecided_follow_up_questions_are_asked_about_once_then_set_aside(
-    standin_env: dict[str, str], tmp_db: Path
+    runs: Runner
 ) -> None:
     model = ShortModel({"RoundAssessment": lambda answer, call: {**answer, "decisions": []}})
-    store, run_id = _run(standin_env, tmp_db, model, max_rounds=2)
+    store, run_id = _run(runs, model, max_rounds=2)
     run = store.get_run(run_id) or {}
     assert run["status"] == "completed", run["error"]
     assert model.calls["RoundAssessment"] == 2  # the assessment and one repair

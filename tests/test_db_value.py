@@ -15,8 +15,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from storage import DatabaseValueError, resolve_db_path
+from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import APP, KEY_VARS
-from tests.test_cli import _cli
 
 PG_URL = "postgresql://alice:S3cretPassw0rd@db.example.org:5432/research"
 
@@ -25,9 +25,9 @@ def _files(root: Path) -> set[Path]:
     return {p for p in root.rglob("*")}
 
 
-def test_postgres_url_is_refused_plainly_without_the_password_or_a_folder(tmp_path: Path) -> None:
+def test_postgres_url_is_refused_plainly_without_the_password_or_a_folder(run_cli: RunCli, tmp_path: Path) -> None:
     before = _files(tmp_path)
-    result = _cli(["How do heat pumps work?"], {"DEEP_RESEARCH_DB": PG_URL}, tmp_path)
+    result = run_cli(["How do heat pumps work?"], {"DEEP_RESEARCH_DB": PG_URL}, tmp_path)
     assert result.returncode == 2
     assert "PostgreSQL team stores are not available yet in this version" in result.stderr
     assert "S3cretPassw0rd" not in result.stderr + result.stdout
@@ -64,14 +64,14 @@ def _unusable(tmp_path: Path, kind: str) -> tuple[Path, str]:
 @pytest.mark.parametrize("kind", ["folder", "not sqlite", "read-only", "missing parent"])
 @pytest.mark.parametrize("how", ["env", "flag"])
 def test_unusable_database_value_says_why_starts_nothing_and_keeps_the_file(
-    tmp_path: Path, kind: str, how: str
+    run_cli: RunCli, tmp_path: Path, kind: str, how: str
 ) -> None:
     path, why = _unusable(tmp_path, kind)
     before = path.read_bytes() if path.is_file() else None
     listing = _files(tmp_path)
     env = {"DEEP_RESEARCH_DB": str(path)} if how == "env" else {}
     args = ["How do heat pumps work?"] + ([] if how == "env" else ["--db", str(path)])
-    result = _cli(args, env, tmp_path)
+    result = run_cli(args, env, tmp_path)
     assert result.returncode == 2, result.stderr
     assert why in result.stderr and "Traceback" not in result.stderr
     assert "unable to open database file" not in result.stderr

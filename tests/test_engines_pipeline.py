@@ -1,37 +1,31 @@
-"""Hosted engines through the whole run: alone, or "all" beside the built-in pipeline."""
+"""Hosted engines through the whole run (real HTTP through the real SDKs): alone, or "all"
+beside the built-in pipeline."""
 
 from __future__ import annotations
 
 import io
-from pathlib import Path
 from typing import Any
 
 from pypdf import PdfReader
 
-from research import Credentials, build_config, run_research
 from research.engines import engine_document, engine_reports
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.urls import canonical_url
 from storage import Store
+from tests.runs import Runner
 from tests.standin import StandinServer
 
-QUESTION = "How is heat pump adoption changing in Europe?"
 
-
-def _run(standin: StandinServer, env: dict[str, str], db: Path, **overrides: Any) -> tuple[Store, str]:
+def _run(standin: StandinServer, runner: Runner, **overrides: Any) -> tuple[Store, str]:
     standin.hosted.polls_to_complete = 2
-    store = Store(db)
-    config = build_config(env=env, preset="quick", fetch_timeout_s=3, hosted_poll_interval_s=0.05,
-                          **overrides)
-    return store, run_research(QUESTION, store=store, config=config,
-                               credentials=Credentials.from_env(env))
+    return runner(preset="quick", hosted_poll_interval_s=0.05, **overrides)
 
 
 def test_a_run_handed_to_openai_deep_research_is_verified_and_exported(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
-    store, run_id = _run(standin, standin_env, tmp_db, engine="openai-deep-research")
+    store, run_id = _run(standin, http_runs, engine="openai-deep-research")
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "completed", run and run["error"]
     assert standin.count("tavily") == 0  # no built-in search for a hosted-only run
@@ -49,9 +43,9 @@ def test_a_run_handed_to_openai_deep_research_is_verified_and_exported(
 
 
 def test_all_runs_the_pipeline_and_both_engines_into_one_source_list(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
-    store, run_id = _run(standin, standin_env, tmp_db, engine="all")
+    store, run_id = _run(standin, http_runs, engine="all")
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "completed", run and run["error"]
     reports = engine_reports(store, run_id)
@@ -68,10 +62,10 @@ def test_all_runs_the_pipeline_and_both_engines_into_one_source_list(
 
 
 def test_a_failing_engine_beside_the_pipeline_is_an_event_not_a_failed_run(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
     standin.add_fault("gemini_interactions", "status", times=20, status=500)
-    store, run_id = _run(standin, standin_env, tmp_db, engine="all", max_retries=0)
+    store, run_id = _run(standin, http_runs, engine="all", max_retries=0)
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "completed", run and run["error"]
     warnings = [e for e in store.get_events(run_id) if e["type"] == "warning"]

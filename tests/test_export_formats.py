@@ -22,8 +22,8 @@ from research.export.evidence import HEADERS, evidence_rows, to_csv, to_xlsx
 from research.export.formats import FORMATS, export_run
 from research.export.method import method_lines, reading_minutes, settings_changed
 from storage import Store
+from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import EVIL_TITLE, dash_env_fixture, finished_run  # noqa: F401
-from tests.test_cli import _cli
 
 NASTY = "Heat {pumps} & 50% \\relax\nER  - injected"
 DRAFT = """## Findings
@@ -169,12 +169,12 @@ def test_method_section_counts_the_run_in_plain_words(dash_env: Store) -> None:
 
 
 def test_cli_writes_word_with_a_method_section_and_a_bibliography(
-    standin_env: dict[str, str], tmp_path: Path
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
 ) -> None:
     db = tmp_path / "cli.db"
     env = {**standin_env, "DEEP_RESEARCH_DB": str(db)}
     out = tmp_path / "report.docx"
-    result = _cli(["How do heat pumps perform in cold climates?", "--preset", "quick",
+    result = run_cli(["How do heat pumps perform in cold climates?", "--preset", "quick",
                    "--subtopics", "3", "--sources", "5", "--reviews", "0", "--format", "docx",
                    "--out", str(out)], env, tmp_path)
     assert result.returncode == 0, result.stderr

@@ -10,31 +10,23 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from research import Credentials, build_config, run_research
+from research import build_config
 from research.export import to_markdown
 from research.export.run_document import build_document_for_run
 from storage import Store
+from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     APP,
     FakeExecutor,
     dash_env_fixture,
     fake_jobs_fixture,
 )
+from tests.runs import QUESTION, Runner
 from tests.standin import StandinServer
-from tests.test_cli import _cli
-
-QUESTION = "How is heat pump adoption changing in Europe?"
 
 
-def _run(env: dict[str, str], db: Path, **overrides: Any) -> tuple[Store, str, dict[str, Any]]:
-    credentials = Credentials.from_env(env)
-    store = Store(db, secrets=credentials.secrets())
-    config = build_config(env=env, preset="quick", fetch_timeout_s=3,
-                          **{"MAX_ROUNDS": 3, **overrides})
-    run_id = run_research(QUESTION, store=store, config=config, credentials=credentials)
-    run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
-    return store, run_id, run
+def _run(runs: Runner, **overrides: Any) -> tuple[Store, str, dict[str, Any]]:
+    return runs.completed(preset="quick", **{"MAX_ROUNDS": 3, **overrides})
 
 
 def _method(store: Store, run_id: str) -> str:
@@ -44,10 +36,10 @@ def _method(store: Store, run_id: str) -> str:
 
 
 def test_a_met_exit_case_stops_research_after_the_round_and_says_why(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
     before = len(standin.requests_for("openai"))
-    store, run_id, run = _run(standin_env, tmp_db, done_when="current evidence and data",
+    store, run_id, run = _run(runs, done_when="current evidence and data",
                               want="a comparison table")
     goal = run["totals"]["goal"]
     assert goal["met"] is True and goal["round"] == 1 and goal["why"], (goal, [f["claim"] for f in store.get_findings(run_id)][:5])
@@ -57,16 +49,14 @@ def test_a_met_exit_case_stops_research_after_the_round_and_says_why(
     markdown = _method(store, run_id)
     assert "Done when: current evidence and data: met after round 1" in markdown
     assert "Desired output: a comparison table." in markdown
-    # The writer was told the shape of the output (over real HTTP, through the real client).
+    # The writer was told the shape of the output.
     sent = [str(r) for r in standin.requests_for("openai")[before:]]
     assert any("The person wants this output: a comparison table" in r
                and "(cite by number)" in r for r in sent)
 
 
-def test_an_unmet_exit_case_lets_the_rounds_run_and_says_so(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
-) -> None:
-    store, run_id, run = _run(standin_env, tmp_db, done_when="quokka zyxwvut tariffs")
+def test_an_unmet_exit_case_lets_the_rounds_run_and_says_so(runs: Runner) -> None:
+    store, run_id, run = _run(runs, done_when="quokka zyxwvut tariffs")
     goal = run["totals"]["goal"]
     assert goal["met"] is False and goal["round"] >= 1
     assert not run["totals"]["stop_reason"].startswith("The exit case")
@@ -74,20 +64,18 @@ def test_an_unmet_exit_case_lets_the_rounds_run_and_says_so(
     assert "quokka zyxwvut tariffs: not met" in _method(store, run_id)
 
 
-def test_without_a_goal_no_judgement_is_made(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
-) -> None:
-    store, run_id, run = _run(standin_env, tmp_db, MAX_ROUNDS=1)
+def test_without_a_goal_no_judgement_is_made(runs: Runner) -> None:
+    store, run_id, run = _run(runs, MAX_ROUNDS=1)
     assert "goal" not in run["totals"]
     assert not [s for s in store.get_steps(run_id) if s["kind"] == "goal"]
     assert "Done when" not in _method(store, run_id)
 
 
 def test_the_cli_sets_the_exit_case_and_the_desired_output(
-    standin_env: dict[str, str], tmp_path: Path
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
 ) -> None:
     db = tmp_path / "cli.db"
-    result = _cli([QUESTION, "--preset", "quick", "--done-when", "current evidence and data",
+    result = run_cli([QUESTION, "--preset", "quick", "--done-when", "current evidence and data",
                    "--want", "a one-page brief", "--out", str(tmp_path / "r.md")],
                   {**standin_env, "DEEP_RESEARCH_DB": str(db)}, tmp_path)
     assert result.returncode == 0, result.stderr

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from pypdf import PdfReader
 
-from research import Credentials, build_config, run_research
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.textclean import strip_hidden_controls
 from storage import Store
+from tests.runs import Runner
 from tests.standin import StandinServer
 from tests.standin.hidden import HIDDEN, HIDDEN_CHARS, LEGIT
 
@@ -73,16 +73,11 @@ def _hidden_in(text: str) -> set[str]:
 
 
 def test_a_model_answer_with_hidden_controls_leaves_none_in_store_or_exports(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
     standin.add_fault("openai", "hidden", times=1000)  # every model answer is laced
-    credentials = Credentials.from_env(standin_env)
-    store = Store(tmp_db, secrets=credentials.secrets())
-    config = build_config(env=standin_env, preset="quick", REVIEW_CYCLES=1)
-    run_id = run_research("How do heat pumps perform in cold climates?", store=store,
-                          config=config, credentials=credentials)
-    run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    store, run_id, _ = runs.completed("How do heat pumps perform in cold climates?", preset="quick",
+                                      REVIEW_CYCLES=1, fetch_timeout_s=20)
     assert len(standin.requests_for("openai")) > 5, "the laced model answered every step"
 
     kept: dict[str, Any] = {

@@ -12,19 +12,17 @@ import html
 import io
 import re
 import unicodedata
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pypdf import PdfReader
 
-from research import Credentials, build_config, run_research
 from research.export import RefusingURLFetcher, to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.fetch import Fetcher, FetchLimits, clean_text
 from research.prompts import INVISIBLE, clean_untrusted, new_nonce, untrusted_block
 from research.urls import canonical_url
-from storage import Store
+from tests.runs import Runner
 from tests.standin import StandinServer
 from tests.standin.pages import CANARY, CANARY_FACT, TRACKER
 
@@ -172,18 +170,13 @@ def _outside_blocks(text: str) -> str:
 
 
 def test_a_run_over_hostile_pages_follows_no_page_instruction(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
     standin.set_extra_results(HOSTILE)
     standin.add_fault("openai", "tracking", times=10)  # the writer obeys the page's image request
-    credentials = Credentials.from_env(standin_env)
-    store = Store(tmp_db, secrets=credentials.secrets())
-    config = build_config(env=standin_env, preset="quick", fetch_timeout_s=5,
-                          SOURCES_PER_SUBTOPIC=20)  # keep every page that was read
-    run_id = run_research("How is household water use changing?", store=store, config=config,
-                          credentials=credentials)
-    run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    store, run_id, _ = runs.completed("How is household water use changing?", preset="quick",
+                                      fetch_timeout_s=5,
+                                      SOURCES_PER_SUBTOPIC=20)  # keep every page that was read
 
     sources = store.get_sources(run_id)
     assert sources

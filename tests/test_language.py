@@ -4,26 +4,19 @@ from __future__ import annotations
 
 import io
 import re
-from pathlib import Path
 
 from pypdf import PdfReader
 
-from research import Credentials, build_config, run_research
 from research.export import build_document, to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
-from storage import Store
+from tests.runs import Runner
 from tests.standin import StandinServer
 
 
 def test_a_german_report_has_german_headings_and_labels_in_both_exports(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
-    store = Store(tmp_db)
-    config = build_config(env=standin_env, preset="quick", fetch_timeout_s=3, report_language="German")
-    run_id = run_research("How is heat pump adoption changing in Europe?", store=store, config=config,
-                          credentials=Credentials.from_env(standin_env))
-    run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    store, run_id, _ = runs.completed(preset="quick", report_language="German")
     writer = [str(r["json"]) for r in standin.requests_for("openai")
               if not (r["json"] or {}).get("response_format") and "FINDINGS" in str(r["json"])]
     assert writer and all("Write the entire report in German" in w for w in writer)  # every section

@@ -1,34 +1,40 @@
-"""Full research runs (real openai SDK over HTTP to the stand-in) while the stand-in behaves like
-common real models (tests/standin/brain_behaviours.py): whatever the model's habits, the report
+"""Full research runs while the stand-in behaves like common real models (tests/standin/brain_behaviours.py): whatever the model's habits, the report
 cites in [n], lists its sources, had its claims verified, and its parts and the run status agree.
+A representative few (and both cut-off answers) go through the real openai SDK over HTTP; the
+rest use the in-process fakes, which answer with the same brain and behaviours.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from research import Credentials, build_config, run_research
 from research.export import to_markdown
 from research.export.run_document import build_document_for_run
 from research.phases import verify
 from storage import Store
+from tests.runs import Runner
 from tests.standin import StandinServer
 from tests.standin.brain_behaviours import BEHAVIOURS
 
-QUESTION = "How is heat pump adoption changing in Europe?"
 # A refused or cut-off report: checked for what a user must see.
 CUT_OFF = ("truncated", "refusal")
 FOREIGN_STYLES = re.compile(r"\[\^\w+\]|【|\(Sources? \d|\]\(https?://[^)]*\)|^\[\^\w+\]:", re.MULTILINE)
 
 
-def run_under(standin: StandinServer, env: dict[str, str], store: Store, behaviour: str) -> str:
+# Behaviours also run over real HTTP, through the real openai SDK.
+OVER_HTTP = ("house", "think", "fenced_json", "cite_markdown", *CUT_OFF)
+
+
+def run_under(standin: StandinServer, runner: Runner, behaviour: str) -> tuple[Store, str]:
     standin.set_behaviour(behaviour)
-    config = build_config(env=env, fetch_timeout_s=3, preset="quick", review_cycles=1)
-    return run_research(QUESTION, store=store, config=config, credentials=Credentials.from_env(env))
+    return runner(preset="quick", review_cycles=1)
+
+
+def _runner(behaviour: str, runs: Runner, http_runs: Runner) -> Runner:
+    return http_runs if behaviour in OVER_HTTP else runs
 
 
 def report_facts(store: Store, run_id: str) -> dict[str, Any]:
@@ -70,10 +76,9 @@ BEHAVED = [b for b in BEHAVIOURS if b not in CUT_OFF]
 
 @pytest.mark.parametrize("behaviour", BEHAVED)
 def test_a_full_run_under_each_model_behaviour_gives_a_cited_verified_consistent_report(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path, behaviour: str
+    standin: StandinServer, runs: Runner, http_runs: Runner, behaviour: str
 ) -> None:
-    store = Store(tmp_db)
-    run_id = run_under(standin, standin_env, store, behaviour)
+    store, run_id = run_under(standin, _runner(behaviour, runs, http_runs), behaviour)
     facts = assert_report_is_ours_and_consistent(
         store, run_id, min_cited=0.5 if behaviour == "sparse_citations" else 0.8)
     if behaviour.startswith("cite_"):
@@ -107,10 +112,9 @@ def test_a_full_run_under_each_model_behaviour_gives_a_cited_verified_consistent
 
 @pytest.mark.parametrize("behaviour", ["truncated", "refusal"])
 def test_a_refused_or_cut_off_report_is_named_and_nothing_gathered_is_lost(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path, behaviour: str
+    standin: StandinServer, runs: Runner, http_runs: Runner, behaviour: str
 ) -> None:
-    store = Store(tmp_db)
-    run_id = run_under(standin, standin_env, store, behaviour)
+    store, run_id = run_under(standin, _runner(behaviour, runs, http_runs), behaviour)
     run = store.get_run(run_id) or {}
     assert store.get_sources(run_id, with_text=False), "gathered sources must be kept"
     if run["status"] == "completed":

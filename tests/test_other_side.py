@@ -3,23 +3,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from research import Credentials, build_config, run_research
 from research.phases.searching import opposing_query
 from storage import Store
+from tests.runs import Runner
 from tests.standin import StandinServer
 
-QUESTION = "How is heat pump adoption changing in Europe?"
 
-
-def _run(env: dict[str, str], db: Path, **overrides: object) -> tuple[Store, str]:
-    credentials = Credentials.from_env(env)
-    store = Store(db, secrets=credentials.secrets())
-    config = build_config(env=env, preset="quick", fetch_timeout_s=3, **overrides)
-    run_id = run_research(QUESTION, store=store, config=config, credentials=credentials)
-    run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+def _run(runs: Runner, **overrides: object) -> tuple[Store, str]:
+    store, run_id, _ = runs.completed(preset="quick", **overrides)
     return store, run_id
 
 
@@ -30,10 +21,10 @@ def test_the_opposing_query_names_the_subtopic_and_the_other_side() -> None:
 
 
 def test_every_subtopic_searches_the_other_side_on_every_provider(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
     before = len(standin.requests_for("tavily"))
-    store, run_id = _run(standin_env, tmp_db)
+    store, run_id = _run(runs)
     plan = store.get_plan(run_id) or []
     queries = store.get_queries(run_id)
     providers = {q["provider"] for q in queries}
@@ -42,14 +33,14 @@ def test_every_subtopic_searches_the_other_side_on_every_provider(
                     and q["query"] == opposing_query(sub)]
         assert {q["provider"] for q in opposing} == providers, sub["title"]
         assert all(q["error"] is None for q in opposing)
-    # The stand-in's search API saw them (over real HTTP, through the real client).
+    # The stand-in's search saw each of them once.
     sent = [str(r) for r in standin.requests_for("tavily")[before:]]
     assert all(sum(opposing_query(sub) in r for r in sent) == 1 for sub in plan)
 
 
 def test_the_constant_turns_it_off(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
-    store, run_id = _run(standin_env, tmp_db, SEARCH_OTHER_SIDE=False)
+    store, run_id = _run(runs, SEARCH_OTHER_SIDE=False)
     assert store.get_queries(run_id)
     assert not any("criticism failures contrary" in q["query"] for q in store.get_queries(run_id))

@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 from pypdf import PdfReader
 
-from research import Credentials, build_config, resume, run_research
+from research import Credentials, resume, run_research
 from research.events import StepCompleted
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.urls import canonical_url
 from storage import Store
+from tests.runs import QUESTION, Runner
 from tests.standin import StandinServer
 from tests.standin.pages import INJECTION_FACT
 
@@ -27,15 +28,6 @@ HOSTILE = ["/pages/hostile/injection", "/pages/hostile/redirect-metadata", "/pag
            "/pages/hostile/binary"]
 SPEC_EVENTS = {"initiated", "plan_created", "step_started", "step_completed", "source_found",
                "draft_started", "review_cycle", "completed"}
-QUESTION = "How is heat pump adoption changing in Europe?"
-
-
-def _run(env: dict[str, str], db: Path, question: str = QUESTION, **overrides: Any) -> tuple[Store, str]:
-    credentials = Credentials.from_env(env)
-    store = Store(db, secrets=credentials.secrets())
-    config = build_config(env=env, fetch_timeout_s=3, **overrides)
-    run_id = run_research(question, store=store, config=config, credentials=credentials)
-    return store, run_id
 
 
 def _strings(value: Any) -> list[str]:
@@ -55,11 +47,12 @@ def _pdf_text(data: bytes) -> str:
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
 def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path, provider: str
+    standin: StandinServer, http_runs: Runner, provider: str
 ) -> None:
     standin.set_extra_results(HOSTILE)
-    env = {**standin_env, "DEEP_RESEARCH_PROVIDER": provider}
-    store, run_id = _run(env, tmp_db)
+    env = http_runs.with_env(DEEP_RESEARCH_PROVIDER=provider).env
+    tmp_db = http_runs.db
+    store, run_id = http_runs()
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "completed", run and run["error"]
 
@@ -141,14 +134,14 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
 
 
 def test_retries_faults_and_a_search_provider_down(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
     standin.add_fault("openai", "status", times=1, status=429, headers={"Retry-After": "1"})
     standin.add_fault("openai", "status", times=2, status=500)
     standin.add_fault("openai", "invalid_json", times=1)
     standin.add_fault("openai", "hang", times=1, seconds=8)
     standin.add_fault("tavily", "status", times=1000, status=503)
-    store, run_id = _run(standin_env, tmp_db, preset="quick", request_timeout_s=3)
+    store, run_id = http_runs(preset="quick", request_timeout_s=3)
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "completed", run and run["error"]
     types = [e["type"] for e in store.get_events(run_id)]
@@ -160,12 +153,12 @@ def test_retries_faults_and_a_search_provider_down(
 
 
 def test_quota_exhausted_fails_fast_with_a_clear_message(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
     standin.add_fault("openai", "status", times=10, status=429,
                       body={"error": {"message": "You exceeded your current quota.",
                                       "type": "insufficient_quota", "code": "insufficient_quota"}})
-    store, run_id = _run(standin_env, tmp_db, preset="quick")
+    store, run_id = http_runs(preset="quick")
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "failed"
     assert "quota" in run["error"].lower() and "OPENAI_API_KEY" in run["error"]
@@ -174,11 +167,11 @@ def test_quota_exhausted_fails_fast_with_a_clear_message(
 
 
 def test_no_working_search_provider_means_no_run(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
     for api in ("tavily", "arxiv", "semanticscholar"):
         standin.add_fault(api, "status", times=1000, status=500)
-    store, run_id = _run(standin_env, tmp_db, preset="quick")
+    store, run_id = http_runs(preset="quick")
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "failed"
     assert "No search provider could be reached" in run["error"]
@@ -186,12 +179,12 @@ def test_no_working_search_provider_means_no_run(
 
 
 def test_a_subtopic_failing_three_times_is_marked_and_the_report_says_so(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
     # One worker at a time and no retries inside a unit: the first subtopic's three
     # attempts each meet one failing query-writing call, the others succeed.
     standin.add_fault("openai", "status", times=3, status=500, task="SearchQueries")
-    store, run_id = _run(standin_env, tmp_db, preset="quick", max_retries=0,
+    store, run_id = http_runs(preset="quick", max_retries=0,
                          MAX_PARALLEL_WORKERS=1)
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "completed", run and run["error"]
@@ -202,11 +195,10 @@ def test_a_subtopic_failing_three_times_is_marked_and_the_report_says_so(
 
 
 def test_a_cancelled_run_resumes_to_the_same_sources_as_an_uninterrupted_one(
-    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+    standin: StandinServer, http_runs: Runner, tmp_path: Path
 ) -> None:
-    env = standin_env
-    credentials = Credentials.from_env(env)
-    config = build_config(env=env, preset="quick", fetch_timeout_s=3, MAX_PARALLEL_WORKERS=1)
+    credentials = http_runs.credentials
+    config = http_runs.config(preset="quick", MAX_PARALLEL_WORKERS=1)
 
     full = Store(tmp_path / "full.db")
     full_id = run_research(QUESTION, store=full, config=config, credentials=credentials)

@@ -3,32 +3,28 @@ names the real cause of a failure (issue 10.6)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from research import Credentials, build_config, run_research
 from storage import Store
+from tests.runs import Runner
 from tests.standin import StandinServer
 
 QUESTION = "How is heat pump adoption changing in Europe?"
 
 
-def _run(env: dict[str, str], db: Path, **overrides: Any) -> tuple[Store, dict[str, Any]]:
-    env = {**env, "DEEP_RESEARCH_SEARCH": "tavily", "DEEP_RESEARCH_INCLUDE_ACADEMIC_SOURCES": "0"}
-    store = Store(db)
-    config = build_config(env=env, preset="quick", fetch_timeout_s=3, **overrides)
-    run_id = run_research(QUESTION, store=store, config=config,
-                          credentials=Credentials.from_env(env))
+def _run(runner: Runner, **overrides: Any) -> tuple[Store, dict[str, Any]]:
+    runner.with_env(DEEP_RESEARCH_SEARCH="tavily", DEEP_RESEARCH_INCLUDE_ACADEMIC_SOURCES="0")
+    store, run_id = runner(preset="quick", **overrides)
     return store, store.get_run(run_id) or {}
 
 
 def test_a_rate_limited_search_at_pre_flight_is_waited_out_not_dropped(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
     standin.add_fault("tavily", "status", times=1, status=429, headers={"Retry-After": "1"})
-    store, run = _run(standin_env, tmp_db)
+    store, run = _run(http_runs)
     assert run["status"] == "completed", run["error"]
     preflight = (store.get_step(run["id"], "preflight") or {})["result"]
     assert preflight["search"] == ["tavily"] and not preflight["search_failed"]
@@ -37,20 +33,20 @@ def test_a_rate_limited_search_at_pre_flight_is_waited_out_not_dropped(
 
 
 def test_a_search_that_stays_rate_limited_is_not_blamed_on_the_key(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
     standin.add_fault("tavily", "status", times=1000, status=429, headers={"Retry-After": "0"})
-    _, run = _run(standin_env, tmp_db, max_retries=1)
+    _, run = _run(http_runs, max_retries=1)
     assert run["status"] == "failed"
     assert "rate limiting" in run["error"] and "not a key problem" in run["error"]
     assert "TAVILY_API_KEY" not in run["error"]
 
 
 def test_a_refused_search_key_still_points_at_the_key(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
     standin.add_fault("tavily", "status", times=1000, status=401)
-    _, run = _run(standin_env, tmp_db)
+    _, run = _run(http_runs)
     assert run["status"] == "failed" and "Check TAVILY_API_KEY" in run["error"]
 
 
@@ -63,19 +59,19 @@ def test_a_refused_search_key_still_points_at_the_key(
     ("status", {"status": 404}, "Check the model name"),
 ])
 def test_a_model_failing_pre_flight_names_the_real_cause(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path, fault: str,
+    standin: StandinServer, http_runs: Runner, fault: str,
     params: dict[str, Any], says: str,
 ) -> None:
     standin.add_fault("openai", fault, task="Ping", **params)
-    _, run = _run(standin_env, tmp_db)
+    _, run = _run(http_runs)
     assert run["status"] == "failed"
     assert says in run["error"]
     assert "Check OPENAI_API_KEY" not in run["error"]
 
 
 def test_a_refused_model_key_points_at_the_key(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
     standin.add_fault("openai", "status", times=10, status=401, task="Ping")
-    _, run = _run(standin_env, tmp_db)
+    _, run = _run(http_runs)
     assert run["status"] == "failed" and "Check OPENAI_API_KEY" in run["error"]

@@ -6,13 +6,12 @@ context-length error). Retry-After, quota and 5xx handling are in tests/test_llm
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from research import Credentials, build_config, run_research
+from research import Credentials, build_config
 from research.errors import ContextTooLong, ProviderError, ProviderTimeout
 from research.llm import build_llm
 from research.llm.base import (
@@ -27,6 +26,7 @@ from research.llm.base import (
 from research.prompts import untrusted_block
 from research.retry import RetryPolicy
 from storage import Store
+from tests.runs import Runner
 from tests.standin import StandinServer
 
 MODELS = {"openai": "gpt-5-mini", "gemini": "gemini-2.5-flash"}
@@ -144,24 +144,19 @@ def test_a_trickling_structured_answer_is_cut_by_the_wall_clock(
     assert time.monotonic() - started < 4
 
 
-def _run(env: dict[str, str], db: Path, **overrides: Any) -> tuple[Store, str]:
-    credentials = Credentials.from_env(env)
-    store = Store(db, secrets=credentials.secrets())
-    config = build_config(env=env, preset="quick", fetch_timeout_s=3, **overrides)
-    run_id = run_research("How is heat pump adoption changing in Europe?", store=store,
-                          config=config, credentials=credentials)
-    return store, run_id
+def _run(runner: Runner, **overrides: Any) -> tuple[Store, str]:
+    return runner(preset="quick", **overrides)
 
 
 def test_a_run_survives_fenced_truncated_and_trickling_answers_and_a_refusal(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
     standin.add_fault("openai", "fenced_json", times=2)
     standin.add_fault("openai", "invalid_json", times=1, mode="truncated")
     standin.add_fault("openai", "think", times=1)
     standin.add_fault("openai", "trickle", times=1, interval=0.5, task="SearchQueries")
     standin.add_fault("openai", "refusal", times=1, task="SubtopicFindings")
-    store, run_id = _run(standin_env, tmp_db, request_timeout_s=2)
+    store, run_id = _run(http_runs, request_timeout_s=2)
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "completed", run and run["error"]
     report = store.get_report(run_id)
@@ -177,12 +172,10 @@ def test_a_run_survives_fenced_truncated_and_trickling_answers_and_a_refusal(
     ("gemini", "blocked", "blocked by safety filters"),
 ])
 def test_a_writer_that_keeps_refusing_fails_the_run_with_a_reason_and_no_empty_report(
-    provider: str, kind: str, reason: str, standin: StandinServer,
-    standin_env: dict[str, str], tmp_db: Path,
+    provider: str, kind: str, reason: str, standin: StandinServer, http_runs: Runner,
 ) -> None:
     standin.add_fault(provider, kind, times=100, task="writer")
-    env = {**standin_env, "DEEP_RESEARCH_PROVIDER": provider}
-    store, run_id = _run(env, tmp_db, max_retries=1)
+    store, run_id = _run(http_runs.with_env(DEEP_RESEARCH_PROVIDER=provider), max_retries=1)
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "failed"
     assert reason in run["error"] and "Traceback" not in run["error"]
@@ -191,7 +184,7 @@ def test_a_writer_that_keeps_refusing_fails_the_run_with_a_reason_and_no_empty_r
 
 
 def test_context_length_errors_during_a_run_are_trimmed_away(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
     # A window smaller than the workers' larger scoring and findings prompts (up to about 11,000
     # characters with the quick preset, now that sources carry their kind and the other side is
@@ -200,7 +193,7 @@ def test_context_length_errors_during_a_run_are_trimmed_away(
     limit = 9_000
     for task in ("RelevanceScores", "SubtopicFindings"):
         standin.add_fault("openai", "context_limit", times=1000, max_chars=limit, task=task)
-    store, run_id = _run(standin_env, tmp_db)
+    store, run_id = _run(http_runs)
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "completed", [
         (s["key"], s["error"]) for s in store.get_steps(run_id)]

@@ -20,12 +20,11 @@ import httpx
 import pytest
 
 import research.sandbox as sandbox
-from research import Credentials, build_config, run_research
 from research.errors import FetchError, FetchRefused, ResearchError
 from research.export.document import ReportDocument, ReportSource
 from research.export.pdf import DEFAULT_LIMITS, PdfLimits, render_pdf, to_pdf
 from research.fetch import Fetcher, FetchLimits
-from storage import Store
+from tests.runs import Runner
 from tests.standin import StandinServer, pdfs
 from tests.standin.pdfs import inflating_pdf
 
@@ -252,17 +251,11 @@ def test_a_pdf_that_needs_more_memory_than_allowed_is_refused_in_plain_words(
 
 
 def test_a_run_goes_on_past_an_inflating_pdf(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
     url = "/pages/hostile/pdf-inflating"
     standin.set_extra_results([url])
-    credentials = Credentials.from_env(standin_env)
-    store = Store(tmp_db, secrets=credentials.secrets())
-    config = build_config(env=standin_env, preset="quick", fetch_timeout_s=3)
-    run_id = run_research("How do heat pumps perform in cold climates?", store=store,
-                          config=config, credentials=credentials)
-    run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    store, run_id, _ = runs.completed("How do heat pumps perform in cold climates?", preset="quick")
     skipped = [s for s in store.get_skipped(run_id) if s["url"].endswith(url)]
     assert skipped and all("took longer than 3 s" in s["reason"] for s in skipped), skipped
     assert store.count_sources(run_id) > 0

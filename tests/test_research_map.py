@@ -4,17 +4,15 @@ sources and coverage, built from stored data and drawn on the Run page."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from dashboard import research_map
-from research import Credentials, build_config, run_research
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - the fixture
     dash_env_fixture,
     finished_run,
     open_run_page,
 )
-from tests.standin import StandinServer
+from tests.runs import Runner
 
 PLAN = [{"id": "t1", "title": "Costs", "round": 1}, {"id": "t2", "title": "Adoption", "round": 1},
         {"id": "t3", "title": "Policy", "round": 1},
@@ -74,15 +72,9 @@ def test_the_figure_is_a_sunburst_with_inert_labels() -> None:
 
 
 def test_the_map_of_a_real_run_follows_its_plan_and_sources(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    runs: Runner
 ) -> None:
-    credentials = Credentials.from_env(standin_env)
-    store = Store(tmp_db, secrets=credentials.secrets())
-    config = build_config(env=standin_env, preset="quick", fetch_timeout_s=3, MAX_ROUNDS=2)
-    run_id = run_research("How is heat pump adoption changing in Europe?", store=store,
-                          config=config, credentials=credentials)
-    run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    store, run_id, run = runs.completed(preset="quick", MAX_ROUNDS=2)
     plan = store.get_plan(run_id) or []
     sources = store.get_sources(run_id, with_text=False)
     tree = research_map.branches(run["question"], plan, store.get_steps(run_id), sources,

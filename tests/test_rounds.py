@@ -2,29 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from research import Credentials, build_config, run_research
 from research.phases.rounds import _breadth, _overlap
 from storage import Store
+from tests.runs import Runner
 
-QUESTION = "How is heat pump adoption changing in Europe?"
-
-
-def _run(env: dict[str, str], db: Path, **overrides: Any) -> tuple[Store, str]:
-    credentials = Credentials.from_env(env)
-    store = Store(db)
-    settings: dict[str, Any] = {"SUBTOPIC_COUNT": 3, "SOURCES_PER_SUBTOPIC": 5,
-                                "SEARCHES_PER_SUBTOPIC": 2, "REVIEW_CYCLES": 0, **overrides}
-    config = build_config(env=env, fetch_timeout_s=3, **settings)
-    return store, run_research(QUESTION, store=store, config=config, credentials=credentials)
+# Small runs: three subtopics, no review cycles.
+SMALL: dict[str, Any] = {"SUBTOPIC_COUNT": 3, "SOURCES_PER_SUBTOPIC": 5,
+                         "SEARCHES_PER_SUBTOPIC": 2, "REVIEW_CYCLES": 0}
 
 
-def test_triage_filters_answers_and_escalates_then_stops_at_max_rounds(
-    standin_env: dict[str, str], tmp_db: Path
-) -> None:
-    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=2)
+def _small(runs: Runner, **overrides: Any) -> tuple[Store, str]:
+    return runs(**{**SMALL, **overrides})
+
+
+def test_triage_filters_answers_and_escalates_then_stops_at_max_rounds(runs: Runner) -> None:
+    store, run_id = _small(runs, MAX_ROUNDS=2)
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "completed", run and run["error"]
     triage = [s for s in store.get_steps(run_id) if s["kind"] == "triage"]
@@ -47,12 +41,10 @@ def test_triage_filters_answers_and_escalates_then_stops_at_max_rounds(
     assert sum(e["type"] == "round_completed" for e in events) == 2
 
 
-def test_research_stops_when_no_new_question_remains(
-    standin_env: dict[str, str], tmp_db: Path
-) -> None:
+def test_research_stops_when_no_new_question_remains(runs: Runner) -> None:
     # The second round's only follow-up repeats the one that created it: filtered as
     # redundant before the lead is asked, and research stops before MAX_ROUNDS.
-    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=4)
+    store, run_id = _small(runs, MAX_ROUNDS=4)
     triage = [s["result"] for s in store.get_steps(run_id) if s["kind"] == "triage"]
     assert len(triage) == 2
     assert triage[1]["stop_reason"] == "No new, relevant, non-redundant question remains."
@@ -61,20 +53,18 @@ def test_research_stops_when_no_new_question_remains(
     assert (store.get_run(run_id) or {})["totals"]["rounds"] == 2
 
 
-def test_a_single_round_skips_triage(standin_env: dict[str, str], tmp_db: Path) -> None:
-    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=1)
+def test_a_single_round_skips_triage(runs: Runner) -> None:
+    store, run_id = _small(runs, MAX_ROUNDS=1)
     triage = store.get_step(run_id, "triage:1")
     assert triage is not None and triage["result"]["decisions"] == []
     assert "MAX_ROUNDS is 1" in triage["result"]["stop_reason"]
     assert all(s["round"] == 1 for s in store.get_plan(run_id) or [])
 
 
-def test_breadth_depth_schedule_halves_breadth_and_searches(
-    standin_env: dict[str, str], tmp_db: Path
-) -> None:
+def test_breadth_depth_schedule_halves_breadth_and_searches(runs: Runner) -> None:
     assert [_breadth(8, r, "breadth_depth", 4) for r in (1, 2, 3)] == [4, 2, 1]
     assert _breadth(8, 3, "rounds", 4) == 4
-    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=3, DEPTH=3, SEARCHES_PER_SUBTOPIC=4,
+    store, run_id = _small(runs, MAX_ROUNDS=3, DEPTH=3, SEARCHES_PER_SUBTOPIC=4,
                          schedule="breadth_depth")
     plan = store.get_plan(run_id) or []
     assert [s.get("searches") for s in plan if s["round"] > 1] == [2]  # 4 halved at level 1
@@ -86,11 +76,9 @@ def test_near_duplicate_questions_count_as_redundant() -> None:
     assert _overlap(a, "What do installers charge in Norway?") < 0.2
 
 
-def test_depth_not_max_rounds_limits_the_breadth_depth_schedule(
-    standin_env: dict[str, str], tmp_db: Path
-) -> None:
+def test_depth_not_max_rounds_limits_the_breadth_depth_schedule(runs: Runner) -> None:
     # MAX_ROUNDS=1 would stop after one round; under this schedule DEPTH=2 decides.
-    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=1, DEPTH=2, BREADTH=1,
+    store, run_id = _small(runs, MAX_ROUNDS=1, DEPTH=2, BREADTH=1,
                          schedule="breadth_depth")
     plan = store.get_plan(run_id) or []
     assert [s["round"] for s in plan].count(2) == 1  # BREADTH=1: one new subtopic
@@ -104,9 +92,9 @@ def _user_prompt(request: dict[str, Any]) -> str:
 
 
 def test_a_later_round_worker_is_told_earlier_learnings_and_queries(
-    standin: Any, standin_env: dict[str, str], tmp_db: Path
+    standin: Any, runs: Runner
 ) -> None:
-    store, run_id = _run(standin_env, tmp_db, MAX_ROUNDS=2)
+    store, run_id = _small(runs, MAX_ROUNDS=2)
     plan = store.get_plan(run_id) or []
     first_ids = {s["id"] for s in plan if s["round"] == 1}
     later = next(s for s in plan if s["round"] == 2)

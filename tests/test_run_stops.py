@@ -4,8 +4,6 @@ real cause."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -17,6 +15,7 @@ from research import Credentials, ResearchError, build_config, cancel, create_ru
 from research.errors import BudgetExceeded, BudgetStop, NeedsInput, RateLimited, RunCancelled, RunStop
 from research.retry import RetryPolicy, call_with_retries
 from storage import Store
+from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import dash_env_fixture  # noqa: F401 - fixture
 from tests.standin import StandinServer
 
@@ -110,17 +109,14 @@ def test_a_model_outage_names_the_service_and_resume_carries_on(
 
 
 def test_a_completed_run_with_warnings_says_so_in_store_library_and_cli(
-    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path, run_cli: RunCli
 ) -> None:
     from dashboard.views import library_frame, run_status_text
 
     db = tmp_path / "cli.db"
     out = tmp_path / "report.md"
     env = {**standin_env, "DEEP_RESEARCH_DB": str(db), "DEEP_RESEARCH_MAX_TOKENS": "6000"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "research", QUESTION, "--preset", "quick", "--out", str(out)],
-        env=env, capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent.parent,
-    )
+    proc = run_cli([QUESTION, "--preset", "quick", "--out", str(out)], env, tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Completed with warnings" in proc.stderr and "stopped by the budget" in proc.stderr
     store = Store(db)

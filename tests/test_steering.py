@@ -1,6 +1,7 @@
 """Steering between rounds (issue 14, point 2): with --steer the run waits after each round
 (exit status 3) with the lead's proposals numbered; `--resume RUN_ID --follow 1 --add ...`
-carries on with those across a new process, and `--enough` goes straight to writing."""
+carries on with those across a new process, and `--enough` goes straight to writing. The CLI
+runs in-process (tests/cli_helpers.py) except for the carrying on in a new process."""
 
 from __future__ import annotations
 
@@ -8,16 +9,17 @@ import re
 from pathlib import Path
 
 from storage import Store
+from tests.cli_helpers import RunCli
 from tests.test_cli import _cli
 
 QUESTION = "How is heat pump adoption changing in Europe?"
 MINE = "Heat pump noise rules in cities"
 
 
-def _start(env: dict[str, str], tmp_path: Path) -> tuple[Path, dict[str, str], str, str]:
+def _start(run_cli: RunCli, env: dict[str, str], tmp_path: Path) -> tuple[Path, dict[str, str], str, str]:
     db = tmp_path / "steer.db"
     full = {**env, "DEEP_RESEARCH_DB": str(db)}
-    first = _cli([QUESTION, "--subtopics", "3", "--sources", "5", "--reviews", "0", "--steer",
+    first = run_cli([QUESTION, "--subtopics", "3", "--sources", "5", "--reviews", "0", "--steer",
                   "--out", str(tmp_path / "r.md")],
                  full, tmp_path)
     assert first.returncode == 3, first.stderr
@@ -27,10 +29,10 @@ def _start(env: dict[str, str], tmp_path: Path) -> tuple[Path, dict[str, str], s
 
 
 def test_a_steered_run_waits_then_follows_the_chosen_and_added_branches(
-    standin_env: dict[str, str], tmp_path: Path
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
 ) -> None:
     env = {**standin_env, "DEEP_RESEARCH_MAX_ROUNDS": "2"}
-    db, full, run_id, said = _start(env, tmp_path)
+    db, full, run_id, said = _start(run_cli, env, tmp_path)
     assert "Round 1 is done. The lead proposes to explore next:" in said
     assert f"--resume {run_id} --follow" in said
     store = Store(db)
@@ -57,15 +59,15 @@ def test_a_steered_run_waits_then_follows_the_chosen_and_added_branches(
 
 
 def test_enough_goes_straight_to_writing_and_a_wrong_number_is_refused(
-    standin_env: dict[str, str], tmp_path: Path
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
 ) -> None:
     env = {**standin_env, "DEEP_RESEARCH_MAX_ROUNDS": "3"}
-    db, full, run_id, _ = _start(env, tmp_path)
-    wrong = _cli(["--resume", run_id, "--follow", "99"], full, tmp_path)
+    db, full, run_id, _ = _start(run_cli, env, tmp_path)
+    wrong = run_cli(["--resume", run_id, "--follow", "99"], full, tmp_path)
     assert wrong.returncode == 2 and "There is no proposal 99" in wrong.stderr
     assert "Traceback" not in wrong.stderr
-    enough = _cli(["--resume", run_id, "--enough", "--out", str(tmp_path / "r.md")], full,
-                  tmp_path)
+    enough = run_cli(["--resume", run_id, "--enough", "--out", str(tmp_path / "r.md")], full,
+                     tmp_path)
     assert enough.returncode == 0, enough.stderr
     store = Store(db)
     run = store.get_run(run_id)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from research.prompts import strip_control
+from tests.cli_helpers import RunCli
 from tests.standin import brain
-from tests.test_cli import _cli
 
 ESCAPES = ("\x1b]52;c;SGVsbG8gY2xpcGJvYXJk\x07", "\x1b[8m", "\x1b[2J\x1b[H", "\x9b31m", "\x07\x08\x7f")
 
@@ -35,10 +35,10 @@ def hostile_plan(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("hostile_plan")
 def test_progress_lines_and_export_carry_no_control_characters(
-    standin_env: dict[str, str], tmp_path: Path
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
 ) -> None:
     out = tmp_path / "report.md"
-    result = _cli(["How do heat pumps perform in cold climates?", "--preset", "quick",
+    result = run_cli(["How do heat pumps perform in cold climates?", "--preset", "quick",
                    "--sources", "5", "--out", str(out)],
                   {**standin_env, "DEEP_RESEARCH_DB": str(tmp_path / "t.db")}, tmp_path)
     assert result.returncode == 0, result.stderr

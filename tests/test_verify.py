@@ -1,19 +1,18 @@
-"""Claim verification (SPEC step 7): full runs over real HTTP against the stand-in, whose
-verification answers are scripted in tests/standin/brain_verify.py, plus the deterministic
-parts (claim splitting, the quote guard, combining verdicts, rewrites, marking) on their own."""
+"""Claim verification (SPEC step 7): full runs against the stand-in (over real HTTP where
+provider faults are needed, otherwise through the in-process fakes), whose verification
+answers are scripted in tests/standin/brain_verify.py, plus the deterministic parts (claim
+splitting, the quote guard, combining verdicts, rewrites, marking) on their own."""
 
 from __future__ import annotations
 
 import io
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pypdf import PdfReader
 from streamlit.testing.v1 import AppTest
 
-from research import Credentials, build_config, resume, run_research
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.phases import verify
@@ -21,19 +20,15 @@ from research.phases.verify import Claim, Outcome, PassVerdict
 from research.urls import canonical_url
 from storage import Store
 from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - fixture
+from tests.runs import Runner
 from tests.standin import StandinServer
 from tests.standin.brain import INVENTED_SENTENCE, REVISION_SENTENCE
 from tests.standin.brain_verify import CONTESTED_MARK, FAKE_QUOTE, FAKE_QUOTE_MARK, OVERSTATED_MARK
 
-QUESTION = "How is heat pump adoption changing in Europe?"
 
-
-def _run(env: dict[str, str], store: Store, **overrides: Any) -> str:
-    config = build_config(env=env, fetch_timeout_s=3, preset="quick", **overrides)
-    run_id = run_research(QUESTION, store=store, config=config, credentials=Credentials.from_env(env))
-    run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
-    return run_id
+def _run(runner: Runner, **overrides: Any) -> tuple[Store, str]:
+    store, run_id, _ = runner.completed(preset="quick", **overrides)
+    return store, run_id
 
 
 def _pdf_text(data: bytes) -> str:
@@ -62,11 +57,10 @@ def _schemas(standin: StandinServer, api: str) -> list[str]:
 
 
 def test_every_claim_is_checked_twice_and_what_is_not_supported_leaves_or_is_qualified(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
     standin.add_fault("openai", "cite_invented", times=1)
-    store = Store(tmp_db)
-    run_id = _run(standin_env, store)
+    store, run_id = _run(runs)
 
     drafts = store.get_drafts(run_id)
     base, final = drafts[-2], drafts[-1]
@@ -151,12 +145,11 @@ def test_every_claim_is_checked_twice_and_what_is_not_supported_leaves_or_is_qua
 
 
 def test_gemini_run_marks_a_failed_subtopic_unverified_removes_the_revision_claim_and_resumes(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
-    env = {**standin_env, "DEEP_RESEARCH_PROVIDER": "gemini"}
+    http_runs.with_env(DEEP_RESEARCH_PROVIDER="gemini")
     standin.add_fault("gemini", "status", times=3, status=500, task="SearchQueries")
-    store = Store(tmp_db)
-    run_id = _run(env, store, review_cycles=1, max_retries=0, MAX_PARALLEL_WORKERS=1)
+    store, run_id = _run(http_runs, review_cycles=1, max_retries=0, MAX_PARALLEL_WORKERS=1)
     assert standin.count("openai") == 0
 
     step = store.get_step(run_id, "research:t1")
@@ -182,7 +175,7 @@ def test_gemini_run_marks_a_failed_subtopic_unverified_removes_the_revision_clai
     drafts = len(store.get_drafts(run_id))
     standin.reset()
     store.set_run_status(run_id, "failed")
-    resumed = resume(run_id, store=store, credentials=Credentials.from_env(env))
+    resumed = http_runs.resume(run_id)
     assert resumed["status"] == "completed", resumed.get("error")
     verify_step = store.get_step(run_id, "verify")
     assert verify_step is not None and verify_step["attempts"] == 1
@@ -191,13 +184,12 @@ def test_gemini_run_marks_a_failed_subtopic_unverified_removes_the_revision_clai
 
 
 def test_when_both_checks_fail_the_run_completes_and_claims_are_flagged_not_verified(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
     for task in ("ClaimVerdicts", "AuditVerdicts"):
         standin.add_fault("openai", "status", times=50, status=500, task=task)
     standin.add_fault("openai", "cite_invented", times=1)
-    store = Store(tmp_db)
-    run_id = _run(standin_env, store, max_retries=0)
+    store, run_id = _run(http_runs, max_retries=0)
 
     rows = store.get_verifications(run_id)
     invented = _row(rows, "40% improvement")
@@ -219,9 +211,9 @@ def test_when_both_checks_fail_the_run_completes_and_claims_are_flagged_not_veri
 
 
 def test_run_page_shows_the_share_of_supported_claims_and_every_verdict_with_its_passage(
-    standin: StandinServer, standin_env: dict[str, str], dash_env: Store
+    runs: Runner, dash_env: Store
 ) -> None:
-    run_id = _run(standin_env, dash_env)
+    _, run_id = _run(runs.use_store(dash_env))
     result = verify.summary(dash_env, run_id)
     at = AppTest.from_file(APP, default_timeout=30).run()
     at.switch_page("pages/run.py")

@@ -1,31 +1,26 @@
 """The draft written section by section at the same time, revised only where the review flagged
-it (issue 11). Full runs over real HTTP against the stand-in; the order of events is read from
-the stand-in's request log (when each writer call arrived and was answered), never from timing
+it (issue 11). Full runs through the in-process fakes (tests/fakes.py); the order of events is read
+from the stand-in's request log (when each writer call arrived and was answered), never from timing
 thresholds."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from research import Credentials, build_config, run_research
 from research.phases.sections_job import matching
 from research.phases.write_sections import FRAME, KEY_FINDINGS, assemble, split_frame
 from storage import Store
+from tests.runs import Runner
 from tests.standin import StandinServer
 
-QUESTION = "How is heat pump adoption changing in Europe?"
 PART = re.compile(r"<section>(.*?)</section>")
 
 
-def _run(env: dict[str, str], db: Path, **overrides: Any) -> tuple[Store, str]:
-    credentials = Credentials.from_env(env)
-    store = Store(db, secrets=credentials.secrets())
-    config = build_config(env=env, fetch_timeout_s=3, subtopic_count=3, max_rounds=1, **overrides)
-    return store, run_research(QUESTION, store=store, config=config, credentials=credentials)
+def _run(runs: Runner, **overrides: Any) -> tuple[Store, str]:
+    return runs(subtopic_count=3, max_rounds=1, **overrides)
 
 
 def _writer_calls(standin: StandinServer) -> list[dict[str, Any]]:
@@ -54,10 +49,10 @@ def _most_in_flight(calls: list[dict[str, Any]]) -> int:
 
 
 def test_sections_are_written_at_the_same_time_then_framed(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
     standin.add_fault("openai", "hang", times=50, task="writer", seconds=0.3)  # each call takes a while
-    store, run_id = _run(standin_env, tmp_db)
+    store, run_id = _run(runs)
     assert store.get_run(run_id)["status"] == "completed"
     calls = _writer_calls(standin)
     first = [c for c in calls if not c["revision"]]
@@ -81,9 +76,9 @@ def test_sections_are_written_at_the_same_time_then_framed(
 
 
 def test_revision_resends_only_the_flagged_sections(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
-    store, run_id = _run(standin_env, tmp_db, review_cycles=2)
+    store, run_id = _run(runs, review_cycles=2)
     review = store.get_reviews(run_id)[0]
     named = {i["section"] for i in review["issues"]}
     assert not review["approved"] and named  # the stand-in's first review flags sections
@@ -103,7 +98,7 @@ def test_revision_resends_only_the_flagged_sections(
 
 
 def test_partial_drafts_are_stored_as_sections_finish(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path, monkeypatch: pytest.MonkeyPatch
+    standin: StandinServer, runs: Runner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     saved: list[tuple[int, str, int]] = []
     original = Store.save_draft
@@ -114,7 +109,7 @@ def test_partial_drafts_are_stored_as_sections_finish(
         original(self, run_id, version, kind, text, numbering, words)
 
     monkeypatch.setattr(Store, "save_draft", spy)
-    store, run_id = _run(standin_env, tmp_db, review_cycles=0)
+    store, run_id = _run(runs, review_cycles=0)
     partial = [s for s in saved if s[1] == "partial"]
     plan = store.get_plan(run_id) or []
     assert len(partial) == len(plan) + 4  # one save as each section finishes

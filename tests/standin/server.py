@@ -2,7 +2,8 @@
 
 One `ThreadingHTTPServer` on 127.0.0.1 (free port) answers like OpenAI Chat Completions,
 Gemini generateContent, Tavily search, arXiv, Semantic Scholar and the web pages their
-results link to, plus the hosted deep-research APIs (OpenAI Responses, Gemini Interactions:
+results link to (what it answers, apart from HTTP, is in answers.py, shared with the in-process
+fakes of tests/fakes.py), plus the hosted deep-research APIs (OpenAI Responses, Gemini Interactions:
 see hosted.py; their faults take `task="create" | "retrieve" | "cancel"`). Tests point the
 app at it with `server.env()` and inject failures with `add_fault(api, kind, times=1, **params)`:
 
@@ -44,20 +45,30 @@ an LLM request's entry gains `completion_tokens` and `answered` (epoch seconds) 
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 import re
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.standin import brain, brain_behaviours, hidden, hosted, pages
+from tests.standin import brain, brain_behaviours, hosted, pages
+from tests.standin.answers import (  # noqa: F401 - re-exported: tests import them from here
+    _CONTENT_FAULTS,
+    TRACKING_TEXT,
+    TRACKING_URL,
+    Fault,
+    article_meta,
+    llm_answer,
+    paper_meta,
+    papers,
+    slug_for,
+    tavily_results,
+)
 
 log = logging.getLogger("standin.server")
 
@@ -65,17 +76,8 @@ APIS = ("openai", "gemini", "tavily", "arxiv", "semanticscholar", "pages", *host
 FAULT_KINDS = ("status", "hang", "trickle", "invalid_json", "fenced_json", "think",
                "cite_invented", "refusal", "blocked", "context_limit", "tracking",
                "hidden", "finish")
-_CONTENT_FAULTS = ("invalid_json", "fenced_json", "think", "cite_invented", "refusal", "blocked",
-                   "context_limit", "tracking", "hidden", "finish")
 LATENCY_KINDS = {"openai": "model", "gemini": "model", "tavily": "search", "arxiv": "search",
                  "semanticscholar": "search", "pages": "page"}
-TRACKING_URL = "http://tracker.example/pixel.gif"
-TRACKING_TEXT = (
-    f"\n\n![pixel]({TRACKING_URL}?id=1) <img src=\"{TRACKING_URL}?id=2\"> "
-    "[read more](http://tracker.example/landing) <http://tracker.example/auto> "
-    "http://tracker.example/bare\n\n[ref]: http://tracker.example/ref\n"
-)
-
 OPENAI_KEY = "sk-test-openai-0123456789abcdef"
 GEMINI_KEY = "AIzaTestGemini0123456789abcdefghij"
 TAVILY_KEY = "tvly-test-0123456789abcdef"
@@ -161,49 +163,7 @@ def _default_error_body(api: str, status: int) -> Any:
     return f"Error {status}"
 
 
-# --- pages: tests/standin/pages.py renders them; search results must agree with it ----
-
-_PAPER_TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
-_PAPER_ABSTRACT = re.compile(r'<section class="abstract">.*?<p>(.*?)</p>', re.DOTALL)
-_PAPER_DATE = re.compile(r'article:published_time" content="([0-9-]{10})')
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def article_meta(slug: str) -> dict[str, str]:
-    """Title, snippet and ISO date of /pages/article/<slug>."""
-    return dict(pages.article_meta(slug))
-
-
-def paper_meta(paper_id: str) -> dict[str, str]:
-    """Title, abstract and ISO date of /pages/paper/<id>, read from the page itself."""
-    text = pages.paper_html(paper_id)
-
-    def first(pattern: re.Pattern[str]) -> str:
-        match = pattern.search(text)
-        return html.unescape(" ".join(match.group(1).split())) if match else ""
-
-    return {"title": first(_PAPER_TITLE), "snippet": first(_PAPER_ABSTRACT),
-            "published": first(_PAPER_DATE)}
-
-
-def slug_for(query: str, k: int, *, words: int = 8, off_topic: bool = False) -> str:
-    """A deterministic page slug: the query's first words in kebab case, then `k`.
-
-    pages.py builds an article's topic from its slug, so pages read like the query.
-    """
-    kebab = "-".join(_WORD.findall(query.lower())[:words]) or "topic"
-    return f"{kebab[:80].strip('-')}-{k}" + ("-off" if off_topic else "")
-
-
 # --- the server ----------------------------------------------------------------------
-
-@dataclass
-class Fault:
-    api: str
-    kind: str
-    remaining: int
-    params: dict[str, Any] = field(default_factory=dict)
-
 
 class StandinServer:
     """Start with `start()` (or as a context manager); `env()` points the app at it."""
@@ -230,7 +190,7 @@ class StandinServer:
     # lifecycle
     def start(self) -> StandinServer:
         handler = _make_handler(self)
-        self._httpd = ThreadingHTTPServer((self._host, self._port), handler)
+        self._httpd = _Server((self._host, self._port), handler)
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="standin",
@@ -429,6 +389,13 @@ class StandinServer:
             return self._delay
 
 
+class _Server(ThreadingHTTPServer):
+    # A run opens dozens of connections at once (40 fetch threads, pages close theirs): with
+    # the default backlog of 5, the kernel drops the extra SYNs and clients retry a second
+    # later, which slowed every run without testing anything.
+    request_queue_size = 256
+
+
 def _make_handler(server: StandinServer) -> type[BaseHTTPRequestHandler]:
     class Handler(_Handler):
         standin = server
@@ -439,6 +406,9 @@ def _make_handler(server: StandinServer) -> type[BaseHTTPRequestHandler]:
 class _Handler(BaseHTTPRequestHandler):
     standin: StandinServer
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes: without this, Nagle plus the client's
+    # delayed ACK holds every answer back about 40 ms.
+    disable_nagle_algorithm = True
     server_version = "Standin/1.0"
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
@@ -555,32 +525,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _llm_answer(self, system: str, user: str,
                     schema: dict | None) -> tuple[str, Fault | None]:
-        fault = getattr(self, "_fault", None)
-        options: dict[str, Any] = {}
-        special: Fault | None = None
-        if fault is not None and fault.kind in _CONTENT_FAULTS:
-            if fault.kind == "invalid_json":
-                options["invalid_json"] = str(fault.params.get("mode", "text"))
-            elif fault.kind in ("refusal", "blocked", "finish"):
-                special = fault
-            elif fault.kind == "tracking":
-                return brain.respond(system, user, schema) + TRACKING_TEXT, None
-            elif fault.kind == "hidden":
-                answer = brain.respond(system, user, schema)
-                return (hidden.lace_report(answer) if schema is None
-                        else hidden.lace_json(answer)), None
-            else:
-                options[fault.kind] = True
-        behaviour = self.standin.behaviour
-        if self.standin.answer_words:
-            options["answer_words"] = self.standin.answer_words
-        text = brain.respond(system, user, schema, behaviour=behaviour, **options)
-        self._finish = "stop"
-        if brain_behaviours.is_writer_call(schema, user):
-            if behaviour == "refusal" and special is None:
-                special = Fault("openai", "refusal", 0)
-            elif behaviour == "truncated":
-                text, self._finish = text[: len(text) // 2], "length"
+        text, special, self._finish = llm_answer(self.standin, getattr(self, "_fault", None),
+                                                 system, user, schema)
         return text, special
 
     def _generate(self, completion_tokens: int) -> bool:
@@ -691,35 +637,10 @@ class _Handler(BaseHTTPRequestHandler):
         q = str(body.get("query") or "")
         count = max(1, min(20, int(body.get("max_results") or 4)))
         base = self._base()
-        off_topic = self.standin.off_topic_results
-        results = []
-        for k in range(1, count + 1):
-            slug = slug_for(q, k, off_topic=k > count - off_topic)
-            meta = article_meta(slug)
-            results.append({
-                "url": f"{base}/pages/article/{slug}",
-                "title": meta["title"],
-                "content": meta["snippet"],
-                "score": round(0.95 - 0.05 * k, 3),
-                "raw_content": None,
-                "published_date": meta["published"] or None,
-            })
-        extra = self.standin._next_extra() if count >= 2 else None
-        if extra is not None:
-            results = [{
-                "url": f"{base}/{extra.lstrip('/')}",
-                "title": f"Extra result {extra.rstrip('/').rsplit('/', 1)[-1]}",
-                "content": "A search result planted by the test.",
-                "score": 0.99, "raw_content": None, "published_date": None,
-            }, *results[:-1]]
+        results = tavily_results(self.standin, q, count, base)
         self._send_json(200, {"query": q, "follow_up_questions": None, "answer": None,
                               "images": [], "results": results, "response_time": 0.42,
                               "request_id": f"standin-{brain.stable_hash(q)[:12]}"})
-
-    def _papers(self, q: str, first: int) -> list[tuple[str, dict[str, str]]]:
-        """Two papers per query; arXiv uses numbers 1-2 and Semantic Scholar 3-4."""
-        ids = [slug_for(q, k, words=6) for k in (first, first + 1)]
-        return [(paper_id, paper_meta(paper_id)) for paper_id in ids]
 
     def _api_arxiv(self, path: str, query: str, body: Any) -> None:
         if path != "/arxiv/api/query":
@@ -730,7 +651,7 @@ class _Handler(BaseHTTPRequestHandler):
         base = self._base()
         limit = max(0, int(params.get("max_results", "2") or 2))
         entries = []
-        for paper_id, meta in self._papers(q, 1)[:limit]:
+        for paper_id, meta in papers(q, 1)[:limit]:
             url = f"{base}/pages/paper/{paper_id}"
             published = meta["published"] or "2024-01-01"
             entries.append(
@@ -767,7 +688,7 @@ class _Handler(BaseHTTPRequestHandler):
         limit = max(0, int(params.get("limit", "2") or 2))
         base = self._base()
         data = []
-        for paper_id, meta in self._papers(q, 3)[:limit]:
+        for paper_id, meta in papers(q, 3)[:limit]:
             published = meta["published"] or None
             data.append({
                 "paperId": paper_id,
