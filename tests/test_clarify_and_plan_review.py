@@ -50,7 +50,7 @@ def test_a_vague_question_is_clarified_even_when_not_required(
 
 
 def test_the_plan_is_asked_for_beside_the_clarify_step(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, http_runs: Runner
 ) -> None:
     """The plan's long answer does not wait for the lead's judgement of the question: when the
     lead asks nothing, the early answer is the plan (one plan call, sent before the clarify
@@ -58,11 +58,9 @@ def test_the_plan_is_asked_for_beside_the_clarify_step(
     from tests.standin.server import _task_of
 
     standin.add_fault("openai", "hang", times=5, task="ClarifyingQuestions", seconds=0.5)
-    store = Store(tmp_db)
-    run_id = run_research(QUESTION, store=store, config=_config(standin_env),
-                          credentials=Credentials.from_env(standin_env))
+    store, run_id = http_runs(QUESTION, preset="quick")
     assert (store.get_run(run_id) or {})["status"] == "completed"
-    calls = {}
+    calls: dict[str | None, list[dict]] = {}  # type: ignore[type-arg]
     for r in standin.requests_for("openai"):
         calls.setdefault(_task_of("openai", r["json"]), []).append(r)
     assert len(calls["ResearchPlan"]) == 1 and len(calls["ClarifyingQuestions"]) == 1
@@ -70,16 +68,11 @@ def test_the_plan_is_asked_for_beside_the_clarify_step(
     assert len(store.get_plan(run_id) or []) == 3
 
 
-def test_a_plan_asked_ahead_is_not_used_once_the_answers_change_the_brief(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
-) -> None:
-    credentials = Credentials.from_env(standin_env)
-    store = Store(tmp_db)
-    run_id = run_research("heat pumps", store=store, config=_config(standin_env),
-                          credentials=credentials)
+def test_a_plan_asked_ahead_is_not_used_once_the_answers_change_the_brief(runs: Runner) -> None:
+    store, run_id = runs("heat pumps", preset="quick")
     assert (store.get_run(run_id) or {})["status"] == "waiting"
     answer_clarification(store, run_id, ["To decide on a purchase", "Germany and Poland"])
-    assert resume(run_id, store=store, credentials=credentials)["status"] == "completed"
+    assert runs.resume(run_id)["status"] == "completed"
     plan = store.get_plan(run_id) or []
     assert plan and all("Germany and Poland" in s["description"] for s in plan)
 
