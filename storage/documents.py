@@ -110,8 +110,9 @@ def delete_document(store: Store, doc_id: str) -> bool:
     with store._write() as tx:
         tx.execute(delete(members).where(members.c.document_id == doc_id))
         tx.execute(delete(passage_table).where(passage_table.c.document_id == doc_id))
-        result = tx.execute(delete(documents).where(documents.c.id == doc_id))
-    return bool(result.rowcount)
+        gone = tx.execute(delete(documents).where(documents.c.id == doc_id)
+                          .returning(documents.c.id)).first()
+    return gone is not None
 
 
 def get_passages(store: Store, doc_id: str) -> list[dict[str, Any]]:

@@ -65,9 +65,9 @@ class ResultsStore(StepsStore):
         remap: dict[str, str] = {}
         for src in batch:
             row = self._source_row(run_id, key, src, now)
-            result = tx.execute(
-                insert_for(self.dialect, sources).values(**row).on_conflict_do_nothing())
-            if result.rowcount == 1:
+            stored = tx.execute(insert_for(self.dialect, sources).values(**row)
+                                .on_conflict_do_nothing().returning(sources.c.id)).first()
+            if stored is not None:
                 inserted.append(src["id"])
                 continue
             existing = tx.execute(select(sources.c.id).where(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.pg_server import db_target, pg_server, pg_url  # noqa: F401 - fixtures (PostgreSQL)
 from tests.standin import StandinServer
 
 
