@@ -36,11 +36,14 @@ from research.settings import effective_env, prices_path
 from storage import (
     DISK_FULL_MESSAGE,
     TERMINAL_STATUSES,
+    DatabaseUnavailableError,
     DatabaseValueError,
     Store,
+    default_db,
     default_db_path,
     is_disk_full,
-    resolve_db_path,
+    redact_url,
+    resolve_db,
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
@@ -106,12 +109,18 @@ def parser() -> argparse.ArgumentParser:
                         "files to it)")
     p.add_argument("--no-web", action="store_true",
                    help="leave the web out: research only your documents (no search key needed)")
-    p.add_argument("--db", help="database file (default: DEEP_RESEARCH_DB or data/research.db)")
+    p.add_argument("--db", help="database file or postgresql:// URL (default: DEEP_RESEARCH_DB "
+                                "or data/research.db); see also: python -m research db --help")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["db"]:  # python -m research db upgrade | copy ...
+        from research.db_command import main as db_main
+
+        return db_main(argv[1:])
     args = parser().parse_args(argv)
     _quiet_logging()
     env = effective_env()
@@ -171,15 +180,17 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
           session: _Session) -> int:
     secrets = credentials.secrets()
     try:
-        db_path = resolve_db_path(args.db, default_db_path({})) if args.db else default_db_path(env)
+        db_path = resolve_db(args.db, default_db_path({})) if args.db else default_db(env)
     except DatabaseValueError as exc:
         return _fail(str(exc), secrets, EXIT_USAGE)
     try:
         store = Store(db_path, secrets=secrets)
+    except DatabaseUnavailableError as exc:
+        return _fail(str(exc), secrets, EXIT_FAILED)
     except Exception as exc:  # noqa: BLE001 - any failure to open the file is a user-facing error
         if is_disk_full(exc):
             raise
-        return _fail(f"Could not open the database: {exc}", secrets, EXIT_FAILED)
+        return _fail(f"Could not open the database: {redact_url(str(exc))}", secrets, EXIT_FAILED)
     session.store = store
     printer = _Printer(store, quiet=args.quiet)
     try:

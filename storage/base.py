@@ -27,13 +27,27 @@ from sqlalchemy.sql import Executable
 
 from storage import migrate, wal
 from storage.db_value import postgres_url, redact_url
-from storage.engine import Database, Tx, postgres_url as sa_postgres_url, sqlite_url
+from storage.engine import Database, Tx, sqlite_url
+from storage.engine import postgres_url as sa_postgres_url
 from storage.rows import plain_rows
 
 
 class DatabaseUnavailableError(RuntimeError):
     """The PostgreSQL server cannot be reached or refused us; the message says so plainly
     (the URL shown without its password)."""
+
+
+def open_database(path: str | Path, wal_limit_bytes: int = wal.WAL_LIMIT_BYTES,
+                  ) -> tuple[Database, Path | None, str]:
+    """The database `path` names (a SQLite file, whose folder is made, or a PostgreSQL URL),
+    its file (None for PostgreSQL) and how to name it to a person (no password)."""
+    url_text = postgres_url(path) if isinstance(path, str) else None
+    if url_text:
+        url: URL = sa_postgres_url(url_text)
+        return Database(url), None, redact_url(url_text)
+    file = Path(path)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    return Database(sqlite_url(file), wal_limit_bytes=wal_limit_bytes), file, str(file)
 
 
 class StoreBase:
@@ -49,17 +63,7 @@ class StoreBase:
         self._redact_text = redact
         self._strip_hidden = strip_hidden_controls
         self._secrets = tuple(s for s in secrets if s)
-        url_text = postgres_url(path) if isinstance(path, str) else None
-        self.path: Path | None = None if url_text else Path(path)
-        self.location = redact_url(url_text) if url_text else str(path)
-        url: URL
-        if url_text:
-            url = sa_postgres_url(url_text)
-        else:
-            assert self.path is not None
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            url = sqlite_url(self.path)
-        self._database = Database(url, wal_limit_bytes=wal_limit_bytes)
+        self._database, self.path, self.location = open_database(path, wal_limit_bytes)
         self.dialect = self._database.dialect
         self.wal = self._database.wal
         try:

@@ -68,7 +68,7 @@ class LogStore(StoreBase):
     def append_event(self, event: Event | Mapping[str, Any]) -> int:
         """Append to the run's event log; returns the event id (ascending per database)."""
         to_dict = getattr(event, "to_dict", None)
-        record = to_dict() if callable(to_dict) else dict(event)  # type: ignore[call-overload]
+        record = to_dict() if callable(to_dict) else dict(event)  # type: ignore[arg-type]
         with self._write() as tx:
             event_order_lock(tx.conn, record["run_id"])
             event_id = tx.execute(insert(events).values(

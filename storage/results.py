@@ -8,7 +8,6 @@ from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
 
-from storage.base import StoreBase
 from storage.dialects import insert_for
 from storage.engine import Tx
 from storage.migrations import utc_now

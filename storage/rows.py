@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sqlalchemy import RowMapping
+
 Row = dict[str, Any]  # a row as the Store returns it (a JSON-like edge; see module docstring)
 
 
-def plain_rows(rows: Iterable[Mapping[str, Any]]) -> list[Row]:
+def plain_rows(rows: Iterable[RowMapping | Mapping[str, Any]]) -> list[Row]:
     return [dict(row) for row in rows]
 
 

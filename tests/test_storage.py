@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect, insert, select, text, update
+from sqlalchemy import insert, inspect, select, text, update
 
 from research.events import Error, SourceFound
 from storage import MIGRATIONS, Store, default_db_path
