@@ -41,7 +41,7 @@ def open_database(path: str | Path, wal_limit_bytes: int = wal.WAL_LIMIT_BYTES,
                   ) -> tuple[Database, Path | None, str]:
     """The database `path` names (a SQLite file, whose folder is made, or a PostgreSQL URL),
     its file (None for PostgreSQL) and how to name it to a person (no password)."""
-    url_text = postgres_url(path) if isinstance(path, str) else None
+    url_text = postgres_url(path)  # also the form a Path folds a URL into (db_value)
     if url_text:
         url: URL = sa_postgres_url(url_text)
         return Database(url), None, redact_url(url_text)
