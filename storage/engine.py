@@ -8,7 +8,9 @@ SQLite (one file, one computer):
   front instead of failing half-way with "database is locked"; after it commits, the writer
   keeps the WAL small (`storage.wal.WalBound`);
 - reads run in autocommit: each query sees the last committed state and never takes a lock
-  a writer waits for.
+  a writer waits for;
+- each thread keeps its own connection (as SQLite connections are cheap to hold and costly
+  to set up), so a poll or a write pays no pool round trip.
 
 PostgreSQL (a team server):
 - a small connection pool per process; every write is one READ COMMITTED transaction, and
@@ -118,7 +120,7 @@ class Database:
         if open_conn is not None:
             yield Tx(open_conn)
             return
-        with self.engine.connect() as conn:
+        with self._connection() as conn:
             self._local.conn = conn
             try:
                 self._begin(conn)
@@ -132,6 +134,18 @@ class Database:
                 self._local.conn = None
             if self.wal is not None:
                 self.wal.after_commit(raw_sqlite(conn))
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        """SQLite: this thread's own connection, kept open; PostgreSQL: one from the pool."""
+        if self.dialect != "sqlite":
+            with self.engine.connect() as conn:
+                yield conn
+            return
+        conn: Connection | None = getattr(self._local, "own", None)
+        if conn is None or conn.closed:
+            conn = self._local.own = self.engine.connect()
+        yield conn
 
     def _rollback(self, conn: Connection) -> None:
         """Undo the open transaction, if the database has not already ended it (SQLite ends
@@ -153,7 +167,7 @@ class Database:
         if open_conn is not None:
             yield open_conn
             return
-        with self.engine.connect() as conn:
+        with self._connection() as conn:
             yield conn
 
     def rows(self, statement: Executable) -> list[dict[str, Any]]:
@@ -161,7 +175,12 @@ class Database:
             return [dict(row) for row in conn.execute(statement).mappings()]
 
     def dispose(self) -> None:
-        """Close the pooled connections (the Store stays usable: it reconnects on demand)."""
+        """Close this thread's connection and the idle pooled ones (other threads keep theirs;
+        the Store stays usable and reconnects on demand)."""
+        own: Connection | None = getattr(self._local, "own", None)
+        if own is not None:
+            own.close()
+            self._local.own = None
         self.engine.dispose()
 
 
