@@ -139,13 +139,13 @@ class Database:
     def _connection(self) -> Iterator[Connection]:
         """SQLite: this thread's own connection, kept open; PostgreSQL: one from the pool."""
         if self.dialect != "sqlite":
-            with self.engine.connect() as conn:
-                yield conn
+            with self.engine.connect() as pooled:
+                yield pooled
             return
-        conn: Connection | None = getattr(self._local, "own", None)
-        if conn is None or conn.closed:
-            conn = self._local.own = self.engine.connect()
-        yield conn
+        own: Connection | None = getattr(self._local, "own", None)
+        if own is None or own.closed:
+            own = self._local.own = self.engine.connect()
+        yield own
 
     def _rollback(self, conn: Connection) -> None:
         """Undo the open transaction, if the database has not already ended it (SQLite ends

@@ -76,7 +76,7 @@ def test_eight_writers_and_four_pollers_lose_nothing(db_target: str) -> None:
 
     assert errors == []
     assert min(polls) > 3, "the pollers should have been polling while the runs wrote"
-    for n, run_id in enumerate(run_ids):
+    for run_id in run_ids:
         assert store.get_run(run_id)["status"] == "completed"  # type: ignore[index]
         assert store.count_sources(run_id) == STEPS * SOURCES_PER_STEP
         assert len(store.get_events(run_id)) == STEPS * EVENTS_PER_STEP
