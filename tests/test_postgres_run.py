@@ -43,3 +43,21 @@ def test_a_complete_research_run_stores_everything_on_postgres(
     assert to_markdown(build_document_for_run(local, run_id)) == report
     store.close()
     local.close()
+
+
+def test_the_dashboards_job_manager_works_on_a_postgres_url(pg_url: str) -> None:
+    """The job manager keeps its database setting as a Path, which folds "//" to "/"; the
+    store still reads it as the URL, and the sweep marks a run of a dead process."""
+    import socket
+
+    from dashboard.jobs import JobManager
+
+    store = Store(pg_url)
+    run_id = store.create_run("left running by a dead process", {})
+    store.set_run_status(run_id, "running")
+    store.heartbeat(run_id, f"pid:999999999@{socket.gethostname()}")  # no such process
+    manager = JobManager(pg_url, stale_after_s=3600)
+    assert manager.interrupted_at_start == [run_id]
+    assert store.get_run(run_id)["status"] == "interrupted"  # type: ignore[index]
+    assert not Path("postgresql:").exists()
+    store.close()
