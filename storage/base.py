@@ -96,9 +96,9 @@ class StoreBase:
         rows = self._rows(statement, params)
         return rows[0] if rows else None
 
-    def _scalar(self, statement: Executable) -> Any:
+    def _scalar(self, statement: Executable, params: Any = None) -> Any:
         with self._database.read() as conn:
-            return conn.execute(statement).scalar()
+            return conn.execute(statement, params or {}).scalar()
 
     def close(self) -> None:
         """Close the idle connections; the Store stays usable and reconnects when asked."""

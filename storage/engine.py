@@ -41,6 +41,7 @@ from storage import wal
 POOL_SIZE = 8            # connections kept open per process (more open while busy, then close)
 PG_MAX_OVERFLOW = 24     # PostgreSQL: at most POOL_SIZE + this at once, per process
 PG_CONNECT_TIMEOUT_S = 10
+PG_RECYCLE_S = 600       # reopen pooled PostgreSQL connections this old (no ping per checkout)
 
 
 class Tx:
@@ -81,7 +82,7 @@ class Database:
             self.engine = self._sqlite_engine(wal_limit_bytes)
         else:
             self.engine = create_engine(
-                url, pool_size=POOL_SIZE, max_overflow=PG_MAX_OVERFLOW, pool_pre_ping=True,
+                url, pool_size=POOL_SIZE, max_overflow=PG_MAX_OVERFLOW, pool_recycle=PG_RECYCLE_S,
                 connect_args={"connect_timeout": PG_CONNECT_TIMEOUT_S},
                 json_serializer=partial(json.dumps, ensure_ascii=False, default=str),
                 isolation_level="AUTOCOMMIT",
@@ -129,7 +130,7 @@ class Database:
                 except BaseException:
                     self._rollback(conn)
                     raise
-                conn.exec_driver_sql("COMMIT")
+                _driver(conn).execute("COMMIT")
             finally:
                 self._local.conn = None
             if self.wal is not None:
@@ -143,7 +144,7 @@ class Database:
                 yield pooled
             return
         own: Connection | None = getattr(self._local, "own", None)
-        if own is None or own.closed:
+        if own is None or own.closed or own.invalidated:
             own = self._local.own = self.engine.connect()
         yield own
 
@@ -153,12 +154,12 @@ class Database:
         if self.dialect == "sqlite" and not raw_sqlite(conn).in_transaction:
             return
         try:
-            conn.exec_driver_sql("ROLLBACK")
+            _driver(conn).execute("ROLLBACK")
         except Exception:  # noqa: BLE001 - the error that got us here is re-raised instead
             conn.invalidate()
 
     def _begin(self, conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
+        _driver(conn).execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -182,6 +183,13 @@ class Database:
             own.close()
             self._local.own = None
         self.engine.dispose()
+
+
+def _driver(conn: Connection) -> Any:
+    """The driver's own connection (sqlite3 or psycopg), for BEGIN / COMMIT / ROLLBACK: the
+    store opens and ends its transactions itself, on connections in autocommit mode, and
+    these statements need none of SQLAlchemy's result handling."""
+    return conn.connection.dbapi_connection
 
 
 def raw_sqlite(conn: Connection) -> sqlite3.Connection:

@@ -4,9 +4,10 @@ and which report sections cite each source."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Insert, bindparam, delete, func, insert, select, update
 
 from storage.dialects import insert_for
 from storage.engine import Tx
@@ -16,6 +17,23 @@ from storage.steps import StepsStore
 
 # Everything but the extracted page text, for listings.
 _LIGHT_SOURCE = [c for c in sources.c if c.name != "text"]
+
+
+# Built once: constructing a statement and its cache key costs more than running it.
+_SOURCE_ID_OF_URL = select(sources.c.id).where(sources.c.run_id == bindparam("run_id"),
+                                               sources.c.canonical_url == bindparam("url"))
+_COUNT_SOURCES = (select(func.count()).select_from(sources)
+                  .where(sources.c.run_id == bindparam("run_id")))
+_CLEAR_STEP = {table.name: delete(table).where(table.c.run_id == bindparam("run_id"),
+                                               table.c.step_key == bindparam("key"))
+               for table in (findings, queries, skipped_pages)}
+
+
+@cache
+def _insert_source(dialect: str) -> Insert:
+    """A source, unless the run has its id or canonical URL already; returns its id if stored."""
+    return insert_for(dialect, sources).on_conflict_do_nothing().returning(  # type: ignore[no-any-return]
+        sources.c.id)
 
 
 class ResultsStore(StepsStore):
@@ -64,14 +82,12 @@ class ResultsStore(StepsStore):
         remap: dict[str, str] = {}
         for src in batch:
             row = self._source_row(run_id, key, src, now)
-            stored = tx.execute(insert_for(self.dialect, sources).values(**row)
-                                .on_conflict_do_nothing().returning(sources.c.id)).first()
+            stored = tx.execute(_insert_source(self.dialect), row).first()
             if stored is not None:
                 inserted.append(src["id"])
                 continue
-            existing = tx.execute(select(sources.c.id).where(
-                sources.c.run_id == run_id,
-                sources.c.canonical_url == row["canonical_url"])).first()
+            existing = tx.execute(_SOURCE_ID_OF_URL,
+                                  {"run_id": run_id, "url": row["canonical_url"]}).first()
             if existing and existing[0] != src["id"]:
                 remap[src["id"]] = existing[0]
         return inserted, remap
@@ -79,8 +95,8 @@ class ResultsStore(StepsStore):
     def _replace_step_rows(self, tx: Tx, run_id: str, key: str, found: list[dict[str, Any]],
                            asked: list[dict[str, Any]], skipped: list[dict[str, Any]],
                            remap: Mapping[str, str], now: str) -> None:
-        for table in (findings, queries, skipped_pages):
-            tx.execute(delete(table).where(table.c.run_id == run_id, table.c.step_key == key))
+        for clear in _CLEAR_STEP.values():
+            tx.execute(clear, {"run_id": run_id, "key": key})
         if found:
             tx.execute(insert(findings), [{
                 "run_id": run_id, "step_key": key, "subtopic_id": f.get("subtopic_id"),
@@ -113,8 +129,7 @@ class ResultsStore(StepsStore):
                                          sources.c.relevance.desc(), sources.c.id))
 
     def count_sources(self, run_id: str) -> int:
-        return int(self._scalar(select(func.count()).select_from(sources)
-                                .where(sources.c.run_id == run_id)) or 0)
+        return int(self._scalar(_COUNT_SOURCES, {"run_id": run_id}) or 0)
 
     def canonical_urls(self, run_id: str) -> set[str]:
         rows = self._rows(select(sources.c.canonical_url).where(sources.c.run_id == run_id))

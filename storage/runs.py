@@ -11,6 +11,7 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     and_,
+    bindparam,
     delete,
     func,
     insert,
@@ -43,6 +44,13 @@ _LATEST_ACTIVITY = text(
 )
 
 
+# Built once: constructing a statement and its cache key costs more than running it.
+_GET_RUN = select(runs).where(runs.c.id == bindparam("run_id"))
+_HEARTBEAT = (update(runs).where(runs.c.id == bindparam("run_id"))
+              .values(owner=bindparam("owner"), heartbeat_at=bindparam("beat")))
+_GET_CONTROL = select(runs.c.control).where(runs.c.id == bindparam("run_id"))
+
+
 def ts(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -70,7 +78,7 @@ class RunsStore(StoreBase):
         return run_id
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
-        return self._row(select(runs).where(runs.c.id == run_id))
+        return self._row(_GET_RUN, {"run_id": run_id})
 
     def _run_filter(self, search: str | None, status: str | None) -> list[ColumnElement[bool]]:
         clauses: list[ColumnElement[bool]] = []
@@ -164,8 +172,7 @@ class RunsStore(StoreBase):
 
     def heartbeat(self, run_id: str, owner: str) -> None:
         with self._write() as tx:
-            tx.execute(update(runs).where(runs.c.id == run_id)
-                       .values(owner=owner, heartbeat_at=utc_now()))
+            tx.execute(_HEARTBEAT, {"run_id": run_id, "owner": owner, "beat": utc_now()})
 
     def mark_interrupted(
         self, *, stale_after_s: float = 30.0, dead_owners: Iterable[str] = ()
@@ -202,7 +209,7 @@ class RunsStore(StoreBase):
                        .values(control=action, updated_at=utc_now()))
 
     def get_control(self, run_id: str) -> str | None:
-        row = self._row(select(runs.c.control).where(runs.c.id == run_id))
+        row = self._row(_GET_CONTROL, {"run_id": run_id})
         return row["control"] if row else None
 
     def latest_activity(self, run_id: str) -> dict[str, Any]:

@@ -3,20 +3,44 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import Insert, bindparam, func, insert, select, update
 
 from storage.base import StoreBase
 from storage.dialects import insert_for
 from storage.engine import Tx
 from storage.migrations import utc_now
 from storage.runs import seconds_between
-from storage.schema import plans, steps
+from storage.schema import Json, plans, steps
 
 # original: the lead's plan; edited: changed by the person; round: subtopics added by a
 # later research round (escalated follow-up questions).
 PLAN_KINDS = frozenset({"original", "edited", "round"})
+
+
+# Built once: constructing a statement and its cache key costs more than running it.
+_GET_STEPS = select(steps).where(steps.c.run_id == bindparam("run_id")).order_by(steps.c.id)
+_STARTED_AT = select(steps.c.started_at).where(steps.c.run_id == bindparam("run_id"),
+                                               steps.c.key == bindparam("key"))
+_FINISH = (update(steps).where(steps.c.run_id == bindparam("run_id"),
+                               steps.c.key == bindparam("key"))
+           .values(status="done", finished_at=bindparam("now"),
+                   duration_s=bindparam("duration"), result=bindparam("result", type_=Json()),
+                   source_count=bindparam("source_count"), error=None))
+
+
+@cache
+def _start_step(dialect: str) -> Insert:
+    statement = insert_for(dialect, steps)
+    return statement.on_conflict_do_update(  # type: ignore[no-any-return]
+        index_elements=[steps.c.run_id, steps.c.key],
+        set_={"attempts": steps.c.attempts + 1, "status": "running",
+              "kind": statement.excluded.kind, "label": statement.excluded.label,
+              "subtopic_id": statement.excluded.subtopic_id,
+              "started_at": statement.excluded.started_at, "finished_at": None,
+              "duration_s": None, "result": None, "error": None})
 
 
 class StepsStore(StoreBase):
@@ -60,16 +84,10 @@ class StepsStore(StoreBase):
 
     def _start_step(self, tx: Tx, run_id: str, key: str, *, kind: str, label: str,
                     subtopic_id: str | None) -> None:
-        statement = insert_for(self.dialect, steps).values(
-            run_id=run_id, key=key, kind=kind, label=label, subtopic_id=subtopic_id,
-            status="running", attempts=1, started_at=utc_now())
-        tx.execute(statement.on_conflict_do_update(
-            index_elements=[steps.c.run_id, steps.c.key],
-            set_={"attempts": steps.c.attempts + 1, "status": "running",
-                  "kind": statement.excluded.kind, "label": statement.excluded.label,
-                  "subtopic_id": statement.excluded.subtopic_id,
-                  "started_at": statement.excluded.started_at, "finished_at": None,
-                  "duration_s": None, "result": None, "error": None}))
+        tx.execute(_start_step(self.dialect), {
+            "run_id": run_id, "key": key, "kind": kind, "label": label,
+            "subtopic_id": subtopic_id, "status": "running", "attempts": 1,
+            "started_at": utc_now()})
 
     def finish_step(self, run_id: str, key: str, *, result: Mapping[str, Any] | None = None,
                     source_count: int = 0) -> None:
@@ -79,8 +97,7 @@ class StepsStore(StoreBase):
     def _started_at(self, tx: Tx, run_id: str, key: str, now: str) -> str:
         """When the step started; a step finished without a recorded start (e.g. resumed)
         is recorded as starting now."""
-        row = tx.execute(select(steps.c.started_at)
-                         .where(steps.c.run_id == run_id, steps.c.key == key)).first()
+        row = tx.execute(_STARTED_AT, {"run_id": run_id, "key": key}).first()
         if row is None:
             self._start_step(tx, run_id, key, kind="", label=key, subtopic_id=None)
             return now
@@ -90,10 +107,11 @@ class StepsStore(StoreBase):
                      result: Mapping[str, Any] | None, source_count: int) -> None:
         now = utc_now()
         started_at = self._started_at(tx, run_id, key, now)
-        tx.execute(update(steps).where(steps.c.run_id == run_id, steps.c.key == key).values(
-            status="done", finished_at=now, duration_s=seconds_between(started_at, now),
-            result=None if result is None else self._scrub(dict(result)),
-            source_count=int(source_count), error=None))
+        tx.execute(_FINISH, {
+            "run_id": run_id, "key": key, "now": now,
+            "duration": seconds_between(started_at, now),
+            "result": None if result is None else self._scrub(dict(result)),
+            "source_count": int(source_count)})
 
     def fail_step(self, run_id: str, key: str, error: str, *, final: bool = True) -> None:
         """`final=False` means another attempt follows: status "retrying"."""
@@ -107,7 +125,7 @@ class StepsStore(StoreBase):
 
     def get_steps(self, run_id: str) -> list[dict[str, Any]]:
         """In the order steps were first started."""
-        return self._rows(select(steps).where(steps.c.run_id == run_id).order_by(steps.c.id))
+        return self._rows(_GET_STEPS, {"run_id": run_id})
 
     def get_step(self, run_id: str, key: str) -> dict[str, Any] | None:
         return self._row(select(steps).where(steps.c.run_id == run_id, steps.c.key == key))
