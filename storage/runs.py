@@ -46,8 +46,8 @@ _LATEST_ACTIVITY = text(
 
 # Built once: constructing a statement and its cache key costs more than running it.
 _GET_RUN = select(runs).where(runs.c.id == bindparam("run_id"))
-_HEARTBEAT = (update(runs).where(runs.c.id == bindparam("run_id"))
-              .values(owner=bindparam("owner"), heartbeat_at=bindparam("beat")))
+_HEARTBEAT = (update(runs).where(runs.c.id == bindparam("b_run"))
+              .values(owner=bindparam("b_owner"), heartbeat_at=bindparam("b_beat")))
 _GET_CONTROL = select(runs.c.control).where(runs.c.id == bindparam("run_id"))
 
 
@@ -172,7 +172,7 @@ class RunsStore(StoreBase):
 
     def heartbeat(self, run_id: str, owner: str) -> None:
         with self._write() as tx:
-            tx.execute(_HEARTBEAT, {"run_id": run_id, "owner": owner, "beat": utc_now()})
+            tx.execute(_HEARTBEAT, {"b_run": run_id, "b_owner": owner, "b_beat": utc_now()})
 
     def mark_interrupted(
         self, *, stale_after_s: float = 30.0, dead_owners: Iterable[str] = ()

@@ -24,8 +24,8 @@ PLAN_KINDS = frozenset({"original", "edited", "round"})
 _GET_STEPS = select(steps).where(steps.c.run_id == bindparam("run_id")).order_by(steps.c.id)
 _STARTED_AT = select(steps.c.started_at).where(steps.c.run_id == bindparam("run_id"),
                                                steps.c.key == bindparam("key"))
-_FINISH = (update(steps).where(steps.c.run_id == bindparam("run_id"),
-                               steps.c.key == bindparam("key"))
+_FINISH = (update(steps).where(steps.c.run_id == bindparam("b_run"),
+                               steps.c.key == bindparam("b_key"))
            .values(status="done", finished_at=bindparam("now"),
                    duration_s=bindparam("duration"), result=bindparam("result", type_=Json()),
                    source_count=bindparam("source_count"), error=None))
@@ -108,7 +108,7 @@ class StepsStore(StoreBase):
         now = utc_now()
         started_at = self._started_at(tx, run_id, key, now)
         tx.execute(_FINISH, {
-            "run_id": run_id, "key": key, "now": now,
+            "b_run": run_id, "b_key": key, "now": now,
             "duration": seconds_between(started_at, now),
             "result": None if result is None else self._scrub(dict(result)),
             "source_count": int(source_count)})

@@ -52,9 +52,10 @@ def test_collections_and_deleting_a_document_work_the_same(store: Store) -> None
     listed = {d["id"]: d["collections"] for d in docstore.list_documents(store)}
     assert listed[other] == ["Heat", "heat pumps"]
     assert [d["id"] for d in docstore.list_documents(store, collection="heat pumps")] == [other]
-    assert docstore.search_passages(store, "payback")
+    assert docstore.search_passages(store, "payback", document_ids=[doc_id])
     assert docstore.delete_document(store, doc_id)
-    assert docstore.search_passages(store, "payback") == []
+    assert docstore.search_passages(store, "payback", document_ids=[doc_id]) == []
+    assert {h.document_id for h in docstore.search_passages(store, "payback")} <= {other}
     assert docstore.collection_documents(store, "Heat") == [other]
     assert not docstore.delete_document(store, doc_id)
     docstore.delete_collection(store, "Heat")
