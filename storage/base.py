@@ -92,6 +92,10 @@ class StoreBase:
             result = conn.execute(statement, params or {})
             return plain_rows(result.mappings())
 
+    def _fast_rows(self, statement: Executable, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """`_rows` for a statement built once, on the driver's cursor (the poll's hot reads)."""
+        return self._database.fast_rows(statement, params)
+
     def _row(self, statement: Executable | str, params: Any = None) -> dict[str, Any] | None:
         rows = self._rows(statement, params)
         return rows[0] if rows else None

@@ -102,5 +102,5 @@ class LogStore(StoreBase):
                    limit: int | None = None) -> list[dict[str, Any]]:
         params = {"run_id": run_id, "after": int(after_id)}
         if limit is None:
-            return self._rows(_EVENTS_AFTER, params)
-        return self._rows(_EVENTS_AFTER_LIMITED, {**params, "limit": int(limit)})
+            return self._fast_rows(_EVENTS_AFTER, params)
+        return self._fast_rows(_EVENTS_AFTER_LIMITED, {**params, "limit": int(limit)})

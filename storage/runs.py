@@ -78,7 +78,8 @@ class RunsStore(StoreBase):
         return run_id
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
-        return self._row(_GET_RUN, {"run_id": run_id})
+        found = self._fast_rows(_GET_RUN, {"run_id": run_id})
+        return found[0] if found else None
 
     def _run_filter(self, search: str | None, status: str | None) -> list[ColumnElement[bool]]:
         clauses: list[ColumnElement[bool]] = []
@@ -214,4 +215,5 @@ class RunsStore(StoreBase):
 
     def latest_activity(self, run_id: str) -> dict[str, Any]:
         """Cheap poll for a live dashboard: one indexed query. Empty dict if no such run."""
-        return mapped.activity(self._row(_LATEST_ACTIVITY, {"run_id": run_id}))
+        found = self._fast_rows(_LATEST_ACTIVITY, {"run_id": run_id})
+        return mapped.activity(found[0] if found else None)

@@ -125,7 +125,7 @@ class StepsStore(StoreBase):
 
     def get_steps(self, run_id: str) -> list[dict[str, Any]]:
         """In the order steps were first started."""
-        return self._rows(_GET_STEPS, {"run_id": run_id})
+        return self._fast_rows(_GET_STEPS, {"run_id": run_id})
 
     def get_step(self, run_id: str, key: str) -> dict[str, Any] | None:
         return self._row(select(steps).where(steps.c.run_id == run_id, steps.c.key == key))
