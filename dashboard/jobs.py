@@ -35,6 +35,7 @@ from research.llm.pricing import PriceTable
 from research.pipeline import create_run, execute
 from research.settings import prices_path
 from storage import Store
+from storage.db_value import postgres_url
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,8 @@ class JobManager:
         credentials: Callable[[], Credentials] | None = None,
         workers: WorkerSettings | None = None,
     ) -> None:
-        self.db_path = Path(db_path)
+        # A SQLite file, or the team's postgresql:// URL (kept as text: a Path folds its "//").
+        self.db_path: str | Path = postgres_url(db_path) or Path(db_path)
         self.stale_after_s = stale_after_s
         self.sweep_every_s = sweep_every_s
         self.owner = f"pid:{os.getpid()}@{socket.gethostname()}"

@@ -19,7 +19,7 @@ from research.config import Credentials
 from research.errors import ConfigError
 from research.llm.pricing import PriceTable
 from research.settings import prices_path
-from storage import Store, default_db_path
+from storage import Store, default_db, default_db_path
 
 APP_FILE = Path(__file__).resolve().parent.parent / "app.py"
 PAGES = {
@@ -37,13 +37,19 @@ def env() -> dict[str, str]:
 
 
 def db_path() -> Path:
-    """The database file; DatabaseValueError (plain words) when DEEP_RESEARCH_DB cannot work."""
+    """The database file (with a PostgreSQL store: data/research.db, whose folder keeps the
+    dashboard's own files); DatabaseValueError (plain words) when DEEP_RESEARCH_DB cannot work."""
     return default_db_path(env())
+
+
+def db_target() -> str:
+    """What the Store opens: the database file, or the postgresql:// URL."""
+    return str(default_db(env()))
 
 
 @st.cache_resource(show_spinner=False)
 def _store(path: str) -> Store:
-    # One Store object is safe to share: it keeps one SQLite connection per thread.
+    # One Store object is safe to share between threads (it pools its connections).
     return Store(path)
 
 
@@ -53,11 +59,11 @@ def _jobs(path: str) -> JobManager:
 
 
 def store() -> Store:
-    return _store(str(db_path()))
+    return _store(db_target())
 
 
 def jobs() -> JobManager:
-    manager = _jobs(str(db_path()))
+    manager = _jobs(db_target())
     manager.sweep()  # throttled: marks runs of a dead terminal (`python -m research`) as interrupted
     return manager
 

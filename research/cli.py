@@ -37,11 +37,14 @@ from research.settings import effective_env, prices_path
 from storage import (
     DISK_FULL_MESSAGE,
     TERMINAL_STATUSES,
+    DatabaseUnavailableError,
     DatabaseValueError,
     Store,
+    default_db,
     default_db_path,
     is_disk_full,
-    resolve_db_path,
+    redact_url,
+    resolve_db,
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
@@ -111,12 +114,18 @@ def parser() -> argparse.ArgumentParser:
                    help="queue the run for a worker, print its id on the last line and exit")
     p.add_argument("--wait", metavar="RUN_ID",
                    help="wait for a queued run to stop, then write its report like a normal run")
-    p.add_argument("--db", help="database file (default: DEEP_RESEARCH_DB or data/research.db)")
+    p.add_argument("--db", help="database file or postgresql:// URL (default: DEEP_RESEARCH_DB "
+                                "or data/research.db); see also: python -m research db --help")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["db"]:  # python -m research db upgrade | copy ...
+        from research.db_command import main as db_main
+
+        return db_main(argv[1:])
     args = parser().parse_args(argv)
     _quiet_logging()
     env = effective_env()
@@ -180,15 +189,17 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
           session: _Session) -> int:
     secrets = credentials.secrets()
     try:
-        db_path = resolve_db_path(args.db, default_db_path({})) if args.db else default_db_path(env)
+        db_path = resolve_db(args.db, default_db_path({})) if args.db else default_db(env)
     except DatabaseValueError as exc:
         return _fail(str(exc), secrets, EXIT_USAGE)
     try:
         store = Store(db_path, secrets=secrets)
+    except DatabaseUnavailableError as exc:
+        return _fail(str(exc), secrets, EXIT_FAILED)
     except Exception as exc:  # noqa: BLE001 - any failure to open the file is a user-facing error
         if is_disk_full(exc):
             raise
-        return _fail(f"Could not open the database: {exc}", secrets, EXIT_FAILED)
+        return _fail(f"Could not open the database: {redact_url(str(exc))}", secrets, EXIT_FAILED)
     session.store = store
     printer = _Printer(store, quiet=args.quiet)
     try:
@@ -290,7 +301,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
     return EXIT_OK
 
 
-def _queued(args: argparse.Namespace, env: dict[str, str], db_path: Path) -> bool:
+def _queued(args: argparse.Namespace, env: dict[str, str], db_path: Path | str) -> bool:
     """True when workers execute this call's run (--detach, --wait, or external workers);
     then this process joins the job queue only to enqueue and watch."""
     settings = WorkerSettings.from_env(env)

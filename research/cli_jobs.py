@@ -22,7 +22,7 @@ WATCH_S = 0.5  # how often the CLI looks at a queued or executing run
 Say = Callable[[str], None]
 
 
-def connect(db_path: Path, settings: WorkerSettings) -> None:
+def connect(db_path: Path | str, settings: WorkerSettings) -> None:
     """Join the job queue of this store, only to enqueue and watch (never to execute)."""
     durable.launch(durable.Worker(db_path, _no_executor, _no_credentials, lambda: None),
                    listen=False, executor_id="cli-watcher", jobs_url=settings.jobs_url)

@@ -38,6 +38,7 @@ from research.errors import redact
 from research.events import Error
 from research.llm.pricing import PriceTable
 from storage import Store
+from storage.db_value import postgres_url
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class Worker:
     """What the workflow needs in this process: the store, how to run a run, and the keys
     and prices of this worker's own settings (read when a recovered run starts)."""
 
-    db_path: Path
+    db_path: str | Path  # a SQLite file, or the team's postgresql:// URL
     executor: Executor
     credentials: Callable[[], Credentials]
     prices: Callable[[], PriceTable | None]
@@ -80,8 +81,9 @@ def system_database_url(db_path: str | Path, jobs_url: str | None = None) -> str
     other's write locks."""
     if jobs_url:
         return jobs_url
-    if str(db_path).startswith(("postgresql://", "postgresql+")):
-        return str(db_path)
+    url = postgres_url(db_path)  # also in the form a Path folds "//" into
+    if url is not None:
+        return url
     path = Path(db_path)
     return f"sqlite:///{path.with_name(path.stem + '-jobs.sqlite')}"
 

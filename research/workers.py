@@ -24,7 +24,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from uuid import uuid4
 
 import sqlalchemy as sa
@@ -36,7 +35,7 @@ from research.errors import ConfigError
 from research.llm.pricing import PriceTable
 from research.pipeline import execute
 from research.settings import effective_env, prices_path
-from storage import Store, default_db_path
+from storage import Store, default_db, default_db_path, resolve_db
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +156,7 @@ def main(argv: list[str]) -> int:
     if not 1 <= concurrency <= 64:
         print("error: --concurrency takes a number from 1 to 64.", file=sys.stderr)
         return 2
-    db_path = Path(args.db) if args.db else default_db_path(env)
+    db_path = resolve_db(args.db, default_db_path({})) if args.db else default_db(env)
     Store(db_path).close()  # the store's schema exists before a run reads it
     me = executor_id()
     durable.launch(durable.Worker(db_path, execute, lambda: _own_credentials(),

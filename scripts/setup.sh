@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Idempotent set-up: Debian packages WeasyPrint (and the browser tests) need, then a
+# Idempotent set-up: Debian packages WeasyPrint (and the browser and PostgreSQL tests) need, then a
 # virtualenv in .venv with the pinned requirements. Safe to run again and again.
 #   scripts/setup.sh          runtime only
 #   scripts/setup.sh --dev    also test tools and the headless browser
@@ -10,7 +10,8 @@ DEV=0
 [ "${1:-}" = "--dev" ] && DEV=1
 
 debs=(libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core)
-[ "$DEV" = 1 ] && debs+=(chromium)
+# postgresql: the tests start a throw-away server (tests/pg_server.py) to run the store on it.
+[ "$DEV" = 1 ] && debs+=(chromium postgresql)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

@@ -1,5 +1,8 @@
 """Is a `DEEP_RESEARCH_DB` / `--db` value a database we can use? Checked before anything opens it.
 
+The value is a SQLite file path (the default) or a `postgresql://user:password@host:port/db`
+URL (a team server). A URL's password is never printed: `redact_url` is how it is shown.
+
 Why a separate check: `sqlite3.connect` turns every unusable value into "unable to open
 database file" at best, and at worst happily creates a file somewhere surprising (a
 `postgresql://user:password@host/db` URL becomes a folder named after the password). The
@@ -18,10 +21,38 @@ from pathlib import Path
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _URL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.\-]*)://")
 _POSTGRES_SCHEMES = ("postgres", "postgresql")
+# `pathlib.Path` folds "//" into "/": code that wraps the setting in a Path (the dashboard's
+# job manager does) hands over "postgresql:/user:pw@host/db". Nobody names a SQLite file so.
+_FOLDED_POSTGRES = re.compile(r"^\s*(postgres(?:ql)?(?:\+[a-z0-9]+)?):/(?!/)", re.IGNORECASE)
+_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^/@:]*:)([^/@]*)(@)")
 
 
 class DatabaseValueError(ValueError):
     """The database setting cannot be used; the message says why and what to do (no secrets)."""
+
+
+def postgres_url(value: str | os.PathLike[str] | None) -> str | None:
+    """The PostgreSQL URL `value` names (also in its Path-folded form), else None."""
+    text = os.fspath(value).strip() if value is not None else ""
+    folded = _FOLDED_POSTGRES.match(text)
+    if folded:
+        text = f"{folded.group(1)}://{text[folded.end():]}"
+    match = _URL.match(text)
+    if match and match.group(1).lower().split("+")[0] in _POSTGRES_SCHEMES:
+        return text
+    return None
+
+
+def redact_url(text: str) -> str:
+    """A database URL fit to print: the password becomes ***."""
+    return _PASSWORD.sub(r"\1***\3", text)
+
+
+def resolve_db(value: str | os.PathLike[str] | None, default: Path) -> Path | str:
+    """The SQLite file (a Path) or PostgreSQL URL (a str) to open for `value`, or
+    DatabaseValueError saying why it cannot work."""
+    url = postgres_url(value)
+    return url if url is not None else resolve_db_path(value, default)
 
 
 def resolve_db_path(value: str | os.PathLike[str] | None, default: Path) -> Path:
@@ -48,13 +79,14 @@ def _refuse_urls(text: str) -> None:
     scheme = match.group(1).lower()
     if scheme.split("+")[0] in _POSTGRES_SCHEMES:
         raise DatabaseValueError(
-            "PostgreSQL team stores are not available yet in this version; set DEEP_RESEARCH_DB "
-            "(or --db) to a file path such as data/research.db to use a local SQLite file."
+            "This setting needs a SQLite file path, not a PostgreSQL URL; give a file path "
+            "such as data/research.db."
         )
     # Only the scheme is named: the rest of a URL may carry a password.
     raise DatabaseValueError(
-        f"The database setting is a {scheme}:// address, but only a SQLite file path is supported; "
-        "set DEEP_RESEARCH_DB (or --db) to a file path such as data/research.db."
+        f"The database setting is a {scheme}:// address, but only a SQLite file path or a "
+        "postgresql:// URL is supported; set DEEP_RESEARCH_DB (or --db) to a file path such as "
+        "data/research.db, or to postgresql://user:password@host:5432/database."
     )
 
 
@@ -109,5 +141,7 @@ def _check_file(path: Path) -> None:
 
 
 def db_path_from_env(env: Mapping[str, str], default: Path) -> Path:
-    """`resolve_db_path` for the `DEEP_RESEARCH_DB` value in `env`."""
-    return resolve_db_path(env.get("DEEP_RESEARCH_DB"), default)
+    """`resolve_db_path` for the `DEEP_RESEARCH_DB` value in `env`; for a PostgreSQL URL,
+    `default` (the local file whose folder keeps the dashboard's own files)."""
+    value = env.get("DEEP_RESEARCH_DB")
+    return default if postgres_url(value) else resolve_db_path(value, default)

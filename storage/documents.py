@@ -1,13 +1,14 @@
 """The person's own documents: files, collections and passages with a full-text index.
 
 Why it looks like this:
-- passages live in a plain table and an external-content FTS5 index over it (kept in step by
-  triggers, see `storage.migrations.m005_documents`), ranked by BM25: full-text search that
-  needs no embedding service and no second database;
+- passages live in a plain table with a full-text index over it (FTS5 ranked by BM25 on
+  SQLite, a tsvector with a GIN index on PostgreSQL; see `storage.fulltext`): full-text
+  search that needs no embedding service and no second database;
 - a document and all its passages are written in one transaction, so a failed upload leaves
   nothing half-stored, and deleting a document takes its passages and memberships with it;
-- a search query is free text from a model or a person: it is turned into quoted FTS5 terms,
-  so no FTS5 syntax (NEAR, column filters, quotes) in it can fail or widen the search.
+- a search query is free text from a model or a person: it is turned into quoted plain
+  words, so no search syntax (NEAR, column filters, quotes, tsquery operators) in it can
+  fail or widen the search.
 
 Functions take a `storage.Store` and use its connections, so they share its locking and WAL
 bounds; this module imports nothing from `research`.
@@ -21,7 +22,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import delete, func, insert, select
+
+from storage import fulltext
+from storage.dialects import insert_for
+from storage.engine import Tx
 from storage.migrations import utc_now
+from storage.schema import collection_documents as members
+from storage.schema import collections, documents
+from storage.schema import passages as passage_table
 from storage.store import Store
 
 STATUSES = frozenset({"ready", "no_text"})
@@ -56,62 +65,66 @@ def add_document(
     if status not in STATUSES:
         raise ValueError(f"unknown document status {status!r}")
     doc_id = "d_" + uuid.uuid4().hex[:12]
-    with store._write() as db:
-        db.execute(
-            "INSERT INTO documents (id, title, filename, kind, size_bytes, pages, passages, "
-            "status, message, sha256, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [doc_id, store._plain(title), store._plain(filename), kind, size_bytes, pages,
-             len(passages), status, message, sha256, utc_now()],
-        )
-        db.conn.executemany(
-            "INSERT INTO passages (document_id, seq, page, section, text) VALUES (?, ?, ?, ?, ?)",
-            [(doc_id, seq, page, store._plain(section), store._plain(text))
-             for seq, (page, section, text) in enumerate(passages)],
-        )
+    with store._write() as tx:
+        tx.execute(insert(documents).values(
+            id=doc_id, title=store._plain(title), filename=store._plain(filename), kind=kind,
+            size_bytes=size_bytes, pages=pages, passages=len(passages), status=status,
+            message=message, sha256=sha256, added_at=utc_now()))
+        if passages:
+            tx.execute(insert(passage_table), [
+                {"document_id": doc_id, "seq": seq, "page": page,
+                 "section": store._plain(section), "text": store._plain(text)}
+                for seq, (page, section, text) in enumerate(passages)])
         if collection:
-            _add_to_collection(db, collection, [doc_id])
+            _add_to_collection(store, tx, collection, [doc_id])
     return doc_id
 
 
 def find_by_hash(store: Store, sha256: str) -> dict[str, Any] | None:
     """The stored document with exactly these bytes, if any (an upload of the same file)."""
-    return store._row("SELECT * FROM documents WHERE sha256 = ? LIMIT 1", [sha256])
+    return store._row(select(documents).where(documents.c.sha256 == sha256).limit(1))
 
 
 def get_document(store: Store, doc_id: str) -> dict[str, Any] | None:
-    return store._row("SELECT * FROM documents WHERE id = ?", [doc_id])
+    return store._row(select(documents).where(documents.c.id == doc_id))
 
 
 def list_documents(store: Store, *, collection: str | None = None) -> list[dict[str, Any]]:
     """Every document (or a collection's), newest first, with its collections listed."""
-    where, params = ("", []) if not collection else (
-        "WHERE d.id IN (SELECT document_id FROM collection_documents WHERE collection = ?)",
-        [collection])
-    rows = store._rows(
-        "SELECT d.*, (SELECT group_concat(collection, '\u001f') FROM collection_documents c "
-        f"WHERE c.document_id = d.id) AS in_collections FROM documents d {where} "
-        "ORDER BY d.added_at DESC, d.id", params)
+    query = select(documents).order_by(documents.c.added_at.desc(), documents.c.id)
+    if collection:
+        query = query.where(documents.c.id.in_(
+            select(members.c.document_id)
+            .where(members.c.collection == collection)))
+    rows = store._rows(query)
+    member: dict[str, list[str]] = {}
+    for link in store._rows(select(members)):
+        member.setdefault(link["document_id"], []).append(link["collection"])
     for row in rows:
-        row["collections"] = sorted(filter(None, (row.pop("in_collections") or "").split(
-            "\u001f")))
+        row["collections"] = sorted(member.get(row["id"], []))
     return rows
 
 
 def delete_document(store: Store, doc_id: str) -> bool:
     """Remove a document with its passages and collection memberships. False: not there."""
-    with store._write() as db:
-        cursor = db.execute("DELETE FROM documents WHERE id = ?", [doc_id])
-    return bool(cursor.rowcount)
+    with store._write() as tx:
+        tx.execute(delete(members).where(members.c.document_id == doc_id))
+        tx.execute(delete(passage_table).where(passage_table.c.document_id == doc_id))
+        gone = tx.execute(delete(documents).where(documents.c.id == doc_id)
+                          .returning(documents.c.id)).first()
+    return gone is not None
 
 
 def get_passages(store: Store, doc_id: str) -> list[dict[str, Any]]:
-    return store._rows("SELECT id, seq, page, section, text FROM passages "
-                       "WHERE document_id = ? ORDER BY seq", [doc_id])
+    p = passage_table.c
+    return store._rows(select(p.id, p.seq, p.page, p.section, p.text)
+                       .where(p.document_id == doc_id).order_by(p.seq))
 
 
 def get_passage(store: Store, passage_id: int) -> dict[str, Any] | None:
-    return store._row("SELECT p.*, d.title FROM passages p JOIN documents d ON "
-                      "d.id = p.document_id WHERE p.id = ?", [passage_id])
+    return store._row(select(passage_table, documents.c.title)
+                      .join(documents, documents.c.id == passage_table.c.document_id)
+                      .where(passage_table.c.id == passage_id))
 
 
 # -- collections -------------------------------------------------------------------------
@@ -126,91 +139,93 @@ def check_collection_name(name: str) -> str:
     return name
 
 
+def _ensure_collection(store: Store, tx: Tx, name: str) -> None:
+    tx.execute(insert_for(store.dialect, collections).values(name=name, created_at=utc_now())
+               .on_conflict_do_nothing())
+
+
 def create_collection(store: Store, name: str) -> str:
     name = check_collection_name(name)
-    with store._write() as db:
-        db.execute("INSERT OR IGNORE INTO collections (name, created_at) VALUES (?, ?)",
-                   [name, utc_now()])
+    with store._write() as tx:
+        _ensure_collection(store, tx, name)
     return name
 
 
-def _add_to_collection(db: Any, name: str, doc_ids: Iterable[str]) -> None:
+def _add_to_collection(store: Store, tx: Tx, name: str, doc_ids: Iterable[str]) -> None:
     name = check_collection_name(name)
-    db.execute("INSERT OR IGNORE INTO collections (name, created_at) VALUES (?, ?)",
-               [name, utc_now()])
-    db.conn.executemany(
-        "INSERT OR IGNORE INTO collection_documents (collection, document_id) "
-        "SELECT ?, id FROM documents WHERE id = ?", [(name, d) for d in doc_ids])
+    _ensure_collection(store, tx, name)
+    for doc_id in doc_ids:
+        known = select(documents.c.id).where(documents.c.id == doc_id)
+        if tx.execute(known).first() is None:
+            continue
+        tx.execute(insert_for(store.dialect, members)
+                   .values(collection=name, document_id=doc_id).on_conflict_do_nothing())
 
 
 def add_to_collection(store: Store, name: str, doc_ids: Iterable[str]) -> None:
     """Put documents in a collection (made if new); unknown ids are ignored."""
-    with store._write() as db:
-        _add_to_collection(db, name, list(doc_ids))
+    with store._write() as tx:
+        _add_to_collection(store, tx, name, list(doc_ids))
 
 
 def remove_from_collection(store: Store, name: str, doc_ids: Iterable[str]) -> None:
-    with store._write() as db:
-        db.conn.executemany(
-            "DELETE FROM collection_documents WHERE collection = ? AND document_id = ?",
-            [(name, d) for d in doc_ids])
+    with store._write() as tx:
+        tx.execute(delete(members).where(
+            members.c.collection == name,
+            members.c.document_id.in_(list(doc_ids))))
 
 
 def delete_collection(store: Store, name: str) -> None:
     """Forget the collection; its documents stay in the library."""
-    with store._write() as db:
-        db.execute("DELETE FROM collections WHERE name = ?", [name])
+    with store._write() as tx:
+        tx.execute(delete(members).where(members.c.collection == name))
+        tx.execute(delete(collections).where(collections.c.name == name))
 
 
 def list_collections(store: Store) -> list[dict[str, Any]]:
+    c, m = collections.c, members.c
     return store._rows(
-        "SELECT c.name, c.created_at, COUNT(m.document_id) AS documents FROM collections c "
-        "LEFT JOIN collection_documents m ON m.collection = c.name GROUP BY c.name "
-        "ORDER BY c.name COLLATE NOCASE")
+        select(c.name, c.created_at, func.count(m.document_id).label("documents"))
+        .select_from(collections.outerjoin(members, m.collection == c.name))
+        .group_by(c.name, c.created_at).order_by(func.lower(c.name), c.name))
 
 
 def collection_documents(store: Store, name: str) -> list[str]:
+    m = members.c
     return [r["document_id"] for r in store._rows(
-        "SELECT document_id FROM collection_documents WHERE collection = ? "
-        "ORDER BY document_id", [name])]
+        select(m.document_id).where(m.collection == name).order_by(m.document_id))]
 
 
 def collection_exists(store: Store, name: str) -> bool:
-    return store._row("SELECT 1 AS x FROM collections WHERE name = ?", [name]) is not None
+    return store._row(select(collections.c.name).where(collections.c.name == name)) is not None
 
 
 # -- search ------------------------------------------------------------------------------
 
+def search_terms(query: str) -> list[str]:
+    """The searchable words of free text: no stopwords or single letters, at most
+    MAX_QUERY_TERMS, each once."""
+    words = [w for w in _WORD.findall(query.lower()) if w not in _STOPWORDS and len(w) > 1]
+    return list(dict.fromkeys(words))[:MAX_QUERY_TERMS]
+
+
 def match_expression(query: str) -> str | None:
     """Free text as an FTS5 query: each word quoted, joined with OR (BM25 ranks passages
     with more and rarer words higher). None when the text has no searchable word."""
-    words = [w for w in _WORD.findall(query.lower()) if w not in _STOPWORDS and len(w) > 1]
-    unique = list(dict.fromkeys(words))[:MAX_QUERY_TERMS]
-    if not unique:
-        return None
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in unique)
+    terms = search_terms(query)
+    return fulltext.expression("sqlite", terms) if terms else None
 
 
 def search_passages(
     store: Store, query: str, *, limit: int = 10, document_ids: Sequence[str] | None = None,
 ) -> list[PassageHit]:
-    """The best passages for `query` by BM25, within `document_ids` if given (empty: none)."""
-    expression = match_expression(query)
-    if expression is None or (document_ids is not None and not document_ids):
+    """The best passages for `query` (BM25 on SQLite, ts_rank on PostgreSQL), within
+    `document_ids` if given (empty: none)."""
+    terms = search_terms(query)
+    if not terms or (document_ids is not None and not document_ids):
         return []
-    scope, params = "", [expression]
-    if document_ids is not None:
-        scope = ("AND rowid IN (SELECT id FROM passages WHERE document_id IN "
-                 f"({', '.join('?' for _ in document_ids)}))")
-        params += list(document_ids)
-    # Rank inside the index first and join only the few kept: joining every matching
-    # passage before the sort costs more than the search itself on a large library.
-    rows = store._rows(
-        "WITH top AS (SELECT rowid AS id, bm25(passages_fts, 1.0, 0.5) AS score "
-        f"FROM passages_fts WHERE passages_fts MATCH ? {scope} ORDER BY score LIMIT ?) "
-        "SELECT p.id, p.document_id, p.page, p.section, p.text, d.title, top.score "
-        "FROM top JOIN passages p ON p.id = top.id JOIN documents d ON d.id = p.document_id "
-        "ORDER BY top.score", [*params, max(1, int(limit))])
+    with store._database.read() as conn:
+        rows = fulltext.search(conn, terms, limit=int(limit), document_ids=document_ids)
     return [PassageHit(r["id"], r["document_id"], r["title"], r["page"], r["section"] or "",
                        r["text"], float(r["score"])) for r in rows]
 
@@ -218,6 +233,9 @@ def search_passages(
 def run_passages(store: Store, run_id: str) -> list[dict[str, Any]]:
     """A run's sources that are passages of the person's documents, with their text as the
     run read it (kept with the run, so deleting the document later changes nothing here)."""
-    return store._rows(
-        "SELECT id, title, text, cited_in FROM sources WHERE run_id = ? AND url LIKE 'doc://%' "
-        "ORDER BY title, id", [run_id])
+    from storage.schema import sources
+
+    s = sources.c
+    return store._rows(select(s.id, s.title, s.text, s.cited_in)
+                       .where(s.run_id == run_id, s.url.like("doc://%"))
+                       .order_by(s.title, s.id))

@@ -1,8 +1,10 @@
-"""Schema migrations: plain functions applied in order, each recorded once.
+"""The SQLite schema as it was built before Alembic: hand-written steps m001 to m006.
 
-Version N is `MIGRATIONS[N - 1]`. Never edit or reorder a released migration; append a new one.
-`apply_migrations` runs inside `BEGIN IMMEDIATE`, so two processes opening the same file at
-once cannot both apply a step: the second waits for the write lock, then sees it recorded.
+These are frozen history. A SQLite file made by any earlier version holds some prefix of them
+in `schema_migrations`; Alembic's baseline revision (`storage/alembic/versions/
+0001_baseline.py`) applies the rest, so every older file reaches today's schema with its rows
+untouched, and a new file is built by the very same steps. Every later schema change is an
+Alembic revision (batch mode on SQLite), never a new function here.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlite_utils import Database
+from storage.engine import Tx
 
-Migration = Callable[[Database], None]
+Migration = Callable[[Tx], None]
+Database = Tx  # what each step writes through: the baseline revision's open transaction
 
 
 def utc_now() -> str:
@@ -315,9 +318,9 @@ MIGRATIONS: list[Migration] = [m001_initial, m002_engine_reports, m003_verificat
 
 
 def apply_migrations(db: Database) -> list[int]:
-    """Apply the pending migrations in order; return the versions applied now.
+    """Apply the pending steps in order; return the versions applied now.
 
-    The caller must already hold the write lock (`BEGIN IMMEDIATE`).
+    Called only by the Alembic baseline, inside the migration's `BEGIN IMMEDIATE`.
     """
     db.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("

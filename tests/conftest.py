@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import RunCli, cli_in_process
+from tests.pg_server import db_target, pg_server, pg_url  # noqa: F401 - fixtures (PostgreSQL)
 from tests.runs import Runner
 from tests.standin import StandinServer
 

@@ -11,6 +11,9 @@ Where to kill is made deterministic with the stand-in server: a `hang` fault hol
 model call of the phase we want to interrupt (plan, writer, review, audit), and a small delay
 on every API answer keeps a research step in flight long enough to catch it. One research
 worker at a time (MAX_PARALLEL_WORKERS=1) makes the set of sources reproducible.
+
+The command-line crashes run on SQLite and (for the research and writing kill points) on a
+PostgreSQL server too: a killed process's open transaction is rolled back by the server.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ CLI_ARGS = ["--preset", "quick", "--subtopics", "3", "--sources", "5", "--review
 ONE_WORKER = {"DEEP_RESEARCH_MAX_PARALLEL_WORKERS": "1"}
 WAIT_S = 45.0
 Steps = dict[str, dict[str, Any]]
+Db = Path | str  # a SQLite file, or a PostgreSQL URL
 
 
 # --- helpers: processes ------------------------------------------------------------------
@@ -66,7 +70,7 @@ def _kill(proc: subprocess.Popen[Any]) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
-def _wait_for(db: Path, ready: Callable[[Steps], bool], what: str,
+def _wait_for(db: Db, ready: Callable[[Steps], bool], what: str,
               alive: Callable[[], str | None], timeout: float = WAIT_S) -> str:
     """Poll the database (as another process would) until `ready(steps)`; returns the run id.
 
@@ -91,7 +95,7 @@ def _wait_for(db: Path, ready: Callable[[Steps], bool], what: str,
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def _wait_status(db: Path, run_id: str, status: str, *, timeout: float) -> None:
+def _wait_status(db: Db, run_id: str, status: str, *, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     with Store(db) as store:
         while (run := store.get_run(run_id)) is not None and run["status"] != status:
@@ -109,8 +113,11 @@ def _proc_died(proc: subprocess.Popen[bytes], err: Path) -> Callable[[], str | N
 
 # --- helpers: what the database holds -----------------------------------------------------
 
-def _integrity(db: Path) -> None:
-    """SQLite's own checks on the file as the killed process left it (WAL and all)."""
+def _integrity(db: Db) -> None:
+    """SQLite's own checks on the file as the killed process left it (WAL and all).
+    (PostgreSQL rolls a dead connection's transaction back and enforces its keys itself.)"""
+    if isinstance(db, str) and db.startswith("postgresql://"):
+        return
     conn = sqlite3.connect(db)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
@@ -133,7 +140,7 @@ class Snapshot:
         return {k: s for k, s in self.steps.items() if s["status"] == "done"}
 
 
-def _snapshot(db: Path, run_id: str) -> Snapshot:
+def _snapshot(db: Db, run_id: str) -> Snapshot:
     with Store(db) as store:
         steps = {s["key"]: s for s in store.get_steps(run_id)}
         sources = {s["id"]: (s["canonical_url"], s["step_key"], s["subtopic_id"])
@@ -142,7 +149,7 @@ def _snapshot(db: Path, run_id: str) -> Snapshot:
     return Snapshot(steps, sources, max((e["id"] for e in events), default=0))
 
 
-def _assert_whole_steps_only(db: Path, run_id: str, snap: Snapshot) -> None:
+def _assert_whole_steps_only(db: Db, run_id: str, snap: Snapshot) -> None:
     """After the kill: every stored source belongs to a finished step, none twice."""
     assert len(snap.sources) == len({url for url, _, _ in snap.sources.values()})
     half_done = {key for _, key, _ in snap.sources.values()} - set(snap.done)
@@ -152,16 +159,16 @@ def _assert_whole_steps_only(db: Path, run_id: str, snap: Snapshot) -> None:
         assert store.get_run(run_id)["status"] == "running"  # type: ignore[index]
         for table in ("findings", "queries"):
             rows = store._rows(  # noqa: SLF001 - test-only read of raw rows
-                f"SELECT DISTINCT step_key FROM {table} WHERE run_id = ?", [run_id])
+                f"SELECT DISTINCT step_key FROM {table} WHERE run_id = :run", {"run": run_id})
             keys = {r["step_key"] for r in rows}
             assert not keys & set(in_flight), f"{table} of an unfinished step were stored"
 
 
-def _duplicates(db: Path, run_id: str) -> list[Any]:
+def _duplicates(db: Db, run_id: str) -> list[Any]:
     with Store(db) as store:
         return store._rows(  # noqa: SLF001 - test-only query
-            "SELECT canonical_url, count(*) AS n FROM sources WHERE run_id = ?"
-            " GROUP BY canonical_url HAVING n > 1", [run_id])
+            "SELECT canonical_url, count(*) AS n FROM sources WHERE run_id = :run"
+            " GROUP BY canonical_url HAVING count(*) > 1", {"run": run_id})
 
 
 def _outcome(store: Store, run_id: str) -> dict[str, Any]:
@@ -193,7 +200,7 @@ def _baseline(question: str, config: dict[str, Any], env: dict[str, str], tmp_pa
     return _BASELINES[key]
 
 
-def _assert_resumed_cleanly(db: Path, run_id: str, snap: Snapshot, baseline: dict[str, Any]) -> None:
+def _assert_resumed_cleanly(db: Db, run_id: str, snap: Snapshot, baseline: dict[str, Any]) -> None:
     """Completed; nothing lost, duplicated or redone; the same result as no crash at all."""
     _integrity(db)
     assert _duplicates(db, run_id) == []
@@ -256,12 +263,17 @@ KILL_POINTS = {
 }
 
 
-@pytest.mark.parametrize("point", list(KILL_POINTS))
+CASES = [(point, "sqlite") for point in KILL_POINTS] + [
+    ("research", "postgresql"), ("writing", "postgresql")]
+
+
+@pytest.mark.parametrize(("point", "database"), CASES)
 def test_cli_killed_mid_run_resumes_without_losing_or_redoing_anything(
-    point: str, standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+    point: str, database: str, standin: StandinServer, standin_env: dict[str, str],
+    tmp_path: Path, request: pytest.FixtureRequest,
 ) -> None:
     hold, delay, ready = KILL_POINTS[point]
-    db = tmp_path / "crash.db"
+    db: Db = tmp_path / "crash.db" if database == "sqlite" else request.getfixturevalue("pg_url")
     env = {**standin_env, **ONE_WORKER, "DEEP_RESEARCH_DB": str(db)}
     Store(db).close()  # created up front, so the test can poll it from the first moment
     if hold:

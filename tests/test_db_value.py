@@ -14,22 +14,25 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from storage import DatabaseValueError, resolve_db_path
+from storage import DatabaseValueError, redact_url, resolve_db, resolve_db_path
+from storage.db_value import postgres_url
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import APP, KEY_VARS
 
-PG_URL = "postgresql://alice:S3cretPassw0rd@db.example.org:5432/research"
+# A PostgreSQL URL nothing answers at (port 1 on this machine): refused plainly, at once.
+PG_URL = "postgresql://alice:S3cretPassw0rd@127.0.0.1:1/research"
 
 
 def _files(root: Path) -> set[Path]:
     return {p for p in root.rglob("*")}
 
 
-def test_postgres_url_is_refused_plainly_without_the_password_or_a_folder(run_cli: RunCli, tmp_path: Path) -> None:
+def test_unreachable_postgres_is_said_plainly_without_the_password_or_a_folder(run_cli: RunCli, tmp_path: Path) -> None:
     before = _files(tmp_path)
     result = run_cli(["How do heat pumps work?"], {"DEEP_RESEARCH_DB": PG_URL}, tmp_path)
-    assert result.returncode == 2
-    assert "PostgreSQL team stores are not available yet in this version" in result.stderr
+    assert result.returncode == 1
+    assert "Could not reach the PostgreSQL database at postgresql://alice:***@127.0.0.1:1/research" in (
+        result.stderr)
     assert "S3cretPassw0rd" not in result.stderr + result.stdout
     assert "Traceback" not in result.stderr
     assert _files(tmp_path) == before  # no postgresql:/... folder, no database
@@ -92,11 +95,15 @@ def test_the_one_check_accepts_usable_values(tmp_path: Path) -> None:
     empty = tmp_path / "empty.db"
     empty.touch()
     assert resolve_db_path(empty, default) == empty
-    with pytest.raises(DatabaseValueError, match="only a SQLite file path"):
+    with pytest.raises(DatabaseValueError, match="only a SQLite file path or a postgresql"):
         resolve_db_path("mysql://u:p@h/d", default)
+    # A team server's URL, also as a Path folds it (the dashboard's job manager does that).
+    assert resolve_db(PG_URL, default) == PG_URL
+    assert postgres_url(Path(PG_URL)) == PG_URL
+    assert redact_url(PG_URL) == "postgresql://alice:***@127.0.0.1:1/research"
 
 
-def test_dashboard_refuses_a_postgres_url_in_plain_words(
+def test_dashboard_says_plainly_when_postgres_cannot_be_reached(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
@@ -108,7 +115,7 @@ def test_dashboard_refuses_a_postgres_url_in_plain_words(
     at = AppTest.from_file(APP, default_timeout=30).run()
     assert not at.exception
     errors = " ".join(e.value for e in at.error)
-    assert "PostgreSQL team stores are not available yet" in errors
+    assert "Could not reach the PostgreSQL database at postgresql://alice:***@" in errors
     assert "S3cretPassw0rd" not in errors
     assert _files(tmp_path) == before
     assert not os.path.exists("postgresql:")

@@ -1,4 +1,6 @@
-"""The SQLite store: schema, concurrency, atomic research steps, cascades, redaction."""
+"""The store on both databases (SQLite file, PostgreSQL server): schema, concurrency, atomic
+research steps, cascades, redaction. Tests taking `store` run once per database; the
+SQLite-only ones (WAL, pragmas, the file's bytes) take `sqlite_store` or a path."""
 
 from __future__ import annotations
 
@@ -9,16 +11,34 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import insert, inspect, select, text, update
 
 from research.events import Error, SourceFound
 from storage import MIGRATIONS, Store, default_db_path
+from storage.migrate import head_revision
+from storage.schema import metadata, runs
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
+def store(db_target: str) -> Iterator[Store]:
+    """A new store on SQLite, then on PostgreSQL."""
+    s = Store(db_target)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
     s = Store(tmp_path / "db" / "research.db")
     yield s
     s.close()
+
+
+def _raw(store: Store) -> sqlite3.Connection:
+    """A connection from the store's own pool, as its connect hook configured it."""
+    conn = store._database.engine.raw_connection().driver_connection
+    assert isinstance(conn, sqlite3.Connection)
+    return conn
 
 
 def _source(n: int, *, url: str | None = None, subtopic: str = "t1",
@@ -38,11 +58,13 @@ def test_migrations_are_recorded_once_and_reopen_is_idempotent(tmp_path: Path) -
     rows = again._rows("SELECT version, applied_at FROM schema_migrations ORDER BY version")
     assert [r["version"] for r in rows] == list(range(1, len(MIGRATIONS) + 1))
     assert all(r["applied_at"].endswith("Z") for r in rows)
+    assert again._rows("SELECT version_num FROM alembic_version") == [
+        {"version_num": head_revision()}]
     assert again.get_run(run_id) is not None
 
 
-def test_database_is_in_wal_mode_with_busy_timeout_and_foreign_keys(store: Store) -> None:
-    conn = store._db().conn
+def test_database_is_in_wal_mode_with_busy_timeout_and_foreign_keys(sqlite_store: Store) -> None:
+    conn = _raw(sqlite_store)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -56,16 +78,12 @@ def test_default_db_path_honours_environment(monkeypatch: pytest.MonkeyPatch,
     assert default_db_path() == tmp_path / "x.db"
 
 
-def test_each_thread_gets_its_own_connection_and_concurrent_writes_all_land(
-    store: Store,
-) -> None:
+def test_concurrent_writer_threads_all_land_in_id_order(store: Store) -> None:
     run_id = store.create_run("concurrency", {})
     errors: list[BaseException] = []
-    conns: list[object] = []  # the objects, not their ids: a closed one's id can be reused
 
     def writer(n: int) -> None:
         try:
-            conns.append(store._db().conn)
             for i in range(200):
                 store.append_event({"type": "source_found", "run_id": run_id,
                                     "message": f"t{n} e{i}", "data": {"n": n, "i": i}})
@@ -80,7 +98,6 @@ def test_each_thread_gets_its_own_connection_and_concurrent_writes_all_land(
     for t in threads:
         t.join()
     assert errors == []
-    assert len({id(conn) for conn in conns}) == 8
     events = store.get_events(run_id)
     assert len(events) == 1600
     assert {(e["data"]["n"], e["data"]["i"]) for e in events} == {
@@ -207,16 +224,15 @@ def test_delete_run_removes_every_row_of_the_run(store: Store) -> None:
         store.append_event(Error(run_id=rid, message="boom"))
     store.delete_run(run_id)
     assert store.get_run(run_id) is None
-    conn = store._db().conn
-    tables = [r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+    with store._database.read() as conn:  # every table the database has, not only ours
+        found = inspect(conn)
+        tables = [t for t in found.get_table_names()
+                  if "run_id" in {c["name"] for c in found.get_columns(t)}]
+    assert len(tables) == 13
     for table in tables:
-        cols = [c[1] for c in conn.execute(f'PRAGMA table_info("{table}")')]
-        if "run_id" in cols:
-            assert conn.execute(f'SELECT count(*) FROM "{table}" WHERE run_id = ?',
-                                [run_id]).fetchone()[0] == 0, table
-            assert conn.execute(f'SELECT count(*) FROM "{table}" WHERE run_id = ?',
-                                [keep]).fetchone()[0] >= 1, table
+        count = f'SELECT count(*) AS n FROM "{table}" WHERE run_id = :run'
+        assert store._row(count, {"run": run_id}) == {"n": 0}, table
+        assert store._row(count, {"run": keep})["n"] >= 1, table  # type: ignore[index]
     assert store.get_run(keep) is not None
 
 
@@ -236,15 +252,15 @@ def test_list_runs_is_newest_first_and_searches_case_insensitively(store: Store)
 
 
 def test_list_runs_stays_fast_with_ten_thousand_runs(store: Store) -> None:
-    with store._write() as db:
-        db.conn.executemany(
-            "INSERT INTO runs (id, question, created_at) VALUES (?, ?, ?)",
-            [(f"r{i:05d}", f"question number {i}", f"2024-01-01T00:00:{i // 1000:02d}.{i % 1000:03d}Z")
-             for i in range(10_000)],
-        )
-    plan = " ".join(r[3] for r in store._db().conn.execute(
-        "EXPLAIN QUERY PLAN SELECT * FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 100"))
-    assert "idx_runs_created_at" in plan
+    with store._write() as tx:
+        tx.execute(insert(runs), [
+            {"id": f"r{i:05d}", "question": f"question number {i}",
+             "created_at": f"2024-01-01T00:00:{i // 1000:02d}.{i % 1000:03d}Z"}
+            for i in range(10_000)])
+    if store.dialect == "sqlite":
+        plan = " ".join(r[3] for r in _raw(store).execute(
+            "EXPLAIN QUERY PLAN SELECT * FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 100"))
+        assert "idx_runs_created_at" in plan
     start = time.perf_counter()
     newest = store.list_runs(limit=50)
     found = store.list_runs(search="NUMBER 99")
@@ -297,9 +313,9 @@ def test_mark_interrupted_only_takes_runs_without_a_fresh_heartbeat(store: Store
     store.set_run_status(done, "completed")
     store.heartbeat(fresh, "pid:1@host")
     store.heartbeat(stale, "pid:2@host")
-    with store._write() as db:
-        db.execute("UPDATE runs SET heartbeat_at = '2020-01-01T00:00:00.000Z' WHERE id = ?",
-                   [stale])
+    with store._write() as tx:
+        tx.execute(update(runs).where(runs.c.id == stale)
+                   .values(heartbeat_at="2020-01-01T00:00:00.000Z"))
     assert sorted(store.mark_interrupted(stale_after_s=30)) == sorted([stale, silent])
     assert store.get_run(fresh)["status"] == "running"  # type: ignore[index]
     assert store.get_run(fresh)["owner"] == "pid:1@host"  # type: ignore[index]
@@ -391,11 +407,12 @@ def test_latest_activity_is_a_cheap_summary(store: Store) -> None:
             activity["steps_done"]) == (1, 1, last, 1)
 
 
-def test_api_keys_never_reach_the_database_file(tmp_path: Path) -> None:
-    known = "custom-key-9f8e7d6c5b4a"  # not key-shaped: only the secrets list can catch it
-    shaped = "sk-proj-UNKNOWNKEY1234567890"  # never declared: caught by its shape
-    path = tmp_path / "research.db"
-    store = Store(path, secrets=[known])
+KNOWN_KEY = "custom-key-9f8e7d6c5b4a"  # not key-shaped: only the secrets list can catch it
+SHAPED_KEY = "sk-proj-UNKNOWNKEY1234567890"  # never declared: caught by its shape
+
+
+def _store_secrets_everywhere(store: Store) -> None:
+    known, shaped = KNOWN_KEY, SHAPED_KEY
     run_id = store.create_run(f"question {known}", {"note": f"Bearer {known}"})
     store.append_event(Error(run_id=run_id, message=f"401 for key {known} / {shaped}"))
     store.append_event({"type": "warning", "run_id": run_id, "message": "payload",  # an old row
@@ -409,8 +426,25 @@ def test_api_keys_never_reach_the_database_file(tmp_path: Path) -> None:
                   "error": f"HTTP 401 {known}"}], skipped=[])
     store.update_totals(run_id, last_error=known)
     store.save_report(run_id, f"report {known}", meta={"k": known})
-    events = store.get_events(run_id)
-    assert "[redacted]" in events[0]["message"]
+    assert "[redacted]" in store.get_events(run_id)[0]["message"]
+
+
+def test_api_keys_never_reach_any_table(db_target: str) -> None:
+    """On both databases: every row of every table, read back as text, holds no key."""
+    store = Store(db_target, secrets=[KNOWN_KEY])
+    _store_secrets_everywhere(store)
+    for table in metadata.sorted_tables:
+        dumped = repr(store._rows(select(table)))
+        assert KNOWN_KEY not in dumped and SHAPED_KEY not in dumped, table.name
+    store.close()
+
+
+def test_api_keys_never_reach_the_database_file(tmp_path: Path) -> None:
+    known = KNOWN_KEY
+    shaped = SHAPED_KEY
+    path = tmp_path / "research.db"
+    store = Store(path, secrets=[known])
+    _store_secrets_everywhere(store)
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("research.db"))
     assert Path(str(path) + "-wal").exists()
     assert known.encode() not in raw
@@ -423,8 +457,8 @@ def test_api_keys_never_reach_the_database_file(tmp_path: Path) -> None:
     assert known.encode() not in path.read_bytes()
 
 
-def test_many_stores_opening_a_new_file_at_once_migrate_it_once(tmp_path: Path) -> None:
-    path = tmp_path / "fresh.db"
+def test_many_stores_opening_a_new_database_at_once_migrate_it_once(db_target: str) -> None:
+    path = db_target
     barrier = threading.Barrier(6)
     errors: list[BaseException] = []
 
@@ -445,7 +479,10 @@ def test_many_stores_opening_a_new_file_at_once_migrate_it_once(tmp_path: Path) 
     assert errors == []
     store = Store(path)
     assert store.count_runs() == 6
-    assert len(store._rows("SELECT * FROM schema_migrations")) == len(MIGRATIONS)
+    assert store._rows(text("SELECT version_num FROM alembic_version")) == [
+        {"version_num": head_revision()}]
+    if store.dialect == "sqlite":
+        assert len(store._rows("SELECT * FROM schema_migrations")) == len(MIGRATIONS)
 
 
 def test_event_timestamps_are_normalised_to_utc_z(store: Store) -> None:

@@ -27,7 +27,8 @@ def test_the_wal_stays_under_its_bound_with_readers_polling(tmp_db: Path) -> Non
 def test_every_connection_limits_the_journal_size(tmp_db: Path) -> None:
     store = Store(tmp_db, wal_limit_bytes=LIMIT)
     store.create_run("q", {})
-    assert store._db().conn.execute("PRAGMA journal_size_limit").fetchone()[0] == LIMIT
+    raw = store._database.engine.raw_connection().driver_connection  # the pool's own, as configured
+    assert raw.execute("PRAGMA journal_size_limit").fetchone()[0] == LIMIT
     store.close()
 
 

@@ -1,0 +1,152 @@
+"""What every part of the `Store` shares: the database, its transactions, and redaction.
+
+Why it looks like this:
+- one `storage.engine.Database` per Store (SQLite file or PostgreSQL URL), safe to share
+  between threads (the engine's workers, the Streamlit script thread and the job manager all
+  read and write at once); every write is one short transaction (`_write`);
+- text that may carry an API key (event messages and data, errors, configs) goes through
+  `research.errors.redact` first; everything else loses the exact known secrets;
+- every text loses invisible formatting controls (`research.textclean`) and NUL characters:
+  model answers are untrusted, and this is the one door all of them pass on their way to a
+  report or export (PostgreSQL also refuses NUL in text).
+
+This package imports nothing from `research` at import time (`research` imports `storage`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Self
+
+from sqlalchemy import text
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.sql import Executable
+
+from storage import migrate, wal
+from storage.db_value import postgres_url, redact_url
+from storage.engine import Database, Tx, sqlite_url
+from storage.engine import postgres_url as sa_postgres_url
+from storage.rows import plain_rows
+
+
+class DatabaseUnavailableError(RuntimeError):
+    """The PostgreSQL server cannot be reached or refused us; the message says so plainly
+    (the URL shown without its password)."""
+
+
+def open_database(path: str | Path, wal_limit_bytes: int = wal.WAL_LIMIT_BYTES,
+                  ) -> tuple[Database, Path | None, str]:
+    """The database `path` names (a SQLite file, whose folder is made, or a PostgreSQL URL),
+    its file (None for PostgreSQL) and how to name it to a person (no password)."""
+    url_text = postgres_url(path)  # also the form a Path folds a URL into (db_value)
+    if url_text:
+        url: URL = sa_postgres_url(url_text)
+        return Database(url), None, redact_url(url_text)
+    file = Path(path)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    return Database(sqlite_url(file), wal_limit_bytes=wal_limit_bytes), file, str(file)
+
+
+class StoreBase:
+    """The connection plumbing and redaction helpers the table groups build on."""
+
+    def __init__(self, path: str | Path, *, secrets: Iterable[str] = (),
+                 wal_limit_bytes: int = wal.WAL_LIMIT_BYTES) -> None:
+        # Imported here, not at module level: `research` imports `storage`, and a module-level
+        # import back into `research` would make `import storage` fail when it comes first.
+        from research.errors import redact
+        from research.textclean import strip_hidden_controls
+
+        self._redact_text = redact
+        self._strip_hidden = strip_hidden_controls
+        self._secrets = tuple(s for s in secrets if s)
+        self._database, self.path, self.location = open_database(path, wal_limit_bytes)
+        self.dialect = self._database.dialect
+        self.wal = self._database.wal
+        try:
+            migrate.upgrade(self._database)
+        except OperationalError as exc:
+            if self.dialect != "postgresql":
+                raise
+            raise DatabaseUnavailableError(self._unreachable(exc)) from None
+
+    def _unreachable(self, exc: OperationalError) -> str:
+        reason = str(exc.orig or exc).strip().splitlines()[0] if (exc.orig or exc) else ""
+        return (f"Could not reach the PostgreSQL database at {self.location} ({reason}). Check "
+                "that the server runs and the URL in DEEP_RESEARCH_DB (or --db) is right.")
+
+    # -- connection plumbing -------------------------------------------------------------
+
+    def _write(self) -> AbstractContextManager[Tx]:
+        """One short transaction (SQLite: holding the write lock from the start); nests."""
+        return self._database.write()
+
+    def _rows(self, statement: Executable | str, params: Any = None) -> list[dict[str, Any]]:
+        """Rows as plain dicts. A string is SQL with named `:parameters` (tests, one-offs)."""
+        if isinstance(statement, str):
+            statement = text(statement)
+        with self._database.read() as conn:
+            result = conn.execute(statement, params or {})
+            return plain_rows(result.mappings())
+
+    def _fast_rows(self, statement: Executable, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """`_rows` for a statement built once, on the driver's cursor (the poll's hot reads)."""
+        return self._database.fast_rows(statement, params)
+
+    def _row(self, statement: Executable | str, params: Any = None) -> dict[str, Any] | None:
+        rows = self._rows(statement, params)
+        return rows[0] if rows else None
+
+    def _scalar(self, statement: Executable, params: Any = None) -> Any:
+        with self._database.read() as conn:
+            return conn.execute(statement, params or {}).scalar()
+
+    def close(self) -> None:
+        """Close the idle connections; the Store stays usable and reconnects when asked."""
+        self._database.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- redaction -----------------------------------------------------------------------
+
+    def _clean(self, text_: str) -> str:
+        return self._strip_hidden(text_).replace("\x00", "")
+
+    def _redact(self, text_: str | None) -> str | None:
+        """Full redaction: known secrets and anything key-shaped."""
+        return None if text_ is None else self._redact_text(self._clean(text_), self._secrets)
+
+    def _scrub(self, value: Any) -> Any:
+        """Full redaction of every string inside a JSON-like value (keys included)."""
+        return walk(value, lambda t: self._redact_text(self._clean(t), self._secrets))
+
+    def _plain(self, value: Any) -> Any:
+        """Content (pages, drafts, reports) loses only the exact known secrets, in every string
+        inside it: pattern masking could damage ordinary words, and pages are not where our
+        own keys come from."""
+        def strip(t: str) -> str:
+            t = self._clean(t)
+            for secret in self._secrets:
+                if len(secret) >= 6:
+                    t = t.replace(secret, "[redacted]")
+            return t
+
+        return walk(value, strip)
+
+
+def walk(value: Any, fix: Callable[[str], str]) -> Any:
+    """`fix` applied to every string inside a JSON-like value (mapping keys included)."""
+    if isinstance(value, str):
+        return fix(value)
+    if isinstance(value, Mapping):
+        return {fix(str(k)): walk(v, fix) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [walk(v, fix) for v in value]
+    return value

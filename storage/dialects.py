@@ -1,0 +1,61 @@
+"""Where SQLite and PostgreSQL differ, each difference in one small named function.
+
+The store's queries are written once with SQLAlchemy Core; only these few things are said
+differently by the two databases:
+- `insert_for`: upserts (`ON CONFLICT ... DO UPDATE / DO NOTHING`) come from each dialect's
+  own `insert` construct (the SQL is the same, the Python constructs are not shared);
+- `contains_casefold`: a case-insensitive substring match with no wildcard characters
+  (SQLite: a Python `casefold` function registered on each connection; PostgreSQL: `lower`);
+- `insertion_order`: the tie-break for rows created in the same millisecond (SQLite's
+  `rowid`; PostgreSQL's `runs.seq`, a column only the PostgreSQL baseline adds);
+- `migration_lock`: only one process migrates at a time (SQLite: the write lock taken by
+  `BEGIN IMMEDIATE`; PostgreSQL: a transaction-scoped advisory lock);
+- `event_order_lock`: a run's events commit in id order, so a dashboard reading "events after
+  id N" never skips one (SQLite: writers are serialised anyway; PostgreSQL: ids are drawn
+  before commit, so two writers of one run take a per-run advisory lock first).
+JSON columns differ in `storage.schema.Json`, full-text search in `storage.fulltext`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Table, func, literal_column
+from sqlalchemy.dialects import postgresql, sqlite
+
+# Any fixed number, the same in every process: pg_advisory_xact_lock(MIGRATION_LOCK_KEY).
+MIGRATION_LOCK_KEY = 0x5EA5C4_17
+
+
+def insert_for(dialect: str, table: Table) -> Any:
+    """The dialect's INSERT construct for `table` (it has `on_conflict_do_update/nothing`)."""
+    if dialect == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+def contains_casefold(dialect: str, column: Any, needle: str) -> ColumnElement[bool]:
+    """`needle` occurs in `column`, ignoring case; `%` and `_` are ordinary characters."""
+    if dialect == "postgresql":
+        return func.strpos(func.lower(column), needle.lower()) > 0
+    return func.instr(func.py_casefold(column), needle.casefold()) > 0
+
+
+def insertion_order(dialect: str) -> ColumnElement[Any]:
+    """The runs table's insertion order (newest last), for ties in `created_at`."""
+    return literal_column("runs.seq" if dialect == "postgresql" else "runs.rowid")
+
+
+def migration_lock(conn: Connection) -> None:
+    """Inside the open transaction on `conn`: wait until no other process is migrating.
+
+    SQLite: the caller's `BEGIN IMMEDIATE` already holds the database's one write lock.
+    PostgreSQL: an advisory lock, released when the transaction ends."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
+
+
+def event_order_lock(conn: Connection, run_id: str) -> None:
+    """Inside the open transaction, before inserting an event of `run_id` (see above)."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext(%(run)s))", {"run": run_id})

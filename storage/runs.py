@@ -1,0 +1,219 @@
+"""Runs: their lifecycle (status, timings, totals, warnings), ownership and control."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
+
+from storage import rows as mapped
+from storage.base import StoreBase
+from storage.dialects import contains_casefold, insertion_order
+from storage.migrations import utc_now
+from storage.schema import RUN_TABLES, runs
+
+RUN_STATUSES = frozenset(
+    {"queued", "running", "paused", "waiting", "completed", "failed", "cancelled", "interrupted"}
+)
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+CONTROL_ACTIONS = frozenset({"pause", "cancel"})
+
+_LATEST_ACTIVITY = text(
+    "SELECT r.id AS run_id, r.status, r.control, r.error, r.heartbeat_at, r.updated_at,"
+    " (SELECT count(*) FROM sources WHERE run_id = r.id) AS sources,"
+    " (SELECT count(*) FROM events WHERE run_id = r.id) AS events,"
+    " (SELECT coalesce(max(id), 0) FROM events WHERE run_id = r.id) AS last_event_id,"
+    " (SELECT count(*) FROM steps WHERE run_id = r.id AND status = 'done') AS steps_done,"
+    " (SELECT count(*) FROM steps WHERE run_id = r.id) AS steps_total"
+    " FROM runs r WHERE r.id = :run_id"
+)
+
+
+# Built once: constructing a statement and its cache key costs more than running it.
+_GET_RUN = select(runs).where(runs.c.id == bindparam("run_id"))
+_HEARTBEAT = (update(runs).where(runs.c.id == bindparam("b_run"))
+              .values(owner=bindparam("b_owner"), heartbeat_at=bindparam("b_beat")))
+_GET_CONTROL = select(runs.c.control).where(runs.c.id == bindparam("run_id"))
+
+
+def ts(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def seconds_between(start: str | None, end: str | None) -> float | None:
+    if not start or not end:
+        return None
+    return round((datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds(), 3)
+
+
+class RunsStore(StoreBase):
+    """The `runs` table."""
+
+    def create_run(
+        self, question: str, config: Mapping[str, Any], *, engine: str = "pipeline",
+        parent_run_id: str | None = None,
+    ) -> str:
+        run_id = uuid.uuid4().hex[:12]
+        now = utc_now()
+        with self._write() as tx:
+            tx.execute(insert(runs).values(
+                id=run_id, question=self._plain(question), config=self._scrub(dict(config)),
+                engine=engine, parent_run_id=parent_run_id, status="queued", totals={},
+                created_at=now, updated_at=now))
+        return run_id
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        found = self._fast_rows(_GET_RUN, {"run_id": run_id})
+        return found[0] if found else None
+
+    def _run_filter(self, search: str | None, status: str | None) -> list[ColumnElement[bool]]:
+        clauses: list[ColumnElement[bool]] = []
+        if search:
+            clauses.append(contains_casefold(self.dialect, runs.c.question, search))
+        if status:
+            clauses.append(runs.c.status == status)
+        return clauses
+
+    def list_runs(
+        self, *, search: str | None = None, status: str | None = None, limit: int = 100,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        """Newest first; `search` is a case-insensitive substring of the question."""
+        query: Select[Any] = select(runs).where(*self._run_filter(search, status)).order_by(
+            runs.c.created_at.desc(), insertion_order(self.dialect).desc(),
+        ).limit(int(limit)).offset(int(offset))
+        return self._rows(query)
+
+    def count_runs(self, search: str | None = None, *, status: str | None = None) -> int:
+        query = select(func.count()).select_from(runs).where(*self._run_filter(search, status))
+        return int(self._scalar(query) or 0)
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove the run and every row that belongs to it, in one transaction."""
+        with self._write() as tx:
+            for table in RUN_TABLES:
+                tx.execute(delete(table).where(table.c.run_id == run_id))
+            tx.execute(update(runs).where(runs.c.parent_run_id == run_id)
+                       .values(parent_run_id=None))
+            tx.execute(delete(runs).where(runs.c.id == run_id))
+
+    def set_run_status(self, run_id: str, status: str, *, error: str | None = None) -> None:
+        """Record a status change.
+
+        First `running` sets started_at. A terminal status sets finished_at, duration_s and
+        clears any pending control action. Going back to `running` (resume) clears
+        finished_at, duration_s and a previous error. `error`, when given, is stored.
+        """
+        if status not in RUN_STATUSES:
+            raise ValueError(f"unknown run status {status!r}")
+        now = utc_now()
+        with self._write() as tx:
+            row = tx.execute(select(runs.c.started_at, runs.c.error)
+                             .where(runs.c.id == run_id)).first()
+            if row is None:
+                raise KeyError(f"no run {run_id!r}")
+            started_at, old_error = row
+            new_error = self._redact(error)
+            if new_error is None and status != "running":
+                new_error = old_error
+            values: dict[str, Any] = {"status": status, "error": new_error, "updated_at": now}
+            if status == "running":
+                values["started_at"] = started_at or now
+            if status not in ("paused", "interrupted", "queued"):
+                # Not finished ones keep whatever finished_at/duration the row had (normally none).
+                values |= {"finished_at": None, "duration_s": None}
+            if status in TERMINAL_STATUSES:
+                values |= {"finished_at": now, "control": None,
+                           "duration_s": seconds_between(started_at, now) if started_at else 0.0}
+            tx.execute(update(runs).where(runs.c.id == run_id).values(**values))
+
+    def set_run_warnings(self, run_id: str, warnings: Iterable[str]) -> None:
+        """Replace the run's warnings (plain sentences shown beside its status)."""
+        with self._write() as tx:
+            tx.execute(update(runs).where(runs.c.id == run_id).values(
+                warnings=self._scrub([str(w) for w in warnings]), updated_at=utc_now()))
+
+    def update_totals(self, run_id: str, **values: Any) -> dict[str, Any]:
+        """Merge `values` into the run's totals; returns the merged totals."""
+        return self._change_totals(run_id, values, add=False)
+
+    def increment_totals(self, run_id: str, **deltas: float) -> dict[str, Any]:
+        """Add `deltas` to numeric totals (missing ones start at 0); returns the new totals."""
+        return self._change_totals(run_id, deltas, add=True)
+
+    def _change_totals(self, run_id: str, values: Mapping[str, Any], *, add: bool) -> dict[str, Any]:
+        with self._write() as tx:
+            # FOR UPDATE: on PostgreSQL two writers adding at once must not both read the old
+            # totals (SQLite's BEGIN IMMEDIATE already serialises them; it ignores the clause).
+            row = tx.execute(select(runs.c.totals).where(runs.c.id == run_id)
+                             .with_for_update()).first()
+            if row is None:
+                raise KeyError(f"no run {run_id!r}")
+            totals: dict[str, Any] = dict(row[0] or {})
+            for key, value in values.items():
+                totals[key] = (totals.get(key) or 0) + value if add else value
+            tx.execute(update(runs).where(runs.c.id == run_id).values(
+                totals=self._scrub(totals), updated_at=utc_now()))
+        return totals
+
+    def heartbeat(self, run_id: str, owner: str) -> None:
+        with self._write() as tx:
+            tx.execute(_HEARTBEAT, {"b_run": run_id, "b_owner": owner, "b_beat": utc_now()})
+
+    def mark_interrupted(
+        self, *, stale_after_s: float = 30.0, dead_owners: Iterable[str] = ()
+    ) -> list[str]:
+        """Runs left running/paused by a process that stopped heartbeating become
+        `interrupted`, so the UI can offer to resume them; so do runs whose owner is known
+        to be dead (`dead_owners`), without waiting for the heartbeat to go stale.
+        Returns their ids."""
+        cutoff = ts(datetime.now(UTC) - timedelta(seconds=stale_after_s))
+        dead = list(dead_owners)
+        stale = or_(runs.c.heartbeat_at.is_(None), runs.c.heartbeat_at < cutoff,
+                    *([runs.c.owner.in_(dead)] if dead else []))
+        with self._write() as tx:
+            ids = [row[0] for row in tx.execute(
+                select(runs.c.id).where(and_(runs.c.status.in_(("running", "paused")), stale))
+                .order_by(runs.c.created_at).with_for_update())]
+            if ids:
+                tx.execute(update(runs).where(runs.c.id.in_(ids))
+                           .values(status="interrupted", updated_at=utc_now()))
+        return ids
+
+    def active_owners(self) -> set[str]:
+        """Owners ("pid:N@host") of runs currently marked running or paused."""
+        query = select(runs.c.owner).distinct().where(
+            runs.c.status.in_(("running", "paused")), runs.c.owner.is_not(None))
+        return {row["owner"] for row in self._rows(query)}
+
+    def set_control(self, run_id: str, action: str | None) -> None:
+        """Ask the engine running `run_id` to "pause" or "cancel" (None clears the request)."""
+        if action is not None and action not in CONTROL_ACTIONS:
+            raise ValueError(f"unknown control action {action!r}")
+        with self._write() as tx:
+            tx.execute(update(runs).where(runs.c.id == run_id)
+                       .values(control=action, updated_at=utc_now()))
+
+    def get_control(self, run_id: str) -> str | None:
+        row = self._row(_GET_CONTROL, {"run_id": run_id})
+        return row["control"] if row else None
+
+    def latest_activity(self, run_id: str) -> dict[str, Any]:
+        """Cheap poll for a live dashboard: one indexed query. Empty dict if no such run."""
+        found = self._fast_rows(_LATEST_ACTIVITY, {"run_id": run_id})
+        return mapped.activity(found[0] if found else None)

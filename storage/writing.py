@@ -1,0 +1,149 @@
+"""What the writing side stores: drafts, reviews, the report, hosted engines' reports and the
+claim verifications (verdicts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import Table, select
+
+from storage import rows as mapped
+from storage.base import StoreBase
+from storage.dialects import insert_for
+from storage.engine import Tx
+from storage.migrations import utc_now
+from storage.schema import drafts, engine_reports, reports, reviews, verifications
+
+_VERIFICATION_TEXT = ("section", "subtopic", "verifier_verdict", "auditor_verdict",
+                      "critic_verdict", "status", "final_text", "note")
+
+
+class WritingStore(StoreBase):
+    """The `drafts`, `reviews`, `reports`, `engine_reports` and `verifications` tables."""
+
+    def _replace(self, tx: Tx, table: Table, values: dict[str, Any]) -> None:
+        """Insert, or overwrite every column of the row with the same primary key."""
+        statement = insert_for(self.dialect, table).values(**values)
+        keys = [c.name for c in table.primary_key.columns]
+        tx.execute(statement.on_conflict_do_update(
+            index_elements=keys,
+            set_={name: statement.excluded[name] for name in values if name not in keys}))
+
+    # -- drafts, reviews, report ---------------------------------------------------------
+
+    def save_draft(self, run_id: str, version: int, kind: str, text: str,
+                   numbering: Mapping[int, str], word_count: int) -> None:
+        """`numbering` maps citation number -> source id (saving a version again replaces it)."""
+        with self._write() as tx:
+            self._replace(tx, drafts, {
+                "run_id": run_id, "version": int(version), "kind": kind,
+                "text": self._plain(text), "numbering": mapped.numbering_in(numbering),
+                "word_count": int(word_count), "created_at": utc_now()})
+
+    def get_drafts(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._rows(select(drafts).where(drafts.c.run_id == run_id)
+                          .order_by(drafts.c.version))
+        return [mapped.draft(row) for row in rows]
+
+    def save_review(self, run_id: str, cycle: int, *, draft_version: int, approved: bool,
+                    model_approved: bool, issues: list[dict[str, Any]], strengths: list[str],
+                    checks: Mapping[str, Any]) -> None:
+        with self._write() as tx:
+            self._replace(tx, reviews, {
+                "run_id": run_id, "cycle": int(cycle), "draft_version": int(draft_version),
+                "approved": int(bool(approved)), "model_approved": int(bool(model_approved)),
+                "issues": self._plain(issues), "strengths": self._plain(strengths),
+                "checks": self._plain(dict(checks)), "created_at": utc_now()})
+
+    def get_reviews(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._rows(select(reviews).where(reviews.c.run_id == run_id)
+                          .order_by(reviews.c.cycle))
+        return [mapped.review(row) for row in rows]
+
+    def save_report(self, run_id: str, markdown: str, *, meta: Mapping[str, Any]) -> None:
+        """One report per run; saving again replaces it."""
+        with self._write() as tx:
+            self._replace(tx, reports, {
+                "run_id": run_id, "markdown": self._plain(markdown),
+                "meta": self._plain(dict(meta)), "created_at": utc_now()})
+
+    def get_report(self, run_id: str) -> dict[str, Any] | None:
+        return self._row(select(reports).where(reports.c.run_id == run_id))
+
+    # -- hosted engines ------------------------------------------------------------------
+
+    def _engine_meta(self, tx: Tx, run_id: str, engine: str,
+                     meta: Mapping[str, Any] | None) -> dict[str, Any]:
+        row = tx.execute(select(engine_reports.c.meta).where(
+            engine_reports.c.run_id == run_id, engine_reports.c.engine == engine)
+            .with_for_update()).first()
+        return {**(row[0] or {} if row else {}), **dict(meta or {})}
+
+    def save_engine_job(self, run_id: str, engine: str, *, remote_id: str | None, status: str,
+                        error: str | None = None, meta: Mapping[str, Any] | None = None) -> None:
+        """Record a hosted engine's remote job and its status (the report, if any, is kept).
+        `meta`, when given, is merged into the stored meta."""
+        now = utc_now()
+        with self._write() as tx:
+            merged = self._engine_meta(tx, run_id, engine, meta)
+            statement = insert_for(self.dialect, engine_reports).values(
+                run_id=run_id, engine=engine, remote_id=remote_id, status=status,
+                meta=self._plain(merged), error=self._redact(error), created_at=now,
+                updated_at=now)
+            tx.execute(statement.on_conflict_do_update(
+                index_elements=["run_id", "engine"],
+                set_={name: statement.excluded[name]
+                      for name in ("remote_id", "status", "meta", "error", "updated_at")}))
+
+    def save_engine_report(self, run_id: str, engine: str, markdown: str, *,
+                           numbering: Mapping[int, str], meta: Mapping[str, Any],
+                           status: str = "completed") -> None:
+        """Store a hosted engine's finished report; `meta` is merged into the stored meta."""
+        now = utc_now()
+        with self._write() as tx:
+            merged = self._engine_meta(tx, run_id, engine, meta)
+            statement = insert_for(self.dialect, engine_reports).values(
+                run_id=run_id, engine=engine, status=status, markdown=self._plain(markdown),
+                numbering=mapped.numbering_in(numbering), meta=self._plain(merged), error=None,
+                created_at=now, updated_at=now)
+            tx.execute(statement.on_conflict_do_update(
+                index_elements=["run_id", "engine"],
+                set_={name: statement.excluded[name] for name in
+                      ("status", "markdown", "numbering", "meta", "error", "updated_at")}))
+
+    def get_engine_reports(self, run_id: str) -> list[dict[str, Any]]:
+        """Every hosted engine row of the run (oldest first), numbering keys as ints."""
+        rows = self._rows(select(engine_reports).where(engine_reports.c.run_id == run_id)
+                          .order_by(engine_reports.c.created_at, engine_reports.c.engine))
+        return [mapped.engine_report(row) for row in rows]
+
+    def get_engine_report(self, run_id: str, engine: str) -> dict[str, Any] | None:
+        return next((r for r in self.get_engine_reports(run_id) if r["engine"] == engine), None)
+
+    # -- verification --------------------------------------------------------------------
+
+    def save_verifications(self, run_id: str, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Upsert by (run_id, claim_id). Row keys: claim_id, claim, source_ids, verdict,
+        passage, reviewer; optionally section, subtopic, verifier_verdict, auditor_verdict,
+        critic_verdict, status, final_text, note and details (a JSON object)."""
+        now = utc_now()
+        with self._write() as tx:
+            for row in rows:
+                values = {
+                    "run_id": run_id, "claim_id": str(row["claim_id"]),
+                    "claim": self._plain(row.get("claim") or ""),
+                    "source_ids": list(row.get("source_ids") or []),
+                    "verdict": row.get("verdict") or "", "passage": self._plain(row.get("passage")),
+                    "reviewer": row.get("reviewer"), "created_at": now,
+                    **{c: self._plain(row.get(c)) for c in _VERIFICATION_TEXT},
+                    "details": self._plain(dict(row.get("details") or {}))}
+                statement = insert_for(self.dialect, verifications).values(**values)
+                tx.execute(statement.on_conflict_do_update(
+                    index_elements=["run_id", "claim_id"],
+                    set_={name: statement.excluded[name] for name in values
+                          if name not in ("run_id", "claim_id")}))
+
+    def get_verifications(self, run_id: str) -> list[dict[str, Any]]:
+        return self._rows(select(verifications).where(verifications.c.run_id == run_id)
+                          .order_by(verifications.c.id))

@@ -1,0 +1,88 @@
+"""Many writers, nothing lost, on both databases: 8 runs writing events, sources and usage at
+once while 4 dashboards poll what the Run page reads, each tailing one run's events."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from storage import Store
+
+WRITERS, READERS, STEPS, EVENTS_PER_STEP, SOURCES_PER_STEP = 8, 4, 6, 10, 5
+
+
+def _write_run(store: Store, run_id: str, n: int) -> None:
+    """What a research run writes: step starts, events, usage, and whole research steps."""
+    store.set_run_status(run_id, "running")
+    for step in range(STEPS):
+        key = f"research:t{step}"
+        store.start_step(run_id, key, kind="research", label=key)
+        for e in range(EVENTS_PER_STEP):
+            store.append_event({"run_id": run_id, "type": "source_found", "step": key,
+                                "message": f"w{n} s{step} e{e}", "data": {"e": e}})
+        store.add_usage(run_id, "worker", "openai", "m", 100, 10, 0.001)
+        store.heartbeat(run_id, f"writer-{n}")
+        store.complete_research_step(
+            run_id, key, sources=[{"id": f"w{n}-{step}-{k}", "url": f"https://w{n}.org/{step}/{k}",
+                                   "text": "body " * 200} for k in range(SOURCES_PER_STEP)],
+            findings=[{"claim": f"claim {step}", "source_ids": [f"w{n}-{step}-0"]}],
+            queries=[{"query": "q", "provider": "p", "result_count": 5}], skipped=[])
+    store.set_run_status(run_id, "completed")
+
+
+def _poll(store: Store, run_id: str, done: threading.Event, seen: list[int]) -> int:
+    """The Run page's live panel, back to back; `seen` collects the tailed event ids."""
+    polls = 0
+    while True:
+        finished = done.is_set()  # read before the poll: the last poll sees everything
+        store.get_run(run_id)
+        store.get_steps(run_id)
+        store.latest_activity(run_id)
+        seen += [e["id"] for e in store.get_events(run_id, after_id=seen[-1] if seen else 0)]
+        polls += 1
+        if finished:
+            return polls
+        time.sleep(0.01)
+
+
+def test_eight_writers_and_four_pollers_lose_nothing(db_target: str) -> None:
+    store = Store(db_target)
+    run_ids = [store.create_run(f"run {n}", {}) for n in range(WRITERS)]
+    errors: list[BaseException] = []
+    done = threading.Event()
+    seen: list[list[int]] = [[] for _ in range(READERS)]
+    polls: list[int] = []
+
+    def guarded(target: Any, *args: Any) -> None:
+        try:
+            result = target(*args)
+            if isinstance(result, int):
+                polls.append(result)
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    writers = [threading.Thread(target=guarded, args=(_write_run, store, rid, n))
+               for n, rid in enumerate(run_ids)]
+    readers = [threading.Thread(target=guarded, args=(_poll, store, run_ids[i], done, seen[i]))
+               for i in range(READERS)]
+    for thread in readers + writers:
+        thread.start()
+    for thread in writers:
+        thread.join(timeout=300)
+    done.set()
+    for thread in readers:
+        thread.join(timeout=60)
+
+    assert errors == []
+    assert min(polls) > 3, "the pollers should have been polling while the runs wrote"
+    for run_id in run_ids:
+        assert store.get_run(run_id)["status"] == "completed"  # type: ignore[index]
+        assert store.count_sources(run_id) == STEPS * SOURCES_PER_STEP
+        assert len(store.get_events(run_id)) == STEPS * EVENTS_PER_STEP
+        assert store.usage_totals(run_id)["calls"] == STEPS
+        assert len(store.get_findings(run_id)) == STEPS
+        assert [s["status"] for s in store.get_steps(run_id)] == ["done"] * STEPS
+    for i in range(READERS):  # every tail saw every event of its run once, in order
+        assert seen[i] == [e["id"] for e in store.get_events(run_ids[i])]
+    store.close()
