@@ -417,7 +417,7 @@ def _steer(store: Store, run_id: str, args: argparse.Namespace) -> bool:
     return True
 
 
-def _steer_text(asked: dict) -> str:
+def _steer_text(asked: dict[str, Any]) -> str:  # a JSON column's value
     lines = [f"Round {asked['round']} is done. The lead proposes to explore next:"]
     lines += [f"  {p['n']}. {strip_control(p['title'])}"
               + (f" ({strip_control(p['why'])[:200]})" if p.get("why") else "")
@@ -425,7 +425,7 @@ def _steer_text(asked: dict) -> str:
     return "\n".join(lines)
 
 
-def _plan_text(plan: list[dict]) -> str:
+def _plan_text(plan: list[dict[str, Any]]) -> str:
     lines = ["The plan:"]
     for i, sub in enumerate(plan, start=1):
         lines.append(f"  {i}. {sub['title']}")

@@ -16,8 +16,9 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-import bibtexparser
 import rispy
+from bibtexparser.entrypoint import write_string
+from bibtexparser.library import Library
 from bibtexparser.model import Entry, Field
 from pylatexenc.latexencode import unicode_to_latex
 
@@ -106,13 +107,13 @@ def _bibtex_entry(ref: Reference) -> Entry:
 
 def to_bibtex(doc: ReportDocument) -> str:
     """The cited sources as a BibTeX file."""
-    library = bibtexparser.Library()
+    library = Library()
     for ref in references(doc):
         library.add(_bibtex_entry(ref))
-    return str(bibtexparser.write_string(library))
+    return str(write_string(library))
 
 
-class _RisWriter(rispy.RisWriter):
+class _RisWriter(rispy.RisWriter):  # type: ignore[misc]  # rispy has no type hints
     """rispy's writer without its "1." counter line before each record."""
 
     def set_header(self, count: int) -> str:

@@ -84,7 +84,7 @@ def to_csv(rows: Sequence[EvidenceRow]) -> bytes:
 
 
 def _xlsx_text(text: str) -> str:
-    return ILLEGAL_CHARACTERS_RE.sub("", text)[:_XLSX_CELL_MAX]
+    return str(ILLEGAL_CHARACTERS_RE.sub("", text))[:_XLSX_CELL_MAX]
 
 
 def to_xlsx(rows: Sequence[EvidenceRow]) -> bytes:

@@ -123,7 +123,7 @@ def clean_document(doc: T) -> T:
         elif isinstance(value, tuple):
             changes[field.name] = tuple(
                 strip_control(v) if isinstance(v, str) else clean_document(v) for v in value)
-    return dataclasses.replace(doc, **changes)  # type: ignore[type-var]
+    return dataclasses.replace(doc, **changes)
 
 
 def export_markdown(markdown: str) -> str:

@@ -16,7 +16,7 @@ from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -78,7 +78,7 @@ class LLM(Protocol):
         self,
         messages: Sequence[Message],
         *,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
         schema_name: str | None = None,
         timeout: float | None = None,
     ) -> Completion: ...
@@ -294,7 +294,7 @@ class RoleLLM:
         return f"{self.llm.provider}/{self.llm.model}"
 
     def _once(
-        self, messages: Sequence[Message], schema: dict | None, name: str | None,
+        self, messages: Sequence[Message], schema: dict[str, Any] | None, name: str | None,
         deadline: float | None,
     ) -> Completion:
         """One answer, checked against the budget first; an answer cut off at the length
@@ -311,7 +311,7 @@ class RoleLLM:
 
     def _changed_request(
         self, exc: AnswerCutOff | AnswerBlocked, messages: Sequence[Message],
-        schema: dict | None, name: str | None, deadline: float | None,
+        schema: dict[str, Any] | None, name: str | None, deadline: float | None,
     ) -> Completion:
         """The one retry that can help a cut-off or withheld answer: the same request with a
         nudge (be concise; do only the research task). A second refusal is final."""
@@ -337,7 +337,7 @@ class RoleLLM:
             ) from None
 
     def _budgeted(
-        self, messages: Sequence[Message], schema: dict | None, name: str | None,
+        self, messages: Sequence[Message], schema: dict[str, Any] | None, name: str | None,
         deadline: float | None,
     ) -> Completion:
         """Refuse the call (BudgetStop from the meter's guard) when its estimate would take
@@ -348,7 +348,7 @@ class RoleLLM:
             return self._fitted(messages, schema, name, deadline)
 
     def _fitted(
-        self, messages: Sequence[Message], schema: dict | None, name: str | None,
+        self, messages: Sequence[Message], schema: dict[str, Any] | None, name: str | None,
         deadline: float | None,
     ) -> Completion:
         """One answer: the prompt trimmed to fit, retries, and one harder trim if the
@@ -384,7 +384,7 @@ class RoleLLM:
         return completion
 
     def _attempts(
-        self, messages: Sequence[Message], schema: dict | None, name: str | None,
+        self, messages: Sequence[Message], schema: dict[str, Any] | None, name: str | None,
         deadline: float | None,
     ) -> Completion:
         def attempt() -> Completion:

@@ -76,7 +76,7 @@ class GeminiChat(LLM):
         self,
         messages: Sequence[Message],
         *,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
         schema_name: str | None = None,
         timeout: float | None = None,
     ) -> Completion:
@@ -100,7 +100,7 @@ class GeminiChat(LLM):
             config.response_json_schema = json_schema
         try:
             response = self._client.models.generate_content(
-                model=self.model, contents=contents, config=config  # type: ignore[arg-type]
+                model=self.model, contents=contents, config=config
             )
         except genai_errors.APIError as exc:
             raise self._map_api_error(exc) from None

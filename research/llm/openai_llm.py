@@ -60,7 +60,7 @@ class OpenAIChat(LLM):
         self,
         messages: Sequence[Message],
         *,
-        json_schema: dict | None = None,
+        json_schema: dict[str, Any] | None = None,
         schema_name: str | None = None,
         timeout: float | None = None,
     ) -> Completion:

@@ -194,7 +194,7 @@ def _breadth(subtopics: int, round_no: int, schedule: str, breadth: int) -> int:
     """How many subtopics the next round may add: BREADTH halving at each level under the
     breadth x depth schedule, half the plan's subtopics otherwise."""
     if schedule == "breadth_depth":
-        return max(1, math.ceil(breadth / 2 ** (round_no - 1)))
+        return max(1, math.ceil(breadth / 2.0 ** (round_no - 1)))
     return max(1, subtopics // 2)
 
 
