@@ -27,6 +27,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
   exit 2
 fi
 
+if ! "$PY" -c "import socket, sys; socket.socket().bind(('127.0.0.1', int(sys.argv[1])))" "$PORT" \
+    2>/dev/null; then
+  echo "Port $PORT on 127.0.0.1 is in use (or not a port); pick another with DEEP_RESEARCH_DEMO_PORT=..." >&2
+  exit 2
+fi
+
 # --- clean-up: every child stopped, the temporary directory removed, whatever happens ------------
 DEMO_DIR="$(mktemp -d "${TMPDIR:-/tmp}/dr-team-demo.XXXXXX")"
 AS_PG=()
@@ -61,12 +67,18 @@ free_port() {
   "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# wait_for_log PID FILE PATTERN SECONDS WHAT: poll until a log file shows PATTERN.
+# still_running: every child started so far is alive (else there is no point waiting).
+still_running() {
+  local pid
+  for pid in "${children[@]}"; do kill -0 "$pid" 2>/dev/null || return 1; done
+}
+
+# wait_for_log FILE PATTERN SECONDS WHAT: poll until a log file shows PATTERN.
 wait_for_log() {
-  local pid="$1" file="$2" pattern="$3" seconds="$4" what="$5"
+  local file="$1" pattern="$2" seconds="$3" what="$4"
   for _ in $(seq 1 $((seconds * 5))); do
     grep -q "$pattern" "$file" 2>/dev/null && return 0
-    kill -0 "$pid" 2>/dev/null || break
+    still_running || break
     sleep 0.2
   done
   echo "$what did not start; its log says:" >&2
@@ -79,9 +91,11 @@ wait_for_http() {
   local url="$1" seconds="$2" what="$3"
   for _ in $(seq 1 $((seconds * 5))); do
     "$PY" -c "import urllib.request as u; u.urlopen('$url', timeout=2)" 2>/dev/null && return 0
+    still_running || break
     sleep 0.2
   done
-  echo "$what did not answer at $url in ${seconds} s; see $DEMO_DIR/logs." >&2
+  echo "$what did not answer at $url; the logs say:" >&2
+  for f in "$DEMO_DIR"/logs/*.log; do echo "--- $(basename "$f")" >&2; tail -n 5 "$f" >&2; done
   exit 1
 }
 
@@ -110,7 +124,7 @@ export DEEP_RESEARCH_WORKERS=external  # dashboards queue and watch; the workers
 for n in 1 2; do
   "$PY" -m research worker --concurrency 2 >"$DEMO_DIR/logs/worker-$n.log" 2>&1 &
   children+=("$!")
-  wait_for_log "$!" "$DEMO_DIR/logs/worker-$n.log" "is executing queued runs" 120 "Worker $n"
+  wait_for_log "$DEMO_DIR/logs/worker-$n.log" "is executing queued runs" 120 "Worker $n"
 done
 echo "Two workers are executing queued runs." >&2
 
