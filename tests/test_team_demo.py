@@ -109,6 +109,8 @@ def demo(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
         for path in re.findall(r"in (/\S+dr-team-demo\.\w+)", out.read_text(errors="replace")):
+            for pid in _demo_processes(proc.pid, path):  # a failed test leaves nothing running
+                os.kill(pid, signal.SIGKILL)
             shutil.rmtree(path, ignore_errors=True)
 
 
