@@ -9,6 +9,7 @@ reason where nginx or PostgreSQL is not installed, unless DEEP_RESEARCH_REQUIRE_
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -110,7 +111,8 @@ def demo(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
             proc.wait(10)
         for path in re.findall(r"in (/\S+dr-team-demo\.\w+)", out.read_text(errors="replace")):
             for pid in _demo_processes(proc.pid, path):  # a failed test leaves nothing running
-                os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             shutil.rmtree(path, ignore_errors=True)
 
 
