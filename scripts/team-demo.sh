@@ -199,6 +199,8 @@ The team demo is running:
   two dashboards (127.0.0.1:${DASH_PORTS[0]}, 127.0.0.1:${DASH_PORTS[1]}) behind nginx, two workers,
   PostgreSQL at 127.0.0.1:$PG_PORT; logs and data in $DEMO_DIR
 Runs use the keys in this shell's environment (the workers read them). Stop with Ctrl-C.
+From the command line, in another terminal:
+  DEEP_RESEARCH_DB=$DEEP_RESEARCH_DB DEEP_RESEARCH_WORKERS=external ./run.sh "your question"
 EOF
 
 # Wait until a child stops on its own (then say which) or Ctrl-C arrives (the trap cleans up).

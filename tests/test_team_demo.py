@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -24,7 +25,12 @@ from pathlib import Path
 
 import pytest
 
+from storage import Store
 from tests.browser_helpers import clean_environ, free_port
+from tests.test_crash import CLI_ARGS, ONE_WORKER
+
+QUESTION = "How do heat pumps perform in cold climates?"
+KEY_NAMES = ("OPENAI_API_KEY", "GEMINI_API_KEY", "TAVILY_API_KEY")
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "team-demo.sh"
@@ -96,10 +102,14 @@ def _websocket_handshake(port: int) -> str:
 
 
 @pytest.fixture
-def demo(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+def demo(standin_env: dict[str, str],
+         tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """The demo, started as a person would, with the stand-in's keys in its environment."""
     _require_binaries()
     out = tmp_path / "demo.out"
-    env = clean_environ({"DEEP_RESEARCH_DEMO_PORT": str(free_port())})
+    env = clean_environ({**standin_env, **ONE_WORKER, "DEEP_RESEARCH_SEARCH": "tavily",
+                         "DEEP_RESEARCH_SECRETS_FILE": str(tmp_path / "no-secrets.toml"),
+                         "DEEP_RESEARCH_DEMO_PORT": str(free_port())})
     with out.open("wb") as log:
         proc = subprocess.Popen(["bash", str(SCRIPT)], cwd=ROOT, env=env, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -130,8 +140,44 @@ def _wait_for_address(proc: subprocess.Popen[bytes], out: Path) -> tuple[int, st
                          f"{out.read_text(errors='replace')[-3000:]}")
 
 
-def test_team_demo_serves_through_nginx_and_ctrl_c_stops_everything(
-    demo: tuple[subprocess.Popen[bytes], Path],
+def _research_through_the_demo(out: Path, standin_env: dict[str, str], tmp_path: Path) -> str:
+    """Queue a run from the command line printed by the demo (no key: the workers have them)
+    and wait for its report; returns the database URL."""
+    printed = re.search(r"DEEP_RESEARCH_DB=(postgresql://\S+)", out.read_text())
+    assert printed, "the demo prints no command line for its database"
+    db_url = printed.group(1)
+    env = clean_environ({**{k: v for k, v in standin_env.items() if k not in KEY_NAMES},
+                         "DEEP_RESEARCH_DB": db_url, "DEEP_RESEARCH_WORKERS": "external",
+                         "DEEP_RESEARCH_SECRETS_FILE": str(tmp_path / "no-secrets.toml")})
+    cli = [sys.executable, "-m", "research"]
+    detached = subprocess.run([*cli, QUESTION, *CLI_ARGS, "--detach"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=120)
+    assert detached.returncode == 0, detached.stderr
+    run_id = detached.stdout.strip().splitlines()[-1]
+    report = tmp_path / "report.md"
+    waited = subprocess.run([*cli, "--wait", run_id, "--out", str(report)], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert waited.returncode == 0, waited.stderr[-3000:]
+    assert "Executive summary" in report.read_text()
+    return db_url
+
+
+def _executors(db_url: str) -> set[int]:
+    """The process ids of the workers that executed runs, from the engine's own records."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.connect() as conn:
+            ids = conn.execute(sa.text("SELECT executor_id FROM dbos.workflow_status "
+                                       "WHERE name = 'research_run'")).scalars().all()
+    finally:
+        engine.dispose()
+    return {int(i.rsplit("-", 2)[1]) for i in ids}
+
+
+def test_team_demo_serves_through_nginx_runs_on_its_workers_and_ctrl_c_stops_everything(
+    demo: tuple[subprocess.Popen[bytes], Path], standin_env: dict[str, str], tmp_path: Path,
 ) -> None:
     proc, out = demo
     port, demo_dir = _wait_for_address(proc, out)
@@ -156,6 +202,15 @@ def test_team_demo_serves_through_nginx_and_ctrl_c_stops_everything(
     assert sum("streamlit run app.py" in c for c in commands) == 2, commands
     assert any(c.startswith("nginx: master") for c in commands), commands
     assert any("postgres" in c and demo_dir in c for c in commands), commands
+
+    db_url = _research_through_the_demo(out, standin_env, tmp_path)
+    store = Store(db_url)
+    try:
+        assert [r["status"] for r in store.list_runs()] == ["completed"]
+    finally:
+        store.close()
+    workers = {pid for pid, c in running.items() if "research worker" in c}
+    assert _executors(db_url) and _executors(db_url) <= workers
 
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in the terminal
     assert proc.wait(STOP_TIMEOUT_S) == 130
