@@ -22,7 +22,8 @@ PG_BIN="$(dirname "$(ls -1 /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -
 [ -x "$PG_BIN/initdb" ] || missing+=("PostgreSQL (no /usr/lib/postgresql/*/bin/initdb)")
 [ -x "$PY" ] || missing+=("the virtual environment .venv (run scripts/setup.sh)")
 if [ "${#missing[@]}" -gt 0 ]; then
-  echo "The team demo cannot start; missing: ${missing[*]}." >&2
+  echo "The team demo cannot start. Missing:" >&2
+  printf '  - %s\n' "${missing[@]}" >&2
   echo "On Debian or Ubuntu: sudo apt-get install nginx postgresql (or scripts/setup.sh --dev)" >&2
   exit 2
 fi
