@@ -2,7 +2,7 @@
 # Idempotent set-up: Debian packages WeasyPrint (and the browser and PostgreSQL tests) need, then a
 # virtualenv in .venv with the pinned requirements. Safe to run again and again.
 #   scripts/setup.sh          runtime only
-#   scripts/setup.sh --dev    also test tools and the headless browser
+#   scripts/setup.sh --dev    also test tools, the headless browser, PostgreSQL and nginx
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +11,8 @@ DEV=0
 
 debs=(libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core)
 # postgresql: the tests start a throw-away server (tests/pg_server.py) to run the store on it.
-[ "$DEV" = 1 ] && debs+=(chromium postgresql)
+# nginx: the reverse proxy of scripts/team-demo.sh (and of its test).
+[ "$DEV" = 1 ] && debs+=(chromium postgresql nginx)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
