@@ -198,6 +198,16 @@ def _connect(url: str) -> None:
     cli_jobs.connect(url, WorkerSettings.from_env({}))
 
 
+def _disconnect() -> None:
+    """Stop this process's DBOS instance before its database goes away."""
+    from dbos import DBOS
+
+    from research import durable
+
+    DBOS.destroy()
+    durable._launched_url = None  # noqa: SLF001 - the next launch must start a new instance
+
+
 def _enqueue(store: Any, setup: Setup, count: int) -> dict[str, float]:
     """`count` new runs, each of its own person (so the per-person limit does not cap the
     workers); returns each run's enqueue time."""
@@ -280,8 +290,7 @@ def _pass(server: Any, setup: Setup, workers_n: int, say: Say) -> dict[str, Any]
 
 
 def _kill_test(server: Any, setup: Setup, say: Say) -> dict[str, Any]:
-    """Two workers, one run; SIGKILL the one executing it once a research step finished and
-    another is in flight; time until the other worker carries it on; steps run twice."""
+    """Two workers, one run; SIGKILL the one executing it while a research unit is in flight; time until the other worker carries it on; steps run twice."""
     from research.workers import CARRY_ON_WITHIN_S
     from storage import Store
 
@@ -298,8 +307,9 @@ def _kill_test(server: Any, setup: Setup, say: Say) -> dict[str, Any]:
         [run_id] = _enqueue(store, setup, 1)
         deadline = time.monotonic() + 300
         while not _research_in_flight(store.get_steps(run_id)):
-            if time.monotonic() > deadline:
-                raise RuntimeError("the run never reached mid-research")
+            status = (store.get_run(run_id) or {}).get("status")
+            if time.monotonic() > deadline or status in TERMINAL:
+                raise RuntimeError(f"the run never was caught mid-research (it is {status})")
             time.sleep(0.1)
         [(_, executor)] = _workflows(url)[run_id]
         doomed = next(n for n, p in workers.procs.items() if f"-{p.pid}-" in executor)
@@ -328,8 +338,9 @@ def _kill_test(server: Any, setup: Setup, say: Say) -> dict[str, Any]:
 
 
 def _research_in_flight(steps: list[dict[str, Any]]) -> bool:
-    research = [s["status"] for s in steps if s["key"].startswith("research:")]
-    return "done" in research and "running" in research
+    """Mid-research: a research unit is executing (the run's units run side by side, so
+    waiting for one to finish first could miss them all)."""
+    return any(s["key"].startswith("research:") and s["status"] == "running" for s in steps)
 
 
 def bench_scale(args: argparse.Namespace, tmp: Path, row: Callable[..., Any], say: Say) -> list[Any]:
@@ -356,6 +367,7 @@ def bench_scale(args: argparse.Namespace, tmp: Path, row: Callable[..., Any], sa
         passes = [_pass(server, setup, n, say) for n in counts]
         kill = _kill_test(server, setup, say)
     finally:
+        _disconnect()
         standin.stop()
         server.stop()
     base = passes[0]["per_min"] if passes else 0.0
