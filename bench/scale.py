@@ -223,10 +223,15 @@ def _enqueue(store: Any, setup: Setup, count: int) -> dict[str, float]:
 
 
 def _wait_done(store: Any, run_ids: Iterable[str], timeout: float) -> dict[str, dict[str, Any]]:
+    """The stored runs once every one has ended and no workflow of theirs is still queued or
+    executing (the store records the end a moment before the workflow returns)."""
+    from research import durable
+
     deadline = time.monotonic() + timeout
     while True:
         runs = {rid: store.get_run(rid) or {} for rid in run_ids}
-        if all(r.get("status") in TERMINAL for r in runs.values()) or time.monotonic() > deadline:
+        ended = all(r.get("status") in TERMINAL for r in runs.values())
+        if (ended and not durable.active_runs() & runs.keys()) or time.monotonic() > deadline:
             return runs
         time.sleep(1.0)
 
