@@ -281,7 +281,7 @@ def _pass(server: Any, setup: Setup, workers_n: int, say: Say) -> dict[str, Any]
     wall = (max(ends) - began) if ends else float("nan")
     lost = [rid for rid, r in runs.items() if r.get("status") != "completed"
             or [s for s, _ in flows.get(rid, [])] != ["SUCCESS"]]
-    figures = {"workers": workers_n, "completed": len(done), "wall": wall,
+    figures: dict[str, Any] = {"workers": workers_n, "completed": len(done), "wall": wall,
                "per_min": len(done) / wall * 60 if ends else 0.0,
                "wait_p50": percentile(waits, 50), "wait_p95": percentile(waits, 95),
                "poll_p95": percentile(poller.times, 95), "polls": len(poller.times),

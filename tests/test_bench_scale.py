@@ -3,6 +3,8 @@ steps executed twice, worked out from a run's events. No timing here: the sectio
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bench.scale import percentile, steps_run_twice, when
@@ -22,7 +24,7 @@ def test_stored_utc_times_read_as_epoch_seconds() -> None:
     assert when("2026-11-23T09:00:02.000Z") - when("2026-11-23T09:00:00.250Z") == pytest.approx(1.75)
 
 
-def _event(kind: str, step: str, attempt: int = 1) -> dict[str, object]:
+def _event(kind: str, step: str, attempt: int = 1) -> dict[str, Any]:
     return {"type": kind, "step": step, "data": {"attempt": attempt}}
 
 
