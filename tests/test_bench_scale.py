@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bench.scale import percentile, steps_run_twice, when
+from bench.scale import percentile, steps_redone, steps_run_twice, when
 
 
 def test_percentile_is_nearest_rank_and_empty_is_zero() -> None:
@@ -44,3 +44,22 @@ def test_a_step_completed_twice_is_reported() -> None:
     events = [_event("step_started", "draft"), _event("step_started", "draft"),
               _event("step_completed", "draft"), _event("step_completed", "draft")]
     assert steps_run_twice(events) == (["draft"], ["draft"])
+
+
+def test_steps_redone_reads_restarts_and_finished_steps_executed_again_from_the_steps_table() -> None:
+    before: dict[str, dict[str, Any]] = {
+        "plan": {"key": "plan", "status": "done", "started_at": "t0", "finished_at": "t1"},
+        "research:a": {"key": "research:a", "status": "running", "started_at": "t2",
+                       "finished_at": None},
+        "research:b": {"key": "research:b", "status": "done", "started_at": "t2",
+                       "finished_at": "t3"},
+    }
+    carried_on = [
+        {"key": "plan", "status": "done", "started_at": "t0", "finished_at": "t1"},
+        {"key": "research:a", "status": "done", "started_at": "t5", "finished_at": "t6"},
+        {"key": "research:b", "status": "done", "started_at": "t2", "finished_at": "t3"},
+        {"key": "draft", "status": "done", "started_at": "t7", "finished_at": "t8"},
+    ]
+    assert steps_redone(before, carried_on) == (["research:a"], [])
+    executed_again = [*carried_on[:2], {**carried_on[2], "started_at": "t5", "finished_at": "t9"}]
+    assert steps_redone(before, executed_again) == (["research:a", "research:b"], ["research:b"])
