@@ -25,6 +25,11 @@ Sections (issue 3 point 9; the engine run of issue 2 point 12):
            1.15; with generation time, wall at most 60 s and 2,000 prompt tokens per page read.
   docs     200 generated documents (PDF, DOCX, Markdown; 2,000 pages) ingested, then passage
            searches over them (bench/docs.py). Targets: 20 pages/s or more; search p95 < 50 ms.
+  scale    Queued runs on PostgreSQL executed by 1, 2, then 4 `python -m research worker`
+           processes against the stand-in at fixed latencies: runs/min, queue wait p50/p95, the
+           live panel's poll p95 under that load; then a worker killed mid-run: time until
+           another carried the run on, steps run twice (bench/scale.py). Targets: 4 workers at
+           least 3x the runs/min of one; no run lost, none completed twice.
 
 Everything lives in a temporary directory; nothing touches data/ and nothing leaves 127.0.0.1.
 The exit status is 0 whatever the figures are (1 only if a section crashed).
@@ -60,7 +65,7 @@ if str(ROOT) not in sys.path:  # `python bench/benchmark.py` as well as `python 
 # spawned children must start from this benchmark instead (see `real_main`).
 _REAL_MAIN = sys.modules.get("__main__")
 APP = str(ROOT / "app.py")
-SECTIONS = ("run", "library", "poll", "engine", "latency", "models", "docs")
+SECTIONS = ("run", "library", "poll", "engine", "latency", "models", "docs", "scale")
 
 
 def _db_errors() -> tuple[type[BaseException], ...]:
@@ -898,7 +903,12 @@ def bench_engine(args: argparse.Namespace, tmp: Path) -> list[Row]:
     return rows
 
 
-from bench import latency  # noqa: E402 - the section's code; it needs the helpers above
+from bench import latency, scale  # noqa: E402 - the sections' code; they need the helpers above
+
+
+def bench_scale(args: argparse.Namespace, tmp: Path) -> list[Row]:
+    """The scale section (bench/scale.py) with this module's table rows."""
+    return scale.bench_scale(args, tmp, Row, say)
 
 
 def bench_latency(args: argparse.Namespace, tmp: Path) -> list[Row]:
@@ -914,8 +924,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="python -m bench.benchmark",
         description="Prints how fast the dashboard and the engine are with a lot of data "
                     "(figures only, no pass/fail on time).")
-    parser.add_argument("--only", default=",".join(SECTIONS),
-                        help=f"comma-separated sections to run, from {', '.join(SECTIONS)} (default: all)")
+    parser.add_argument("--only", default=",".join(s for s in SECTIONS if s != "scale"),
+                        help=f"comma-separated sections to run, from {', '.join(SECTIONS)} "
+                             "(default: all but scale, which takes about 15 minutes)")
     size = parser.add_argument_group("Run page")
     size.add_argument("--sources", type=int, default=1000, help="sources in the run (default 1000)")
     size.add_argument("--events", type=int, default=5000, help="events in the run (default 5000)")
@@ -945,6 +956,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     eng.add_argument("--engine-timeout", type=float, default=600.0,
                      help="give up on the engine run after this many seconds (default 600)")
     latency.add_arguments(parser)
+    scale.add_arguments(parser)
     parser.add_argument("--keep", action="store_true", help="keep the temporary databases and say where")
     args = parser.parse_args(argv)
     args.only = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -976,7 +988,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bench.models import bench_models  # the "models" section lives in its own file
 
     runners = {"run": bench_run_page, "library": bench_library, "poll": bench_poll,
-               "engine": bench_engine, "latency": bench_latency, "models": bench_models, "docs": bench_docs}
+               "engine": bench_engine, "latency": bench_latency, "models": bench_models, "docs": bench_docs,
+               "scale": bench_scale}
     rows: list[Row] = []
     crashed = False
     tmp_dir = tempfile.mkdtemp(prefix="drs-bench-")

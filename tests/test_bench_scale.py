@@ -1,0 +1,65 @@
+"""The scale benchmark's figures (bench/scale.py): percentiles, stored times and the count of
+steps executed twice, worked out from a run's events. No timing here: the section measures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.scale import percentile, steps_redone, steps_run_twice, when
+
+
+def test_percentile_is_nearest_rank_and_empty_is_zero() -> None:
+    values = [5.0, 1.0, 4.0, 2.0, 3.0]
+    assert percentile(values, 50) == 3.0
+    assert percentile(values, 95) == 5.0
+    assert percentile(values, 0) == 1.0
+    assert percentile(range(1, 101), 95) == 95
+    assert percentile([], 95) == 0.0
+
+
+def test_stored_utc_times_read_as_epoch_seconds() -> None:
+    assert when("1970-01-01T00:01:00.500Z") == pytest.approx(60.5)
+    assert when("2026-11-23T09:00:02.000Z") - when("2026-11-23T09:00:00.250Z") == pytest.approx(1.75)
+
+
+def _event(kind: str, step: str, attempt: int = 1) -> dict[str, Any]:
+    return {"type": kind, "step": step, "data": {"attempt": attempt}}
+
+
+def test_a_retry_is_not_a_step_run_twice_but_a_restart_at_the_same_attempt_is() -> None:
+    events = [
+        _event("step_started", "plan"), _event("step_completed", "plan"),
+        _event("step_started", "research:a"), _event("step_started", "research:a", attempt=2),
+        _event("step_completed", "research:a"),
+        _event("step_started", "research:b"),  # in flight when its worker was killed
+        _event("step_started", "research:b"), _event("step_completed", "research:b"),
+        {"type": "progress", "step": None, "data": {}},
+    ]
+    assert steps_run_twice(events) == (["research:b"], [])
+
+
+def test_a_step_completed_twice_is_reported() -> None:
+    events = [_event("step_started", "draft"), _event("step_started", "draft"),
+              _event("step_completed", "draft"), _event("step_completed", "draft")]
+    assert steps_run_twice(events) == (["draft"], ["draft"])
+
+
+def test_steps_redone_reads_restarts_and_finished_steps_executed_again_from_the_steps_table() -> None:
+    before: dict[str, dict[str, Any]] = {
+        "plan": {"key": "plan", "status": "done", "started_at": "t0", "finished_at": "t1"},
+        "research:a": {"key": "research:a", "status": "running", "started_at": "t2",
+                       "finished_at": None},
+        "research:b": {"key": "research:b", "status": "done", "started_at": "t2",
+                       "finished_at": "t3"},
+    }
+    carried_on = [
+        {"key": "plan", "status": "done", "started_at": "t0", "finished_at": "t1"},
+        {"key": "research:a", "status": "done", "started_at": "t5", "finished_at": "t6"},
+        {"key": "research:b", "status": "done", "started_at": "t2", "finished_at": "t3"},
+        {"key": "draft", "status": "done", "started_at": "t7", "finished_at": "t8"},
+    ]
+    assert steps_redone(before, carried_on) == (["research:a"], [])
+    executed_again = [*carried_on[:2], {**carried_on[2], "started_at": "t5", "finished_at": "t9"}]
+    assert steps_redone(before, executed_again) == (["research:a", "research:b"], ["research:b"])
