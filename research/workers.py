@@ -56,7 +56,13 @@ def beats_engine(url: str) -> sa.Engine:
     processes may share a SQLite file: wait for its write lock rather than fail)."""
     connect_args = {"timeout": 30} if url.startswith("sqlite") else {}
     engine = sa.create_engine(url, connect_args=connect_args)
-    _beats.create(engine, checkfirst=True)
+    try:
+        _beats.create(engine, checkfirst=True)
+    except sa.exc.DBAPIError:
+        # Two workers starting at once on a fresh database both see no table and both
+        # create it; the loser's error is harmless once the table is there.
+        if not sa.inspect(engine).has_table(_beats.name):
+            raise
     return engine
 
 

@@ -53,7 +53,6 @@ def test_one_persons_queue_neither_exceeds_their_share_nor_delays_another_person
                       workers=WorkerSettings(concurrency=concurrency))
     config = build_config(env={}, preset="quick")
     alice = [jobs.start(f"Alice question {i}?", config, CREDS, person="alice") for i in range(8)]
-    bob_enqueued = time.monotonic()
     bob = jobs.start("Bob's only question?", config, CREDS, person="bob")
     for run_id in [*alice, bob]:
         assert jobs.wait(run_id, 60), f"run {run_id} did not finish"
@@ -64,8 +63,9 @@ def test_one_persons_queue_neither_exceeds_their_share_nor_delays_another_person
     # runs beyond her share, although all eight of hers were queued before it.
     bob_start = recorder.spans[bob][0]
     later_alice = sorted(recorder.spans[r][0] for r in alice)[MAX_RUNS_PER_PERSON:]
+    # (Alice's later runs start only when her first ones end, so this also says Bob did not
+    # wait for one of her runs to finish.)
     assert bob_start < min(later_alice)
-    assert bob_start - bob_enqueued < RUN_S
 
 
 def test_a_queued_run_knows_its_place_among_its_persons_runs(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from pypdf import PdfReader
 
 from research import Credentials, resume, run_research
+from research import control
 from research.events import StepCompleted
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
@@ -195,8 +196,11 @@ def test_a_subtopic_failing_three_times_is_marked_and_the_report_says_so(
 
 
 def test_a_cancelled_run_resumes_to_the_same_sources_as_an_uninterrupted_one(
-    standin: StandinServer, http_runs: Runner, tmp_path: Path
+    standin: StandinServer, http_runs: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Every checkpoint reads the control: against an instant stand-in the other subtopics
+    # could all finish inside one poll interval, and the cut would cut nothing.
+    monkeypatch.setattr(control, "POLL_S", 0.0)
     credentials = http_runs.credentials
     config = http_runs.config(preset="quick", MAX_PARALLEL_WORKERS=1)
 
