@@ -51,8 +51,9 @@ class Runner:
         return self
 
     def config(self, env: dict[str, str] | None = None, **overrides: Any) -> ResearchConfig:
-        """The run's config from the stand-in's env; pages time out after 3 s unless told."""
-        return build_config(env=env or self.env, **{"fetch_timeout_s": 3, **overrides})
+        """The run's config from the stand-in's env; pages time out after 5 s unless told (room for a
+        loaded machine; the hostile slow page needs minutes)."""
+        return build_config(env=env or self.env, **{"fetch_timeout_s": 5, **overrides})
 
     def deps(self, config: ResearchConfig) -> dict[str, Any]:
         """`execute()`'s seams: the fakes, or nothing (the real SDKs over HTTP)."""
