@@ -107,9 +107,11 @@ runs = Table(
     _jcol("totals", "{}"),
     _txt("owner"), _txt("heartbeat_at"), _txt("control"), _txt("updated_at"),
     _jcol("warnings", "[]"),
+    _txt("person"),  # who started the run (sign-in), NULL without sign-in: 0002_run_person.py
     Index("idx_runs_created_at", "created_at"),
     Index("idx_runs_status", "status"),
     Index("idx_runs_parent", "parent_run_id"),
+    Index("idx_runs_person", "person", "created_at"),
 )
 
 plans = Table(
