@@ -17,8 +17,12 @@ from storage import DatabaseValueError
 # it from fonts.gstatic.com, a request to another host.
 st.set_page_config(page_title="Deep Research Studio", page_icon="🔎", layout="wide")
 
+URL_PATHS = ("run", "library", "documents", "settings")  # the pages' addresses, as below
+
 if auth.needs_sign_in():  # a team's dashboard ([auth] in secrets.toml): every address asks first
-    st.navigation([st.Page(auth.sign_in_page, title="Sign in", default=True)]).run()
+    st.navigation([st.Page(auth.sign_in_page, title="Sign in", default=True),
+                   *(st.Page(auth.sign_in_page, title="Sign in", url_path=path)
+                     for path in URL_PATHS)], position="hidden").run()
     st.stop()
 
 pages = [

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.views import md_text
-
 SIGN_IN_TITLE = "Sign in to Deep Research Studio"
 
 
@@ -68,6 +66,6 @@ def account_sidebar() -> None:
     person = signed_in_person() if enabled() else None
     if person is None:
         return
-    st.caption(f"Signed in as {md_text(person)}")
+    st.text(f"Signed in as {person}")  # plain text: no link, no markup
     if st.button("Sign out", icon=":material/logout:", key="auth_sign_out"):
         st.logout()
