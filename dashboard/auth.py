@@ -12,6 +12,7 @@ its fair-share person on the queue (`research.durable`).
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.errors import StreamlitAuthError
 
 SIGN_IN_TITLE = "Sign in to Deep Research Studio"
 
@@ -58,7 +59,10 @@ def sign_in_page() -> None:
     if st.query_params.get("run"):
         st.caption("You followed a link to a run: after signing in, open the link again.")
     if st.button("Sign in", type="primary", icon=":material/login:"):
-        st.login()
+        try:
+            st.login()
+        except StreamlitAuthError as exc:  # an incomplete [auth] section, said in plain words
+            st.error(f"Sign-in is not set up correctly in .streamlit/secrets.toml: {exc}")
 
 
 def account_sidebar() -> None:
