@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import notify, ui
+from dashboard import auth, notify, ui
 from storage import DatabaseValueError
 
 # An emoji favicon is sent as a data: URL; a ":material/..." one makes every browser tab fetch
 # it from fonts.gstatic.com, a request to another host.
 st.set_page_config(page_title="Deep Research Studio", page_icon="🔎", layout="wide")
+
+URL_PATHS = ("run", "library", "documents", "settings")  # the pages' addresses, as below
+
+if auth.needs_sign_in():  # a team's dashboard ([auth] in secrets.toml): every address asks first
+    st.navigation([st.Page(auth.sign_in_page, title="Sign in", default=True),
+                   *(st.Page(auth.sign_in_page, title="Sign in", url_path=path)
+                     for path in URL_PATHS)], position="hidden").run()
+    st.stop()
 
 pages = [
     st.Page(ui.PAGES["new"], title="New research", icon=":material/edit_note:",
@@ -46,6 +54,7 @@ except Exception as exc:  # noqa: BLE001 - shown in plain words instead of a tra
 
 with st.sidebar:
     st.caption("Deep Research Studio: ask a question, get a cited report.")
+    auth.account_sidebar()
     # Toasts and the tab title say when a run finishes, fails or waits, on every page.
     st.fragment(run_every=notify.WATCH_EVERY_S)(notify.watch)()
 

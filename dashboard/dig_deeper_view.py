@@ -39,7 +39,8 @@ def panel(jobs: JobManager, run: dict[str, Any], markdown: str) -> None:
             parent_config = ResearchConfig(**{**(run.get("config") or {}),
                                               "dig_deeper_section": section})
             check_configuration(parent_config, creds)
-            child = jobs.start(question, parent_config, creds, prices=ui.prices(), parent_run_id=run_id)
+            child = jobs.start(question, parent_config, creds, prices=ui.prices(),
+                               parent_run_id=run_id, person=ui.viewer())
         except ValidationError:
             st.error("This run's settings are from an older version and cannot be reused. Start "
                      "a new run on the New research page instead.")

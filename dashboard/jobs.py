@@ -9,8 +9,9 @@ the store already holds.
 
 With `DEEP_RESEARCH_WORKERS=external` this process only enqueues, watches and controls runs:
 `python -m research worker` processes execute them (research/workers.py), with their own keys.
-Every run belongs to a person (the queue's partition key, for fair share); until sign-in
-exists that is DEFAULT_PERSON.
+Every run belongs to a person: the signed-in person who started it (`runs.person`, see
+dashboard/auth.py), which is also its fair-share person on the queue (the partition key);
+a run started without sign-in has no person in the store and queues as DEFAULT_PERSON.
 
 Runs executed outside the engine (`python -m research` in a terminal) still heartbeat
 (research/control.py); `sweep` marks theirs "interrupted" when their process died, so the Run
@@ -78,40 +79,43 @@ class JobManager:
 
     def start(self, question: str, config: ResearchConfig, credentials: Credentials, *,
               prices: PriceTable | None = None, parent_run_id: str | None = None,
-              person: str = DEFAULT_PERSON) -> str:
-        """Store a new run and queue it for the worker; returns its id at once.
+              person: str | None = None) -> str:
+        """Store a new run of `person` (None: nobody signed in) and queue it for the worker;
+        returns its id at once.
 
-        With `parent_run_id` the run builds on that earlier run: it starts with the parent's
-        sources (research/phases/inherit.py). Raises ConfigError (plain words) for an invalid
-        question or an unknown parent; nothing is stored then.
+        With `parent_run_id` the run builds on that earlier run of the same person: it starts
+        with the parent's sources (research/phases/inherit.py). Raises ConfigError (plain
+        words) for an invalid question or an unknown parent; nothing is stored then.
         """
         store = self._store(credentials)
         try:
-            if parent_run_id and store.get_run(parent_run_id) is None:
+            if parent_run_id and store.get_run(parent_run_id, person=person) is None:
                 raise ConfigError("The earlier run to build on no longer exists.")
-            run_id = create_run(store, question, config, parent_run_id=parent_run_id or None)
+            run_id = create_run(store, question, config, parent_run_id=parent_run_id or None,
+                                person=person)
         finally:
             store.close()
-        self._enqueue(run_id, credentials, prices, person)
+        self._enqueue(run_id, credentials, prices, person or DEFAULT_PERSON)
         return run_id
 
     def resume(self, run_id: str, credentials: Credentials, *,
-               prices: PriceTable | None = None, person: str = DEFAULT_PERSON) -> None:
-        """Continue an interrupted, failed, cancelled or stuck run where it stopped."""
-        if self.is_alive(run_id):
-            raise ConfigError("This run is already running in the background.")
+               prices: PriceTable | None = None, person: str | None = None) -> None:
+        """Continue an interrupted, failed, cancelled or stuck run where it stopped. With
+        `person`, only that person's run: another's reads as no run at all."""
         store = self._store(credentials)
         try:
-            run = store.get_run(run_id)
+            run = store.get_run(run_id, person=person)
             if run is None:
                 raise ConfigError(f"There is no run with id {run_id}.")
+            if self.is_alive(run_id):
+                raise ConfigError("This run is already running in the background.")
             if run["status"] == "completed":
                 raise ConfigError("This run has already completed; there is nothing to resume.")
             store.set_control(run_id, None)
             store.heartbeat(run_id, self.owner)
         finally:
             store.close()
-        self._enqueue(run_id, credentials, prices, person)
+        self._enqueue(run_id, credentials, prices, run.get("person") or DEFAULT_PERSON)
 
     def queue_place(self, run_id: str) -> durable.QueuePlace | None:
         """Where the run waits in the queue, or None when it is not queued."""

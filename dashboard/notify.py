@@ -89,7 +89,7 @@ def watch() -> None:
     from dashboard import ui
 
     try:
-        runs = ui.store().list_runs(limit=WATCHED_RUNS)
+        runs = ui.store().list_runs(limit=WATCHED_RUNS, person=ui.viewer())
     except Exception:  # noqa: BLE001 - a busy database: the next look tries again
         return
     check(runs)

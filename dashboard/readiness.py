@@ -49,10 +49,12 @@ def search_label(name: str, env: Mapping[str, str]) -> str:
     return label + ("" if search_usable(env, [name]) else " (needs a key)")
 
 
-def runs_wanting_attention(store: Store, limit: int = 5) -> list[dict[str, Any]]:
-    """Runs still working, paused or waiting for an answer, newest first."""
+def runs_wanting_attention(store: Store, limit: int = 5, *,
+                           person: str | None = None) -> list[dict[str, Any]]:
+    """Runs (of `person`; None: anyone's) still working, paused or waiting for an answer,
+    newest first."""
     found: list[dict[str, Any]] = []
     for status in ATTENTION:
-        found += store.list_runs(status=status, limit=limit)
+        found += store.list_runs(status=status, limit=limit, person=person)
     found.sort(key=lambda r: str(r.get("created_at") or ""), reverse=True)
     return found[:limit]

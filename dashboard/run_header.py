@@ -20,15 +20,16 @@ def chosen_run(store: Store) -> dict[str, Any]:
     """The run the link names; without one, a list of recent runs or a way to the Library, and
     the page stops there."""
     run_id = st.query_params.get("run")
+    person = ui.viewer()  # with sign-in, another person's run id reads as no run at all
     if not run_id:
         st.title("Run")
         st.info("No run is selected. Start one on the New research page or open one from the Library.")
-        for recent in store.list_runs(limit=10):
+        for recent in store.list_runs(limit=10, person=person):
             st.page_link(ui.PAGES["run"], query_params={"run": recent["id"]},
                          label=f"{views.md_text(views.run_name(recent, with_time=True))} · "
                                f"{views.run_status_text(recent)}")
         st.stop()
-    run = store.get_run(run_id)
+    run = store.get_run(run_id, person=person)
     if run is None:
         st.title("Run")
         st.error("There is no such run: it may have been deleted, or the link is incomplete. "
@@ -48,7 +49,7 @@ def heading(store: Store, run: dict[str, Any]) -> None:
     parent_id = run.get("parent_run_id")
     if not parent_id:
         return
-    parent = store.get_run(parent_id)
+    parent = store.get_run(parent_id, person=ui.viewer())
     if parent is None:
         st.caption("This run built on an earlier run that has since been deleted.")
     else:

@@ -36,7 +36,7 @@ def control(store: Store, jobs: JobManager, run_id: str, action: str) -> None:
         elif action == "unpause":
             unpause(store, run_id)
         elif action == "resume":
-            jobs.resume(run_id, ui.credentials(), prices=ui.prices())
+            jobs.resume(run_id, ui.credentials(), prices=ui.prices(), person=ui.viewer())
         elif action == "cancel":
             cancel(store, run_id)
         elif action == "abandon":  # nothing executes it: record the cancellation directly

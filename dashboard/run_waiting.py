@@ -23,7 +23,7 @@ from storage import Store
 def continue_run(jobs: JobManager, run_id: str, after: str) -> None:
     """Continue a waiting run in the background, then show it working."""
     try:
-        jobs.resume(run_id, ui.credentials(), prices=ui.prices())
+        jobs.resume(run_id, ui.credentials(), prices=ui.prices(), person=ui.viewer())
     except ConfigError as exc:
         st.error(f"{after}, but the run could not continue: {exc}")
     else:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from dashboard import auth
 from dashboard.jobs import JobManager
 from dashboard.settings_files import current_env
 from research.config import Credentials
@@ -79,6 +80,12 @@ def prices() -> PriceTable:
     except ConfigError as exc:
         st.warning(f"{exc} Cost figures use the built-in prices.")
         return PriceTable()
+
+
+def viewer() -> str | None:
+    """Whose runs this session sees and starts: the signed-in person, or None without sign-in
+    (one person: every run). Every store read of runs on a page passes it as `person=`."""
+    return auth.viewer()
 
 
 def open_run(run_id: str) -> None:

@@ -440,11 +440,13 @@ COMPARE_METRICS = ("Sources", "Citations", "Review cycles used", "Duration (s)",
 COUNTED = ("Sources", "Citations", "Review cycles used")
 
 
-def compare_frame(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
-    """One row per run: its constants and outcomes (a few small queries per run)."""
+def compare_frame(store: Store, run_ids: Sequence[str], *,
+                  person: str | None = None) -> pd.DataFrame:
+    """One row per run of `person` (None: anyone's): its constants and outcomes (a few small
+    queries per run); another person's run is left out as if it did not exist."""
     rows = []
     for run_id in run_ids:
-        run = store.get_run(run_id)
+        run = store.get_run(run_id, person=person)
         if run is None:
             continue
         config = run.get("config") or {}

@@ -15,6 +15,7 @@ PAGE_SIZE = 50
 
 store = ui.store()
 jobs = ui.jobs()
+person = ui.viewer()  # with sign-in: only this person's runs, in every query below
 state = st.session_state
 
 st.title("Library")
@@ -24,11 +25,11 @@ search = cols[0].text_input("Search questions", key="lib_search", placeholder="w
 status = cols[1].selectbox("Status", ["any", "completed", "running", "waiting", "paused", "failed",
                                       "cancelled", "interrupted", "queued"], key="lib_status")
 status_filter = None if status == "any" else status
-total = store.count_runs(search or None, status=status_filter)
+total = store.count_runs(search or None, status=status_filter, person=person)
 pages = max(1, math.ceil(total / PAGE_SIZE))
 page = cols[2].number_input("Page", 1, pages, 1, key="lib_page", help=f"{pages} page(s)")
 runs = store.list_runs(search=search or None, status=status_filter, limit=PAGE_SIZE,
-                       offset=(int(page) - 1) * PAGE_SIZE)
+                       offset=(int(page) - 1) * PAGE_SIZE, person=person)
 
 if total == 0:
     if search or status_filter:
@@ -40,7 +41,8 @@ if total == 0:
 
 st.caption(f"{total} run(s) · page {int(page)} of {pages}")
 parent_ids = {r["parent_run_id"] for r in runs if r.get("parent_run_id")}
-parents = {pid: str((store.get_run(pid) or {}).get("question") or "") for pid in parent_ids}
+parents = {pid: str((store.get_run(pid, person=person) or {}).get("question") or "")
+           for pid in parent_ids}
 frame = views.library_frame(runs, url_for=lambda rid: f"/run?run={rid}", parents=parents)
 st.dataframe(
     frame, hide_index=True, width="stretch",
@@ -67,7 +69,7 @@ if buttons.button("Delete", icon=":material/delete:"):
 
 pending = state.get("lib_confirm_delete")
 if pending:
-    run = store.get_run(pending)
+    run = store.get_run(pending, person=person)
     if run is None:
         state.pop("lib_confirm_delete", None)
     elif (run["status"] in ACTIVE and run["status"] != "queued") or jobs.is_alive(pending):
@@ -96,7 +98,7 @@ chosen = st.multiselect("Pick two or more runs", list(labels), format_func=label
 if len(chosen) == 1:
     st.caption("Pick at least one more run to compare.")
 elif len(chosen) >= 2:
-    table = views.compare_frame(store, chosen)
+    table = views.compare_frame(store, chosen, person=person)
     st.dataframe(table.drop(columns=["Run id"]), hide_index=True, width="stretch")
     constant = st.selectbox("Compare against", list(views.COMPARE_CONSTANTS), key="lib_compare_constant")
     charts = views.compare_charts(table, constant)

@@ -108,7 +108,7 @@ def _initialise() -> None:
 
 
 def _prefill(run_id: str) -> None:
-    run = ui.store().get_run(run_id)
+    run = ui.store().get_run(run_id, person=ui.viewer())
     if run is None:
         st.warning("The run to repeat no longer exists; starting from the usual settings.")
         return
@@ -159,7 +159,7 @@ if not configured:  # first start: the way to Settings comes before anything els
         st.markdown("**First, add a key for a model provider.** " + readiness.KEY_EXPLAINED)
         if st.button("Add a key in Settings", type="primary", icon=":material/key:"):
             st.switch_page(ui.PAGES["settings"])
-waiting_runs = readiness.runs_wanting_attention(ui.store())
+waiting_runs = readiness.runs_wanting_attention(ui.store(), person=ui.viewer())
 if waiting_runs:
     with st.container(border=True):
         st.markdown("**Welcome back.** These runs are still working or waiting for you; they "
@@ -194,7 +194,7 @@ else:
     st.caption(f"{length} / {MAX_QUESTION_CHARS} characters")
 
 # Earlier research on a close question: the new run can start from its sources.
-similar = similar_runs(ui.store(), question) if length >= SIMILAR_MIN_CHARS else []
+similar = similar_runs(ui.store(), question, person=ui.viewer()) if length >= SIMILAR_MIN_CHARS else []
 build_options = ["", *[r["id"] for r in similar]]
 if state.get("build_on") not in build_options:
     state["build_on"] = ""
@@ -405,7 +405,8 @@ if st.button("Start research", type="primary", icon=":material/play_arrow:",
                 check_scope(ui.store(), config)
                 check_configuration(config, creds)
                 run_id = ui.jobs().start(text, config, creds, prices=ui.prices(),
-                                         parent_run_id=state.get("build_on") or None)
+                                         parent_run_id=state.get("build_on") or None,
+                                         person=ui.viewer())
             except ConfigError as exc:
                 start_message.error(f"Nothing was started: {exc}")
             else:

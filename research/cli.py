@@ -116,6 +116,11 @@ def parser() -> argparse.ArgumentParser:
                    help="wait for a queued run to stop, then write its report like a normal run")
     p.add_argument("--db", help="database file or postgresql:// URL (default: DEEP_RESEARCH_DB "
                                 "or data/research.db); see also: python -m research db --help")
+    p.add_argument("--owner", metavar="PERSON",
+                   help="whose runs these are, as the dashboard's sign-in names them (their "
+                        "e-mail): new runs belong to them, and --resume, --wait, --build-on "
+                        "see only their runs (default: DEEP_RESEARCH_OWNER; unset: no owner, "
+                        "every run)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
 
@@ -202,6 +207,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
         return _fail(f"Could not open the database: {redact_url(str(exc))}", secrets, EXIT_FAILED)
     session.store = store
     printer = _Printer(store, quiet=args.quiet)
+    owner = (args.owner or env.get("DEEP_RESEARCH_OWNER") or "").strip() or None
     try:
         prices = PriceTable.load(prices_path(env))
         queued = session.watching = _queued(args, env, db_path)
@@ -218,9 +224,9 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
 
         if args.wait:
             run_id = session.run_id = args.wait
-            run = cli_jobs.wait(store, run_id, _say, quiet=args.quiet)
+            run = cli_jobs.wait(store, run_id, _say, quiet=args.quiet, person=owner)
         elif args.resume:
-            found = store.get_run(args.resume)
+            found = store.get_run(args.resume, person=owner)
             if found is None:
                 raise ResearchError(f"There is no run with id {args.resume!r}.")
             run, run_id = found, args.resume
@@ -236,8 +242,8 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             parent, section = args.build_on, None
             if args.dig_deeper:
                 parent, section = args.dig_deeper
-                args.question = _dig_deeper_question(store, parent, section)
-            if parent and store.get_run(parent) is None:
+                args.question = _dig_deeper_question(store, parent, section, owner)
+            if parent and store.get_run(parent, person=owner) is None:
                 raise ResearchError(f"There is no run with id {parent!r} to build on.")
             if not args.question:
                 return _fail("Please give a research question, e.g. "
@@ -258,7 +264,8 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                 config = _documents_config(store, config, args)
             if not queued:  # a worker checks its own keys and providers
                 check_configuration(config, credentials)
-            run_id = session.run_id = create_run(store, args.question, config, parent_run_id=parent)
+            run_id = session.run_id = create_run(store, args.question, config, parent_run_id=parent,
+                                                 person=owner)
             _say(f"Run id: {run_id}")
             run = go(run_id)
         while run.get("status") == "waiting":
@@ -359,8 +366,8 @@ def _documents_config(store: Store, config: ResearchConfig,
     return config
 
 
-def _dig_deeper_question(store: Store, parent: str, section: str) -> str:
-    run = store.get_run(parent)
+def _dig_deeper_question(store: Store, parent: str, section: str, owner: str | None) -> str:
+    run = store.get_run(parent, person=owner)
     report = store.get_report(parent)
     if run is None or report is None:
         raise ResearchError(f"Run {parent} has no finished report to dig deeper into.")

@@ -28,18 +28,22 @@ def connect(db_path: Path | str, settings: WorkerSettings) -> None:
                    listen=False, executor_id="cli-watcher", jobs_url=settings.jobs_url)
 
 
-def enqueue(store: Store, run_id: str, *, person: str = DEFAULT_PERSON) -> None:
-    """Queue the run for a worker (a resumed run continues where it stopped)."""
+def enqueue(store: Store, run_id: str) -> None:
+    """Queue the run for a worker (a resumed run continues where it stopped), as its owner's:
+    the run's person is its fair-share person on the queue, whoever queues it."""
     if durable.is_active(run_id):
         raise ResearchError(f"Run {run_id} is already queued or running on a worker.")
+    run = store.get_run(run_id) or {}
     store.set_control(run_id, None)
-    durable.enqueue(run_id, None, None, person=person)
+    durable.enqueue(run_id, None, None, person=run.get("person") or DEFAULT_PERSON)
 
 
-def wait(store: Store, run_id: str, say: Say, *, quiet: bool = False) -> dict[str, Any]:
-    """Watch the run until no worker has it queued or executing; returns the stored run.
-    Progress lines come from the run's events, as for a run executed here."""
-    if store.get_run(run_id) is None:
+def wait(store: Store, run_id: str, say: Say, *, quiet: bool = False,
+         person: str | None = None) -> dict[str, Any]:
+    """Watch the run (of `person`; None: anyone's) until no worker has it queued or
+    executing; returns the stored run. Progress lines come from the run's events, as for a
+    run executed here."""
+    if store.get_run(run_id, person=person) is None:
         raise ResearchError(f"There is no run with id {run_id!r}.")
     last_event = max((e["id"] for e in store.get_events(run_id)), default=0)
     shown_place: durable.QueuePlace | None = None

@@ -367,7 +367,7 @@ def build_config(
 # -- durable runs (issue 18; research/durable.py, research/workers.py) ------------------------
 
 MAX_RUNS_PER_PERSON = 3  # one person's runs executing at once, over all workers (fair share)
-DEFAULT_PERSON = "local"  # every run's person until sign-in exists (issue 18, point 6)
+DEFAULT_PERSON = "local"  # the fair-share person of a run nobody signed in for (runs.person NULL)
 WORKER_CONCURRENCY = 8  # runs one worker process executes at once, unless configured
 
 

@@ -23,10 +23,12 @@ def similarity(a: str, b: str) -> float:
     return 2 * len(ta & tb) / (len(ta) + len(tb)) if ta and tb else 0.0
 
 
-def similar_runs(store: Store, question: str, *, limit: int = 3, scan: int = 500) -> list[dict[str, Any]]:
-    """Completed runs whose question is close to this one, best first, with their score."""
+def similar_runs(store: Store, question: str, *, limit: int = 3, scan: int = 500,
+                 person: str | None = None) -> list[dict[str, Any]]:
+    """Completed runs (of `person`; None: anyone's) whose question is close to this one,
+    best first, with their score."""
     scored = []
-    for run in store.list_runs(status="completed", limit=scan):
+    for run in store.list_runs(status="completed", limit=scan, person=person):
         score = similarity(question, run["question"])
         if score >= MIN_SIMILARITY:
             scored.append({**run, "similarity": round(score, 2)})

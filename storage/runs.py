@@ -1,4 +1,12 @@
-"""Runs: their lifecycle (status, timings, totals, warnings), ownership and control."""
+"""Runs: their lifecycle (status, timings, totals, warnings), ownership and control.
+
+Whose run it is: `runs.person` (who started it, when the dashboard has sign-in; NULL
+without). Every read a page or the CLI makes on a person's behalf passes `person=`: a string
+keeps only that person's runs, so another person's run id reads as no run at all; None
+(one person, no sign-in; the engine itself) keeps every run. The filter is in the query,
+not in the page, so nothing of another person's run is ever loaded.
+`owner` is another thing: the process that heartbeats a running run ("pid:N@host").
+"""
 
 from __future__ import annotations
 
@@ -46,6 +54,7 @@ _LATEST_ACTIVITY = text(
 
 # Built once: constructing a statement and its cache key costs more than running it.
 _GET_RUN = select(runs).where(runs.c.id == bindparam("run_id"))
+_GET_OWN_RUN = _GET_RUN.where(runs.c.person == bindparam("person"))
 _HEARTBEAT = (update(runs).where(runs.c.id == bindparam("b_run"))
               .values(owner=bindparam("b_owner"), heartbeat_at=bindparam("b_beat")))
 _GET_CONTROL = select(runs.c.control).where(runs.c.id == bindparam("run_id"))
@@ -66,23 +75,32 @@ class RunsStore(StoreBase):
 
     def create_run(
         self, question: str, config: Mapping[str, Any], *, engine: str = "pipeline",
-        parent_run_id: str | None = None,
+        parent_run_id: str | None = None, person: str | None = None,
     ) -> str:
+        """Store a new queued run; `person` (None: nobody signed in) is whose it is."""
         run_id = uuid.uuid4().hex[:12]
         now = utc_now()
         with self._write() as tx:
             tx.execute(insert(runs).values(
                 id=run_id, question=self._plain(question), config=self._scrub(dict(config)),
-                engine=engine, parent_run_id=parent_run_id, status="queued", totals={},
+                engine=engine, parent_run_id=parent_run_id, person=person or None,
+                status="queued", totals={},
                 created_at=now, updated_at=now))
         return run_id
 
-    def get_run(self, run_id: str) -> dict[str, Any] | None:
-        found = self._fast_rows(_GET_RUN, {"run_id": run_id})
+    def get_run(self, run_id: str, *, person: str | None = None) -> dict[str, Any] | None:
+        """The run, or None when there is none, or (`person` given) it is someone else's."""
+        if person is None:
+            found = self._fast_rows(_GET_RUN, {"run_id": run_id})
+        else:
+            found = self._fast_rows(_GET_OWN_RUN, {"run_id": run_id, "person": person})
         return found[0] if found else None
 
-    def _run_filter(self, search: str | None, status: str | None) -> list[ColumnElement[bool]]:
+    def _run_filter(self, search: str | None, status: str | None,
+                    person: str | None = None) -> list[ColumnElement[bool]]:
         clauses: list[ColumnElement[bool]] = []
+        if person is not None:
+            clauses.append(runs.c.person == person)
         if search:
             clauses.append(contains_casefold(self.dialect, runs.c.question, search))
         if status:
@@ -91,16 +109,19 @@ class RunsStore(StoreBase):
 
     def list_runs(
         self, *, search: str | None = None, status: str | None = None, limit: int = 100,
-        offset: int = 0,
+        offset: int = 0, person: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Newest first; `search` is a case-insensitive substring of the question."""
-        query: Select[Any] = select(runs).where(*self._run_filter(search, status)).order_by(
+        """Newest first; `search` is a case-insensitive substring of the question; with
+        `person`, only that person's runs."""
+        query: Select[Any] = select(runs).where(*self._run_filter(search, status, person)).order_by(
             runs.c.created_at.desc(), insertion_order(self.dialect).desc(),
         ).limit(int(limit)).offset(int(offset))
         return self._rows(query)
 
-    def count_runs(self, search: str | None = None, *, status: str | None = None) -> int:
-        query = select(func.count()).select_from(runs).where(*self._run_filter(search, status))
+    def count_runs(self, search: str | None = None, *, status: str | None = None,
+                   person: str | None = None) -> int:
+        query = select(func.count()).select_from(runs).where(
+            *self._run_filter(search, status, person))
         return int(self._scalar(query) or 0)
 
     def delete_run(self, run_id: str) -> None:

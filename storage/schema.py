@@ -1,8 +1,9 @@
 """Today's tables, written once as SQLAlchemy Core metadata: what every query is built from.
 
 The SQLite file's tables were made by the hand-written steps in `storage.migrations` (m001 to
-m006) before the store moved to Alembic; this metadata describes exactly that schema, so a
-file made by an older version needs no change, and a PostgreSQL database is created from it
+m006) before the store moved to Alembic; this metadata describes exactly that schema plus the
+later Alembic revisions (0002: `runs.person`), so a file made by an older version needs only
+those, and a PostgreSQL database is created from it
 (`storage/alembic/versions/0001_baseline.py`). `tests/test_migrations.py` compares the two.
 
 JSON columns use `Json` (text on SQLite, JSONB on PostgreSQL); timestamps are ISO-8601 text
@@ -107,9 +108,11 @@ runs = Table(
     _jcol("totals", "{}"),
     _txt("owner"), _txt("heartbeat_at"), _txt("control"), _txt("updated_at"),
     _jcol("warnings", "[]"),
+    _txt("person"),  # who started the run (sign-in), NULL without sign-in: 0002_run_person.py
     Index("idx_runs_created_at", "created_at"),
     Index("idx_runs_status", "status"),
     Index("idx_runs_parent", "parent_run_id"),
+    Index("idx_runs_person", "person", "created_at"),
 )
 
 plans = Table(

@@ -55,10 +55,11 @@ def source(n: int, *, subtopic: str = "t1", title: str | None = None, relevance:
 
 def finished_run(store: Store, question: str = "How fast is solar power growing?", *,
                  sources: int = 6, events: int = 5, status: str = "completed",
-                 **constants: Any) -> str:
-    """A completed run with plan, steps, sources, two drafts, a review, a report and usage."""
+                 person: str | None = None, **constants: Any) -> str:
+    """A completed run (of `person`) with plan, steps, sources, two drafts, a review, a
+    report and usage."""
     config = build_config(env={}, preset="quick", **constants)
-    run_id = store.create_run(question, config.model_dump(mode="json"))
+    run_id = store.create_run(question, config.model_dump(mode="json"), person=person)
     store.set_run_status(run_id, "running")
     plan = [{"id": "t1", "title": "Growth figures", "description": "How much capacity was added.",
              "questions": ["How much was installed in 2024?"], "round": 1},

@@ -7,7 +7,8 @@ reaches this schema in place, and a new file is built by exactly the same steps.
 PostgreSQL: the tables of `storage.schema` as they are at this revision, plus what only
 PostgreSQL has: `runs.seq` (insertion order, SQLite's rowid) and the passages' `tsv` column
 (a generated tsvector with a GIN index: full-text search, see `storage.fulltext`).
-When a later revision changes a table, freeze the table definitions used here first.
+A later revision that changes a table must therefore accept a PostgreSQL database that
+already has the change (0002 adds `runs.person` only where it is missing).
 
 Revision ID: 0001
 Revises:
