@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,7 @@ from research.phases import counts, verify
 from research.phases.review import current_checks
 from research.phases.write import is_english
 from research.prompts import system
+from research.records import FailedSubtopic
 
 
 def run_record(ctx: RunContext) -> str:
@@ -44,11 +46,13 @@ def run_record(ctx: RunContext) -> str:
             f"{ctx.config.parameters_line()}.")
 
 
-def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
+def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
+    """Store the final report; `failed` are the subtopics its caveats say it does not cover."""
+
     def make() -> dict[str, Any]:
         current, checks = current_checks(ctx)
         sources = ctx.store.get_sources(ctx.run_id, with_text=False)
-        notes = [f"The subtopic \u201c{s['title']}\u201d could not be researched ({s['error']}); "
+        notes = [f"The subtopic \u201c{s.title}\u201d could not be researched ({s.error}); "
                  "the report does not cover it." for s in failed]
         budget = ctx.budget_reason()
         if budget:
@@ -83,7 +87,7 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
         meta = {
             "draft_version": current["version"], "checks": checks,
             "cited_sources": len(doc.sources), "words": word_count(doc.body),
-            "failed_subtopics": [s["id"] for s in failed], "notes": notes,
+            "failed_subtopics": [s.id for s in failed], "notes": notes,
             "parameters_line": doc.parameters_line, "verification": verification,
             "labels": dict(doc.labels), "language": ctx.config.report_language,
             "translations": translations, "reading_time": doc.reading_time,

@@ -7,6 +7,7 @@ resolve, >= 80% of claims cited, within the word limit, sources mostly recent).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from research.phases import write
 from research.phases.verify.early import EarlyCheck
 from research.phases.write_sections import CITED
 from research.prompts import clean_untrusted, numbered_sources, system
+from research.records import ResearchResult
 
 REVIEWER_ROLE = (
     "You are the reviewer of a research team. You check research reports for accuracy, "
@@ -78,10 +80,19 @@ def current_checks(ctx: RunContext) -> tuple[dict[str, Any], dict[str, Any]]:
     return current, checks
 
 
-def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> EarlyCheck | None:
-    """The review cycles. After the last review, the sections it did not flag are final: their
-    verification starts while the flagged ones are revised (the returned EarlyCheck, for
-    verify.run)."""
+@dataclass(frozen=True, slots=True)
+class ReviewOutcome:
+    """How the review cycles ended: `approved` when a review approved the draft; `early` holds
+    the checks of the sections that were final before the last revision (for verify.run)."""
+
+    approved: bool
+    early: EarlyCheck | None = None
+
+
+def run(ctx: RunContext, found: ResearchResult) -> ReviewOutcome:
+    """The review cycles, each revising the draft from what research gathered. After the last
+    review, the sections it did not flag are final: their verification starts while the
+    flagged ones are revised (the outcome's `early`)."""
     cycles = ctx.config.review_cycles
     early: EarlyCheck | None = None
     for cycle in range(1, cycles + 1):
@@ -92,16 +103,16 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
                 partial(_review, ctx, cycle, cycles),
             )
         if done["approved"]:
-            return early
+            return ReviewOutcome(True, early)
         early = EarlyCheck(ctx) if cycle == cycles else None
         try:
-            write.revise(ctx, cycle, plan, failed, done["feedback"], done.get("issues"),
+            write.revise(ctx, cycle, found, done["feedback"], done.get("issues"),
                          on_final=early.start if early else None)
         except BaseException:
             if early is not None:
                 early.close()
             raise
-    return early
+    return ReviewOutcome(False, early)
 
 
 def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -23,6 +24,7 @@ from research.llm.base import Message
 from research.phases import goal, research, steer
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
+from research.records import ResearchResult, Subtopic, plan_rows, subtopics
 
 MAX_QUESTIONS = 12
 LOOKUP_SOURCES = 5  # a quick lookup keeps at most this many sources
@@ -69,13 +71,15 @@ class RoundAssessment(BaseModel):
     decisions: list[TriageDecision]
 
 
-def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Further rounds after the first. Returns the subtopics that did not finish.
+def run(ctx: RunContext, first: ResearchResult) -> ResearchResult:
+    """Further rounds after the first (which gathered `first`); returns what the run has
+    gathered in the end, with the subtopics that did not finish.
 
     A round's quick lookups and the next round's new subtopics run side by side: they
     depend only on the triage, not on each other.
     """
     round_no = 1
+    researched = False
     while not ctx.budget_reason():
         try:
             if _goal_met(ctx, round_no):
@@ -94,8 +98,9 @@ def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not stop and ctx.config.steer and steer.wait(ctx, round_no):
             stop = "enough"  # the person said: write the report
         if not stop:
-            units += research.units([s for s in ctx.store.get_plan(ctx.run_id) or []
-                                     if s.get("round") == round_no + 1])
+            units += research.units(s for s in subtopics(ctx.store.get_plan(ctx.run_id))
+                                    if s.round == round_no + 1)
+        researched = researched or bool(units)
         research.run_units(ctx, units)
         if stop or ctx.budget_reason():
             break
@@ -103,7 +108,7 @@ def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     reason = ctx.budget_reason()
     if reason:
         ctx.store.update_totals(ctx.run_id, stop_reason=f"Research stopped because {reason}.")
-    return research.unfinished(ctx, ctx.store.get_plan(ctx.run_id) or [])
+    return research.gathered(ctx) if researched else first
 
 
 def _goal_met(ctx: RunContext, round_no: int) -> bool:
@@ -125,7 +130,7 @@ def _goal_met(ctx: RunContext, round_no: int) -> bool:
 
 def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
     cfg = ctx.config
-    plan = ctx.store.get_plan(ctx.run_id) or []
+    plan = subtopics(ctx.store.get_plan(ctx.run_id))
     if cfg.rounds_limit() <= 1:
         return _stop(ctx, round_no, [], [], f"{_limit_name(cfg.schedule)} is 1: a single research "
                                             "round was asked for.")
@@ -151,7 +156,7 @@ def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
             )),
         ]
         answer = ctx.lead.llm.structured(messages, RoundAssessment, deadline=ctx.step_deadline())
-        known = {s["id"] for s in plan}
+        known = {s.id for s in plan}
         coverage = [c.model_dump() for c in answer.coverage if c.subtopic_id in known]
         by_id = _decisions(ctx, messages, answer, open_qs, round_no)
         escalated = 0
@@ -212,10 +217,10 @@ def _overlap(a: str, b: str) -> float:
     return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
 
 
-def _new_questions(ctx: RunContext, plan: list[dict[str, Any]], round_no: int) -> list[dict[str, Any]]:
+def _new_questions(ctx: RunContext, plan: Sequence[Subtopic], round_no: int) -> list[dict[str, Any]]:
     """This round's follow-up questions, with exact and near duplicates filtered up front."""
-    this_round = {s["id"] for s in plan if s.get("round", 1) == round_no}
-    earlier: list[str] = [q for s in plan for q in [s["title"], *s.get("questions", [])]]
+    this_round = {s.id for s in plan if s.round == round_no}
+    earlier: list[str] = [q for s in plan for q in [s.title, *s.questions]]
     for r in range(1, round_no):
         earlier += [d["question"] for d in (ctx.stored_result(f"triage:{r}") or {}).get("decisions", [])]
     out: list[dict[str, Any]] = []
@@ -261,14 +266,14 @@ def _decisions(
     return by_id
 
 
-def _coverage_text(ctx: RunContext, plan: list[dict[str, Any]]) -> str:
+def _coverage_text(ctx: RunContext, plan: Sequence[Subtopic]) -> str:
     findings = ctx.store.get_findings(ctx.run_id)
     parts = []
     for sub in plan:
-        mine = [f for f in findings if f["subtopic_id"] == sub["id"]]
+        mine = [f for f in findings if f["subtopic_id"] == sub.id]
         facts = [f["claim"] for f in mine if f["kind"] == "finding"][:6]
         gaps = [f["claim"] for f in mine if f["kind"] == "gap"][:3]
-        lines = [f'<subtopic_summary id="{sub["id"]}" title="{sub["title"]}">']
+        lines = [f'<subtopic_summary id="{sub.id}" title="{sub.title}">']
         lines += [f"- finding: {clean_untrusted(t)[:300]}" for t in facts] or ["- no findings"]
         lines += [f"- gap: {clean_untrusted(t)[:200]}" for t in gaps]
         lines.append("</subtopic_summary>")
@@ -277,25 +282,27 @@ def _coverage_text(ctx: RunContext, plan: list[dict[str, Any]]) -> str:
 
 
 def _escalate(
-    ctx: RunContext, plan: list[dict[str, Any]], decisions: list[dict[str, Any]], round_no: int
-) -> list[dict[str, Any]]:
+    ctx: RunContext, plan: Sequence[Subtopic], decisions: list[dict[str, Any]], round_no: int
+) -> list[Subtopic]:
     chosen = [d for d in decisions if d["action"] == "escalate"]
     if not chosen:
         return []
     searches = ctx.config.searches_per_subtopic
     if ctx.config.schedule == "breadth_depth":
         searches = max(1, math.ceil(searches / 2 ** round_no))
-    new = [{
-        "id": f"r{round_no + 1}t{i}", "title": d["question"][:150],
-        "description": d.get("reason", "")[:300], "questions": [d["question"]],
-        "round": round_no + 1, "parent": d["subtopic_id"], "searches": searches,
-    } for i, d in enumerate(chosen, start=1)]
-    ctx.store.save_plan(ctx.run_id, plan + new, kind="round")
+    new = [Subtopic(
+        id=f"r{round_no + 1}t{i}", title=d["question"][:150],
+        description=d.get("reason", "")[:300], questions=(d["question"],),
+        round=round_no + 1, parent=d["subtopic_id"], searches=searches,
+    ) for i, d in enumerate(chosen, start=1)]
+    ctx.store.save_plan(ctx.run_id, plan_rows([*plan, *new]), kind="round")
     return new
 
 
-def _lookup_unit(decision: dict[str, Any], round_no: int) -> dict[str, Any]:
-    return {"id": decision["subtopic_id"], "title": decision["question"][:150],
-            "description": "A quick lookup to answer a follow-up question.",
-            "questions": [decision["question"]], "searches": decision.get("searches", 1),
-            "max_sources": LOOKUP_SOURCES, "round": round_no, "lookup": True}
+def _lookup_unit(decision: dict[str, Any], round_no: int) -> Subtopic:
+    """A quick lookup, researched like a small subtopic; what it finds attaches to the
+    subtopic the question came from."""
+    return Subtopic(id=decision["subtopic_id"], title=decision["question"][:150],
+                    description="A quick lookup to answer a follow-up question.",
+                    questions=(decision["question"],), searches=decision.get("searches", 1),
+                    max_sources=LOOKUP_SOURCES, round=round_no, lookup=True)
