@@ -13,8 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, cast
 
-# A stored row as the Store returns it: a true edge (decoded JSON columns, any extra columns).
-Row = Mapping[str, Any]
+# The edge with the store, which reads and writes rows (decoded JSON columns, extra columns
+# such as the run id): the only untyped mappings here, both at that edge.
+Row = Mapping[str, Any]  # a row as the Store returns it
+StoreRow = dict[str, Any]  # a row as the Store's writers take it
 
 FindingKind = Literal["finding", "gap", "follow_up"]
 
@@ -53,10 +55,10 @@ class Subtopic:
             lookup=bool(row.get("lookup")),
         )
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> StoreRow:
         """As a plan stores it: the optional keys only when set (the plan's JSON stays as it
         was before records, so older readers and the dashboard see the same)."""
-        out: dict[str, Any] = {"id": self.id, "title": self.title,
+        out: StoreRow = {"id": self.id, "title": self.title,
                                "description": self.description,
                                "questions": list(self.questions), "round": self.round}
         if self.inherited:
@@ -77,7 +79,7 @@ def subtopics(rows: Iterable[Row] | None) -> tuple[Subtopic, ...]:
     return tuple(Subtopic.from_row(r) for r in rows or ())
 
 
-def plan_rows(plan: Iterable[Subtopic]) -> list[dict[str, Any]]:
+def plan_rows(plan: Iterable[Subtopic]) -> list[StoreRow]:
     return [s.row() for s in plan]
 
 
@@ -123,7 +125,7 @@ class Source:
     @classmethod
     def from_row(cls, row: Row) -> Source:
         """A stored source row; columns that are not the source's (run id, step) are left."""
-        values: dict[str, Any] = {f.name: row[f.name] for f in fields(cls) if f.name in row}
+        values: StoreRow = {f.name: row[f.name] for f in fields(cls) if f.name in row}
         for name in ("signals", "cited_in"):
             if name in values:
                 values[name] = _texts(values[name])
@@ -134,7 +136,7 @@ class Source:
         values["round"] = int(values.get("round") or 1)
         return cls(**values)
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> StoreRow:
         """As the store takes it (`complete_research_step`) and prompts read it."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["signals"], out["cited_in"] = list(self.signals), list(self.cited_in)
@@ -158,10 +160,37 @@ class Finding:
                    confidence=float(row.get("confidence") or 0.0),
                    kind=cast(FindingKind, row.get("kind") or "finding"))
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> StoreRow:
         return {"subtopic_id": self.subtopic_id, "claim": self.claim,
                 "source_ids": list(self.source_ids), "confidence": self.confidence,
                 "kind": self.kind}
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One search a worker ran on one provider: how many results, or why it failed."""
+
+    subtopic_id: str | None
+    query: str
+    provider: str
+    result_count: int = 0
+    error: str | None = None
+
+    def row(self) -> StoreRow:
+        return {"subtopic_id": self.subtopic_id, "query": self.query, "provider": self.provider,
+                "result_count": self.result_count, "error": self.error}
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedPage:
+    """A page a worker read or considered and did not keep, with the reason."""
+
+    subtopic_id: str | None
+    url: str
+    reason: str
+
+    def row(self) -> StoreRow:
+        return {"subtopic_id": self.subtopic_id, "url": self.url, "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)

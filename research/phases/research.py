@@ -48,6 +48,7 @@ from research.records import (
     Finding,
     FindingKind,
     ResearchResult,
+    SkippedPage,
     Source,
     Subtopic,
     subtopics,
@@ -248,7 +249,8 @@ def _store(ctx: RunContext, key: str, out: Outcome, result: dict[str, object]) -
     """Everything the unit produced, in one transaction; the ids of the sources inserted."""
     return ctx.store.complete_research_step(
         ctx.run_id, key, sources=[s.row() for s in out.sources],
-        findings=[f.row() for f in out.findings], queries=out.queries, skipped=out.skipped,
+        findings=[f.row() for f in out.findings], queries=[q.row() for q in out.queries],
+        skipped=[p.row() for p in out.skipped],
         result=result,
     )
 
@@ -282,17 +284,17 @@ def _research(
                                     known)
     if total > first:
         titles = [r.result.title for r in results][:15]
-        asked = [q["query"] for q in out.queries]
+        asked = [q.query for q in out.queries]
         results += searching.search_wave(ctx, worker, sub, total - first, titles, asked, out, pool,
                                 deadline, known)
     if cfg.search_other_side and not sub.lookup:
         # The other side goes first among the candidates, so the cut does not drop it.
-        opposing = searching.other_side(ctx, sub, [q["query"] for q in out.queries]
+        opposing = searching.other_side(ctx, sub, [q.query for q in out.queries]
                                         + known.queries, out,
                                         pool, deadline)
         results = opposing[:3] + results + opposing[3:]
     if not results:
-        errors = {q["error"] for q in out.queries if q.get("error")}
+        errors = {q.error for q in out.queries if q.error}
         if errors:
             raise ProviderError("every search failed: " + "; ".join(sorted(errors))[:300])
     candidates = _select(results, registry, out, limit=cap * 2)
@@ -324,14 +326,12 @@ def _sort_kept(
     for src in sorted(read, key=lambda s: (-s.relevance, s.provider != DOCUMENTS, s.id)):
         unscored = src.id not in scored
         if unscored and not keep_unscored:
-            out.skipped.append({"subtopic_id": sub.id, "url": src.url,
-                                "reason": scoring.NOT_SCORED})
+            out.skipped.append(SkippedPage(sub.id, src.url, scoring.NOT_SCORED))
         elif src.relevance < threshold and not (keep_unscored and unscored):
-            out.skipped.append({"subtopic_id": sub.id, "url": src.url,
-                                "reason": f"relevance {src.relevance:.2f} below {threshold}"})
+            out.skipped.append(SkippedPage(sub.id, src.url,
+                                           f"relevance {src.relevance:.2f} below {threshold}"))
         elif len(kept) >= cap:
-            out.skipped.append({"subtopic_id": sub.id, "url": src.url,
-                                "reason": "over the SOURCES_PER_SUBTOPIC limit"})
+            out.skipped.append(SkippedPage(sub.id, src.url, "over the SOURCES_PER_SUBTOPIC limit"))
         else:
             kept.append(src)
     out.sources = kept
@@ -400,7 +400,7 @@ def _fetch_all(
             else:
                 pages.append((cand, page))
         if reason:
-            out.skipped.append({"subtopic_id": sub.id, "url": cand.result.url, "reason": reason})
+            out.skipped.append(SkippedPage(sub.id, cand.result.url, reason))
             ctx.emit(SourceSkipped(ctx.run_id, f"Skipped {cand.result.url[:120]}: {reason}",
                                    step=f"research:{sub.id}", url=cand.result.url,
                                    reason=reason, subtopic_id=sub.id))

@@ -33,7 +33,7 @@ from research.llm.base import Message, is_outage, run_with_deadline
 from research.phases import learnings
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
-from research.records import Finding, Source, Subtopic
+from research.records import Finding, Query, SkippedPage, Source, Subtopic
 from research.retry import RetryPolicy, call_with_retries
 from research.search.base import SearchProvider, SearchResult
 
@@ -69,8 +69,8 @@ class Candidate:
 class Outcome:
     sources: list[Source] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    queries: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)
+    queries: list[Query] = field(default_factory=list)
+    skipped: list[SkippedPage] = field(default_factory=list)
     claimed: list[str] = field(default_factory=list)
 
 
@@ -156,14 +156,12 @@ def run_queries(ctx: RunContext, sub: Subtopic, queries: list[str], out: Outcome
             reason = ctx.safe(str(exc))
             if isinstance(exc, ProviderError) and is_outage(exc):
                 ctx.health.record(f"{provider.name} search")
-            out.queries.append({"subtopic_id": sub.id, "query": query,
-                                "provider": provider.name, "result_count": 0, "error": reason})
+            out.queries.append(Query(sub.id, query, provider.name, 0, reason))
             ctx.emit(SearchFailed(ctx.run_id, f"{provider.name} search failed: {reason}",
                                   step=f"research:{sub.id}", provider=provider.name,
                                   query=query, reason=reason))
             continue
-        out.queries.append({"subtopic_id": sub.id, "query": query, "provider": provider.name,
-                            "result_count": len(results), "error": None})
+        out.queries.append(Query(sub.id, query, provider.name, len(results)))
         ranked.append([Candidate(r, "", query) for r in results])
     # Interleave by rank so every query and provider contributes its best results first.
     merged: list[Candidate] = []
