@@ -24,7 +24,7 @@ from research.phases import counts, verify
 from research.phases.review import current_checks
 from research.phases.write import is_english
 from research.prompts import system
-from research.records import FailedSubtopic
+from research.records import Draft, FailedSubtopic
 
 
 def run_record(ctx: RunContext) -> str:
@@ -69,7 +69,7 @@ def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
         # method section) in the report's language too: the writer already wrote the rest.
         translations = translate_own_text(ctx, [*notes, verification, record,
                                                 *method.values_to_translate(),
-                                                *engine_lines(current["text"])])
+                                                *engine_lines(current.text)])
         notes = [translations.get(n, n) for n in notes]
         verification = translations.get(verification, verification)
         record = translations.get(record, record)
@@ -77,15 +77,15 @@ def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
         doc = build_document(
             run_id=ctx.run_id, question=ctx.question,
             created_at=created,
-            parameters_line=record, draft=apply_translations(current["text"], translations),
-            numbering=current["numbering"], sources=sources, notes=tuple(notes),
+            parameters_line=record, draft=apply_translations(current.text, translations),
+            numbering=current.numbering, sources=sources, notes=tuple(notes),
             verification=verification, labels=labels, reading_time=method.reading_time,
             method_title=method.title, method=method.lines,
         )
         markdown = to_markdown(doc)
         ctx.store.set_citations(ctx.run_id, _cited_in(doc.body, {s.number: s.source_id for s in doc.sources}))
         meta = {
-            "draft_version": current["version"], "checks": checks,
+            "draft_version": current.version, "checks": checks,
             "cited_sources": len(doc.sources), "words": word_count(doc.body),
             "failed_subtopics": [s.id for s in failed], "notes": notes,
             "parameters_line": doc.parameters_line, "verification": verification,
@@ -115,12 +115,12 @@ class Method:
                       tuple(translations.get(line, line) for line in self.lines))
 
 
-def method_of(ctx: RunContext, current: dict[str, Any], sources: list[dict[str, Any]],
+def method_of(ctx: RunContext, current: Draft, sources: list[dict[str, Any]],
               created: str) -> Method:
     """Reading time (of the body as it will be delivered) and the method section's lines."""
     doc = build_document(run_id=ctx.run_id, question=ctx.question, created_at=created,
-                         parameters_line="", draft=current["text"],
-                         numbering=current["numbering"], sources=sources)
+                         parameters_line="", draft=current.text,
+                         numbering=current.numbering, sources=sources)
     lines = method_lines(ctx.store, ctx.run_id, ctx.config, date=format_date(created),
                          cited=len(doc.sources))
     return Method(reading_time_line(word_count(doc.body)), METHOD_TITLE, tuple(lines))

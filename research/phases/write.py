@@ -186,7 +186,7 @@ def _draft_whole(ctx: RunContext, writer: Agent, found: ResearchResult,
 def revise(
     ctx: RunContext, cycle: int, found: ResearchResult,
     feedback: str, issues: list[dict[str, Any]] | None = None,
-    on_final: Callable[[str, dict[int, str], list[str]], None] | None = None,
+    on_final: Callable[[str, Mapping[int, str], list[str]], None] | None = None,
 ) -> None:
     """Rewrite only the sections the review flagged, in parallel; the rest stays as it is.
     `on_final(draft, numbering, unflagged parts)` is told, before the rewriting starts, which
@@ -196,21 +196,21 @@ def revise(
 
     def make() -> dict[str, Any]:
         writer = ctx.lead.delegate(Role.WRITER)
-        current = [d for d in ctx.store.get_drafts(ctx.run_id) if d["kind"] != "partial"][-1]
+        current = latest(ctx)
         sources = ctx.store.get_sources(ctx.run_id, with_text=False)
-        numbers = {sid: n for n, sid in current["numbering"].items()}
-        stored = ctx.stored_result(draft_step(current["version"])) or {}
-        version = current["version"] + 1
+        numbers = {sid: n for n, sid in current.numbering.items()}
+        stored = ctx.stored_result(draft_step(current.version)) or {}
+        version = current.version + 1
         if not stored.get("sections"):
             return _revise_whole(ctx, writer, cycle, found, feedback, current, sources, numbers)
         ctx.emit(DraftStarted(ctx.run_id, f"The writer team is revising the flagged sections of "
-                              f"draft {current['version']}", step=f"revise:{cycle}",
-                              revising=current["version"]))
+                              f"draft {current.version}", step=f"revise:{cycle}",
+                              revising=current.version))
         job = SectionJob(ctx, writer, found, sources, numbers, order=stored.get("order"))
         texts = dict(stored["sections"])
         flagged = route(issues or [], texts, job, feedback)
         if on_final is not None:
-            on_final(current["text"], current["numbering"],
+            on_final(current.text, current.numbering,
                      [text for key, text in texts.items() if key not in flagged])
         texts = job.revise(texts, flagged)
         text = job.report(texts)
@@ -222,20 +222,20 @@ def revise(
 
 
 def _revise_whole(ctx: RunContext, writer: Agent, cycle: int, found: ResearchResult,
-                  feedback: str, current: dict[str, Any],
+                  feedback: str, current: Draft,
                   sources: list[dict[str, Any]], numbers: dict[str, int]) -> dict[str, Any]:
     findings, missing, listing = context_text(found, sources, numbers)
-    ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current['version']}",
-                          step=f"revise:{cycle}", revising=current["version"]))
+    ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current.version}",
+                          step=f"revise:{cycle}", revising=current.version))
     prompt = REVISE_PROMPT.format(
         question=clean_untrusted(ctx.brief), feedback=feedback,
         structure=structure(ctx), findings=findings, missing=missing, sources=listing,
-        draft=current["text"],
+        draft=current.text,
     )
     messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
     text, counts = written(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()),
                            numbers, sources)
-    version = current["version"] + 1
+    version = current.version + 1
     save(ctx, version, "revision", text, numbers, counts)
     return {"version": version, "words": word_count(text), **counts}
 

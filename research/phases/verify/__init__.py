@@ -54,7 +54,7 @@ from research.phases.verify.claims import (
 from research.phases.verify.early import EarlyCheck, reuse, split
 from research.phases.verify.judge import accept_rewrite, combine, guard, quote_found
 from research.phases.verify.outcomes import attach_excerpts, judge_claims
-from research.records import FailedSubtopic
+from research.records import Draft, FailedSubtopic
 from storage import Store
 
 __all__ = [
@@ -97,13 +97,14 @@ def run(ctx: RunContext, failed: Sequence[FailedSubtopic],
 
 def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
             early: EarlyCheck | None = None) -> dict[str, Any]:
-    drafts = ctx.store.get_drafts(ctx.run_id)
-    base = [d for d in drafts if d["kind"] not in ("verified", "partial")][-1]
-    redo = [d for d in drafts if d["kind"] == "verified" and d["version"] > base["version"]]
-    version = redo[0]["version"] if redo else max(d["version"] for d in drafts) + 1
+    drafts = [Draft.from_row(d) for d in ctx.store.get_drafts(ctx.run_id)]
+    base = [d for d in drafts if d.kind not in ("verified", "partial")][-1]
+    # A verified draft saved by an attempt that did not finish is replaced, not added to.
+    redo = [d for d in drafts if d.kind == "verified" and d.version > base.version]
+    version = redo[0].version if redo else max(d.version for d in drafts) + 1
     sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id)}
-    numbering = base["numbering"]
-    claims = split_claims(base["text"], numbering, sources)
+    numbering = base.numbering
+    claims = split_claims(base.text, numbering, sources)
     attach_excerpts(claims, sources)
     # The claims of sections checked early are judged in the background already; the rest are
     # judged now, at the same time. One the early check has no outcome for is judged after.
@@ -119,7 +120,7 @@ def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
     outcomes = [by_id[c.id] for c in claims]
 
     failed_titles = [s.title for s in failed]
-    text, unverified = apply(base["text"], outcomes, numbering=numbering, sources=sources,
+    text, unverified = apply(base.text, outcomes, numbering=numbering, sources=sources,
                              failed_titles=failed_titles)
     rows = [_row(o, numbering) for o in outcomes]
     ctx.store.save_draft(ctx.run_id, version, "verified", text, numbering, word_count(text))
@@ -133,7 +134,7 @@ def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
                               step=STEP_KEY))
     ctx.emit(DraftCompleted(ctx.run_id, f"Verified draft {version} saved. {result['line']}",
                             step=STEP_KEY, version=version, **_counts(result)))
-    return {**result, "version": version, "draft_version": base["version"],
+    return {**result, "version": version, "draft_version": base.version,
             "errors": errors[:10], "checked_early": len(known)}
 
 
