@@ -166,6 +166,11 @@ class Finding:
                 "kind": self.kind}
 
 
+def findings(rows: Iterable[Row]) -> tuple[Finding, ...]:
+    """Stored finding rows (the store's `get_findings`) as records."""
+    return tuple(Finding.from_row(r) for r in rows)
+
+
 @dataclass(frozen=True, slots=True)
 class Query:
     """One search a worker ran on one provider: how many results, or why it failed."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from research.context import RunContext
 from research.prompts import clean_untrusted
-from research.records import Subtopic, subtopics
+from research.records import Subtopic, findings, subtopics
 
 MAX_LEARNINGS = 12
 LEARNING_CHARS = 220
@@ -39,10 +39,10 @@ def prior(ctx: RunContext, sub: Subtopic) -> Prior:
         return rounds.get(subtopic_id or "", 1) < level
 
     learnings = [
-        f"{' '.join(clean_untrusted(f['claim']).split())[:LEARNING_CHARS]} "
-        f"[{', '.join(f['source_ids'])}]"
-        for f in ctx.store.get_findings(ctx.run_id)
-        if f["kind"] == "finding" and earlier(f["subtopic_id"])
+        f"{' '.join(clean_untrusted(f.claim).split())[:LEARNING_CHARS]} "
+        f"[{', '.join(f.source_ids)}]"
+        for f in findings(ctx.store.get_findings(ctx.run_id))
+        if f.kind == "finding" and earlier(f.subtopic_id)
     ][:MAX_LEARNINGS]
     queries = list(dict.fromkeys(
         q["query"] for q in ctx.store.get_queries(ctx.run_id) if earlier(q["subtopic_id"])

@@ -25,7 +25,7 @@ from research.llm.base import Message
 from research.phases import goal, research, steer
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
-from research.records import ResearchResult, Subtopic, plan_rows, subtopics
+from research.records import ResearchResult, Subtopic, findings, plan_rows, subtopics
 
 MAX_QUESTIONS = 12
 LOOKUP_SOURCES = 5  # a quick lookup keeps at most this many sources
@@ -257,11 +257,11 @@ def _new_questions(ctx: RunContext, plan: Sequence[Subtopic], round_no: int) -> 
     for r in range(1, round_no):
         earlier += [d["question"] for d in (ctx.stored_result(f"triage:{r}") or {}).get("decisions", [])]
     out: list[FollowUp] = []
-    for finding in ctx.store.get_findings(ctx.run_id):
-        if finding["kind"] != "follow_up" or finding["subtopic_id"] not in this_round:
+    for finding in findings(ctx.store.get_findings(ctx.run_id)):
+        if finding.kind != "follow_up" or finding.subtopic_id not in this_round:
             continue
-        text = " ".join(clean_untrusted(finding["claim"]).split())[:300]
-        entry = FollowUp(f"Q{len(out) + 1}", text, finding["subtopic_id"])
+        text = " ".join(clean_untrusted(finding.claim).split())[:300]
+        entry = FollowUp(f"Q{len(out) + 1}", text, str(finding.subtopic_id))
         twin = max(earlier, key=lambda e: _overlap(text, e), default="")
         if twin and _overlap(text, twin) >= REDUNDANT_OVERLAP:
             entry = replace(entry, action="filter", reason=f"redundant with: {twin[:120]}")
@@ -299,12 +299,12 @@ def _decisions(
 
 
 def _coverage_text(ctx: RunContext, plan: Sequence[Subtopic]) -> str:
-    findings = ctx.store.get_findings(ctx.run_id)
+    found = findings(ctx.store.get_findings(ctx.run_id))
     parts = []
     for sub in plan:
-        mine = [f for f in findings if f["subtopic_id"] == sub.id]
-        facts = [f["claim"] for f in mine if f["kind"] == "finding"][:6]
-        gaps = [f["claim"] for f in mine if f["kind"] == "gap"][:3]
+        mine = [f for f in found if f.subtopic_id == sub.id]
+        facts = [f.claim for f in mine if f.kind == "finding"][:6]
+        gaps = [f.claim for f in mine if f.kind == "gap"][:3]
         lines = [f'<subtopic_summary id="{sub.id}" title="{sub.title}">']
         lines += [f"- finding: {clean_untrusted(t)[:300]}" for t in facts] or ["- no findings"]
         lines += [f"- gap: {clean_untrusted(t)[:200]}" for t in gaps]
