@@ -62,6 +62,7 @@ from research.phases import (
     verify,
     write,
 )
+from research.records import ResearchResult
 from research.retry import RetryPolicy
 from research.search import build_search_providers
 from research.search.base import SearchProvider
@@ -201,34 +202,38 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     early_plan = plan.ahead(ctx)  # the plan's call goes out beside the clarify step's
     ctx.executor.tasks.submit(warm_up)  # the page extractor loads while the plan is written
     clarify.run(ctx)
-    inherited = inherit.run(ctx)
-    plan.run(ctx, inherited, early_plan)
+    planned = plan.run(ctx, inherit.run(ctx), early_plan)
     plan.review_gate(ctx)
+    found = _research(ctx, planned, with_hosted=with_hosted)
+    ctx.executor.trim()  # research's many threads are not needed by writing and verifying
+    if not found.sources:
+        raise ResearchError(nothing_gathered(ctx))
+    if with_hosted and found.failed and len(found.failed) == len(found.researched):
+        merge_for_delivery(ctx, list(HOSTED_ENGINES))  # only the hosted engines delivered
+    else:
+        write.draft(ctx, found)
+    if not ctx.budget_reason():  # over budget: write up what was gathered, no more
+        reviewed = review.run(ctx, found)  # the final sections' checks may start here
+        verify.run(ctx, found.failed, reviewed.early)
+    deliver.run(ctx, found.failed)
+
+
+def _research(ctx: RunContext, planned: plan.PlanResult, *, with_hosted: bool) -> ResearchResult:
+    """The research rounds under the budget's guard; with "all", the hosted engines run beside
+    them and end with them (a stop ends them), and what they found is gathered too."""
     hosted = [ctx.executor.units.submit(_hosted_beside, ctx, name)
               for name in HOSTED_ENGINES] if with_hosted else []
     try:
         ctx.guard_model_calls()
         try:
-            failed = research.run(ctx, ctx.store.get_plan(ctx.run_id) or [])
-            failed = rounds.run(ctx, failed)
+            found = rounds.run(ctx, research.run(ctx, planned))
         finally:
             ctx.release_model_calls()
     finally:
-        wait(hosted)  # the engines beside end with the pipeline's research (a stop ends them)
+        wait(hosted)
     for future in hosted:
         future.result()  # cancellation and the time limit stop the whole run
-    ctx.executor.trim()  # research's many threads are not needed by writing and verifying
-    subtopics = ctx.store.get_plan(ctx.run_id) or []
-    if ctx.store.count_sources(ctx.run_id) == 0:
-        raise ResearchError(nothing_gathered(ctx))
-    if failed and len(failed) == len([s for s in subtopics if not s.get("inherited")]) and hosted:
-        merge_for_delivery(ctx, list(HOSTED_ENGINES))  # only the hosted engines delivered
-    else:
-        write.draft(ctx, subtopics, failed)
-    if not ctx.budget_reason():  # over budget: write up what was gathered, no more
-        early = review.run(ctx, subtopics, failed)  # the final sections' checks may start here
-        verify.run(ctx, subtopics, failed, early=early)
-    deliver.run(ctx, subtopics, failed)
+    return research.gathered(ctx) if hosted else found
 
 
 def _hosted_beside(ctx: RunContext, engine: str) -> None:
@@ -249,8 +254,8 @@ def _hosted_only(ctx: RunContext, engine: str) -> None:
     run_hosted(ctx, engine)
     merge_for_delivery(ctx, [engine])
     if not ctx.budget_reason():
-        verify.run(ctx, [], [])
-    deliver.run(ctx, [], [])
+        verify.run(ctx, ())
+    deliver.run(ctx, ())
 
 
 def _finish(store: Store, run_id: str, meter: UsageMeter, status: str, error: str | None = None) -> None:

@@ -2,8 +2,9 @@
 
 Today every getter returns plain dicts (JSON columns already decoded by `storage.schema.Json`);
 the few columns whose stored form differs from what callers use are fixed here: citation
-numberings come back with int keys, review flags as bools. When the store returns typed
-records instead, these functions are where rows become records.
+numberings come back with int keys, review flags as bools. The engine's typed records
+(`research/records.py`: Subtopic, Source, Finding, Draft...) are built from these rows by their
+`from_row`, there and only there: the store does not import the engine (no arrow back up).
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ def test_engine_completes_after_polls_with_cited_sources_and_exports(
     with _context(standin_env, tmp_db, engine=engine) as ctx:
         result = run_hosted(ctx, engine, credentials=_creds(standin_env))
         merge_for_delivery(ctx, [engine])
-        deliver.run(ctx, [], [])
+        deliver.run(ctx, [])
         store, run_id = ctx.store, ctx.run_id
 
     assert result["status"] == "completed" and result["engine"] == engine

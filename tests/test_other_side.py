@@ -15,9 +15,9 @@ def _run(runs: Runner, **overrides: object) -> tuple[Store, str]:
 
 
 def test_the_opposing_query_names_the_subtopic_and_the_other_side() -> None:
-    query = opposing_query({"title": "Running costs\nof heat pumps"})
+    query = opposing_query("Running costs\nof heat pumps")
     assert query.startswith("Running costs of heat pumps ") and "criticism" in query
-    assert opposing_query({"title": "  "}) == ""
+    assert opposing_query("  ") == ""
 
 
 def test_every_subtopic_searches_the_other_side_on_every_provider(
@@ -30,12 +30,12 @@ def test_every_subtopic_searches_the_other_side_on_every_provider(
     providers = {q["provider"] for q in queries}
     for sub in plan:
         opposing = [q for q in queries if q["subtopic_id"] == sub["id"]
-                    and q["query"] == opposing_query(sub)]
+                    and q["query"] == opposing_query(sub["title"])]
         assert {q["provider"] for q in opposing} == providers, sub["title"]
         assert all(q["error"] is None for q in opposing)
     # The stand-in's search saw each of them once.
     sent = [str(r) for r in standin.requests_for("tavily")[before:]]
-    assert all(sum(opposing_query(sub) in r for r in sent) == 1 for sub in plan)
+    assert all(sum(opposing_query(sub["title"]) in r for r in sent) == 1 for sub in plan)
 
 
 def test_the_constant_turns_it_off(

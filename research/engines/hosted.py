@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -52,6 +52,7 @@ from research.llm.base import Usage
 from research.llm.pricing import PriceTable
 from research.phases.research import source_id
 from research.prompts import clean_untrusted, date_line
+from research.records import Query, Source
 from research.retry import RetryPolicy, call_with_retries
 from research.urls import canonical_url, domain_of
 from storage.migrations import utc_now
@@ -285,22 +286,21 @@ class _HostedRun:
         markdown = rewrite_citations(job.text, cited, lambda url: number[canonical[url]])
         passages = cited_passages(job.text, cited)
 
-        sources: dict[str, dict[str, Any]] = {}
+        sources: dict[str, Source] = {}
+        quoted: dict[str, list[str]] = {}  # what the report quotes of each: its text if unread
         for c in cited:
             canon = canonical[c.url]
             if canon not in sources:
                 sources[canon] = self._source(c, canon, pages[c.url], passages)
-            elif passages.get(c.url):
-                sources[canon]["_passages"] += passages[c.url]
-        for src in sources.values():
-            extra = src.pop("_passages")
-            if not src["text"]:
-                src["text"] = clean_untrusted("\n\n".join(dict.fromkeys(extra)))
+            quoted.setdefault(canon, []).extend(passages.get(c.url) or [])
+        sources = {canon: src if src.text else replace(
+            src, text=clean_untrusted("\n\n".join(dict.fromkeys(quoted[canon]))))
+            for canon, src in sources.items()}
         known = {s["canonical_url"]: s["id"] for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
         numbering = {n: known.get(canon, source_id(canon)) for canon, n in number.items()}
         # What the service wrote beside its annotations (links, footnotes, its own list) -> [n].
         markdown = normalise(markdown, numbering,
-                             {numbering[n]: sources[canon] for canon, n in number.items()}).text
+                             {numbering[n]: sources[canon].row() for canon, n in number.items()}).text
         words = word_count(markdown)
         fetched = sum(1 for p in pages.values() if isinstance(p, FetchedPage))
         # The run's own price table (defaults + the user's file), so caps and estimates agree.
@@ -316,10 +316,10 @@ class _HostedRun:
         })
         result = {"engine": self.engine, "status": "completed", "sources": len(number),
                   "words": words, "remote_id": job.id}
-        queries = [{"subtopic_id": self.engine, "query": q, "provider": self.engine, "result_count": 0}
-                   for q in job.queries]
+        queries = [Query(self.engine, q, self.engine).row() for q in job.queries]
         inserted = ctx.store.complete_research_step(
-            ctx.run_id, self.key, sources=list(sources.values()), findings=[], queries=queries,
+            ctx.run_id, self.key, sources=[s.row() for s in sources.values()], findings=[],
+            queries=queries,
             skipped=[], result=result,
         )
         self.inserted = len(inserted)
@@ -330,9 +330,9 @@ class _HostedRun:
             ctx.store.add_usage(ctx.run_id, "engine", self.api.provider, self.api.model,
                                 job.input_tokens, job.output_tokens, cost)
         for sid in inserted:
-            src = next(s for s in sources.values() if s["id"] == sid)
-            ctx.emit(SourceFound(ctx.run_id, f"Source: {src['title'][:120]}", step=self.key,
-                                 source_id=sid, url=src["url"], title=src["title"], relevance=1.0,
+            src = next(s for s in sources.values() if s.id == sid)
+            ctx.emit(SourceFound(ctx.run_id, f"Source: {src.title[:120]}", step=self.key,
+                                 source_id=sid, url=src.url, title=src.title, relevance=1.0,
                                  subtopic_id=self.engine))
         return result
 
@@ -356,7 +356,7 @@ class _HostedRun:
         return results
 
     def _source(self, c: Citation, canon: str, page: FetchedPage | str,
-                passages: dict[str, list[str]]) -> dict[str, Any]:
+                passages: dict[str, list[str]]) -> Source:
         read = isinstance(page, FetchedPage) and bool(page.text.strip())
         cited_text = passages.get(c.url) or []
         reason = f"Cited by {self.label}"
@@ -369,16 +369,15 @@ class _HostedRun:
         author = fetched.author if fetched else None
         credibility = assess(url, self.engine, published=fetched.published if fetched else None,
                              author=author)
-        return {
-            "id": source_id(canon), "url": url, "canonical_url": canon, "title": title[:300],
-            "snippet": clean_untrusted(cited_text[0] if cited_text else "")[:500],
-            "text": clean_untrusted(page.text) if read and isinstance(page, FetchedPage) else "",
-            "published": page.published if isinstance(page, FetchedPage) else None,
-            "relevance": 1.0, "relevance_reason": reason, "subtopic_id": self.engine,
-            "provider": self.engine, "query": "", "round": 1, "_passages": list(cited_text),
-            "source_kind": credibility.kind, "signals": list(credibility.signals),
-            "author": author,
-        }
+        return Source(
+            id=source_id(canon), url=url, canonical_url=canon, title=title[:300],
+            snippet=clean_untrusted(cited_text[0] if cited_text else "")[:500],
+            text=clean_untrusted(page.text) if read and isinstance(page, FetchedPage) else "",
+            published=page.published if isinstance(page, FetchedPage) else None,
+            relevance=1.0, relevance_reason=reason, subtopic_id=self.engine,
+            provider=self.engine, query="", round=1, source_kind=credibility.kind,
+            signals=tuple(credibility.signals), author=author,
+        )
 
 
 # --- citations ------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,7 @@ from research.phases import counts, verify
 from research.phases.review import current_checks
 from research.phases.write import is_english
 from research.prompts import system
+from research.records import Draft, FailedSubtopic
 
 
 def run_record(ctx: RunContext) -> str:
@@ -44,11 +46,13 @@ def run_record(ctx: RunContext) -> str:
             f"{ctx.config.parameters_line()}.")
 
 
-def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
+def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
+    """Store the final report; `failed` are the subtopics its caveats say it does not cover."""
+
     def make() -> dict[str, Any]:
         current, checks = current_checks(ctx)
         sources = ctx.store.get_sources(ctx.run_id, with_text=False)
-        notes = [f"The subtopic \u201c{s['title']}\u201d could not be researched ({s['error']}); "
+        notes = [f"The subtopic \u201c{s.title}\u201d could not be researched ({s.error}); "
                  "the report does not cover it." for s in failed]
         budget = ctx.budget_reason()
         if budget:
@@ -65,7 +69,7 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
         # method section) in the report's language too: the writer already wrote the rest.
         translations = translate_own_text(ctx, [*notes, verification, record,
                                                 *method.values_to_translate(),
-                                                *engine_lines(current["text"])])
+                                                *engine_lines(current.text)])
         notes = [translations.get(n, n) for n in notes]
         verification = translations.get(verification, verification)
         record = translations.get(record, record)
@@ -73,17 +77,17 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
         doc = build_document(
             run_id=ctx.run_id, question=ctx.question,
             created_at=created,
-            parameters_line=record, draft=apply_translations(current["text"], translations),
-            numbering=current["numbering"], sources=sources, notes=tuple(notes),
+            parameters_line=record, draft=apply_translations(current.text, translations),
+            numbering=current.numbering, sources=sources, notes=tuple(notes),
             verification=verification, labels=labels, reading_time=method.reading_time,
             method_title=method.title, method=method.lines,
         )
         markdown = to_markdown(doc)
         ctx.store.set_citations(ctx.run_id, _cited_in(doc.body, {s.number: s.source_id for s in doc.sources}))
         meta = {
-            "draft_version": current["version"], "checks": checks,
+            "draft_version": current.version, "checks": checks,
             "cited_sources": len(doc.sources), "words": word_count(doc.body),
-            "failed_subtopics": [s["id"] for s in failed], "notes": notes,
+            "failed_subtopics": [s.id for s in failed], "notes": notes,
             "parameters_line": doc.parameters_line, "verification": verification,
             "labels": dict(doc.labels), "language": ctx.config.report_language,
             "translations": translations, "reading_time": doc.reading_time,
@@ -111,12 +115,12 @@ class Method:
                       tuple(translations.get(line, line) for line in self.lines))
 
 
-def method_of(ctx: RunContext, current: dict[str, Any], sources: list[dict[str, Any]],
+def method_of(ctx: RunContext, current: Draft, sources: list[dict[str, Any]],
               created: str) -> Method:
     """Reading time (of the body as it will be delivered) and the method section's lines."""
     doc = build_document(run_id=ctx.run_id, question=ctx.question, created_at=created,
-                         parameters_line="", draft=current["text"],
-                         numbering=current["numbering"], sources=sources)
+                         parameters_line="", draft=current.text,
+                         numbering=current.numbering, sources=sources)
     lines = method_lines(ctx.store, ctx.run_id, ctx.config, date=format_date(created),
                          cited=len(doc.sources))
     return Method(reading_time_line(word_count(doc.body)), METHOD_TITLE, tuple(lines))

@@ -9,15 +9,16 @@ the parent already read are not fetched again.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 from research.context import RunContext
 from research.events import SourceFound
+from research.records import Finding, Source, Subtopic
 
 SUBTOPIC_ID = "p0"
 
 
-def run(ctx: RunContext) -> dict[str, Any] | None:
+def run(ctx: RunContext) -> Subtopic | None:
     """Copy the parent's research once; return the inherited pseudo-subtopic, if any."""
     run = ctx.store.get_run(ctx.run_id) or {}
     parent_id = run.get("parent_run_id")
@@ -25,30 +26,24 @@ def run(ctx: RunContext) -> dict[str, Any] | None:
         return None
     parent = ctx.store.get_run(parent_id)
     title = f"Earlier research: {(parent or {}).get('question', parent_id)[:150]}"
-    subtopic = {"id": SUBTOPIC_ID, "title": title, "description": f"Sources of run {parent_id}",
-                "questions": [], "round": 0, "inherited": True}
+    subtopic = Subtopic(id=SUBTOPIC_ID, title=title, description=f"Sources of run {parent_id}",
+                        round=0, inherited=True)
     if ctx.stored_result("inherit") is not None:
         return subtopic
-    sources = [{**s, "subtopic_id": SUBTOPIC_ID, "round": 0}
+    # A parent's source as a new one of this run: no row ids, no citation marks.
+    sources = [replace(Source.from_row(s), subtopic_id=SUBTOPIC_ID, round=0, cited_in=())
                for s in ctx.store.get_sources(parent_id)] if parent else []
-    findings = [{**f, "subtopic_id": SUBTOPIC_ID}
+    findings = [replace(Finding.from_row(f), subtopic_id=SUBTOPIC_ID)
                 for f in (ctx.store.get_findings(parent_id) if parent else [])
                 if f["kind"] in ("finding", "gap")]
     ctx.store.start_step(ctx.run_id, "inherit", kind="inherit",
                          label="Reusing the earlier run's sources", subtopic_id=SUBTOPIC_ID)
     inserted = ctx.store.complete_research_step(
-        ctx.run_id, "inherit", sources=[_fresh(s) for s in sources], findings=findings,
+        ctx.run_id, "inherit", sources=[s.row() for s in sources],
+        findings=[f.row() for f in findings],
         queries=[], skipped=[], result={"parent_run_id": parent_id, "sources": len(sources)},
     )
     for sid in inserted[:50]:
         ctx.emit(SourceFound(ctx.run_id, "Source reused from the earlier run", step="inherit",
                              source_id=sid, subtopic_id=SUBTOPIC_ID))
     return subtopic
-
-
-def _fresh(source: dict[str, Any]) -> dict[str, Any]:
-    """A parent's source row as a new row of this run (no row ids, no citation marks)."""
-    keep = ("id", "url", "canonical_url", "title", "snippet", "text", "published", "relevance",
-            "relevance_reason", "subtopic_id", "provider", "query", "round", "fetched_at",
-            "source_kind", "signals", "author")
-    return {k: source.get(k) for k in keep}

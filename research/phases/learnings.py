@@ -9,10 +9,10 @@ exactly repeats an earlier one of the run is dropped before it is searched.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from research.context import RunContext
 from research.prompts import clean_untrusted
+from research.records import Subtopic, findings, subtopics
 
 MAX_LEARNINGS = 12
 LEARNING_CHARS = 220
@@ -27,22 +27,22 @@ class Prior:
     queries: list[str] = field(default_factory=list)
 
 
-def prior(ctx: RunContext, sub: dict[str, Any]) -> Prior:
+def prior(ctx: RunContext, sub: Subtopic) -> Prior:
     """What the rounds before `sub`'s round learned and searched. A first-round worker gets
     nothing: its siblings run at the same time, so what they stored is not yet "earlier"."""
-    level = int(sub.get("round") or 1) + (1 if sub.get("lookup") else 0)
+    level = (sub.round or 1) + (1 if sub.lookup else 0)
     if level <= 1:
         return Prior()
-    rounds = {s["id"]: int(s.get("round") or 1) for s in ctx.store.get_plan(ctx.run_id) or []}
+    rounds = {s.id: s.round or 1 for s in subtopics(ctx.store.get_plan(ctx.run_id))}
 
     def earlier(subtopic_id: str | None) -> bool:
         return rounds.get(subtopic_id or "", 1) < level
 
     learnings = [
-        f"{' '.join(clean_untrusted(f['claim']).split())[:LEARNING_CHARS]} "
-        f"[{', '.join(f['source_ids'])}]"
-        for f in ctx.store.get_findings(ctx.run_id)
-        if f["kind"] == "finding" and earlier(f["subtopic_id"])
+        f"{' '.join(clean_untrusted(f.claim).split())[:LEARNING_CHARS]} "
+        f"[{', '.join(f.source_ids)}]"
+        for f in findings(ctx.store.get_findings(ctx.run_id))
+        if f.kind == "finding" and earlier(f.subtopic_id)
     ][:MAX_LEARNINGS]
     queries = list(dict.fromkeys(
         q["query"] for q in ctx.store.get_queries(ctx.run_id) if earlier(q["subtopic_id"])

@@ -6,6 +6,7 @@ came, down to MIN_SUBTOPICS (see `research.phases.counts`), and says so.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -16,6 +17,7 @@ from research.events import PlanCreated
 from research.llm.base import Message
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
+from research.records import Subtopic, plan_rows, subtopics
 from research.related import section_text, section_title
 from storage import Store
 
@@ -36,14 +38,21 @@ Rules:
 <question>{question}</question>"""
 
 
-class Subtopic(BaseModel):
+class PlannedSubtopic(BaseModel):
     title: str = Field(description="Short title of the subtopic")
     description: str = Field(description="One sentence on what this subtopic covers")
     questions: list[str] = Field(description="2 to 4 research questions")
 
 
 class ResearchPlan(BaseModel):
-    subtopics: list[Subtopic]
+    subtopics: list[PlannedSubtopic]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanResult:
+    """The plan research starts from: the subtopics in order (an inherited one first)."""
+
+    subtopics: tuple[Subtopic, ...]
 
 
 # The smallest plan worth running. One subtopic is the question restated, not a split: the
@@ -97,56 +106,55 @@ def _ask(ctx: RunContext, messages: list[Message]) -> ResearchPlan:
                                    caps={"subtopics": count, "questions": 4})
 
 
-def run(ctx: RunContext, inherited: dict[str, Any] | None = None,
-        early: Ahead | None = None) -> list[dict[str, Any]]:
-    """Return the plan (stored), reusing a stored one when resuming. An inherited
-    subtopic (earlier research this run builds on) is listed first, already researched."""
-    stored = ctx.store.get_plan(ctx.run_id)
-    if stored and ctx.stored_result("plan") is not None:
-        return stored
+def run(ctx: RunContext, inherited: Subtopic | None = None,
+        early: Ahead | None = None) -> PlanResult:
+    """The plan (stored), reusing a stored one when resuming: then the latest version, as the
+    person may have edited it. An inherited subtopic (earlier research this run builds on) is
+    listed first, already researched."""
+    if ctx.stored_result("plan") is None:
+        ctx.run_step("plan", "plan", "Planning the research", lambda: _make(ctx, inherited, early))
+    return PlanResult(subtopics(ctx.store.get_plan(ctx.run_id)))
 
-    def make() -> dict[str, Any]:
-        count = ctx.config.subtopic_count
-        messages = _messages(ctx, ctx.brief)
-        plan = (early.answer(messages) if early else None) or _ask(ctx, messages)
-        subtopics = _normalise(plan.subtopics, count)
-        if len(subtopics) < count:
-            subtopics = _ask_for_more(ctx, messages, plan, subtopics, count)
-        if len(subtopics) < min(MIN_SUBTOPICS, count):
-            raise SchemaError(
-                f"The lead planned only {len(subtopics)} distinct subtopic(s) where {count} "
-                f"were asked for, even when asked for the missing ones; at least "
-                f"{MIN_SUBTOPICS} are needed to research the question."
-            )
-        if len(subtopics) < count:
-            note_short(ctx, "plan", "distinct subtopics", len(subtopics), count,
-                       f"the research covers those {len(subtopics)}")
-        ctx.store.save_plan(ctx.run_id, ([inherited] if inherited else []) + subtopics)
-        ctx.emit(PlanCreated(
-            ctx.run_id, f"Plan: {len(subtopics)} subtopics", step="plan",
-            subtopics=tuple(s["title"] for s in subtopics),
-        ))
-        return {"subtopics": len(subtopics)}
 
-    ctx.run_step("plan", "plan", "Planning the research", make)
-    return ctx.store.get_plan(ctx.run_id) or []
+def _make(ctx: RunContext, inherited: Subtopic | None, early: Ahead | None) -> dict[str, Any]:
+    count = ctx.config.subtopic_count
+    messages = _messages(ctx, ctx.brief)
+    plan = (early.answer(messages) if early else None) or _ask(ctx, messages)
+    planned = _normalise(plan.subtopics, count)
+    if len(planned) < count:
+        planned = _ask_for_more(ctx, messages, plan, planned, count)
+    if len(planned) < min(MIN_SUBTOPICS, count):
+        raise SchemaError(
+            f"The lead planned only {len(planned)} distinct subtopic(s) where {count} "
+            f"were asked for, even when asked for the missing ones; at least "
+            f"{MIN_SUBTOPICS} are needed to research the question."
+        )
+    if len(planned) < count:
+        note_short(ctx, "plan", "distinct subtopics", len(planned), count,
+                   f"the research covers those {len(planned)}")
+    ctx.store.save_plan(ctx.run_id, plan_rows(([inherited] if inherited else []) + planned))
+    ctx.emit(PlanCreated(
+        ctx.run_id, f"Plan: {len(planned)} subtopics", step="plan",
+        subtopics=tuple(s.title for s in planned),
+    ))
+    return {"subtopics": len(planned)}
 
 
 def _ask_for_more(
     ctx: RunContext, messages: list[Message], plan: ResearchPlan,
-    subtopics: list[dict[str, Any]], count: int,
-) -> list[dict[str, Any]]:
+    planned: list[Subtopic], count: int,
+) -> list[Subtopic]:
     """One cheap repair: ask for the missing subtopics only, and merge them in (duplicates
     by title dropped, extras trimmed). A failed repair keeps what the first answer gave."""
-    titles = "; ".join(s["title"] for s in subtopics) or "(none)"
+    titles = "; ".join(s.title for s in planned) or "(none)"
     repair = [*messages, Message("assistant", plan.model_dump_json()), Message(
-        "user", MORE_PROMPT.format(got=len(subtopics), count=count,
-                                   missing=count - len(subtopics), titles=titles))]
+        "user", MORE_PROMPT.format(got=len(planned), count=count,
+                                   missing=count - len(planned), titles=titles))]
     try:
         more = ctx.lead.llm.structured(repair, ResearchPlan, deadline=ctx.step_deadline(),
                                        caps={"subtopics": count, "questions": 4})
     except SchemaError:
-        return subtopics
+        return planned
     return _normalise([*plan.subtopics, *more.subtopics], count)
 
 
@@ -172,23 +180,21 @@ def _dig_deeper_block(ctx: RunContext) -> str:
     return f"{DIG_DEEPER_INTRO}\n\n{block}"
 
 
-def _normalise(planned: list[Subtopic], count: int) -> list[dict[str, Any]]:
+def _normalise(planned: list[PlannedSubtopic], count: int) -> list[Subtopic]:
     """Distinct subtopics (by title) numbered t1..tN, at most `count` (extras trimmed)."""
     seen: set[str] = set()
-    out: list[dict[str, Any]] = []
+    out: list[Subtopic] = []
     for sub in planned:
         title = " ".join(sub.title.split())[:200]
         questions = [" ".join(q.split())[:500] for q in sub.questions if q.strip()][:4]
         if not title or title.lower() in seen:
             continue
         seen.add(title.lower())
-        out.append({
-            "id": f"t{len(out) + 1}",
-            "title": title,
-            "description": " ".join(sub.description.split())[:500],
-            "questions": questions or [title],
-            "round": 1,
-        })
+        out.append(Subtopic(
+            id=f"t{len(out) + 1}", title=title,
+            description=" ".join(sub.description.split())[:500],
+            questions=tuple(questions or [title]), round=1,
+        ))
     return out[:count]
 
 

@@ -14,10 +14,11 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Iterable
 from concurrent.futures import Executor, as_completed
+from dataclasses import replace
 from datetime import date, timedelta
 from functools import partial
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -39,8 +40,19 @@ from research.executor import submit_limited
 from research.fetch import FetchedPage
 from research.llm.base import Message
 from research.phases import learnings, scoring, searching
+from research.phases.plan import PlanResult
 from research.phases.searching import WORKER_ROLE, Candidate, Outcome
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
+from research.records import (
+    FailedSubtopic,
+    Finding,
+    FindingKind,
+    ResearchResult,
+    SkippedPage,
+    Source,
+    Subtopic,
+    subtopics,
+)
 from research.search.documents import is_document_result, page_of
 from research.urls import canonical_url
 
@@ -74,14 +86,14 @@ FINDINGS_PER_SOURCE = 5
 FINDINGS_CAPS = {"gaps": 10, "follow_up_questions": 10}
 
 
-class Finding(BaseModel):
+class WorkerFinding(BaseModel):
     claim: str
     source_ids: list[str]
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
 class SubtopicFindings(BaseModel):
-    findings: list[Finding]
+    findings: list[WorkerFinding]
     gaps: list[str] = Field(default_factory=list)
     follow_up_questions: list[str] = Field(default_factory=list)
 
@@ -109,31 +121,46 @@ def source_id(canonical: str) -> str:
     return "s_" + hashlib.sha1(canonical.encode()).hexdigest()[:10]
 
 
-def run(ctx: RunContext, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Research every subtopic not yet done; return the subtopics that did not finish."""
-    run_units(ctx, units(plan))
-    return unfinished(ctx, plan)
+# A unit of research: (step key, label, subtopic).
+Unit = tuple[str, str, Subtopic]
 
 
-def units(plan: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(step key, label, subtopic) research units; inherited subtopics were researched by
-    the parent run."""
-    return [(f"research:{s['id']}", f"Researching: {s['title']}", s)
-            for s in plan if not s.get("inherited")]
+def run(ctx: RunContext, plan: PlanResult) -> ResearchResult:
+    """Research every planned subtopic not yet done (the first round); return what the run
+    has gathered, with the subtopics that did not finish."""
+    run_units(ctx, units(plan.subtopics))
+    return gathered(ctx)
 
 
-def unfinished(ctx: RunContext, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def gathered(ctx: RunContext) -> ResearchResult:
+    """What the run has gathered so far, read from the store: the same on a first run and on
+    a resume, where the research steps that finished earlier are not run again."""
+    plan = subtopics(ctx.store.get_plan(ctx.run_id))
+    return ResearchResult(
+        subtopics=plan, failed=unfinished(ctx, plan),
+        sources=tuple(Source.from_row(r) for r in ctx.store.get_sources(ctx.run_id,
+                                                                           with_text=False)),
+        findings=tuple(Finding.from_row(r) for r in ctx.store.get_findings(ctx.run_id)),
+    )
+
+
+def units(plan: Iterable[Subtopic]) -> list[Unit]:
+    """Research units for these subtopics; inherited subtopics were researched by the
+    parent run."""
+    return [(f"research:{s.id}", f"Researching: {s.title}", s) for s in plan if not s.inherited]
+
+
+def unfinished(ctx: RunContext, plan: Iterable[Subtopic]) -> tuple[FailedSubtopic, ...]:
     """The planned subtopics whose research did not finish, each with its error."""
     steps = {s["key"]: s for s in ctx.store.get_steps(ctx.run_id)}
-    return [
-        {**sub, "error": steps.get(f"research:{sub['id']}", {}).get("error") or "not researched"}
+    return tuple(
+        FailedSubtopic(sub, steps.get(f"research:{sub.id}", {}).get("error") or "not researched")
         for sub in plan
-        if not sub.get("inherited")
-        and steps.get(f"research:{sub['id']}", {}).get("status") != "done"
-    ]
+        if not sub.inherited and steps.get(f"research:{sub.id}", {}).get("status") != "done"
+    )
 
 
-def run_units(ctx: RunContext, units: list[tuple[str, str, dict[str, Any]]]) -> None:
+def run_units(ctx: RunContext, units: list[Unit]) -> None:
     """Run research units (step key, label, subtopic) not yet done, in parallel.
 
     A follow-up lookup is a unit too: a small subtopic whose sources and findings attach
@@ -165,27 +192,24 @@ def run_units(ctx: RunContext, units: list[tuple[str, str, dict[str, Any]]]) -> 
 
 
 def _with_retries(
-    ctx: RunContext, worker: Agent, key: str, label: str, sub: dict[str, Any],
+    ctx: RunContext, worker: Agent, key: str, label: str, sub: Subtopic,
     registry: UrlRegistry,
 ) -> None:
     for attempt in range(1, MAX_ATTEMPTS + 1):
         ctx.checkpoint()
         ctx.store.start_step(ctx.run_id, key, kind=key.split(":")[0], label=label,
-                             subtopic_id=sub["id"])
+                             subtopic_id=sub.id)
         ctx.emit(StepStarted(ctx.run_id, label, step=key, kind=key.split(":")[0], label=label,
                              attempt=attempt))
         started = time.monotonic()
         outcome = Outcome()
         try:
             _research(ctx, worker, sub, registry, outcome, deadline=ctx.step_deadline())
-            result = {
+            result: dict[str, object] = {
                 "sources": len(outcome.sources), "queries": len(outcome.queries),
                 "skipped": len(outcome.skipped), "findings": len(outcome.findings),
             }
-            inserted = ctx.store.complete_research_step(
-                ctx.run_id, key, sources=outcome.sources, findings=outcome.findings,
-                queries=outcome.queries, skipped=outcome.skipped, result=result,
-            )
+            inserted = _store(ctx, key, outcome, result)
         except BudgetStop as exc:
             _keep_on_budget_stop(ctx, key, sub, outcome, exc)
             raise
@@ -198,7 +222,7 @@ def _with_retries(
             reason = ctx.safe(str(exc) if isinstance(exc, ResearchError) else
                               f"unexpected error ({exc.__class__.__name__}: {exc})")
             if not isinstance(exc, ResearchError):
-                log.exception("worker for %s failed", sub["title"])
+                log.exception("worker for %s failed", sub.title)
             final = attempt == MAX_ATTEMPTS
             ctx.store.fail_step(ctx.run_id, key, reason, final=final)
             tail = "giving up on this subtopic" if final else f"trying again ({attempt + 1}/{MAX_ATTEMPTS})"
@@ -206,13 +230,12 @@ def _with_retries(
                                 kind=key.split(":")[0], label=label, error=reason,
                                 attempt=attempt, final=final))
             continue
-        by_id = {s["id"]: s for s in outcome.sources}
+        by_id = {s.id: s for s in outcome.sources}
         for sid in inserted:
             src = by_id[sid]
             ctx.emit(SourceFound(
-                ctx.run_id, f"Source: {src['title'][:120]}", step=key, source_id=sid,
-                url=src["url"], title=src["title"], relevance=float(src["relevance"]),
-                subtopic_id=sub["id"],
+                ctx.run_id, f"Source: {src.title[:120]}", step=key, source_id=sid,
+                url=src.url, title=src.title, relevance=src.relevance, subtopic_id=sub.id,
             ))
         ctx.emit(StepCompleted(
             ctx.run_id, f"{label}: {len(inserted)} sources kept", step=key,
@@ -222,31 +245,38 @@ def _with_retries(
         return
 
 
+def _store(ctx: RunContext, key: str, out: Outcome, result: dict[str, object]) -> list[str]:
+    """Everything the unit produced, in one transaction; the ids of the sources inserted."""
+    return ctx.store.complete_research_step(
+        ctx.run_id, key, sources=[s.row() for s in out.sources],
+        findings=[f.row() for f in out.findings], queries=[q.row() for q in out.queries],
+        skipped=[p.row() for p in out.skipped],
+        result=result,
+    )
+
+
 def _keep_on_budget_stop(
-    ctx: RunContext, key: str, sub: dict[str, Any], out: Outcome, exc: BudgetStop,
+    ctx: RunContext, key: str, sub: Subtopic, out: Outcome, exc: BudgetStop,
 ) -> None:
     """A budget stop keeps what this unit already gathered: the pages scored as relevant and
     the pages read but not yet scored (marked so in their relevance reason) are stored as
     sources, the unit is marked done (partly, with the reason), so nothing is lost."""
     reason = ctx.safe(str(exc))
-    result = {"sources": len(out.sources), "queries": len(out.queries),
-              "skipped": len(out.skipped), "findings": len(out.findings),
-              "stopped_by_budget": reason}
-    inserted = ctx.store.complete_research_step(
-        ctx.run_id, key, sources=out.sources, findings=out.findings, queries=out.queries,
-        skipped=out.skipped, result=result,
-    )
+    result: dict[str, object] = {"sources": len(out.sources), "queries": len(out.queries),
+                                 "skipped": len(out.skipped), "findings": len(out.findings),
+                                 "stopped_by_budget": reason}
+    inserted = _store(ctx, key, out, result)
     ctx.emit(StepCompleted(ctx.run_id, f"{reason} {len(inserted)} sources of this subtopic "
                            "were kept.", step=key, kind=key.split(":")[0], sources=len(inserted)))
 
 
 def _research(
-    ctx: RunContext, worker: Agent, sub: dict[str, Any], registry: UrlRegistry,
+    ctx: RunContext, worker: Agent, sub: Subtopic, registry: UrlRegistry,
     out: Outcome, *, deadline: float,
 ) -> None:
     cfg = ctx.config
-    total = int(sub.get("searches") or cfg.searches_per_subtopic)
-    cap = int(sub.get("max_sources") or cfg.sources_per_subtopic)
+    total = sub.searches or cfg.searches_per_subtopic
+    cap = sub.max_sources or cfg.sources_per_subtopic
     first = math.ceil(total / 2)
     pool = ctx.executor.tasks  # searches, fetches and scoring batches: tasks, never units
     known = learnings.prior(ctx, sub)  # earlier rounds: learnings and queries run
@@ -254,57 +284,54 @@ def _research(
                                     known)
     if total > first:
         titles = [r.result.title for r in results][:15]
-        asked = [q["query"] for q in out.queries]
+        asked = [q.query for q in out.queries]
         results += searching.search_wave(ctx, worker, sub, total - first, titles, asked, out, pool,
                                 deadline, known)
-    if cfg.search_other_side and not sub.get("lookup"):
+    if cfg.search_other_side and not sub.lookup:
         # The other side goes first among the candidates, so the cut does not drop it.
-        opposing = searching.other_side(ctx, sub, [q["query"] for q in out.queries]
+        opposing = searching.other_side(ctx, sub, [q.query for q in out.queries]
                                         + known.queries, out,
                                         pool, deadline)
         results = opposing[:3] + results + opposing[3:]
     if not results:
-        errors = {q["error"] for q in out.queries if q.get("error")}
+        errors = {q.error for q in out.queries if q.error}
         if errors:
             raise ProviderError("every search failed: " + "; ".join(sorted(errors))[:300])
     candidates = _select(results, registry, out, limit=cap * 2)
     pages = _fetch_all(ctx, sub, candidates, out, pool, deadline)
-    sources = [_source_record(sub, cand, page) for cand, page in pages]
-    try:
-        scoring.score_all(ctx, worker, WORKER_ROLE, sub, sources, pool, deadline)
-    except BudgetStop:
-        for src in sources:  # read but not scored: kept, and marked as such
-            if not src["scored"]:
-                src.update(scored=True, relevance_reason=BUDGET_UNSCORED)
-        _sort_kept(ctx, sub, sources, cap, out, keep_unscored=True)
-        raise
-    _sort_kept(ctx, sub, sources, cap, out)
+    read = [_source_record(sub, cand, page) for cand, page in pages]
+    scores, stop = scoring.score_all(ctx, worker, WORKER_ROLE, sub, read, pool, deadline)
+    # Read but not scored: skipped, or kept and marked as such when the budget stopped it.
+    unscored = BUDGET_UNSCORED if stop else scoring.NOT_SCORED
+    scored = [replace(s, relevance=scores[s.id].relevance, relevance_reason=scores[s.id].reason)
+              if s.id in scores else replace(s, relevance=0.0, relevance_reason=unscored)
+              for s in read]
+    _sort_kept(ctx, sub, scored, set(scores), cap, out, keep_unscored=stop is not None)
+    if stop is not None:
+        raise stop
     if out.sources:
         out.findings = _findings(ctx, worker, sub, out.sources, deadline)
 
 
 def _sort_kept(
-    ctx: RunContext, sub: dict[str, Any], scored: list[dict[str, Any]], cap: int, out: Outcome,
-    *, keep_unscored: bool = False,
+    ctx: RunContext, sub: Subtopic, read: list[Source], scored: set[str], cap: int,
+    out: Outcome, *, keep_unscored: bool = False,
 ) -> None:
     """Keep the most relevant sources above the threshold (at most `cap`); skip the rest.
     With `keep_unscored` (a budget stop) pages the budget left unscored are kept too."""
     threshold = ctx.config.source_relevance_threshold
-    kept: list[dict[str, Any]] = []
+    kept: list[Source] = []
     # As relevant as a web page, a passage of the person's own documents goes first: they
     # chose to have their documents read.
-    for src in sorted(scored, key=lambda s: (-s["relevance"], s["provider"] != DOCUMENTS,
-                                             s["id"])):
-        unscored = src["relevance_reason"] == BUDGET_UNSCORED
-        if not src["scored"]:
-            out.skipped.append({"subtopic_id": sub["id"], "url": src["url"],
-                                "reason": scoring.NOT_SCORED})
-        elif src["relevance"] < threshold and not (keep_unscored and unscored):
-            out.skipped.append({"subtopic_id": sub["id"], "url": src["url"],
-                                "reason": f"relevance {src['relevance']:.2f} below {threshold}"})
+    for src in sorted(read, key=lambda s: (-s.relevance, s.provider != DOCUMENTS, s.id)):
+        unscored = src.id not in scored
+        if unscored and not keep_unscored:
+            out.skipped.append(SkippedPage(sub.id, src.url, scoring.NOT_SCORED))
+        elif src.relevance < threshold and not (keep_unscored and unscored):
+            out.skipped.append(SkippedPage(sub.id, src.url,
+                                           f"relevance {src.relevance:.2f} below {threshold}"))
         elif len(kept) >= cap:
-            out.skipped.append({"subtopic_id": sub["id"], "url": src["url"],
-                                "reason": "over the SOURCES_PER_SUBTOPIC limit"})
+            out.skipped.append(SkippedPage(sub.id, src.url, "over the SOURCES_PER_SUBTOPIC limit"))
         else:
             kept.append(src)
     out.sources = kept
@@ -340,7 +367,7 @@ def _select(
 
 
 def _fetch_all(
-    ctx: RunContext, sub: dict[str, Any], candidates: list[Candidate], out: Outcome,
+    ctx: RunContext, sub: Subtopic, candidates: list[Candidate], out: Outcome,
     pool: Executor, deadline: float,
 ) -> list[tuple[Candidate, FetchedPage]]:
     def fetch(cand: Candidate) -> FetchedPage:
@@ -373,10 +400,10 @@ def _fetch_all(
             else:
                 pages.append((cand, page))
         if reason:
-            out.skipped.append({"subtopic_id": sub["id"], "url": cand.result.url, "reason": reason})
+            out.skipped.append(SkippedPage(sub.id, cand.result.url, reason))
             ctx.emit(SourceSkipped(ctx.run_id, f"Skipped {cand.result.url[:120]}: {reason}",
-                                   step=f"research:{sub['id']}", url=cand.result.url,
-                                   reason=reason, subtopic_id=sub["id"]))
+                                   step=f"research:{sub.id}", url=cand.result.url,
+                                   reason=reason, subtopic_id=sub.id))
     return pages
 
 
@@ -389,66 +416,51 @@ def _date(value: str | None) -> date | None:
         return None
 
 
-def _source_record(sub: dict[str, Any], cand: Candidate, page: FetchedPage) -> dict[str, Any]:
+def _source_record(sub: Subtopic, cand: Candidate, page: FetchedPage) -> Source:
     text = page.text
     snippet = (cand.result.snippet or text[:300]).strip()
     published = page.published or cand.result.published or None
     credibility = assess(cand.result.url, cand.result.provider, published=published,
                          author=page.author)
-    return {
-        "id": source_id(cand.canonical),
-        "url": cand.result.url,
-        "canonical_url": cand.canonical,
-        "title": clean_untrusted(page.title or cand.result.title or cand.result.url).strip()[:300],
-        "snippet": clean_untrusted(snippet)[:500],
-        "text": clean_untrusted(text),
-        "published": published,
-        "source_kind": credibility.kind,
-        "signals": list(credibility.signals),
-        "author": page.author,
-        "relevance": 0.0,
-        "relevance_reason": "",
-        "scored": False,
-        "subtopic_id": sub["id"],
-        "provider": cand.result.provider,
-        "query": cand.query,
-        "round": sub.get("round", 1),
-    }
+    return Source(
+        id=source_id(cand.canonical), url=cand.result.url, canonical_url=cand.canonical,
+        title=clean_untrusted(page.title or cand.result.title or cand.result.url).strip()[:300],
+        snippet=clean_untrusted(snippet)[:500], text=clean_untrusted(text), published=published,
+        source_kind=credibility.kind, signals=tuple(credibility.signals), author=page.author,
+        subtopic_id=sub.id, provider=cand.result.provider, query=cand.query, round=sub.round,
+    )
 
 
 def _findings(
-    ctx: RunContext, worker: Agent, sub: dict[str, Any], kept: list[dict[str, Any]],
-    deadline: float,
-) -> list[dict[str, Any]]:
+    ctx: RunContext, worker: Agent, sub: Subtopic, kept: list[Source], deadline: float,
+) -> list[Finding]:
     nonce = new_nonce()
     share = max(800, FINDINGS_CONTEXT_CHARS // len(kept))
     blocks = "\n\n".join(
-        untrusted_block(s["id"], {"title": s["title"], "url": s["url"],
-                                  "published": s["published"]}, s["text"][:share], nonce)
+        untrusted_block(s.id, {"title": s.title, "url": s.url, "published": s.published},
+                        s.text[:share], nonce)
         for s in kept
     )
     messages = [
         system(WORKER_ROLE, ctx.today),
         Message("user", FINDINGS_PROMPT.format(
-            title=sub["title"], question=clean_untrusted(ctx.brief),
-            questions="\n".join(f"- {q}" for q in sub["questions"]), blocks=blocks,
+            title=sub.title, question=clean_untrusted(ctx.brief),
+            questions="\n".join(f"- {q}" for q in sub.questions), blocks=blocks,
         )),
     ]
     ctx.checkpoint()
     answer = worker.llm.structured(messages, SubtopicFindings, deadline=deadline, caps=FINDINGS_CAPS
                                    | {"findings": FINDINGS_PER_SOURCE * len(kept), "source_ids": len(kept)})
-    valid = {s["id"] for s in kept}
-    rows: list[dict[str, Any]] = []
+    valid = {s.id for s in kept}
+    found: list[Finding] = []
     for f in answer.findings:
-        ids = [i for i in dict.fromkeys(f.source_ids) if i in valid]
+        ids = tuple(i for i in dict.fromkeys(f.source_ids) if i in valid)
         claim = clean_untrusted(f.claim).strip()
         if ids and claim:
-            rows.append({"subtopic_id": sub["id"], "claim": claim[:1000], "source_ids": ids,
-                         "confidence": f.confidence, "kind": "finding"})
-    for text, kind in [(g, "gap") for g in answer.gaps] + [
-        (q, "follow_up") for q in answer.follow_up_questions
-    ]:
+            found.append(Finding(sub.id, claim[:1000], ids, f.confidence, "finding"))
+    notes: list[tuple[str, FindingKind]] = [(g, "gap") for g in answer.gaps]
+    notes += [(q, "follow_up") for q in answer.follow_up_questions]
+    for text, kind in notes:
         if text.strip():
-            rows.append({"subtopic_id": sub["id"], "claim": clean_untrusted(text).strip()[:500],
-                         "source_ids": [], "confidence": 0.0, "kind": kind})
-    return rows
+            found.append(Finding(sub.id, clean_untrusted(text).strip()[:500], (), 0.0, kind))
+    return found

@@ -7,6 +7,7 @@ resolve, >= 80% of claims cited, within the word limit, sources mostly recent).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from research.phases import write
 from research.phases.verify.early import EarlyCheck
 from research.phases.write_sections import CITED
 from research.prompts import clean_untrusted, numbered_sources, system
+from research.records import Draft, ResearchResult
 
 REVIEWER_ROLE = (
     "You are the reviewer of a research team. You check research reports for accuracy, "
@@ -64,24 +66,33 @@ class ReviewResult(BaseModel):
     strengths: list[str] = Field(default_factory=list)
 
 
-def current_checks(ctx: RunContext) -> tuple[dict[str, Any], dict[str, Any]]:
+def current_checks(ctx: RunContext) -> tuple[Draft, dict[str, Any]]:
     """The latest draft and its deterministic checks."""
-    current = [d for d in ctx.store.get_drafts(ctx.run_id) if d["kind"] != "partial"][-1]
+    current = write.latest(ctx)
     sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
-    written = ((ctx.stored_result(write.draft_step(current["version"])) or {})
-               if current["kind"] in ("draft", "revision") else {})
+    written = ((ctx.stored_result(write.draft_step(current.version)) or {})
+               if current.kind in ("draft", "revision") else {})
     checks = run_checks(
-        current["text"], current["numbering"], sources,
+        current.text, current.numbering, sources,
         max_words=ctx.config.report_max_words, max_age_days=ctx.config.source_max_age_days,
         today=ctx.today, removed_citations=int(written.get("citations_removed") or 0),
     )
     return current, checks
 
 
-def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> EarlyCheck | None:
-    """The review cycles. After the last review, the sections it did not flag are final: their
-    verification starts while the flagged ones are revised (the returned EarlyCheck, for
-    verify.run)."""
+@dataclass(frozen=True, slots=True)
+class ReviewOutcome:
+    """How the review cycles ended: `approved` when a review approved the draft; `early` holds
+    the checks of the sections that were final before the last revision (for verify.run)."""
+
+    approved: bool
+    early: EarlyCheck | None = None
+
+
+def run(ctx: RunContext, found: ResearchResult) -> ReviewOutcome:
+    """The review cycles, each revising the draft from what research gathered. After the last
+    review, the sections it did not flag are final: their verification starts while the
+    flagged ones are revised (the outcome's `early`)."""
     cycles = ctx.config.review_cycles
     early: EarlyCheck | None = None
     for cycle in range(1, cycles + 1):
@@ -92,24 +103,24 @@ def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]
                 partial(_review, ctx, cycle, cycles),
             )
         if done["approved"]:
-            return early
+            return ReviewOutcome(True, early)
         early = EarlyCheck(ctx) if cycle == cycles else None
         try:
-            write.revise(ctx, cycle, plan, failed, done["feedback"], done.get("issues"),
+            write.revise(ctx, cycle, found, done["feedback"], done.get("issues"),
                          on_final=early.start if early else None)
         except BaseException:
             if early is not None:
                 early.close()
             raise
-    return early
+    return ReviewOutcome(False, early)
 
 
 def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
     reviewer = ctx.lead.delegate(Role.REVIEWER)
     current, checks = current_checks(ctx)
     sources = ctx.store.get_sources(ctx.run_id, with_text=False)
-    numbers = {sid: n for n, sid in current["numbering"].items()}
-    cited = {int(n) for n in CITED.findall(current["text"])}
+    numbers = {sid: n for n, sid in current.numbering.items()}
+    cited = {int(n) for n in CITED.findall(current.text)}
     listed = [s for s in sources if numbers.get(s["id"]) in cited]  # only what the report cites
     found = problems(checks) or ["none"]
     messages = [
@@ -117,7 +128,7 @@ def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
         Message("user", REVIEW_PROMPT.format(
             cycle=cycle, cycles=cycles, question=clean_untrusted(ctx.brief),
             checks="\n".join(f"- {p}" for p in found),
-            sources=numbered_sources(listed, numbers), draft=current["text"],
+            sources=numbered_sources(listed, numbers), draft=current.text,
         )),
     ]
     review = reviewer.llm.structured(messages, ReviewResult, deadline=ctx.step_deadline())
@@ -125,7 +136,7 @@ def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
     high = [i for i in issues if i["severity"] == "high"]
     approved = review.approved and not high and checks["passed"]
     ctx.store.save_review(
-        ctx.run_id, cycle, draft_version=current["version"], approved=approved,
+        ctx.run_id, cycle, draft_version=current.version, approved=approved,
         model_approved=review.approved, issues=issues, strengths=list(review.strengths),
         checks=checks,
     )
@@ -144,5 +155,5 @@ def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
         + (f" Suggestion: {clean_untrusted(i['suggestion'])}" if i["suggestion"] else "")
         for i in issues
     ] + [f"- [check] {p}" for p in problems(checks)]
-    return {"approved": approved, "draft_version": current["version"], "issues": issues,
+    return {"approved": approved, "draft_version": current.version, "issues": issues,
             "feedback": "\n".join(feedback_lines) or "- No specific issues; polish the report."}

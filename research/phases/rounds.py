@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -23,6 +25,7 @@ from research.llm.base import Message
 from research.phases import goal, research, steer
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
+from research.records import ResearchResult, Subtopic, findings, plan_rows, subtopics
 
 MAX_QUESTIONS = 12
 LOOKUP_SOURCES = 5  # a quick lookup keeps at most this many sources
@@ -69,13 +72,45 @@ class RoundAssessment(BaseModel):
     decisions: list[TriageDecision]
 
 
-def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Further rounds after the first. Returns the subtopics that did not finish.
+Action = Literal["filter", "answer", "escalate"]
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUp:
+    """A worker's follow-up question of this round (Q1, Q2...) and, once triaged, what the
+    lead decided. Stored in the triage step's result, which the dashboard shows."""
+
+    id: str
+    question: str
+    subtopic_id: str
+    action: Action | None = None  # None: not triaged yet
+    reason: str = ""
+    searches: int | None = None  # a quick lookup's searches (set when the lead triaged it)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> FollowUp:  # a stored step result (JSON)
+        return cls(id=str(row["id"]), question=str(row["question"]),
+                   subtopic_id=str(row["subtopic_id"]), action=row.get("action"),
+                   reason=str(row.get("reason") or ""), searches=row.get("searches"))
+
+    def row(self) -> dict[str, Any]:  # as the triage step's result stores it (JSON)
+        out: dict[str, Any] = {"id": self.id, "question": self.question,
+                               "subtopic_id": self.subtopic_id, "action": self.action,
+                               "reason": self.reason}
+        if self.searches is not None:
+            out["searches"] = self.searches
+        return out
+
+
+def run(ctx: RunContext, first: ResearchResult) -> ResearchResult:
+    """Further rounds after the first (which gathered `first`); returns what the run has
+    gathered in the end, with the subtopics that did not finish.
 
     A round's quick lookups and the next round's new subtopics run side by side: they
     depend only on the triage, not on each other.
     """
     round_no = 1
+    researched = False
     while not ctx.budget_reason():
         try:
             if _goal_met(ctx, round_no):
@@ -86,16 +121,18 @@ def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
             )
         except BudgetStop:
             break  # the cap refused the lead's call: what was gathered is written up
+        decided = [FollowUp.from_row(d) for d in outcome["decisions"]]
         units = [
-            (f"followup:{round_no}:{i}", f"Quick lookup: {d['question'][:100]}", _lookup_unit(d, round_no))
-            for i, d in enumerate(outcome["decisions"], start=1) if d["action"] == "answer"
+            (f"followup:{round_no}:{i}", f"Quick lookup: {d.question[:100]}", _lookup_unit(d, round_no))
+            for i, d in enumerate(decided, start=1) if d.action == "answer"
         ]
         stop = outcome.get("stop_reason")
         if not stop and ctx.config.steer and steer.wait(ctx, round_no):
             stop = "enough"  # the person said: write the report
         if not stop:
-            units += research.units([s for s in ctx.store.get_plan(ctx.run_id) or []
-                                     if s.get("round") == round_no + 1])
+            units += research.units(s for s in subtopics(ctx.store.get_plan(ctx.run_id))
+                                    if s.round == round_no + 1)
+        researched = researched or bool(units)
         research.run_units(ctx, units)
         if stop or ctx.budget_reason():
             break
@@ -103,7 +140,7 @@ def run(ctx: RunContext, failed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     reason = ctx.budget_reason()
     if reason:
         ctx.store.update_totals(ctx.run_id, stop_reason=f"Research stopped because {reason}.")
-    return research.unfinished(ctx, ctx.store.get_plan(ctx.run_id) or [])
+    return research.gathered(ctx) if researched else first
 
 
 def _goal_met(ctx: RunContext, round_no: int) -> bool:
@@ -125,17 +162,17 @@ def _goal_met(ctx: RunContext, round_no: int) -> bool:
 
 def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
     cfg = ctx.config
-    plan = ctx.store.get_plan(ctx.run_id) or []
+    plan = subtopics(ctx.store.get_plan(ctx.run_id))
     if cfg.rounds_limit() <= 1:
         return _stop(ctx, round_no, [], [], f"{_limit_name(cfg.schedule)} is 1: a single research "
                                             "round was asked for.")
     questions = _new_questions(ctx, plan, round_no)
-    filtered = [q for q in questions if q.get("action") == "filter"]
-    open_qs = [q for q in questions if q.get("action") is None][:MAX_QUESTIONS]
+    filtered = [q for q in questions if q.action == "filter"]
+    open_qs = [q for q in questions if q.action is None][:MAX_QUESTIONS]
     last_round = round_no >= cfg.rounds_limit()
     limit = _breadth(cfg.subtopic_count, round_no, cfg.schedule, cfg.breadth)
-    decisions: list[dict[str, Any]] = []
-    coverage: list[dict[str, Any]] = []
+    decisions: list[FollowUp] = []
+    coverage: list[dict[str, Any]] = []  # as the step's result stores it (JSON)
     if open_qs:
         escalate_rule = (
             "No new subtopics are possible: this was the last round. Use only filter or answer."
@@ -146,24 +183,25 @@ def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
             Message("user", ASSESS_PROMPT.format(
                 round=round_no, max_rounds=cfg.rounds_limit(), question=clean_untrusted(ctx.brief),
                 coverage=_coverage_text(ctx, plan),
-                questions="\n".join(f"{q['id']}: {q['question']}" for q in open_qs),
+                questions="\n".join(f"{q.id}: {q.question}" for q in open_qs),
                 escalate_rule=escalate_rule,
             )),
         ]
         answer = ctx.lead.llm.structured(messages, RoundAssessment, deadline=ctx.step_deadline())
-        known = {s["id"] for s in plan}
+        known = {s.id for s in plan}
         coverage = [c.model_dump() for c in answer.coverage if c.subtopic_id in known]
         by_id = _decisions(ctx, messages, answer, open_qs, round_no)
         escalated = 0
         for q in open_qs:
-            d = by_id.get(q["id"])
+            d = by_id.get(q.id)
+            action: Action
             action, reason = (d.action, d.reason) if d else ("filter", "not triaged by the lead")
             if action == "escalate" and (last_round or escalated >= limit):
                 action, reason = "answer", (reason + "; answered by a quick lookup instead: "
                                             + ("last round" if last_round else "round is full"))
             escalated += action == "escalate"
-            decisions.append({**q, "action": action, "reason": reason,
-                              "searches": d.searches if d else 1})
+            decisions.append(replace(q, action=action, reason=reason,
+                                     searches=d.searches if d else 1))
     decisions = filtered + decisions
     new = _escalate(ctx, plan, decisions, round_no)
     stop = None
@@ -175,9 +213,9 @@ def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
 
 def _stop(
     ctx: RunContext, round_no: int, coverage: list[dict[str, Any]],
-    decisions: list[dict[str, Any]], stop_reason: str | None, *, added: int = 0,
+    decisions: list[FollowUp], stop_reason: str | None, *, added: int = 0,
 ) -> dict[str, Any]:
-    counts = {a: sum(1 for d in decisions if d["action"] == a) for a in ("filter", "answer", "escalate")}
+    counts = {a: sum(1 for d in decisions if d.action == a) for a in ("filter", "answer", "escalate")}
     message = (f"Round {round_no}: {counts['filter']} follow-ups filtered, {counts['answer']} "
                f"answered by quick lookups, {counts['escalate']} escalated")
     message += f". Research stops: {stop_reason}" if stop_reason else f"; round {round_no + 1} starts."
@@ -186,7 +224,7 @@ def _stop(
                             escalate=counts["escalate"], stop_reason=stop_reason))
     if stop_reason:
         ctx.store.update_totals(ctx.run_id, rounds=round_no, stop_reason=stop_reason)
-    return {"round": round_no, "coverage": coverage, "decisions": decisions,
+    return {"round": round_no, "coverage": coverage, "decisions": [d.row() for d in decisions],
             "stop_reason": stop_reason, "new_subtopics": added}
 
 
@@ -212,22 +250,21 @@ def _overlap(a: str, b: str) -> float:
     return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
 
 
-def _new_questions(ctx: RunContext, plan: list[dict[str, Any]], round_no: int) -> list[dict[str, Any]]:
+def _new_questions(ctx: RunContext, plan: Sequence[Subtopic], round_no: int) -> list[FollowUp]:
     """This round's follow-up questions, with exact and near duplicates filtered up front."""
-    this_round = {s["id"] for s in plan if s.get("round", 1) == round_no}
-    earlier: list[str] = [q for s in plan for q in [s["title"], *s.get("questions", [])]]
+    this_round = {s.id for s in plan if s.round == round_no}
+    earlier: list[str] = [q for s in plan for q in [s.title, *s.questions]]
     for r in range(1, round_no):
         earlier += [d["question"] for d in (ctx.stored_result(f"triage:{r}") or {}).get("decisions", [])]
-    out: list[dict[str, Any]] = []
-    for finding in ctx.store.get_findings(ctx.run_id):
-        if finding["kind"] != "follow_up" or finding["subtopic_id"] not in this_round:
+    out: list[FollowUp] = []
+    for finding in findings(ctx.store.get_findings(ctx.run_id)):
+        if finding.kind != "follow_up" or finding.subtopic_id not in this_round:
             continue
-        text = " ".join(clean_untrusted(finding["claim"]).split())[:300]
-        entry: dict[str, Any] = {"id": f"Q{len(out) + 1}", "question": text,
-                                 "subtopic_id": finding["subtopic_id"], "action": None}
+        text = " ".join(clean_untrusted(finding.claim).split())[:300]
+        entry = FollowUp(f"Q{len(out) + 1}", text, str(finding.subtopic_id))
         twin = max(earlier, key=lambda e: _overlap(text, e), default="")
         if twin and _overlap(text, twin) >= REDUNDANT_OVERLAP:
-            entry.update(action="filter", reason=f"redundant with: {twin[:120]}")
+            entry = replace(entry, action="filter", reason=f"redundant with: {twin[:120]}")
         earlier.append(text)
         out.append(entry)
     return out
@@ -235,19 +272,19 @@ def _new_questions(ctx: RunContext, plan: list[dict[str, Any]], round_no: int) -
 
 def _decisions(
     ctx: RunContext, messages: list[Message], answer: RoundAssessment,
-    open_qs: list[dict[str, Any]], round_no: int,
+    open_qs: list[FollowUp], round_no: int,
 ) -> dict[str, TriageDecision]:
     """The lead's decision per question id. Questions it skipped are asked about once more
     (those only); still undecided ones are set aside as "not triaged" and the run log and
     report say so. Decisions about ids that were not asked are ignored."""
-    asked = {q["id"] for q in open_qs}
+    asked = {q.id for q in open_qs}
     by_id = {d.question_id: d for d in answer.decisions if d.question_id in asked}
-    missing = [q for q in open_qs if q["id"] not in by_id]
+    missing = [q for q in open_qs if q.id not in by_id]
     if not missing:
         return by_id
     repair = [*messages, Message("assistant", answer.model_dump_json()), Message(
         "user", "You gave no decision for these follow-up questions: "
-                + "; ".join(f"{q['id']}: {q['question']}" for q in missing)
+                + "; ".join(f"{q.id}: {q.question}" for q in missing)
                 + ". Reply with the same format, with a decision for each of them.")]
     try:
         more = ctx.lead.llm.structured(repair, RoundAssessment, deadline=ctx.step_deadline())
@@ -261,14 +298,14 @@ def _decisions(
     return by_id
 
 
-def _coverage_text(ctx: RunContext, plan: list[dict[str, Any]]) -> str:
-    findings = ctx.store.get_findings(ctx.run_id)
+def _coverage_text(ctx: RunContext, plan: Sequence[Subtopic]) -> str:
+    found = findings(ctx.store.get_findings(ctx.run_id))
     parts = []
     for sub in plan:
-        mine = [f for f in findings if f["subtopic_id"] == sub["id"]]
-        facts = [f["claim"] for f in mine if f["kind"] == "finding"][:6]
-        gaps = [f["claim"] for f in mine if f["kind"] == "gap"][:3]
-        lines = [f'<subtopic_summary id="{sub["id"]}" title="{sub["title"]}">']
+        mine = [f for f in found if f.subtopic_id == sub.id]
+        facts = [f.claim for f in mine if f.kind == "finding"][:6]
+        gaps = [f.claim for f in mine if f.kind == "gap"][:3]
+        lines = [f'<subtopic_summary id="{sub.id}" title="{sub.title}">']
         lines += [f"- finding: {clean_untrusted(t)[:300]}" for t in facts] or ["- no findings"]
         lines += [f"- gap: {clean_untrusted(t)[:200]}" for t in gaps]
         lines.append("</subtopic_summary>")
@@ -277,25 +314,27 @@ def _coverage_text(ctx: RunContext, plan: list[dict[str, Any]]) -> str:
 
 
 def _escalate(
-    ctx: RunContext, plan: list[dict[str, Any]], decisions: list[dict[str, Any]], round_no: int
-) -> list[dict[str, Any]]:
-    chosen = [d for d in decisions if d["action"] == "escalate"]
+    ctx: RunContext, plan: Sequence[Subtopic], decisions: list[FollowUp], round_no: int
+) -> list[Subtopic]:
+    chosen = [d for d in decisions if d.action == "escalate"]
     if not chosen:
         return []
     searches = ctx.config.searches_per_subtopic
     if ctx.config.schedule == "breadth_depth":
         searches = max(1, math.ceil(searches / 2 ** round_no))
-    new = [{
-        "id": f"r{round_no + 1}t{i}", "title": d["question"][:150],
-        "description": d.get("reason", "")[:300], "questions": [d["question"]],
-        "round": round_no + 1, "parent": d["subtopic_id"], "searches": searches,
-    } for i, d in enumerate(chosen, start=1)]
-    ctx.store.save_plan(ctx.run_id, plan + new, kind="round")
+    new = [Subtopic(
+        id=f"r{round_no + 1}t{i}", title=d.question[:150],
+        description=d.reason[:300], questions=(d.question,),
+        round=round_no + 1, parent=d.subtopic_id, searches=searches,
+    ) for i, d in enumerate(chosen, start=1)]
+    ctx.store.save_plan(ctx.run_id, plan_rows([*plan, *new]), kind="round")
     return new
 
 
-def _lookup_unit(decision: dict[str, Any], round_no: int) -> dict[str, Any]:
-    return {"id": decision["subtopic_id"], "title": decision["question"][:150],
-            "description": "A quick lookup to answer a follow-up question.",
-            "questions": [decision["question"]], "searches": decision.get("searches", 1),
-            "max_sources": LOOKUP_SOURCES, "round": round_no, "lookup": True}
+def _lookup_unit(decision: FollowUp, round_no: int) -> Subtopic:
+    """A quick lookup, researched like a small subtopic; what it finds attaches to the
+    subtopic the question came from."""
+    return Subtopic(id=decision.subtopic_id, title=decision.question[:150],
+                    description="A quick lookup to answer a follow-up question.",
+                    questions=(decision.question,), searches=decision.searches or 1,
+                    max_sources=LOOKUP_SOURCES, round=round_no, lookup=True)

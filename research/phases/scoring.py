@@ -10,7 +10,6 @@ asked about are ignored. A scoring answer that stays unreadable after its one re
 from __future__ import annotations
 
 from concurrent.futures import Executor
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -20,6 +19,7 @@ from research.errors import BudgetStop, SchemaError
 from research.llm.base import Message
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
+from research.records import Source, Subtopic
 
 SCORE_BATCH = 4  # small batches, all at once: each answer (a score and a reason per page) is short
 NOT_SCORED = "not scored by the model"
@@ -48,73 +48,64 @@ class RelevanceScores(BaseModel):
 
 
 def score_all(
-    ctx: RunContext, worker: Agent, role: str, sub: dict[str, Any], sources: list[dict[str, Any]],
+    ctx: RunContext, worker: Agent, role: str, sub: Subtopic, sources: list[Source],
     pool: Executor, deadline: float,
-) -> list[dict[str, Any]]:
-    """Set "relevance", "relevance_reason" and "scored" on every source (in place).
-
-    A budget stop is raised only after every batch has finished, so the batches already
-    scored keep their scores (the caller keeps those sources).
-    """
-    for src in sources:
-        src.setdefault("scored", False)
+) -> tuple[dict[str, SourceScore], BudgetStop | None]:
+    """The model's score of each source it scored, by source id (its reason made safe), and
+    the budget stop that cut scoring short, if one did. The stop is returned, not raised, and
+    only after every batch has finished: the sources already scored keep their scores."""
     batches = [sources[i : i + SCORE_BATCH] for i in range(0, len(sources), SCORE_BATCH)]
     futures = [pool.submit(_score_batch, ctx, worker, role, sub, b, deadline) for b in batches]
+    scores: dict[str, SourceScore] = {}
     stop: BudgetStop | None = None
     for future in futures:
         try:
-            future.result()
+            scores.update(future.result())
         except BudgetStop as exc:
             stop = stop or exc
-    missing = [s for s in sources if not s["scored"]]
+    missing = len(sources) - len(scores)
     if missing and stop is None:
-        note_short(ctx, f"research:{sub['id']}", "relevance scores", len(sources) - len(missing),
-                   len(sources), f"{len(missing)} unscored pages were skipped")
-    if stop is not None:
-        raise stop
-    return sources
+        note_short(ctx, f"research:{sub.id}", "relevance scores", len(scores),
+                   len(sources), f"{missing} unscored pages were skipped")
+    return scores, stop
 
 
 def _score_batch(
-    ctx: RunContext, worker: Agent, role: str, sub: dict[str, Any], batch: list[dict[str, Any]],
+    ctx: RunContext, worker: Agent, role: str, sub: Subtopic, batch: list[Source],
     deadline: float,
-) -> None:
-    _ask(ctx, worker, role, sub, batch, deadline)
-    missing = [s for s in batch if not s["scored"]]
+) -> dict[str, SourceScore]:
+    scores = _ask(ctx, worker, role, sub, batch, deadline)
+    missing = [s for s in batch if s.id not in scores]
     if missing:  # one repair: the unscored pages only
         try:
-            _ask(ctx, worker, role, sub, missing, deadline)
+            scores |= _ask(ctx, worker, role, sub, missing, deadline)
         except SchemaError:
             pass
-    for src in batch:
-        if not src["scored"]:
-            src["relevance"], src["relevance_reason"] = 0.0, NOT_SCORED
+    return scores
 
 
 def _ask(
-    ctx: RunContext, worker: Agent, role: str, sub: dict[str, Any], batch: list[dict[str, Any]],
+    ctx: RunContext, worker: Agent, role: str, sub: Subtopic, batch: list[Source],
     deadline: float,
-) -> None:
+) -> dict[str, SourceScore]:
     nonce = new_nonce()
     blocks = "\n\n".join(
-        untrusted_block(s["id"], {"title": s["title"], "url": s["url"],
-                                  "published": s["published"]}, s["text"][:1500], nonce)
+        untrusted_block(s.id, {"title": s.title, "url": s.url, "published": s.published},
+                        s.text[:1500], nonce)
         for s in batch
     )
     messages = [
         system(role, ctx.today),
         Message("user", SCORE_PROMPT.format(
-            title=sub["title"], questions="\n".join(f"- {q}" for q in sub["questions"]),
+            title=sub.title, questions="\n".join(f"- {q}" for q in sub.questions),
             blocks=blocks,
         )),
     ]
     ctx.checkpoint()
     answer = worker.llm.structured(messages, RelevanceScores, deadline=deadline,
                                    caps={"scores": len(batch)})
-    scores = {s.source_id: s for s in answer.scores}
-    for src in batch:
-        score = scores.get(src["id"])
-        if score is not None:
-            src["relevance"] = round(score.relevance, 3)
-            src["relevance_reason"] = clean_untrusted(score.reason)[:300]
-            src["scored"] = True
+    asked = {s.id for s in batch}
+    return {score.source_id: SourceScore(source_id=score.source_id,
+                                         relevance=round(score.relevance, 3),
+                                         reason=clean_untrusted(score.reason)[:300])
+            for score in answer.scores if score.source_id in asked}

@@ -33,6 +33,7 @@ from research.llm.base import Message, is_outage, run_with_deadline
 from research.phases import learnings
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
+from research.records import Finding, Query, SkippedPage, Source, Subtopic
 from research.retry import RetryPolicy, call_with_retries
 from research.search.base import SearchProvider, SearchResult
 
@@ -66,10 +67,10 @@ class Candidate:
 
 @dataclass
 class Outcome:
-    sources: list[dict[str, Any]] = field(default_factory=list)
-    findings: list[dict[str, Any]] = field(default_factory=list)
-    queries: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    queries: list[Query] = field(default_factory=list)
+    skipped: list[SkippedPage] = field(default_factory=list)
     claimed: list[str] = field(default_factory=list)
 
 
@@ -96,7 +97,7 @@ def call(ctx: RunContext, fn: Any, deadline: float, what: str) -> Any:
 
 
 def search_wave(
-    ctx: RunContext, worker: Agent, sub: dict[str, Any], count: int, found: list[str],
+    ctx: RunContext, worker: Agent, sub: Subtopic, count: int, found: list[str],
     asked: list[str], out: Outcome, pool: Executor, deadline: float,
     known: learnings.Prior | None = None,
 ) -> list[Candidate]:
@@ -111,9 +112,9 @@ def search_wave(
     messages = [
         system(WORKER_ROLE, ctx.today),
         Message("user", QUERIES_PROMPT.format(
-            count=count, question=clean_untrusted(ctx.brief), title=sub["title"],
-            description=sub.get("description", ""),
-            questions="\n".join(f"- {q}" for q in sub["questions"]), found=found_text,
+            count=count, question=clean_untrusted(ctx.brief), title=sub.title,
+            description=sub.description,
+            questions="\n".join(f"- {q}" for q in sub.questions), found=found_text,
             prior=learnings.prompt_text(known),
         )),
     ]
@@ -121,24 +122,25 @@ def search_wave(
     return run_queries(ctx, sub, queries, out, pool, deadline)
 
 
-def other_side(ctx: RunContext, sub: dict[str, Any], asked: list[str], out: Outcome,
+def other_side(ctx: RunContext, sub: Subtopic, asked: list[str], out: Outcome,
                pool: Executor, deadline: float) -> list[Candidate]:
     """One search for the other side of the subtopic (criticism, failures, contrary results),
     so the report can say where sources disagree and cite both sides (SEARCH_OTHER_SIDE).
     Written from the subtopic's title, without a model call: it costs one search per
     provider and cannot be talked out of looking."""
-    query = opposing_query(sub)
+    query = opposing_query(sub.title)
     if not query or learnings.same_query(query) in {learnings.same_query(q) for q in asked}:
         return []
     return run_queries(ctx, sub, [query], out, pool, deadline)
 
 
-def opposing_query(sub: dict[str, Any]) -> str:
-    title = " ".join(clean_untrusted(str(sub.get("title") or "")).split())[:200]
+def opposing_query(title: str) -> str:
+    """The other side's query for a subtopic of this title ("" for a blank title)."""
+    title = " ".join(clean_untrusted(title).split())[:200]
     return f"{title} criticism failures contrary evidence" if title else ""
 
 
-def run_queries(ctx: RunContext, sub: dict[str, Any], queries: list[str], out: Outcome,
+def run_queries(ctx: RunContext, sub: Subtopic, queries: list[str], out: Outcome,
                 pool: Executor, deadline: float) -> list[Candidate]:
     """Run each query on every provider; record each; results interleaved by rank."""
     per_query = max(3, math.ceil(ctx.config.sources_per_subtopic * 2 / max(1, ctx.config.searches_per_subtopic)))
@@ -154,14 +156,12 @@ def run_queries(ctx: RunContext, sub: dict[str, Any], queries: list[str], out: O
             reason = ctx.safe(str(exc))
             if isinstance(exc, ProviderError) and is_outage(exc):
                 ctx.health.record(f"{provider.name} search")
-            out.queries.append({"subtopic_id": sub["id"], "query": query,
-                                "provider": provider.name, "result_count": 0, "error": reason})
+            out.queries.append(Query(sub.id, query, provider.name, 0, reason))
             ctx.emit(SearchFailed(ctx.run_id, f"{provider.name} search failed: {reason}",
-                                  step=f"research:{sub['id']}", provider=provider.name,
+                                  step=f"research:{sub.id}", provider=provider.name,
                                   query=query, reason=reason))
             continue
-        out.queries.append({"subtopic_id": sub["id"], "query": query, "provider": provider.name,
-                            "result_count": len(results), "error": None})
+        out.queries.append(Query(sub.id, query, provider.name, len(results)))
         ranked.append([Candidate(r, "", query) for r in results])
     # Interleave by rank so every query and provider contributes its best results first.
     merged: list[Candidate] = []
@@ -171,7 +171,7 @@ def run_queries(ctx: RunContext, sub: dict[str, Any], queries: list[str], out: O
 
 
 def _queries(
-    ctx: RunContext, worker: Agent, sub: dict[str, Any], messages: list[Message], count: int,
+    ctx: RunContext, worker: Agent, sub: Subtopic, messages: list[Message], count: int,
     asked: list[str], deadline: float, *, avoid: list[str] | None = None,
 ) -> list[str]:
     """`count` new queries. In the first wave fewer are asked for once more, then used as
@@ -195,8 +195,8 @@ def _queries(
                                      caps={"queries": count})
         queries = _fresh(queries + more.queries, asked + avoid, count)
         if queries and len(queries) < count:
-            note_short(ctx, f"research:{sub['id']}", "search queries", len(queries), count,
-                       f"the subtopic \u201c{sub['title']}\u201d was searched with those")
+            note_short(ctx, f"research:{sub.id}", "search queries", len(queries), count,
+                       f"the subtopic \u201c{sub.title}\u201d was searched with those")
     if not queries:
         raise SchemaError("The worker model wrote no usable search query, even when asked again.")
     return queries
@@ -215,7 +215,7 @@ def _fresh(queries: list[str], asked: list[str], count: int) -> list[str]:
 
 
 def _search_one(
-    ctx: RunContext, sub: dict[str, Any], query: str, provider: SearchProvider,
+    ctx: RunContext, sub: Subtopic, query: str, provider: SearchProvider,
     per_query: int, deadline: float,
 ) -> list[SearchResult]:
     max_results = min(per_query, 3) if provider.academic else per_query

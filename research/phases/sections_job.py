@@ -33,21 +33,22 @@ from research.phases.write_sections import (
     shorten_parts,
 )
 from research.prompts import clean_untrusted, system
+from research.records import ResearchResult
 
 
 class SectionJob:
     """One step's section calls: the first draft, or a revision of some sections."""
 
-    def __init__(self, ctx: RunContext, writer: Agent, plan: Sequence[Mapping[str, Any]],
-                 failed: Sequence[Mapping[str, Any]], sources: Sequence[Mapping[str, Any]],
-                 numbers: Mapping[str, int], order: Sequence[str] | None = None) -> None:
+    def __init__(self, ctx: RunContext, writer: Agent, found: ResearchResult,
+                 sources: Sequence[Mapping[str, Any]], numbers: Mapping[str, int],
+                 order: Sequence[str] | None = None) -> None:
         self.ctx, self.writer, self.numbers = ctx, writer, numbers
         self.sources = {s["id"]: s for s in sources}
-        self.parts = {p.key: p for p in sections(ctx, plan, numbers)}
+        self.parts = {p.key: p for p in sections(found.subtopics, found.findings, numbers)}
         self.order = list(order or self.parts)
         self.weights = {k: p.weight for k, p in self.parts.items()} | {FRAME: 1.0}
-        self.outline = outline_text(plan)
-        self.missing = missing_text(failed)
+        self.outline = outline_text(found.subtopics)
+        self.missing = missing_text(found.failed)
         self.counts = {"citations_converted": 0, "citations_removed": 0}
         self._lock = threading.Lock()
 

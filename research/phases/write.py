@@ -7,7 +7,7 @@ those numbers and the mapping number -> source id is stored with every draft.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from research.agents import Agent, Role
@@ -17,6 +17,7 @@ from research.context import RunContext
 from research.events import DraftCompleted, DraftStarted
 from research.llm.base import Message
 from research.prompts import clean_untrusted, numbered_sources, system
+from research.records import Draft, FailedSubtopic, Finding, ResearchResult, Source
 
 WRITER_ROLE = (
     "You are the writer of a research team. You write clear, well-structured research "
@@ -105,51 +106,50 @@ def is_english(language: str) -> bool:
 MAX_FINDINGS = 300  # keeps the writer's prompt within any model's context window
 
 
-def numbering(sources: list[dict[str, Any]]) -> dict[str, int]:
-    return {s["id"]: i for i, s in enumerate(sources, start=1)}
+def numbering(sources: Iterable[Source]) -> dict[str, int]:
+    return {s.id: i for i, s in enumerate(sources, start=1)}
 
 
 def context_text(
-    ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]],
-    sources: list[dict[str, Any]], numbers: dict[str, int],
+    found: ResearchResult, sources: Sequence[Mapping[str, Any]], numbers: dict[str, int],
 ) -> tuple[str, str, str]:
     """The findings, missing-subtopics and sources blocks shared by draft and revision."""
-    by_sub: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for finding in ctx.store.get_findings(ctx.run_id):
-        by_sub[finding["subtopic_id"]].append(finding)
+    by_sub: dict[str | None, list[Finding]] = defaultdict(list)
+    for finding in found.findings:
+        by_sub[finding.subtopic_id].append(finding)
     parts = []
-    per_subtopic = max(8, MAX_FINDINGS // max(1, len(plan)))
-    for sub in plan:
-        lines = [f"### Subtopic: {sub['title']}"]
-        for f in by_sub.get(sub["id"], [])[:per_subtopic]:
-            text = clean_untrusted(f["claim"])
-            if f["kind"] == "finding":
-                cites = "".join(f"[{numbers[i]}]" for i in f["source_ids"] if i in numbers)
+    per_subtopic = max(8, MAX_FINDINGS // max(1, len(found.subtopics)))
+    for sub in found.subtopics:
+        lines = [f"### Subtopic: {sub.title}"]
+        for f in by_sub.get(sub.id, [])[:per_subtopic]:
+            text = clean_untrusted(f.claim)
+            if f.kind == "finding":
+                cites = "".join(f"[{numbers[i]}]" for i in f.source_ids if i in numbers)
                 if cites:
-                    lines.append(f"- {text} {cites} (confidence {f['confidence']:.1f})")
-            elif f["kind"] == "gap":
+                    lines.append(f"- {text} {cites} (confidence {f.confidence:.1f})")
+            elif f.kind == "gap":
                 lines.append(f"- Gap: {text}")
         if len(lines) == 1:
             lines.append("- No findings: this subtopic could not be researched.")
         parts.append("\n".join(lines))
-    return "\n\n".join(parts), missing_text(failed), numbered_sources(sources, numbers)
+    return "\n\n".join(parts), missing_text(found.failed), numbered_sources(sources, numbers)
 
 
-def draft(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]]) -> None:
+def draft(ctx: RunContext, found: ResearchResult) -> Draft:
     """Write draft version 1, section by section at the same time (skipped when stored).
     Over budget, the write-up is one whole-report call: the fewest tokens past the cap."""
     from research.phases.sections_job import SectionJob  # it builds on this module
 
     def make() -> dict[str, Any]:
         writer = ctx.lead.delegate(Role.WRITER)
-        sources = ctx.store.get_sources(ctx.run_id, with_text=False)
-        numbers = numbering(sources)
+        sources = [s.row() for s in found.sources]  # prompts and citations still read rows
+        numbers = numbering(found.sources)
         if ctx.budget_reason():
-            return _draft_whole(ctx, writer, plan, failed, sources, numbers)
+            return _draft_whole(ctx, writer, found, sources, numbers)
         ctx.emit(DraftStarted(ctx.run_id, f"The writer team is drafting the report section by "
                               f"section from {len(sources)} sources", step="write",
                               sources=len(sources)))
-        job = SectionJob(ctx, writer, plan, failed, sources, numbers)
+        job = SectionJob(ctx, writer, found, sources, numbers)
         texts = job.write_all(version=1)
         text = job.report(texts)
         save(ctx, 1, "draft", text, numbers, job.counts)
@@ -157,13 +157,18 @@ def draft(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, An
                 "sections": texts, "order": job.order}
 
     ctx.run_step("write", "write", "Writing the first draft", make)
+    return latest(ctx)
 
 
-def _draft_whole(ctx: RunContext, writer: Agent, plan: list[dict[str, Any]],
-                 failed: list[dict[str, Any]], sources: list[dict[str, Any]],
-                 numbers: dict[str, int]) -> dict[str, Any]:
+def latest(ctx: RunContext) -> Draft:
+    """The newest whole draft (a draft being written section by section is not one yet)."""
+    return Draft.from_row([d for d in ctx.store.get_drafts(ctx.run_id) if d["kind"] != "partial"][-1])
+
+
+def _draft_whole(ctx: RunContext, writer: Agent, found: ResearchResult,
+                 sources: list[dict[str, Any]], numbers: dict[str, int]) -> dict[str, Any]:
     """The whole report in one call (the write-up after a budget stop)."""
-    findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
+    findings, missing, listing = context_text(found, sources, numbers)
     ctx.emit(DraftStarted(
         ctx.run_id, f"The writer is drafting from {len(sources)} sources", step="write",
         sources=len(sources)))
@@ -179,9 +184,9 @@ def _draft_whole(ctx: RunContext, writer: Agent, plan: list[dict[str, Any]],
 
 
 def revise(
-    ctx: RunContext, cycle: int, plan: list[dict[str, Any]], failed: list[dict[str, Any]],
+    ctx: RunContext, cycle: int, found: ResearchResult,
     feedback: str, issues: list[dict[str, Any]] | None = None,
-    on_final: Callable[[str, dict[int, str], list[str]], None] | None = None,
+    on_final: Callable[[str, Mapping[int, str], list[str]], None] | None = None,
 ) -> None:
     """Rewrite only the sections the review flagged, in parallel; the rest stays as it is.
     `on_final(draft, numbering, unflagged parts)` is told, before the rewriting starts, which
@@ -191,21 +196,21 @@ def revise(
 
     def make() -> dict[str, Any]:
         writer = ctx.lead.delegate(Role.WRITER)
-        current = [d for d in ctx.store.get_drafts(ctx.run_id) if d["kind"] != "partial"][-1]
+        current = latest(ctx)
         sources = ctx.store.get_sources(ctx.run_id, with_text=False)
-        numbers = {sid: n for n, sid in current["numbering"].items()}
-        stored = ctx.stored_result(draft_step(current["version"])) or {}
-        version = current["version"] + 1
+        numbers = {sid: n for n, sid in current.numbering.items()}
+        stored = ctx.stored_result(draft_step(current.version)) or {}
+        version = current.version + 1
         if not stored.get("sections"):
-            return _revise_whole(ctx, writer, cycle, plan, failed, feedback, current, sources, numbers)
+            return _revise_whole(ctx, writer, cycle, found, feedback, current, sources, numbers)
         ctx.emit(DraftStarted(ctx.run_id, f"The writer team is revising the flagged sections of "
-                              f"draft {current['version']}", step=f"revise:{cycle}",
-                              revising=current["version"]))
-        job = SectionJob(ctx, writer, plan, failed, sources, numbers, order=stored.get("order"))
+                              f"draft {current.version}", step=f"revise:{cycle}",
+                              revising=current.version))
+        job = SectionJob(ctx, writer, found, sources, numbers, order=stored.get("order"))
         texts = dict(stored["sections"])
         flagged = route(issues or [], texts, job, feedback)
         if on_final is not None:
-            on_final(current["text"], current["numbering"],
+            on_final(current.text, current.numbering,
                      [text for key, text in texts.items() if key not in flagged])
         texts = job.revise(texts, flagged)
         text = job.report(texts)
@@ -216,21 +221,21 @@ def revise(
     ctx.run_step(f"revise:{cycle}", "revise", f"Revising the draft (cycle {cycle})", make)
 
 
-def _revise_whole(ctx: RunContext, writer: Agent, cycle: int, plan: list[dict[str, Any]],
-                  failed: list[dict[str, Any]], feedback: str, current: dict[str, Any],
+def _revise_whole(ctx: RunContext, writer: Agent, cycle: int, found: ResearchResult,
+                  feedback: str, current: Draft,
                   sources: list[dict[str, Any]], numbers: dict[str, int]) -> dict[str, Any]:
-    findings, missing, listing = context_text(ctx, plan, failed, sources, numbers)
-    ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current['version']}",
-                          step=f"revise:{cycle}", revising=current["version"]))
+    findings, missing, listing = context_text(found, sources, numbers)
+    ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current.version}",
+                          step=f"revise:{cycle}", revising=current.version))
     prompt = REVISE_PROMPT.format(
         question=clean_untrusted(ctx.brief), feedback=feedback,
         structure=structure(ctx), findings=findings, missing=missing, sources=listing,
-        draft=current["text"],
+        draft=current.text,
     )
     messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
     text, counts = written(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()),
                            numbers, sources)
-    version = current["version"] + 1
+    version = current.version + 1
     save(ctx, version, "revision", text, numbers, counts)
     return {"version": version, "words": word_count(text), **counts}
 
@@ -276,10 +281,10 @@ def save(ctx: RunContext, version: int, kind: str, text: str, numbers: dict[str,
     ))
 
 
-def missing_text(failed: Sequence[Mapping[str, Any]]) -> str:
+def missing_text(failed: Sequence[FailedSubtopic]) -> str:
     if not failed:
         return ""
-    listed = "\n".join(f"- {s['title']}: {s['error']}" for s in failed)
+    listed = "\n".join(f"- {s.title}: {s.error}" for s in failed)
     return ("\nSUBTOPICS THAT COULD NOT BE RESEARCHED (say so in 'Open questions and "
             f"gaps'; do not fill them from memory):\n{listed}\n")
 

@@ -29,6 +29,7 @@ from research.citations import normalise
 from research.context import RunContext
 from research.llm.base import Message
 from research.prompts import clean_untrusted, numbered_sources, system
+from research.records import Finding, Subtopic
 
 CITED = re.compile(r"\[(\d{1,4})\]")
 FRAME = "frame"
@@ -100,29 +101,30 @@ class Section:
     cited: list[str] = field(default_factory=list)  # source ids its findings cite
 
 
-def outline_text(plan: Sequence[Mapping[str, Any]]) -> str:
-    subs = "\n".join(f"### {clean_untrusted(s['title']).replace(chr(10), ' ')}" for s in plan)
+def outline_text(plan: Sequence[Subtopic]) -> str:
+    subs = "\n".join(f"### {clean_untrusted(s.title).replace(chr(10), ' ')}" for s in plan)
     return OUTLINE_HEAD.format(subtopics=subs or "### <one per subtopic>")
 
 
-def sections(ctx: RunContext, plan: Sequence[Mapping[str, Any]], numbers: Mapping[str, int]) -> list[Section]:
+def sections(plan: Sequence[Subtopic], findings: Sequence[Finding],
+             numbers: Mapping[str, int]) -> list[Section]:
     """The parts written in parallel, each with the findings it needs (the frame comes after)."""
-    by_sub: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for finding in ctx.store.get_findings(ctx.run_id):
-        by_sub[finding["subtopic_id"]].append(finding)
+    by_sub: dict[str | None, list[Finding]] = defaultdict(list)
+    for finding in findings:
+        by_sub[finding.subtopic_id].append(finding)
     per_subtopic = max(8, 300 // max(1, len(plan)))
     digest_lines: list[str] = []
     digest_ids: list[str] = []
     out = []
     for sub in plan:
-        title = clean_untrusted(sub["title"]).replace("\n", " ")
-        lines, ids = _finding_lines(by_sub.get(sub["id"], [])[:per_subtopic], numbers)
-        part = Section(f"sub:{sub['id']}", f'the analysis of the subtopic "{title}"',
+        title = clean_untrusted(sub.title).replace("\n", " ")
+        lines, ids = _finding_lines(by_sub.get(sub.id, [])[:per_subtopic], numbers)
+        part = Section(f"sub:{sub.id}", f'the analysis of the subtopic "{title}"',
                        [f"### {title}"], 1.0)
         part.findings = "\n".join(lines) or "- No findings: this subtopic could not be researched."
         part.cited = ids
         out.append(part)
-        top, top_ids = _finding_lines(by_sub.get(sub["id"], [])[:DIGEST_PER_SUBTOPIC], numbers)
+        top, top_ids = _finding_lines(by_sub.get(sub.id, [])[:DIGEST_PER_SUBTOPIC], numbers)
         digest_lines += [f"### Subtopic: {title}", *(top or ["- No findings."])]
         digest_ids += top_ids
     digest = "\n".join(digest_lines)
@@ -151,18 +153,18 @@ def frame_section(done: Mapping[str, str]) -> Section:
     return part
 
 
-def _finding_lines(findings: Sequence[Mapping[str, Any]],
+def _finding_lines(findings: Sequence[Finding],
                    numbers: Mapping[str, int]) -> tuple[list[str], list[str]]:
     lines, ids = [], []
     for f in findings:
-        text = clean_untrusted(f["claim"])
-        if f["kind"] == "finding":
-            cited = [i for i in f["source_ids"] if i in numbers]
+        text = clean_untrusted(f.claim)
+        if f.kind == "finding":
+            cited = [i for i in f.source_ids if i in numbers]
             if cited:
                 lines.append(f"- {text} {''.join(f'[{numbers[i]}]' for i in cited)} "
-                             f"(confidence {f['confidence']:.1f})")
+                             f"(confidence {f.confidence:.1f})")
                 ids += cited
-        elif f["kind"] == "gap":
+        elif f.kind == "gap":
             lines.append(f"- Gap: {text}")
     return lines, ids
 

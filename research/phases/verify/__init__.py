@@ -22,6 +22,7 @@ not be completed. Never a failed run.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from research.checks import word_count
@@ -53,13 +54,14 @@ from research.phases.verify.claims import (
 from research.phases.verify.early import EarlyCheck, reuse, split
 from research.phases.verify.judge import accept_rewrite, combine, guard, quote_found
 from research.phases.verify.outcomes import attach_excerpts, judge_claims
+from research.records import Draft, FailedSubtopic
 from storage import Store
 
 __all__ = [
     "EarlyCheck", "INSUFFICIENT", "MARKS", "NOTE_PREFIXES", "NOT_FULLY_SUPPORTED", "NOT_VERIFIED", "QUALIFIED",
     "SINGLE_SOURCE", "STEP_KEY", "UNVERIFIED", "Claim", "Outcome", "PassVerdict", "accept_rewrite",
     "apply", "combine", "decide", "excerpt", "guard", "mark", "quote_found", "run",
-    "split_claims", "summarise", "summary",
+    "split_claims", "summarise", "summary", "VerifyResult",
 ]
 
 STEP_KEY = "verify"
@@ -67,27 +69,42 @@ STEP_KEY = "verify"
 # --- the step ---------------------------------------------------------------------------------
 
 
-def run(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]],
-        early: EarlyCheck | None = None) -> None:
+@dataclass(frozen=True, slots=True)
+class VerifyResult:
+    """The verified draft's version and the summary line the report's header carries."""
+
+    version: int
+    claims: int
+    supported: int
+    line: str
+
+
+def run(ctx: RunContext, failed: Sequence[FailedSubtopic],
+        early: EarlyCheck | None = None) -> VerifyResult:
     """Verify the latest draft and save the result as a new "verified" draft (skipped on resume).
+    `failed` are the subtopics research could not cover (their sections are marked unverified);
     `early` holds the outcomes of the sections judged as soon as they were final."""
     try:
-        ctx.run_step(STEP_KEY, "verify", "Verifying claims against their sources",
-                     lambda: _verify(ctx, plan, failed, early))
+        done = ctx.run_step(STEP_KEY, "verify", "Verifying claims against their sources",
+                            lambda: _verify(ctx, failed, early))
     finally:
         if early is not None:
             early.close()
+    # A result stored by an older version may lack some counts: read leniently.
+    return VerifyResult(int(done.get("version") or 0), int(done.get("claims") or 0),
+                        int(done.get("supported") or 0), str(done.get("line") or ""))
 
 
-def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, Any]],
+def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
             early: EarlyCheck | None = None) -> dict[str, Any]:
-    drafts = ctx.store.get_drafts(ctx.run_id)
-    base = [d for d in drafts if d["kind"] not in ("verified", "partial")][-1]
-    redo = [d for d in drafts if d["kind"] == "verified" and d["version"] > base["version"]]
-    version = redo[0]["version"] if redo else max(d["version"] for d in drafts) + 1
+    drafts = [Draft.from_row(d) for d in ctx.store.get_drafts(ctx.run_id)]
+    base = [d for d in drafts if d.kind not in ("verified", "partial")][-1]
+    # A verified draft saved by an attempt that did not finish is replaced, not added to.
+    redo = [d for d in drafts if d.kind == "verified" and d.version > base.version]
+    version = redo[0].version if redo else max(d.version for d in drafts) + 1
     sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id)}
-    numbering = base["numbering"]
-    claims = split_claims(base["text"], numbering, sources)
+    numbering = base.numbering
+    claims = split_claims(base.text, numbering, sources)
     attach_excerpts(claims, sources)
     # The claims of sections checked early are judged in the background already; the rest are
     # judged now, at the same time. One the early check has no outcome for is judged after.
@@ -102,8 +119,8 @@ def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, 
     by_id = {**known, **{o.claim.id: o for o in judged}}
     outcomes = [by_id[c.id] for c in claims]
 
-    failed_titles = [s.get("title", "") for s in failed]
-    text, unverified = apply(base["text"], outcomes, numbering=numbering, sources=sources,
+    failed_titles = [s.title for s in failed]
+    text, unverified = apply(base.text, outcomes, numbering=numbering, sources=sources,
                              failed_titles=failed_titles)
     rows = [_row(o, numbering) for o in outcomes]
     ctx.store.save_draft(ctx.run_id, version, "verified", text, numbering, word_count(text))
@@ -117,7 +134,7 @@ def _verify(ctx: RunContext, plan: list[dict[str, Any]], failed: list[dict[str, 
                               step=STEP_KEY))
     ctx.emit(DraftCompleted(ctx.run_id, f"Verified draft {version} saved. {result['line']}",
                             step=STEP_KEY, version=version, **_counts(result)))
-    return {**result, "version": version, "draft_version": base["version"],
+    return {**result, "version": version, "draft_version": base.version,
             "errors": errors[:10], "checked_early": len(known)}
 
 

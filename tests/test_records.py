@@ -1,0 +1,63 @@
+"""Typed records (issue 15): stored rows become records in one place, and records become the
+rows the store takes without changing what is stored."""
+
+from __future__ import annotations
+
+from dataclasses import FrozenInstanceError
+from pathlib import Path
+
+import pytest
+
+from research.records import Draft, Finding, Source, Subtopic, plan_rows, subtopics
+from storage import Store
+
+
+@pytest.fixture
+def store(tmp_db: Path) -> Store:
+    return Store(tmp_db)
+
+
+def test_a_stored_plan_reads_back_as_the_same_rows(store: Store) -> None:
+    plan = [
+        {"id": "p0", "title": "Earlier research", "description": "", "questions": [],
+         "round": 0, "inherited": True},
+        {"id": "t1", "title": "Costs", "description": "What it costs",
+         "questions": ["How much?"], "round": 1},
+        {"id": "r2t1", "title": "Subsidies?", "description": "why", "questions": ["Subsidies?"],
+         "round": 2, "parent": "t1", "searches": 2},
+    ]
+    run_id = store.create_run("q", {})
+    store.save_plan(run_id, plan)
+    records = subtopics(store.get_plan(run_id))
+    assert [s.id for s in records] == ["p0", "t1", "r2t1"]
+    assert records[0].inherited and not records[1].inherited and records[2].parent == "t1"
+    assert plan_rows(records) == plan  # the plan's JSON keeps its shape: no new keys
+
+
+def test_a_source_row_becomes_a_record_without_the_stores_own_columns(store: Store) -> None:
+    run_id = store.create_run("q", {})
+    store.start_step(run_id, "research:t1", kind="research", label="r")
+    source = Source(id="s_1", url="https://a.example/x", canonical_url="https://a.example/x",
+                    title="A", text="body", relevance=0.8, subtopic_id="t1",
+                    signals=("peer-reviewed",), source_kind="paper")
+    finding = Finding("t1", "A claim", ("s_1",), 0.7)
+    store.complete_research_step(run_id, "research:t1", sources=[source.row()],
+                                 findings=[finding.row()], queries=[], skipped=[])
+    [row] = store.get_sources(run_id)
+    assert "run_id" in row and "step_key" in row  # the store's columns stay out of the record
+    back = Source.from_row(row)
+    assert back.id == "s_1" and back.text == "body" and back.signals == ("peer-reviewed",)
+    assert back.relevance == pytest.approx(0.8) and back.fetched_at  # stamped by the store
+    light = Source.from_row(store.get_sources(run_id, with_text=False)[0])
+    assert light.text == "" and light.title == "A"
+    [stored] = store.get_findings(run_id)
+    assert Finding.from_row(stored) == finding
+
+
+def test_records_are_frozen() -> None:
+    sub = Subtopic(id="t1", title="Costs")
+    with pytest.raises(FrozenInstanceError):
+        sub.title = "Other"  # type: ignore[misc]
+    draft = Draft.from_row({"version": 2, "kind": "revision", "text": "x [1]",
+                            "numbering": {1: "s_1"}, "word_count": 2})
+    assert draft.numbering == {1: "s_1"} and draft.words == 2
