@@ -66,6 +66,16 @@ class Tx:
         plan = self._plans.plan(statement, tuple(params))
         return fastsql.run(self._driver, plan, params)
 
+    def inserted_each(self, statement: Executable, rows: Sequence[Mapping[str, Any]],
+                      ) -> list[bool]:
+        """For an INSERT that skips conflicts and returns what it inserted: which of `rows`
+        (all with the same keys) were inserted (PostgreSQL: in one round trip)."""
+        if not rows:
+            return []
+        plan = self._plans.plan(statement, tuple(rows[0]))
+        return fastsql.inserted_each(self._driver, plan, rows,
+                                     batched=self.conn.dialect.name == "postgresql")
+
     def run_many(self, statement: Executable, rows: Sequence[Mapping[str, Any]]) -> None:
         """`run` once per row (all rows with the same keys), results not read."""
         if rows:

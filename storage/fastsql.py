@@ -119,6 +119,24 @@ def run_many(driver_conn: Any, plan: Plan, rows: Sequence[Mapping[str, Any]]) ->
         cursor.close()
 
 
+def inserted_each(driver_conn: Any, plan: Plan, rows: Sequence[Mapping[str, Any]],
+                  *, batched: bool) -> list[bool]:
+    """Run an `INSERT ... ON CONFLICT DO NOTHING RETURNING ...` once per row; which rows were
+    inserted. `batched` (psycopg): all rows in one round trip to the server (its pipeline),
+    not one each, which is what a busy team server answers slowest; SQLite is in-process,
+    so one row at a time costs nothing extra there."""
+    if not batched:
+        return [bool(run(driver_conn, plan, row).rows) for row in rows]
+    if not rows:
+        return []
+    cursor = driver_conn.cursor()
+    try:
+        cursor.executemany(plan.sql, [plan.args(row) for row in rows], returning=True)
+        return [bool(result.fetchall()) for result in cursor.results()]
+    finally:
+        cursor.close()
+
+
 def select_rows(driver_conn: Any, plan: Plan, params: Mapping[str, Any],
                 decode_json: bool) -> list[dict[str, Any]]:
     """A query's rows as dicts; JSON columns decoded as `storage.schema.Json` does (SQLite

@@ -32,9 +32,9 @@ _INSERT_ROW = {table.name: insert(table) for table in (findings, queries, skippe
 
 @cache
 def _insert_source(dialect: str) -> Insert:
-    """A source, unless the run has its id or canonical URL already (its row count says which;
-    no RETURNING: the driver's row count is what both databases report for free)."""
-    return insert_for(dialect, sources).on_conflict_do_nothing()  # type: ignore[no-any-return]
+    """A source, unless the run has its id or canonical URL already; returns its id if stored."""
+    return insert_for(dialect, sources).on_conflict_do_nothing().returning(  # type: ignore[no-any-return]
+        sources.c.id)
 
 
 class ResultsStore(StepsStore):
@@ -91,8 +91,9 @@ class ResultsStore(StepsStore):
         """Insert the new sources; (ids inserted, {id given: id stored} for known URLs)."""
         inserted: list[str] = []
         remap: dict[str, str] = {}
-        for row in rows:
-            if tx.run(_insert_source(self.dialect), row).rowcount == 1:
+        for row, stored in zip(rows, tx.inserted_each(_insert_source(self.dialect), rows),
+                               strict=True):
+            if stored:
                 inserted.append(row["id"])
                 continue
             existing = tx.run(_SOURCE_ID_OF_URL,
