@@ -13,8 +13,9 @@ Sections (issue 3 point 9; the engine run of issue 2 point 12):
   poll     The Run page's live-panel queries every 100 ms while 8 processes write runs at a heavy
            rate: poll time, "database is locked" errors (must be 0), rows committed vs stored,
            WAL size; then the WAL's peak with 2 and 8 readers polling back to back while a run
-           writes large events (bench/wal.py); then the same writers and poller on a local
-           PostgreSQL server (bench/poll_pg.py): p50/p95, errors, rows. Target: p95 < 100 ms.
+           writes large events (bench/wal.py); then the same writers while 4 dashboards poll
+           a local PostgreSQL server (bench/poll_pg.py): p50/p95, errors, rows. Target: p95 <
+           100 ms. The section's code is bench/poll.py.
   engine   One full research run at default constants against the local stand-in server,
            through the real SDKs, in a child process: wall time, sources, model calls, peak RSS.
   latency  The same run with fixed stand-in latencies (model 1.0 s, search 0.5 s, page 0.3 s),
@@ -42,7 +43,6 @@ import math
 import multiprocessing as mp
 import os
 import platform
-import queue
 import random
 import sqlite3
 import statistics
@@ -529,249 +529,11 @@ def real_main() -> Iterator[None]:
 
 # -- section: polling while 8 runs write ------------------------------------------------------
 
-@dataclass(frozen=True)
-class WriteRates:
-    event_s: float      # one event every ... seconds
-    usage_s: float      # one model call's usage every ... seconds
-    heartbeat_s: float  # one heartbeat every ... seconds
-    step_s: float       # one research step (start + complete with sources) every ... seconds
-    step_sources: int
-    text_chars: int
-
-
-def _writer(db_path: str, run_id: str, index: int, seconds: float, rates: WriteRates,
-            ready: Any, go: Any, out: Any) -> None:
-    """One simulated run in its own process: what the engine writes, at `rates`."""
-    from storage import Store
-
-    store = Store(db_path)
-    lorem = Lorem(seed=index)
-    done = {"events": 0, "sources": 0, "usage_calls": 0, "heartbeats": 0, "steps": 0}
-    latencies: list[float] = []
-    locked = 0
-    errors: list[str] = []
-
-    def write(method: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[bool, Any]:
-        """(committed?, result) of one Store write; a lock error is counted, not raised."""
-        nonlocal locked
-        start = time.perf_counter()
-        try:
-            return True, method(*args, **kwargs)
-        except DB_ERRORS as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                locked += 1
-            else:
-                errors.append(str(exc)[:200])
-            return False, None
-        finally:
-            latencies.append(time.perf_counter() - start)
-
-    ready.put(index)
-    go.wait()
-    write(store.set_run_status, run_id, "running")
-    now = time.monotonic()
-    deadline = now + seconds
-    due = {"event": now, "usage": now + 0.05, "beat": now, "step": now + rates.step_s}
-    step_n = 0
-    while (now := time.monotonic()) < deadline:
-        if now >= due["event"]:
-            n = done["events"]
-            ok, _ = write(store.append_event, {
-                "run_id": run_id, "type": "source_found", "step": f"research:t{n % 6}",
-                "message": f"source found: {lorem.sentence(10)}",
-                "data": {"url": f"https://w{index}.example.org/{n}", "n": n}})
-            done["events"] += ok
-            due["event"] += rates.event_s
-        if now >= due["usage"]:
-            ok, _ = write(store.add_usage, run_id, "worker", "openai", "gpt-5-mini", 3000, 700, 0.002)
-            done["usage_calls"] += ok
-            due["usage"] += rates.usage_s
-        if now >= due["beat"]:
-            ok, _ = write(store.heartbeat, run_id, f"bench-writer-{index}")
-            done["heartbeats"] += ok
-            due["beat"] += rates.heartbeat_s
-        if now >= due["step"]:
-            key = f"research:t{step_n % 6 + 1}:{step_n}"
-            base = step_n * rates.step_sources
-            batch = [_source(base + k, f"t{step_n % 6 + 1}", lorem, rates.text_chars)
-                     | {"id": f"w{index}-{base + k}",
-                        "url": f"https://w{index}.example.org/a/{base + k}",
-                        "canonical_url": f"https://w{index}.example.org/a/{base + k}"}
-                     for k in range(rates.step_sources)]
-            write(store.start_step, run_id, key, kind="research", label=key)
-            ok, inserted = write(
-                store.complete_research_step, run_id, key, sources=batch,
-                findings=[{"claim": lorem.sentence(15), "source_ids": [s["id"] for s in batch[:3]]}
-                          for _ in range(8)],
-                queries=[{"query": lorem.sentence(6), "provider": "tavily", "result_count": 10}
-                         for _ in range(5)],
-                skipped=[{"url": f"https://skip.example.org/{index}/{step_n}/{i}", "reason": "low"}
-                         for i in range(10)])
-            if ok:
-                done["sources"] += len(inserted)
-                done["steps"] += 1
-            step_n += 1
-            due["step"] += rates.step_s
-        time.sleep(max(0.0, min(due.values()) - time.monotonic()))
-    write(store.set_run_status, run_id, "completed")
-    store.close()
-    out.put({"index": index, "run_id": run_id, "done": done, "latencies": latencies,
-             "locked": locked, "errors": errors})
-
-
 def bench_poll(args: argparse.Namespace, tmp: Path) -> list[Row]:
-    """The live panel under write load on SQLite (with the WAL's bound), then on PostgreSQL."""
-    from bench.poll_pg import postgres_poll
+    """The poll section (bench/poll.py)."""
+    from bench import poll
 
-    rows = poll_database(args, tmp, str(tmp / "poll.db"), "")
-    from bench.wal import wal_figures  # the WAL's bound under readers polling back to back
-
-    rows += [Row("poll", measure, value) for measure, value in wal_figures(tmp, say)]
-    return rows + postgres_poll(args, tmp, poll_database, say)
-
-
-def poll_database(args: argparse.Namespace, tmp: Path, db_target: str, label: str) -> list[Row]:
-    """`args.writers` writers and one poller on the database `db_target` (a SQLite file or a
-    PostgreSQL URL); `label` prefixes the measures ("" for SQLite, as before)."""
-    from dashboard import views
-    from research.config import build_config
-    from research.progress import percent
-    from storage import Store
-
-    rows: list[Row] = []
-    sqlite = not db_target.startswith("postgresql")
-    db = Path(db_target) if sqlite else tmp / "no-such-file"
-    wal = Path(str(db) + "-wal")
-    store = Store(db_target)
-    config = build_config(env={}).model_dump(mode="json")
-    run_ids = [store.create_run(f"Concurrent run {i}: {QUESTION}", config) for i in range(args.writers)]
-    rates = WriteRates(event_s=1 / args.event_rate, usage_s=1 / args.usage_rate, heartbeat_s=1.0,
-                       step_s=args.step_every, step_sources=args.step_sources,
-                       text_chars=args.text_chars)
-    say(f"  {args.writers} writer {args.writer_mode.replace('ss', 'sse')}s for {args.seconds:.0f} s, each: {args.event_rate:g} events/s, "
-        f"{args.usage_rate:g} usage rows/s, 1 heartbeat/s, a research step with {rates.step_sources} "
-        f"sources ({rates.text_chars} chars) every {rates.step_s:g} s; poller every {args.poll_ms} ms")
-
-    procs: list[Any]
-    if args.writer_mode == "process":
-        ctx = mp.get_context("spawn")  # a fresh interpreter per writer: no inherited connections
-        ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
-        procs = [ctx.Process(target=_writer, args=(db_target, rid, i, args.seconds, rates, ready, go, out),
-                             name=f"bench-writer-{i}", daemon=True) for i, rid in enumerate(run_ids)]
-    else:  # like the dashboard: the job manager's threads share the process (and GIL) with the UI
-        ready, out, go = queue.Queue(), queue.Queue(), threading.Event()
-        procs = [threading.Thread(target=_writer, args=(db_target, rid, i, args.seconds, rates, ready, go, out),
-                                  name=f"bench-writer-{i}", daemon=True) for i, rid in enumerate(run_ids)]
-    with real_main():
-        for proc in procs:
-            proc.start()
-    for _ in procs:
-        ready.get(timeout=120)
-
-    poll_times: list[float] = []
-    poll_cpu: list[float] = []  # this thread's CPU time per poll: wall >> CPU means it waited
-    frame_times: list[float] = []
-    poll_locked = 0
-    poll_errors: list[str] = []
-    wal_peak = 0
-    results: list[dict[str, Any]] = []
-    go.set()
-    started = time.monotonic()
-    i = 0
-    while len(results) < len(procs) and time.monotonic() - started < args.seconds + 120:
-        rid = run_ids[i % len(run_ids)]
-        i += 1
-        begin = time.perf_counter()
-        begin_cpu = time.thread_time()
-        try:  # exactly what live_panel in pages/run.py reads per refresh
-            current = store.get_run(rid)
-            steps = store.get_steps(rid)
-            activity = store.latest_activity(rid)
-            percent(current or {}, steps)
-            events = views.tail_events(store, rid, int(activity.get("last_event_id") or 0))
-            poll_times.append(time.perf_counter() - begin)
-            poll_cpu.append(time.thread_time() - begin_cpu)
-            begin_frames = time.perf_counter()
-            views.steps_frame(steps)
-            views.events_frame(events)
-            frame_times.append(time.perf_counter() - begin_frames)
-        except DB_ERRORS as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                poll_locked += 1
-            else:
-                poll_errors.append(str(exc)[:200])
-        if wal.exists():
-            wal_peak = max(wal_peak, wal.stat().st_size)
-        while not out.empty():
-            results.append(out.get())
-        time.sleep(max(0.0, args.poll_ms / 1000 - (time.perf_counter() - begin)))
-    for proc in procs:
-        proc.join(timeout=30)
-    wal_end = wal.stat().st_size if wal.exists() else 0
-
-    committed = {r["run_id"]: r["done"] for r in results}
-    writer_latencies = [x for r in results for x in r["latencies"]]
-    writer_locked = sum(r["locked"] for r in results)
-    writer_errors = [e for r in results for e in r["errors"]]
-    lost: list[str] = []
-    totals = {"events": 0, "sources": 0, "usage_calls": 0}
-    for rid, done in committed.items():
-        stored = {"events": int(store.latest_activity(rid)["events"]),
-                  "sources": store.count_sources(rid),
-                  "usage_calls": store.usage_totals(rid)["calls"]}
-        for name, count in stored.items():
-            totals[name] += count
-            if count != done[name]:
-                lost.append(f"{rid} {name}: committed {done[name]}, stored {count}")
-    expected = {name: sum(d[name] for d in committed.values()) for name in totals}
-    scheduled_events = int(args.writers * args.seconds * args.event_rate)
-    store.close()
-
-    say(f"  writers finished: {len(results)} of {len(procs)}; polls: {len(poll_times)}")
-    say(f"  poll (get_run + get_steps + latest_activity + tail_events): "
-        f"p50 {secs(pct(poll_times, 50))}, p95 {secs(pct(poll_times, 95))}, max {secs(max(poll_times))}"
-        if poll_times else "  no successful poll")
-    if poll_times:
-        worst = max(range(len(poll_times)), key=poll_times.__getitem__)
-        say(f"  slowest poll: {secs(poll_times[worst])} wall, {secs(poll_cpu[worst])} CPU in the "
-            f"poller (the rest is waiting: for one of {os.cpu_count()} CPUs, the GIL in thread mode, "
-            "or I/O)")
-    if frame_times:
-        say(f"  + building the steps and events tables: p50 {secs(pct(frame_times, 50))}, "
-            f"p95 {secs(pct(frame_times, 95))}")
-    if writer_latencies:
-        say(f"  writer transactions: {len(writer_latencies)}, p50 {secs(pct(writer_latencies, 50))}, "
-            f"p95 {secs(pct(writer_latencies, 95))}, max {secs(max(writer_latencies))}")
-    say(f"  'database is locked': poller {poll_locked}, writers {writer_locked}; other errors: "
-        f"{poll_errors + writer_errors or 'none'}")
-    say(f"  rows committed vs stored: events {expected['events']}/{totals['events']} "
-        f"(schedule {scheduled_events}), sources {expected['sources']}/{totals['sources']}, "
-        f"usage calls {expected['usage_calls']}/{totals['usage_calls']}; mismatches: {lost or 'none'}")
-    if sqlite:
-        say(f"  WAL: peak {wal_peak / 1e6:.1f} MB, at the end {wal_end / 1e6:.1f} MB; database "
-            f"{db.stat().st_size / 1e6:.1f} MB")
-
-    if poll_times:
-        p95 = pct(poll_times, 95)
-        rows.append(Row("poll", f"{label}poll p50 / p95 / max ({len(poll_times)} polls)",
-                        f"{secs(pct(poll_times, 50))} / {secs(p95)} / {secs(max(poll_times))}",
-                        "" if sqlite else "p95 < 100 ms",
-                        "" if sqlite else ("ok" if p95 < 0.1 else "SLOW")))
-    if writer_latencies:
-        rows.append(Row("poll", f"{label}writer txn p50 / p95 / max",
-                        f"{secs(pct(writer_latencies, 50))} / {secs(pct(writer_latencies, 95))} / "
-                        f"{secs(max(writer_latencies))}"))
-    locked_total = poll_locked + writer_locked
-    errors_total = locked_total + len(poll_errors) + len(writer_errors)
-    rows.append(Row("poll", "'database is locked' errors" if sqlite else f"{label}errors",
-                    str(locked_total if sqlite else errors_total), "0",
-                    "ok" if (locked_total if sqlite else errors_total) == 0 else "FAIL"))
-    rows.append(Row("poll", f"{label}rows committed = stored",
-                    f"ev {totals['events']}, src {totals['sources']}, usage {totals['usage_calls']}",
-                    "no loss", "ok" if not lost and len(results) == len(procs) else "FAIL"))
-    if sqlite:
-        rows.append(Row("poll", "WAL peak / end", f"{wal_peak / 1e6:.1f} MB / {wal_end / 1e6:.1f} MB"))
-    return rows
+    return poll.bench_poll(args, tmp)
 
 
 # -- section: engine --------------------------------------------------------------------------
@@ -943,6 +705,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                       help="writers as processes (default; SQLite locking across processes) or as "
                            "threads of this process, like the dashboard's job manager")
     poll.add_argument("--poll-ms", type=int, default=100, help="poll interval in ms (default 100)")
+    poll.add_argument("--pollers", type=int, default=1,
+                      help="dashboards polling the SQLite store, each its own process (default 1)")
+    poll.add_argument("--pg-pollers", type=int, default=4,
+                      help="dashboards polling the PostgreSQL store (default 4)")
     poll.add_argument("--event-rate", type=float, default=20.0, help="events/s per writer (default 20)")
     poll.add_argument("--usage-rate", type=float, default=4.0, help="usage rows/s per writer (default 4)")
     poll.add_argument("--step-every", type=float, default=2.0,

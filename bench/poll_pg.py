@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-PollFn = Callable[[argparse.Namespace, Path, str, str], list[Any]]
+PollFn = Callable[[argparse.Namespace, Path, str, str, int], list[Any]]
 
 
 def postgres_poll(args: argparse.Namespace, tmp: Path, poll_database: PollFn,
@@ -26,6 +26,7 @@ def postgres_poll(args: argparse.Namespace, tmp: Path, poll_database: PollFn,
         say(f"  PostgreSQL figures skipped: {exc}")
         return []
     try:
-        return poll_database(args, tmp, server.create_database(), "PostgreSQL: ")
+        return poll_database(args, tmp, server.create_database(), "PostgreSQL: ",
+                             args.pg_pollers)
     finally:
         server.stop()

@@ -18,10 +18,13 @@ JSON columns differ in `storage.schema.Json`, full-text search in `storage.fullt
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Connection, Table, func, literal_column
+from sqlalchemy import ColumnElement, Connection, Table, bindparam, func, literal_column, select
 from sqlalchemy.dialects import postgresql, sqlite
+
+if TYPE_CHECKING:
+    from storage.engine import Tx
 
 # Any fixed number, the same in every process: pg_advisory_xact_lock(MIGRATION_LOCK_KEY).
 MIGRATION_LOCK_KEY = 0x5EA5C4_17
@@ -55,7 +58,10 @@ def migration_lock(conn: Connection) -> None:
         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
 
 
-def event_order_lock(conn: Connection, run_id: str) -> None:
+_EVENT_ORDER_LOCK = select(func.pg_advisory_xact_lock(func.hashtext(bindparam("run"))))
+
+
+def event_order_lock(tx: Tx, run_id: str) -> None:
     """Inside the open transaction, before inserting an event of `run_id` (see above)."""
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext(%(run)s))", {"run": run_id})
+    if tx.conn.dialect.name == "postgresql":
+        tx.run(_EVENT_ORDER_LOCK, {"run": run_id})

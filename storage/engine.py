@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -36,7 +36,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql import Executable
 
-from storage import wal
+from storage import fastsql, wal
 
 POOL_SIZE = 8            # connections kept open per process (more open while busy, then close)
 PG_MAX_OVERFLOW = 24     # PostgreSQL: at most POOL_SIZE + this at once, per process
@@ -44,21 +44,43 @@ PG_CONNECT_TIMEOUT_S = 10
 PG_RECYCLE_S = 600       # reopen pooled PostgreSQL connections this old (no ping per checkout)
 
 
-_Compiled = tuple[str, list[str], list[str], dict[str, Any]]  # SQL, qmark order, JSON, fixed
-
-
 class Tx:
     """An open transaction. `execute` takes a SQLAlchemy statement, or a plain SQL string with
-    the driver's own placeholders (`?` on SQLite) for tests and one-off repairs."""
+    the driver's own placeholders (`?` on SQLite) for tests and one-off repairs; `run` and
+    `run_many` take a statement built once (a module constant) and run it on the driver's
+    cursor (`storage.fastsql`): the hot writes of a running run."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, plans: fastsql.Plans | None = None) -> None:
         self.conn = conn
+        self._plans = plans or fastsql.Plans(conn.dialect)
+        self._driver = _driver(conn)
 
     def execute(self, statement: Executable | str, params: Any = None) -> Any:
         if isinstance(statement, str):
             args = tuple(params) if isinstance(params, Sequence) else params
             return self.conn.exec_driver_sql(statement, args if args is not None else ())
         return self.conn.execute(statement, params)
+
+    def run(self, statement: Executable, params: Mapping[str, Any]) -> fastsql.Done:
+        """`execute` for a statement built once, with plain parameter values."""
+        plan = self._plans.plan(statement, tuple(params))
+        return fastsql.run(self._driver, plan, params)
+
+    def inserted_each(self, statement: Executable, rows: Sequence[Mapping[str, Any]],
+                      ) -> list[bool]:
+        """For an INSERT that skips conflicts and returns what it inserted: which of `rows`
+        (all with the same keys) were inserted (PostgreSQL: in one round trip)."""
+        if not rows:
+            return []
+        plan = self._plans.plan(statement, tuple(rows[0]))
+        return fastsql.inserted_each(self._driver, plan, rows,
+                                     batched=self.conn.dialect.name == "postgresql")
+
+    def run_many(self, statement: Executable, rows: Sequence[Mapping[str, Any]]) -> None:
+        """`run` once per row (all rows with the same keys), results not read."""
+        if rows:
+            plan = self._plans.plan(statement, tuple(rows[0]))
+            fastsql.run_many(self._driver, plan, rows)
 
 
 def sqlite_url(path: Path) -> URL:
@@ -78,7 +100,6 @@ class Database:
         self.url = url
         self.dialect = url.get_backend_name()
         self._local = threading.local()
-        self._sql_cache: dict[int, tuple[Executable, _Compiled]] = {}
         self.wal: wal.WalBound | None = None
         if self.dialect == "sqlite":
             path = Path(url.database or "")
@@ -91,6 +112,7 @@ class Database:
                 json_serializer=partial(json.dumps, ensure_ascii=False, default=str),
                 isolation_level="AUTOCOMMIT",
             )
+        self.plans = fastsql.Plans(self.engine.dialect)
 
     def _sqlite_engine(self, wal_limit_bytes: int) -> Engine:
         engine = create_engine(
@@ -123,14 +145,14 @@ class Database:
         """One short transaction holding the write lock (SQLite) from the start; nests."""
         open_conn = self.current()
         if open_conn is not None:
-            yield Tx(open_conn)
+            yield Tx(open_conn, self.plans)
             return
         with self._connection() as conn:
             self._local.conn = conn
             try:
                 self._begin(conn)
                 try:
-                    yield Tx(conn)
+                    yield Tx(conn, self.plans)
                 except BaseException:
                     self._rollback(conn)
                     raise
@@ -180,40 +202,11 @@ class Database:
 
         Why: the Run page polls four small queries every 100 ms while runs write; SQLAlchemy's
         execution path costs several times what SQLite spends answering them, and on a
-        loaded machine that is the poll's latency. The SQL is still SQLAlchemy's, compiled
-        once per dialect; JSON columns are decoded as `storage.schema.Json` does."""
-        sql, names, json_columns, fixed = self._compiled(statement)
-        values = {**fixed, **params}  # values the statement carries itself (an OFFSET 0)
-        args: Any = tuple(values[n] for n in names) if self.dialect == "sqlite" else values
+        loaded machine that is the poll's latency (`storage.fastsql`)."""
+        plan = self.plans.plan(statement)
         with self.read() as conn:
-            cursor = _driver(conn).cursor()
-            try:
-                cursor.execute(sql, args)
-                keys = [d[0] for d in cursor.description]
-                rows = [dict(zip(keys, values, strict=True)) for values in cursor.fetchall()]
-            finally:
-                cursor.close()
-        if json_columns and self.dialect == "sqlite":
-            for row in rows:
-                for key in json_columns:
-                    value = row.get(key)
-                    if isinstance(value, str):
-                        row[key] = json.loads(value)
-        return rows
-
-    def _compiled(self, statement: Executable) -> _Compiled:
-        known = self._sql_cache.get(id(statement))
-        if known is not None and known[0] is statement:
-            return known[1]
-        compiled = statement.compile(dialect=self.engine.dialect)  # type: ignore[attr-defined]
-        names = list(compiled.positiontup or []) if self.dialect == "sqlite" else []
-        from storage.schema import Json
-
-        json_columns = [c.key for c in getattr(statement, "selected_columns", [])
-                        if isinstance(c.type, Json)]
-        entry = (str(compiled), names, json_columns, dict(compiled.params))
-        self._sql_cache[id(statement)] = (statement, entry)
-        return entry
+            return fastsql.select_rows(_driver(conn), plan, params,
+                                       decode_json=self.dialect == "sqlite")
 
     def rows(self, statement: Executable) -> list[dict[str, Any]]:
         with self.read() as conn:

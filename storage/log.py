@@ -63,11 +63,11 @@ class LogStore(StoreBase):
     def add_usage(self, run_id: str, role: str, provider: str, model: str,
                   input_tokens: int, output_tokens: int, cost_usd: float) -> None:
         """Add one call's usage to the (run, role, provider, model) row."""
+        row = {"run_id": run_id, "role": role, "provider": provider, "model": model,
+               "input_tokens": int(input_tokens), "output_tokens": int(output_tokens),
+               "cost_usd": float(cost_usd), "calls": 1, "updated_at": utc_now()}
         with self._write() as tx:
-            tx.execute(_add_usage(self.dialect), {
-                "run_id": run_id, "role": role, "provider": provider, "model": model,
-                "input_tokens": int(input_tokens), "output_tokens": int(output_tokens),
-                "cost_usd": float(cost_usd), "calls": 1, "updated_at": utc_now()})
+            tx.run(_add_usage(self.dialect), row)
 
     def get_usage(self, run_id: str) -> list[dict[str, Any]]:
         return self._rows(select(usage).where(usage.c.run_id == run_id)
@@ -84,13 +84,13 @@ class LogStore(StoreBase):
         """Append to the run's event log; returns the event id (ascending per database)."""
         to_dict = getattr(event, "to_dict", None)
         record = to_dict() if callable(to_dict) else dict(event)  # type: ignore[arg-type]
-        with self._write() as tx:
-            event_order_lock(tx.conn, record["run_id"])
-            event_id = tx.execute(_INSERT_EVENT, {
-                "run_id": record["run_id"], "ts": normal_ts(record.get("ts")),
-                "type": record["type"], "step": record.get("step"),
-                "message": self._redact(record.get("message") or ""),
-                "data": self._scrub(dict(record.get("data") or {}))}).scalar()
+        row = {"run_id": record["run_id"], "ts": normal_ts(record.get("ts")),
+               "type": record["type"], "step": record.get("step"),
+               "message": self._redact(record.get("message") or ""),
+               "data": self._scrub(dict(record.get("data") or {}))}
+        with self._write() as tx:  # cleaned first: the write lock is held for the SQL alone
+            event_order_lock(tx, record["run_id"])
+            event_id = tx.run(_INSERT_EVENT, row).scalar()
         return int(event_id)
 
     def log_event(self, event: Event) -> None:

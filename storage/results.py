@@ -27,6 +27,7 @@ _COUNT_SOURCES = (select(func.count()).select_from(sources)
 _CLEAR_STEP = {table.name: delete(table).where(table.c.run_id == bindparam("run_id"),
                                                table.c.step_key == bindparam("key"))
                for table in (findings, queries, skipped_pages)}
+_INSERT_ROW = {table.name: insert(table) for table in (findings, queries, skipped_pages)}
 
 
 @cache
@@ -52,9 +53,18 @@ class ResultsStore(StepsStore):
         not duplicate them. Returns the ids of the sources actually inserted.
         """
         now = utc_now()
+        # Rows are cleaned and built before the transaction: on SQLite every other writer
+        # waits while this one holds the lock, so the lock is held for the SQL alone.
+        source_rows = [self._source_row(run_id, key, src, now) for src in sources]
+        step_rows = self._step_rows(run_id, key, findings, queries, skipped, now)
         with self._write() as tx:
-            inserted, remap = self._insert_sources(tx, run_id, key, sources, now)
-            self._replace_step_rows(tx, run_id, key, findings, queries, skipped, remap, now)
+            inserted, remap = self._insert_sources(tx, run_id, source_rows)
+            for finding in step_rows["findings"]:
+                cited = finding["source_ids"]
+                finding["source_ids"] = list(dict.fromkeys(remap.get(s, s) for s in cited))
+            for name, clear in _CLEAR_STEP.items():
+                tx.run(clear, {"run_id": run_id, "key": key})
+                tx.run_many(_INSERT_ROW[name], step_rows[name])
             self._finish_step(tx, run_id, key, result=result, source_count=len(inserted))
         return inserted
 
@@ -76,45 +86,42 @@ class ResultsStore(StepsStore):
             "author": self._plain(src["author"]) if src.get("author") else None,
         }
 
-    def _insert_sources(self, tx: Tx, run_id: str, key: str, batch: list[dict[str, Any]],
-                        now: str) -> tuple[list[str], dict[str, str]]:
+    def _insert_sources(self, tx: Tx, run_id: str, rows: list[dict[str, Any]],
+                        ) -> tuple[list[str], dict[str, str]]:
+        """Insert the new sources; (ids inserted, {id given: id stored} for known URLs)."""
         inserted: list[str] = []
         remap: dict[str, str] = {}
-        for src in batch:
-            row = self._source_row(run_id, key, src, now)
-            stored = tx.execute(_insert_source(self.dialect), row).first()
-            if stored is not None:
-                inserted.append(src["id"])
+        for row, stored in zip(rows, tx.inserted_each(_insert_source(self.dialect), rows),
+                               strict=True):
+            if stored:
+                inserted.append(row["id"])
                 continue
-            existing = tx.execute(_SOURCE_ID_OF_URL,
-                                  {"run_id": run_id, "url": row["canonical_url"]}).first()
-            if existing and existing[0] != src["id"]:
-                remap[src["id"]] = existing[0]
+            existing = tx.run(_SOURCE_ID_OF_URL,
+                              {"run_id": run_id, "url": row["canonical_url"]}).first()
+            if existing and existing[0] != row["id"]:
+                remap[row["id"]] = existing[0]
         return inserted, remap
 
-    def _replace_step_rows(self, tx: Tx, run_id: str, key: str, found: list[dict[str, Any]],
-                           asked: list[dict[str, Any]], skipped: list[dict[str, Any]],
-                           remap: Mapping[str, str], now: str) -> None:
-        for clear in _CLEAR_STEP.values():
-            tx.execute(clear, {"run_id": run_id, "key": key})
-        if found:
-            tx.execute(insert(findings), [{
+    def _step_rows(self, run_id: str, key: str, found: list[dict[str, Any]],
+                   asked: list[dict[str, Any]], skipped: list[dict[str, Any]],
+                   now: str) -> dict[str, list[dict[str, Any]]]:
+        """The findings, queries and skipped pages of a step as stored, by table."""
+        return {
+            "findings": [{
                 "run_id": run_id, "step_key": key, "subtopic_id": f.get("subtopic_id"),
-                "claim": self._plain(f["claim"]),
-                "source_ids": list(dict.fromkeys(remap.get(s, s) for s in f.get("source_ids") or [])),
+                "claim": self._plain(f["claim"]), "source_ids": list(f.get("source_ids") or []),
                 "confidence": float(f.get("confidence") or 0.0),
-                "kind": f.get("kind") or "finding", "created_at": now} for f in found])
-        if asked:
-            tx.execute(insert(queries), [{
+                "kind": f.get("kind") or "finding", "created_at": now} for f in found],
+            "queries": [{
                 "run_id": run_id, "step_key": key, "subtopic_id": q.get("subtopic_id"),
                 "query": self._plain(q["query"]), "provider": q.get("provider") or "",
                 "result_count": int(q.get("result_count") or 0),
-                "error": self._redact(q.get("error")), "created_at": now} for q in asked])
-        if skipped:
-            tx.execute(insert(skipped_pages), [{
+                "error": self._redact(q.get("error")), "created_at": now} for q in asked],
+            "skipped_pages": [{
                 "run_id": run_id, "step_key": key, "subtopic_id": p.get("subtopic_id"),
                 "url": self._plain(p["url"]), "reason": self._redact(p.get("reason") or ""),
-                "created_at": now} for p in skipped])
+                "created_at": now} for p in skipped],
+        }
 
     def get_sources(self, run_id: str, *, subtopic_id: str | None = None,
                     with_text: bool = True) -> list[dict[str, Any]]:

@@ -84,7 +84,7 @@ class StepsStore(StoreBase):
 
     def _start_step(self, tx: Tx, run_id: str, key: str, *, kind: str, label: str,
                     subtopic_id: str | None) -> None:
-        tx.execute(_start_step(self.dialect), {
+        tx.run(_start_step(self.dialect), {
             "run_id": run_id, "key": key, "kind": kind, "label": label,
             "subtopic_id": subtopic_id, "status": "running", "attempts": 1,
             "started_at": utc_now()})
@@ -97,7 +97,7 @@ class StepsStore(StoreBase):
     def _started_at(self, tx: Tx, run_id: str, key: str, now: str) -> str:
         """When the step started; a step finished without a recorded start (e.g. resumed)
         is recorded as starting now."""
-        row = tx.execute(_STARTED_AT, {"run_id": run_id, "key": key}).first()
+        row = tx.run(_STARTED_AT, {"run_id": run_id, "key": key}).first()
         if row is None:
             self._start_step(tx, run_id, key, kind="", label=key, subtopic_id=None)
             return now
@@ -107,7 +107,7 @@ class StepsStore(StoreBase):
                      result: Mapping[str, Any] | None, source_count: int) -> None:
         now = utc_now()
         started_at = self._started_at(tx, run_id, key, now)
-        tx.execute(_FINISH, {
+        tx.run(_FINISH, {
             "b_run": run_id, "b_key": key, "now": now,
             "duration": seconds_between(started_at, now),
             "result": None if result is None else self._scrub(dict(result)),

@@ -32,16 +32,28 @@ DRAFT_2 = DRAFT_1 + "\n## Open questions\n\nGrid build-out remains uncertain [2]
 
 
 @pytest.fixture(name="dash_env")
-def dash_env_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
-    """DEEP_RESEARCH_DB and the secrets file point into tmp_path; no provider keys set."""
-    db = tmp_path / "data" / "research.db"
-    monkeypatch.setenv("DEEP_RESEARCH_DB", str(db))
+def dash_env_fixture(request: pytest.FixtureRequest, tmp_path: Path,
+                     monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    """DEEP_RESEARCH_DB and the secrets file point into tmp_path; no provider keys set.
+
+    A SQLite file by default; a test marked `on_both_databases` runs again with
+    DEEP_RESEARCH_DB set to a fresh PostgreSQL database's URL (tests/pg_server.py)."""
+    database = getattr(request, "param", "sqlite")
+    if database == "sqlite":
+        db = str(tmp_path / "data" / "research.db")
+    else:
+        db = str(request.getfixturevalue("pg_url"))
+    monkeypatch.setenv("DEEP_RESEARCH_DB", db)
     monkeypatch.setenv("DEEP_RESEARCH_SECRETS_FILE", str(tmp_path / "secrets.toml"))
     for name in KEY_VARS:
         monkeypatch.delenv(name, raising=False)
     store = Store(db)
     yield store
     store.close()
+
+
+# The dashboard test runs on a SQLite file, then with DEEP_RESEARCH_DB a PostgreSQL URL.
+on_both_databases = pytest.mark.parametrize("dash_env", ["sqlite", "postgresql"], indirect=True)
 
 
 def source(n: int, *, subtopic: str = "t1", title: str | None = None, relevance: float = 0.8,
@@ -209,7 +221,7 @@ def fake_jobs_fixture(dash_env: Store, monkeypatch: pytest.MonkeyPatch) -> Itera
     from dashboard.jobs import JobManager
 
     executor = FakeExecutor()
-    manager = JobManager(dash_env.path, executor=executor)
+    manager = JobManager(ui.db_target(), executor=executor)
     monkeypatch.setattr(ui, "_jobs", lambda path: manager)
     yield executor
     for run_id in manager.alive():

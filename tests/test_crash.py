@@ -12,8 +12,10 @@ model call of the phase we want to interrupt (plan, writer, review, audit), and 
 on every API answer keeps a research step in flight long enough to catch it. One research
 worker at a time (MAX_PARALLEL_WORKERS=1) makes the set of sources reproducible.
 
-The command-line crashes run on SQLite and (for the research and writing kill points) on a
-PostgreSQL server too: a killed process's open transaction is rolled back by the server.
+The command-line crashes run at every kill point on SQLite and on a PostgreSQL server too
+(`pg_url`; skipped with the reason where PostgreSQL cannot start, failed under
+DEEP_RESEARCH_REQUIRE_POSTGRES=1): a killed process's open transaction is rolled back by the
+server.
 """
 
 from __future__ import annotations
@@ -263,8 +265,9 @@ KILL_POINTS = {
 }
 
 
-CASES = [(point, "sqlite") for point in KILL_POINTS] + [
-    ("research", "postgresql"), ("writing", "postgresql")]
+# Every kill point on both databases (the uninterrupted baseline is run once per
+# configuration and shared by the cases).
+CASES = [(point, database) for database in ("sqlite", "postgresql") for point in KILL_POINTS]
 
 
 @pytest.mark.parametrize(("point", "database"), CASES)

@@ -18,6 +18,7 @@ from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     FakeExecutor,
     dash_env_fixture,
     fake_jobs_fixture,
+    on_both_databases,
 )
 from tests.document_files import docx_bytes, markdown_bytes, pdf_bytes, zip_bomb_docx_bytes
 
@@ -44,6 +45,7 @@ def test_documents_page_is_in_the_navigation_and_says_how_to_start(dash_env: Sto
     assert any("No documents yet" in i.value for i in at.info)
 
 
+@on_both_databases
 def test_documents_are_listed_with_type_size_pages_and_status(dash_env: Store) -> None:
     ingest(dash_env, "field-report.pdf", pdf_bytes(), collection="Heat")
     ingest(dash_env, "notes.docx", docx_bytes())
@@ -57,6 +59,7 @@ def test_documents_are_listed_with_type_size_pages_and_status(dash_env: Store) -
     assert list(_table(at)["Title"]) == ["Heat Pump Field Report"]
 
 
+@on_both_databases
 def test_search_shows_the_passage_with_its_page(dash_env: Store) -> None:
     ingest(dash_env, "field-report.pdf", pdf_bytes())
     at = _documents()
@@ -76,6 +79,7 @@ def test_untrusted_titles_and_text_are_shown_inert(dash_env: Store) -> None:
         assert not re.search(r"(?<!\\)" + re.escape(raw), shown), raw
 
 
+@on_both_databases
 def test_delete_asks_first_and_then_removes_the_document(dash_env: Store) -> None:
     ingest(dash_env, "notes.md", markdown_bytes())
     at = _documents()
@@ -124,6 +128,7 @@ def test_documents_only_without_documents_is_refused_in_plain_words(
     assert dash_env.count_runs() == 0
 
 
+@on_both_databases
 def test_documents_only_run_starts_with_the_chosen_collection_and_no_search_key(
     dash_env: Store, fake_jobs: FakeExecutor, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -141,6 +146,7 @@ def test_documents_only_run_starts_with_the_chosen_collection_and_no_search_key(
     assert run["config"]["document_collection"] == "Heat"
 
 
+@on_both_databases
 def test_run_page_sources_tab_shows_the_text_of_document_passages(dash_env: Store) -> None:
     from tests.dashboard_fixtures import finished_run, open_run_page, source
 

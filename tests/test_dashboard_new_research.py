@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from research.constants import MAX_QUESTION_CHARS
 from storage import Store
-from tests.dashboard_fixtures import APP, dash_env_fixture, finished_run  # noqa: F401 - fixture
+from tests.dashboard_fixtures import APP, dash_env_fixture, finished_run, on_both_databases  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.usefixtures("dash_env")
 
@@ -68,6 +68,7 @@ def test_without_a_model_provider_settings_come_first_and_start_is_disabled(dash
     assert dash_env.count_runs() == 0
 
 
+@on_both_databases
 def test_welcome_back_lists_runs_in_progress_and_waiting(dash_env: Store) -> None:
     from tests.dashboard_fixtures import waiting_for_answers
 
@@ -105,6 +106,7 @@ def test_out_of_range_advanced_value_is_refused_with_its_bound(dash_env: Store) 
     assert any("at least one search provider" in t for t in _texts(at))
 
 
+@on_both_databases
 def test_run_again_fills_the_form_with_that_runs_settings(dash_env: Store) -> None:
     run_id = finished_run(dash_env, "Is nuclear power getting cheaper?", SUBTOPIC_COUNT=7,
                           SOURCES_PER_SUBTOPIC=12, REVIEW_CYCLES=4)
@@ -117,6 +119,7 @@ def test_run_again_fills_the_form_with_that_runs_settings(dash_env: Store) -> No
     assert at.slider(key="c_REVIEW_CYCLES").value == 4
 
 
+@on_both_databases
 def test_start_runs_in_the_background_and_the_run_page_sees_it_complete(
     dash_env: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
