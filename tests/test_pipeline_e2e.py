@@ -98,9 +98,9 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     assert any(INJECTION_FACT.split(",")[0] in p for p in injected)  # its real content was read
 
     reviews = store.get_reviews(run_id)
-    assert [r["approved"] for r in reviews] == [False, True], [
+    assert [r["approved"] for r in reviews] == [False, True], "\n".join(str(x) for x in [
         (r["model_approved"], r["issues"], {k: v for k, v in r["checks"].items() if k != "uncited_examples"})
-        for r in reviews]
+        for r in reviews])
     assert all("cited_share" in r["checks"] for r in reviews)
     assert [d["kind"] for d in store.get_drafts(run_id)] == ["draft", "revision", "verified"]
 
