@@ -186,11 +186,11 @@ def test_a_writer_that_keeps_refusing_fails_the_run_with_a_reason_and_no_empty_r
 def test_context_length_errors_during_a_run_are_trimmed_away(
     standin: StandinServer, http_runs: Runner
 ) -> None:
-    # A window smaller than the workers' larger scoring and findings prompts (up to about 11,000
-    # characters with the quick preset, now that sources carry their kind and the other side is
-    # searched too), yet one that a prompt trimmed to its sources' first lines always fits; the
+    # A window well below the findings prompts (about 9,200-9,400 characters with the quick
+    # preset) even when a page or two was not read in time, above the scoring prompts (about
+    # 4,700-5,500), and one that a prompt trimmed to its sources' first lines always fits; the
     # writer's prompt has no sources to trim and is left alone.
-    limit = 9_000
+    limit = 7_000
     for task in ("RelevanceScores", "SubtopicFindings"):
         standin.add_fault("openai", "context_limit", times=1000, max_chars=limit, task=task)
     store, run_id = _run(http_runs)
