@@ -84,10 +84,9 @@ class SectionJob:
 
         def one(part: Section) -> str:
             text = self.call(part)
-            with self._lock:
+            with self._lock:  # stored in the order assembled: the live draft only grows
                 texts[part.key] = text
-                report = self.report(texts)
-            save_partial(self.ctx, version, report, self.numbers)
+                save_partial(self.ctx, version, self.report(texts), self.numbers)
             return text
 
         run_parts(self.ctx.executor.tasks, list(self.parts.values()), one)
