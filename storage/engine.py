@@ -125,7 +125,7 @@ class Database:
         def _configure(dbapi_conn: sqlite3.Connection, _entry: ConnectionPoolEntry) -> None:
             dbapi_conn.isolation_level = None
             dbapi_conn.execute(f"PRAGMA busy_timeout={wal.BUSY_TIMEOUT_MS}")
-            dbapi_conn.execute("PRAGMA journal_mode=WAL")
+            wal.enter_wal_mode(dbapi_conn)
             wal.configure(dbapi_conn, wal_limit_bytes)
             dbapi_conn.execute("PRAGMA synchronous=NORMAL")
             dbapi_conn.execute("PRAGMA foreign_keys=ON")

@@ -25,11 +25,35 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 WAL_LIMIT_BYTES = 16 * 2**20   # checkpoint once the WAL passes this size
 CHECKPOINT_WAIT_MS = 2_000     # how long a checkpoint waits for readers of older snapshots
 BUSY_TIMEOUT_MS = 30_000       # every connection's usual busy timeout
+
+
+def enter_wal_mode(conn: sqlite3.Connection, wait_s: float = BUSY_TIMEOUT_MS / 1000) -> None:
+    """Put the database in WAL mode (it stays so, recorded in the file), waiting out others.
+
+    Why a loop: the switch needs the database to itself, and SQLite answers "database is
+    locked" at once, without the busy handler, when another connection is switching the same
+    new file at that moment (six Stores opening a fresh database together did)."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.005
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        else:
+            if str(mode).lower() == "wal":
+                return
+            if time.monotonic() >= deadline:
+                raise sqlite3.OperationalError(f"could not switch the database to WAL ({mode})")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def configure(conn: sqlite3.Connection, limit_bytes: int = WAL_LIMIT_BYTES) -> None:
