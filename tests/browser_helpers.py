@@ -8,6 +8,7 @@ the Playwright Python package (Playwright cannot download its own browsers here)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -66,7 +67,10 @@ class StreamlitServer:
                "--server.port", str(self.port), "--browser.gatherUsageStats", "false",
                "--server.fileWatcherType", "none", "--server.runOnSave", "false"]
         try:
-            self.process = subprocess.Popen(cmd, cwd=ROOT, env=clean_environ(self.env), stdout=log,
+            # Faulthandler: a crash, or the SIGABRT `diagnose` sends, writes every thread's stack
+            # to the log, so a dashboard that died or stopped answering says where.
+            env = clean_environ({**self.env, "PYTHONFAULTHANDLER": "1"})
+            self.process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log,
                                             stderr=subprocess.STDOUT, start_new_session=True)
         finally:
             log.close()
@@ -88,6 +92,31 @@ class StreamlitServer:
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"streamlit did not become healthy in {self.startup_timeout_s:.0f} s:\n{self.log()}")
+
+    def diagnose(self) -> str:
+        """After a failed test: is the server alive, does it answer, and (stopping it with
+        SIGABRT) what every thread was doing; the log's tail carries the stacks."""
+        proc = self.process
+        if proc is None:
+            return "streamlit: not started"
+        lines = [f"streamlit pid {proc.pid}: " + ("running" if proc.poll() is None
+                                                   else f"exited with {proc.returncode}")]
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=10) as resp:
+                lines.append(f"health: HTTP {resp.status} in {time.monotonic() - started:.1f} s")
+        except (urllib.error.URLError, OSError) as exc:
+            lines.append(f"health: {exc!r} after {time.monotonic() - started:.1f} s")
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(10)
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            text = ""
+        kept = [line for line in text.splitlines() if not line.startswith("Extension modules:")]
+        return "\n".join([*lines, "log tail:", "\n".join(kept)[-30_000:]])
 
     def log(self) -> str:
         try:
@@ -126,8 +155,24 @@ class PageWatch:
     dialogs: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     page_errors: list[str] = field(default_factory=list)
+    connection: list[str] = field(default_factory=list)  # websocket and console trouble, timed
 
     def attach(self, page: Any) -> None:
+        started = time.monotonic()
+
+        def note(text: str) -> None:
+            self.connection.append(f"{time.monotonic() - started:6.1f} s {text}"[:300])
+
+        def on_websocket(ws: Any) -> None:
+            note(f"websocket open {ws.url}")
+            ws.on("close", lambda _ws: note("websocket closed"))
+            ws.on("socketerror", lambda error: note(f"websocket error {error}"))
+
+        page.on("websocket", on_websocket)
+        page.on("console", lambda msg: msg.type in ("error", "warning") and note(
+            f"console {msg.type}: {msg.text}"))
+        page.on("requestfailed", lambda request: note(
+            f"request failed {request.url} {request.failure}"))
         def on_dialog(dialog: Any) -> None:
             self.dialogs.append(f"{dialog.type}: {dialog.message}")
             dialog.dismiss()

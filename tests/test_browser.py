@@ -99,6 +99,7 @@ def _page(browser: Any, server: StreamlitServer) -> tuple[Any, Any, PageWatch]:
     page = context.new_page()
     watch = PageWatch(origin=server.url)
     watch.attach(page)
+    _WATCHED[id(page)] = (server, watch)
     return context, page, watch
 
 
@@ -126,12 +127,27 @@ def _shot(page: Any, name: str, *, height: int | None = None) -> bytes:
     return picture
 
 
+# Each page's dashboard and watch, for the diagnosis written when a test fails.
+_WATCHED: dict[int, tuple[StreamlitServer, PageWatch]] = {}
+
+
 def _failure_shot(page: Any, name: str) -> None:
-    """A picture of the page as it was when the test failed (never hides the failure itself)."""
+    """A picture of the page as it was when the test failed, and what the browser and the
+    dashboard were doing (printed, and kept beside the picture); never hides the failure."""
     try:
         (ARTIFACTS / f"{name}.png").write_bytes(page.screenshot(timeout=10_000))
     except Exception:  # noqa: BLE001 - the original error matters more
         pass
+    server, watch = _WATCHED.pop(id(page), (None, None))
+    if server is None or watch is None:
+        return
+    try:
+        report = "\n".join(["browser:", *watch.connection[-40:], *watch.page_errors[-10:],
+                             server.diagnose()])
+        print(f"--- {name}: diagnosis ---\n{report}")
+        (ARTIFACTS / f"{name}.txt").write_text(report)
+    except Exception as exc:  # noqa: BLE001 - the original error matters more
+        print(f"--- {name}: no diagnosis ({exc!r}) ---")
 
 
 def _publish(shots: dict[str, bytes]) -> None:

@@ -212,11 +212,12 @@ def test_server_error_maps_to_provider_error_with_status(
 @PROVIDERS
 def test_sdk_timeout_becomes_provider_timeout(provider: str, standin: StandinServer,
                                               standin_env: dict[str, str]) -> None:
-    standin.add_fault(provider, "hang", seconds=5)
+    standin.add_fault(provider, "hang", seconds=10)
     started = time.monotonic()
     with pytest.raises(ProviderTimeout):
         make_llm(provider, standin_env).complete(WRITER_MESSAGES, timeout=0.5)
-    assert time.monotonic() - started < 3.0
+    # Far below the 10 s hang (a loaded machine adds seconds, never the whole hang).
+    assert time.monotonic() - started < 6.0
 
 
 @PROVIDERS
@@ -228,7 +229,7 @@ def test_hang_or_trickle_beyond_call_timeout_stops_quickly(
     started = time.monotonic()
     with pytest.raises(ProviderTimeout):
         role_llm(provider, standin_env, attempts=1, call_timeout=1.0).text(WRITER_MESSAGES)
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 6.0  # the fault lasts 10 s; load adds seconds at most
 
 
 @PROVIDERS
