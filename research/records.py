@@ -1,7 +1,8 @@
 """The records phases hand to each other: a subtopic of the plan, a source, a finding.
 
-Frozen and typed, so what crosses from one phase to the next says what it holds. The store
-still returns and takes rows (dicts, JSON columns decoded): `from_row` is the one place a
+Frozen and typed, so what crosses from one phase to the next says what it holds. For plans,
+sources and findings the store still returns and takes rows (dicts, JSON columns decoded; the
+research phases that read them are being reworked): `from_row` is the one place such a
 stored row becomes a record and `row()` the one place a record becomes what the store takes,
 so the shape of each is written once, here (the table definitions in `storage.schema` are the
 other side of the same shape).
@@ -12,6 +13,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, cast
+
+# The records the store returns for the writing side (drafts, reviews, the report, hosted
+# engines' reports, claim verdicts) and the document library are defined beside the store, which builds them; they are
+# part of this vocabulary too, so phases and exports import them from here.
+from storage.records import (
+    Collection,
+    Document,
+    Draft,
+    EngineReport,
+    Passage,
+    Report,
+    Review,
+    ReviewIssue,
+    RunPassage,
+    Verdict,
+)
+
+__all__ = ["Collection", "Document", "Draft", "EngineReport", "Passage", "RunPassage", "FailedSubtopic", "Finding", "FindingKind", "Query",
+           "Report", "ResearchResult", "Review", "ReviewIssue", "Row", "SkippedPage", "Source",
+           "StoreRow", "Subtopic", "Verdict", "findings", "plan_rows", "subtopics"]
 
 # The edge with the store, which reads and writes rows (decoded JSON columns, extra columns
 # such as the run id): the only untyped mappings here, both at that edge.
@@ -213,20 +234,3 @@ class ResearchResult:
     def researched(self) -> tuple[Subtopic, ...]:
         """The subtopics researched by this run (not inherited), finished or not."""
         return tuple(s for s in self.subtopics if not s.inherited)
-
-
-@dataclass(frozen=True, slots=True)
-class Draft:
-    """One stored version of the report: the first draft, a revision or the verified one."""
-
-    version: int
-    kind: str  # "draft", "revision", "verified", "engine" (hosted) or "partial" (being written)
-    text: str
-    numbering: Mapping[int, str]  # citation number -> source id
-    words: int = 0
-
-    @classmethod
-    def from_row(cls, row: Row) -> Draft:
-        return cls(version=int(row["version"]), kind=str(row["kind"]), text=str(row["text"]),
-                   numbering=dict(row.get("numbering") or {}),
-                   words=int(row.get("word_count") or 0))

@@ -69,7 +69,7 @@ def test_a_plan_short_of_subtopics_goes_on_and_says_so(
     warnings = _count_warnings(store, run_id)
     assert any("2 distinct subtopics where 3 were asked for" in w for w in warnings)
     report = store.get_report(run_id) or {}
-    assert "2 distinct subtopics where 3 were asked for" in report["markdown"]
+    assert "2 distinct subtopics where 3 were asked for" in report.markdown
 
 
 def test_a_plan_repair_that_brings_the_missing_subtopics_is_merged(

@@ -73,7 +73,7 @@ def test_documents_only_run_cites_passages_by_page_and_touches_no_web(
 
     checked = store.get_verifications(run_id)
     doc_ids = {s["id"] for s in sources}
-    assert checked and any(set(v["source_ids"]) & doc_ids for v in checked)
+    assert checked and any(set(v.source_ids) & doc_ids for v in checked)
 
 
 def test_mixed_run_reads_the_web_and_the_documents(

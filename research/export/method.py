@@ -112,8 +112,7 @@ def method_lines(store: Store, run_id: str, config: ResearchConfig, *,
         f"Research rounds: {rounds}.",
         f"Sources: {read} pages read, {kept} kept, {cited} cited in this report.",
     ]
-    verdicts = Counter(str(v.get("status") or v.get("verdict") or "").lower()
-                       for v in store.get_verifications(run_id))
+    verdicts = Counter(v.outcome for v in store.get_verifications(run_id))
     total = sum(verdicts.values())
     lines.append(f"Claims checked against their sources: {total}"
                  + (f" ({_count_words(verdicts)})." if total else "."))
