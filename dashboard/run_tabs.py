@@ -180,7 +180,7 @@ def sources_tab(store: Store, run: Run) -> None:
     skipped = store.get_skipped(run_id)
     if skipped:
         with st.expander(f"Pages looked at but not kept ({len(skipped)})"):
-            st.dataframe([{"Page": s["url"], "Why": s["reason"]} for s in skipped[:2000]],
+            st.dataframe([{"Page": s.url, "Why": s.reason} for s in skipped[:2000]],
                          hide_index=True, width="stretch")
 
 

@@ -14,30 +14,33 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, cast
 
-# The records the store returns for the writing side (drafts, reviews, the report, hosted
-# engines' reports, claim verdicts) and the document library are defined beside the store, which builds them; they are
-# part of this vocabulary too, so phases and exports import them from here.
+# The records the store returns (drafts, reviews, the report, hosted engines' reports, claim
+# verdicts, searches, skipped pages, the document library) are defined beside the store,
+# which builds them; they are part of this vocabulary too, so phases import them from here.
 from storage.records import (
     Collection,
     Document,
     Draft,
     EngineReport,
     Passage,
+    Query,
     Report,
     Review,
     ReviewIssue,
     RunPassage,
+    SkippedPage,
+    StoreRow,  # a row as the Store's writers take it
     Verdict,
 )
 
-__all__ = ["Collection", "Document", "Draft", "EngineReport", "Passage", "RunPassage", "FailedSubtopic", "Finding", "FindingKind", "Query",
-           "Report", "ResearchResult", "Review", "ReviewIssue", "Row", "SkippedPage", "Source",
-           "StoreRow", "Subtopic", "Verdict", "findings", "plan_rows", "subtopics"]
+__all__ = ["Collection", "Document", "Draft", "EngineReport", "FailedSubtopic", "Finding",
+           "FindingKind", "Passage", "Query", "Report", "ResearchResult", "Review", "ReviewIssue",
+           "Row", "RunPassage", "SkippedPage", "Source", "StoreRow", "Subtopic", "Verdict",
+           "findings", "plan_rows", "subtopics"]
 
-# The edge with the store, which reads and writes rows (decoded JSON columns, extra columns
-# such as the run id): the only untyped mappings here, both at that edge.
+# The edge with the store, which still returns plan, source and finding rows (decoded JSON
+# columns, extra columns such as the run id): the only untyped mapping here.
 Row = Mapping[str, Any]  # a row as the Store returns it
-StoreRow = dict[str, Any]  # a row as the Store's writers take it
 
 FindingKind = Literal["finding", "gap", "follow_up"]
 
@@ -190,33 +193,6 @@ class Finding:
 def findings(rows: Iterable[Row]) -> tuple[Finding, ...]:
     """Stored finding rows (the store's `get_findings`) as records."""
     return tuple(Finding.from_row(r) for r in rows)
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    """One search a worker ran on one provider: how many results, or why it failed."""
-
-    subtopic_id: str | None
-    query: str
-    provider: str
-    result_count: int = 0
-    error: str | None = None
-
-    def row(self) -> StoreRow:
-        return {"subtopic_id": self.subtopic_id, "query": self.query, "provider": self.provider,
-                "result_count": self.result_count, "error": self.error}
-
-
-@dataclass(frozen=True, slots=True)
-class SkippedPage:
-    """A page a worker read or considered and did not keep, with the reason."""
-
-    subtopic_id: str | None
-    url: str
-    reason: str
-
-    def row(self) -> StoreRow:
-        return {"subtopic_id": self.subtopic_id, "url": self.url, "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+StoreRow = dict[str, Any]  # what the Store's writers take (`complete_research_step`)
+
 # A JSON object column as stored (a report's meta, a review's checks, a verdict's details):
 # the model or the phase that wrote it owns its keys, and older runs stored fewer of them, so
 # readers look keys up leniently. The one untyped shape the records below carry.
@@ -136,6 +138,35 @@ class Verdict:
     def outcome(self) -> str:
         """The final status, or the combined verdict for rows stored without one."""
         return str(self.status or self.verdict or "").lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One search a worker ran on one provider: how many results, or why it failed."""
+
+    subtopic_id: str | None
+    query: str
+    provider: str
+    result_count: int = 0
+    error: str | None = None
+    step_key: str | None = None  # the step that ran it (set by the store)
+
+    def row(self) -> StoreRow:
+        return {"subtopic_id": self.subtopic_id, "query": self.query, "provider": self.provider,
+                "result_count": self.result_count, "error": self.error}
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedPage:
+    """A page a worker read or considered and did not keep, with the reason."""
+
+    subtopic_id: str | None
+    url: str
+    reason: str
+    step_key: str | None = None  # the step that skipped it (set by the store)
+
+    def row(self) -> StoreRow:
+        return {"subtopic_id": self.subtopic_id, "url": self.url, "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)

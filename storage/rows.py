@@ -22,10 +22,12 @@ from storage.records import (
     Draft,
     EngineReport,
     Passage,
+    Query,
     Report,
     Review,
     ReviewIssue,
     RunPassage,
+    SkippedPage,
     Verdict,
 )
 
@@ -125,6 +127,17 @@ def collection(row: Row) -> Collection:
 def run_passage(row: Row) -> RunPassage:
     return RunPassage(id=str(row["id"]), title=str(row["title"] or ""),
                       text=str(row["text"] or ""), cited_in=_texts(row["cited_in"]))
+
+
+def query(row: Row) -> Query:
+    return Query(subtopic_id=row["subtopic_id"], query=str(row["query"]),
+                 provider=str(row["provider"] or ""), result_count=int(row["result_count"] or 0),
+                 error=row["error"], step_key=row["step_key"])
+
+
+def skipped(row: Row) -> SkippedPage:
+    return SkippedPage(subtopic_id=row["subtopic_id"], url=str(row["url"]),
+                       reason=str(row["reason"] or ""), step_key=row["step_key"])
 
 
 def activity(row: Row | None) -> Row:

@@ -110,7 +110,7 @@ def test_fewer_queries_and_scores_are_used_as_they_come(
     research = [s for s in store.get_steps(run_id) if s["kind"] == "research"]
     assert research and all(s["status"] == "done" for s in research)
     assert store.count_sources(run_id) > 0
-    skipped = [p["reason"] for p in store.get_skipped(run_id)]
+    skipped = [p.reason for p in store.get_skipped(run_id)]
     assert "not scored by the model" in skipped
     warnings = _count_warnings(store, run_id)
     assert any("1 search queries where 2 were asked for" in w for w in warnings)

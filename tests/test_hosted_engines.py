@@ -174,8 +174,8 @@ def test_engine_completes_after_polls_with_cited_sources_and_exports(
             claim = article_meta(url.rsplit("/", 1)[-1].split("?")[0])["snippet"].rstrip(".")
             assert re.search(re.escape(claim) + r" (\[\d+\])*\[" + str(n) + r"\]", markdown), (n, url)
 
-    assert [q["provider"] for q in store.get_queries(run_id)] and all(
-        q["provider"] == engine for q in store.get_queries(run_id))
+    assert [q.provider for q in store.get_queries(run_id)] and all(
+        q.provider == engine for q in store.get_queries(run_id))
     usage = store.get_usage(run_id)
     assert [(u["role"], u["calls"]) for u in usage] == [("engine", 1)] and usage[0]["output_tokens"] > 0
     steps = {s["key"]: s for s in store.get_steps(run_id)}

@@ -77,7 +77,7 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     assert all(s["relevance"] >= 0.6 for s in sources)
 
     # Hostile pages were skipped with a reason, and the injection changed nothing.
-    skipped = {s["url"].split("/pages/")[-1]: s["reason"] for s in store.get_skipped(run_id)}
+    skipped = {s.url.split("/pages/")[-1]: s.reason for s in store.get_skipped(run_id)}
     # Refused at the redirect (test_fetch proves the refusal itself); on a machine loaded
     # enough that the stand-in's first answer misses the page time limit, it is skipped for that.
     assert re.search(r"refused|took longer than", skipped["hostile/redirect-metadata"])

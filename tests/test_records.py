@@ -3,7 +3,7 @@ rows the store takes without changing what is stored."""
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError
+from dataclasses import FrozenInstanceError, replace
 from pathlib import Path
 
 import pytest
@@ -12,9 +12,11 @@ from research.records import (
     Draft,
     EngineReport,
     Finding,
+    Query,
     Report,
     Review,
     ReviewIssue,
+    SkippedPage,
     Source,
     Subtopic,
     Verdict,
@@ -64,6 +66,17 @@ def test_a_source_row_becomes_a_record_without_the_stores_own_columns(store: Sto
     assert light.text == "" and light.title == "A"
     [stored] = store.get_findings(run_id)
     assert Finding.from_row(stored) == finding
+
+
+def test_searches_and_skipped_pages_read_back_as_the_records_written(store: Store) -> None:
+    run_id = store.create_run("q", {})
+    store.start_step(run_id, "research:t1", kind="research", label="r")
+    asked = [Query("t1", "heat pumps", "tavily", 4), Query("t1", "cop", "exa", error="timeout")]
+    skipped = SkippedPage("t1", "https://b.example/y", "relevance 0.20 below 0.6")
+    store.complete_research_step(run_id, "research:t1", sources=[], findings=[],
+                                 queries=[q.row() for q in asked], skipped=[skipped.row()])
+    assert store.get_queries(run_id) == [replace(q, step_key="research:t1") for q in asked]
+    assert store.get_skipped(run_id) == [replace(skipped, step_key="research:t1")]
 
 
 def test_records_are_frozen() -> None:

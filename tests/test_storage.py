@@ -150,8 +150,8 @@ def test_complete_research_step_deduplicates_by_canonical_url(store: Store) -> N
     assert step is not None
     assert (step["status"], step["source_count"], step["result"]) == ("done", 2, {"summary": "ok"})
     assert step["duration_s"] is not None and step["attempts"] == 1
-    assert len(store.get_queries(run_id)) == 1 and store.get_queries(run_id)[0]["error"] is None
-    assert store.get_skipped(run_id)[0]["reason"] == "private address"
+    assert len(store.get_queries(run_id)) == 1 and store.get_queries(run_id)[0].error is None
+    assert store.get_skipped(run_id)[0].reason == "private address"
 
 
 def test_complete_research_step_is_all_or_nothing(store: Store) -> None:
