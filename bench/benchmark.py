@@ -208,6 +208,7 @@ def seed_rich_run(store: Any, *, sources: int, events: int, text_chars: int,
     pages, two drafts, two reviews, the report, usage and a long event log."""
     from research.config import build_config
     from research.export import build_document, to_markdown
+    from research.records import ReviewIssue
 
     lorem = Lorem()
     config = build_config(env={})
@@ -252,8 +253,8 @@ def seed_rich_run(store: Any, *, sources: int, events: int, text_chars: int,
         store.start_step(run_id, f"review:{cycle}", kind="review", label=f"Review {cycle}")
         store.save_review(
             run_id, cycle, draft_version=cycle, approved=cycle == 2, model_approved=cycle == 2,
-            issues=[{"severity": ("high", "medium", "low")[i % 3], "section": "Key findings",
-                     "issue": lorem.sentence(14), "suggestion": lorem.sentence(10)}
+            issues=[ReviewIssue(("high", "medium", "low")[i % 3], lorem.sentence(14),
+                                section="Key findings", suggestion=lorem.sentence(10))
                     for i in range(6 if cycle == 1 else 2)],
             strengths=[lorem.sentence(9) for _ in range(3)],
             checks={"unresolved_citations": [], "cited_share": 0.92, "sentences": 120,
@@ -420,8 +421,8 @@ def bench_run_page(args: argparse.Namespace, tmp: Path) -> list[Row]:
     def review_tab() -> None:
         drafts = store.get_drafts(run_id)
         store.get_reviews(run_id)
-        views.diff_stats(drafts[0]["text"], drafts[1]["text"])
-        views.draft_diff(drafts[0]["text"], drafts[1]["text"], old_name="1", new_name="2")
+        views.diff_stats(drafts[0].text, drafts[1].text)
+        views.draft_diff(drafts[0].text, drafts[1].text, old_name="1", new_name="2")
 
     for name, fn in (("live panel", live), ("Sources tab", sources_tab), ("Review tab", review_tab),
                      ("Report tab", report_tab)):

@@ -245,7 +245,7 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
     page_times = [float(r["time"]) for r in requests if r["api"] == "pages"]
     asked: dict[str, set[str]] = {}  # step key -> the queries it searched, as words
     for q in store.get_queries(run_id):
-        asked.setdefault(str(q.get("step_key")), set()).add(_words(q["query"]))
+        asked.setdefault(str(q.step_key), set()).add(_words(q.query))
     titles = {f"research:{s['id']}": s["title"] for s in plan}
 
     phases: list[Phase] = []

@@ -77,7 +77,7 @@ def figures_of(store: Any, run_id: str) -> dict[str, str]:
         return {"completed": f"{status}: {error}", "claims": "-", "cited": "-", "supported": "-",
                 "removed": "-", "unchecked": "-", "disagreements": disagreements(store, run_id, None)}
     summary = verify.summary(store, run_id)
-    checks = (report.get("meta") or {}).get("checks") or {}
+    checks = report.meta.get("checks") or {}
     doc = build_document_for_run(store, run_id)
     return {
         "completed": status, "claims": str(summary["claims"]),

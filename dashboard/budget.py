@@ -14,6 +14,7 @@ from typing import Any
 
 from dashboard.estimate import Estimate
 from research.config import ResearchConfig
+from research.records import Report
 
 BUDGET_PREFIX = "Stopped by the budget"
 
@@ -91,12 +92,12 @@ def meters(config: Mapping[str, Any], usage: Mapping[str, Any], sources: int) ->
     return out
 
 
-def budget_stop(run: Mapping[str, Any], report: Mapping[str, Any] | None = None) -> str | None:
+def budget_stop(run: Mapping[str, Any], report: Report | None = None) -> str | None:
     """The plain-words reason when a cap stopped research, else None."""
     reason = str((run.get("totals") or {}).get("stop_reason") or "")
     if reason.startswith("Research stopped because") and " cap " in reason:
         return f"{BUDGET_PREFIX}: {reason.removeprefix('Research stopped because').strip()}"
-    for note in ((report or {}).get("meta") or {}).get("notes") or []:
+    for note in (report.meta.get("notes") if report else None) or []:
         if str(note).startswith(BUDGET_PREFIX):
             return str(note)
     return None

@@ -7,8 +7,7 @@ the rest of the upload goes on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
@@ -18,6 +17,7 @@ from research.documents.extract import KINDS, MAX_FILE_BYTES
 from research.documents.passages import location
 from storage import Store
 from storage import documents as docstore
+from storage.records import Document, Passage
 
 UPLOAD_TYPES = sorted(k.lstrip(".") for k in KINDS)
 KIND_LABELS = {"pdf": "PDF", "docx": "Word", "markdown": "Markdown", "text": "Text",
@@ -34,17 +34,17 @@ def size_text(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 
 
-def documents_frame(docs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def documents_frame(docs: Sequence[Document]) -> pd.DataFrame:
     """The library table: one row per document, newest first."""
     rows = [{
-        "Title": views.label_text(d["title"], 120),
-        "Type": KIND_LABELS.get(d["kind"], d["kind"]),
-        "Size": size_text(int(d["size_bytes"])),
-        "Pages": d["pages"],
-        "Passages": d["passages"],
-        "Added": views.short_date(d["added_at"]),
-        "Status": STATUS_LABELS.get(d["status"], d["status"]),
-        "Collections": ", ".join(d.get("collections") or []),
+        "Title": views.label_text(d.title, 120),
+        "Type": KIND_LABELS.get(d.kind, d.kind),
+        "Size": size_text(d.size_bytes),
+        "Pages": d.pages,
+        "Passages": d.passages,
+        "Added": views.short_date(d.added_at),
+        "Status": STATUS_LABELS.get(d.status, d.status),
+        "Collections": ", ".join(d.collections),
     } for d in docs]
     columns = ["Title", "Type", "Size", "Pages", "Passages", "Added", "Status", "Collections"]
     frame = pd.DataFrame(rows, columns=columns)
@@ -80,9 +80,8 @@ def hit_heading(hit: docstore.PassageHit) -> str:
     return views.md_text(hit.title) + (f" · {views.md_text(where)}" if where else "")
 
 
-def passage_heading(passage: Mapping[str, Any]) -> str:
-    return location(passage.get("page"), str(passage.get("section") or "")) or (
-        f"passage {int(passage['seq']) + 1}")
+def passage_heading(passage: Passage) -> str:
+    return location(passage.page, passage.section) or f"passage {passage.seq + 1}"
 
 
 def show_run_passages(store: Store, run_id: str) -> None:
@@ -95,6 +94,6 @@ def show_run_passages(store: Store, run_id: str) -> None:
         return
     with st.expander(f"Passages from your documents ({len(passages)})"):
         for passage in passages:
-            cited = " · cited" if passage.get("cited_in") not in (None, "", "[]") else ""
-            st.markdown(f"**{views.md_text(passage['title'])}**{cited}")
-            st.markdown(views.md_text(passage["text"][:3000]))
+            cited = " · cited" if passage.cited_in else ""
+            st.markdown(f"**{views.md_text(passage.title)}**{cited}")
+            st.markdown(views.md_text(passage.text[:3000]))

@@ -50,8 +50,8 @@ def columns(store: Store, run_id: str) -> list[EngineColumn]:
     rows = engine_reports(store, run_id)
     drafts = store.get_drafts(run_id)
     report = store.get_report(run_id)
-    if report is not None and any(not str(d["kind"]).startswith("engine:") for d in drafts):
-        meta = report.get("meta") or {}
+    if report is not None and any(not d.kind.startswith("engine:") for d in drafts):
+        meta = report.meta
         try:
             doc: ReportDocument | None = build_document_for_run(store, run_id)
         except ResearchError:
@@ -63,13 +63,11 @@ def columns(store: Store, run_id: str) -> list[EngineColumn]:
                                 int(meta.get("cited_sources") or 0), "", doc))
     for row in rows:
         doc = None
-        if row["status"] == "completed":
+        if row.status == "completed":
             try:
-                doc = engine_document(store, run_id, row["engine"])
+                doc = engine_document(store, run_id, row.engine)
             except ResearchError:
                 doc = None
-        out.append(EngineColumn(row["engine"], str(row["label"]), str(row["status"]),
-                                float(row["cost_usd"]) if row.get("cost_usd") is not None else None,
-                                int(row.get("words") or 0), int(row.get("cited_sources") or 0),
-                                str(row.get("error") or ""), doc))
+        out.append(EngineColumn(row.engine, row.label, row.status, row.cost_usd, row.words,
+                                row.cited_sources, row.error or "", doc))
     return out

@@ -24,6 +24,7 @@ from research.export.document import ReportDocument
 from research.export.formats import FORMATS, export_document
 from research.export.run_document import build_document_for_run
 from research.phases import verify
+from research.records import Report
 from storage import Store
 
 REPORT_FORMATS = ("pdf", "docx", "md")
@@ -119,7 +120,7 @@ def report_body(doc: ReportDocument) -> None:
     st.markdown(views.sources_markdown(doc))
 
 
-def finished_report(store: Store, run: Mapping[str, Any]) -> tuple[dict[str, Any] | None, Any]:
+def finished_report(store: Store, run: Mapping[str, Any]) -> tuple[Report | None, Any]:
     """The finished report and its document, or (None, None) while there is none."""
     run_id = str(run["id"])
     report = store.get_report(run_id)
@@ -132,7 +133,7 @@ def finished_report(store: Store, run: Mapping[str, Any]) -> tuple[dict[str, Any
         return None, None
 
 
-def report_first(store: Store, run: Mapping[str, Any], report: Mapping[str, Any],
+def report_first(store: Store, run: Mapping[str, Any], report: Report,
                  doc: ReportDocument) -> None:
     """The top of a finished run's page: summary, downloads, then the report."""
     run_id = str(run["id"])
@@ -145,7 +146,7 @@ def report_first(store: Store, run: Mapping[str, Any], report: Mapping[str, Any]
         st.success(line, icon=":material/task_alt:")
     if doc.reading_time:
         st.caption(views.md_text(doc.reading_time))
-    stamp = str(report.get("created_at") or "")
+    stamp = report.created_at
     download_buttons(store, run_id, doc, stamp=stamp, name=f"report-{run_id}",
                      formats=REPORT_FORMATS)
     with st.expander("Bibliography and claim evidence table", icon=":material/download:"):
@@ -163,21 +164,21 @@ def draft_in_progress(store: Store, run: Mapping[str, Any]) -> None:
     if not drafts:
         st.info("The report appears here as soon as the first part of it is written.")
         return
-    newest = max(drafts, key=lambda d: int(d["version"]))
+    newest = max(drafts, key=lambda d: d.version)
     doc = build_document(run_id=run_id, question=str(run["question"]),
-                         created_at=str(newest.get("created_at") or ""), parameters_line="",
-                         draft=newest["text"], numbering=newest["numbering"],
+                         created_at=newest.created_at, parameters_line="",
+                         draft=newest.text, numbering=newest.numbering,
                          sources=store.get_sources(run_id, with_text=False))
-    words = int(newest.get("word_count") or 0)
-    if run.get("status") in ACTIVE and newest.get("kind") == "partial":
-        st.info(f"**Draft in progress**: {writing_note(newest['text'], words)}",
+    words = newest.words
+    if run.get("status") in ACTIVE and newest.kind == "partial":
+        st.info(f"**Draft in progress**: {writing_note(newest.text, words)}",
                 icon=":material/edit_note:")
     elif run.get("status") in ACTIVE:
-        st.info(f"**Draft in progress** (version {newest['version']}, {words:,} words). It is "
+        st.info(f"**Draft in progress** (version {newest.version}, {words:,} words). It is "
                 "still being written, reviewed or checked; the final report replaces it when the "
                 "run completes.", icon=":material/edit_note:")
     else:
-        st.warning(f"**The latest draft** (version {newest['version']}, {words:,} words). The run "
+        st.warning(f"**The latest draft** (version {newest.version}, {words:,} words). The run "
                    "did not finish, so this draft was not completed or fully checked.",
                    icon=":material/edit_note:")
     st.markdown(views.report_markdown(doc))

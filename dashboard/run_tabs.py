@@ -180,7 +180,7 @@ def sources_tab(store: Store, run: Run) -> None:
     skipped = store.get_skipped(run_id)
     if skipped:
         with st.expander(f"Pages looked at but not kept ({len(skipped)})"):
-            st.dataframe([{"Page": s["url"], "Why": s["reason"]} for s in skipped[:2000]],
+            st.dataframe([{"Page": s.url, "Why": s.reason} for s in skipped[:2000]],
                          hide_index=True, width="stretch")
 
 
@@ -188,43 +188,42 @@ def review_tab(store: Store, run: Run) -> None:
     """Each review cycle: verdict, issues by severity, checks, what the revision changed."""
     run_id = run["id"]
     reviews = store.get_reviews(run_id)
-    drafts = {d["version"]: d for d in store.get_drafts(run_id)}
+    drafts = {d.version: d for d in store.get_drafts(run_id)}
     if not reviews:
         st.info("Review feedback appears here after the first draft has been reviewed."
                 if run["config"].get("review_cycles", 1) else
                 "This run was set to skip review (0 review cycles).")
     for review in reviews:
-        verdict = (":material/check_circle: Approved" if review["approved"]
+        verdict = (":material/check_circle: Approved" if review.approved
                    else ":material/edit: Changes requested")
         with st.container(border=True):
-            st.markdown(f"**Review cycle {review['cycle']}: {verdict}** (draft {review['draft_version']})")
-            if review["model_approved"] != review["approved"]:
+            st.markdown(f"**Review cycle {review.cycle}: {verdict}** (draft {review.draft_version})")
+            if review.model_approved != review.approved:
                 st.caption("The reviewer model approved, but the automatic checks did not pass."
-                           if review["model_approved"] else
+                           if review.model_approved else
                            "The automatic checks passed, but the reviewer asked for changes.")
-            groups = views.group_issues(review.get("issues") or [])
+            groups = views.group_issues(review.issues)
             for severity, issues in groups.items():
                 st.markdown(f"**{severity.capitalize()} severity** ({len(issues)})")
                 st.markdown("\n".join(
-                    f"- *{views.md_text(i.get('section') or 'General')}*: {views.md_text(i.get('issue'))}"
-                    + (f"  \n  Suggestion: {views.md_text(i.get('suggestion'))}" if i.get("suggestion") else "")
+                    f"- *{views.md_text(i.section or 'General')}*: {views.md_text(i.issue)}"
+                    + (f"  \n  Suggestion: {views.md_text(i.suggestion)}" if i.suggestion else "")
                     for i in issues))
             if not groups:
                 st.markdown("No issues raised.")
-            strengths = review.get("strengths") or []
-            if strengths:
-                st.markdown("**Strengths**\n" + "\n".join(f"- {views.md_text(s)}" for s in strengths))
-            rows = views.checks_rows(review.get("checks") or {})
+            if review.strengths:
+                st.markdown("**Strengths**\n" + "\n".join(f"- {views.md_text(s)}" for s in review.strengths))
+            rows = views.checks_rows(review.checks or {})
             if rows:
                 st.markdown("**Automatic checks**")
                 st.dataframe([{"Check": c, "Result": r} for c, r in rows], hide_index=True)
-            old, new = drafts.get(review["draft_version"]), drafts.get(review["draft_version"] + 1)
+            old, new = drafts.get(review.draft_version), drafts.get(review.draft_version + 1)
             if old and new:
-                added, removed = views.diff_stats(old["text"], new["text"])
+                added, removed = views.diff_stats(old.text, new.text)
                 with st.expander(f"What changed in the revision (+{added} / −{removed} lines)"):
-                    st.code(views.draft_diff(old["text"], new["text"],
-                                             old_name=f"draft {old['version']}",
-                                             new_name=f"draft {new['version']}"),
+                    st.code(views.draft_diff(old.text, new.text,
+                                             old_name=f"draft {old.version}",
+                                             new_name=f"draft {new.version}"),
                             language="diff")
 
 
@@ -259,7 +258,7 @@ def verification_tab(store: Store, run: Run) -> None:
         st.dataframe(shown, hide_index=True, width="stretch", height=360,
                      column_config={"Claim": st.column_config.TextColumn("Claim", width="large"),
                                     "Passage": st.column_config.TextColumn("Passage", width="large")})
-        rows = {v["claim_id"]: v for v in verdicts}
+        rows = {v.claim_id: v for v in verdicts}
         choice = st.selectbox("Look at one claim", [c for c in shown["Claim id"] if c in rows],
                               format_func=lambda cid: verification_view.claim_choice_label(rows[cid]),
                               key="v_claim")

@@ -15,6 +15,7 @@ import pandas as pd
 from dashboard.views import label_text, md_text
 from research.export.markdown import safe_link_url
 from research.phases import verify
+from research.records import Verdict
 from storage import Store
 
 OUTCOMES = {
@@ -48,23 +49,23 @@ def _titles(source_ids: Iterable[str], sources: Mapping[str, Mapping[str, Any]])
     return "; ".join(names) or "—"
 
 
-def verdicts_frame(rows: Sequence[Mapping[str, Any]],
+def verdicts_frame(rows: Sequence[Verdict],
                    sources: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per claim, in report order."""
     records = []
     for r in rows:
         records.append({
-            "Claim id": r.get("claim_id"),
-            "Section": r.get("section") or "—",
-            "Subtopic": r.get("subtopic") or "",
-            "Claim": r.get("claim") or "",
-            "Sources": _titles(r.get("source_ids") or [], sources),
-            "Verifier": r.get("verifier_verdict") or "—",
-            "Auditor": r.get("auditor_verdict") or "—",
-            "Critic": r.get("critic_verdict") or "",
-            "Outcome": outcome_label(r.get("status")),
-            "Passage": r.get("passage") or "",
-            "In the report": r.get("final_text") or "",
+            "Claim id": r.claim_id,
+            "Section": r.section or "—",
+            "Subtopic": r.subtopic or "",
+            "Claim": r.claim,
+            "Sources": _titles(r.source_ids, sources),
+            "Verifier": r.verifier_verdict or "—",
+            "Auditor": r.auditor_verdict or "—",
+            "Critic": r.critic_verdict or "",
+            "Outcome": outcome_label(r.status),
+            "Passage": r.passage or "",
+            "In the report": r.final_text or "",
         })
     columns = ["Claim id", "Section", "Subtopic", "Claim", "Sources", "Verifier", "Auditor",
                "Critic", "Outcome", "Passage", "In the report"]
@@ -83,22 +84,22 @@ def filter_verdicts(frame: pd.DataFrame, *, outcomes: Iterable[str] = (),
     return shown
 
 
-def claim_choice_label(row: Mapping[str, Any]) -> str:
-    return f"{row.get('claim_id')} · {outcome_label(row.get('status'))} · {label_text(row.get('claim'), 80)}"
+def claim_choice_label(row: Verdict) -> str:
+    return f"{row.claim_id} · {outcome_label(row.status)} · {label_text(row.claim, 80)}"
 
 
-def claim_detail_markdown(row: Mapping[str, Any], sources: Mapping[str, Mapping[str, Any]]) -> str:
+def claim_detail_markdown(row: Verdict, sources: Mapping[str, Mapping[str, Any]]) -> str:
     """The claim next to each verdict, the passage each check quoted and the excerpts shown."""
-    details = row.get("details") or {}
-    where = md_text(row.get("section") or "—")
-    if row.get("subtopic"):
-        where += f" › {md_text(row['subtopic'])}"
-    parts = [f"**Claim** ({where})", "", f"> {md_text(row.get('claim'))}", "",
-             f"**Outcome:** {outcome_label(row.get('status'))}"]
-    if row.get("note"):
-        parts[-1] += f" — {md_text(row['note'])}"
-    if row.get("status") != "removed" and row.get("final_text") and row["final_text"] != row.get("claim"):
-        parts += ["", "**As it reads in the report**", "", f"> {md_text(row['final_text'])}"]
+    details = row.details or {}
+    where = md_text(row.section or "—")
+    if row.subtopic:
+        where += f" › {md_text(row.subtopic)}"
+    parts = [f"**Claim** ({where})", "", f"> {md_text(row.claim)}", "",
+             f"**Outcome:** {outcome_label(row.status)}"]
+    if row.note:
+        parts[-1] += f" — {md_text(row.note)}"
+    if row.status != "removed" and row.final_text and row.final_text != row.claim:
+        parts += ["", "**As it reads in the report**", "", f"> {md_text(row.final_text)}"]
     for key, name in PASS_NAMES:
         verdict = details.get(key) or {}
         line = f"**{name}:** {md_text(verdict.get('verdict') or 'no verdict')}"
@@ -109,8 +110,8 @@ def claim_detail_markdown(row: Mapping[str, Any], sources: Mapping[str, Mapping[
         parts += ["", line]
         if verdict.get("quote"):
             parts += ["", f"> “{md_text(verdict['quote'])}”"]
-    if row.get("critic_verdict"):
-        line = f"**Critic:** {md_text(row['critic_verdict'])}"
+    if row.critic_verdict:
+        line = f"**Critic:** {md_text(row.critic_verdict)}"
         if details.get("critic_reason"):
             line += f" — {md_text(details['critic_reason'])}"
         parts += ["", line]

@@ -25,6 +25,7 @@ from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
 from research.export.method import plain_name
 from research.export.safe_links import clean_document, safe_markdown
+from research.records import ReviewIssue
 from storage import Store
 
 EVENT_TAIL = 200
@@ -290,11 +291,10 @@ def source_charts(frame: pd.DataFrame) -> dict[str, go.Figure]:
 
 # -- review ---------------------------------------------------------------------------------
 
-def group_issues(issues: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    groups: dict[str, list[Mapping[str, Any]]] = {sev: [] for sev in SEVERITIES}
+def group_issues(issues: Iterable[ReviewIssue]) -> dict[str, list[ReviewIssue]]:
+    groups: dict[str, list[ReviewIssue]] = {sev: [] for sev in SEVERITIES}
     for issue in issues:
-        severity = str(issue.get("severity") or "low").lower()
-        groups.setdefault(severity, []).append(issue)
+        groups.setdefault(issue.severity, []).append(issue)
     return {sev: items for sev, items in groups.items() if items}
 
 
@@ -464,9 +464,9 @@ def compare_frame(store: Store, run_ids: Sequence[str], *,
         row.update({name: config.get(field) for name, field in COMPARE_CONSTANTS.items()})
         row.update({
             "Sources": totals.get("sources", store.count_sources(run_id)),
-            "Citations": ((report or {}).get("meta") or {}).get("cited_sources"),
+            "Citations": report.meta.get("cited_sources") if report else None,
             "Review cycles used": len(reviews),
-            "Approved": ("yes" if reviews and reviews[-1]["approved"] else "no") if reviews else "—",
+            "Approved": ("yes" if reviews[-1].approved else "no") if reviews else "—",
             "Duration (s)": run.get("duration_s"),
             "Cost (USD)": round(float(cost or 0.0), 4),
         })

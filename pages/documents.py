@@ -18,7 +18,7 @@ st.write("Add your own reports, papers, contracts or notes. A research run can r
          "instead of the web or together with it (choose under Sources on New research), and "
          "its report cites them by page or section.")
 
-collections = [c["name"] for c in docstore.list_collections(store)]
+collections = [c.name for c in docstore.list_collections(store)]
 
 with st.form("doc_upload", clear_on_submit=True):
     files = st.file_uploader("Add documents", type=dv.UPLOAD_TYPES, accept_multiple_files=True,
@@ -60,7 +60,7 @@ st.dataframe(dv.documents_frame(shown), hide_index=True, width="stretch",
 query = st.text_input("Search your documents", key="doc_query",
                       placeholder="words to find, e.g. payback time gas boiler")
 if query.strip():
-    scope = [d["id"] for d in shown] if only else None
+    scope = [d.id for d in shown] if only else None
     hits = docstore.search_passages(store, query, limit=10, document_ids=scope)
     if not hits:
         st.info("No passage matches these words.")
@@ -70,17 +70,17 @@ if query.strip():
             st.markdown(views.md_text(hit.text[:1200]))
 
 st.subheader("Selected document")
-labels = {d["id"]: f"{views.label_text(d['title'], 80)} · {d['filename']}" for d in shown}
+labels = {d.id: f"{views.label_text(d.title, 80)} · {d.filename}" for d in shown}
 if not labels:
     st.stop()
-selected = st.selectbox("Document", list(labels), format_func=labels.get, key="doc_selected")
-doc = next(d for d in shown if d["id"] == selected)
-if doc.get("message"):
-    st.warning(views.md_text(doc["message"]))
-with st.expander(f"Passages ({doc['passages']})"):
+selected = st.selectbox("Document", list(labels), format_func=lambda d: labels[d], key="doc_selected")
+doc = next(d for d in shown if d.id == selected)
+if doc.message:
+    st.warning(views.md_text(doc.message))
+with st.expander(f"Passages ({doc.passages})"):
     for passage in docstore.get_passages(store, selected)[:200]:
         st.markdown(f"**{views.md_text(dv.passage_heading(passage))}**")
-        st.markdown(views.md_text(passage["text"]))
+        st.markdown(views.md_text(passage.text))
 
 cols = st.columns(2)
 group = cols[0].selectbox("Collection", ["", *collections], key="doc_group",
@@ -97,14 +97,14 @@ if buttons.button("Add to collection", icon=":material/playlist_add:"):
             docstore.add_to_collection(store, name, [selected])
             st.rerun()
         st.warning("Choose a collection or type a new name.")
-if group and group in doc.get("collections", []) and buttons.button(
+if group and group in doc.collections and buttons.button(
         "Remove from collection", icon=":material/playlist_remove:"):
     docstore.remove_from_collection(store, group, [selected])
     st.rerun()
 if buttons.button("Delete", icon=":material/delete:"):
     state["doc_confirm_delete"] = selected
 if state.get("doc_confirm_delete") == selected:
-    st.warning(f"Delete “{views.md_text(doc['title'])}” and its passages from the library? "
+    st.warning(f"Delete “{views.md_text(doc.title)}” and its passages from the library? "
                "Reports that already cite it keep their copy of the passages.")
     confirm = st.container(horizontal=True)
     if confirm.button("Delete for good", type="primary"):
@@ -119,8 +119,8 @@ if collections:
     st.subheader("Collections")
     for c in docstore.list_collections(store):
         row = st.columns([4, 1])
-        row[0].markdown(f"**{views.md_text(c['name'])}** · {c['documents']} document(s)")
-        if row[1].button("Delete collection", key=f"del_coll_{c['name']}",
+        row[0].markdown(f"**{views.md_text(c.name)}** · {c.documents} document(s)")
+        if row[1].button("Delete collection", key=f"del_coll_{c.name}",
                          help="The documents stay in the library."):
-            docstore.delete_collection(store, c["name"])
+            docstore.delete_collection(store, c.name)
             st.rerun()

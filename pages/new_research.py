@@ -61,7 +61,7 @@ def _sources_choice() -> None:
              "\"My documents only\" needs no search key and no internet besides the model.")
     if state.get("source_mix", "web") == "web":
         return
-    names = [c["name"] for c in docstore.list_collections(ui.store())]
+    names = [c.name for c in docstore.list_collections(ui.store())]
     if state.get("doc_collection") not in ["", *names]:
         state["doc_collection"] = ""
     st.selectbox("Documents to read", ["", *names], key="doc_collection",

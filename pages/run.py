@@ -28,7 +28,7 @@ if status == "waiting":
 report, doc = run_report.finished_report(store, run)
 if report is not None and doc is not None:  # the report leads; how the run went folds below
     run_report.report_first(store, run, report, doc)
-    dig_deeper_view.panel(jobs, run, report["markdown"])
+    dig_deeper_view.panel(jobs, run, report.markdown)
     with st.expander("How the run went: progress, plan, sources, rounds, review, verification, "
                      "cost", icon=":material/query_stats:"):
         st.fragment(run_live.panel)(store, jobs, run["id"])

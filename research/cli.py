@@ -371,7 +371,7 @@ def _dig_deeper_question(store: Store, parent: str, section: str, owner: str | N
     report = store.get_report(parent)
     if run is None or report is None:
         raise ResearchError(f"Run {parent} has no finished report to dig deeper into.")
-    sections = report_sections(report["markdown"])
+    sections = report_sections(report.markdown)
     if section not in sections:
         raise ResearchError(f"The report has no section {section!r}; its sections are: "
                             + ", ".join(sections) + ".")

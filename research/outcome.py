@@ -8,8 +8,6 @@ page, the Library and the CLI say the same thing and the status never contradict
 
 from __future__ import annotations
 
-from typing import Any
-
 from research.context import RunContext
 from research.phases import verify
 
@@ -21,8 +19,8 @@ def completion_warnings(ctx: RunContext) -> list[str]:
     if budget:
         warnings.append(f"Research was stopped by the budget: {budget}. The report covers only "
                         "what was gathered until then.")
-    report = ctx.store.get_report(ctx.run_id) or {}
-    meta: dict[str, Any] = report.get("meta") or {}
+    report = ctx.store.get_report(ctx.run_id)
+    meta = report.meta if report else {}
     summary = verify.summary(ctx, ctx.run_id)
     verified = ctx.stored_result(verify.STEP_KEY) is not None or bool(summary.get("claims"))
     if summary.get("incomplete"):

@@ -1,7 +1,8 @@
 """The records phases hand to each other: a subtopic of the plan, a source, a finding.
 
-Frozen and typed, so what crosses from one phase to the next says what it holds. The store
-still returns and takes rows (dicts, JSON columns decoded): `from_row` is the one place a
+Frozen and typed, so what crosses from one phase to the next says what it holds. For plans,
+sources and findings the store still returns and takes rows (dicts, JSON columns decoded; the
+research phases that read them are being reworked): `from_row` is the one place such a
 stored row becomes a record and `row()` the one place a record becomes what the store takes,
 so the shape of each is written once, here (the table definitions in `storage.schema` are the
 other side of the same shape).
@@ -13,10 +14,33 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, cast
 
-# The edge with the store, which reads and writes rows (decoded JSON columns, extra columns
-# such as the run id): the only untyped mappings here, both at that edge.
+# The records the store returns (drafts, reviews, the report, hosted engines' reports, claim
+# verdicts, searches, skipped pages, the document library) are defined beside the store,
+# which builds them; they are part of this vocabulary too, so phases import them from here.
+from storage.records import (
+    Collection,
+    Document,
+    Draft,
+    EngineReport,
+    Passage,
+    Query,
+    Report,
+    Review,
+    ReviewIssue,
+    RunPassage,
+    SkippedPage,
+    StoreRow,  # a row as the Store's writers take it
+    Verdict,
+)
+
+__all__ = ["Collection", "Document", "Draft", "EngineReport", "FailedSubtopic", "Finding",
+           "FindingKind", "Passage", "Query", "Report", "ResearchResult", "Review", "ReviewIssue",
+           "Row", "RunPassage", "SkippedPage", "Source", "StoreRow", "Subtopic", "Verdict",
+           "findings", "plan_rows", "subtopics"]
+
+# The edge with the store, which still returns plan, source and finding rows (decoded JSON
+# columns, extra columns such as the run id): the only untyped mapping here.
 Row = Mapping[str, Any]  # a row as the Store returns it
-StoreRow = dict[str, Any]  # a row as the Store's writers take it
 
 FindingKind = Literal["finding", "gap", "follow_up"]
 
@@ -172,33 +196,6 @@ def findings(rows: Iterable[Row]) -> tuple[Finding, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class Query:
-    """One search a worker ran on one provider: how many results, or why it failed."""
-
-    subtopic_id: str | None
-    query: str
-    provider: str
-    result_count: int = 0
-    error: str | None = None
-
-    def row(self) -> StoreRow:
-        return {"subtopic_id": self.subtopic_id, "query": self.query, "provider": self.provider,
-                "result_count": self.result_count, "error": self.error}
-
-
-@dataclass(frozen=True, slots=True)
-class SkippedPage:
-    """A page a worker read or considered and did not keep, with the reason."""
-
-    subtopic_id: str | None
-    url: str
-    reason: str
-
-    def row(self) -> StoreRow:
-        return {"subtopic_id": self.subtopic_id, "url": self.url, "reason": self.reason}
-
-
-@dataclass(frozen=True, slots=True)
 class ResearchResult:
     """What research gathered, as the writer, reviewer and verifier take it: the plan's
     subtopics (inherited and later rounds' included), the ones that could not be researched,
@@ -213,20 +210,3 @@ class ResearchResult:
     def researched(self) -> tuple[Subtopic, ...]:
         """The subtopics researched by this run (not inherited), finished or not."""
         return tuple(s for s in self.subtopics if not s.inherited)
-
-
-@dataclass(frozen=True, slots=True)
-class Draft:
-    """One stored version of the report: the first draft, a revision or the verified one."""
-
-    version: int
-    kind: str  # "draft", "revision", "verified", "engine" (hosted) or "partial" (being written)
-    text: str
-    numbering: Mapping[int, str]  # citation number -> source id
-    words: int = 0
-
-    @classmethod
-    def from_row(cls, row: Row) -> Draft:
-        return cls(version=int(row["version"]), kind=str(row["kind"]), text=str(row["text"]),
-                   numbering=dict(row.get("numbering") or {}),
-                   words=int(row.get("word_count") or 0))

@@ -20,14 +20,15 @@ import re
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import delete, func, insert, select
 
 from storage import fulltext
+from storage import rows as mapped
 from storage.dialects import insert_for
 from storage.engine import Tx
 from storage.migrations import utc_now
+from storage.records import Collection, Document, Passage, RunPassage
 from storage.schema import collection_documents as members
 from storage.schema import collections, documents
 from storage.schema import passages as passage_table
@@ -80,16 +81,18 @@ def add_document(
     return doc_id
 
 
-def find_by_hash(store: Store, sha256: str) -> dict[str, Any] | None:
+def find_by_hash(store: Store, sha256: str) -> Document | None:
     """The stored document with exactly these bytes, if any (an upload of the same file)."""
-    return store._row(select(documents).where(documents.c.sha256 == sha256).limit(1))
+    row = store._row(select(documents).where(documents.c.sha256 == sha256).limit(1))
+    return mapped.document(row) if row else None
 
 
-def get_document(store: Store, doc_id: str) -> dict[str, Any] | None:
-    return store._row(select(documents).where(documents.c.id == doc_id))
+def get_document(store: Store, doc_id: str) -> Document | None:
+    row = store._row(select(documents).where(documents.c.id == doc_id))
+    return mapped.document(row) if row else None
 
 
-def list_documents(store: Store, *, collection: str | None = None) -> list[dict[str, Any]]:
+def list_documents(store: Store, *, collection: str | None = None) -> list[Document]:
     """Every document (or a collection's), newest first, with its collections listed."""
     query = select(documents).order_by(documents.c.added_at.desc(), documents.c.id)
     if collection:
@@ -100,9 +103,7 @@ def list_documents(store: Store, *, collection: str | None = None) -> list[dict[
     member: dict[str, list[str]] = {}
     for link in store._rows(select(members)):
         member.setdefault(link["document_id"], []).append(link["collection"])
-    for row in rows:
-        row["collections"] = sorted(member.get(row["id"], []))
-    return rows
+    return [mapped.document(row, member.get(row["id"], ())) for row in rows]
 
 
 def delete_document(store: Store, doc_id: str) -> bool:
@@ -115,16 +116,11 @@ def delete_document(store: Store, doc_id: str) -> bool:
     return gone is not None
 
 
-def get_passages(store: Store, doc_id: str) -> list[dict[str, Any]]:
+def get_passages(store: Store, doc_id: str) -> list[Passage]:
     p = passage_table.c
-    return store._rows(select(p.id, p.seq, p.page, p.section, p.text)
+    rows = store._rows(select(p.id, p.seq, p.page, p.section, p.text)
                        .where(p.document_id == doc_id).order_by(p.seq))
-
-
-def get_passage(store: Store, passage_id: int) -> dict[str, Any] | None:
-    return store._row(select(passage_table, documents.c.title)
-                      .join(documents, documents.c.id == passage_table.c.document_id)
-                      .where(passage_table.c.id == passage_id))
+    return [mapped.passage(row) for row in rows]
 
 
 # -- collections -------------------------------------------------------------------------
@@ -182,12 +178,13 @@ def delete_collection(store: Store, name: str) -> None:
         tx.execute(delete(collections).where(collections.c.name == name))
 
 
-def list_collections(store: Store) -> list[dict[str, Any]]:
+def list_collections(store: Store) -> list[Collection]:
     c, m = collections.c, members.c
-    return store._rows(
+    rows = store._rows(
         select(c.name, c.created_at, func.count(m.document_id).label("documents"))
         .select_from(collections.outerjoin(members, m.collection == c.name))
         .group_by(c.name, c.created_at).order_by(func.lower(c.name), c.name))
+    return [mapped.collection(row) for row in rows]
 
 
 def collection_documents(store: Store, name: str) -> list[str]:
@@ -230,12 +227,13 @@ def search_passages(
                        r["text"], float(r["score"])) for r in rows]
 
 
-def run_passages(store: Store, run_id: str) -> list[dict[str, Any]]:
+def run_passages(store: Store, run_id: str) -> list[RunPassage]:
     """A run's sources that are passages of the person's documents, with their text as the
     run read it (kept with the run, so deleting the document later changes nothing here)."""
     from storage.schema import sources
 
     s = sources.c
-    return store._rows(select(s.id, s.title, s.text, s.cited_in)
+    rows = store._rows(select(s.id, s.title, s.text, s.cited_in)
                        .where(s.run_id == run_id, s.url.like("doc://%"))
                        .order_by(s.title, s.id))
+    return [mapped.run_passage(row) for row in rows]

@@ -9,9 +9,11 @@ from typing import Any
 
 from sqlalchemy import Insert, bindparam, delete, func, insert, select, update
 
+from storage import rows as mapped
 from storage.dialects import insert_for
 from storage.engine import Tx
 from storage.migrations import utc_now
+from storage.records import Query, SkippedPage
 from storage.schema import findings, queries, skipped_pages, sources
 from storage.steps import StepsStore
 
@@ -155,10 +157,12 @@ class ResultsStore(StepsStore):
         return self._rows(select(findings).where(findings.c.run_id == run_id)
                           .order_by(findings.c.id))
 
-    def get_queries(self, run_id: str) -> list[dict[str, Any]]:
-        return self._rows(select(queries).where(queries.c.run_id == run_id)
+    def get_queries(self, run_id: str) -> list[Query]:
+        rows = self._rows(select(queries).where(queries.c.run_id == run_id)
                           .order_by(queries.c.id))
+        return [mapped.query(row) for row in rows]
 
-    def get_skipped(self, run_id: str) -> list[dict[str, Any]]:
-        return self._rows(select(skipped_pages).where(skipped_pages.c.run_id == run_id)
+    def get_skipped(self, run_id: str) -> list[SkippedPage]:
+        rows = self._rows(select(skipped_pages).where(skipped_pages.c.run_id == run_id)
                           .order_by(skipped_pages.c.id))
+        return [mapped.skipped(row) for row in rows]

@@ -1,10 +1,12 @@
 """The one place stored rows become what the `Store` returns.
 
-Today every getter returns plain dicts (JSON columns already decoded by `storage.schema.Json`);
-the few columns whose stored form differs from what callers use are fixed here: citation
-numberings come back with int keys, review flags as bools. The engine's typed records
-(`research/records.py`: Subtopic, Source, Finding, Draft...) are built from these rows by their
-`from_row`, there and only there: the store does not import the engine (no arrow back up).
+The writing side's getters and the document library return records (`storage/records.py`:
+Draft, Review, Report, EngineReport, Verdict; Document, Passage, Collection, RunPassage), built
+here from the row (JSON columns already decoded by
+`storage.schema.Json`; citation numberings get int keys, flags become bools). The rest still
+return plain dicts; the engine's records for those (`research/records.py`: Subtopic, Source,
+Finding) are built by their `from_row`, there and only there: the store does not import the
+engine (no arrow back up).
 """
 
 from __future__ import annotations
@@ -14,7 +16,22 @@ from typing import Any
 
 from sqlalchemy import RowMapping
 
-Row = dict[str, Any]  # a row as the Store returns it (a JSON-like edge; see module docstring)
+from storage.records import (
+    Collection,
+    Document,
+    Draft,
+    EngineReport,
+    Passage,
+    Query,
+    Report,
+    Review,
+    ReviewIssue,
+    RunPassage,
+    SkippedPage,
+    Verdict,
+)
+
+Row = dict[str, Any]  # a row as the database returns it (a JSON-like edge; see module docstring)
 
 
 def plain_rows(rows: Iterable[RowMapping | Mapping[str, Any]]) -> list[Row]:
@@ -30,20 +47,97 @@ def numbering_in(numbering: Mapping[int, str]) -> dict[str, str]:
     return {str(int(n)): sid for n, sid in numbering.items()}
 
 
-def draft(row: Row) -> Row:
-    row["numbering"] = numbering_out(row["numbering"])
-    return row
+def _texts(value: object) -> tuple[str, ...]:
+    """A JSON list of strings as a tuple (None: empty)."""
+    return tuple(str(v) for v in value or ()) if isinstance(value, list | tuple) else ()
 
 
-def engine_report(row: Row) -> Row:
-    row["numbering"] = numbering_out(row["numbering"])
-    return row
+def draft(row: Row) -> Draft:
+    return Draft(version=int(row["version"]), kind=str(row["kind"]), text=str(row["text"]),
+                 numbering=numbering_out(row["numbering"]), words=int(row["word_count"] or 0),
+                 created_at=str(row["created_at"] or ""))
 
 
-def review(row: Row) -> Row:
-    row["approved"] = bool(row["approved"])
-    row["model_approved"] = bool(row["model_approved"])
-    return row
+def engine_report(row: Row) -> EngineReport:
+    return EngineReport(
+        engine=str(row["engine"]), status=str(row["status"] or ""), remote_id=row["remote_id"],
+        markdown=str(row["markdown"] or ""), numbering=numbering_out(row["numbering"]),
+        meta=dict(row["meta"] or {}), error=row["error"], created_at=str(row["created_at"] or ""),
+        updated_at=str(row["updated_at"] or ""))
+
+
+def report(row: Row | None) -> Report | None:
+    if row is None:
+        return None
+    return Report(run_id=str(row["run_id"]), markdown=str(row["markdown"] or ""),
+                  meta=dict(row["meta"] or {}), created_at=str(row["created_at"] or ""))
+
+
+def _issue(value: object) -> ReviewIssue:
+    """A stored issue (a JSON object the reviewer model's answer was validated into)."""
+    item: Mapping[str, object] = value if isinstance(value, Mapping) else {"issue": value}
+    return ReviewIssue(severity=str(item.get("severity") or "low").lower(),
+                       issue=str(item.get("issue") or ""), section=str(item.get("section") or ""),
+                       suggestion=str(item.get("suggestion") or ""))
+
+
+def issue_row(issue: ReviewIssue) -> dict[str, str]:
+    return {"severity": issue.severity, "section": issue.section, "issue": issue.issue,
+            "suggestion": issue.suggestion}
+
+
+def review(row: Row) -> Review:
+    return Review(cycle=int(row["cycle"]), draft_version=int(row["draft_version"]),
+                  approved=bool(row["approved"]), model_approved=bool(row["model_approved"]),
+                  issues=tuple(_issue(i) for i in row["issues"] or ()),
+                  strengths=_texts(row["strengths"]), checks=dict(row["checks"] or {}),
+                  created_at=str(row["created_at"] or ""))
+
+
+_VERDICT_TEXT = ("passage", "reviewer", "section", "subtopic", "verifier_verdict",
+                 "auditor_verdict", "critic_verdict", "status", "final_text", "note")
+
+
+def verdict(row: Row) -> Verdict:
+    return Verdict(claim_id=str(row["claim_id"]), claim=str(row["claim"] or ""),
+                   source_ids=_texts(row["source_ids"]), verdict=str(row["verdict"] or ""),
+                   details=dict(row["details"] or {}), created_at=str(row["created_at"] or ""),
+                   **{name: row[name] for name in _VERDICT_TEXT})
+
+
+def document(row: Row, collections: Iterable[str] = ()) -> Document:
+    return Document(
+        id=str(row["id"]), title=str(row["title"] or ""), filename=str(row["filename"] or ""),
+        kind=str(row["kind"] or ""), size_bytes=int(row["size_bytes"] or 0), pages=row["pages"],
+        passages=int(row["passages"] or 0), status=str(row["status"] or ""),
+        sha256=str(row["sha256"] or ""), added_at=str(row["added_at"] or ""),
+        message=row["message"], collections=tuple(sorted(collections)))
+
+
+def passage(row: Row) -> Passage:
+    return Passage(id=int(row["id"]), seq=int(row["seq"] or 0), page=row["page"],
+                   section=str(row["section"] or ""), text=str(row["text"] or ""))
+
+
+def collection(row: Row) -> Collection:
+    return Collection(name=str(row["name"]), created_at=str(row["created_at"] or ""),
+                      documents=int(row["documents"] or 0))
+
+
+def run_passage(row: Row) -> RunPassage:
+    return RunPassage(id=str(row["id"]), title=str(row["title"] or ""),
+                      text=str(row["text"] or ""), cited_in=_texts(row["cited_in"]))
+
+
+def query(row: Row) -> Query:
+    return Query(subtopic_id=row["subtopic_id"], query=str(row["query"]),
+                 provider=str(row["provider"] or ""), result_count=int(row["result_count"] or 0),
+                 error=row["error"], step_key=row["step_key"])
+
+
+def skipped(row: Row) -> SkippedPage:
+    return SkippedPage(subtopic_id=row["subtopic_id"], url=str(row["url"]),
+                       reason=str(row["reason"] or ""), step_key=row["step_key"])
 
 
 def activity(row: Row | None) -> Row:

@@ -3,8 +3,7 @@ claim verifications (verdicts)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy import Table, select
 
@@ -13,16 +12,17 @@ from storage.base import StoreBase
 from storage.dialects import insert_for
 from storage.engine import Tx
 from storage.migrations import utc_now
+from storage.records import Draft, EngineReport, JsonObject, Report, Review, ReviewIssue, Verdict
 from storage.schema import drafts, engine_reports, reports, reviews, verifications
 
-_VERIFICATION_TEXT = ("section", "subtopic", "verifier_verdict", "auditor_verdict",
+_VERIFICATION_TEXT = ("passage", "section", "subtopic", "verifier_verdict", "auditor_verdict",
                       "critic_verdict", "status", "final_text", "note")
 
 
 class WritingStore(StoreBase):
     """The `drafts`, `reviews`, `reports`, `engine_reports` and `verifications` tables."""
 
-    def _replace(self, tx: Tx, table: Table, values: dict[str, Any]) -> None:
+    def _replace(self, tx: Tx, table: Table, values: Mapping[str, object]) -> None:
         """Insert, or overwrite every column of the row with the same primary key."""
         statement = insert_for(self.dialect, table).values(**values)
         keys = [c.name for c in table.primary_key.columns]
@@ -41,47 +41,48 @@ class WritingStore(StoreBase):
                 "text": self._plain(text), "numbering": mapped.numbering_in(numbering),
                 "word_count": int(word_count), "created_at": utc_now()})
 
-    def get_drafts(self, run_id: str) -> list[dict[str, Any]]:
+    def get_drafts(self, run_id: str) -> list[Draft]:
         rows = self._rows(select(drafts).where(drafts.c.run_id == run_id)
                           .order_by(drafts.c.version))
         return [mapped.draft(row) for row in rows]
 
     def save_review(self, run_id: str, cycle: int, *, draft_version: int, approved: bool,
-                    model_approved: bool, issues: list[dict[str, Any]], strengths: list[str],
-                    checks: Mapping[str, Any]) -> None:
+                    model_approved: bool, issues: Sequence[ReviewIssue], strengths: Sequence[str],
+                    checks: JsonObject) -> None:
         with self._write() as tx:
             self._replace(tx, reviews, {
                 "run_id": run_id, "cycle": int(cycle), "draft_version": int(draft_version),
                 "approved": int(bool(approved)), "model_approved": int(bool(model_approved)),
-                "issues": self._plain(issues), "strengths": self._plain(strengths),
+                "issues": self._plain([mapped.issue_row(i) for i in issues]),
+                "strengths": self._plain(list(strengths)),
                 "checks": self._plain(dict(checks)), "created_at": utc_now()})
 
-    def get_reviews(self, run_id: str) -> list[dict[str, Any]]:
+    def get_reviews(self, run_id: str) -> list[Review]:
         rows = self._rows(select(reviews).where(reviews.c.run_id == run_id)
                           .order_by(reviews.c.cycle))
         return [mapped.review(row) for row in rows]
 
-    def save_report(self, run_id: str, markdown: str, *, meta: Mapping[str, Any]) -> None:
+    def save_report(self, run_id: str, markdown: str, *, meta: JsonObject) -> None:
         """One report per run; saving again replaces it."""
         with self._write() as tx:
             self._replace(tx, reports, {
                 "run_id": run_id, "markdown": self._plain(markdown),
                 "meta": self._plain(dict(meta)), "created_at": utc_now()})
 
-    def get_report(self, run_id: str) -> dict[str, Any] | None:
-        return self._row(select(reports).where(reports.c.run_id == run_id))
+    def get_report(self, run_id: str) -> Report | None:
+        return mapped.report(self._row(select(reports).where(reports.c.run_id == run_id)))
 
     # -- hosted engines ------------------------------------------------------------------
 
     def _engine_meta(self, tx: Tx, run_id: str, engine: str,
-                     meta: Mapping[str, Any] | None) -> dict[str, Any]:
+                     meta: JsonObject | None) -> JsonObject:
         row = tx.execute(select(engine_reports.c.meta).where(
             engine_reports.c.run_id == run_id, engine_reports.c.engine == engine)
             .with_for_update()).first()
         return {**(row[0] or {} if row else {}), **dict(meta or {})}
 
     def save_engine_job(self, run_id: str, engine: str, *, remote_id: str | None, status: str,
-                        error: str | None = None, meta: Mapping[str, Any] | None = None) -> None:
+                        error: str | None = None, meta: JsonObject | None = None) -> None:
         """Record a hosted engine's remote job and its status (the report, if any, is kept).
         `meta`, when given, is merged into the stored meta."""
         now = utc_now()
@@ -97,7 +98,7 @@ class WritingStore(StoreBase):
                       for name in ("remote_id", "status", "meta", "error", "updated_at")}))
 
     def save_engine_report(self, run_id: str, engine: str, markdown: str, *,
-                           numbering: Mapping[int, str], meta: Mapping[str, Any],
+                           numbering: Mapping[int, str], meta: JsonObject,
                            status: str = "completed") -> None:
         """Store a hosted engine's finished report; `meta` is merged into the stored meta."""
         now = utc_now()
@@ -112,38 +113,35 @@ class WritingStore(StoreBase):
                 set_={name: statement.excluded[name] for name in
                       ("status", "markdown", "numbering", "meta", "error", "updated_at")}))
 
-    def get_engine_reports(self, run_id: str) -> list[dict[str, Any]]:
+    def get_engine_reports(self, run_id: str) -> list[EngineReport]:
         """Every hosted engine row of the run (oldest first), numbering keys as ints."""
         rows = self._rows(select(engine_reports).where(engine_reports.c.run_id == run_id)
                           .order_by(engine_reports.c.created_at, engine_reports.c.engine))
         return [mapped.engine_report(row) for row in rows]
 
-    def get_engine_report(self, run_id: str, engine: str) -> dict[str, Any] | None:
-        return next((r for r in self.get_engine_reports(run_id) if r["engine"] == engine), None)
+    def get_engine_report(self, run_id: str, engine: str) -> EngineReport | None:
+        return next((r for r in self.get_engine_reports(run_id) if r.engine == engine), None)
 
     # -- verification --------------------------------------------------------------------
 
-    def save_verifications(self, run_id: str, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Upsert by (run_id, claim_id). Row keys: claim_id, claim, source_ids, verdict,
-        passage, reviewer; optionally section, subtopic, verifier_verdict, auditor_verdict,
-        critic_verdict, status, final_text, note and details (a JSON object)."""
+    def save_verifications(self, run_id: str, verdicts: Iterable[Verdict]) -> None:
+        """Upsert by (run_id, claim_id); the stored `created_at` is now."""
         now = utc_now()
         with self._write() as tx:
-            for row in rows:
+            for row in verdicts:
                 values = {
-                    "run_id": run_id, "claim_id": str(row["claim_id"]),
-                    "claim": self._plain(row.get("claim") or ""),
-                    "source_ids": list(row.get("source_ids") or []),
-                    "verdict": row.get("verdict") or "", "passage": self._plain(row.get("passage")),
-                    "reviewer": row.get("reviewer"), "created_at": now,
-                    **{c: self._plain(row.get(c)) for c in _VERIFICATION_TEXT},
-                    "details": self._plain(dict(row.get("details") or {}))}
+                    "run_id": run_id, "claim_id": str(row.claim_id),
+                    "claim": self._plain(row.claim), "source_ids": list(row.source_ids),
+                    "verdict": row.verdict, "reviewer": row.reviewer, "created_at": now,
+                    **{c: self._plain(getattr(row, c)) for c in _VERIFICATION_TEXT},
+                    "details": self._plain(dict(row.details or {}))}
                 statement = insert_for(self.dialect, verifications).values(**values)
                 tx.execute(statement.on_conflict_do_update(
                     index_elements=["run_id", "claim_id"],
                     set_={name: statement.excluded[name] for name in values
                           if name not in ("run_id", "claim_id")}))
 
-    def get_verifications(self, run_id: str) -> list[dict[str, Any]]:
-        return self._rows(select(verifications).where(verifications.c.run_id == run_id)
+    def get_verifications(self, run_id: str) -> list[Verdict]:
+        rows = self._rows(select(verifications).where(verifications.c.run_id == run_id)
                           .order_by(verifications.c.id))
+        return [mapped.verdict(row) for row in rows]

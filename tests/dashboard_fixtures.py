@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from research.config import build_config
 from research.export import build_document, to_markdown
+from research.records import ReviewIssue
 from storage import Store
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -95,11 +96,10 @@ def finished_run(store: Store, question: str = "How fast is solar power growing?
     store.save_draft(run_id, 1, "draft", DRAFT_1, numbering, 30)
     store.save_draft(run_id, 2, "revision", DRAFT_2, numbering, 38)
     store.save_review(run_id, 1, draft_version=1, approved=False, model_approved=False,
-                      issues=[{"severity": "high", "section": "Key findings",
-                               "issue": "Storage claim rests on one source",
-                               "suggestion": "Add a second source for storage"},
-                              {"severity": "low", "section": "Summary", "issue": "Wordy",
-                               "suggestion": "Trim"}],
+                      issues=[ReviewIssue("high", "Storage claim rests on one source",
+                                          section="Key findings",
+                                          suggestion="Add a second source for storage"),
+                              ReviewIssue("low", "Wordy", section="Summary", suggestion="Trim")],
                       strengths=["Clear executive summary"],
                       checks={"unresolved_citations": [], "cited_share": 0.9, "sentences": 10,
                               "cited_sentences": 9, "word_count": 30, "max_words": 1500,

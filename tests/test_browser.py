@@ -26,6 +26,7 @@ from docx import Document as _open_docx
 
 from research.config import build_config
 from research.export import build_document, to_markdown
+from research.records import ReviewIssue, Verdict
 from storage import Store
 from tests.browser_helpers import (
     ARTIFACTS,
@@ -278,7 +279,7 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             assert run["status"] == "completed", run.get("error")
             wait_idle(page)
             # The report leads the finished page: summary, one-click downloads, report, no tab click.
-            report_md = _get(store.get_report(run_id))["markdown"]
+            report_md = _get(store.get_report(run_id)).markdown
             headings = [h.lstrip("#").strip() for h in re.findall(r"^##\s+.+$", report_md, re.MULTILINE)]
             headings = [h for h in headings if h and h not in ("Sources", "How this report was made")]
             assert headings, report_md[:500]
@@ -460,8 +461,8 @@ def _seed_hostile_run(store: Store) -> str:
     store.save_draft(run_id, 2, "revision", HOSTILE_REPORT + f"\n## Open questions\n\n{PAYLOADS} [3]\n",
                      numbering, 50)
     store.save_review(run_id, 1, draft_version=1, approved=False, model_approved=True,
-                      issues=[{"severity": "high", "section": PAYLOADS, "issue": f"Issue {PAYLOADS}",
-                               "suggestion": f"Suggestion {PAYLOADS}"}],
+                      issues=[ReviewIssue("high", f"Issue {PAYLOADS}", section=PAYLOADS,
+                                          suggestion=f"Suggestion {PAYLOADS}")],
                       strengths=[f"Strength {PAYLOADS}"],
                       checks={"unresolved_citations": [PAYLOADS], "cited_share": 0.9, "sentences": 10,
                               "cited_sentences": 9, "word_count": 40, "max_words": 1500,
@@ -475,8 +476,8 @@ def _seed_hostile_run(store: Store) -> str:
                                                       "notes": [f"Note {PAYLOADS}"]})
     store.set_citations(run_id, {"s0001": [PAYLOADS], "s0002": ["Key findings"]})
     store.save_verifications(run_id, [
-        {"claim_id": f"c{n}", "claim": f"Claim {n} {PAYLOADS}", "source_ids": ["s0001"], "verdict": verdict,
-         "passage": f"Passage {PAYLOADS}", "reviewer": "verifier", "section": PAYLOADS}
+        Verdict(f"c{n}", f"Claim {n} {PAYLOADS}", ("s0001",), verdict, passage=f"Passage {PAYLOADS}",
+                reviewer="verifier", section=PAYLOADS)
         for n, verdict in ((1, "supported"), (2, "unsupported"))])
     store.add_usage(run_id, "worker", "openai", "gpt-5-mini", 1000, 300, 0.001)
     for i in range(3):
@@ -642,9 +643,8 @@ def test_tabs_fill_while_a_run_works_and_the_report_leads_when_it_completes(
             sync_api.expect(panel.get_by_text("Draft in progress")).to_be_visible()
             sync_api.expect(panel.get_by_text("Solar capacity grew fast", exact=False)).to_be_visible()
             store.save_verifications(run_id, [
-                {"claim_id": "c1", "claim": "Solar grew fast.", "source_ids": ["s0001"],
-                 "verdict": "SUPPORTED", "status": "supported", "passage": "grew",
-                 "section": "Executive summary"}])
+                Verdict("c1", "Solar grew fast.", ("s0001",), "SUPPORTED", status="supported",
+                        passage="grew", section="Executive summary")])
             panel = _open_tab(page, "Verification")
             sync_api.expect(panel.get_by_text("1 of 1 claims")).to_be_visible()
             _assert_plain_words(page, "running run", run_id)

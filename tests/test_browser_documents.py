@@ -69,5 +69,5 @@ def test_uploading_documents_in_the_browser_adds_the_good_and_names_the_bad(
         finally:
             context.close()
     store = Store(dashboard_env["DEEP_RESEARCH_DB"])
-    titles = sorted(d["title"] for d in docstore.list_documents(store, collection="Heat pumps"))
+    titles = sorted(d.title for d in docstore.list_documents(store, collection="Heat pumps"))
     assert titles == ["Heat Pump Field Report", "Heat pump market notes"]

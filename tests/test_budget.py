@@ -33,8 +33,8 @@ def test_a_cap_stops_research_and_still_writes_a_labelled_report(
     assert len([s for s in research if s["status"] == "done"]) < 6  # stopped early
     report = store.get_report(run_id)
     assert report is not None
-    assert "Stopped by the budget" in report["markdown"] and words in report["markdown"]
-    assert "## Sources" in report["markdown"]
+    assert "Stopped by the budget" in report.markdown and words in report.markdown
+    assert "## Sources" in report.markdown
     assert not store.get_reviews(run_id)  # no further spending after the cap
     assert words in run["totals"]["stop_reason"]
 
@@ -66,5 +66,5 @@ def test_a_token_cap_is_checked_before_each_call_and_keeps_what_was_gathered(
     stopped = [s for s in store.get_steps(run_id) if (s.get("result") or {}).get("stopped_by_budget")]
     assert all(s["status"] == "done" for s in stopped)  # the unit in progress kept its sources
     report = store.get_report(run_id)
-    assert report is not None and "token cap of 6,000" in report["markdown"]
+    assert report is not None and "token cap of 6,000" in report.markdown
     assert any("stopped by the budget" in w for w in run["warnings"])

@@ -31,7 +31,7 @@ def test_dig_deeper_run_reuses_the_parents_sources_without_fetching_them_again(
     config = runs.config(preset="quick")
     store, parent = runs.with_config(config)
     parent_urls = {s["canonical_url"] for s in store.get_sources(parent)}
-    report = (store.get_report(parent) or {})["markdown"]
+    report = store.get_report(parent).markdown  # type: ignore[union-attr]
     sections = report_sections(report)
     assert "Key findings" in sections and "Sources" not in sections
 

@@ -69,7 +69,7 @@ def test_a_plan_short_of_subtopics_goes_on_and_says_so(
     warnings = _count_warnings(store, run_id)
     assert any("2 distinct subtopics where 3 were asked for" in w for w in warnings)
     report = store.get_report(run_id) or {}
-    assert "2 distinct subtopics where 3 were asked for" in report["markdown"]
+    assert "2 distinct subtopics where 3 were asked for" in report.markdown
 
 
 def test_a_plan_repair_that_brings_the_missing_subtopics_is_merged(
@@ -110,7 +110,7 @@ def test_fewer_queries_and_scores_are_used_as_they_come(
     research = [s for s in store.get_steps(run_id) if s["kind"] == "research"]
     assert research and all(s["status"] == "done" for s in research)
     assert store.count_sources(run_id) > 0
-    skipped = [p["reason"] for p in store.get_skipped(run_id)]
+    skipped = [p.reason for p in store.get_skipped(run_id)]
     assert "not scored by the model" in skipped
     warnings = _count_warnings(store, run_id)
     assert any("1 search queries where 2 were asked for" in w for w in warnings)

@@ -179,10 +179,10 @@ def _outcome(store: Store, run_id: str) -> dict[str, Any]:
     return {
         "urls": {s["canonical_url"] for s in sources},
         "placed": {(s["id"], s["subtopic_id"]) for s in sources},
-        "queries": Counter((q["step_key"], q["query"], q["provider"]) for q in store.get_queries(run_id)),
+        "queries": Counter((q.step_key, q.query, q.provider) for q in store.get_queries(run_id)),
         "findings": Counter((f["step_key"], f["kind"]) for f in store.get_findings(run_id)),
-        "drafts": [d["version"] for d in store.get_drafts(run_id)],
-        "reviews": [r["cycle"] for r in store.get_reviews(run_id)],
+        "drafts": [d.version for d in store.get_drafts(run_id)],
+        "reviews": [r.cycle for r in store.get_reviews(run_id)],
         "steps": sorted(s["key"] for s in store.get_steps(run_id)),
     }
 

@@ -8,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import budget
 from research.config import build_config
+from research.records import Report
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     APP,
@@ -51,7 +52,7 @@ def test_budget_stop_is_read_from_totals_or_the_report_caveats() -> None:
         "Stopped by the budget: the cost cap of $0.02 was reached ($0.03 spent)."
     assert budget.budget_stop({"totals": {"stop_reason": "MAX_ROUNDS reached."}}) is None
     note = "Stopped by the budget: research ended early because the token cap of 1,000 was reached."
-    assert budget.budget_stop({}, {"meta": {"notes": [note]}}) == note
+    assert budget.budget_stop({}, Report("r1", "# R", {"notes": [note]})) == note
     meters = budget.meters(build_config(env={}, max_tokens=1000).model_dump(), {"tokens": 1500}, 3)
     assert [(m.label, m.fraction) for m in meters] == [("Tokens", 1.0)]
 

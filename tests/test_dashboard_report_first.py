@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import run_report
 from research.config import build_config
+from research.records import Verdict
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     DRAFT_1,
@@ -31,8 +32,8 @@ def test_finished_run_leads_with_summary_downloads_then_report(dash_env: Store) 
     run_id = finished_run(dash_env)
     dash_env.set_run_warnings(run_id, ["Stopped by the budget."])
     dash_env.save_verifications(run_id, [
-        {"claim_id": "c1", "claim": "Solar grew.", "source_ids": ["s0001"], "verdict": "SUPPORTED",
-         "status": "supported", "passage": "grew", "section": "Executive summary"}])
+        Verdict("c1", "Solar grew.", ("s0001",), "SUPPORTED", status="supported", passage="grew",
+                section="Executive summary")])
     at = open_run_page(run_id)
     assert not at.exception
     assert not at.success  # a run with warnings is never shown as a plain success
@@ -115,8 +116,8 @@ def test_running_run_tabs_show_what_exists_so_far(dash_env: Store) -> None:
     assert "Draft in progress" in text and "Solar capacity grew fast" in text
 
     dash_env.save_verifications(run_id, [
-        {"claim_id": "c1", "claim": "Solar grew.", "source_ids": ["s0001"],
-         "verdict": "SUPPORTED", "status": "supported", "passage": "grew", "section": "Summary"}])
+        Verdict("c1", "Solar grew.", ("s0001",), "SUPPORTED", status="supported", passage="grew",
+                section="Summary")])
     at = _tab(run_id, "Verification")
     verdicts = next(df.value for df in at.dataframe if "Claim" in df.value.columns)
     assert list(verdicts["Claim"]) == ["Solar grew."]

@@ -40,10 +40,10 @@ def test_section_text_reaches_prompts_only_delimited_and_never_a_search(
     # A passage from the web that made it into the finished report (verification would mark or
     # drop it when uncited, so it is placed in the stored report, where dig deeper reads it).
     report = Store(db).get_report(parent)
-    assert report is not None and "## Key findings\n" in report["markdown"]
-    Store(db).save_report(parent, report["markdown"].replace(
-        "## Key findings\n", f"## Key findings\n\n{INJECTION} [1].\n", 1), meta=report["meta"])
-    assert INJECTION in (Store(db).get_report(parent) or {})["markdown"]
+    assert report is not None and "## Key findings\n" in report.markdown
+    Store(db).save_report(parent, report.markdown.replace(
+        "## Key findings\n", f"## Key findings\n\n{INJECTION} [1].\n", 1), meta=report.meta)
+    assert INJECTION in Store(db).get_report(parent).markdown  # type: ignore[union-attr]
 
     standin.reset()
     result = run_cli(["--dig-deeper", parent, "Key findings", "--preset", "quick", "--sources", "5",

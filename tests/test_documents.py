@@ -42,10 +42,10 @@ def test_pdf_passages_keep_their_page_numbers(store: Store) -> None:
     result = ingest(store, "field-report.pdf", pdf_bytes())
     assert result.ok and result.pages == 3
     passages = docstore.get_passages(store, result.document_id or "")
-    assert [p["page"] for p in passages] == [1, 2, 3]
-    assert "payback time" in passages[2]["text"]
+    assert [p.page for p in passages] == [1, 2, 3]
+    assert "payback time" in passages[2].text
     doc = docstore.get_document(store, result.document_id or "")
-    assert doc is not None and doc["title"] == "Heat Pump Field Report" and doc["kind"] == "pdf"
+    assert doc is not None and doc.title == "Heat Pump Field Report" and doc.kind == "pdf"
 
 
 def test_docx_markdown_and_html_passages_keep_their_headings(store: Store) -> None:
@@ -53,7 +53,7 @@ def test_docx_markdown_and_html_passages_keep_their_headings(store: Store) -> No
                        ("page.html", _html_page())]:
         result = ingest(store, name, data)
         assert result.ok, (name, result.message)
-        sections = {p["section"] for p in docstore.get_passages(store, result.document_id or "")}
+        sections = {p.section for p in docstore.get_passages(store, result.document_id or "")}
         assert "Costs and payback" in sections, (name, sections)
 
 
@@ -68,7 +68,7 @@ def _html_page() -> bytes:
 
 def test_html_script_and_links_are_not_kept_as_text(store: Store) -> None:
     result = ingest(store, "page.html", _html_page())
-    text = " ".join(p["text"] for p in docstore.get_passages(store, result.document_id or ""))
+    text = " ".join(p.text for p in docstore.get_passages(store, result.document_id or ""))
     assert "alert(1)" not in text and "169.254.169.254" not in text and "euros" in text
 
 
@@ -93,7 +93,7 @@ def test_scanned_pdf_is_listed_but_flagged_as_having_no_text(store: Store) -> No
     result = ingest(store, "scan.pdf", scanned_pdf_bytes())
     assert not result.ok and "OCR" in result.message
     [doc] = docstore.list_documents(store)
-    assert doc["status"] == "no_text" and doc["passages"] == 0 and doc["pages"] == 2
+    assert doc.status == "no_text" and doc.passages == 0 and doc.pages == 2
 
 
 def test_a_bad_file_in_a_folder_does_not_stop_the_rest(store: Store, tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ def test_the_same_file_twice_is_stored_once(store: Store) -> None:
     second = ingest(store, "copy.md", markdown_bytes(), collection="Mine")
     assert second.ok and second.document_id == first.document_id
     assert "already" in second.message and len(docstore.list_documents(store)) == 1
-    assert docstore.list_documents(store)[0]["collections"] == ["Mine"]
+    assert docstore.list_documents(store)[0].collections == ("Mine",)
 
 
 def test_search_ranks_the_passage_with_the_words_first_and_respects_the_scope(

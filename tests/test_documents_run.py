@@ -73,7 +73,7 @@ def test_documents_only_run_cites_passages_by_page_and_touches_no_web(
 
     checked = store.get_verifications(run_id)
     doc_ids = {s["id"] for s in sources}
-    assert checked and any(set(v["source_ids"]) & doc_ids for v in checked)
+    assert checked and any(set(v.source_ids) & doc_ids for v in checked)
 
 
 def test_mixed_run_reads_the_web_and_the_documents(
@@ -88,7 +88,7 @@ def test_mixed_run_reads_the_web_and_the_documents(
     kinds = {"doc" if s["url"].startswith("doc://") else "web" for s in sources}
     assert kinds == {"doc", "web"}
     assert standin.count("pages") > 0
-    providers = {q["provider"] for q in store.get_queries(run_id)}
+    providers = {q.provider for q in store.get_queries(run_id)}
     assert "documents" in providers and providers - {"documents"}
     markdown = to_markdown(build_document_for_run(store, run_id))
     cited_docs = [s for s in build_document_for_run(store, run_id).sources

@@ -47,11 +47,11 @@ def test_collections_and_deleting_a_document_work_the_same(store: Store) -> None
     other = ingest(store, "a.md", markdown_bytes(), collection="heat pumps").document_id or ""
     docstore.add_to_collection(store, "Heat", [other, "no-such-document"])
     assert docstore.collection_documents(store, "Heat") == sorted([doc_id, other])
-    assert [c["name"] for c in docstore.list_collections(store)] == ["Heat", "heat pumps"]
-    assert [c["documents"] for c in docstore.list_collections(store)] == [2, 1]
-    listed = {d["id"]: d["collections"] for d in docstore.list_documents(store)}
-    assert listed[other] == ["Heat", "heat pumps"]
-    assert [d["id"] for d in docstore.list_documents(store, collection="heat pumps")] == [other]
+    assert [c.name for c in docstore.list_collections(store)] == ["Heat", "heat pumps"]
+    assert [c.documents for c in docstore.list_collections(store)] == [2, 1]
+    listed = {d.id: d.collections for d in docstore.list_documents(store)}
+    assert listed[other] == ("Heat", "heat pumps")
+    assert [d.id for d in docstore.list_documents(store, collection="heat pumps")] == [other]
     assert docstore.search_passages(store, "payback", document_ids=[doc_id])
     assert docstore.delete_document(store, doc_id)
     assert docstore.search_passages(store, "payback", document_ids=[doc_id]) == []

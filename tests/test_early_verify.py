@@ -43,7 +43,7 @@ def _verdict_claims(calls: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 def _outcomes(store: Store, run_id: str) -> list[tuple[str, str, str]]:
-    return [(r["claim"], r["status"], r["verdict"]) for r in store.get_verifications(run_id)]
+    return [(r.claim, r.status, r.verdict) for r in store.get_verifications(run_id)]
 
 
 def test_final_sections_are_verified_while_the_flagged_ones_are_revised(
@@ -53,7 +53,7 @@ def test_final_sections_are_verified_while_the_flagged_ones_are_revised(
     store, run_id = _run(standin_env, tmp_db)
     assert store.get_run(run_id)["status"] == "completed"
     review = store.get_reviews(run_id)[0]
-    assert not review["approved"]  # the stand-in's first review flags key findings and summary
+    assert not review.approved  # the stand-in's first review flags key findings and summary
     calls = _calls(standin)
     revising = [c for c in calls if "REVIEW FEEDBACK ON YOUR PART" in c["user"]]
     assert revising
@@ -67,7 +67,7 @@ def test_final_sections_are_verified_while_the_flagged_ones_are_revised(
     assert result["checked_early"] > 0
     # Every claim of the report was judged once: the early outcomes were reused, not redone.
     asked = _verdict_claims(calls)
-    checked = [r for r in store.get_verifications(run_id) if r["source_ids"]]
+    checked = [r for r in store.get_verifications(run_id) if r.source_ids]
     assert len(asked) == len(set(asked)) == len(checked)
 
 

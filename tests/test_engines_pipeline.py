@@ -30,9 +30,9 @@ def test_a_run_handed_to_openai_deep_research_is_verified_and_exported(
     assert run is not None and run["status"] == "completed", run and run["error"]
     assert standin.count("tavily") == 0  # no built-in search for a hosted-only run
     reports = engine_reports(store, run_id)
-    assert [r["engine"] for r in reports] == ["openai-deep-research"]
+    assert [r.engine for r in reports] == ["openai-deep-research"]
     drafts = store.get_drafts(run_id)
-    assert drafts[0]["kind"] == "engine:openai-deep-research"
+    assert drafts[0].kind == "engine:openai-deep-research"
     assert store.get_step(run_id, "verify") is not None
     doc = build_document_for_run(store, run_id)
     gathered = {s["canonical_url"] for s in store.get_sources(run_id)}
@@ -49,13 +49,13 @@ def test_all_runs_the_pipeline_and_both_engines_into_one_source_list(
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "completed", run and run["error"]
     reports = engine_reports(store, run_id)
-    assert {r["engine"] for r in reports} == {"openai-deep-research", "gemini-deep-research"}
-    assert all(r["status"] == "completed" for r in reports)
+    assert {r.engine for r in reports} == {"openai-deep-research", "gemini-deep-research"}
+    assert all(r.status == "completed" for r in reports)
     sources = store.get_sources(run_id)
     providers = {s["provider"] for s in sources}
     assert {"openai-deep-research", "gemini-deep-research"} <= providers
     assert len({s["canonical_url"] for s in sources}) == len(sources)  # one merged list
-    assert store.get_drafts(run_id)[0]["kind"] == "draft"  # the pipeline's report is the main one
+    assert store.get_drafts(run_id)[0].kind == "draft"  # the pipeline's report is the main one
     for engine in ("openai-deep-research", "gemini-deep-research"):
         markdown = to_markdown(engine_document(store, run_id, engine))
         assert "## Sources" in markdown

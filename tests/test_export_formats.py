@@ -21,6 +21,7 @@ from research.export.docx import bookmark_name, to_docx
 from research.export.evidence import HEADERS, evidence_rows, to_csv, to_xlsx
 from research.export.formats import FORMATS, export_run
 from research.export.method import method_lines, reading_minutes, settings_changed
+from research.records import Verdict
 from storage import Store
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import EVIL_TITLE, dash_env_fixture, finished_run  # noqa: F401
@@ -113,12 +114,10 @@ def test_doi_is_found_in_the_url(url: str, doi: str | None) -> None:
 def _verified(store: Store) -> str:
     run_id = finished_run(store)
     store.save_verifications(run_id, [
-        {"claim_id": "c1", "claim": "Solar capacity grew fast in 2024.", "source_ids": ["s0001"],
-         "verdict": "SUPPORTED", "status": "supported", "passage": "capacity grew 30%",
-         "section": "Executive summary"},
-        {"claim_id": "c2", "claim": "=HYPERLINK(\"http://evil.example\",\"click\")",
-         "source_ids": ["s0002"], "verdict": "UNSUPPORTED", "status": "removed",
-         "passage": "+1 bad\x07 bell", "section": "Key findings"},
+        Verdict("c1", "Solar capacity grew fast in 2024.", ("s0001",), "SUPPORTED",
+                status="supported", passage="capacity grew 30%", section="Executive summary"),
+        Verdict("c2", "=HYPERLINK(\"http://evil.example\",\"click\")", ("s0002",), "UNSUPPORTED",
+                status="removed", passage="+1 bad\x07 bell", section="Key findings"),
     ])
     return run_id
 
@@ -188,9 +187,9 @@ def test_cli_writes_word_with_a_method_section_and_a_bibliography(
     assert not list(tmp_path.glob(".*.part"))  # the temporary file was moved into place
     store = Store(db)
     report = store.get_report(run_id)
-    assert report is not None and "## How this report was made" in report["markdown"]
+    assert report is not None and "## How this report was made" in report.markdown
     cited = len(rispy.loads(export_run(store, run_id, "ris").decode()))
-    assert cited == (report["meta"] or {}).get("cited_sources")
+    assert cited == report.meta.get("cited_sources")
 
 
 def test_no_format_carries_terminal_control_sequences(dash_env: Store) -> None:
@@ -198,9 +197,8 @@ def test_no_format_carries_terminal_control_sequences(dash_env: Store) -> None:
     model's claim reach no export, whichever format is chosen."""
     run_id = finished_run(dash_env)
     dash_env.save_verifications(run_id, [
-        {"claim_id": "c1", "claim": "Grew \x1b]52;c;ZXZpbA==\x07fast\x1b[8m hidden", "source_ids": ["s0001"],
-         "verdict": "SUPPORTED", "status": "supported", "passage": "grew \x1b[31mred\x9b",
-         "section": "Executive summary"}])
+        Verdict("c1", "Grew \x1b]52;c;ZXZpbA==\x07fast\x1b[8m hidden", ("s0001",), "SUPPORTED",
+                status="supported", passage="grew \x1b[31mred\x9b", section="Executive summary")])
     for key in ("md", "csv", "bib", "ris"):
         data = export_run(dash_env, run_id, key)
         assert b"\x1b" not in data and "\x9b".encode() not in data, key

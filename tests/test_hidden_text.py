@@ -9,7 +9,9 @@ and the PDF's text read back with pypdf.
 
 from __future__ import annotations
 
+import dataclasses
 import io
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,10 @@ def test_joiners_and_tags_that_shape_nothing_are_removed(text: str, expected: st
 def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a stored record
+        return _strings(dataclasses.asdict(value))
+    if isinstance(value, Mapping):
+        value = dict(value)
     if isinstance(value, dict):
         return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
     if isinstance(value, list | tuple):
@@ -110,6 +116,7 @@ def test_a_hosted_engine_report_is_cleaned_at_the_store_too(tmp_db: Path) -> Non
                              numbering={1: "s1"}, meta={"title": f"Report\u202e {LEGIT}"})
     report = store.get_engine_report(run_id, "openai-deep-research")
     assert report is not None
+    assert any(LEGIT in text for text in _strings(report))  # the record's text is walked
     for text in _strings(report):
         assert not _hidden_in(text), text
-    assert LEGIT in report["markdown"] and "Claim 10 holds [1]." in report["markdown"]
+    assert LEGIT in report.markdown and "Claim 10 holds [1]." in report.markdown

@@ -162,8 +162,8 @@ def test_engine_completes_after_polls_with_cited_sources_and_exports(
 
     # The engine's report: [n] markers only, each after the claim its source supports.
     [report] = engine_reports(store, run_id)
-    assert report["status"] == "completed" and report["polls"] == 4 and report["words"] > 50
-    markdown, numbering = report["markdown"], report["numbering"]
+    assert report.status == "completed" and report.polls == 4 and report.words > 50
+    markdown, numbering = report.markdown, report.numbering
     by_id = {s["id"]: s for s in sources}
     assert "[cite:" not in markdown and "](" not in markdown.split("## Sources")[0]
     used = {int(n) for n in re.findall(r"\[(\d+)\]", markdown.split("## Sources")[0])}
@@ -174,8 +174,8 @@ def test_engine_completes_after_polls_with_cited_sources_and_exports(
             claim = article_meta(url.rsplit("/", 1)[-1].split("?")[0])["snippet"].rstrip(".")
             assert re.search(re.escape(claim) + r" (\[\d+\])*\[" + str(n) + r"\]", markdown), (n, url)
 
-    assert [q["provider"] for q in store.get_queries(run_id)] and all(
-        q["provider"] == engine for q in store.get_queries(run_id))
+    assert [q.provider for q in store.get_queries(run_id)] and all(
+        q.provider == engine for q in store.get_queries(run_id))
     usage = store.get_usage(run_id)
     assert [(u["role"], u["calls"]) for u in usage] == [("engine", 1)] and usage[0]["output_tokens"] > 0
     steps = {s["key"]: s for s in store.get_steps(run_id)}
@@ -184,7 +184,7 @@ def test_engine_completes_after_polls_with_cited_sources_and_exports(
 
     # Delivered like any run: draft 1 is the engine's report; Markdown and PDF exports.
     [draft] = store.get_drafts(run_id)
-    assert draft["kind"] == f"engine:{engine}" and draft["numbering"] == numbering
+    assert draft.kind == f"engine:{engine}" and draft.numbering == numbering
     doc = build_document_for_run(store, run_id)
     out = to_markdown(doc)
     assert "## Sources" in out and len(doc.sources) == len(numbering)
@@ -212,12 +212,12 @@ def test_all_engines_in_one_run_share_one_source_list(
     sources = store.get_sources(run_id)
     assert {s["canonical_url"] for s in sources} == openai_urls | gemini_urls
     reports = engine_reports(store, run_id)
-    assert [r["engine"] for r in reports] == list(ENGINES)
+    assert [r.engine for r in reports] == list(ENGINES)
     ids = [{s["id"] for s in sources if s["canonical_url"] in shared}]
     for r in reports:
-        assert ids[0] <= set(r["numbering"].values())
-        doc = engine_document(store, run_id, r["engine"])
-        assert {s.source_id for s in doc.sources} == set(r["numbering"].values())
+        assert ids[0] <= set(r.numbering.values())
+        doc = engine_document(store, run_id, r.engine)
+        assert {s.source_id for s in doc.sources} == set(r.numbering.values())
         assert "Sources" in _pdf_text(to_pdf(doc))
 
 
@@ -233,7 +233,7 @@ def test_failed_remote_job_gives_a_readable_error(
     step = store.get_step(run_id, f"engine:{engine}")
     assert step is not None and step["status"] == "failed" and "internal error" in step["error"]
     [report] = engine_reports(store, run_id)
-    assert report["status"] == "failed" and "internal error" in report["error"]
+    assert report.status == "failed" and "internal error" in report.error
     assert store.count_sources(run_id) == 0
 
 
@@ -281,7 +281,7 @@ def test_cancelling_the_run_cancels_the_remote_job(
     cancels = _calls(standin, api, "cancel")
     assert len(cancels) == 1 and job.id in cancels[0]["path"] and job.status == "cancelled"
     [report] = engine_reports(store, run_id)
-    assert report["status"] == "cancelled" and report["remote_id"] == job.id
+    assert report.status == "cancelled" and report.remote_id == job.id
     step = store.get_step(run_id, f"engine:{engine}")
     assert step is not None and step["status"] == "failed"
 
@@ -310,7 +310,7 @@ def test_resumed_run_polls_the_same_remote_job_instead_of_starting_another(
     assert result["status"] == "completed" and result["remote_id"] == job.id
     assert len(_calls(standin, api, "create")) == 1
     assert {r["path"].split("/")[3] for r in _calls(standin, api, "retrieve")} == {job.id}
-    assert engine_reports(Store(tmp_db), run_id)[0]["status"] == "completed"
+    assert engine_reports(Store(tmp_db), run_id)[0].status == "completed"
 
 
 def test_missing_key_is_a_clear_configuration_error(

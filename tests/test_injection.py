@@ -202,7 +202,7 @@ def test_a_run_over_hostile_pages_follows_no_page_instruction(
     # The report: no canary, no tracker, no image, no link to a page that was not gathered.
     doc = build_document_for_run(store, run_id)
     markdown = to_markdown(doc)
-    stored = (store.get_report(run_id) or {})["markdown"]
+    stored = store.get_report(run_id).markdown  # type: ignore[union-attr]
     gathered = {s["canonical_url"] for s in sources}
     for text in (markdown, stored):
         assert CANARY not in text

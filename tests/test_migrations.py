@@ -53,8 +53,11 @@ def test_a_file_made_by_the_old_code_upgrades_in_place_with_every_row_intact(
     assert len(expected_runs) == 2
     for run_id in expected_runs:  # sources, drafts, verdicts and events, one by one
         assert len(store.get_sources(run_id)) == 3
-        assert store.get_drafts(run_id)[0]["numbering"] == {1: "s0", 2: "s1"}
-        assert [v["verdict"] for v in store.get_verifications(run_id)] == ["supported", "refuted"]
+        assert store.get_drafts(run_id)[0].numbering == {1: "s0", 2: "s1"}
+        assert [v.verdict for v in store.get_verifications(run_id)] == ["supported", "refuted"]
+        [review] = store.get_reviews(run_id)  # an issue stored without a severity reads as low
+        assert review.approved is True and review.issues[0].issue == "none"
+        assert review.issues[0].severity == "low"
         assert len(store.get_events(run_id)) == 4
     # and it goes on working: a new run, its sources, an event, a search of the library
     run_id = store.create_run("After the upgrade", {})

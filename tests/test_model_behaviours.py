@@ -62,7 +62,7 @@ def assert_report_is_ours_and_consistent(store: Store, run_id: str, *,
     assert doc.verification == " ".join(summary["line"].split())
     assert "no factual claims" not in doc.verification and "no cited claims" not in doc.verification
     # The Review tab saw the normalised draft: its citations counted.
-    assert facts["reviews"] and facts["reviews"][0]["checks"]["cited_share"] >= min_cited
+    assert facts["reviews"] and facts["reviews"][0].checks["cited_share"] >= min_cited
     # The run status agrees with the report.
     run = store.get_run(run_id) or {}
     assert run["status"] == "completed", run.get("error")
@@ -87,27 +87,27 @@ def test_a_full_run_under_each_model_behaviour_gives_a_cited_verified_consistent
         assert facts["summary"]["unsupported_removed"] < facts["summary"]["claims"] / 2
     if behaviour == "sparse_citations":
         # Uncited statements were flagged by the review, then marked or removed by verification.
-        first = facts["reviews"][0]["checks"]
+        first = facts["reviews"][0].checks
         assert first["uncited_examples"], first
-        uncited = [r for r in facts["rows"] if not r["source_ids"]]
-        assert uncited and all(r["status"] in ("uncited", "removed") for r in uncited)
+        uncited = [r for r in facts["rows"] if not r.source_ids]
+        assert uncited and all(r.status in ("uncited", "removed") for r in uncited)
         assert "42%" not in facts["doc"].body  # a figure with no source does not survive
     if behaviour == "loose_quotes":
         # Typographic quotes, an ellipsis and odd spaces do not overrule a real quote.
-        overruled = [r for r in facts["rows"] if "overruled" in (r.get("note") or "")]
+        overruled = [r for r in facts["rows"] if "overruled" in (r.note or "")]
         assert facts["summary"]["supported"] >= len(facts["rows"]) / 2, overruled
-        quotes = [r["details"]["verifier"]["quote"] for r in facts["rows"]]
+        quotes = [r.details["verifier"]["quote"] for r in facts["rows"]]
         assert any("\u201c" in q and "…" in q for q in quotes)  # the quotes really were loose
     if behaviour == "sloppy_verdicts":
         # Verdicts in other words count; answers about ids that do not exist leave the claim
         # unchecked and marked, never removed as unsupported.
         rows = facts["rows"]
-        unanswered = [r for r in rows if r["source_ids"] and not r["verifier_verdict"]
-                      and not r["auditor_verdict"]]
-        assert unanswered and all(r["status"] == "unchecked" for r in unanswered)
+        unanswered = [r for r in rows if r.source_ids and not r.verifier_verdict
+                      and not r.auditor_verdict]
+        assert unanswered and all(r.status == "unchecked" for r in unanswered)
         assert facts["summary"]["unchecked"] == len(unanswered)
         assert facts["doc"].body.count("(not verified)") == len(unanswered)
-        assert any(r["verifier_verdict"] == "SUPPORTED" for r in rows)
+        assert any(r.verifier_verdict == "SUPPORTED" for r in rows)
 
 
 @pytest.mark.parametrize("behaviour", ["truncated", "refusal"])

@@ -77,7 +77,7 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     assert all(s["relevance"] >= 0.6 for s in sources)
 
     # Hostile pages were skipped with a reason, and the injection changed nothing.
-    skipped = {s["url"].split("/pages/")[-1]: s["reason"] for s in store.get_skipped(run_id)}
+    skipped = {s.url.split("/pages/")[-1]: s.reason for s in store.get_skipped(run_id)}
     # Refused at the redirect (test_fetch proves the refusal itself); on a machine loaded
     # enough that the stand-in's first answer misses the page time limit, it is skipped for that.
     assert re.search(r"refused|took longer than", skipped["hostile/redirect-metadata"])
@@ -98,11 +98,11 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     assert any(INJECTION_FACT.split(",")[0] in p for p in injected)  # its real content was read
 
     reviews = store.get_reviews(run_id)
-    assert [r["approved"] for r in reviews] == [False, True], "\n".join(str(x) for x in [
-        (r["model_approved"], r["issues"], {k: v for k, v in r["checks"].items() if k != "uncited_examples"})
+    assert [r.approved for r in reviews] == [False, True], "\n".join(str(x) for x in [
+        (r.model_approved, r.issues, {k: v for k, v in r.checks.items() if k != "uncited_examples"})
         for r in reviews])
-    assert all("cited_share" in r["checks"] for r in reviews)
-    assert [d["kind"] for d in store.get_drafts(run_id)] == ["draft", "revision", "verified"]
+    assert all("cited_share" in r.checks for r in reviews)
+    assert [d.kind for d in store.get_drafts(run_id)] == ["draft", "revision", "verified"]
 
     doc = build_document_for_run(store, run_id)
     markdown = to_markdown(doc)
@@ -153,7 +153,7 @@ def test_retries_faults_and_a_search_provider_down(
     providers = {s["provider"] for s in store.get_sources(run_id)}
     assert providers and "tavily" not in providers
     report = store.get_report(run_id)
-    assert report is not None and "Search degraded: tavily" in report["markdown"]
+    assert report is not None and "Search degraded: tavily" in report.markdown
 
 
 def test_quota_exhausted_fails_fast_with_a_clear_message(
@@ -195,7 +195,7 @@ def test_a_subtopic_failing_three_times_is_marked_and_the_report_says_so(
     step = store.get_step(run_id, "research:t1")
     assert step is not None and step["status"] == "failed" and step["attempts"] == 3
     report = store.get_report(run_id)
-    assert report is not None and "could not be researched" in report["markdown"]
+    assert report is not None and "could not be researched" in report.markdown
 
 
 def test_a_cancelled_run_resumes_to_the_same_sources_as_an_uninterrupted_one(

@@ -160,8 +160,8 @@ def test_a_run_survives_fenced_truncated_and_trickling_answers_and_a_refusal(
     run = store.get_run(run_id)
     assert run is not None and run["status"] == "completed", run and run["error"]
     report = store.get_report(run_id)
-    assert report is not None and "## Executive summary" in report["markdown"]
-    assert "secret reasoning" not in report["markdown"]
+    assert report is not None and "## Executive summary" in report.markdown
+    assert "secret reasoning" not in report.markdown
     retries = [e["message"] for e in store.get_events(run_id) if e["type"] == "retrying"]
     assert any("did not answer" in m for m in retries)
     assert any("refused" in m for m in retries)

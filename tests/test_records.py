@@ -3,12 +3,26 @@ rows the store takes without changing what is stored."""
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError
+from dataclasses import FrozenInstanceError, replace
 from pathlib import Path
 
 import pytest
 
-from research.records import Draft, Finding, Source, Subtopic, plan_rows, subtopics
+from research.records import (
+    Draft,
+    EngineReport,
+    Finding,
+    Query,
+    Report,
+    Review,
+    ReviewIssue,
+    SkippedPage,
+    Source,
+    Subtopic,
+    Verdict,
+    plan_rows,
+    subtopics,
+)
 from storage import Store
 
 
@@ -54,10 +68,48 @@ def test_a_source_row_becomes_a_record_without_the_stores_own_columns(store: Sto
     assert Finding.from_row(stored) == finding
 
 
+def test_searches_and_skipped_pages_read_back_as_the_records_written(store: Store) -> None:
+    run_id = store.create_run("q", {})
+    store.start_step(run_id, "research:t1", kind="research", label="r")
+    asked = [Query("t1", "heat pumps", "tavily", 4), Query("t1", "cop", "exa", error="timeout")]
+    skipped = SkippedPage("t1", "https://b.example/y", "relevance 0.20 below 0.6")
+    store.complete_research_step(run_id, "research:t1", sources=[], findings=[],
+                                 queries=[q.row() for q in asked], skipped=[skipped.row()])
+    assert store.get_queries(run_id) == [replace(q, step_key="research:t1") for q in asked]
+    assert store.get_skipped(run_id) == [replace(skipped, step_key="research:t1")]
+
+
 def test_records_are_frozen() -> None:
     sub = Subtopic(id="t1", title="Costs")
     with pytest.raises(FrozenInstanceError):
         sub.title = "Other"  # type: ignore[misc]
-    draft = Draft.from_row({"version": 2, "kind": "revision", "text": "x [1]",
-                            "numbering": {1: "s_1"}, "word_count": 2})
-    assert draft.numbering == {1: "s_1"} and draft.words == 2
+    verdict = Verdict("c1", "A claim")
+    with pytest.raises(FrozenInstanceError):
+        verdict.status = "removed"  # type: ignore[misc]
+
+
+def test_the_writing_side_reads_back_as_records(store: Store) -> None:
+    """Drafts, reviews, the report, engine reports and verdicts come back typed, whatever
+    the JSON columns held (an older reviewer's issue without a severity reads as low)."""
+    run_id = store.create_run("q", {})
+    store.save_draft(run_id, 2, "revision", "x [1]", {1: "s_1"}, 2)
+    [draft] = store.get_drafts(run_id)
+    assert isinstance(draft, Draft) and draft.numbering == {1: "s_1"} and draft.words == 2
+    assert draft.created_at  # stamped by the store
+    store.save_review(run_id, 1, draft_version=2, approved=True, model_approved=False,
+                      issues=[ReviewIssue("medium", "Too long")], strengths=[], checks={})
+    [review] = store.get_reviews(run_id)
+    assert isinstance(review, Review) and review.issues[0].severity == "medium"
+    store.save_engine_report(run_id, "openai-deep-research", "Engine [1]", numbering={1: "s_1"},
+                             meta={"label": "OpenAI", "words": 1, "cost_usd": None})
+    report = store.get_engine_report(run_id, "openai-deep-research")
+    assert isinstance(report, EngineReport) and report.status == "completed"
+    assert (report.label, report.words, report.polls, report.cost_usd) == ("OpenAI", 1, 0, None)
+    store.save_verifications(run_id, [Verdict("c1", "A claim", ("s_1",), "SUPPORTED",
+                                              status="qualified", final_text="Some claim")])
+    [verdict] = store.get_verifications(run_id)
+    assert verdict.outcome == "qualified" and verdict.final_text == "Some claim"
+    assert verdict.source_ids == ("s_1",) and verdict.created_at
+    store.save_report(run_id, "# R", meta={"words": 1})
+    assert store.get_report(run_id) == Report(run_id, "# R", {"words": 1},
+                                              store.get_report(run_id).created_at)  # type: ignore[union-attr]

@@ -255,11 +255,11 @@ def test_a_run_goes_on_past_an_inflating_pdf(
     url = "/pages/hostile/pdf-inflating"
     standin.set_extra_results([url])
     store, run_id, _ = runs.completed("How do heat pumps perform in cold climates?", preset="quick")
-    skipped = [s for s in store.get_skipped(run_id) if s["url"].endswith(url)]
+    skipped = [s for s in store.get_skipped(run_id) if s.url.endswith(url)]
     # Stopped by the page time limit, the PDF memory limit or its reader being stopped,
     # whichever comes first on this machine: what matters is that the run goes on.
     limits = re.compile(r"took longer than \d+ s|needs more than \d+ MB|could not read the PDF")
-    assert skipped and all(limits.search(s["reason"]) for s in skipped), skipped
+    assert skipped and all(limits.search(s.reason) for s in skipped), skipped
     assert store.count_sources(run_id) > 0
 
 

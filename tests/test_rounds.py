@@ -100,7 +100,7 @@ def test_a_later_round_worker_is_told_earlier_learnings_and_queries(
     later = next(s for s in plan if s["round"] == 2)
     claims = [f["claim"] for f in store.get_findings(run_id)
               if f["kind"] == "finding" and f["subtopic_id"] in first_ids]
-    queries = [q["query"] for q in store.get_queries(run_id) if q["subtopic_id"] in first_ids]
+    queries = [q.query for q in store.get_queries(run_id) if q.subtopic_id in first_ids]
     assert claims and queries
     prompts = [_user_prompt(r) for r in standin.requests_for("openai")]
     later_prompts = [p for p in prompts if f"<subtopic>{later['title']}</subtopic>" in p]
@@ -112,8 +112,8 @@ def test_a_later_round_worker_is_told_earlier_learnings_and_queries(
     assert not any(c[:80] in first_prompt for c in claims)  # round 1 has nothing earlier
     # No query of the round-2 subtopic repeats one of round 1.
     seen = {" ".join(q.lower().split()) for q in queries}
-    assert not any(" ".join(q["query"].lower().split()) in seen
-                   for q in store.get_queries(run_id) if q["subtopic_id"] == later["id"])
+    assert not any(" ".join(q.query.lower().split()) in seen
+                   for q in store.get_queries(run_id) if q.subtopic_id == later["id"])
 
 
 class _Worker:

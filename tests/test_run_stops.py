@@ -13,6 +13,7 @@ import pytest
 
 from research import Credentials, ResearchError, build_config, cancel, create_run, execute, resume
 from research.errors import BudgetExceeded, BudgetStop, NeedsInput, RateLimited, RunCancelled, RunStop
+from research.records import Report
 from research.retry import RetryPolicy, call_with_retries
 from storage import Store
 from tests.cli_helpers import RunCli
@@ -145,8 +146,8 @@ def test_incomplete_verification_or_no_verified_citation_is_a_warning(
 
         class store:  # noqa: N801 - a stand-in for the Store's one method used here
             @staticmethod
-            def get_report(run_id: str) -> dict[str, Any]:
-                return {"meta": {"cited_sources": 4}}
+            def get_report(run_id: str) -> Report:
+                return Report(run_id, "# Report", {"cited_sources": 4})
 
     summaries = iter([
         {"claims": 5, "supported": 1, "incomplete": True, "unchecked": 3},

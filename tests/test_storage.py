@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import insert, inspect, select, text, update
 
 from research.events import Error, SourceFound
+from research.records import ReviewIssue, Verdict
 from storage import MIGRATIONS, Store, default_db_path
 from storage.migrate import head_revision
 from storage.schema import metadata, runs
@@ -149,8 +150,8 @@ def test_complete_research_step_deduplicates_by_canonical_url(store: Store) -> N
     assert step is not None
     assert (step["status"], step["source_count"], step["result"]) == ("done", 2, {"summary": "ok"})
     assert step["duration_s"] is not None and step["attempts"] == 1
-    assert len(store.get_queries(run_id)) == 1 and store.get_queries(run_id)[0]["error"] is None
-    assert store.get_skipped(run_id)[0]["reason"] == "private address"
+    assert len(store.get_queries(run_id)) == 1 and store.get_queries(run_id)[0].error is None
+    assert store.get_skipped(run_id)[0].reason == "private address"
 
 
 def test_complete_research_step_is_all_or_nothing(store: Store) -> None:
@@ -217,8 +218,7 @@ def test_delete_run_removes_every_row_of_the_run(store: Store) -> None:
         store.save_review(rid, 1, draft_version=1, approved=True, model_approved=True,
                           issues=[], strengths=["clear"], checks={"citations": True})
         store.save_report(rid, "# Report", meta={"words": 2})
-        store.save_verifications(rid, [{"claim_id": "c1", "claim": "c", "source_ids": [],
-                                        "verdict": "supported"}])
+        store.save_verifications(rid, [Verdict("c1", "c", verdict="supported")])
         store.add_usage(rid, "writer", "fake", "m", 10, 5, 0.01)
         store.save_engine_job(rid, "openai-deep-research", remote_id="resp_1", status="queued")
         store.append_event(Error(run_id=rid, message="boom"))
@@ -356,24 +356,24 @@ def test_draft_numbering_keys_come_back_as_ints(store: Store) -> None:
     store.save_draft(run_id, 2, "revision", "b [1][2]", {1: "s_a", 2: "s_b"}, 3)
     store.save_draft(run_id, 1, "draft", "a [1]", {1: "s_a"}, 2)
     drafts = store.get_drafts(run_id)
-    assert [d["version"] for d in drafts] == [1, 2]
-    assert drafts[1]["numbering"] == {1: "s_a", 2: "s_b"}
-    assert all(isinstance(k, int) for k in drafts[1]["numbering"])
+    assert [d.version for d in drafts] == [1, 2]
+    assert drafts[1].numbering == {1: "s_a", 2: "s_b"} and drafts[1].words == 3
+    assert all(isinstance(k, int) for k in drafts[1].numbering)
 
 
 def test_reviews_report_usage_and_verifications_round_trip(store: Store) -> None:
     run_id = store.create_run("q", {})
     store.save_review(run_id, 1, draft_version=1, approved=False, model_approved=True,
-                      issues=[{"kind": "citation", "detail": "missing"}], strengths=["short"],
-                      checks={"uncited": 2})
+                      issues=[ReviewIssue("high", "missing citation", section="Costs")],
+                      strengths=["short"], checks={"uncited": 2})
     review = store.get_reviews(run_id)[0]
-    assert review["approved"] is False and review["model_approved"] is True
-    assert review["issues"] == [{"kind": "citation", "detail": "missing"}]
-    assert review["checks"] == {"uncited": 2}
+    assert review.approved is False and review.model_approved is True
+    assert review.issues == (ReviewIssue("high", "missing citation", section="Costs"),)
+    assert review.checks == {"uncited": 2} and review.strengths == ("short",)
     store.save_report(run_id, "# v1", meta={"a": 1})
     store.save_report(run_id, "# v2", meta={"a": 2})
-    assert store.get_report(run_id)["markdown"] == "# v2"  # type: ignore[index]
-    assert store.get_report(run_id)["meta"] == {"a": 2}  # type: ignore[index]
+    report = store.get_report(run_id)
+    assert report is not None and report.markdown == "# v2" and report.meta == {"a": 2}
     assert store.get_report("missing") is None
     store.add_usage(run_id, "writer", "openai", "m1", 100, 50, 0.002)
     store.add_usage(run_id, "writer", "openai", "m1", 10, 5, 0.001)
@@ -382,15 +382,15 @@ def test_reviews_report_usage_and_verifications_round_trip(store: Store) -> None
     totals = store.usage_totals(run_id)
     assert (totals["tokens"], totals["calls"]) == (167, 3)
     assert totals["cost_usd"] == pytest.approx(0.003)
-    store.save_verifications(run_id, [{"claim_id": "c1", "claim": "x", "source_ids": ["s_a"],
-                                       "verdict": "unsupported", "passage": None,
-                                       "reviewer": "model"}])
-    store.save_verifications(run_id, [{"claim_id": "c1", "claim": "x", "source_ids": ["s_a"],
-                                       "verdict": "supported", "passage": "p",
-                                       "reviewer": "model"}])
+    store.save_verifications(run_id, [Verdict("c1", "x", ("s_a",), "unsupported",
+                                              reviewer="model")])
+    store.save_verifications(run_id, [Verdict("c1", "x", ("s_a",), "supported", passage="p",
+                                              reviewer="model", details={"single_source": True})])
     verifications = store.get_verifications(run_id)
-    assert len(verifications) == 1 and verifications[0]["verdict"] == "supported"
-    assert verifications[0]["source_ids"] == ["s_a"]
+    assert len(verifications) == 1 and verifications[0].verdict == "supported"
+    assert verifications[0].source_ids == ("s_a",) and verifications[0].passage == "p"
+    assert verifications[0].details == {"single_source": True}
+    assert verifications[0].outcome == "supported"  # no status stored: the verdict
 
 
 def test_latest_activity_is_a_cheap_summary(store: Store) -> None:

@@ -17,6 +17,7 @@ from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.phases import verify
 from research.phases.verify import Claim, Outcome, PassVerdict
+from research.records import Verdict
 from research.urls import canonical_url
 from storage import Store
 from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - fixture
@@ -35,8 +36,8 @@ def _pdf_text(data: bytes) -> str:
     return " ".join(" ".join(page.extract_text().split()) for page in PdfReader(io.BytesIO(data)).pages)
 
 
-def _row(rows: list[dict[str, Any]], marker: str) -> dict[str, Any]:
-    found = [r for r in rows if marker in r["claim"]]
+def _row(rows: list[Verdict], marker: str) -> Verdict:
+    found = [r for r in rows if marker in r.claim]
     assert len(found) == 1, marker
     return found[0]
 
@@ -64,14 +65,14 @@ def test_every_claim_is_checked_twice_and_what_is_not_supported_leaves_or_is_qua
 
     drafts = store.get_drafts(run_id)
     base, final = drafts[-2], drafts[-1]
-    assert INVENTED_SENTENCE.split(" [")[0] in base["text"]
-    assert final["kind"] == "verified" and final["numbering"] == base["numbering"]
+    assert INVENTED_SENTENCE.split(" [")[0] in base.text
+    assert final.kind == "verified" and final.numbering == base.numbering
     sources = {s["id"]: s for s in store.get_sources(run_id)}
-    claims = verify.split_claims(base["text"], base["numbering"], sources)
+    claims = verify.split_claims(base.text, base.numbering, sources)
     rows = store.get_verifications(run_id)
-    assert [r["claim_id"] for r in rows] == [c.id for c in claims] and len(rows) >= 15
-    assert all(r["status"] in ("supported", "qualified", "removed") for r in rows)
-    assert all(r["verifier_verdict"] and r["auditor_verdict"] for r in rows)
+    assert [r.claim_id for r in rows] == [c.id for c in claims] and len(rows) >= 15
+    assert all(r.status in ("supported", "qualified", "removed") for r in rows)
+    assert all(r.verifier_verdict and r.auditor_verdict for r in rows)
 
     # Two separately prompted passes, and a critic, all asked over HTTP.
     schemas = _schemas(standin, "openai")
@@ -81,43 +82,43 @@ def test_every_claim_is_checked_twice_and_what_is_not_supported_leaves_or_is_qua
 
     # The invented citation never reaches a model and never survives.
     invented = _row(rows, "40% improvement")
-    assert invented["status"] == "removed" and invented["source_ids"] == []
-    assert "no source gathered" in invented["note"]
-    assert "[99]" not in final["text"] and "invented.example" not in final["text"]
+    assert invented.status == "removed" and invented.source_ids == ()
+    assert "no source gathered" in invented.note
+    assert "[99]" not in final.text and "invented.example" not in final.text
 
     # Contested (the passes disagree) -> the critic rejects it.
     contested = _row(rows, CONTESTED_MARK)
-    assert (contested["verifier_verdict"], contested["auditor_verdict"]) == ("SUPPORTED", "UNSUPPORTED")
-    assert contested["verdict"] == "CONTESTED" and contested["critic_verdict"] == "REJECT"
-    assert contested["status"] == "removed" and CONTESTED_MARK not in final["text"]
+    assert (contested.verifier_verdict, contested.auditor_verdict) == ("SUPPORTED", "UNSUPPORTED")
+    assert contested.verdict == "CONTESTED" and contested.critic_verdict == "REJECT"
+    assert contested.status == "removed" and CONTESTED_MARK not in final.text
 
     # A SUPPORTED verdict quoting a passage that is in no source is overruled.
     faked = _row(rows, FAKE_QUOTE_MARK)
-    assert faked["verifier_verdict"] == "UNSUPPORTED" and "overruled" in faked["note"]
-    assert faked["details"]["verifier"]["quote"] == FAKE_QUOTE
-    assert faked["status"] == "removed"
-    assert "Insufficient verified data for this section." in final["text"].split(
+    assert faked.verifier_verdict == "UNSUPPORTED" and "overruled" in faked.note
+    assert faked.details["verifier"]["quote"] == FAKE_QUOTE
+    assert faked.status == "removed"
+    assert "Insufficient verified data for this section." in final.text.split(
         "## Where sources disagree")[1].split("##")[0]
 
     # Overstated in the executive summary -> the critic downgrades, the writer qualifies it.
     overstated = _row(rows, OVERSTATED_MARK)
-    assert overstated["verdict"] == "OVERSTATED" and overstated["critic_verdict"] == "DOWNGRADE"
-    assert overstated["status"] == "qualified"
-    assert overstated["final_text"].startswith("According to the cited source, the strongest")
-    assert "(qualified after verification)" in overstated["final_text"]
-    assert overstated["final_text"] in final["text"]
+    assert overstated.verdict == "OVERSTATED" and overstated.critic_verdict == "DOWNGRADE"
+    assert overstated.status == "qualified"
+    assert overstated.final_text.startswith("According to the cited source, the strongest")
+    assert "(qualified after verification)" in overstated.final_text
+    assert overstated.final_text in final.text
 
     # Supported claims keep their quoted passage, which is really in the cited source.
-    supported = [r for r in rows if r["status"] == "supported"]
-    assert supported and all(r["passage"] for r in supported)
+    supported = [r for r in rows if r.status == "supported"]
+    assert supported and all(r.passage for r in supported)
     for r in supported:
-        assert verify.quote_found(r["passage"], [sources[sid]["text"] for sid in r["source_ids"]])
+        assert verify.quote_found(r.passage, [sources[sid]["text"] for sid in r.source_ids])
 
     # Load-bearing claims on one source are marked; analysis claims are not.
-    summary_part = final["text"].split("## Executive summary")[1].split("## Analysis")[0]
+    summary_part = final.text.split("## Executive summary")[1].split("## Analysis")[0]
     assert summary_part.count("(single source)") >= 8
-    assert "(single source)" not in final["text"].split("## Analysis by subtopic")[1]
-    assert "Removed after verification: 3 claims" in final["text"]
+    assert "(single source)" not in final.text.split("## Analysis by subtopic")[1]
+    assert "Removed after verification: 3 claims" in final.text
 
     result = verify.summary(store, run_id)
     assert result["claims"] == len(rows) and result["unsupported_removed"] == 3
@@ -157,7 +158,7 @@ def test_gemini_run_marks_a_failed_subtopic_unverified_removes_the_revision_clai
     failed_title = store.get_plan(run_id)[0]["title"]  # type: ignore[index]
     rows = store.get_verifications(run_id)
     revision = _row(rows, REVISION_SENTENCE.split(" [")[0])
-    assert revision["status"] == "removed" and revision["critic_verdict"] is None
+    assert revision.status == "removed" and revision.critic_verdict is None
     assert {"ClaimVerdicts", "AuditVerdicts", "CriticVerdicts"} <= set(_schemas(standin, "gemini"))
 
     result = verify.summary(store, run_id)
@@ -193,11 +194,11 @@ def test_when_both_checks_fail_the_run_completes_and_claims_are_flagged_not_veri
 
     rows = store.get_verifications(run_id)
     invented = _row(rows, "40% improvement")
-    assert invented["status"] == "removed"  # needs no model to go
+    assert invented.status == "removed"  # needs no model to go
     others = [r for r in rows if r is not invented]
-    assert others and all(r["status"] == "unchecked" and r["verdict"] == "UNCHECKED" for r in others)
+    assert others and all(r.status == "unchecked" and r.verdict == "UNCHECKED" for r in others)
     assert "CriticVerdicts" not in _schemas(standin, "openai")
-    final = store.get_drafts(run_id)[-1]["text"]
+    final = store.get_drafts(run_id)[-1].text
     assert final.count("(not verified)") == len(others)
     warnings = [e for e in store.get_events(run_id) if e["type"] == "warning" and e["step"] == "verify"]
     assert warnings and "could not be checked" in warnings[0]["message"]
@@ -228,13 +229,13 @@ def test_run_page_shows_the_share_of_supported_claims_and_every_verdict_with_its
     assert {"Claim", "Verifier", "Auditor", "Critic", "Outcome", "Passage"} <= set(table.columns)
     assert "Removed" in set(table["Outcome"]) and "Qualified" in set(table["Outcome"])
 
-    rows = {r["claim_id"]: r for r in dash_env.get_verifications(run_id)}
-    contested = next(cid for cid, r in rows.items() if CONTESTED_MARK in r["claim"])
+    rows = {r.claim_id: r for r in dash_env.get_verifications(run_id)}
+    contested = next(cid for cid, r in rows.items() if CONTESTED_MARK in r.claim)
     at.selectbox(key="v_claim").set_value(contested).run()
     detail = "\n".join(m.value for m in at.markdown)
     assert "Critic\\:** REJECT" in detail or "Critic:** REJECT" in detail
     assert "Second check (auditor)" in detail and "Source passages the checks read" in detail
-    quote = rows[contested]["details"]["verifier"]["quote"]
+    quote = rows[contested].details["verifier"]["quote"]
     assert verify.quote_found(quote, [detail.replace("\\", "")])
 
     at.multiselect(key="v_outcome").set_value(["Removed"]).run()
@@ -451,7 +452,8 @@ def test_when_most_verdicts_never_came_verification_is_reported_incomplete_not_e
     text, _ = verify.apply(DRAFT, outcomes, numbering=NUMBERING, sources=SOURCES, failed_titles=[])
     assert text.count("(not verified)") == len(cited)
     assert "Verification could not be completed" in text.split("##")[0]
-    rows = [{"status": o.status, "source_ids": o.claim.source_ids} for o in outcomes]
+    rows = [Verdict(o.claim.id, o.claim.text, tuple(o.claim.source_ids), status=o.status)
+            for o in outcomes]
     result = verify.summarise(rows, [])
     assert result["incomplete"] is True and result["unchecked"] == len(cited)
     assert result["unsupported_removed"] == 1  # only the claim citing nothing gathered ([9])

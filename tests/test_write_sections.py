@@ -63,8 +63,8 @@ def test_sections_are_written_at_the_same_time_then_framed(
     assert len(sections) == len(plan) + 4 and len(frame) == 1
     assert _most_in_flight(sections) >= 2  # they overlapped in time
     assert frame[0]["sent"] >= max(c["answered"] for c in sections)  # the frame comes last
-    draft = next(d for d in store.get_drafts(run_id) if d["kind"] == "draft")
-    text = draft["text"]
+    draft = next(d for d in store.get_drafts(run_id) if d.kind == "draft")
+    text = draft.text
     headings = [line for line in text.splitlines() if line.startswith("#")]
     assert headings[0].startswith("# ") and headings[1] == "## Executive summary"
     assert headings[2] == "## Key findings" and "## Analysis by subtopic" in headings
@@ -72,7 +72,7 @@ def test_sections_are_written_at_the_same_time_then_framed(
         assert f"### {sub['title']}" in headings
     assert headings.index("## Analysis by subtopic") < headings.index("## Comparison")
     cited = {int(n) for n in re.findall(r"\[(\d+)\]", text)}
-    assert cited and cited <= set(draft["numbering"])  # one global numbering
+    assert cited and cited <= set(draft.numbering)  # one global numbering
 
 
 def test_revision_resends_only_the_flagged_sections(
@@ -80,8 +80,8 @@ def test_revision_resends_only_the_flagged_sections(
 ) -> None:
     store, run_id = _run(runs, review_cycles=2)
     review = store.get_reviews(run_id)[0]
-    named = {i["section"] for i in review["issues"]}
-    assert not review["approved"] and named  # the stand-in's first review flags sections
+    named = {i.section for i in review.issues}
+    assert not review.approved and named  # the stand-in's first review flags sections
     revised = [c for c in _writer_calls(standin) if c["revision"]]
     sent = {h for c in revised for h in c["parts"]}
     assert {"## Key findings", "## Executive summary"} <= sent
@@ -93,8 +93,8 @@ def test_revision_resends_only_the_flagged_sections(
     for key in before:
         if key not in (FRAME, KEY_FINDINGS):
             assert after[key] == before[key]  # untouched sections stay word for word
-    drafts = {d["kind"]: d for d in store.get_drafts(run_id)}
-    assert drafts["revision"]["text"] != drafts["draft"]["text"]
+    drafts = {d.kind: d for d in store.get_drafts(run_id)}
+    assert drafts["revision"].text != drafts["draft"].text
 
 
 def test_partial_drafts_are_stored_as_sections_finish(
@@ -117,7 +117,7 @@ def test_partial_drafts_are_stored_as_sections_finish(
     words = [w for _, _, w in partial]
     assert words == sorted(words) and words[0] < words[-1]  # the draft grows
     assert saved.index(partial[-1]) < saved.index(next(s for s in saved if s[1] == "draft"))
-    assert "partial" not in {d["kind"] for d in store.get_drafts(run_id)}  # replaced by the draft
+    assert "partial" not in {d.kind for d in store.get_drafts(run_id)}  # replaced by the draft
 
 
 def test_review_issues_route_to_the_sections_they_name() -> None:

@@ -63,10 +63,10 @@ def ingest_many(store: Store, files: Iterable[tuple[str, bytes]], *,
             results.append(None)
             continue
         if collection:
-            docstore.add_to_collection(store, collection, [known["id"]])
+            docstore.add_to_collection(store, collection, [known.id])
         results.append(Ingested(name, True, f"already in the library as "
-                                f"\u201c{known['title']}\u201d", known["id"], known["pages"],
-                                known["passages"]))
+                                f"\u201c{known.title}\u201d", known.id, known.pages,
+                                known.passages))
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         read = pool.map(lambda i: _read(items[i][0], items[i][1]), todo)
         for index, found in zip(todo, read, strict=True):
@@ -94,8 +94,8 @@ def _store(store: Store, name: str, data: bytes, digest: str, found: Extracted |
     # The same file twice in one upload: the first copy is stored, the second points at it.
     known = docstore.find_by_hash(store, digest)
     if known is not None:
-        return Ingested(name, True, f"already in the library as \u201c{known['title']}\u201d",
-                        known["id"], known["pages"], known["passages"])
+        return Ingested(name, True, f"already in the library as \u201c{known.title}\u201d",
+                        known.id, known.pages, known.passages)
     doc_id = docstore.add_document(
         store, title=found.title, filename=name, kind=found.kind, size_bytes=len(data),
         pages=found.pages, sha256=digest, status=status, message=message,

@@ -11,13 +11,14 @@ pipeline's report, each engine's report and every export cite the same stored so
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 from research.checks import word_count
 from research.context import RunContext
 from research.engines.hosted import HOSTED_ENGINES, LABELS, build_client, run_hosted
 from research.errors import ResearchError
 from research.export.document import ReportDocument, build_document
+from research.records import EngineReport
 from storage import Store
 
 __all__ = [
@@ -37,53 +38,43 @@ def merge_for_delivery(ctx: RunContext, engines: list[str]) -> None:
     so `phases.deliver` exports it like any other report. Calling it again is harmless.
     """
     drafts = ctx.store.get_drafts(ctx.run_id)
-    if any(not str(d["kind"]).startswith("engine:") for d in drafts):
+    if any(not d.kind.startswith("engine:") for d in drafts):
         return
-    reports = {r["engine"]: r for r in ctx.store.get_engine_reports(ctx.run_id)}
+    reports = {r.engine: r for r in ctx.store.get_engine_reports(ctx.run_id)}
     for name in engines:
         report = reports.get(name)
-        if report is None or report["status"] != "completed" or not report["markdown"].strip():
+        if report is None or report.status != "completed" or not report.markdown.strip():
             continue
-        ctx.store.save_draft(ctx.run_id, 1, f"engine:{name}", report["markdown"], report["numbering"],
-                             word_count(report["markdown"]))
+        ctx.store.save_draft(ctx.run_id, 1, f"engine:{name}", report.markdown,
+                             report.numbering or {}, word_count(report.markdown))
         return
     raise ResearchError(
         "None of the hosted engines produced a report, so there is nothing to deliver."
     )
 
 
-def engine_reports(store: Store, run_id: str) -> list[dict[str, Any]]:
-    """The run's hosted-engine reports, OpenAI first, then Gemini, for a side-by-side view.
-
-    Each: engine, label, model, status (the remote job's: queued | in_progress | completed |
-    failed | cancelled | incomplete), remote_id, error, markdown (citations as [n]), numbering {n: source_id},
-    words, cited_sources, polls, cost_usd, meta (everything else), created_at, updated_at.
-    """
+def engine_reports(store: Store, run_id: str) -> list[EngineReport]:
+    """The run's hosted-engine reports, OpenAI first, then Gemini, for a side-by-side view;
+    each labelled (its stored label, else the engine's name in plain words)."""
     order = {name: i for i, name in enumerate(HOSTED_ENGINES)}
-    out = []
-    for row in sorted(store.get_engine_reports(run_id), key=lambda r: order.get(r["engine"], 99)):
-        meta = row.get("meta") or {}
-        out.append({
-            "engine": row["engine"], "label": meta.get("label") or LABELS.get(row["engine"], row["engine"]),
-            "model": meta.get("model", ""), "status": row["status"], "remote_id": row["remote_id"],
-            "error": row["error"], "markdown": row["markdown"], "numbering": row["numbering"],
-            "words": meta.get("words", 0), "cited_sources": meta.get("cited_sources", 0),
-            "polls": meta.get("polls", 0), "cost_usd": meta.get("cost_usd", 0.0), "meta": meta,
-            "created_at": row["created_at"], "updated_at": row["updated_at"],
-        })
-    return out
+    rows = sorted(store.get_engine_reports(run_id), key=lambda r: order.get(r.engine, 99))
+    return [r if r.label else replace(r, meta={**(r.meta or {}), "label": label(r.engine)})
+            for r in rows]
+
+
+def label(engine: str) -> str:
+    return LABELS.get(engine, engine)
 
 
 def engine_document(store: Store, run_id: str, engine: str) -> ReportDocument:
     """One engine's finished report as a ReportDocument, for `to_markdown` / `to_pdf`."""
     run = store.get_run(run_id)
     row = store.get_engine_report(run_id, engine)
-    if run is None or row is None or row["status"] != "completed":
-        raise ResearchError(f"Run {run_id} has no finished {LABELS.get(engine, engine)} report.")
-    meta = row.get("meta") or {}
+    if run is None or row is None or row.status != "completed":
+        raise ResearchError(f"Run {run_id} has no finished {label(engine)} report.")
     return build_document(
         run_id=run_id, question=run["question"], created_at=run["created_at"],
-        parameters_line=(f"Engine: {meta.get('label') or engine}; {meta.get('cited_sources', 0)} "
-                         f"sources cited; {meta.get('words', 0)} words."),
-        draft=row["markdown"], numbering=row["numbering"], sources=store.get_sources(run_id),
+        parameters_line=(f"Engine: {row.label or engine}; {row.cited_sources} "
+                         f"sources cited; {row.words} words."),
+        draft=row.markdown, numbering=row.numbering or {}, sources=store.get_sources(run_id),
     )

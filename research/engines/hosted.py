@@ -52,7 +52,7 @@ from research.llm.base import Usage
 from research.llm.pricing import PriceTable
 from research.phases.research import source_id
 from research.prompts import clean_untrusted, date_line
-from research.records import Query, Source
+from research.records import EngineReport, Query, Source
 from research.retry import RetryPolicy, call_with_retries
 from research.urls import canonical_url, domain_of
 from storage.migrations import utc_now
@@ -143,9 +143,9 @@ def run_hosted(ctx: RunContext, engine: str, *, credentials: Credentials | None 
     return result
 
 
-def _reattachable(row: dict[str, Any] | None) -> str | None:
-    if row and row.get("remote_id") and row.get("status") in (*RUNNING, "completed"):
-        return str(row["remote_id"])
+def _reattachable(row: EngineReport | None) -> str | None:
+    if row and row.remote_id and row.status in (*RUNNING, "completed"):
+        return str(row.remote_id)
     return None
 
 
@@ -211,9 +211,9 @@ class _HostedRun:
     def attach(self, remote_id: str) -> RemoteJob | None:
         """The job a previous attempt started; None when the service no longer knows it."""
         self.job_id = remote_id
-        row = self.ctx.store.get_engine_report(self.ctx.run_id, self.engine) or {}
-        self.polls = int((row.get("meta") or {}).get("polls") or 0)
-        self.status = str(row.get("status") or "")
+        row = self.ctx.store.get_engine_report(self.ctx.run_id, self.engine)
+        self.polls = row.polls if row else 0
+        self.status = row.status if row else ""
         try:
             job = self._call(lambda: self.api.retrieve(remote_id))
         except ProviderError as exc:

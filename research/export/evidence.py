@@ -19,6 +19,7 @@ from typing import Any
 
 from research.export.document import ReportDocument
 from research.export.method import OUTCOME_WORDS
+from research.records import Verdict
 
 HEADERS = ("Claim", "Verdict", "Quoted passage", "Source", "Source URL", "Section")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -36,31 +37,30 @@ class EvidenceRow:
     section: str
 
 
-def verdict_words(row: Mapping[str, Any]) -> str:
+def verdict_words(row: Verdict) -> str:
     """The claim's outcome in plain words ('supported', 'not verified'...)."""
-    status = str(row.get("status") or row.get("verdict") or "").lower()
-    return OUTCOME_WORDS.get(status, status or "not verified")
+    return OUTCOME_WORDS.get(row.outcome, row.outcome or "not verified")
 
 
-def evidence_rows(verifications: Sequence[Mapping[str, Any]], doc: ReportDocument,
+def evidence_rows(verifications: Sequence[Verdict], doc: ReportDocument,
                   sources: Sequence[Mapping[str, Any]]) -> list[EvidenceRow]:
     """One row per checked claim, its sources named '[n] title' as in the report."""
     numbers = {s.source_id: s.number for s in doc.sources}
     by_id = {str(s.get("id")): s for s in sources}
     rows = []
     for v in verifications:
-        ids = [str(i) for i in v.get("source_ids") or []]
+        ids = list(v.source_ids)
         names = []
         for sid in ids:
             record = by_id.get(sid, {})
             title = " ".join(str(record.get("title") or record.get("url") or "").split())
             names.append(f"[{numbers[sid]}] {title}" if sid in numbers else title)
         rows.append(EvidenceRow(
-            claim=str(v.get("claim") or ""), verdict=verdict_words(v),
-            passage=str(v.get("passage") or ""), source="; ".join(n for n in names if n),
+            claim=v.claim, verdict=verdict_words(v),
+            passage=v.passage or "", source="; ".join(n for n in names if n),
             source_url="; ".join(str(by_id.get(sid, {}).get("url") or "") for sid in ids
                                  if by_id.get(sid, {}).get("url")),
-            section=str(v.get("section") or ""),
+            section=v.section or "",
         ))
     return rows
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from research.config import ROLES, ResearchConfig
 from research.constants import CONSTANTS, DEFAULTS, PRESETS
+from research.records import Query
 from storage import Store
 
 METHOD_TITLE = "How this report was made"
@@ -91,9 +92,9 @@ def _count_words(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {word}" for word, n in merged.most_common())
 
 
-def _providers(queries: Iterable[Mapping[str, Any]]) -> list[str]:
+def _providers(queries: Iterable[Query]) -> list[str]:
     """Search services that answered at least one search, in order of first use."""
-    used = [q.get("provider") or "" for q in queries if not q.get("error")]
+    used = [q.provider for q in queries if not q.error]
     return [PROVIDER_NAMES.get(p, p) for p in dict.fromkeys(used) if p]
 
 
@@ -112,8 +113,7 @@ def method_lines(store: Store, run_id: str, config: ResearchConfig, *,
         f"Research rounds: {rounds}.",
         f"Sources: {read} pages read, {kept} kept, {cited} cited in this report.",
     ]
-    verdicts = Counter(str(v.get("status") or v.get("verdict") or "").lower()
-                       for v in store.get_verifications(run_id))
+    verdicts = Counter(v.outcome for v in store.get_verifications(run_id))
     total = sum(verdicts.values())
     lines.append(f"Claims checked against their sources: {total}"
                  + (f" ({_count_words(verdicts)})." if total else "."))

@@ -12,16 +12,16 @@ def build_document_for_run(store: Store, run_id: str) -> ReportDocument:
     report = store.get_report(run_id)
     if run is None or report is None:
         raise ResearchError(f"Run {run_id} has no finished report yet.")
-    meta = report.get("meta") or {}
-    drafts = {d["version"]: d for d in store.get_drafts(run_id)}
-    draft = drafts.get(meta.get("draft_version")) or drafts[max(drafts)]
-    text = draft["text"]
+    meta = report.meta
+    drafts = {d.version: d for d in store.get_drafts(run_id)}
+    draft = drafts.get(int(meta.get("draft_version") or 0)) or drafts[max(drafts)]
+    text = draft.text
     for english in sorted(meta.get("translations") or {}, key=len, reverse=True):
         text = text.replace(english, meta["translations"][english])  # the engine's own words
     return build_document(
         run_id=run_id, question=run["question"], created_at=run["created_at"],
         parameters_line=meta.get("parameters_line", ""), draft=text,
-        numbering=draft["numbering"], sources=store.get_sources(run_id, with_text=False),
+        numbering=draft.numbering, sources=store.get_sources(run_id, with_text=False),
         notes=tuple(meta.get("notes", ())),
         verification=meta.get("verification") or _verification_line(store, run_id),
         labels=meta.get("labels") or None, reading_time=meta.get("reading_time") or "",

@@ -217,9 +217,9 @@ def _search_notes(ctx: RunContext) -> list[str]:
     failed: dict[str, int] = defaultdict(int)
     total: dict[str, int] = defaultdict(int)
     for q in queries:
-        total[q["provider"]] += 1
-        if q.get("error"):
-            failed[q["provider"]] += 1
+        total[q.provider] += 1
+        if q.error:
+            failed[q.provider] += 1
     preflight = ctx.stored_result("preflight") or {}
     chosen = set(ctx.config.search_providers)  # only providers the person chose are reported
     down = [f.split(":")[0] for f in preflight.get("search_failed", [])]

@@ -45,7 +45,7 @@ def prior(ctx: RunContext, sub: Subtopic) -> Prior:
         if f.kind == "finding" and earlier(f.subtopic_id)
     ][:MAX_LEARNINGS]
     queries = list(dict.fromkeys(
-        q["query"] for q in ctx.store.get_queries(ctx.run_id) if earlier(q["subtopic_id"])
+        q.query for q in ctx.store.get_queries(ctx.run_id) if earlier(q.subtopic_id)
     ))[:MAX_EARLIER_QUERIES]
     return Prior(learnings, queries)
 

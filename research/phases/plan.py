@@ -172,7 +172,7 @@ def _dig_deeper_block(ctx: RunContext) -> str:
     run = ctx.store.get_run(ctx.run_id) or {}
     parent = run.get("parent_run_id")
     report = ctx.store.get_report(parent) if section and parent else None
-    text = section_text(report["markdown"], section) if report else ""
+    text = section_text(report.markdown, section) if report else ""
     if not text:
         return ""
     block = untrusted_block("earlier-report", {"section": section_title(section)},

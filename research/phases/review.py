@@ -23,6 +23,7 @@ from research.phases.verify.early import EarlyCheck
 from research.phases.write_sections import CITED
 from research.prompts import clean_untrusted, numbered_sources, system
 from research.records import Draft, ResearchResult
+from research.records import ReviewIssue as StoredIssue
 
 REVIEWER_ROLE = (
     "You are the reviewer of a research team. You check research reports for accuracy, "
@@ -134,10 +135,11 @@ def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
     review = reviewer.llm.structured(messages, ReviewResult, deadline=ctx.step_deadline())
     issues = [i.model_dump() for i in review.issues]
     high = [i for i in issues if i["severity"] == "high"]
+    raised = [StoredIssue(**i) for i in issues]
     approved = review.approved and not high and checks["passed"]
     ctx.store.save_review(
         ctx.run_id, cycle, draft_version=current.version, approved=approved,
-        model_approved=review.approved, issues=issues, strengths=list(review.strengths),
+        model_approved=review.approved, issues=raised, strengths=list(review.strengths),
         checks=checks,
     )
     counts = {sev: sum(1 for i in issues if i["severity"] == sev) for sev in ("high", "medium", "low")}

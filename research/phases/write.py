@@ -162,7 +162,7 @@ def draft(ctx: RunContext, found: ResearchResult) -> Draft:
 
 def latest(ctx: RunContext) -> Draft:
     """The newest whole draft (a draft being written section by section is not one yet)."""
-    return Draft.from_row([d for d in ctx.store.get_drafts(ctx.run_id) if d["kind"] != "partial"][-1])
+    return [d for d in ctx.store.get_drafts(ctx.run_id) if d.kind != "partial"][-1]
 
 
 def _draft_whole(ctx: RunContext, writer: Agent, found: ResearchResult,

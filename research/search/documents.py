@@ -89,8 +89,8 @@ def check_scope(store: Store, config: ResearchConfig) -> None:
         raise ConfigError(f"There is no document collection named "
                           f"\u201c{config.document_collection}\u201d.")
     scope = DocumentSearch(config.document_collection, config.document_ids, store).scope()
-    ready = [d for d in docstore.list_documents(store) if d["status"] == "ready"
-             and (scope is None or d["id"] in scope)]
+    ready = [d for d in docstore.list_documents(store) if d.status == "ready"
+             and (scope is None or d.id in scope)]
     if not ready:
         where = (f"the collection \u201c{config.document_collection}\u201d"
                  if config.document_collection else "the chosen documents"

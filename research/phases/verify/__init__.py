@@ -54,7 +54,7 @@ from research.phases.verify.claims import (
 from research.phases.verify.early import EarlyCheck, reuse, split
 from research.phases.verify.judge import accept_rewrite, combine, guard, quote_found
 from research.phases.verify.outcomes import attach_excerpts, judge_claims
-from research.records import Draft, FailedSubtopic
+from research.records import FailedSubtopic, Verdict
 from storage import Store
 
 __all__ = [
@@ -97,7 +97,7 @@ def run(ctx: RunContext, failed: Sequence[FailedSubtopic],
 
 def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
             early: EarlyCheck | None = None) -> dict[str, Any]:
-    drafts = [Draft.from_row(d) for d in ctx.store.get_drafts(ctx.run_id)]
+    drafts = ctx.store.get_drafts(ctx.run_id)
     base = [d for d in drafts if d.kind not in ("verified", "partial")][-1]
     # A verified draft saved by an attempt that did not finish is replaced, not added to.
     redo = [d for d in drafts if d.kind == "verified" and d.version > base.version]
@@ -122,7 +122,7 @@ def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
     failed_titles = [s.title for s in failed]
     text, unverified = apply(base.text, outcomes, numbering=numbering, sources=sources,
                              failed_titles=failed_titles)
-    rows = [_row(o, numbering) for o in outcomes]
+    rows = [_verdict(o, numbering) for o in outcomes]
     ctx.store.save_draft(ctx.run_id, version, "verified", text, numbering, word_count(text))
     ctx.store.save_verifications(ctx.run_id, rows)
     result = summarise(rows, unverified)
@@ -138,20 +138,20 @@ def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
             "errors": errors[:10], "checked_early": len(known)}
 
 
-def _row(o: Outcome, numbering: Mapping[int, str]) -> dict[str, Any]:
+def _verdict(o: Outcome, numbering: Mapping[int, str]) -> Verdict:
     quote = next((v.quote for v in (o.first, o.second)
                   if v.verdict in ("SUPPORTED", "OVERSTATED", "CONTRADICTED") and v.quote), "")
     numbers = {sid: n for n, sid in numbering.items()}
-    return {
-        "claim_id": o.claim.id, "claim": o.claim.text, "source_ids": o.claim.source_ids,
-        "verdict": o.combined.upper(), "passage": quote or None,
-        "reviewer": "verifier, auditor" + (", critic" if o.critic else ""),
-        "section": o.claim.section, "subtopic": o.claim.subtopic,
-        "verifier_verdict": o.first.verdict or None, "auditor_verdict": o.second.verdict or None,
-        "critic_verdict": o.critic or None, "status": o.status,
-        "final_text": o.final_text if o.status != "removed" else None,
-        "note": " ".join(n for n in (o.note, o.first.note, o.second.note) if n) or None,
-        "details": {
+    return Verdict(
+        claim_id=o.claim.id, claim=o.claim.text, source_ids=tuple(o.claim.source_ids),
+        verdict=o.combined.upper(), passage=quote or None,
+        reviewer="verifier, auditor" + (", critic" if o.critic else ""),
+        section=o.claim.section, subtopic=o.claim.subtopic,
+        verifier_verdict=o.first.verdict or None, auditor_verdict=o.second.verdict or None,
+        critic_verdict=o.critic or None, status=o.status,
+        final_text=o.final_text if o.status != "removed" else None,
+        note=" ".join(n for n in (o.note, o.first.note, o.second.note) if n) or None,
+        details={
             "numbers": [numbers.get(sid) for sid in o.claim.source_ids],
             "invalid_citations": o.claim.invalid,
             "verifier": _pass_dict(o.first), "auditor": _pass_dict(o.second),
@@ -159,7 +159,7 @@ def _row(o: Outcome, numbering: Mapping[int, str]) -> dict[str, Any]:
             "single_source": o.single_source,
             "excerpts": {sid: text[:PASSAGE_CHARS] for sid, text in o.claim.excerpts.items()},
         },
-    }
+    )
 
 
 def _pass_dict(v: PassVerdict) -> dict[str, str]:
@@ -178,19 +178,19 @@ def _counts(summary: Mapping[str, Any]) -> dict[str, Any]:
     return {k: summary.get(k, _DEFAULTS.get(k)) for k in _COUNT_KEYS}
 
 
-def summarise(rows: Sequence[Mapping[str, Any]], unverified_subtopics: Sequence[str]) -> dict[str, Any]:
+def summarise(rows: Sequence[Verdict], unverified_subtopics: Sequence[str]) -> dict[str, Any]:
     """Counts by final status and one line of plain words for the report header. `incomplete`:
     most claims with a source got no usable verdict, so verification could not be completed."""
     claims = len(rows)
-    status = [str(r.get("status") or "") for r in rows]
+    status = [r.status or "" for r in rows]
     supported = status.count("supported")
     removed = status.count("removed")
     rewritten = status.count("qualified")
     unchecked = sum(status.count(s) for s in UNCHECKED_STATUSES)
     uncited = status.count("uncited")
-    checkable = sum(1 for r in rows if r.get("source_ids"))
+    checkable = sum(1 for r in rows if r.source_ids)
     incomplete = bool(checkable) and unchecked * 2 > checkable
-    single = sum(1 for r in rows if (r.get("details") or {}).get("single_source"))
+    single = sum(1 for r in rows if (r.details or {}).get("single_source"))
     share = round(supported / claims, 3) if claims else 0.0
     if claims:
         line = (f"{supported} of {claims} cited claims ({share:.0%}) are supported by the "
