@@ -286,6 +286,12 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
     return phases
 
 
+def _opposing(title: str) -> str:
+    from research.phases.searching import opposing_query
+
+    return opposing_query(title)
+
+
 def _unit(step: dict[str, Any], order: int, title: str, window: Sequence[Call],
           searches: Sequence[tuple[float, str]], asked: set[str], lat: Latency,
           found_by: set[str]) -> Unit:
@@ -298,7 +304,10 @@ def _unit(step: dict[str, Any], order: int, title: str, window: Sequence[Call],
     findings = [c for c in window if c.task == "SubtopicFindings" and tag in c.text]
     mine = [(t, words) for t, words in searches if began <= t <= ended and words in asked]
     pages = int(result.get("sources") or 0) + int(result.get("skipped") or 0)
-    chain, chain_n = unit_chain(queries, mine, [c.cost for c in scoring],
+    # The other side's search waits for no query call (research.phases.searching.other_side).
+    other = _words(_opposing(title))
+    chain, chain_n = unit_chain(queries, [m for m in mine if m[1] != other],
+                                [c.cost for c in scoring],
                                 sum(c.cost for c in findings), len(findings), lat,
                                 found_by if pages else set())
     return Unit(
@@ -315,8 +324,9 @@ def unit_chain(queries: Sequence[Call], searches: Sequence[tuple[float, str]],
     """A unit's lower bound and the model calls on it: the longest of the chains its record
     proves (bench/README.md, step 3). Query calls run one after another, each wave's
     searches between them; the findings call comes after the last wave; a scoring call needs
-    a page read (P) after a search; a wave's pages need that wave. `found_by`: the queries
-    (as words) that found a source the run kept."""
+    a page read (P) after a search; a wave's pages need that wave. `searches`: (time, words)
+    of the unit's searches but the other side's; `found_by`: the queries (as words) that
+    found a source the run kept."""
     nexts = [c.sent for c in queries[1:]] + [float("inf")]
     chains: list[tuple[float, int]] = []
     at, n = 0.0, 0
