@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, wait
+from concurrent.futures import Future
 from datetime import date, timedelta
 from functools import partial
 
@@ -47,6 +47,8 @@ class Reading:
         self._deadline = deadline
         self._record = record
         self._lock = threading.Lock()
+        # A future counts as done before its callbacks have run: `finish` waits for these.
+        self._settled = threading.Condition(self._lock)
         self._chosen: list[Candidate] = []
         self._fetches: list[Future[FetchedPage]] = []
         self._read: dict[int, Read] = {}
@@ -66,7 +68,13 @@ class Reading:
                 index = len(self._chosen)
                 self._chosen.append(cand)
                 self._open += 1
-            future = pool.submit(self._fetch, cand)
+            try:
+                future = pool.submit(self._fetch, cand)
+            except BaseException:  # the run's executor is closed: nothing more is read
+                with self._lock:
+                    self._chosen.pop()
+                    self._open -= 1
+                raise
             self._fetches.append(future)
             future.add_done_callback(partial(self._arrived, index, cand))
 
@@ -74,8 +82,8 @@ class Reading:
         """Wait for every page and score; the sources read (in the order chosen), the scores
         by source id, and the budget stop that cut scoring short, if one did. Pages skipped
         are added to the unit's outcome, in the order chosen."""
-        wait(self._fetches)
-        with self._lock:
+        with self._settled:
+            self._settled.wait_for(lambda: self._open == 0)
             self._submit_batch()
             if self._fatal is not None:
                 raise self._fatal
@@ -123,21 +131,32 @@ class Reading:
             read = self._ctx.safe(str(exc))
         except BaseException as exc:  # noqa: BLE001 - cancelled, over time, a crash: the unit's
             fatal = exc
-        if isinstance(read, str):
-            self._ctx.emit(SourceSkipped(
-                self._ctx.run_id, f"Skipped {cand.result.url[:120]}: {read}",
-                step=f"research:{self._sub.id}", url=cand.result.url, reason=read,
-                subtopic_id=self._sub.id))
-        with self._lock:
-            self._open -= 1
-            if fatal is not None:
-                self._fatal = self._fatal or fatal
-                read = "not read: the research step stopped"
-            self._read[index] = read or "not read"
-            if isinstance(read, Source):
-                self._batch.append(read)
-            if len(self._batch) >= scoring.SCORE_BATCH or self._open == 0:
-                self._submit_batch()
+        try:
+            if isinstance(read, str):
+                self._ctx.emit(SourceSkipped(
+                    self._ctx.run_id, f"Skipped {cand.result.url[:120]}: {read}",
+                    step=f"research:{self._sub.id}", url=cand.result.url, reason=read,
+                    subtopic_id=self._sub.id))
+        except BaseException as exc:  # noqa: BLE001 - the store failed: the unit's error
+            fatal = fatal or exc
+        finally:
+            with self._settled:
+                self._settle(index, read, fatal)
+
+    def _settle(self, index: int, read: Read | None, fatal: BaseException | None) -> None:
+        """Record one candidate's outcome (under the lock); send a full batch, or the last
+        pages under way, to scoring; wake `finish` once every fetch has settled."""
+        self._open -= 1
+        if fatal is not None:
+            self._fatal = self._fatal or fatal
+            read = "not read: the research step stopped"
+        self._read[index] = read or "not read"
+        if isinstance(read, Source):
+            self._batch.append(read)
+        if len(self._batch) >= scoring.SCORE_BATCH or self._open == 0:
+            self._submit_batch()
+        if self._open == 0:
+            self._settled.notify_all()
 
     def _classify(self, cand: Candidate, page: FetchedPage) -> Read:
         published = page.published or cand.result.published
