@@ -8,6 +8,9 @@ search had finished first. The latency benchmark's lower bound follows the same 
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from bench.latency import Call, Latency, unit_chain
 from research.phases.searching import opposing_query
 from tests.runs import Runner
@@ -53,3 +56,33 @@ def test_the_bench_bound_of_a_unit_follows_its_reading_schedule() -> None:
     assert (round(chain, 6), calls) == (11.8, 4)
     # The slowest scoring batch after the quickest possible page (a search, a page).
     assert unit_chain([], [(0.0, "x")], [9.0], 1.0, 1, lat, set()) == (10.8, 2)
+
+
+def test_a_budget_stop_in_the_second_wave_keeps_the_pages_the_first_wave_read(
+    standin: StandinServer, runs: Runner
+) -> None:
+    """The first wave's pages are read and scored while the second wave's queries are
+    written: when the budget refuses that call, those pages are kept, never lost."""
+    from research.errors import BudgetStop
+    from tests.fakes import FakeModel
+
+    class StopsAtTheSecondWave(FakeModel):
+        def complete(self, messages: Any, **kwargs: Any) -> Any:
+            text = "\n".join(m.content for m in messages)
+            if kwargs.get("schema_name") == "SearchQueries" and "Titles found so far" in text:
+                deadline = time.monotonic() + 20  # let the first wave's scoring go first
+                while time.monotonic() < deadline and not any(
+                        "RelevanceScores" in str(r["json"]) for r in standin.requests
+                        if r["api"] == "openai"):
+                    time.sleep(0.02)
+                raise BudgetStop("the token cap was reached (a test's stand-in for the meter)")
+            return super().complete(messages, **kwargs)
+
+    store, run_id = runs(preset="quick", MAX_PARALLEL_WORKERS=1, SUBTOPIC_COUNT=3,
+                         model=StopsAtTheSecondWave(standin, "openai", "gpt-5-mini"))
+    run = store.get_run(run_id)
+    assert run is not None and run["status"] == "completed", run and run["error"]
+    first = [s for s in store.get_steps(run_id) if s["key"] == "research:t1"][0]
+    assert first["status"] == "done" and (first["result"] or {}).get("stopped_by_budget")
+    kept = [s for s in store.get_sources(run_id, with_text=False) if s["subtopic_id"] == "t1"]
+    assert kept and any(s["relevance"] > 0 for s in kept)  # scored before the stop, and kept

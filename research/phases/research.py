@@ -273,12 +273,17 @@ def _research(
     out: Outcome, *, deadline: float,
 ) -> None:
     reading = Reading(ctx, worker, sub, out, deadline, _source_record)
+    searching_stop: BudgetStop | None = None
     try:
-        _search_and_read(ctx, worker, sub, registry, out, reading, deadline)
+        try:
+            _search_and_read(ctx, worker, sub, registry, out, reading, deadline)
+        except BudgetStop as exc:  # the pages already under way are read and kept
+            searching_stop = exc
         read, scores, stop = reading.finish()
     except BaseException:
         reading.abandon()
         raise
+    stop = stop or searching_stop
     # Read but not scored: skipped, or kept and marked as such when the budget stopped it.
     unscored = BUDGET_UNSCORED if stop else scoring.NOT_SCORED
     scored = [replace(s, relevance=scores[s.id].relevance, relevance_reason=scores[s.id].reason)
