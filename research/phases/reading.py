@@ -53,6 +53,7 @@ class Reading:
         self._fetches: list[Future[FetchedPage]] = []
         self._read: dict[int, Read] = {}
         self._fatal: BaseException | None = None  # cancellation, the time limit, a crash
+        self._stop: BudgetStop | None = None  # a cap reached: pages not yet read are not read
         self._batch: list[Source] = []
         self._scoring: list[Future[dict[str, scoring.SourceScore]]] = []
         self._open = 0  # fetches started and not yet settled
@@ -88,7 +89,7 @@ class Reading:
             if self._fatal is not None:
                 raise self._fatal
         scores: dict[str, scoring.SourceScore] = {}
-        stop: BudgetStop | None = None
+        stop = self._stop
         for future in list(self._scoring):
             try:
                 scores.update(future.result())
@@ -129,6 +130,9 @@ class Reading:
             read = self._classify(cand, future.result())
         except (FetchError, ProviderTimeout) as exc:
             read = self._ctx.safe(str(exc))
+        except BudgetStop as exc:  # what was read before the cap is kept (see `finish`)
+            self._stop = self._stop or exc
+            read = "not read: " + self._ctx.safe(str(exc))
         except BaseException as exc:  # noqa: BLE001 - cancelled, over time, a crash: the unit's
             fatal = exc
         try:
