@@ -70,16 +70,17 @@ class Unit:
     measured: float       # the step's own duration (its last attempt)
     query_calls: int      # SearchQueries calls
     search_waves: int     # of those, how many were followed by searches (all at once)
-    scoring_calls: int    # RelevanceScores calls (batches of 8, all at once)
+    scoring_calls: int    # RelevanceScores calls (batches of 4, each sent once its pages are read)
     findings_calls: int   # SubtopicFindings calls
     pages: int            # pages fetched: sources kept + pages skipped
-    model_time: float = 0.0  # the model's share of the bound: query calls + slowest scoring + findings
+    chain: float = 0.0    # its lower bound: the longest of its chains (see `unit_chain`)
+    chain_n: int = 0      # model calls one after another on that chain
 
     def bound(self, lat: Latency) -> float:
-        return self.model_time + self.search_waves * lat.search + (lat.page if self.pages else 0.0)
+        return self.chain
 
     def chain_calls(self) -> int:
-        return self.query_calls + (1 if self.scoring_calls else 0) + self.findings_calls
+        return self.chain_n
 
 
 @dataclass
@@ -247,6 +248,7 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
     for q in store.get_queries(run_id):
         asked.setdefault(str(q.step_key), set()).add(_words(q.query))
     titles = {f"research:{s['id']}": s["title"] for s in plan}
+    found_by = {_words(str(s.get("query") or "")) for s in store.get_sources(run_id, with_text=False)}
 
     phases: list[Phase] = []
     at = began_at
@@ -259,8 +261,8 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
         window = [c for c in llm if at <= c.sent <= end]
         tasks = [c.task for c in window]
         if name.startswith(("research round", "after triage")):
-            units = [_unit(by_key[k], order[k], titles.get(k, ""), window, searches, asked.get(k, set()))
-                     for k in keys]
+            units = [_unit(by_key[k], order[k], titles.get(k, ""), window, searches,
+                           asked.get(k, set()), lat, found_by) for k in keys]
             bound, calls = schedule(units, workers, lat)
             phase = Phase(name, at, end, bound, calls, units=units,
                           detail=f"{len(units)} units on {workers} slots")
@@ -284,23 +286,61 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
     return phases
 
 
+def _opposing(title: str) -> str:
+    from research.phases.searching import opposing_query
+
+    return opposing_query(title)
+
+
 def _unit(step: dict[str, Any], order: int, title: str, window: Sequence[Call],
-          searches: Sequence[tuple[float, str]], asked: set[str]) -> Unit:
+          searches: Sequence[tuple[float, str]], asked: set[str], lat: Latency,
+          found_by: set[str]) -> Unit:
     tag, line = f"<subtopic>{title}</subtopic>", f"Subtopic: {title}\n"
     result = step.get("result") or {}
     began, ended = _epoch(step.get("started_at")) or 0.0, _epoch(step.get("finished_at")) or 0.0
-    queries = [c for c in window if c.task == "SearchQueries" and tag in c.text]
+    queries = sorted((c for c in window if c.task == "SearchQueries" and tag in c.text),
+                     key=lambda c: c.sent)
     scoring = [c for c in window if c.task == "RelevanceScores" and line in c.text]
     findings = [c for c in window if c.task == "SubtopicFindings" and tag in c.text]
-    mine = [t for t, words in searches if began <= t <= ended and words in asked]
+    mine = [(t, words) for t, words in searches if began <= t <= ended and words in asked]
+    pages = int(result.get("sources") or 0) + int(result.get("skipped") or 0)
+    # The other side's search waits for no query call (research.phases.searching.other_side).
+    other = _words(_opposing(title))
+    chain, chain_n = unit_chain(queries, [m for m in mine if m[1] != other],
+                                [c.cost for c in scoring],
+                                sum(c.cost for c in findings), len(findings), lat,
+                                found_by if pages else set())
     return Unit(
-        key=step["key"], order=order, measured=ended - began,
-        query_calls=len(queries), search_waves=_waves([c.sent for c in queries], mine),
-        scoring_calls=len(scoring), findings_calls=len(findings),
-        pages=int(result.get("sources") or 0) + int(result.get("skipped") or 0),
-        model_time=(sum(c.cost for c in queries) + max((c.cost for c in scoring), default=0.0)
-                    + sum(c.cost for c in findings)),
+        key=step["key"], order=order, measured=ended - began, query_calls=len(queries),
+        search_waves=_waves([c.sent for c in queries], [t for t, _ in mine]),
+        scoring_calls=len(scoring), findings_calls=len(findings), pages=pages,
+        chain=chain, chain_n=chain_n,
     )
+
+
+def unit_chain(queries: Sequence[Call], searches: Sequence[tuple[float, str]],
+               scoring: Sequence[float], findings: float, findings_n: int, lat: Latency,
+               found_by: set[str]) -> tuple[float, int]:
+    """A unit's lower bound and the model calls on it: the longest of the chains its record
+    proves (bench/README.md, step 3). Query calls run one after another, each wave's
+    searches between them; the findings call comes after the last wave; a scoring call needs
+    a page read (P) after a search; a wave's pages need that wave. `searches`: (time, words)
+    of the unit's searches but the other side's; `found_by`: the queries (as words) that
+    found a source the run kept."""
+    nexts = [c.sent for c in queries[1:]] + [float("inf")]
+    chains: list[tuple[float, int]] = []
+    at, n = 0.0, 0
+    for i, call in enumerate(queries):
+        at, n = at + call.cost, n + 1
+        wave = {w for t, w in searches if call.sent <= t < nexts[i]}
+        if wave:
+            at += lat.search
+            if scoring and wave & found_by:  # a kept page came from this wave
+                chains.append((at + lat.page + min(scoring) + findings, n + 1 + findings_n))
+    chains.append((at + findings, n + findings_n))  # the findings wait for every wave
+    if scoring and searches:  # a page read follows a search, at the least the other side's
+        chains.append((lat.search + lat.page + max(scoring) + findings, 1 + findings_n))
+    return max(chains)
 
 
 def _one_run(args: argparse.Namespace, tmp: Path, kit: Kit, lat: Latency, words: int,

@@ -49,7 +49,10 @@ _TABLE = (
              "Also search arXiv and Semantic Scholar."),
     Constant("SEARCH_OTHER_SIDE", True, bool, None, None,
              "Also search each subtopic for the other side: criticism, failures, contrary results."),
-    Constant("MAX_PARALLEL_WORKERS", 4, int, 1, 16, "Subtopics researched at the same time."),
+    Constant("MAX_PARALLEL_WORKERS", 10, int, 1, 16,
+             "Subtopics researched at the same time (the default: every planned subtopic); "
+             "a run also sends at most 8 model requests per worker at once. Lower it for a "
+             "provider with tight rate limits or a local model server."),
     Constant("STEP_TIMEOUT_MS", 120_000, int, 1_000, 3_600_000, "Time limit for one step, in ms."),
     Constant("TOTAL_TIMEOUT_MS", 1_800_000, int, 10_000, 86_400_000,
              "Time limit for the whole run, in ms."),

@@ -19,6 +19,10 @@ may wait on any), so a full layer only delays work; it can never wait on itself.
 `run_with_deadline` inside a call (a provider bounding its own request) runs inline rather
 than taking a second thread (see research.llm.base).
 
+Beside the layers, `model_slots` bounds the run's model requests in flight, whatever their
+role (8 per MAX_PARALLEL_WORKERS): the pressure a run puts on a provider, as opposed to the
+threads that wait on it.
+
 Threads are started only as work needs them and reused, so the sizes are upper bounds, not
 costs. A pool keeps its threads once started, though, and each keeps the stack it touched: so
 between phases the run's own thread calls `trim()`, and the next phase starts afresh with the
@@ -30,17 +34,22 @@ interpreter exit waits for it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TypeVar
 
 from research.config import ResearchConfig
+from research.errors import RunCancelled, StepTimeLimit
 
 T = TypeVar("T")
 
 HOSTED_BESIDE = 2  # hosted engines that may run beside the pipeline (engine "all")
 MIN_TASKS = 32  # the verify step's batches of both passes at once (its own pool had 32 threads)
 MAX_TASKS_PER_WORKER = 64
+MODEL_REQUESTS_PER_WORKER = 8  # a worker's relevance-scoring batches go out at the same time
+SLOT_POLL_S = 0.25  # how often a request waiting its turn looks at cancellation and the deadline
 
 
 def task_threads(config: ResearchConfig) -> int:
@@ -49,6 +58,38 @@ def task_threads(config: ResearchConfig) -> int:
     verify step's batches."""
     per_worker = max(16, min(MAX_TASKS_PER_WORKER, 2 * config.sources_per_subtopic))
     return max(MIN_TASKS, config.max_parallel_workers * per_worker)
+
+
+def model_requests(config: ResearchConfig) -> int:
+    """Model requests of one run in flight at once, whatever their role: MAX_PARALLEL_WORKERS
+    sets the pressure on the provider as well as the subtopics at once. A request waiting its
+    turn waits here, where its own time limit has not started, not in a provider's queue (a
+    local model server with a few slots would time the rest out)."""
+    return MODEL_REQUESTS_PER_WORKER * config.max_parallel_workers
+
+
+class RequestSlots:
+    """The run's model requests in flight (`model_requests`): the one limiter every role's
+    calls share."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self._free = threading.BoundedSemaphore(self.size)
+
+    @contextmanager
+    def hold(self, what: str, *, cancel: threading.Event | None = None,
+             deadline: float | None = None) -> Iterator[None]:
+        """One request's turn; a cancelled run or a step out of time stops the wait."""
+        while not self._free.acquire(timeout=SLOT_POLL_S):
+            if cancel is not None and cancel.is_set():
+                raise RunCancelled("The run was cancelled.")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise StepTimeLimit(f"{what} could not be asked: the step's time limit "
+                                    "(STEP_TIMEOUT_MS) ran out while it waited its turn.")
+        try:
+            yield
+        finally:
+            self._free.release()
 
 
 class RunExecutor:
@@ -62,6 +103,7 @@ class RunExecutor:
         # Every waiter (a unit, a task or the run's own thread) has at most one call in flight;
         # the margin covers calls abandoned at their time limit and still reading.
         self.call_threads = self.unit_threads + self.task_threads + 8
+        self.model_slots = RequestSlots(model_requests(config))
         self._pools: dict[str, ThreadPoolExecutor] = {}
         self._lock = threading.Lock()
         self._closed = False

@@ -145,6 +145,7 @@ def execute(
             cancel=control.cancelled,
             on_failure=lambda label, exc: health.record(f"the model service {label}"),
             calls=lambda: executor.calls,
+            slots=executor.model_slots,
         )
 
     try:

@@ -161,3 +161,43 @@ def test_a_model_bound_before_a_trim_still_calls_through_the_run_executor(
     assert lead.text([Message("user", "hi")]).startswith("t-call")
     executor.trim()
     assert lead.text([Message("user", "hi")]).startswith("t-call")
+
+
+def test_model_requests_in_flight_are_bounded_per_run_and_the_wait_obeys_stops() -> None:
+    from research.errors import RunCancelled, StepTimeLimit
+    from research.executor import MODEL_REQUESTS_PER_WORKER, RequestSlots, model_requests
+
+    one = build_config(env={}, MAX_PARALLEL_WORKERS=1)
+    assert model_requests(one) == MODEL_REQUESTS_PER_WORKER
+    assert model_requests(build_config(env={})) == 10 * MODEL_REQUESTS_PER_WORKER
+    slots = RequestSlots(2)
+    inside, peak, lock = [0], [0], threading.Lock()
+    release = threading.Event()
+
+    def request() -> None:
+        with slots.hold("model"):
+            with lock:
+                inside[0] += 1
+                peak[0] = max(peak[0], inside[0])
+            release.wait(10)
+            with lock:
+                inside[0] -= 1
+
+    threads = [threading.Thread(target=request) for _ in range(5)]
+    for t in threads:
+        t.start()
+    while inside[0] < 2:
+        time.sleep(0.01)
+    # Every slot is taken: a cancelled run and a step out of time stop the wait at once.
+    cancelled = threading.Event()
+    cancelled.set()
+    with pytest.raises(RunCancelled):
+        with slots.hold("model", cancel=cancelled):
+            pass
+    with pytest.raises(StepTimeLimit, match="waited its turn"):
+        with slots.hold("model", deadline=time.monotonic()):
+            pass
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert peak[0] == 2 and inside[0] == 0

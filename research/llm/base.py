@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -43,6 +43,9 @@ from research.llm.fitting import (  # noqa: F401 - re-exported: the seam's publi
 )
 from research.llm.pricing import PriceTable
 from research.retry import RetryPolicy, call_with_retries
+
+if TYPE_CHECKING:
+    from research.executor import RequestSlots
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -273,8 +276,10 @@ class RoleLLM:
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         on_failure: Callable[[str, ProviderError], None] | None = None,
         calls: Callable[[], Executor] | None = None,
+        slots: RequestSlots | None = None,
     ) -> None:
         self.llm = llm
+        self._slots = slots  # the run's model requests in flight (research.executor)
         self._on_failure = on_failure
         # The run's `calls` layer (research.executor), looked up at each call: the executor
         # renews its pools between phases. None (outside a run): a thread of the call's own.
@@ -397,6 +402,10 @@ class RoleLLM:
 
         def send() -> Completion:
             what = f"The {self.role} model ({self.label})"
+            with self._turn(what, deadline):  # its time limit starts once it is its turn
+                return ask(what)
+
+        def ask(what: str) -> Completion:
             limit = self.call_timeout
             step_bound = deadline is not None and deadline - time.monotonic() < limit
             if deadline is not None:
@@ -429,6 +438,12 @@ class RoleLLM:
             attempt, policy=self.policy, deadline=deadline, on_retry=retried,
             cancel=self._cancel,
         )
+
+    def _turn(self, what: str, deadline: float | None) -> AbstractContextManager[None]:
+        """The run's limit on model requests in flight (none outside a run)."""
+        if self._slots is None:
+            return nullcontext()
+        return self._slots.hold(what, cancel=self._cancel, deadline=deadline)
 
     def text(self, messages: Sequence[Message], *, deadline: float | None = None) -> str:
         completion = self._once(messages, None, None, deadline)

@@ -1,7 +1,8 @@
 """Research: workers search, read, score and summarise their subtopic, in parallel.
 
-At most MAX_PARALLEL_WORKERS subtopics run at once; inside a worker the searches and
-the page fetches run concurrently. A worker's sources, findings, queries and skipped
+At most MAX_PARALLEL_WORKERS subtopics run at once (by default every planned one); inside a
+worker the searches run concurrently, and the pages a wave of searches found are read and
+scored as they arrive (`reading.py`) while the worker writes its next wave. A worker's sources, findings, queries and skipped
 pages are written in one transaction when it finishes, so a crash loses at most the
 subtopics in flight and a resume never duplicates a source. A subtopic that fails
 three times is marked failed and the run goes on.
@@ -15,9 +16,8 @@ import math
 import threading
 import time
 from collections.abc import Iterable
-from concurrent.futures import Executor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import replace
-from datetime import date, timedelta
 from functools import partial
 
 from pydantic import BaseModel, Field
@@ -29,18 +29,17 @@ from research.credibility import assess
 from research.errors import (
     BudgetExceeded,
     BudgetStop,
-    FetchError,
     ProviderError,
-    ProviderTimeout,
     ResearchError,
     RunCancelled,
 )
-from research.events import SourceFound, SourceSkipped, StepCompleted, StepFailed, StepStarted
+from research.events import SourceFound, StepCompleted, StepFailed, StepStarted
 from research.executor import submit_limited
 from research.fetch import FetchedPage
 from research.llm.base import Message
 from research.phases import learnings, scoring, searching
 from research.phases.plan import PlanResult
+from research.phases.reading import Reading
 from research.phases.searching import WORKER_ROLE, Candidate, Outcome
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
 from research.records import (
@@ -53,13 +52,12 @@ from research.records import (
     Subtopic,
     subtopics,
 )
-from research.search.documents import is_document_result, page_of
+from research.search.documents import is_document_result
 from research.urls import canonical_url
 
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
-MIN_TEXT_CHARS = 200
 BUDGET_UNSCORED = "not scored: the budget stopped research before this page could be scored"
 FINDINGS_CONTEXT_CHARS = 40_000
 
@@ -274,43 +272,69 @@ def _research(
     ctx: RunContext, worker: Agent, sub: Subtopic, registry: UrlRegistry,
     out: Outcome, *, deadline: float,
 ) -> None:
-    cfg = ctx.config
-    total = sub.searches or cfg.searches_per_subtopic
-    cap = sub.max_sources or cfg.sources_per_subtopic
-    first = math.ceil(total / 2)
-    pool = ctx.executor.tasks  # searches, fetches and scoring batches: tasks, never units
-    known = learnings.prior(ctx, sub)  # earlier rounds: learnings and queries run
-    results = searching.search_wave(ctx, worker, sub, first, [], [], out, pool, deadline,
-                                    known)
-    if total > first:
-        titles = [r.result.title for r in results][:15]
-        asked = [q.query for q in out.queries]
-        results += searching.search_wave(ctx, worker, sub, total - first, titles, asked, out, pool,
-                                deadline, known)
-    if cfg.search_other_side and not sub.lookup:
-        # The other side goes first among the candidates, so the cut does not drop it.
-        opposing = searching.other_side(ctx, sub, [q.query for q in out.queries]
-                                        + known.queries, out,
-                                        pool, deadline)
-        results = opposing[:3] + results + opposing[3:]
-    if not results:
-        errors = {q.error for q in out.queries if q.error}
-        if errors:
-            raise ProviderError("every search failed: " + "; ".join(sorted(errors))[:300])
-    candidates = _select(results, registry, out, limit=cap * 2)
-    pages = _fetch_all(ctx, sub, candidates, out, pool, deadline)
-    read = [_source_record(sub, cand, page) for cand, page in pages]
-    scores, stop = scoring.score_all(ctx, worker, WORKER_ROLE, sub, read, pool, deadline)
+    reading = Reading(ctx, worker, sub, out, deadline, _source_record)
+    searching_stop: BudgetStop | None = None
+    try:
+        try:
+            _search_and_read(ctx, worker, sub, registry, out, reading, deadline)
+        except BudgetStop as exc:  # the pages already under way are read and kept
+            searching_stop = exc
+        read, scores, stop = reading.finish()
+    except BaseException:
+        reading.abandon()
+        raise
+    stop = stop or searching_stop
     # Read but not scored: skipped, or kept and marked as such when the budget stopped it.
     unscored = BUDGET_UNSCORED if stop else scoring.NOT_SCORED
     scored = [replace(s, relevance=scores[s.id].relevance, relevance_reason=scores[s.id].reason)
               if s.id in scores else replace(s, relevance=0.0, relevance_reason=unscored)
               for s in read]
+    cap = sub.max_sources or ctx.config.sources_per_subtopic
     _sort_kept(ctx, sub, scored, set(scores), cap, out, keep_unscored=stop is not None)
     if stop is not None:
         raise stop
     if out.sources:
         out.findings = _findings(ctx, worker, sub, out.sources, deadline)
+
+
+def _search_and_read(
+    ctx: RunContext, worker: Agent, sub: Subtopic, registry: UrlRegistry, out: Outcome,
+    reading: Reading, deadline: float,
+) -> None:
+    """The searches of one unit, each wave's pages read as soon as the wave has found them.
+
+    The candidates are the same as if every search had finished first: the other side's
+    best three, then the first wave's results, the second wave's, the other side's rest, cut
+    at twice SOURCES_PER_SUBTOPIC. Those ahead of the second wave are known once the first
+    wave is in, so they are read while the worker writes its second wave of queries."""
+    cfg = ctx.config
+    total = sub.searches or cfg.searches_per_subtopic
+    limit = 2 * (sub.max_sources or cfg.sources_per_subtopic)
+    first = math.ceil(total / 2)
+    pool = ctx.executor.tasks  # searches, fetches and scoring batches: tasks, never units
+    known = learnings.prior(ctx, sub)  # earlier rounds: learnings and queries run
+    # The other side's search needs nothing the waves find: it runs beside them.
+    opposing = (searching.other_side(ctx, sub, known.queries, pool, deadline)
+                if cfg.search_other_side and not sub.lookup else [])
+    running = [query for query, _, _ in opposing[:1]]
+    wave = searching.search_wave(ctx, worker, sub, first, [], [], out, pool, deadline,
+                                 known, running)
+    other = searching.collect(ctx, sub, opposing, out) if opposing else []
+    found = len(other) + len(wave)
+    ahead = _select(other[:3] + wave, registry, out, limit=limit)
+    reading.add(ahead)
+    later: list[Candidate] = []
+    if total > first:
+        titles = [r.result.title for r in wave][:15]
+        asked = [q.query for q in out.queries]
+        later = searching.search_wave(ctx, worker, sub, total - first, titles, asked, out, pool,
+                                      deadline, known, running)
+        found += len(later)
+    if not found:
+        errors = {q.error for q in out.queries if q.error}
+        if errors:
+            raise ProviderError("every search failed: " + "; ".join(sorted(errors))[:300])
+    reading.add(_select(later + other[3:], registry, out, limit=limit - len(ahead)))
 
 
 def _sort_kept(
@@ -364,56 +388,6 @@ def _select(
         cand.canonical = canonical
         chosen.append(cand)
     return chosen
-
-
-def _fetch_all(
-    ctx: RunContext, sub: Subtopic, candidates: list[Candidate], out: Outcome,
-    pool: Executor, deadline: float,
-) -> list[tuple[Candidate, FetchedPage]]:
-    def fetch(cand: Candidate) -> FetchedPage:
-        ctx.checkpoint()
-        if time.monotonic() >= deadline:
-            raise ProviderTimeout("the step ran out of time (STEP_TIMEOUT_MS)")
-        if is_document_result(cand.result):  # its text is in hand: nothing to fetch
-            return page_of(cand.result)
-        return ctx.fetcher.fetch(cand.result.url)
-
-    futures = [pool.submit(fetch, c) for c in candidates]
-    pages: list[tuple[Candidate, FetchedPage]] = []
-    max_age = ctx.config.source_max_age_days
-    oldest = ctx.today - timedelta(days=max_age) if max_age else None
-    for cand, future in zip(candidates, futures, strict=True):
-        reason = None
-        try:
-            page = future.result()
-        except (RunCancelled, BudgetExceeded):
-            raise
-        except (FetchError, ProviderTimeout) as exc:
-            reason = ctx.safe(str(exc))
-        else:
-            published = page.published or cand.result.published
-            short = MIN_TEXT_CHARS if not is_document_result(cand.result) else 1
-            if len(page.text.strip()) < short:
-                reason = "no readable text on the page"
-            elif oldest and (day := _date(published)) is not None and day < oldest:
-                reason = f"older than {max_age} days (published {published})"
-            else:
-                pages.append((cand, page))
-        if reason:
-            out.skipped.append(SkippedPage(sub.id, cand.result.url, reason))
-            ctx.emit(SourceSkipped(ctx.run_id, f"Skipped {cand.result.url[:120]}: {reason}",
-                                   step=f"research:{sub.id}", url=cand.result.url,
-                                   reason=reason, subtopic_id=sub.id))
-    return pages
-
-
-def _date(value: str | None) -> date | None:
-    if not value:
-        return None
-    try:
-        return date.fromisoformat(value[:10])
-    except ValueError:
-        return None
 
 
 def _source_record(sub: Subtopic, cand: Candidate, page: FetchedPage) -> Source:

@@ -9,13 +9,11 @@ asked about are ignored. A scoring answer that stays unreadable after its one re
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
-
 from pydantic import BaseModel, Field
 
 from research.agents import Agent
 from research.context import RunContext
-from research.errors import BudgetStop, SchemaError
+from research.errors import SchemaError
 from research.llm.base import Message
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
@@ -47,30 +45,13 @@ class RelevanceScores(BaseModel):
     scores: list[SourceScore]
 
 
-def score_all(
-    ctx: RunContext, worker: Agent, role: str, sub: Subtopic, sources: list[Source],
-    pool: Executor, deadline: float,
-) -> tuple[dict[str, SourceScore], BudgetStop | None]:
-    """The model's score of each source it scored, by source id (its reason made safe), and
-    the budget stop that cut scoring short, if one did. The stop is returned, not raised, and
-    only after every batch has finished: the sources already scored keep their scores."""
-    batches = [sources[i : i + SCORE_BATCH] for i in range(0, len(sources), SCORE_BATCH)]
-    futures = [pool.submit(_score_batch, ctx, worker, role, sub, b, deadline) for b in batches]
-    scores: dict[str, SourceScore] = {}
-    stop: BudgetStop | None = None
-    for future in futures:
-        try:
-            scores.update(future.result())
-        except BudgetStop as exc:
-            stop = stop or exc
-    missing = len(sources) - len(scores)
-    if missing and stop is None:
-        note_short(ctx, f"research:{sub.id}", "relevance scores", len(scores),
-                   len(sources), f"{missing} unscored pages were skipped")
-    return scores, stop
+def note_scores_short(ctx: RunContext, sub: Subtopic, scored: int, asked: int) -> None:
+    """The run log and the report's notes say how many pages the model left unscored."""
+    note_short(ctx, f"research:{sub.id}", "relevance scores", scored, asked,
+               f"{asked - scored} unscored pages were skipped")
 
 
-def _score_batch(
+def score_batch(
     ctx: RunContext, worker: Agent, role: str, sub: Subtopic, batch: list[Source],
     deadline: float,
 ) -> dict[str, SourceScore]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,10 +99,11 @@ def call(ctx: RunContext, fn: Any, deadline: float, what: str) -> Any:
 def search_wave(
     ctx: RunContext, worker: Agent, sub: Subtopic, count: int, found: list[str],
     asked: list[str], out: Outcome, pool: Executor, deadline: float,
-    known: learnings.Prior | None = None,
+    known: learnings.Prior | None = None, avoid: list[str] | None = None,
 ) -> list[Candidate]:
     """One wave of queries. `known` carries earlier rounds' learnings and queries: they go
-    into the prompt, and a query repeating one of them is not searched again."""
+    into the prompt, and a query repeating one of them is not searched again; nor is one
+    repeating `avoid` (searches already under way, such as the other side's)."""
     known = known or learnings.Prior()
     found_text = ""
     if found:
@@ -118,20 +119,23 @@ def search_wave(
             prior=learnings.prompt_text(known),
         )),
     ]
-    queries = _queries(ctx, worker, sub, messages, count, asked, deadline, avoid=known.queries)
+    queries = _queries(ctx, worker, sub, messages, count, asked, deadline,
+                       avoid=known.queries + (avoid or []))
     return run_queries(ctx, sub, queries, out, pool, deadline)
 
 
-def other_side(ctx: RunContext, sub: Subtopic, asked: list[str], out: Outcome,
-               pool: Executor, deadline: float) -> list[Candidate]:
-    """One search for the other side of the subtopic (criticism, failures, contrary results),
-    so the report can say where sources disagree and cite both sides (SEARCH_OTHER_SIDE).
-    Written from the subtopic's title, without a model call: it costs one search per
-    provider and cannot be talked out of looking."""
+def other_side(ctx: RunContext, sub: Subtopic, asked: list[str], pool: Executor,
+               deadline: float) -> Pending:
+    """Start one search for the other side of the subtopic (criticism, failures, contrary
+    results), so the report can say where sources disagree and cite both sides
+    (SEARCH_OTHER_SIDE). Written from the subtopic's title, without a model call: it costs one
+    search per provider, cannot be talked out of looking, and needs nothing the waves find, so
+    it runs beside them (`collect` its results after the waves). `asked` are earlier rounds'
+    queries: one it repeats is not searched again."""
     query = opposing_query(sub.title)
     if not query or learnings.same_query(query) in {learnings.same_query(q) for q in asked}:
         return []
-    return run_queries(ctx, sub, [query], out, pool, deadline)
+    return submit_queries(ctx, sub, [query], pool, deadline)
 
 
 def opposing_query(title: str) -> str:
@@ -140,14 +144,29 @@ def opposing_query(title: str) -> str:
     return f"{title} criticism failures contrary evidence" if title else ""
 
 
+# Searches under way: (query, provider, its future), in the order they were started.
+Pending = list[tuple[str, SearchProvider, "Future[list[SearchResult]]"]]
+
+
 def run_queries(ctx: RunContext, sub: Subtopic, queries: list[str], out: Outcome,
                 pool: Executor, deadline: float) -> list[Candidate]:
     """Run each query on every provider; record each; results interleaved by rank."""
+    return collect(ctx, sub, submit_queries(ctx, sub, queries, pool, deadline), out)
+
+
+def submit_queries(ctx: RunContext, sub: Subtopic, queries: list[str], pool: Executor,
+                   deadline: float) -> Pending:
+    """Start each query on every provider (tasks of `pool`); `collect` waits for them."""
     per_query = max(3, math.ceil(ctx.config.sources_per_subtopic * 2 / max(1, ctx.config.searches_per_subtopic)))
-    jobs = [(q, p) for q in queries for p in ctx.search]
-    futures = [pool.submit(_search_one, ctx, sub, q, p, per_query, deadline) for q, p in jobs]
+    return [(q, p, pool.submit(_search_one, ctx, sub, q, p, per_query, deadline))
+            for q in queries for p in ctx.search]
+
+
+def collect(ctx: RunContext, sub: Subtopic, pending: Pending, out: Outcome) -> list[Candidate]:
+    """The results of searches started by `submit_queries`, each recorded in `out`,
+    interleaved by rank; a failed search is recorded with its reason and skipped."""
     ranked: list[list[Candidate]] = []
-    for (query, provider), future in zip(jobs, futures, strict=True):
+    for query, provider, future in pending:
         try:
             results = future.result()
         except (RunCancelled, BudgetExceeded):
