@@ -49,8 +49,9 @@ _TABLE = (
              "Also search arXiv and Semantic Scholar."),
     Constant("SEARCH_OTHER_SIDE", True, bool, None, None,
              "Also search each subtopic for the other side: criticism, failures, contrary results."),
-    Constant("MAX_PARALLEL_WORKERS", 10, int, 1, 16,
-             "Subtopics researched at the same time (the default: every planned subtopic); "
+    Constant("MAX_PARALLEL_WORKERS", 4, int, 1, 16,
+             "Subtopics researched at the same time (raise it to research every planned subtopic "
+             "at once); "
              "a run also sends at most 8 model requests per worker at once. Lower it for a "
              "provider with tight rate limits or a local model server."),
     Constant("STEP_TIMEOUT_MS", 120_000, int, 1_000, 3_600_000, "Time limit for one step, in ms."),
