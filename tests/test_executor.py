@@ -169,7 +169,7 @@ def test_model_requests_in_flight_are_bounded_per_run_and_the_wait_obeys_stops()
 
     one = build_config(env={}, MAX_PARALLEL_WORKERS=1)
     assert model_requests(one) == MODEL_REQUESTS_PER_WORKER
-    assert model_requests(build_config(env={})) == 10 * MODEL_REQUESTS_PER_WORKER
+    assert model_requests(build_config(env={})) == 4 * MODEL_REQUESTS_PER_WORKER
     slots = RequestSlots(2)
     inside, peak, lock = [0], [0], threading.Lock()
     release = threading.Event()
