@@ -401,12 +401,10 @@ def bench_run_page(args: argparse.Namespace, tmp: Path) -> list[Row]:
     from research.progress import percent
 
     def live() -> None:
-        run = store.get_run(run_id)
-        steps = store.get_steps(run_id)
-        activity = store.latest_activity(run_id)
-        percent(run or {}, steps)
-        views.steps_frame(steps)
-        views.events_frame(views.tail_events(store, run_id, int(activity["last_event_id"])))
+        view = store.live_view(run_id, events=views.EVENT_TAIL)  # as dashboard/run_live.py
+        percent(view.run or {}, view.steps)
+        views.steps_frame(view.steps)
+        views.events_frame(views.typed_events(view.events))
 
     def sources_tab() -> None:
         frame = views.sources_frame(store.get_sources(run_id, with_text=False), store.get_plan(run_id))

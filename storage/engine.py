@@ -208,6 +208,16 @@ class Database:
             return fastsql.select_rows(_driver(conn), plan, params,
                                        decode_json=self.dialect == "sqlite")
 
+    def fast_batch(self, queries: Sequence[tuple[Executable, dict[str, Any]]],
+                   ) -> list[list[dict[str, Any]]]:
+        """`fast_rows` of several statements on one connection; on PostgreSQL in one round
+        trip (`fastsql.select_batch`): what one refresh of the Run page's live panel reads."""
+        plans = [(self.plans.plan(statement), params) for statement, params in queries]
+        with self.read() as conn:
+            return fastsql.select_batch(_driver(conn), plans,
+                                        pipelined=self.dialect == "postgresql",
+                                        decode_json=self.dialect == "sqlite")
+
     def rows(self, statement: Executable) -> list[dict[str, Any]]:
         with self.read() as conn:
             return [dict(row) for row in conn.execute(statement).mappings()]

@@ -38,7 +38,10 @@ _EVENTS_AFTER = (select(events)
                  .where(events.c.run_id == bindparam("run_id"), events.c.id > bindparam("after"))
                  .order_by(events.c.id))
 _EVENTS_AFTER_LIMITED = _EVENTS_AFTER.limit(bindparam("limit"))
-_USAGE_TOTALS = select(
+# The run's newest events, newest first: a backward scan of idx_events_run (run_id, id).
+LAST_EVENTS = (select(events).where(events.c.run_id == bindparam("run_id"))
+               .order_by(events.c.id.desc()).limit(bindparam("limit")))
+USAGE_TOTALS = select(
     func.coalesce(func.sum(usage.c.input_tokens), 0).label("input_tokens"),
     func.coalesce(func.sum(usage.c.output_tokens), 0).label("output_tokens"),
     func.coalesce(func.sum(usage.c.cost_usd), 0.0).label("cost_usd"),
@@ -55,6 +58,14 @@ def _add_usage(dialect: str) -> Insert:
               "output_tokens": usage.c.output_tokens + statement.excluded.output_tokens,
               "cost_usd": usage.c.cost_usd + statement.excluded.cost_usd,
               "calls": usage.c.calls + 1, "updated_at": statement.excluded.updated_at})
+
+
+def usage_totals_of(row: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`LogStore.usage_totals` from the row of `USAGE_TOTALS`."""
+    row = row or {}
+    inp, out = int(row.get("input_tokens") or 0), int(row.get("output_tokens") or 0)
+    return {"tokens": inp + out, "cost_usd": float(row.get("cost_usd") or 0.0),
+            "calls": int(row.get("calls") or 0), "input_tokens": inp, "output_tokens": out}
 
 
 class LogStore(StoreBase):
@@ -75,10 +86,11 @@ class LogStore(StoreBase):
 
     def usage_totals(self, run_id: str) -> dict[str, Any]:
         """tokens, cost_usd, calls (plus input_tokens, output_tokens) for the run."""
-        row = self._row(_USAGE_TOTALS, {"run_id": run_id}) or {}
-        inp, out = int(row.get("input_tokens") or 0), int(row.get("output_tokens") or 0)
-        return {"tokens": inp + out, "cost_usd": float(row.get("cost_usd") or 0.0),
-                "calls": int(row.get("calls") or 0), "input_tokens": inp, "output_tokens": out}
+        return usage_totals_of(self._row(USAGE_TOTALS, {"run_id": run_id}))
+
+    def last_events(self, run_id: str, n: int) -> list[dict[str, Any]]:
+        """The run's last `n` events, oldest first (the live panel's activity log)."""
+        return self._fast_rows(LAST_EVENTS, {"run_id": run_id, "limit": int(n)})[::-1]
 
     def append_event(self, event: Event | Mapping[str, Any]) -> int:
         """Append to the run's event log; returns the event id (ascending per database)."""
