@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Insert, bindparam, func, insert, select
+from sqlalchemy import Insert, bindparam, func, select
 
 from storage.base import StoreBase
-from storage.dialects import event_order_lock, insert_for
+from storage.dialects import insert_event, insert_for
 from storage.migrations import utc_now
 from storage.runs import ts
 from storage.schema import events, usage
@@ -33,7 +33,6 @@ def normal_ts(value: Any) -> str:
 
 
 # Built once: constructing a statement and its cache key costs more than running it.
-_INSERT_EVENT = insert(events).returning(events.c.id)
 _EVENTS_AFTER = (select(events)
                  .where(events.c.run_id == bindparam("run_id"), events.c.id > bindparam("after"))
                  .order_by(events.c.id))
@@ -77,8 +76,7 @@ class LogStore(StoreBase):
         row = {"run_id": run_id, "role": role, "provider": provider, "model": model,
                "input_tokens": int(input_tokens), "output_tokens": int(output_tokens),
                "cost_usd": float(cost_usd), "calls": 1, "updated_at": utc_now()}
-        with self._write() as tx:
-            tx.run(_add_usage(self.dialect), row)
+        self._database.write_one(_add_usage(self.dialect), row)
 
     def get_usage(self, run_id: str) -> list[dict[str, Any]]:
         return self._rows(select(usage).where(usage.c.run_id == run_id)
@@ -100,10 +98,8 @@ class LogStore(StoreBase):
                "type": record["type"], "step": record.get("step"),
                "message": self._redact(record.get("message") or ""),
                "data": self._scrub(dict(record.get("data") or {}))}
-        with self._write() as tx:  # cleaned first: the write lock is held for the SQL alone
-            event_order_lock(tx, record["run_id"])
-            event_id = tx.run(_INSERT_EVENT, row).scalar()
-        return int(event_id)
+        # Cleaned first: the write lock is held for the SQL alone.
+        return int(self._database.write_one(insert_event(self.dialect), row).scalar())
 
     def log_event(self, event: Event) -> None:
         """`append_event` shaped as a `research.events.EventSink` (returns None), for

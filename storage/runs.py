@@ -193,8 +193,8 @@ class RunsStore(StoreBase):
         return totals
 
     def heartbeat(self, run_id: str, owner: str) -> None:
-        with self._write() as tx:
-            tx.run(_HEARTBEAT, {"b_run": run_id, "b_owner": owner, "b_beat": utc_now()})
+        self._database.write_one(_HEARTBEAT, {"b_run": run_id, "b_owner": owner,
+                                              "b_beat": utc_now()})
 
     def mark_interrupted(
         self, *, stale_after_s: float = 30.0, dead_owners: Iterable[str] = ()
