@@ -707,6 +707,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                       help="dashboards polling the SQLite store, each its own process (default 1)")
     poll.add_argument("--pg-pollers", type=int, default=4,
                       help="dashboards polling the PostgreSQL store (default 4)")
+    poll.add_argument("--pg-fast", action="store_true",
+                      help="run the PostgreSQL server with the tests' settings (fsync, "
+                           "synchronous_commit and full_page_writes off) instead of its "
+                           "durable defaults")
     poll.add_argument("--event-rate", type=float, default=20.0, help="events/s per writer (default 20)")
     poll.add_argument("--usage-rate", type=float, default=4.0, help="usage rows/s per writer (default 4)")
     poll.add_argument("--step-every", type=float, default=2.0,
