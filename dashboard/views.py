@@ -175,7 +175,7 @@ def steps_frame(steps: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Step", "State", "Duration", "Sources", "Attempts", "Problem"])
 
 
-def tail_events(store: Store, run_id: str, n: int = EVENT_TAIL) -> list[Event]:
+def tail_events(store: Store, run_id: str, *, n: int = EVENT_TAIL) -> list[Event]:
     """The run's last `n` events, typed, without reading its whole log."""
     return typed_events(store.last_events(run_id, n))
 
