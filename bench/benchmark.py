@@ -402,12 +402,10 @@ def bench_run_page(args: argparse.Namespace, tmp: Path) -> list[Row]:
     from research.progress import percent
 
     def live() -> None:
-        run = store.get_run(run_id)
-        steps = store.get_steps(run_id)
-        activity = store.latest_activity(run_id)
-        percent(run or {}, steps)
-        views.steps_frame(steps)
-        views.events_frame(views.tail_events(store, run_id, int(activity["last_event_id"])))
+        view = store.live_view(run_id, events=views.EVENT_TAIL)  # as dashboard/run_live.py
+        percent(view.run or {}, view.steps)
+        views.steps_frame(view.steps)
+        views.events_frame(views.typed_events(view.events))
 
     def sources_tab() -> None:
         frame = views.sources_frame(store.get_sources(run_id, with_text=False), store.get_plan(run_id))
@@ -710,6 +708,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                       help="dashboards polling the SQLite store, each its own process (default 1)")
     poll.add_argument("--pg-pollers", type=int, default=4,
                       help="dashboards polling the PostgreSQL store (default 4)")
+    poll.add_argument("--pg-fast", action="store_true",
+                      help="run the PostgreSQL server with the tests' settings (fsync, "
+                           "synchronous_commit and full_page_writes off) instead of its "
+                           "durable defaults")
     poll.add_argument("--event-rate", type=float, default=20.0, help="events/s per writer (default 20)")
     poll.add_argument("--usage-rate", type=float, default=4.0, help="usage rows/s per writer (default 4)")
     poll.add_argument("--step-every", type=float, default=2.0,

@@ -116,8 +116,8 @@ def _writer(db_path: str, run_id: str, index: int, seconds: float, rates: WriteR
 
 def _poller(db_target: str, run_ids: list[str], index: int, poll_ms: int,
             ready: Any, go: Any, stop: Any, out: Any) -> None:
-    """One dashboard's live panel: exactly what `live_panel` in pages/run.py reads per
-    refresh, every `poll_ms`, on the runs in turn, until `stop` is set."""
+    """One dashboard's live panel: exactly what `panel` in dashboard/run_live.py reads per
+    refresh (`Store.live_view`), every `poll_ms`, on the runs in turn, until `stop` is set."""
     from dashboard import views
     from research.progress import percent
     from storage import Store
@@ -137,15 +137,13 @@ def _poller(db_target: str, run_ids: list[str], index: int, poll_ms: int,
         begin = time.perf_counter()
         begin_cpu = time.thread_time()
         try:
-            current = store.get_run(rid)
-            steps = store.get_steps(rid)
-            activity = store.latest_activity(rid)
-            percent(current or {}, steps)
-            events = views.tail_events(store, rid, int(activity.get("last_event_id") or 0))
+            view = store.live_view(rid, events=views.EVENT_TAIL)
+            percent(view.run or {}, view.steps)
+            events = views.typed_events(view.events)
             times.append(time.perf_counter() - begin)
             cpu.append(time.thread_time() - begin_cpu)
             begin_frames = time.perf_counter()
-            views.steps_frame(steps)
+            views.steps_frame(view.steps)
             views.events_frame(events)
             frames.append(time.perf_counter() - begin_frames)
         except DB_ERRORS as exc:
@@ -284,7 +282,7 @@ def _report(f: dict[str, Any], args: argparse.Namespace, pollers: int) -> None:
     times, cpu = f["poll_times"], f["poll_cpu"]
     say(f"  writers finished: {f['writers']} of {args.writers}; pollers finished: {f['polled']} "
         f"of {pollers}; polls: {len(times)}")
-    say("  poll (get_run + get_steps + latest_activity + tail_events): "
+    say("  poll (Store.live_view: run, steps, activity, usage totals, last 200 events): "
         + (f"p50 {secs(pct(times, 50))}, p95 {secs(pct(times, 95))}, max {secs(max(times))}"
            if times else "no successful poll"))
     if times:

@@ -168,14 +168,13 @@ class Poller(threading.Thread):
                 i += 1
                 begin = time.perf_counter()
                 try:
-                    current = store.get_run(rid) or {}
+                    view = store.live_view(rid, events=views.EVENT_TAIL)  # dashboard/run_live.py
+                    current = view.run or {}
                     if current.get("status") in TERMINAL:  # the panel polls live runs only
                         self.halt.wait(0.01)
                         continue
-                    steps = store.get_steps(rid)
-                    activity = store.latest_activity(rid)
-                    percent(current, steps)
-                    views.tail_events(store, rid, int(activity.get("last_event_id") or 0))
+                    percent(current, view.steps)
+                    views.typed_events(view.events)
                     self.times.append(time.perf_counter() - begin)
                 except Exception as exc:  # noqa: BLE001 - counted and printed, not fatal
                     self.errors.append(str(exc)[:200])

@@ -33,13 +33,11 @@ class WalPeak:
 def poll_back_to_back(db: str, run_id: str, done: Any, polls: Any,
                       store_options: dict[str, Any]) -> None:
     """What the Run page's live panel reads, again and again until `done` is set."""
-    from dashboard.views import tail_events
+    from dashboard.views import EVENT_TAIL, typed_events
 
     store = Store(db, **store_options)
     while not done.is_set():
-        store.get_run(run_id)
-        store.get_steps(run_id)
-        tail_events(store, run_id, int(store.latest_activity(run_id).get("last_event_id") or 0))
+        typed_events(store.live_view(run_id, events=EVENT_TAIL).events)
         with polls.get_lock():
             polls.value += 1
     store.close()

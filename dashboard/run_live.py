@@ -46,15 +46,15 @@ def control(store: Store, jobs: JobManager, run_id: str, action: str) -> None:
 
 
 def panel(store: Store, jobs: JobManager, run_id: str) -> None:
-    """The live panel of one run, as the store has it now."""
-    current = store.get_run(run_id)
+    """The live panel of one run, as the store has it now (one read: `Store.live_view`)."""
+    view = store.live_view(run_id, events=views.EVENT_TAIL)
+    current = view.run
     if current is None:
         st.error("This run was deleted.")
         return
     alive = jobs.is_alive(run_id)
     status = status_of(current, alive)
-    steps = store.get_steps(run_id)
-    activity = store.latest_activity(run_id)
+    steps, activity = view.steps, view.activity
     pct = percent(current, steps)
     elapsed, remaining = views.timing(current, pct)
 
@@ -67,7 +67,7 @@ def panel(store: Store, jobs: JobManager, run_id: str) -> None:
                    views.duration_text(remaining) if remaining is not None else "—")
     cols[2].metric("Sources so far", int(activity.get("sources") or 0))
     cols[3].metric("Steps done", f"{activity.get('steps_done', 0)} of {activity.get('steps_total', 0)}")
-    for meter in budget.meters(current.get("config") or {}, store.usage_totals(run_id),
+    for meter in budget.meters(current.get("config") or {}, view.usage,
                                int(activity.get("sources") or 0)):
         st.progress(meter.fraction, text=views.dollars(meter.text))
 
@@ -87,7 +87,7 @@ def panel(store: Store, jobs: JobManager, run_id: str) -> None:
     with st.expander("Steps", expanded=status in ACTIVE):
         st.dataframe(views.steps_frame(steps), hide_index=True, width="stretch")
     with st.expander("Activity log (latest first)", expanded=status in ACTIVE):
-        events = views.tail_events(store, run_id, int(activity.get("last_event_id") or 0))
+        events = views.typed_events(view.events)
         st.dataframe(views.events_frame(events), hide_index=True, width="stretch", height=260)
 
     was_active = st.session_state.get(f"_active_{run_id}")

@@ -176,21 +176,13 @@ def steps_frame(steps: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Step", "State", "Duration", "Sources", "Attempts", "Problem"])
 
 
-def tail_events(store: Store, run_id: str, last_event_id: int, n: int = EVENT_TAIL) -> list[Event]:
-    """The run's last `n` events, typed, without reading its whole log.
+def tail_events(store: Store, run_id: str, *, n: int = EVENT_TAIL) -> list[Event]:
+    """The run's last `n` events, typed, without reading its whole log."""
+    return typed_events(store.last_events(run_id, n))
 
-    Event ids ascend across the whole database (several runs interleave), so look back over a
-    window of ids that grows until it holds `n` of this run's events or reaches the start.
-    """
-    if last_event_id <= 0:
-        return []
-    window = n * 4
-    while True:
-        after = max(0, last_event_id - window)
-        events = store.get_events(run_id, after_id=after)
-        if len(events) >= n or after == 0:
-            return [from_row(row) for row in events[-n:]]
-        window *= 4
+
+def typed_events(rows: Sequence[Mapping[str, Any]]) -> list[Event]:
+    return [from_row(dict(row)) for row in rows]
 
 
 def events_frame(events: Sequence[Event]) -> pd.DataFrame:

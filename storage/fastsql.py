@@ -142,6 +142,24 @@ def select_rows(driver_conn: Any, plan: Plan, params: Mapping[str, Any],
     """A query's rows as dicts; JSON columns decoded as `storage.schema.Json` does (SQLite
     stores JSON as text; psycopg decodes JSONB itself)."""
     cursor = driver_conn.execute(plan.sql, plan.args(params))
+    return _dict_rows(cursor, plan, decode_json)
+
+
+def select_batch(driver_conn: Any, queries: Sequence[tuple[Plan, Mapping[str, Any]]],
+                 *, pipelined: bool, decode_json: bool) -> list[list[dict[str, Any]]]:
+    """Several queries' rows, in order. `pipelined` (psycopg): all sent in one round trip
+    (its pipeline mode) and answered together, instead of one round trip each: on a busy
+    server every round trip waits for the server process and then for this one to be
+    scheduled again, and that wait, not the queries, is most of a poll's time."""
+    if not pipelined:
+        return [select_rows(driver_conn, plan, params, decode_json) for plan, params in queries]
+    with driver_conn.pipeline():
+        cursors = [driver_conn.execute(plan.sql, plan.args(params)) for plan, params in queries]
+    return [_dict_rows(cursor, plan, decode_json)
+            for cursor, (plan, _) in zip(cursors, queries, strict=True)]
+
+
+def _dict_rows(cursor: Any, plan: Plan, decode_json: bool) -> list[dict[str, Any]]:
     try:
         keys = [d[0] for d in cursor.description]
         rows = [dict(zip(keys, values, strict=True)) for values in cursor.fetchall()]

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Insert, bindparam, func, insert, select
+from sqlalchemy import Insert, bindparam, func, select
 
 from storage.base import StoreBase
-from storage.dialects import event_order_lock, insert_for
+from storage.dialects import insert_event, insert_for
 from storage.migrations import utc_now
 from storage.runs import ts
 from storage.schema import events, usage
@@ -33,12 +33,14 @@ def normal_ts(value: Any) -> str:
 
 
 # Built once: constructing a statement and its cache key costs more than running it.
-_INSERT_EVENT = insert(events).returning(events.c.id)
 _EVENTS_AFTER = (select(events)
                  .where(events.c.run_id == bindparam("run_id"), events.c.id > bindparam("after"))
                  .order_by(events.c.id))
 _EVENTS_AFTER_LIMITED = _EVENTS_AFTER.limit(bindparam("limit"))
-_USAGE_TOTALS = select(
+# The run's newest events, newest first: a backward scan of idx_events_run (run_id, id).
+LAST_EVENTS = (select(events).where(events.c.run_id == bindparam("run_id"))
+               .order_by(events.c.id.desc()).limit(bindparam("limit")))
+USAGE_TOTALS = select(
     func.coalesce(func.sum(usage.c.input_tokens), 0).label("input_tokens"),
     func.coalesce(func.sum(usage.c.output_tokens), 0).label("output_tokens"),
     func.coalesce(func.sum(usage.c.cost_usd), 0.0).label("cost_usd"),
@@ -57,6 +59,14 @@ def _add_usage(dialect: str) -> Insert:
               "calls": usage.c.calls + 1, "updated_at": statement.excluded.updated_at})
 
 
+def usage_totals_of(row: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`LogStore.usage_totals` from the row of `USAGE_TOTALS`."""
+    row = row or {}
+    inp, out = int(row.get("input_tokens") or 0), int(row.get("output_tokens") or 0)
+    return {"tokens": inp + out, "cost_usd": float(row.get("cost_usd") or 0.0),
+            "calls": int(row.get("calls") or 0), "input_tokens": inp, "output_tokens": out}
+
+
 class LogStore(StoreBase):
     """The `usage` and `events` tables."""
 
@@ -66,8 +76,7 @@ class LogStore(StoreBase):
         row = {"run_id": run_id, "role": role, "provider": provider, "model": model,
                "input_tokens": int(input_tokens), "output_tokens": int(output_tokens),
                "cost_usd": float(cost_usd), "calls": 1, "updated_at": utc_now()}
-        with self._write() as tx:
-            tx.run(_add_usage(self.dialect), row)
+        self._database.write_one(_add_usage(self.dialect), row)
 
     def get_usage(self, run_id: str) -> list[dict[str, Any]]:
         return self._rows(select(usage).where(usage.c.run_id == run_id)
@@ -75,10 +84,11 @@ class LogStore(StoreBase):
 
     def usage_totals(self, run_id: str) -> dict[str, Any]:
         """tokens, cost_usd, calls (plus input_tokens, output_tokens) for the run."""
-        row = self._row(_USAGE_TOTALS, {"run_id": run_id}) or {}
-        inp, out = int(row.get("input_tokens") or 0), int(row.get("output_tokens") or 0)
-        return {"tokens": inp + out, "cost_usd": float(row.get("cost_usd") or 0.0),
-                "calls": int(row.get("calls") or 0), "input_tokens": inp, "output_tokens": out}
+        return usage_totals_of(self._row(USAGE_TOTALS, {"run_id": run_id}))
+
+    def last_events(self, run_id: str, n: int) -> list[dict[str, Any]]:
+        """The run's last `n` events, oldest first (the live panel's activity log)."""
+        return self._fast_rows(LAST_EVENTS, {"run_id": run_id, "limit": int(n)})[::-1]
 
     def append_event(self, event: Event | Mapping[str, Any]) -> int:
         """Append to the run's event log; returns the event id (ascending per database)."""
@@ -88,10 +98,8 @@ class LogStore(StoreBase):
                "type": record["type"], "step": record.get("step"),
                "message": self._redact(record.get("message") or ""),
                "data": self._scrub(dict(record.get("data") or {}))}
-        with self._write() as tx:  # cleaned first: the write lock is held for the SQL alone
-            event_order_lock(tx, record["run_id"])
-            event_id = tx.run(_INSERT_EVENT, row).scalar()
-        return int(event_id)
+        # Cleaned first: the write lock is held for the SQL alone.
+        return int(self._database.write_one(insert_event(self.dialect), row).scalar())
 
     def log_event(self, event: Event) -> None:
         """`append_event` shaped as a `research.events.EventSink` (returns None), for

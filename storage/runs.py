@@ -41,7 +41,7 @@ RUN_STATUSES = frozenset(
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 CONTROL_ACTIONS = frozenset({"pause", "cancel"})
 
-_LATEST_ACTIVITY = text(
+LATEST_ACTIVITY = text(
     "SELECT r.id AS run_id, r.status, r.control, r.error, r.heartbeat_at, r.updated_at,"
     " (SELECT count(*) FROM sources WHERE run_id = r.id) AS sources,"
     " (SELECT count(*) FROM events WHERE run_id = r.id) AS events,"
@@ -53,8 +53,8 @@ _LATEST_ACTIVITY = text(
 
 
 # Built once: constructing a statement and its cache key costs more than running it.
-_GET_RUN = select(runs).where(runs.c.id == bindparam("run_id"))
-_GET_OWN_RUN = _GET_RUN.where(runs.c.person == bindparam("person"))
+GET_RUN = select(runs).where(runs.c.id == bindparam("run_id"))
+_GET_OWN_RUN = GET_RUN.where(runs.c.person == bindparam("person"))
 _HEARTBEAT = (update(runs).where(runs.c.id == bindparam("b_run"))
               .values(owner=bindparam("b_owner"), heartbeat_at=bindparam("b_beat")))
 _GET_CONTROL = select(runs.c.control).where(runs.c.id == bindparam("run_id"))
@@ -91,7 +91,7 @@ class RunsStore(StoreBase):
     def get_run(self, run_id: str, *, person: str | None = None) -> dict[str, Any] | None:
         """The run, or None when there is none, or (`person` given) it is someone else's."""
         if person is None:
-            found = self._fast_rows(_GET_RUN, {"run_id": run_id})
+            found = self._fast_rows(GET_RUN, {"run_id": run_id})
         else:
             found = self._fast_rows(_GET_OWN_RUN, {"run_id": run_id, "person": person})
         return found[0] if found else None
@@ -193,8 +193,8 @@ class RunsStore(StoreBase):
         return totals
 
     def heartbeat(self, run_id: str, owner: str) -> None:
-        with self._write() as tx:
-            tx.run(_HEARTBEAT, {"b_run": run_id, "b_owner": owner, "b_beat": utc_now()})
+        self._database.write_one(_HEARTBEAT, {"b_run": run_id, "b_owner": owner,
+                                              "b_beat": utc_now()})
 
     def mark_interrupted(
         self, *, stale_after_s: float = 30.0, dead_owners: Iterable[str] = ()
@@ -236,5 +236,5 @@ class RunsStore(StoreBase):
 
     def latest_activity(self, run_id: str) -> dict[str, Any]:
         """Cheap poll for a live dashboard: one indexed query. Empty dict if no such run."""
-        found = self._fast_rows(_LATEST_ACTIVITY, {"run_id": run_id})
+        found = self._fast_rows(LATEST_ACTIVITY, {"run_id": run_id})
         return mapped.activity(found[0] if found else None)

@@ -21,7 +21,7 @@ PLAN_KINDS = frozenset({"original", "edited", "round"})
 
 
 # Built once: constructing a statement and its cache key costs more than running it.
-_GET_STEPS = select(steps).where(steps.c.run_id == bindparam("run_id")).order_by(steps.c.id)
+GET_STEPS = select(steps).where(steps.c.run_id == bindparam("run_id")).order_by(steps.c.id)
 _STARTED_AT = select(steps.c.started_at).where(steps.c.run_id == bindparam("run_id"),
                                                steps.c.key == bindparam("key"))
 _FINISH = (update(steps).where(steps.c.run_id == bindparam("b_run"),
@@ -125,7 +125,7 @@ class StepsStore(StoreBase):
 
     def get_steps(self, run_id: str) -> list[dict[str, Any]]:
         """In the order steps were first started."""
-        return self._fast_rows(_GET_STEPS, {"run_id": run_id})
+        return self._fast_rows(GET_STEPS, {"run_id": run_id})
 
     def get_step(self, run_id: str, key: str) -> dict[str, Any] | None:
         return self._row(select(steps).where(steps.c.run_id == run_id, steps.c.key == key))

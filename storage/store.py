@@ -3,7 +3,8 @@
 The Store's methods live in modules by table group, each a small class the facade combines:
 `storage.runs` (runs), `storage.steps` (plan, steps), `storage.results` (sources, findings,
 queries, skipped pages), `storage.writing` (drafts, reviews, report, hosted engines,
-verifications) and `storage.log` (events, usage), over `storage.base` (the database,
+verifications), `storage.log` (events, usage) and `storage.live` (the live panel's one
+read), over `storage.base` (the database,
 transactions, redaction). Queries are SQLAlchemy Core, written once for both databases;
 `storage.dialects` holds what differs. Callers only ever see Python values.
 
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from storage.base import DatabaseUnavailableError
 from storage.db_value import db_path_from_env, resolve_db
+from storage.live import LiveStore
 from storage.log import LogStore
 from storage.results import ResultsStore
 from storage.runs import CONTROL_ACTIONS, RUN_STATUSES, TERMINAL_STATUSES, RunsStore
@@ -33,7 +35,7 @@ _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DB = _PROJECT_ROOT / "data" / "research.db"
 
 
-class Store(RunsStore, ResultsStore, WritingStore, LogStore):
+class Store(RunsStore, ResultsStore, WritingStore, LogStore, LiveStore):
     """All persistence for Deep Research Studio. Safe to share between threads."""
 
 

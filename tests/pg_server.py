@@ -50,10 +50,17 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class PostgresServer:
-    """One PostgreSQL server in a temporary directory; `stop()` removes every trace."""
+# The tests' server skips flushing to disk: its data is thrown away, and tests run faster.
+FAST_SETTINGS = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 
-    def __init__(self) -> None:
+
+class PostgresServer:
+    """One PostgreSQL server in a temporary directory; `stop()` removes every trace.
+    `durable=True` keeps PostgreSQL's own flushing settings (a benchmark's figures must not
+    depend on `FAST_SETTINGS`, which no team server should run with)."""
+
+    def __init__(self, *, durable: bool = False) -> None:
+        self.durable = durable
         self.bin = _bin_dir()
         self.port = _free_port()
         self.root = Path(tempfile.mkdtemp(prefix="dr-pg-"))
@@ -76,9 +83,10 @@ class PostgresServer:
 
     def start(self) -> PostgresServer:
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres",
-                  "--auth=trust", "--locale=C.UTF-8", "-E", "UTF8", "--no-sync")
+                  "--auth=trust", "--locale=C.UTF-8", "-E", "UTF8",
+                  *([] if self.durable else ["--no-sync"]))
         options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} "
-                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+                   f"{'' if self.durable else FAST_SETTINGS} "
                    "-c max_connections=300 -c shared_buffers=32MB")
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options,
                   "-l", str(self.root / "server.log"), "-w", "-t", "60", "start", timeout=90)

@@ -40,6 +40,11 @@ def _poll(store: Store, run_id: str, done: threading.Event, seen: list[int]) -> 
         store.get_steps(run_id)
         store.latest_activity(run_id)
         seen += [e["id"] for e in store.get_events(run_id, after_id=seen[-1] if seen else 0)]
+        view = store.live_view(run_id, events=20)  # what the panel reads now, in one go
+        tail = [e["id"] for e in view.events if e["run_id"] == run_id]
+        assert view.run is not None and len(tail) == len(view.events) and tail == sorted(tail)
+        known = set(seen)  # an event the tail shows below the last one seen was not skipped
+        assert [i for i in tail if seen and i <= seen[-1] and i not in known] == []
         polls += 1
         if finished:
             return polls
