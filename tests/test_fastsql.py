@@ -10,9 +10,11 @@ import pytest
 from sqlalchemy.dialects import postgresql, sqlite
 
 from storage import Store
+from storage.dialects import insert_event
 from storage.fastsql import Plans
-from storage.log import _INSERT_EVENT
 from storage.steps import _FINISH
+
+_INSERT_EVENT = insert_event("sqlite")  # the plain INSERT ... RETURNING of SQLite
 
 FINISH_KEYS = ("b_run", "b_key", "now", "duration", "result", "source_count")
 FINISH_PARAMS = {"b_run": "r1", "b_key": "research:t1", "now": "2025-01-01T00:00:00.000Z",
