@@ -52,7 +52,7 @@ _TABLE = (
     Constant("MAX_PARALLEL_WORKERS", 4, int, 1, 16,
              "Subtopics researched at the same time (raise it to research every planned subtopic "
              "at once); "
-             "a run also sends at most 8 model requests per worker at once. Lower it for a "
+             "a run also sends at most 16 model requests per worker at once. Lower it for a "
              "provider with tight rate limits or a local model server."),
     Constant("STEP_TIMEOUT_MS", 120_000, int, 1_000, 3_600_000, "Time limit for one step, in ms."),
     Constant("TOTAL_TIMEOUT_MS", 1_800_000, int, 10_000, 86_400_000,

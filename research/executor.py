@@ -20,7 +20,7 @@ may wait on any), so a full layer only delays work; it can never wait on itself.
 than taking a second thread (see research.llm.base).
 
 Beside the layers, `model_slots` bounds the run's model requests in flight, whatever their
-role (8 per MAX_PARALLEL_WORKERS): the pressure a run puts on a provider, as opposed to the
+role (16 per MAX_PARALLEL_WORKERS): the pressure a run puts on a provider, as opposed to the
 threads that wait on it.
 
 Threads are started only as work needs them and reused, so the sizes are upper bounds, not
@@ -48,7 +48,11 @@ T = TypeVar("T")
 HOSTED_BESIDE = 2  # hosted engines that may run beside the pipeline (engine "all")
 MIN_TASKS = 32  # the verify step's batches of both passes at once (its own pool had 32 threads)
 MAX_TASKS_PER_WORKER = 64
-MODEL_REQUESTS_PER_WORKER = 8  # a worker's relevance-scoring batches go out at the same time
+# A worker's relevance-scoring batches (2 x SOURCES_PER_SUBTOPIC / SCORE_BATCH, 10 at the
+# default) go out at the same time, and so do the verify step's two passes over a report
+# (about 60 batches at the default length): at 8 per worker the default run (4 workers, 32)
+# held half of verify's batches back for a whole call, and some scoring batches too.
+MODEL_REQUESTS_PER_WORKER = 16
 SLOT_POLL_S = 0.25  # how often a request waiting its turn looks at cancellation and the deadline
 
 

@@ -201,3 +201,21 @@ def test_model_requests_in_flight_are_bounded_per_run_and_the_wait_obeys_stops()
     for t in threads:
         t.join(10)
     assert peak[0] == 2 and inside[0] == 0
+
+
+def test_the_default_request_limit_holds_back_no_batch_a_default_run_sends_at_once() -> None:
+    """At 8 per worker (32 at the default) a default run held half of verify's batches and
+    some scoring batches back for a whole model call each: the limit is for pressure on the
+    provider, not a schedule the run has to wait on at its own defaults."""
+    import math
+
+    from research.executor import model_requests
+    from research.phases.scoring import SCORE_BATCH
+    from research.phases.verify.judge import BATCH_CLAIMS
+
+    config = build_config(env={})
+    # Every research worker: all its scoring batches at once, beside its query or findings call.
+    per_worker = math.ceil(2 * config.sources_per_subtopic / SCORE_BATCH) + 1
+    assert model_requests(config) >= config.max_parallel_workers * per_worker
+    # The verify step: both passes over the claims of a 1,500-word report (about 100 claims).
+    assert model_requests(config) >= 2 * math.ceil(100 / BATCH_CLAIMS)
