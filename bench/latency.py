@@ -252,6 +252,7 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
 
     phases: list[Phase] = []
     at = began_at
+    early = EarlyChecks()
     for name, keys in _groups(by_key, plan, titles):
         ends = [_epoch(by_key[k].get("finished_at")) for k in keys if k in by_key]
         ends = [e for e in ends if e is not None]
@@ -259,6 +260,10 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
             continue
         end = max(ends)
         window = [c for c in llm if at <= c.sent <= end]
+        if name == "verify":
+            window = early.calls + window
+        elif not name.startswith(("research round", "after triage")):
+            window = early.take(window, sum(p.bound for p in phases))
         tasks = [c.task for c in window]
         if name.startswith(("research round", "after triage")):
             units = [_unit(by_key[k], order[k], titles.get(k, ""), window, searches,
@@ -272,6 +277,11 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
             phase = Phase(name, at, end, max(max((c.cost for c in pinged), default=0.0),
                                              lat.search if searched else 0.0),
                           1 if pinged else 0, f"{len(pinged)} model ping(s) beside the search pings")
+        elif name == "verify":  # its own calls, beside what is left of the early checks
+            bound, calls = early.verify_bound(window, sum(p.bound for p in phases))
+            phase = Phase(name, at, end, bound, calls,
+                          ", ".join(f"{tasks.count(t)} {t}" for t in dict.fromkeys(tasks))
+                          + (f" ({len(early.calls)} sent before this step)" if early.calls else ""))
         else:  # the calls as they ran: parallel groups (sections, verify batches), in sequence
             bound, calls = chain_bound(window)
             phase = Phase(name, at, end, bound, calls,
@@ -284,6 +294,45 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
         at = end
     phases.append(Phase("finishing (after the last step)", at, ended_at, 0.0, 0))
     return phases
+
+
+CHECK_TASKS = ("ClaimVerdicts", "AuditVerdicts", "CriticVerdicts", "ClaimRewrites")
+
+
+@dataclass
+class EarlyChecks:
+    """Verification calls sent before the verify step (research/phases/verify/early.py: a
+    revision is checked while the next review reads it; after the last review, the sections it
+    did not flag while the flagged ones are revised). They are left out of the review and
+    revise phases they were sent in (a check beside a review is not part of the review's
+    chain) and counted in the verify phase: as a chain of their own that could not start
+    before the phase they were first sent in (`start`, on the critical path's clock), of which
+    only what reaches past the verify step's start counts, beside the step's own calls."""
+    calls: list[Call] = field(default_factory=list)
+    start: float = 0.0
+
+    def take(self, window: list[Call], at: float) -> list[Call]:
+        """The window's other calls; its checks are kept here (`at`: the phase's start on the
+        critical path's clock)."""
+        checks = [c for c in window if c.task in CHECK_TASKS]
+        if checks and not self.calls:
+            self.start = at
+        self.calls += checks
+        return [c for c in window if c.task not in CHECK_TASKS]
+
+    def verify_bound(self, window: list[Call], at: float) -> tuple[float, int]:
+        """The verify step's bound (it starts at `at` on the critical path's clock): the longer
+        of its own calls' chain, and what reaches past `at` of the chain of every check from
+        the first early one on (the step's critic may wait on an early check's passes). Calls
+        under way together cost their slowest: strict where checks started at different
+        times overlap."""
+        mine = [c for c in window if c not in self.calls]
+        own = chain_bound(mine)
+        if not self.calls:
+            return own
+        chain, chain_n = chain_bound(self.calls + mine)
+        left = self.start + chain - at
+        return own if own[0] >= left else (left, chain_n)
 
 
 def _opposing(title: str) -> str:

@@ -85,3 +85,32 @@ def test_early_outcomes_are_the_ones_the_verify_step_would_reach(
     assert run["status"] == "completed"
     assert store.get_step(run_id, "verify")["result"]["checked_early"] == 0
     assert with_early and _outcomes(store, run_id) == with_early
+
+
+def test_a_revision_is_checked_while_the_next_review_reads_it(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    """Two review cycles: the stand-in's first review flags sections, its second approves the
+    revision. The revision's claims are judged while the second review reads it, and the verify
+    step judges none itself: every outcome is the early one, each claim judged once."""
+    standin.add_fault("openai", "hang", times=1, task="ReviewResult", seconds=1.0)  # review 1
+    standin.add_fault("openai", "hang", times=1, task="ReviewResult", seconds=1.0)  # review 2
+    credentials = Credentials.from_env(standin_env)
+    store = Store(tmp_db, secrets=credentials.secrets())
+    config = build_config(env=standin_env, fetch_timeout_s=3, subtopic_count=3, max_rounds=1,
+                          review_cycles=2)
+    run_id = run_research(QUESTION, store=store, config=config, credentials=credentials)
+    assert store.get_run(run_id)["status"] == "completed"
+    first, second = store.get_reviews(run_id)
+    assert not first.approved and second.approved
+    calls = _calls(standin)
+    reviews = [c for c in calls if c["task"] == "ReviewResult"]
+    assert len(reviews) == 2
+    checks = [c for c in calls if c["task"] == "ClaimVerdicts"]
+    assert checks and all(c["sent"] > reviews[0]["answered"] for c in checks)  # not draft 1's
+    assert min(c["sent"] for c in checks) < reviews[1]["answered"]
+
+    checked = [r for r in store.get_verifications(run_id) if r.source_ids]
+    assert checked and store.get_step(run_id, "verify")["result"]["checked_early"] == len(checked)
+    asked = _verdict_claims(calls)
+    assert len(asked) == len(set(asked)) == len(checked)

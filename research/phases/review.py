@@ -91,28 +91,36 @@ class ReviewOutcome:
 
 
 def run(ctx: RunContext, found: ResearchResult) -> ReviewOutcome:
-    """The review cycles, each revising the draft from what research gathered. After the last
-    review, the sections it did not flag are final: their verification starts while the
-    flagged ones are revised (the outcome's `early`)."""
+    """The review cycles, each revising the draft from what research gathered.
+
+    Verification starts before the cycles end (the outcome's `early`, for verify.run): a
+    revision that another review will read is checked whole while that review reads it (the
+    review is most often the last word, and a claim it leaves unchanged keeps its check);
+    after the last review, the sections it did not flag are final and are checked while the
+    flagged ones are revised. Only the claims no check has covered are left to verify."""
     cycles = ctx.config.review_cycles
     early: EarlyCheck | None = None
-    for cycle in range(1, cycles + 1):
-        done = ctx.stored_result(f"review:{cycle}")
-        if done is None:
-            done = ctx.run_step(
-                f"review:{cycle}", "review", f"Reviewing the draft (cycle {cycle} of {cycles})",
-                partial(_review, ctx, cycle, cycles),
-            )
-        if done["approved"]:
-            return ReviewOutcome(True, early)
-        early = EarlyCheck(ctx) if cycle == cycles else None
-        try:
+    try:
+        for cycle in range(1, cycles + 1):
+            done = ctx.stored_result(f"review:{cycle}")
+            if done is None:
+                done = ctx.run_step(
+                    f"review:{cycle}", "review", f"Reviewing the draft (cycle {cycle} of {cycles})",
+                    partial(_review, ctx, cycle, cycles),
+                )
+            if done["approved"]:
+                return ReviewOutcome(True, early)
+            early = early or EarlyCheck(ctx)
+            last = cycle == cycles
             write.revise(ctx, cycle, found, done["feedback"], done.get("issues"),
-                         on_final=early.start if early else None)
-        except BaseException:
-            if early is not None:
-                early.close()
-            raise
+                         on_final=early.start if last else None)
+            if not last:  # checked while the next review reads it
+                revised = write.latest(ctx)
+                early.start(revised.text, revised.numbering, [revised.text])
+    except BaseException:
+        if early is not None:
+            early.close()
+        raise
     return ReviewOutcome(False, early)
 
 

@@ -1,10 +1,13 @@
-"""Verification that starts as soon as a section is final (issue 11).
+"""Verification that starts before the review cycles end (issue 11).
 
-After the last review cycle, only the sections the review flagged are rewritten; every other
-section is final from that moment. Their claims are judged (both passes, the critic, the
-rewrites: outcomes.judge_claims) in the background while the writer revises the flagged ones.
-The verify step then judges only the claims it has no outcome for and reuses the rest: a claim
-is the same check when its sentence, its place and its cited sources are the same (outcomes.key).
+A revision that another review will read is checked whole while that review reads it: most
+often the review approves it, and a claim it does not change keeps its check. After the last
+review cycle, only the sections the review flagged are rewritten; every other section is final
+from that moment, and its claims not checked yet are judged too. Each check (both passes, the
+critic, the rewrites: outcomes.judge_claims) runs in the background while the run reviews or
+revises. The verify step then judges only the claims it has no outcome for and reuses the rest:
+a claim is the same check when its sentence, its place and its cited sources are the same
+(outcomes.key), whichever draft it was judged in.
 
 Nothing here is stored: an interrupted run verifies everything when it resumes. A call that
 fails leaves its claims unchecked exactly as in the verify step; a stop (cancel, time limit)
@@ -30,10 +33,11 @@ class EarlyCheck:
         self.keys: set[ClaimKey] = set()  # the claims under way or judged
 
     def start(self, text: str, numbering: Mapping[int, str], final: Sequence[str]) -> None:
-        """Judge the claims of `text` (the current draft) that sit in the `final` parts."""
+        """Judge the claims of `text` (the current draft) that sit in the `final` parts, but
+        those a check started earlier covers already (the same sentence, place and sources)."""
         sources = {s["id"]: s for s in self.ctx.store.get_sources(self.ctx.run_id)}
         claims = [c for c in split_claims(text, numbering, sources)
-                  if any(c.text in part for part in final)]
+                  if key(c) not in self.keys and any(c.text in part for part in final)]
         if not claims:
             return
         attach_excerpts(claims, sources)
