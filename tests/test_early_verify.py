@@ -1,6 +1,6 @@
-"""Verification of a section starts as soon as that section is final (issue 11): after the last
-review, the sections it did not flag are checked while the flagged ones are revised, and the
-verify step reuses those outcomes instead of judging the same claims again. Full runs over real
+"""Verification starts before the review cycles end (issue 11): every draft a review will read is
+checked while the review reads it, and the verify step reuses those outcomes for the claims no
+revision changed instead of judging the same claims again. Full runs over real
 HTTP against the stand-in; the order of events is read from the stand-in's request log."""
 
 from __future__ import annotations
@@ -46,29 +46,29 @@ def _outcomes(store: Store, run_id: str) -> list[tuple[str, str, str]]:
     return [(r.claim, r.status, r.verdict) for r in store.get_verifications(run_id)]
 
 
-def test_final_sections_are_verified_while_the_flagged_ones_are_revised(
+def test_the_draft_is_verified_while_it_is_reviewed_and_each_claim_is_judged_once(
     standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
 ) -> None:
-    standin.add_fault("openai", "hang", times=50, task="writer", seconds=0.5)  # revisions take a while
+    standin.add_fault("openai", "hang", times=1, task="ReviewResult", seconds=1.0)  # reviewing takes a while
     store, run_id = _run(standin_env, tmp_db)
     assert store.get_run(run_id)["status"] == "completed"
     review = store.get_reviews(run_id)[0]
     assert not review.approved  # the stand-in's first review flags key findings and summary
     calls = _calls(standin)
-    revising = [c for c in calls if "REVIEW FEEDBACK ON YOUR PART" in c["user"]]
-    assert revising
+    reviewing = [c for c in calls if c["task"] == "ReviewResult"]
     early = [c for c in calls if c["task"] == "ClaimVerdicts"
-             and c["sent"] < max(r["answered"] for r in revising)]
-    assert early, "no claim was checked while the flagged sections were being revised"
-    sections = {section for c in early for section, _ in CLAIM.findall(c["user"])}
-    assert sections and not sections & {"Key findings", "Executive summary"}  # only final ones
+             and c["sent"] < reviewing[0]["answered"]]
+    assert early, "no claim was checked while the draft was being reviewed"
 
     result = store.get_step(run_id, "verify")["result"]
     assert result["checked_early"] > 0
-    # Every claim of the report was judged once: the early outcomes were reused, not redone.
+    # No claim was judged twice: a claim the revision left as it was kept its early outcome;
+    # only the revised sections' new claims were judged after.
     asked = _verdict_claims(calls)
+    assert len(asked) == len(set(asked))
     checked = [r for r in store.get_verifications(run_id) if r.source_ids]
-    assert len(asked) == len(set(asked)) == len(checked)
+    assert {r.claim for r in checked} <= {claim for _, claim in asked}
+    assert 0 < result["checked_early"] < len(checked)  # the revised claims were judged after
 
 
 def test_early_outcomes_are_the_ones_the_verify_step_would_reach(
@@ -107,10 +107,25 @@ def test_a_revision_is_checked_while_the_next_review_reads_it(
     reviews = [c for c in calls if c["task"] == "ReviewResult"]
     assert len(reviews) == 2
     checks = [c for c in calls if c["task"] == "ClaimVerdicts"]
-    assert checks and all(c["sent"] > reviews[0]["answered"] for c in checks)  # not draft 1's
-    assert min(c["sent"] for c in checks) < reviews[1]["answered"]
+    of_draft = [c for c in checks if c["sent"] < reviews[0]["answered"]]
+    of_revision = [c for c in checks if reviews[0]["answered"] < c["sent"] < reviews[1]["answered"]]
+    assert of_draft and of_revision  # each checked while the next review read it
+    # Only the revision's new claims are judged again: fewer than the draft's.
+    assert (sum(len(CLAIM.findall(c["user"])) for c in of_revision)
+            < sum(len(CLAIM.findall(c["user"])) for c in of_draft))
 
     checked = [r for r in store.get_verifications(run_id) if r.source_ids]
     assert checked and store.get_step(run_id, "verify")["result"]["checked_early"] == len(checked)
     asked = _verdict_claims(calls)
-    assert len(asked) == len(set(asked)) == len(checked)
+    assert len(asked) == len(set(asked))  # a claim the revision kept was not judged again
+    assert {r.claim for r in checked} <= {claim for _, claim in asked}
+
+
+def test_a_few_claims_go_out_in_small_batches_many_in_batches_of_four() -> None:
+    from research.phases.verify.judge import BATCH_CLAIMS, batch_size
+
+    assert batch_size(10, 32) == 1  # a revised section's claims: one a call, all at once
+    assert batch_size(40, 32) == 2
+    assert batch_size(116, 32) == BATCH_CLAIMS == 4  # a whole report's
+    assert batch_size(1000, 32) == BATCH_CLAIMS
+    assert batch_size(0, 32) == 1 and batch_size(5, 0) == BATCH_CLAIMS

@@ -93,14 +93,20 @@ class ReviewOutcome:
 def run(ctx: RunContext, found: ResearchResult) -> ReviewOutcome:
     """The review cycles, each revising the draft from what research gathered.
 
-    Verification starts before the cycles end (the outcome's `early`, for verify.run): a
-    revision that another review will read is checked whole while that review reads it (the
-    review is most often the last word, and a claim it leaves unchanged keeps its check);
-    after the last review, the sections it did not flag are final and are checked while the
-    flagged ones are revised. Only the claims no check has covered are left to verify."""
+    Verification starts before the cycles end (the outcome's `early`, for verify.run): every
+    draft a review will read is checked while that review reads it (a claim no revision
+    changes keeps its check, so after a revision only its changed claims are new, and a few
+    claims are checked fast); after the last review, the sections it did not flag are final
+    and what of them is not checked yet is checked while the flagged ones are revised. Only
+    the claims no check has covered are left to verify."""
     cycles = ctx.config.review_cycles
-    early: EarlyCheck | None = None
+    if not cycles:
+        return ReviewOutcome(False)
+    early = EarlyCheck(ctx)
     try:
+        if ctx.stored_result("review:1") is None:  # (a resume past it verifies at the end)
+            drafted = write.latest(ctx)
+            early.start(drafted.text, drafted.numbering, [drafted.text])
         for cycle in range(1, cycles + 1):
             done = ctx.stored_result(f"review:{cycle}")
             if done is None:
@@ -110,16 +116,15 @@ def run(ctx: RunContext, found: ResearchResult) -> ReviewOutcome:
                 )
             if done["approved"]:
                 return ReviewOutcome(True, early)
-            early = early or EarlyCheck(ctx)
             last = cycle == cycles
             write.revise(ctx, cycle, found, done["feedback"], done.get("issues"),
                          on_final=early.start if last else None)
-            if not last:  # checked while the next review reads it
+            if not last and ctx.stored_result(f"review:{cycle + 1}") is None:
+                # Checked while the next review reads it.
                 revised = write.latest(ctx)
                 early.start(revised.text, revised.numbering, [revised.text])
     except BaseException:
-        if early is not None:
-            early.close()
+        early.close()
         raise
     return ReviewOutcome(False, early)
 

@@ -8,6 +8,7 @@ leaves that claim without a verdict: "unchecked", never silently unsupported.
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor, Future
@@ -253,12 +254,20 @@ def _item(claim: Claim, sources: Mapping[str, Mapping[str, Any]], nonce: str, *,
     return f"{blocks}\n{head}" if sources_first else f"{head}\n{blocks}"
 
 
-def _batches(claims: Sequence[Claim]) -> list[list[Claim]]:
+def batch_size(claims: int, calls: int) -> int:
+    """Claims per batch: as few as let `calls` batches carry them all at once (the run's
+    model requests in flight; a smaller batch answers sooner), at most BATCH_CLAIMS. A
+    check of a few claims (a revised section's, judged while the run reviews) is on the run's
+    critical path: one claim a call answers in about half the time four take."""
+    return max(1, min(BATCH_CLAIMS, math.ceil(claims / max(1, calls))))
+
+
+def _batches(claims: Sequence[Claim], most: int = BATCH_CLAIMS) -> list[list[Claim]]:
     batches: list[list[Claim]] = []
     size = 0
     for claim in claims:
         chars = len(claim.text) + sum(len(e) + 120 for e in claim.excerpts.values())
-        if batches and len(batches[-1]) < BATCH_CLAIMS and size + chars <= BATCH_CHARS:
+        if batches and len(batches[-1]) < most and size + chars <= BATCH_CHARS:
             batches[-1].append(claim)
             size += chars
         else:
@@ -304,7 +313,10 @@ def _submit_pass(ctx: RunContext, spec: _Pass, claims: Sequence[Claim],
     if not claims:
         return []
     agent = ctx.lead.delegate(spec.role)
-    return [pool.submit(_judge_batch, ctx, agent, spec, batch, sources) for batch in _batches(claims)]
+    # Both passes go out at once: each gets half the run's requests in flight.
+    most = batch_size(len(claims), ctx.executor.model_slots.size // 2)
+    return [pool.submit(_judge_batch, ctx, agent, spec, batch, sources)
+            for batch in _batches(claims, most)]
 
 
 def _collect(ctx: RunContext, futures: Sequence[Future[Any]]) -> tuple[dict[str, PassVerdict], list[str]]:
@@ -390,7 +402,8 @@ def _challenge(ctx: RunContext, outcomes: Sequence[Outcome],
         wanted = {c.id for c in batch}
         return {j.claim_id: j for j in answer.judgements if j.claim_id in wanted and j.verdict}
 
-    batches = _batches([o.claim for o in outcomes])
+    batches = _batches([o.claim for o in outcomes],
+                       batch_size(len(outcomes), ctx.executor.model_slots.size))
     found: dict[str, CriticJudgement] = {}
     errors: list[str] = []
     # The batches are independent: all at once, tasks of the run's executor.
