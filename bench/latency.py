@@ -281,7 +281,8 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
             bound, calls = early.verify_bound(window, sum(p.bound for p in phases))
             phase = Phase(name, at, end, bound, calls,
                           ", ".join(f"{tasks.count(t)} {t}" for t in dict.fromkeys(tasks))
-                          + (f" ({len(early.calls)} sent before this step)" if early.calls else ""))
+                          + (f" ({len(early.calls)} sent before this step, in {len(early.jobs)} "
+                             "early checks)" if early.calls else ""))
         else:  # the calls as they ran: parallel groups (sections, verify batches), in sequence
             bound, calls = chain_bound(window)
             phase = Phase(name, at, end, bound, calls,
@@ -297,42 +298,85 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
 
 
 CHECK_TASKS = ("ClaimVerdicts", "AuditVerdicts", "CriticVerdicts", "ClaimRewrites")
+PASS_TASKS = ("ClaimVerdicts", "AuditVerdicts")
+_CLAIM = re.compile(r'<claim id="[^"]*"(?: section="[^"]*")?>([^<\n]*)')
+
+
+def claims_of(call: Call) -> set[str]:
+    """The claims a verification call is about (their text, as the prompt gives it)."""
+    return {t.strip() for t in _CLAIM.findall(call.text) if t.strip()}
+
+
+@dataclass
+class CheckJob:
+    """One check started before the verify step: its passes went out in one phase, its
+    critic and rewrites follow for the same claims."""
+    start: float             # the phase its passes went out in, on the critical path's clock
+    claims: set[str] = field(default_factory=set)
+    calls: list[Call] = field(default_factory=list)
 
 
 @dataclass
 class EarlyChecks:
-    """Verification calls sent before the verify step (research/phases/verify/early.py: a
-    revision is checked while the next review reads it; after the last review, the sections it
-    did not flag while the flagged ones are revised). They are left out of the review and
-    revise phases they were sent in (a check beside a review is not part of the review's
-    chain) and counted in the verify phase: as a chain of their own that could not start
-    before the phase they were first sent in (`start`, on the critical path's clock), of which
-    only what reaches past the verify step's start counts, beside the step's own calls."""
-    calls: list[Call] = field(default_factory=list)
-    start: float = 0.0
+    """Verification calls sent before the verify step (research/phases/verify/early.py: every
+    draft a review will read is checked while the review reads it). They are left out of the
+    review and revise phases they were sent in (a check beside a review is not part of the
+    review's chain) and counted in the verify phase: each check as a chain of its own (its
+    passes, then the critic and rewrites about the same claims) that could not start before
+    the phase its passes went out in; only what reaches past the verify step's start counts,
+    beside the step's own calls."""
+    jobs: list[CheckJob] = field(default_factory=list)
+
+    @property
+    def calls(self) -> list[Call]:
+        return [c for job in self.jobs for c in job.calls]
 
     def take(self, window: list[Call], at: float) -> list[Call]:
         """The window's other calls; its checks are kept here (`at`: the phase's start on the
         critical path's clock)."""
-        checks = [c for c in window if c.task in CHECK_TASKS]
-        if checks and not self.calls:
-            self.start = at
-        self.calls += checks
+        for call in sorted((c for c in window if c.task in CHECK_TASKS), key=lambda c: c.sent):
+            self._file(call, at)
         return [c for c in window if c.task not in CHECK_TASKS]
 
+    def _file(self, call: Call, at: float) -> None:
+        claims = claims_of(call)
+        if call.task in PASS_TASKS:
+            job = next((j for j in self.jobs if j.start == at), None)
+            if job is None:
+                job = CheckJob(at)
+                self.jobs.append(job)
+        else:  # the newest check whose passes were about these claims
+            job = next((j for j in reversed(self.jobs) if claims & j.claims),
+                       self.jobs[-1] if self.jobs else None)
+            if job is None:
+                job = CheckJob(at)
+                self.jobs.append(job)
+        job.claims |= claims
+        job.calls.append(call)
+
     def verify_bound(self, window: list[Call], at: float) -> tuple[float, int]:
-        """The verify step's bound (it starts at `at` on the critical path's clock): the longer
-        of its own calls' chain, and what reaches past `at` of the chain of every check from
-        the first early one on (the step's critic may wait on an early check's passes). Calls
-        under way together cost their slowest: strict where checks started at different
-        times overlap."""
-        mine = [c for c in window if c not in self.calls]
-        own = chain_bound(mine)
-        if not self.calls:
-            return own
-        chain, chain_n = chain_bound(self.calls + mine)
-        left = self.start + chain - at
-        return own if own[0] >= left else (left, chain_n)
+        """The verify step's bound (it starts at `at` on the critical path's clock): the longest
+        of its own calls' chain and what of each early check's chain reaches past `at`. The
+        step's critic and rewrites about claims an early check's passes judged (and the step's
+        passes did not) belong to that check."""
+        early = set(self.calls)
+        mine = sorted((c for c in window if c not in early), key=lambda c: c.sent)
+        judged = {t for c in mine if c.task in PASS_TASKS for t in claims_of(c)}
+        own: list[Call] = []
+        for call in mine:
+            claims = claims_of(call)
+            job = next((j for j in reversed(self.jobs) if claims & j.claims), None)
+            if call.task in CHECK_TASKS and call.task not in PASS_TASKS and job is not None \
+                    and not claims & judged:
+                job.calls.append(call)
+            else:
+                own.append(call)
+        best = chain_bound(own)
+        for job in self.jobs:
+            chain, chain_n = chain_bound(job.calls)
+            if job.start + chain - at > best[0]:
+                best = (job.start + chain - at, chain_n)
+        return best
 
 
 def _opposing(title: str) -> str:
