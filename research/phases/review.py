@@ -7,6 +7,7 @@ resolve, >= 80% of claims cited, within the word limit, sources mostly recent).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
@@ -103,33 +104,32 @@ def run(ctx: RunContext, found: ResearchResult) -> ReviewOutcome:
     if not cycles:
         return ReviewOutcome(False)
     early = EarlyCheck(ctx)
+
+    def check(draft: Draft) -> None:  # the draft a review is about to read
+        early.start(draft.text, draft.numbering, [draft.text])
+
     try:
-        if ctx.stored_result("review:1") is None:  # (a resume past it verifies at the end)
-            drafted = write.latest(ctx)
-            early.start(drafted.text, drafted.numbering, [drafted.text])
         for cycle in range(1, cycles + 1):
             done = ctx.stored_result(f"review:{cycle}")
-            if done is None:
+            if done is None:  # (a resume past it verifies that draft at the end)
                 done = ctx.run_step(
                     f"review:{cycle}", "review", f"Reviewing the draft (cycle {cycle} of {cycles})",
-                    partial(_review, ctx, cycle, cycles),
+                    partial(_review, ctx, cycle, cycles, check),
                 )
             if done["approved"]:
                 return ReviewOutcome(True, early)
-            last = cycle == cycles
             write.revise(ctx, cycle, found, done["feedback"], done.get("issues"),
-                         on_final=early.start if last else None)
-            if not last and ctx.stored_result(f"review:{cycle + 1}") is None:
-                # Checked while the next review reads it.
-                revised = write.latest(ctx)
-                early.start(revised.text, revised.numbering, [revised.text])
+                         on_final=early.start if cycle == cycles else None)
     except BaseException:
         early.close()
         raise
     return ReviewOutcome(False, early)
 
 
-def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
+def _review(ctx: RunContext, cycle: int, cycles: int,
+            reading: Callable[[Draft], None] | None = None) -> dict[str, Any]:
+    """One review; `reading(draft)` is told the draft just before the reviewer is asked (its
+    checks start then: the review's own preparation does not share the processor with them)."""
     reviewer = ctx.lead.delegate(Role.REVIEWER)
     current, checks = current_checks(ctx)
     sources = ctx.store.get_sources(ctx.run_id, with_text=False)
@@ -145,6 +145,8 @@ def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
             sources=numbered_sources(listed, numbers), draft=current.text,
         )),
     ]
+    if reading is not None:
+        reading(current)
     review = reviewer.llm.structured(messages, ReviewResult, deadline=ctx.step_deadline())
     issues = [i.model_dump() for i in review.issues]
     high = [i for i in issues if i["severity"] == "high"]
