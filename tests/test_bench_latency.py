@@ -1,10 +1,10 @@
-"""The latency benchmark's lower bound for checks sent before the verify step (bench/latency.py,
+"""The latency benchmark's lower bound for checks sent before the verify step (bench/latency_calls.py,
 EarlyChecks): they leave the review they ran beside and count in the verify phase, each check a
 chain of its own from the phase its passes went out in."""
 
 from __future__ import annotations
 
-from bench.latency import Call, EarlyChecks, chain_bound
+from bench.latency_calls import Call, EarlyChecks, chain_bound
 
 
 def _call(task: str, sent: float, cost: float, *claims: str) -> Call:
