@@ -25,6 +25,8 @@ from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
 from pydantic import TypeAdapter, ValidationError
 
+from storage.run_records import EventRow
+
 log = logging.getLogger(__name__)
 
 
@@ -274,18 +276,25 @@ EVENT_TYPES: dict[str, type[Event]] = {
 
 # -- back from the event log ------------------------------------------------------------------
 
-def from_row(row: Mapping[str, Any]) -> Event:
-    """A stored event-log row (or `Event.to_dict()`) as its typed event.
+def from_row(row: EventRow | Mapping[str, Any]) -> Event:
+    """A stored event-log row (as the Store returns it, or raw: `Event.to_dict()`, JSON) as its
+    typed event.
 
     Tolerant by design, since rows outlive versions: a missing field takes its default, a
     payload key this kind does not declare is ignored, a value of the wrong type is dropped
     (the field takes its default), and an unknown type becomes `Other`.
     """
+    if isinstance(row, EventRow):
+        return _typed(row.type, row.run_id, row.message, row.step, row.ts, dict(row.data))
+    # A raw row (a JSON edge: to_dict(), JSON text, a hand-written row): any key may be missing.
     data = _payload(row.get("data"))
-    run_id, message = str(row.get("run_id") or ""), str(row.get("message") or "")
     step = None if row.get("step") is None else str(row.get("step"))
-    ts = str(row.get("ts") or "")
-    stored_type = str(row.get("type") or "")
+    return _typed(str(row.get("type") or ""), str(row.get("run_id") or ""),
+                  str(row.get("message") or ""), step, str(row.get("ts") or ""), data)
+
+
+def _typed(stored_type: str, run_id: str, message: str, step: str | None, ts: str,
+           data: dict[str, Any]) -> Event:
     cls = EVENT_TYPES.get(stored_type)
     if cls is None:
         return Other(run_id, message, step, ts, stored_type=stored_type, data=data)

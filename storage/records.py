@@ -14,6 +14,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+# The run's bookkeeping (the run, its usage, activity and event log) has its own module.
+from storage.run_records import (  # noqa: F401 - re-exported: the one vocabulary
+    Activity,
+    EventRow,
+    GoalCheck,
+    ModelUsage,
+    Run,
+    RunTotals,
+    UsageTotals,
+)
+
 StoreRow = dict[str, Any]  # what the Store's writers take (`complete_research_step`)
 
 # A JSON object column as stored (a report's meta, a review's checks, a verdict's details):

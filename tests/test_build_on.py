@@ -20,8 +20,8 @@ def test_similar_questions_are_found_and_unrelated_ones_are_not(tmp_db: Path) ->
         store.set_run_status(run_id, "running")
         store.set_run_status(run_id, "completed")
     found = similar_runs(store, "Is heat pump adoption in Europe growing?")
-    assert {r["question"] for r in found} == {QUESTION, "Heat pump adoption in European homes since 2020"}
-    assert all(0.3 <= r["similarity"] <= 1 for r in found)
+    assert {r.run.question for r in found} == {QUESTION, "Heat pump adoption in European homes since 2020"}
+    assert all(0.3 <= r.similarity <= 1 for r in found)
     assert similarity("heat pumps", "sourdough bread") == 0.0
 
 

@@ -37,9 +37,9 @@ def test_the_form_searches_exactly_the_providers_it_shows() -> None:
 
 def test_run_again_shows_the_providers_that_run_actually_searched() -> None:
     config = build_config(env={}, search_providers=("web",)).model_dump(mode="json")
-    assert form.run_form_values({"config": config})["search"] == ["web", *ACADEMIC_PROVIDERS]
+    assert form.run_form_values(config)["search"] == ["web", *ACADEMIC_PROVIDERS]
     off = build_config(env={}, search_providers=("web",), INCLUDE_ACADEMIC_SOURCES=False)
-    assert form.run_form_values({"config": off.model_dump(mode="json")})["search"] == ["web"]
+    assert form.run_form_values(off.model_dump(mode="json"))["search"] == ["web"]
 
 
 def test_a_provider_not_chosen_is_never_reported_as_degraded(
