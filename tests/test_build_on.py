@@ -41,8 +41,8 @@ def test_dig_deeper_run_reuses_the_parents_sources_without_fetching_them_again(
                        parent_run_id=parent)
     standin.reset()
     run = execute(child, store=store, credentials=runs.credentials, **runs.deps(config))
-    assert run["status"] == "completed", run.get("error")
-    assert run["parent_run_id"] == parent
+    assert run.status == "completed", run.error
+    assert run.parent_run_id == parent
 
     child_sources = store.get_sources(child)
     inherited = {s["canonical_url"] for s in child_sources if s["subtopic_id"] == "p0"}

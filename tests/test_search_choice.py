@@ -55,7 +55,7 @@ def test_a_provider_not_chosen_is_never_reported_as_degraded(
     run_id = run_research("How is heat pump adoption changing in Europe?", store=store,
                           config=config, credentials=Credentials.from_env(env))
     run = store.get_run(run_id) or {}
-    assert run["status"] == "completed", run["error"]
+    assert run.status == "completed", run.error
     report = store.get_report(run_id).markdown  # type: ignore[union-attr]
     assert "Search degraded" not in report
     assert not any(name in report for name in ("arxiv was not", "semanticscholar was not"))
