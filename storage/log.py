@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -13,7 +12,7 @@ from storage import rows as mapped
 from storage.base import StoreBase
 from storage.dialects import insert_event, insert_for
 from storage.migrations import utc_now
-from storage.run_records import EventRow, ModelUsage, UsageTotals
+from storage.run_records import EventRow, JsonObject, ModelUsage, UsageTotals
 from storage.runs import ts
 from storage.schema import events, usage
 
@@ -86,7 +85,7 @@ class LogStore(StoreBase):
         return [mapped.event(row) for row in
                 self._fast_rows(LAST_EVENTS, {"run_id": run_id, "limit": int(n)})[::-1]]
 
-    def append_event(self, event: Event | Mapping[str, Any]) -> int:
+    def append_event(self, event: Event | JsonObject) -> int:
         """Append to the run's event log; returns the event id (ascending per database)."""
         to_dict = getattr(event, "to_dict", None)
         record = to_dict() if callable(to_dict) else dict(event)  # type: ignore[arg-type]

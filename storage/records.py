@@ -25,12 +25,12 @@ from storage.run_records import (  # noqa: F401 - re-exported: the one vocabular
     UsageTotals,
 )
 
-StoreRow = dict[str, Any]  # what the Store's writers take (`complete_research_step`)
+# JsonObject: a JSON object column as stored (a report's meta, a review's checks, a verdict's
+# details): the model or the phase that wrote it owns its keys, and older runs stored fewer
+# of them, so readers look keys up leniently. The one untyped shape the records below carry.
+from storage.run_records import JsonObject as JsonObject
 
-# A JSON object column as stored (a report's meta, a review's checks, a verdict's details):
-# the model or the phase that wrote it owns its keys, and older runs stored fewer of them, so
-# readers look keys up leniently. The one untyped shape the records below carry.
-JsonObject = Mapping[str, Any]
+StoreRow = dict[str, Any]  # what the Store's writers take (`complete_research_step`)
 
 
 @dataclass(frozen=True, slots=True)

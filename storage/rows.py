@@ -30,12 +30,25 @@ from storage.records import (
     SkippedPage,
     Verdict,
 )
-from storage.run_records import Activity, EventRow, GoalCheck, ModelUsage, Run, RunTotals, UsageTotals
+from storage.run_records import (
+    Activity,
+    EventRow,
+    GoalCheck,
+    JsonObject,
+    ModelUsage,
+    Run,
+    RunTotals,
+    UsageTotals,
+)
 
-Row = dict[str, Any]  # a row as the database returns it (a JSON-like edge; see module docstring)
+# The database edge, the only untyped shapes of storage/'s plumbing: a row as the driver
+# returns it (JSON columns decoded) before a function below makes it a record, with values of
+# every column type; and a statement's bind parameters by name (any column's value).
+Row = dict[str, Any]
+Params = Mapping[str, object]
 
 
-def plain_rows(rows: Iterable[RowMapping | Mapping[str, Any]]) -> list[Row]:
+def plain_rows(rows: Iterable[RowMapping]) -> list[Row]:
     return [dict(row) for row in rows]
 
 
@@ -59,7 +72,7 @@ def _float_or_none(value: object) -> float | None:
 def run_totals(value: object) -> RunTotals:
     """The run's `totals` JSON column (written key by key by `update_totals`; older runs
     stored fewer keys, and a key never written reads as None)."""
-    stored: Mapping[str, Any] = value if isinstance(value, Mapping) else {}
+    stored: JsonObject = value if isinstance(value, Mapping) else {}
     goal = stored.get("goal")
     return RunTotals(
         sources=_int_or_none(stored.get("sources")), queries=_int_or_none(stored.get("queries")),

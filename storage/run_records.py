@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# A JSON object column as stored (a run's settings, an event's data): whoever wrote it owns its keys and older runs stored fewer of them, so it stays a
-# mapping here; `research.config.ResearchConfig` validates a run's settings at its edge.
+# A JSON object as stored (a run's settings or totals, an event's data, a raw event-log row):
+# whoever wrote it owns its keys and older runs stored fewer of them, so it stays a mapping
+# here; `research.config.ResearchConfig` validates a run's settings at its edge.
 JsonObject = Mapping[str, Any]
 
 

@@ -11,7 +11,7 @@ not in the page, so nothing of another person's run is ever loaded.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -153,7 +153,7 @@ class RunsStore(StoreBase):
             new_error = self._redact(error)
             if new_error is None and status != "running":
                 new_error = old_error
-            values: dict[str, Any] = {"status": status, "error": new_error, "updated_at": now}
+            values: dict[str, object] = {"status": status, "error": new_error, "updated_at": now}
             if status == "running":
                 values["started_at"] = started_at or now
             if status not in ("paused", "interrupted", "queued"):
@@ -179,7 +179,7 @@ class RunsStore(StoreBase):
         """Add `deltas` to numeric totals (missing ones start at 0); returns the new totals."""
         return self._change_totals(run_id, deltas, add=True)
 
-    def _change_totals(self, run_id: str, values: Mapping[str, Any], *, add: bool) -> RunTotals:
+    def _change_totals(self, run_id: str, values: JsonObject, *, add: bool) -> RunTotals:
         with self._write() as tx:
             # FOR UPDATE: on PostgreSQL two writers adding at once must not both read the old
             # totals (SQLite's BEGIN IMMEDIATE already serialises them; it ignores the clause).
