@@ -290,7 +290,7 @@ def from_row(row: EventRow | JsonObject) -> Event:
     (the field takes its default), and an unknown type becomes `Other`.
     """
     if isinstance(row, EventRow):
-        return _typed(row.type, row.run_id, row.message, row.step, row.ts, dict(row.data))
+        return _typed(row.type, row.run_id, row.message, row.step, row.ts, row.data)
     # A raw row (a JSON edge: to_dict(), JSON text, a hand-written row): any key may be missing.
     data = _payload(row.get("data"))
     step = None if row.get("step") is None else str(row.get("step"))
@@ -299,10 +299,10 @@ def from_row(row: EventRow | JsonObject) -> Event:
 
 
 def _typed(stored_type: str, run_id: str, message: str, step: str | None, ts: str,
-           data: Payload) -> Event:
+           data: JsonObject) -> Event:
     cls = EVENT_TYPES.get(stored_type)
     if cls is None:
-        return Other(run_id, message, step, ts, stored_type=stored_type, data=data)
+        return Other(run_id, message, step, ts, stored_type=stored_type, data=dict(data))
     own = {name: data[name] for name in _OWN_FIELDS[cls] if name in data}
     return _validated(cls, {"run_id": run_id, "message": message, "step": step, "ts": ts, **own})
 

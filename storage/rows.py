@@ -112,10 +112,11 @@ def model_usage(row: Row) -> ModelUsage:
 
 
 def event(row: Row) -> EventRow:
+    """Lean on purpose: the live panel maps its last 200 events on every refresh. The columns
+    are NOT NULL text (id an integer) as stored; `data` is the row's own decoded dict."""
     data = row["data"]
-    return EventRow(id=int(row["id"]), run_id=str(row["run_id"]), ts=str(row["ts"]),
-                    type=str(row["type"]), step=row["step"], message=str(row["message"] or ""),
-                    data=dict(data) if isinstance(data, Mapping) else {})
+    return EventRow(row["id"], row["run_id"], row["ts"], row["type"], row["step"],
+                    row["message"] or "", data if isinstance(data, dict) else {})
 
 
 def _texts(value: object) -> tuple[str, ...]:
