@@ -166,8 +166,8 @@ class ResearchConfig(BaseModel):
     def uses_documents(self) -> bool:
         return DOCUMENTS in self.search_providers
 
-    def constants(self) -> dict[str, Any]:
-        """The SPEC constants by their upper-case names."""
+    def constants(self) -> dict[str, int | float]:
+        """The SPEC constants by their upper-case names (numbers; the on/off ones are bools)."""
         return {name: getattr(self, c.field) for name, c in CONSTANTS.items()}
 
     def parameters_line(self) -> str:

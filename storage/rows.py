@@ -1,8 +1,9 @@
 """The one place stored rows become what the `Store` returns.
 
 The writing side's getters and the document library return records (`storage/records.py`:
-Draft, Review, Report, EngineReport, Verdict; Document, Passage, Collection, RunPassage), built
-here from the row (JSON columns already decoded by
+Draft, Review, Report, EngineReport, Verdict; Document, Passage, Collection, RunPassage), as
+do the run's bookkeeping getters (`storage/run_records.py`: Run, RunTotals, UsageTotals,
+ModelUsage, Activity, EventRow), built here from the row (JSON columns already decoded by
 `storage.schema.Json`; citation numberings get int keys, flags become bools). The rest still
 return plain dicts; the engine's records for those (`research/records.py`: Subtopic, Source,
 Finding) are built by their `from_row`, there and only there: the store does not import the
