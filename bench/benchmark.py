@@ -392,7 +392,7 @@ def bench_run_page(args: argparse.Namespace, tmp: Path) -> list[Row]:
     run_id = seed_rich_run(store, sources=args.sources, events=args.events, text_chars=args.text_chars)
     seeded = time.perf_counter() - start
     say(f"  seeded 1 run: {store.count_sources(run_id)} sources ({args.text_chars} chars of text "
-        f"each), {store.latest_activity(run_id)['events']} events, in {seeded:.1f} s; "
+        f"each), {getattr(store.latest_activity(run_id), 'events', 0)} events, in {seeded:.1f} s; "
         f"database {file_mb(db):.1f} MB")
     rows.append(Row("run", "seed 1 run (sources+events)", f"{seeded:.1f} s"))
 
@@ -403,7 +403,8 @@ def bench_run_page(args: argparse.Namespace, tmp: Path) -> list[Row]:
 
     def live() -> None:
         view = store.live_view(run_id, events=views.EVENT_TAIL)  # as dashboard/run_live.py
-        percent(view.run or {}, view.steps)
+        if view.run is not None:
+            percent(view.run, view.steps)
         views.steps_frame(view.steps)
         views.events_frame(views.typed_events(view.events))
 
@@ -600,15 +601,15 @@ def _engine_child(env: dict[str, str], db_path: str, out: Any) -> None:
         run_id = run_research(QUESTION, store=store, config=config, credentials=credentials)
         wall = time.perf_counter() - start
         ended_at = time.time()
-        run = store.get_run(run_id) or {}
+        run = store.get_run(run_id)
         usage = store.usage_totals(run_id)
         steps = store.get_steps(run_id)
         out.put({
-            "wall": wall, "status": run.get("status"), "error": run.get("error"),
+            "wall": wall, "status": run.status if run else None, "error": run.error if run else None,
             "run_id": run_id, "began_at": began_at, "ended_at": ended_at,
             "max_parallel_workers": config.max_parallel_workers,
-            "sources": store.count_sources(run_id), "calls": usage["calls"],
-            "input_tokens": usage["input_tokens"], "output_tokens": usage["output_tokens"],
+            "sources": store.count_sources(run_id), "calls": usage.calls,
+            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
             "steps": len(steps), "skipped": len(store.get_skipped(run_id)),
             "parameters": config.parameters_line(),
             "rss_imported_mb": rss_imported, "rss_peak_mb": peak_rss_mb(),

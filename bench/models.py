@@ -69,11 +69,11 @@ def figures_of(store: Any, run_id: str) -> dict[str, str]:
     from research.export.run_document import build_document_for_run
     from research.phases import verify
 
-    run = store.get_run(run_id) or {}
-    status = str(run.get("status"))
+    run = store.get_run(run_id)
+    status = str(run.status if run else None)
     report = store.get_report(run_id)
     if report is None:
-        error = " ".join(str(run.get("error") or "").split())[:70]
+        error = " ".join(str(run.error if run else "").split())[:70]
         return {"completed": f"{status}: {error}", "claims": "-", "cited": "-", "supported": "-",
                 "removed": "-", "unchecked": "-", "disagreements": disagreements(store, run_id, None)}
     summary = verify.summary(store, run_id)
@@ -92,14 +92,14 @@ def disagreements(store: Any, run_id: str, doc: Any) -> str:
     """Where the report and the run status tell different stories ("none" when they agree)."""
     from research.phases import verify
 
-    run = store.get_run(run_id) or {}
-    status = str(run.get("status"))
-    warned = any(e["type"] == "warning" for e in store.get_events(run_id))
+    run = store.get_run(run_id)
+    status = str(run.status if run else None)
+    warned = any(e.type == "warning" for e in store.get_events(run_id))
     found: list[str] = []
     if doc is None:
         if status == "completed":
             found.append("completed without a report")
-        elif re.search(r"traceback|broader question", str(run.get("error") or ""), re.IGNORECASE):
+        elif re.search(r"traceback|broader question", str((run.error if run else None) or ""), re.IGNORECASE):
             found.append("failure message blames the question or shows a traceback")
         return "; ".join(found) or "none"
     summary = verify.summary(store, run_id)

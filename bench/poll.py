@@ -138,7 +138,8 @@ def _poller(db_target: str, run_ids: list[str], index: int, poll_ms: int,
         begin_cpu = time.thread_time()
         try:
             view = store.live_view(rid, events=views.EVENT_TAIL)
-            percent(view.run or {}, view.steps)
+            if view.run is not None:
+                percent(view.run, view.steps)
             events = views.typed_events(view.events)
             times.append(time.perf_counter() - begin)
             cpu.append(time.thread_time() - begin_cpu)
@@ -255,9 +256,10 @@ def _figures(store: Any, writers: list[dict[str, Any]], polled: list[dict[str, A
     totals = {"events": 0, "sources": 0, "usage_calls": 0}
     for result in writers:
         rid, done = result["run_id"], result["done"]
-        stored = {"events": int(store.latest_activity(rid)["events"]),
+        activity = store.latest_activity(rid)
+        stored = {"events": activity.events if activity else 0,
                   "sources": store.count_sources(rid),
-                  "usage_calls": store.usage_totals(rid)["calls"]}
+                  "usage_calls": store.usage_totals(rid).calls}
         for name, count in stored.items():
             totals[name] += count
             if count != done[name]:

@@ -28,6 +28,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from research.records import EventRow, Run
+
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "How are heat pumps, solar and storage changing household energy use in region {n}?"
 TERMINAL = ("completed", "failed", "cancelled")
@@ -62,7 +64,7 @@ def percentile(values: Iterable[float], q: float) -> float:
     return ordered[int(rank)]
 
 
-def steps_run_twice(events: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+def steps_run_twice(events: Iterable[EventRow]) -> tuple[list[str], list[str]]:
     """(steps started twice at the same attempt, steps completed twice) from a run's events.
 
     A retry starts a step again with a higher attempt number; the same attempt started twice
@@ -71,12 +73,12 @@ def steps_run_twice(events: Iterable[Mapping[str, Any]]) -> tuple[list[str], lis
     started: Counter[tuple[str, int]] = Counter()
     completed: Counter[str] = Counter()
     for event in events:
-        key = event.get("step")
+        key = event.step
         if not key:
             continue
-        if event.get("type") == "step_started":
-            started[(key, int((event.get("data") or {}).get("attempt") or 1))] += 1
-        elif event.get("type") == "step_completed":
+        if event.type == "step_started":
+            started[(key, int(event.data.get("attempt") or 1))] += 1
+        elif event.type == "step_completed":
             completed[key] += 1
     return (sorted({key for (key, _), n in started.items() if n > 1}),
             sorted(key for key, n in completed.items() if n > 1))
@@ -169,8 +171,8 @@ class Poller(threading.Thread):
                 begin = time.perf_counter()
                 try:
                     view = store.live_view(rid, events=views.EVENT_TAIL)  # dashboard/run_live.py
-                    current = view.run or {}
-                    if current.get("status") in TERMINAL:  # the panel polls live runs only
+                    current = view.run
+                    if current is None or current.status in TERMINAL:  # it polls live runs only
                         self.halt.wait(0.01)
                         continue
                     percent(current, view.steps)
@@ -239,15 +241,15 @@ def _enqueue(store: Any, setup: Setup, count: int) -> dict[str, float]:
     return queued
 
 
-def _wait_done(store: Any, run_ids: Iterable[str], timeout: float) -> dict[str, dict[str, Any]]:
+def _wait_done(store: Any, run_ids: Iterable[str], timeout: float) -> dict[str, Run | None]:
     """The stored runs once every one has ended and no workflow of theirs is still queued or
     executing (the store records the end a moment before the workflow returns)."""
     from research import durable
 
     deadline = time.monotonic() + timeout
     while True:
-        runs = {rid: store.get_run(rid) or {} for rid in run_ids}
-        ended = all(r.get("status") in TERMINAL for r in runs.values())
+        runs: dict[str, Run | None] = {rid: store.get_run(rid) for rid in run_ids}
+        ended = all(r is not None and r.status in TERMINAL for r in runs.values())
         if (ended and not durable.active_runs() & runs.keys()) or time.monotonic() > deadline:
             return runs
         time.sleep(1.0)
@@ -292,11 +294,12 @@ def _pass(server: Any, setup: Setup, workers_n: int, say: Say) -> dict[str, Any]
     finally:
         workers.stop()
         store.close()
-    done = [r for r in runs.values() if r.get("status") == "completed"]
-    ends = [when(r["finished_at"]) for r in runs.values() if r.get("finished_at")]
-    waits = [when(r["started_at"]) - queued[rid] for rid, r in runs.items() if r.get("started_at")]
+    done = [r for r in runs.values() if r is not None and r.status == "completed"]
+    ends = [when(r.finished_at) for r in runs.values() if r is not None and r.finished_at]
+    waits = [when(r.started_at) - queued[rid] for rid, r in runs.items()
+             if r is not None and r.started_at]
     wall = (max(ends) - began) if ends else float("nan")
-    lost = [rid for rid, r in runs.items() if r.get("status") != "completed"
+    lost = [rid for rid, r in runs.items() if r is None or r.status != "completed"
             or [s for s, _ in flows.get(rid, [])] != ["SUCCESS"]]
     figures: dict[str, Any] = {"workers": workers_n, "completed": len(done), "wall": wall,
                "per_min": len(done) / wall * 60 if ends else 0.0,
@@ -329,7 +332,8 @@ def _kill_test(server: Any, setup: Setup, say: Say) -> dict[str, Any]:
         [run_id] = _enqueue(store, setup, 1)
         deadline = time.monotonic() + 300
         while not _research_in_flight(store.get_steps(run_id)):
-            status = (store.get_run(run_id) or {}).get("status")
+            found = store.get_run(run_id)
+            status = found.status if found else None
             if time.monotonic() > deadline or status in TERMINAL:
                 raise RuntimeError(f"the run never was caught mid-research (it is {status})")
             time.sleep(0.1)
@@ -354,11 +358,11 @@ def _kill_test(server: Any, setup: Setup, say: Say) -> dict[str, Any]:
         store.close()
     say(f"  kill test: killed {doomed} mid-research ({len(in_flight)} step(s) in flight: "
         f"{', '.join(in_flight)}); carried on by the other worker after {carried_s:.1f} s "
-        f"(limit {CARRY_ON_WITHIN_S:.0f} s); run {run.get('status')}; steps run twice (started "
+        f"(limit {CARRY_ON_WITHIN_S:.0f} s); run {run.status if run else 'missing'}; steps run twice (started "
         f"again after the kill, from the steps table): {len(rerun)} ({', '.join(rerun) or 'none'}); "
         f"finished steps executed again: {redone or 'none'}; from the events: started twice at "
         f"the same attempt {started_twice or 'none'}, completed twice {completed_twice or 'none'}")
-    return {"carried_s": carried_s, "status": run.get("status"), "rerun": rerun,
+    return {"carried_s": carried_s, "status": run.status if run else None, "rerun": rerun,
             "completed_twice": completed_twice + redone, "in_flight": in_flight}
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from dashboard.estimate import Estimate
 from research.config import ResearchConfig
-from research.records import Report
+from research.records import Report, Run, UsageTotals
 
 BUDGET_PREFIX = "Stopped by the budget"
 
@@ -73,16 +73,16 @@ def cap_caption(config: ResearchConfig) -> str:
     return ("Budget caps: " + " · ".join(parts)) if parts else "No budget cap set."
 
 
-def meters(config: Mapping[str, Any], usage: Mapping[str, Any], sources: int) -> list[Meter]:
+def meters(config: Mapping[str, Any], usage: UsageTotals, sources: int) -> list[Meter]:
     """The live meters for the caps a run has (cost, tokens, sources)."""
     out = []
     cap = float(config.get("max_cost_usd") or 0.0)
     if cap:
-        cost = float(usage.get("cost_usd") or 0.0)
+        cost = usage.cost_usd
         out.append(Meter("Cost", cost, cap, f"Cost so far {_money(cost)} of the {_money(cap)} cap"))
     tokens_cap = int(config.get("max_tokens") or 0)
     if tokens_cap:
-        tokens = int(usage.get("tokens") or 0)
+        tokens = usage.tokens
         out.append(Meter("Tokens", tokens, tokens_cap,
                          f"Tokens so far {tokens:,} of the {tokens_cap:,} cap"))
     sources_cap = int(config.get("max_sources") or 0)
@@ -92,9 +92,9 @@ def meters(config: Mapping[str, Any], usage: Mapping[str, Any], sources: int) ->
     return out
 
 
-def budget_stop(run: Mapping[str, Any], report: Report | None = None) -> str | None:
+def budget_stop(run: Run, report: Report | None = None) -> str | None:
     """The plain-words reason when a cap stopped research, else None."""
-    reason = str((run.get("totals") or {}).get("stop_reason") or "")
+    reason = run.totals.stop_reason
     if reason.startswith("Research stopped because") and " cap " in reason:
         return f"{BUDGET_PREFIX}: {reason.removeprefix('Research stopped because').strip()}"
     for note in (report.meta.get("notes") if report else None) or []:

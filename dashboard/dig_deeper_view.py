@@ -6,8 +6,6 @@ so the Library and the new run's page say what it builds on.
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 from pydantic import ValidationError
 
@@ -16,16 +14,17 @@ from dashboard.jobs import JobManager
 from research import ResearchConfig
 from research.errors import ConfigError
 from research.phases.preflight import check_configuration
+from research.records import Run
 from research.related import dig_deeper_question, report_sections
 
 
-def panel(jobs: JobManager, run: dict[str, Any], markdown: str) -> None:
+def panel(jobs: JobManager, run: Run, markdown: str) -> None:
     """Pick a section of the report and start a follow-up run on it (none for a report
     without sections)."""
     sections = report_sections(markdown)
     if not sections:
         return
-    run_id = run["id"]
+    run_id = run.id
     with st.container(border=True):
         st.markdown("**Dig deeper.** Pick a section to research further. A new run starts with "
                     "this run's sources and settings and is linked to this one.")
@@ -33,10 +32,10 @@ def panel(jobs: JobManager, run: dict[str, Any], markdown: str) -> None:
         section = cols[0].selectbox("Section", sections, key=f"dig_{run_id}")
         if not cols[1].button("Dig deeper", icon=":material/zoom_in:", type="primary"):
             return
-        question = dig_deeper_question(run["question"], section)
+        question = dig_deeper_question(run.question, section)
         creds = ui.credentials()
         try:
-            parent_config = ResearchConfig(**{**(run.get("config") or {}),
+            parent_config = ResearchConfig(**{**run.config,
                                               "dig_deeper_section": section})
             check_configuration(parent_config, creds)
             child = jobs.start(question, parent_config, creds, prices=ui.prices(),

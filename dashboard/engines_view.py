@@ -7,6 +7,7 @@ escaping as the Report tab) and exports with `research.export`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +40,7 @@ def status_text(status: Any) -> str:
     return STATUS.get(str(status or ""), str(status or "—").capitalize())
 
 
-def has_engines(store: Store, run_id: str, config: dict[str, Any]) -> bool:
+def has_engines(store: Store, run_id: str, config: Mapping[str, Any]) -> bool:
     """Show the tab when the run asked for a hosted engine or one has stored a job."""
     return config.get("engine") in (*HOSTED_ENGINES, "all") or bool(store.get_engine_reports(run_id))
 
@@ -56,8 +57,8 @@ def columns(store: Store, run_id: str) -> list[EngineColumn]:
             doc: ReportDocument | None = build_document_for_run(store, run_id)
         except ResearchError:
             doc = None
-        cost = sum(float(u.get("cost_usd") or 0.0) for u in store.get_usage(run_id)
-                   if u.get("role") != "engine")  # hosted engines meter as role "engine"
+        cost = sum(u.cost_usd for u in store.get_usage(run_id)
+                   if u.role != "engine")  # hosted engines meter as role "engine"
         out.append(EngineColumn(PIPELINE, "Multi-agent research (built in)", "completed",
                                 cost, int(meta.get("words") or 0),
                                 int(meta.get("cited_sources") or 0), "", doc))

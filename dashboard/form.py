@@ -106,12 +106,12 @@ def search_of(config: Mapping[str, Any]) -> list[str]:
     return [s for s in chosen if s not in ACADEMIC_PROVIDERS] + academic
 
 
-def run_form_values(run: Mapping[str, Any]) -> dict[str, Any]:
-    """An earlier run's settings in form terms ("Run again")."""
-    config = run.get("config") or {}
+def run_form_values(config: Mapping[str, Any], question: str = "") -> dict[str, Any]:
+    """An earlier run's stored settings (`Run.config`, or a ResearchConfig's dump) in form
+    terms ("Run again"); older runs may lack a key."""
     values: dict[str, Any] = {name: config[c.field] for name, c in CONSTANTS.items() if c.field in config}
     return {
-        "question": run.get("question") or "",
+        "question": question,
         "preset": config.get("preset") if config.get("preset") in PRESETS else "standard",
         "constants": values,
         "provider": config.get("provider"),

@@ -24,7 +24,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from research.config import DEFAULT_PERSON, Credentials, ResearchConfig, WorkerS
 from research.errors import ConfigError
 from research.llm.pricing import PriceTable
 from research.pipeline import create_run, execute
+from research.records import Run
 from research.settings import prices_path
 from storage import Store
 from storage.db_value import postgres_url
@@ -109,13 +110,13 @@ class JobManager:
                 raise ConfigError(f"There is no run with id {run_id}.")
             if self.is_alive(run_id):
                 raise ConfigError("This run is already running in the background.")
-            if run["status"] == "completed":
+            if run.status == "completed":
                 raise ConfigError("This run has already completed; there is nothing to resume.")
             store.set_control(run_id, None)
             store.heartbeat(run_id, self.owner)
         finally:
             store.close()
-        self._enqueue(run_id, credentials, prices, run.get("person") or DEFAULT_PERSON)
+        self._enqueue(run_id, credentials, prices, run.person or DEFAULT_PERSON)
 
     def queue_place(self, run_id: str) -> durable.QueuePlace | None:
         """Where the run waits in the queue, or None when it is not queued."""
@@ -201,13 +202,13 @@ def owner_is_dead(owner: str) -> bool:
     return False
 
 
-def status_of(run: Mapping[str, Any] | None, alive: bool) -> str:
+def status_of(run: Run | None, alive: bool) -> str:
     """The status to show: a queued run nobody is executing is effectively interrupted, and a
     run that a thread of this process is executing is running, even in the moment before
     the thread has stored that (just resumed, answers just given)."""
     if run is None:
         return "missing"
-    status = str(run.get("status") or "")
+    status = run.status
     if status == "queued" and not alive:
         return "interrupted"
     if alive and status in ("waiting", "interrupted", "failed", "cancelled"):

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import streamlit as st
 
 from dashboard import views
+from research.records import Run
 
 APP_TITLE = "Deep Research Studio"
 WATCH_EVERY_S = 4
@@ -44,23 +44,22 @@ class Notice:
         return f"{icon} {words}: {views.md_label(self.question, 70)}"
 
 
-def changes(seen: Mapping[str, str], runs: Sequence[Mapping[str, Any]]) -> list[Notice]:
+def changes(seen: Mapping[str, str], runs: Sequence[Run]) -> list[Notice]:
     """Runs whose status changed, since `seen`, to one the person should hear about. A run
     not seen before only counts when it was seen running: new finished runs (another
     session's old work) stay quiet."""
     notices = []
     for run in runs:
-        before, now = seen.get(run["id"]), str(run.get("status") or "")
+        before, now = seen.get(run.id), run.status
         if before is None or before == now or now not in _TOASTS:
             continue
-        notices.append(Notice(run["id"], now, str(run.get("question") or ""),
-                              bool(run.get("warnings"))))
+        notices.append(Notice(run.id, now, run.question, bool(run.warnings)))
     return notices
 
 
-def tab_title(runs: Sequence[Mapping[str, Any]], last: Notice | None) -> str:
+def tab_title(runs: Sequence[Run], last: Notice | None) -> str:
     """The browser tab's title: what needs the person first, then what is going on."""
-    statuses = [str(r.get("status") or "") for r in runs]
+    statuses = [r.status for r in runs]
     waiting, running = statuses.count("waiting"), statuses.count("running")
     if waiting:
         return f"❓ Waiting for you · {APP_TITLE}"
@@ -72,7 +71,7 @@ def tab_title(runs: Sequence[Mapping[str, Any]], last: Notice | None) -> str:
     return APP_TITLE
 
 
-def check(runs: Sequence[Mapping[str, Any]]) -> None:
+def check(runs: Sequence[Run]) -> None:
     """One look: toast each change since the last look, then set the tab title."""
     seen: dict[str, str] = st.session_state.setdefault(_SEEN_KEY, {})
     notices = changes(seen, runs)  # the first look has seen nothing: no toasts
@@ -80,7 +79,7 @@ def check(runs: Sequence[Mapping[str, Any]]) -> None:
         st.toast(notice.toast_text())
     last: Notice | None = notices[-1] if notices else st.session_state.get(_LAST_KEY)
     st.session_state[_LAST_KEY] = last
-    st.session_state[_SEEN_KEY] = {r["id"]: str(r.get("status") or "") for r in runs}
+    st.session_state[_SEEN_KEY] = {r.id: r.status for r in runs}
     st.set_page_config(page_title=tab_title(runs, last))
 
 

@@ -8,9 +8,9 @@ still working or waiting for an answer (they go on when the browser tab is close
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from research.export.method import PROVIDER_NAMES
+from research.records import Run
 from storage import Store
 
 KEYED_SEARCH = {"tavily": ("TAVILY_API_KEY",)}
@@ -50,11 +50,11 @@ def search_label(name: str, env: Mapping[str, str]) -> str:
 
 
 def runs_wanting_attention(store: Store, limit: int = 5, *,
-                           person: str | None = None) -> list[dict[str, Any]]:
+                           person: str | None = None) -> list[Run]:
     """Runs (of `person`; None: anyone's) still working, paused or waiting for an answer,
     newest first."""
-    found: list[dict[str, Any]] = []
+    found: list[Run] = []
     for status in ATTENTION:
         found += store.list_runs(status=status, limit=limit, person=person)
-    found.sort(key=lambda r: str(r.get("created_at") or ""), reverse=True)
+    found.sort(key=lambda r: r.created_at, reverse=True)
     return found[:limit]

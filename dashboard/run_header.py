@@ -6,17 +6,16 @@ same run. A missing or unknown id ends the page with a plain-words way on, never
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from dashboard import ui, views
+from research.records import Run
 from storage import Store
 
 TITLE_CHARS = 160  # the heading shows this much of the question; the rest is one click away
 
 
-def chosen_run(store: Store) -> dict[str, Any]:
+def chosen_run(store: Store) -> Run:
     """The run the link names; without one, a list of recent runs or a way to the Library, and
     the page stops there."""
     run_id = st.query_params.get("run")
@@ -25,7 +24,7 @@ def chosen_run(store: Store) -> dict[str, Any]:
         st.title("Run")
         st.info("No run is selected. Start one on the New research page or open one from the Library.")
         for recent in store.list_runs(limit=10, person=person):
-            st.page_link(ui.PAGES["run"], query_params={"run": recent["id"]},
+            st.page_link(ui.PAGES["run"], query_params={"run": recent.id},
                          label=f"{views.md_text(views.run_name(recent, with_time=True))} · "
                                f"{views.run_status_text(recent)}")
         st.stop()
@@ -39,14 +38,14 @@ def chosen_run(store: Store) -> dict[str, Any]:
     return run
 
 
-def heading(store: Store, run: dict[str, Any]) -> None:
+def heading(store: Store, run: Run) -> None:
     """The question (a long one trimmed, in full one click away) and the run it builds on."""
     st.title("Research run")
-    st.markdown(f"#### {views.md_text(views.label_text(run['question'], TITLE_CHARS))}")
-    if len(" ".join(str(run["question"]).split())) > TITLE_CHARS:  # a dig-deeper run's long question
+    st.markdown(f"#### {views.md_text(views.label_text(run.question, TITLE_CHARS))}")
+    if len(" ".join(run.question.split())) > TITLE_CHARS:  # a dig-deeper run's long question
         with st.expander("The full question"):
-            st.markdown(views.md_text(run["question"]))
-    parent_id = run.get("parent_run_id")
+            st.markdown(views.md_text(run.question))
+    parent_id = run.parent_run_id
     if not parent_id:
         return
     parent = store.get_run(parent_id, person=ui.viewer())
@@ -54,4 +53,4 @@ def heading(store: Store, run: dict[str, Any]) -> None:
         st.caption("This run built on an earlier run that has since been deleted.")
     else:
         st.page_link(ui.PAGES["run"], query_params={"run": parent_id}, icon=":material/account_tree:",
-                     label="Builds on: " + views.md_label(parent["question"], 100))
+                     label="Builds on: " + views.md_label(parent.question, 100))

@@ -8,8 +8,6 @@ refresh on or off, the finished report leading).
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from dashboard import budget, ui, views
@@ -18,6 +16,7 @@ from dashboard.queue_view import show_queue_place
 from research import cancel, pause, unpause
 from research.errors import ConfigError
 from research.progress import percent
+from research.records import Run
 from storage import Store
 
 _MESSAGE = "_run_message"  # a control's failure, shown on the next drawing of the panel
@@ -65,10 +64,11 @@ def panel(store: Store, jobs: JobManager, run_id: str) -> None:
     cols[0].metric("Elapsed", views.duration_text(elapsed))
     cols[1].metric("Estimated remaining",
                    views.duration_text(remaining) if remaining is not None else "—")
-    cols[2].metric("Sources so far", int(activity.get("sources") or 0))
-    cols[3].metric("Steps done", f"{activity.get('steps_done', 0)} of {activity.get('steps_total', 0)}")
-    for meter in budget.meters(current.get("config") or {}, view.usage,
-                               int(activity.get("sources") or 0)):
+    sources = activity.sources if activity else 0
+    cols[2].metric("Sources so far", sources)
+    cols[3].metric("Steps done", f"{activity.steps_done if activity else 0} of "
+                                 f"{activity.steps_total if activity else 0}")
+    for meter in budget.meters(current.config, view.usage, sources):
         st.progress(meter.fraction, text=views.dollars(meter.text))
 
     message = st.session_state.pop(_MESSAGE, None)
@@ -97,13 +97,13 @@ def panel(store: Store, jobs: JobManager, run_id: str) -> None:
         st.rerun()  # the whole page: start or stop live refresh, show the finished report
 
 
-def _status_note(current: dict[str, Any], status: str) -> None:
+def _status_note(current: Run, status: str) -> None:
     """What the status means for the person, and what they can do about it."""
     if status == "waiting":
         st.info("This run is waiting for you: answer the questions or review the plan below, "
                 "then continue.")
-    if status == "failed" and current.get("error"):
-        st.error(f"The run stopped: {views.md_text(current['error'])}")
+    if status == "failed" and current.error:
+        st.error(f"The run stopped: {views.md_text(current.error)}")
     elif status == "interrupted":
         st.warning("This run was interrupted (the server stopped while it worked). Everything "
                    "gathered so far is kept: press Resume to continue where it stopped.")
@@ -111,7 +111,7 @@ def _status_note(current: dict[str, Any], status: str) -> None:
         st.info("Paused. Press Resume to continue.")
     elif status == "cancelled":
         st.info("The run was cancelled. Everything gathered so far is kept.")
-    if current.get("control") == "pause" and status == "running":
+    if current.control == "pause" and status == "running":
         st.caption("Pausing after the current step of work…")
 
 

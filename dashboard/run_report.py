@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import streamlit as st
@@ -24,7 +24,7 @@ from research.export.document import ReportDocument
 from research.export.formats import FORMATS, export_document
 from research.export.run_document import build_document_for_run
 from research.phases import verify
-from research.records import Report
+from research.records import Report, Run
 from storage import Store
 
 REPORT_FORMATS = ("pdf", "docx", "md")
@@ -93,12 +93,12 @@ def download_buttons(store: Store, run_id: str, doc: ReportDocument, *, stamp: s
                      "The other downloads still work.")
 
 
-def summary_line(store: Store, run: Mapping[str, Any], doc: ReportDocument) -> str:
+def summary_line(store: Store, run: Run, doc: ReportDocument) -> str:
     """'12 sources cited (40 kept) · 19 of 23 claims verified · no warnings', plain words."""
-    kept = store.count_sources(str(run["id"]))
+    kept = store.count_sources(run.id)
     cited = len(doc.sources)
     parts = [f"{cited} source{'s' if cited != 1 else ''} cited ({kept} kept)"]
-    checked = verify.summary(store, str(run["id"]))
+    checked = verify.summary(store, run.id)
     if checked.get("claims"):
         parts.append(f"{checked['supported']} of {checked['claims']} claims verified")
     else:
@@ -120,11 +120,11 @@ def report_body(doc: ReportDocument) -> None:
     st.markdown(views.sources_markdown(doc))
 
 
-def finished_report(store: Store, run: Mapping[str, Any]) -> tuple[Report | None, Any]:
+def finished_report(store: Store, run: Run) -> tuple[Report | None, Any]:
     """The finished report and its document, or (None, None) while there is none."""
-    run_id = str(run["id"])
+    run_id = run.id
     report = store.get_report(run_id)
-    if report is None or run.get("status") != "completed":
+    if report is None or run.status != "completed":
         return None, None
     try:
         return report, build_document_for_run(store, run_id)
@@ -133,10 +133,10 @@ def finished_report(store: Store, run: Mapping[str, Any]) -> tuple[Report | None
         return None, None
 
 
-def report_first(store: Store, run: Mapping[str, Any], report: Report,
+def report_first(store: Store, run: Run, report: Report,
                  doc: ReportDocument) -> None:
     """The top of a finished run's page: summary, downloads, then the report."""
-    run_id = str(run["id"])
+    run_id = run.id
     warnings = views.run_warnings(run)
     line = views.md_text(summary_line(store, run, doc))
     if warnings:  # never a green "success" for a run that completed with warnings
@@ -157,23 +157,23 @@ def report_first(store: Store, run: Mapping[str, Any], report: Report,
     report_body(doc)
 
 
-def draft_in_progress(store: Store, run: Mapping[str, Any]) -> None:
+def draft_in_progress(store: Store, run: Run) -> None:
     """The newest stored draft (any kind), clearly labelled as not the final report."""
-    run_id = str(run["id"])
+    run_id = run.id
     drafts = store.get_drafts(run_id)
     if not drafts:
         st.info("The report appears here as soon as the first part of it is written.")
         return
     newest = max(drafts, key=lambda d: d.version)
-    doc = build_document(run_id=run_id, question=str(run["question"]),
+    doc = build_document(run_id=run_id, question=run.question,
                          created_at=newest.created_at, parameters_line="",
                          draft=newest.text, numbering=newest.numbering,
                          sources=store.get_sources(run_id, with_text=False))
     words = newest.words
-    if run.get("status") in ACTIVE and newest.kind == "partial":
+    if run.status in ACTIVE and newest.kind == "partial":
         st.info(f"**Draft in progress**: {writing_note(newest.text, words)}",
                 icon=":material/edit_note:")
-    elif run.get("status") in ACTIVE:
+    elif run.status in ACTIVE:
         st.info(f"**Draft in progress** (version {newest.version}, {words:,} words). It is "
                 "still being written, reviewed or checked; the final report replaces it when the "
                 "run completes.", icon=":material/edit_note:")

@@ -17,19 +17,19 @@ from dashboard import engines_view, research_map, rounds_view, run_report, verif
 from dashboard.documents_view import show_run_passages
 from dashboard.jobs import ACTIVE
 from dashboard.run_report import download_buttons
+from research.records import Run
 from storage import Store
 
-Run = dict[str, Any]
 TABS = ["Plan", "Map", "Sources", "Rounds", "Review", "Verification", "Report", "Engines", "Tokens and cost"]
 
 
 def plan_tab(store: Store, run: Run) -> None:
     """The plan (and the original one, if the person edited it)."""
-    run_id = run["id"]
+    run_id = run.id
     plan = store.get_plan(run_id)
     if not plan:
         st.info("The plan appears here as soon as the question has been split into subtopics."
-                if run.get("status") in ACTIVE or run.get("status") == "waiting" else
+                if run.status in ACTIVE or run.status == "waiting" else
                 "This run ended before a plan was made.")
     for i, sub in enumerate(plan or [], 1):
         marker = (" *(reused from the earlier run)*" if sub.get("inherited") else
@@ -59,10 +59,10 @@ def clicked_branch(event: Any) -> str | None:
 def map_tab(store: Store, run: Run) -> None:
     """The research map (dashboard.research_map) and, for a chosen branch, its findings and
     sources."""
-    run_id = run["id"]
+    run_id = run.id
     sources = store.get_sources(run_id, with_text=False)
     findings = store.get_findings(run_id)
-    tree = research_map.branches(run.get("question") or "", store.get_plan(run_id) or [],
+    tree = research_map.branches(run.question, store.get_plan(run_id) or [],
                                  store.get_steps(run_id), sources, findings)
     if len(tree) == 1:
         st.info("The map grows here once the lead has planned the research.")
@@ -101,13 +101,12 @@ def map_tab(store: Store, run: Run) -> None:
 
 def rounds_tab(store: Store, run: Run) -> None:
     """Per research round: coverage, follow-up questions and what was decided."""
-    run_id = run["id"]
-    config = run.get("config") or {}
+    run_id = run.id
+    config = run.config
     steps = store.get_steps(run_id)
     results = rounds_view.round_steps(steps)
     plan = store.get_plan(run_id)
-    totals = run.get("totals") or {}
-    stop = totals.get("stop_reason") or next(
+    stop = run.totals.stop_reason or next(
         (r["stop_reason"] for r in reversed(results) if r.get("stop_reason")), None)
     if stop:
         st.info("**Why research stopped:** " + views.md_text(rounds_view.stop_text(stop, config)))
@@ -142,7 +141,7 @@ def rounds_tab(store: Store, run: Run) -> None:
 
 def sources_tab(store: Store, run: Run) -> None:
     """Every kept source with filters and charts; pages looked at but not kept."""
-    run_id = run["id"]
+    run_id = run.id
     sources = store.get_sources(run_id, with_text=False)
     if not sources:
         st.info("Sources appear here as the research finds them.")
@@ -186,12 +185,12 @@ def sources_tab(store: Store, run: Run) -> None:
 
 def review_tab(store: Store, run: Run) -> None:
     """Each review cycle: verdict, issues by severity, checks, what the revision changed."""
-    run_id = run["id"]
+    run_id = run.id
     reviews = store.get_reviews(run_id)
     drafts = {d.version: d for d in store.get_drafts(run_id)}
     if not reviews:
         st.info("Review feedback appears here after the first draft has been reviewed."
-                if run["config"].get("review_cycles", 1) else
+                if run.config.get("review_cycles", 1) else
                 "This run was set to skip review (0 review cycles).")
     for review in reviews:
         verdict = (":material/check_circle: Approved" if review.approved
@@ -229,11 +228,11 @@ def review_tab(store: Store, run: Run) -> None:
 
 def verification_tab(store: Store, run: Run) -> None:
     """Claim verdicts as they arrive, with filters and one claim in detail."""
-    run_id = run["id"]
+    run_id = run.id
     verdicts = store.get_verifications(run_id)
     if not verdicts:
         st.info("Every cited claim is checked against its sources after the review; the "
-                "verdicts appear here as they arrive." if run.get("status") in ACTIVE else
+                "verdicts appear here as they arrive." if run.status in ACTIVE else
                 "No claims were checked in this run: it ended before the checking step, or "
                 "it was handed to a hosted engine, which does not check claims here.")
     else:
@@ -269,7 +268,7 @@ def verification_tab(store: Store, run: Run) -> None:
 
 def engines_tab(store: Store, run: Run) -> None:
     """The hosted engines' reports side by side."""
-    run_id = run["id"]
+    run_id = run.id
     entries = engines_view.columns(store, run_id)
     if not entries:
         st.info("The hosted engines' reports appear here when they finish.")
@@ -294,14 +293,14 @@ def engines_tab(store: Store, run: Run) -> None:
 
 def usage_tab(store: Store, run: Run) -> None:
     """Tokens and estimated cost per role and model."""
-    run_id = run["id"]
-    config = run.get("config") or {}
+    run_id = run.id
+    config = run.config
     usage = store.get_usage(run_id)
     totals = store.usage_totals(run_id)
     cols = st.columns(3)
-    cols[0].metric("Model calls", totals["calls"])
-    cols[1].metric("Tokens", f"{totals['tokens']:,}")
-    cols[2].metric("Estimated cost", f"${totals['cost_usd']:.4f}")
+    cols[0].metric("Model calls", totals.calls)
+    cols[1].metric("Tokens", f"{totals.tokens:,}")
+    cols[2].metric("Estimated cost", f"${totals.cost_usd:.4f}")
     if config.get("max_cost_usd"):
         st.caption(f"Cost cap for this run: \\${float(config['max_cost_usd']):.2f}. Prices come "
                    "from the same table as the estimate on the New research page.")
@@ -315,10 +314,10 @@ def usage_tab(store: Store, run: Run) -> None:
 def panel(store: Store, run: Run, *, finished: bool) -> None:
     """Plan, sources, rounds, review, verification, draft, engines, cost: what exists now.
     Only the open tab is drawn; a finished run's report leads the page, so it has no tab."""
-    run_id = run["id"]
+    run_id = run.id
     current = store.get_run(run_id) or run
     names = [t for t in TABS
-             if t != "Engines" or engines_view.has_engines(store, run_id, run.get("config") or {})]
+             if t != "Engines" or engines_view.has_engines(store, run_id, run.config)]
     if finished:
         names = [t for t in names if t != "Report"]
     for name, tab in zip(names, st.tabs(names, key="tab", bind="query-params"), strict=True):

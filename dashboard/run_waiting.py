@@ -17,6 +17,7 @@ from dashboard import plan_edit, steer_view, ui, views
 from dashboard.jobs import JobManager
 from research import answer_clarification, approve_plan, pending_clarification, pending_steering
 from research.errors import ConfigError
+from research.records import Run
 from storage import Store
 
 
@@ -30,10 +31,10 @@ def continue_run(jobs: JobManager, run_id: str, after: str) -> None:
         st.rerun()
 
 
-def panel(store: Store, jobs: JobManager, run: dict[str, Any]) -> None:
+def panel(store: Store, jobs: JobManager, run: Run) -> None:
     """Whatever the run waits for: questions, the plan, the next round, or nothing left."""
-    run_id = run["id"]
-    config = run.get("config") or {}
+    run_id = run.id
+    config = run.config
     carry_on = partial(continue_run, jobs, run_id)
     asked = pending_clarification(store, run_id)
     plan_to_review = store.get_plan(run_id) if (

@@ -25,7 +25,7 @@ from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
 from research.export.method import plain_name
 from research.export.safe_links import clean_document, safe_markdown
-from research.records import ReviewIssue
+from research.records import EventRow, ModelUsage, ReviewIssue, Run
 from storage import Store
 
 EVENT_TAIL = 200
@@ -106,18 +106,17 @@ def status_label(status: str) -> str:
     return STATUS_LABELS.get(status, status.capitalize())
 
 
-def run_warnings(run: Mapping[str, Any]) -> list[str]:
+def run_warnings(run: Run) -> list[str]:
     """The stored warnings of a completed run (see research.outcome)."""
-    warnings = run.get("warnings") if run.get("status") == "completed" else None
-    return [str(w) for w in warnings] if isinstance(warnings, list) else []
+    return list(run.warnings) if run.status == "completed" else []
 
 
-def run_status_text(run: Mapping[str, Any]) -> str:
+def run_status_text(run: Run) -> str:
     """A run's status as every view shows it: a completed run with warnings says so, so the
     status never reads as a plain success while the report carries a warning."""
     if run_warnings(run):
         return "Completed with warnings"
-    return status_label(str(run.get("status") or ""))
+    return status_label(run.status)
 
 
 def parse_ts(value: Any) -> datetime | None:
@@ -150,16 +149,16 @@ def duration_text(seconds: float | None) -> str:
 
 # -- live panel -----------------------------------------------------------------------------
 
-def timing(run: Mapping[str, Any], pct: int, now: datetime | None = None) -> tuple[float | None, float | None]:
+def timing(run: Run, pct: int, now: datetime | None = None) -> tuple[float | None, float | None]:
     """(elapsed seconds, estimated remaining seconds or None)."""
     now = now or datetime.now(UTC)
-    if run.get("duration_s") is not None and run.get("status") in ("completed", "failed", "cancelled"):
-        return float(run["duration_s"]), 0.0
-    started = parse_ts(run.get("started_at"))
+    if run.duration_s is not None and run.status in ("completed", "failed", "cancelled"):
+        return run.duration_s, 0.0
+    started = parse_ts(run.started_at)
     if started is None:
         return None, None
     elapsed = max(0.0, (now - started).total_seconds())
-    if run.get("status") not in ("running", "paused") or pct <= 0:
+    if run.status not in ("running", "paused") or pct <= 0:
         return elapsed, None
     return elapsed, elapsed * (100 - pct) / pct
 
@@ -181,8 +180,8 @@ def tail_events(store: Store, run_id: str, *, n: int = EVENT_TAIL) -> list[Event
     return typed_events(store.last_events(run_id, n))
 
 
-def typed_events(rows: Sequence[Mapping[str, Any]]) -> list[Event]:
-    return [from_row(dict(row)) for row in rows]
+def typed_events(rows: Sequence[EventRow]) -> list[Event]:
+    return [from_row(row) for row in rows]
 
 
 def events_frame(events: Sequence[Event]) -> pd.DataFrame:
@@ -372,11 +371,11 @@ def sources_markdown(doc: ReportDocument) -> str:
     return "  \n".join(lines) if lines else "No sources were cited."
 
 
-def usage_frame(usage: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def usage_frame(usage: Sequence[ModelUsage]) -> pd.DataFrame:
     rows = [{
-        "Role": u.get("role"), "Provider": u.get("provider"), "Model": u.get("model"),
-        "Calls": int(u.get("calls") or 0), "Input tokens": int(u.get("input_tokens") or 0),
-        "Output tokens": int(u.get("output_tokens") or 0), "Cost (USD)": float(u.get("cost_usd") or 0.0),
+        "Role": u.role, "Provider": u.provider, "Model": u.model, "Calls": u.calls,
+        "Input tokens": u.input_tokens, "Output tokens": u.output_tokens,
+        "Cost (USD)": u.cost_usd,
     } for u in usage]
     return pd.DataFrame(rows, columns=["Role", "Provider", "Model", "Calls", "Input tokens",
                                        "Output tokens", "Cost (USD)"])
@@ -384,8 +383,8 @@ def usage_frame(usage: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
 # -- library and comparison -----------------------------------------------------------------
 
-def run_constants(run: Mapping[str, Any]) -> dict[str, Any]:
-    config = run.get("config") or {}
+def run_constants(run: Run) -> dict[str, Any]:
+    config = run.config  # the stored settings: older runs may lack a key
     return {
         "Preset": config.get("preset", ""),
         "Subtopics": config.get("subtopic_count"),
@@ -395,24 +394,22 @@ def run_constants(run: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def library_frame(runs: Sequence[Mapping[str, Any]], *, url_for: Any = None,
+def library_frame(runs: Sequence[Run], *, url_for: Any = None,
                   parents: Mapping[str, str] | None = None) -> pd.DataFrame:
     """One row per run; `parents` maps a parent run id to its question ("Builds on")."""
     parents = parents or {}
     rows = []
     for run in runs:
-        parent = run.get("parent_run_id")
-        totals = run.get("totals") or {}
-        cost = totals.get("cost_usd")
+        parent = run.parent_run_id
         rows.append({
-            "Open": url_for(run["id"]) if url_for else run["id"],
-            "Question": " ".join(str(run.get("question") or "").split()),
-            "Date": short_date(run.get("created_at")),
+            "Open": url_for(run.id) if url_for else run.id,
+            "Question": " ".join(run.question.split()),
+            "Date": short_date(run.created_at),
             "Status": run_status_text(run),
             **run_constants(run),
-            "Sources": totals.get("sources"),
-            "Duration": duration_text(run.get("duration_s")) if run.get("duration_s") is not None else "—",
-            "Cost (USD)": float(cost) if cost is not None else None,
+            "Sources": run.totals.sources,
+            "Duration": duration_text(run.duration_s),
+            "Cost (USD)": run.totals.cost_usd,
             "Builds on": (label_text(parents.get(parent) or "", 50) or "a deleted run")
                          if parent else "",
         })
@@ -441,26 +438,25 @@ def compare_frame(store: Store, run_ids: Sequence[str], *,
         run = store.get_run(run_id, person=person)
         if run is None:
             continue
-        config = run.get("config") or {}
-        totals = run.get("totals") or {}
+        totals = run.totals
         report = store.get_report(run_id)
         reviews = store.get_reviews(run_id)
-        cost = totals.get("cost_usd")
+        cost = totals.cost_usd
         if cost is None:
-            cost = store.usage_totals(run_id)["cost_usd"]
+            cost = store.usage_totals(run_id).cost_usd
         row: dict[str, Any] = {
             "Run": run_name(run, 40, with_time=True),
             "Run id": run_id,
             "Status": run_status_text(run),
         }
-        row.update({name: config.get(field) for name, field in COMPARE_CONSTANTS.items()})
+        row.update({name: run.config.get(field) for name, field in COMPARE_CONSTANTS.items()})
         row.update({
-            "Sources": totals.get("sources", store.count_sources(run_id)),
+            "Sources": store.count_sources(run_id) if totals.sources is None else totals.sources,
             "Citations": report.meta.get("cited_sources") if report else None,
             "Review cycles used": len(reviews),
             "Approved": ("yes" if reviews[-1].approved else "no") if reviews else "—",
-            "Duration (s)": run.get("duration_s"),
-            "Cost (USD)": round(float(cost or 0.0), 4),
+            "Duration (s)": run.duration_s,
+            "Cost (USD)": round(cost, 4),
         })
         rows.append(row)
     return pd.DataFrame(rows)
@@ -493,11 +489,11 @@ def compare_charts(frame: pd.DataFrame, constant: str) -> dict[str, go.Figure]:
     return charts
 
 
-def run_name(run: Mapping[str, Any], limit: int = 80, *, with_time: bool = False) -> str:
+def run_name(run: Run, limit: int = 80, *, with_time: bool = False) -> str:
     """How a person tells runs apart: question, date and preset (never the run's id)."""
-    preset = str((run.get("config") or {}).get("preset") or "").capitalize()
-    when = short_date(run.get("created_at"))
-    parts = [label_text(run.get("question") or "Untitled run", limit),
+    preset = run.preset.capitalize()
+    when = short_date(run.created_at)
+    parts = [label_text(run.question or "Untitled run", limit),
              when if with_time else when[:10]]
     if preset:
         parts.append(preset)

@@ -40,8 +40,8 @@ if total == 0:
     st.stop()
 
 st.caption(f"{total} run(s) · page {int(page)} of {pages}")
-parent_ids = {r["parent_run_id"] for r in runs if r.get("parent_run_id")}
-parents = {pid: str((store.get_run(pid, person=person) or {}).get("question") or "")
+parent_ids = {r.parent_run_id for r in runs if r.parent_run_id}
+parents = {pid: parent.question if (parent := store.get_run(pid, person=person)) else ""
            for pid in parent_ids}
 frame = views.library_frame(runs, url_for=lambda rid: f"/run?run={rid}", parents=parents)
 st.dataframe(
@@ -53,7 +53,7 @@ st.dataframe(
     },
 )
 
-labels = {r["id"]: f"{views.run_name(r, with_time=True)} · {views.run_status_text(r)}"
+labels = {r.id: f"{views.run_name(r, with_time=True)} · {views.run_status_text(r)}"
           for r in runs}
 
 st.subheader("Selected run")
@@ -72,12 +72,12 @@ if pending:
     run = store.get_run(pending, person=person)
     if run is None:
         state.pop("lib_confirm_delete", None)
-    elif (run["status"] in ACTIVE and run["status"] != "queued") or jobs.is_alive(pending):
+    elif (run.status in ACTIVE and run.status != "queued") or jobs.is_alive(pending):
         st.error("This run is still working. Cancel it on its Run page first, then delete it.")
         state.pop("lib_confirm_delete", None)
     else:
         with st.container(border=True):
-            st.warning(f"Delete “{views.md_label(run['question'], 120)}” and everything it "
+            st.warning(f"Delete “{views.md_label(run.question, 120)}” and everything it "
                        "gathered (sources, drafts, report)? This cannot be undone.")
             confirm = st.container(horizontal=True)
             if confirm.button("Yes, delete it", type="primary", key="lib_delete_yes"):

@@ -102,7 +102,7 @@ def _initialise() -> None:
         state[f"role_provider_{role}"] = spec.provider if spec else form.SAME_AS_LEAD
         state[f"role_model_{role}"] = spec.model if spec else ""
     state["search"] = form.default_search(env_config)
-    _set_run_options(form.run_form_values({"config": env_config.model_dump(mode="json")})
+    _set_run_options(form.run_form_values(env_config.model_dump(mode="json"))
                      if env_config else form.run_form_values({}))
     state["build_on"] = ""
 
@@ -112,7 +112,7 @@ def _prefill(run_id: str) -> None:
     if run is None:
         st.warning("The run to repeat no longer exists; starting from the usual settings.")
         return
-    values = form.run_form_values(run)
+    values = form.run_form_values(run.config, run.question)
     state["question"] = values["question"]
     state["preset"] = values["preset"]
     _set_constants(values["constants"])
@@ -165,11 +165,11 @@ if waiting_runs:
         st.markdown("**Welcome back.** These runs are still working or waiting for you; they "
                     "went on while the page was closed.")
         for waiting in waiting_runs:
-            st.page_link(ui.PAGES["run"], query_params={"run": waiting["id"]},
-                         icon=":material/pending:" if waiting["status"] != "waiting"
+            st.page_link(ui.PAGES["run"], query_params={"run": waiting.id},
+                         icon=":material/pending:" if waiting.status != "waiting"
                          else ":material/help:",
-                         label=("Waiting for your answer: " if waiting["status"] == "waiting"
-                                else f"{views.status_label(waiting['status'])}: ")
+                         label=("Waiting for your answer: " if waiting.status == "waiting"
+                                else f"{views.status_label(waiting.status)}: ")
                          + views.md_text(views.run_name(waiting)))
 st.write("Ask a question. The research team plans it, searches the web, reads the sources and "
          "writes a cited report. You can watch it work and read the report on the next page.")
@@ -195,23 +195,23 @@ else:
 
 # Earlier research on a close question: the new run can start from its sources.
 similar = similar_runs(ui.store(), question, person=ui.viewer()) if length >= SIMILAR_MIN_CHARS else []
-build_options = ["", *[r["id"] for r in similar]]
+build_options = ["", *[r.run.id for r in similar]]
 if state.get("build_on") not in build_options:
     state["build_on"] = ""
 if similar:
-    by_id = {r["id"]: r for r in similar}
+    by_id = {r.run.id: r.run for r in similar}
     with st.container(border=True):
         st.markdown("**Earlier research on a similar question.** Building on it starts the new "
                     "run with that run's sources, so less is searched and read again.")
         for r in similar:
-            st.page_link(ui.PAGES["run"], query_params={"run": r["id"]},
-                         label=f"{views.md_label(r['question'], 100)} · "
-                               f"{views.short_date(r.get('created_at'))[:10]} · "
-                               f"{r['similarity']:.0%} similar",
+            st.page_link(ui.PAGES["run"], query_params={"run": r.run.id},
+                         label=f"{views.md_label(r.run.question, 100)} · "
+                               f"{views.short_date(r.run.created_at)[:10]} · "
+                               f"{r.similarity:.0%} similar",
                          icon=":material/history:")
         st.radio("Start from", build_options, key="build_on", format_func=lambda rid: (
             "Start from scratch" if not rid else
-            f"Build on this run: {views.md_label(by_id[rid]['question'], 70)}"))
+            f"Build on this run: {views.md_label(by_id[rid].question, 70)}"))
 
 goal_cols = st.columns(2)
 goal_cols[0].text_input(

@@ -20,8 +20,8 @@ jobs = ui.jobs()
 run = run_header.chosen_run(store)  # the page stops here without a run to show
 run_header.heading(store, run)
 
-status = status_of(run, jobs.is_alive(run["id"]))
-run_live.remember_active(run["id"], status in ACTIVE)
+status = status_of(run, jobs.is_alive(run.id))
+run_live.remember_active(run.id, status in ACTIVE)
 if status == "waiting":
     run_waiting.panel(store, jobs, run)
 
@@ -31,9 +31,9 @@ if report is not None and doc is not None:  # the report leads; how the run went
     dig_deeper_view.panel(jobs, run, report.markdown)
     with st.expander("How the run went: progress, plan, sources, rounds, review, verification, "
                      "cost", icon=":material/query_stats:"):
-        st.fragment(run_live.panel)(store, jobs, run["id"])
+        st.fragment(run_live.panel)(store, jobs, run.id)
         run_tabs.panel(store, run, finished=True)
 else:  # working, waiting or stopped: both parts refresh while the run works
     every = REFRESH_S if status in ACTIVE else None
-    st.fragment(run_every=every)(run_live.panel)(store, jobs, run["id"])
+    st.fragment(run_every=every)(run_live.panel)(store, jobs, run.id)
     st.fragment(run_every=every)(run_tabs.panel)(store, run, finished=False)

@@ -21,6 +21,7 @@ from research.phases.plan import approve as approve_plan
 from research.phases.steer import answer as answer_steering
 from research.phases.steer import pending as pending_steering
 from research.pipeline import create_run, execute, validate_question
+from research.records import Run
 from storage import Store
 
 __all__ = [
@@ -43,12 +44,12 @@ def run_research(
 def resume(
     run_id: str, *, store: Store, credentials: Credentials, on_event: EventSink | None = None,
     **deps: Any,
-) -> dict[str, Any]:
+) -> Run:
     """Continue an interrupted, failed or paused run without redoing finished steps."""
     run = store.get_run(run_id)
     if run is None:
         raise ConfigError(f"There is no run with id {run_id!r}.")
-    if run["status"] == "completed":
+    if run.status == "completed":
         raise ConfigError(f"Run {run_id} has already completed; there is nothing to resume.")
     return execute(run_id, store=store, credentials=credentials, on_event=on_event, **deps)
 

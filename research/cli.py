@@ -31,6 +31,7 @@ from research.phases.preflight import check_configuration
 from research.pipeline import create_run, execute
 from research.progress import percent
 from research.prompts import strip_control
+from research.records import Run
 from research.related import dig_deeper_question, report_sections
 from research.search.documents import check_scope
 from research.settings import effective_env, prices_path
@@ -183,8 +184,8 @@ class _Session:
             # A fresh connection: Ctrl-C may have landed inside a transaction of this
             # thread's connection, which closing rolls back.
             self.store.close()
-            run = self.store.get_run(self.run_id) or {}
-            if run.get("status") not in TERMINAL_STATUSES:
+            run = self.store.get_run(self.run_id)
+            if run is not None and run.status not in TERMINAL_STATUSES:
                 self.store.set_run_status(self.run_id, "interrupted", error=why)
         except BaseException:  # noqa: BLE001 - e.g. the disk is full: nothing more can be stored
             pass
@@ -212,16 +213,17 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
         prices = PriceTable.load(prices_path(env))
         queued = session.watching = _queued(args, env, db_path)
 
-        def go(run_id: str) -> dict[str, Any]:
-            """Execute here, or queue for a worker and watch it (--detach: queue only)."""
+        def go(run_id: str) -> Run | None:
+            """Execute here, or queue for a worker and watch it (--detach: queue only, None)."""
             if not queued:
                 return execute(run_id, store=store, credentials=credentials, on_event=printer,
                                prices=prices)
             cli_jobs.enqueue(store, run_id)
             if args.detach:
-                return {"status": "detached"}
+                return None
             return cli_jobs.wait(store, run_id, _say, quiet=args.quiet)
 
+        run: Run | None
         if args.wait:
             run_id = session.run_id = args.wait
             run = cli_jobs.wait(store, run_id, _say, quiet=args.quiet, person=owner)
@@ -231,9 +233,9 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                 raise ResearchError(f"There is no run with id {args.resume!r}.")
             run, run_id = found, args.resume
             session.run_id = run_id
-            if run["status"] != "completed":  # a completed run: write its report again
+            if found.status != "completed":  # a completed run: write its report again
                 if not queued:
-                    check_configuration(ResearchConfig(**run["config"]), credentials)
+                    check_configuration(ResearchConfig(**found.config), credentials)
                 _say(f"Resuming run {args.resume}")
                 run = go(run_id) if queued else resume(
                     args.resume, store=store, credentials=credentials, on_event=printer,
@@ -268,23 +270,23 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                                                  person=owner)
             _say(f"Run id: {run_id}")
             run = go(run_id)
-        while run.get("status") == "waiting":
+        while run is not None and run.status == "waiting":
             if not _answer_waiting(store, run_id, args):
                 return _fail(_waiting_message(store, run_id), secrets, EXIT_WAITING)
             run = go(run_id)
     except ResearchError as exc:
         return _fail(str(exc), secrets, EXIT_USAGE)
-    if run.get("status") == "detached":
+    if run is None:  # --detach
         _say(f"Run {run_id} is queued for a worker. Wait for it and write its report with: "
              f"python -m research --wait {run_id}")
         print(run_id)
         return EXIT_OK
-    if run.get("status") == "cancelled":
+    if run.status == "cancelled":
         return _fail(f"Run {run_id} was cancelled.", secrets, EXIT_CANCELLED)
-    if run.get("error") == DISK_FULL_MESSAGE:
+    if run.error == DISK_FULL_MESSAGE:
         return _fail(session.disk_full_message(), secrets, EXIT_FAILED)
-    if run.get("status") != "completed":
-        return _fail(f"Run {run_id} failed: {run.get('error') or 'unknown error'} "
+    if run.status != "completed":
+        return _fail(f"Run {run_id} failed: {run.error or 'unknown error'} "
                      f"(resume with --resume {run_id})", secrets, EXIT_FAILED)
     out = args.out or Path(f"report-{run_id}.{args.format}")
     session.writing = out
@@ -296,10 +298,9 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                      f"({reason}); nothing was left there. Write it again with "
                      f"python -m research --resume {run_id} --out PATH", secrets, EXIT_FAILED)
     session.writing = None
-    totals = run.get("totals") or {}
-    _say(f"Report written to {out} ({totals.get('sources', 0)} sources, "
-         f"~${totals.get('cost_usd', 0):.4f}).")
-    warnings = [str(w) for w in run.get("warnings") or []]
+    _say(f"Report written to {out} ({run.totals.sources or 0} sources, "
+         f"~${run.totals.cost_usd or 0:.4f}).")
+    warnings = list(run.warnings)
     if warnings:  # still a completed run (exit 0), but never shown as a plain success
         _say(f"Completed with warnings ({len(warnings)}):")
         for warning in warnings:
@@ -375,7 +376,7 @@ def _dig_deeper_question(store: Store, parent: str, section: str, owner: str | N
     if section not in sections:
         raise ResearchError(f"The report has no section {section!r}; its sections are: "
                             + ", ".join(sections) + ".")
-    return dig_deeper_question(run["question"], section)
+    return dig_deeper_question(run.question, section)
 
 
 def _answer_waiting(store: Store, run_id: str, args: argparse.Namespace) -> bool:
@@ -477,7 +478,7 @@ class _Printer:
     def __call__(self, event: Event) -> None:
         if self.quiet or isinstance(event, SourceFound):  # one line per source is too many
             return
-        run = self.store.get_run(event.run_id) or {}
-        pct = percent(run, self.store.get_steps(event.run_id))
+        run = self.store.get_run(event.run_id)
+        pct = percent(run, self.store.get_steps(event.run_id)) if run else 0  # 0: deleted
         elapsed = int(time.monotonic() - self.started)
         _say(f"[{elapsed // 60:02d}:{elapsed % 60:02d} {pct:3d}%] {event.message}")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from research.config import DEFAULT_PERSON, WorkerSettings
 from research.errors import ResearchError
+from research.records import Run
 from storage import Store
 
 WATCH_S = 0.5  # how often the CLI looks at a queued or executing run
@@ -42,19 +43,20 @@ def enqueue(store: Store, run_id: str) -> None:
 
     if durable.is_active(run_id):
         raise ResearchError(f"Run {run_id} is already queued or running on a worker.")
-    run = store.get_run(run_id) or {}
+    run = store.get_run(run_id)
     store.set_control(run_id, None)
-    durable.enqueue(run_id, None, None, person=run.get("person") or DEFAULT_PERSON)
+    durable.enqueue(run_id, None, None, person=(run.person if run else None) or DEFAULT_PERSON)
 
 
 def wait(store: Store, run_id: str, say: Say, *, quiet: bool = False,
-         person: str | None = None) -> dict[str, Any]:
+         person: str | None = None) -> Run:
     """Watch the run (of `person`; None: anyone's) until no worker has it queued or
     executing; returns the stored run. Progress lines come from the run's events, as for a
     run executed here."""
-    if store.get_run(run_id, person=person) is None:
+    run = store.get_run(run_id, person=person)
+    if run is None:
         raise ResearchError(f"There is no run with id {run_id!r}.")
-    last_event = max((e["id"] for e in store.get_events(run_id)), default=0)
+    last_event = max((e.id for e in store.get_events(run_id)), default=0)
     from research import durable
 
     shown_place: QueuePlace | None = None
@@ -64,11 +66,11 @@ def wait(store: Store, run_id: str, say: Say, *, quiet: bool = False,
             say(f"Run {run_id} is queued: {place.describe()}")
         shown_place = place
         for event in store.get_events(run_id, after_id=last_event):
-            last_event = event["id"]
-            if not quiet and event.get("type") != "source_found":
-                say(f"[worker] {event.get('message') or event.get('type')}")
+            last_event = event.id
+            if not quiet and event.type != "source_found":
+                say(f"[worker] {event.message or event.type}")
         time.sleep(WATCH_S)
-    return store.get_run(run_id) or {}
+    return store.get_run(run_id) or run
 
 
 def _no_executor(run_id: str, **_: Any) -> Any:

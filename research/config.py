@@ -32,6 +32,11 @@ DOCUMENTS = "documents"  # the person's own documents (research.search.documents
 DEFAULT_MODELS = {"openai": "gpt-5-mini", "gemini": "gemini-2.5-flash"}
 ENV_PREFIX = "DEEP_RESEARCH_"
 
+# Settings by name on their way in (from the environment, a preset, the form or the CLI's
+# flags), before `ResearchConfig` validates them: the configuration's edge, where values are
+# still whatever the person typed, so untyped until validation.
+Settings = dict[str, Any]
+
 
 class RoleModel(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -161,8 +166,8 @@ class ResearchConfig(BaseModel):
     def uses_documents(self) -> bool:
         return DOCUMENTS in self.search_providers
 
-    def constants(self) -> dict[str, Any]:
-        """The SPEC constants by their upper-case names."""
+    def constants(self) -> dict[str, int | float]:
+        """The SPEC constants by their upper-case names (numbers; the on/off ones are bools)."""
         return {name: getattr(self, c.field) for name, c in CONSTANTS.items()}
 
     def parameters_line(self) -> str:
@@ -241,8 +246,8 @@ def _checked(name: str, value: Any, source: str) -> Any:
     raise ConfigError(problem)
 
 
-def _env_settings(env: Mapping[str, str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _env_settings(env: Mapping[str, str]) -> Settings:
+    out: Settings = {}
     for name in CONSTANTS:
         raw = env.get(ENV_PREFIX + name)
         if raw is not None and raw.strip() != "":
@@ -316,8 +321,8 @@ def build_config(
     (``subtopic_count=8``); ``None`` values are ignored so CLI flags can pass through.
     Raises ConfigError naming the setting and its bounds.
     """
-    merged: dict[str, Any] = {}
-    layers: list[tuple[str, dict[str, Any]]] = [("environment", _env_settings(env or {}))]
+    merged: Settings = {}
+    layers: list[tuple[str, Settings]] = [("environment", _env_settings(env or {}))]
     if preset is not None:
         key = preset.strip().lower()
         if key not in PRESETS:
@@ -337,7 +342,7 @@ def build_config(
         )
     merged.setdefault("model", DEFAULT_MODELS[provider])
     roles = merged.get("role_models") or {}
-    resolved: dict[str, Any] = {}
+    resolved: Settings = {}
     for role, spec in roles.items():
         if isinstance(spec, RoleModel):
             resolved[role] = spec

@@ -18,6 +18,7 @@ from research.events import EventSink, StepCompleted, StepFailed, StepStarted
 from research.executor import RunExecutor
 from research.fetch import Fetcher
 from research.llm.base import UsageMeter
+from research.records import UsageTotals
 from research.search.base import SearchProvider
 from storage import Store
 
@@ -56,7 +57,7 @@ class RunContext:
     secrets: list[str] = field(default_factory=list)
     meter: UsageMeter | None = None
     credentials: Credentials | None = None
-    usage_before: dict[str, Any] = field(default_factory=dict)  # from earlier sessions of this run
+    usage_before: UsageTotals = field(default_factory=UsageTotals)  # earlier sessions of this run
     health: ServiceHealth = field(default_factory=ServiceHealth)
     # The run's threads (research.executor): the pipeline passes the one it closes at the end;
     # a context built without one (a test driving a phase) gets its own.
@@ -114,8 +115,7 @@ class RunContext:
         return self._budget
 
     def _spent(self) -> tuple[float, int]:
-        cost = float(self.usage_before.get("cost_usd", 0.0))
-        tokens = int(self.usage_before.get("tokens", 0))
+        cost, tokens = self.usage_before.cost_usd, self.usage_before.tokens
         if self.meter is not None:
             cost += self.meter.total_cost()
             tokens += self.meter.total_tokens()
@@ -137,8 +137,8 @@ class RunContext:
     def _refuse_over_budget(self, role: str, tokens_after: int, cost_after: float) -> None:
         """The meter's guard (called under its lock: must not call the meter)."""
         cfg = self.config
-        tokens = tokens_after + int(self.usage_before.get("tokens", 0))
-        cost = cost_after + float(self.usage_before.get("cost_usd", 0.0))
+        tokens = tokens_after + self.usage_before.tokens
+        cost = cost_after + self.usage_before.cost_usd
         reason = self._budget  # once stopped, no further research call is made
         if reason:
             pass

@@ -215,7 +215,8 @@ def execute_run(run_id: str) -> str:
             store.set_run_status(run_id, "cancelled")
         else:
             _guarded(worker, store, run_id, credentials, prices)
-        return str((store.get_run(run_id) or {}).get("status") or "missing")
+        run = store.get_run(run_id)
+        return run.status if run else "missing"
     finally:
         store.close()
 
@@ -236,7 +237,7 @@ def _guarded(worker: Worker, store: Store, run_id: str, credentials: Credentials
 def _record_failure(store: Store, run_id: str, message: str) -> None:
     try:
         run = store.get_run(run_id)
-        if run is not None and run["status"] not in ("completed", "failed", "cancelled"):
+        if run is not None and run.status not in ("completed", "failed", "cancelled"):
             store.set_run_status(run_id, "failed", error=message)
             store.append_event(Error(run_id, message))
     except Exception:  # noqa: BLE001 - the database itself may be the problem

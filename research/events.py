@@ -25,7 +25,14 @@ from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
 from pydantic import TypeAdapter, ValidationError
 
+from storage.run_records import EventRow, JsonObject
+
 log = logging.getLogger(__name__)
+
+# An event's own fields as JSON values, by name: the event log's `data` column and the row
+# around it (`to_dict`), or field values on their way into a typed event (`_validated`). The
+# one untyped shape here: it is the JSON edge where events are stored and read back.
+Payload = dict[str, Any]
 
 
 def utc_now() -> str:
@@ -45,7 +52,7 @@ class Event:
     def type(self) -> str:
         return self.TYPE
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> Payload:
         """This kind's own fields that differ from their defaults (JSON-ready): the row's
         `data`. Defaults are left out so rows stay small and read back the same."""
         own = {}
@@ -58,7 +65,7 @@ class Event:
             own[f.name] = _plain(value)
         return own
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Payload:
         """The event-log row (what `Store.append_event` writes)."""
         return {"type": self.type, "run_id": self.run_id, "ts": self.ts, "step": self.step,
                 "message": self.message, "data": self.payload()}
@@ -254,13 +261,13 @@ class Other(Event):
     version, or by hand): shown as it was stored."""
     TYPE: ClassVar[str] = "other"
     stored_type: str = ""
-    data: dict[str, Any] = field(default_factory=dict)  # the row's payload, kept as stored
+    data: Payload = field(default_factory=dict)  # the row's payload, kept as stored
 
     @property
     def type(self) -> str:
         return self.stored_type or self.TYPE
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> Payload:
         return dict(self.data)
 
 
@@ -274,21 +281,28 @@ EVENT_TYPES: dict[str, type[Event]] = {
 
 # -- back from the event log ------------------------------------------------------------------
 
-def from_row(row: Mapping[str, Any]) -> Event:
-    """A stored event-log row (or `Event.to_dict()`) as its typed event.
+def from_row(row: EventRow | JsonObject) -> Event:
+    """A stored event-log row (as the Store returns it, or raw: `Event.to_dict()`, JSON) as its
+    typed event.
 
     Tolerant by design, since rows outlive versions: a missing field takes its default, a
     payload key this kind does not declare is ignored, a value of the wrong type is dropped
     (the field takes its default), and an unknown type becomes `Other`.
     """
+    if isinstance(row, EventRow):
+        return _typed(row.type, row.run_id, row.message, row.step, row.ts, row.data)
+    # A raw row (a JSON edge: to_dict(), JSON text, a hand-written row): any key may be missing.
     data = _payload(row.get("data"))
-    run_id, message = str(row.get("run_id") or ""), str(row.get("message") or "")
     step = None if row.get("step") is None else str(row.get("step"))
-    ts = str(row.get("ts") or "")
-    stored_type = str(row.get("type") or "")
+    return _typed(str(row.get("type") or ""), str(row.get("run_id") or ""),
+                  str(row.get("message") or ""), step, str(row.get("ts") or ""), data)
+
+
+def _typed(stored_type: str, run_id: str, message: str, step: str | None, ts: str,
+           data: JsonObject) -> Event:
     cls = EVENT_TYPES.get(stored_type)
     if cls is None:
-        return Other(run_id, message, step, ts, stored_type=stored_type, data=data)
+        return Other(run_id, message, step, ts, stored_type=stored_type, data=dict(data))
     own = {name: data[name] for name in _OWN_FIELDS[cls] if name in data}
     return _validated(cls, {"run_id": run_id, "message": message, "step": step, "ts": ts, **own})
 
@@ -299,7 +313,7 @@ def from_json(text: str) -> Event:
     return from_row(row if isinstance(row, Mapping) else {})
 
 
-def _payload(data: Any) -> dict[str, Any]:
+def _payload(data: Any) -> Payload:
     """The row's `data` as a mapping: stored decoded, as JSON text, or absent."""
     if isinstance(data, str):
         try:
@@ -330,7 +344,7 @@ def _plain_types(cls: type[Event]) -> dict[str, tuple[type, ...]]:
     return out
 
 
-def _validated(cls: type[Event], values: dict[str, Any]) -> Event:
+def _validated(cls: type[Event], values: Payload) -> Event:
     """`cls` from `values`, types checked and coerced (pydantic, lax: "3" -> 3); a value that
     cannot be one of its field's type is dropped, so its default applies. Rows whose values
     already have their field's type (nearly all) skip pydantic: the dashboard reads hundreds

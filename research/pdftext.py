@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the child loads this module alone: nothing of research at run time
+    from research.sandbox import ChildAnswer
 
 
-def extract(payload: bytes, max_pages: str, max_chars: str) -> dict[str, Any]:
+def extract(payload: bytes, max_pages: str, max_chars: str) -> ChildAnswer:
     """{"title", "text", "published"} or {"error": plain words}."""
     import pypdf
 

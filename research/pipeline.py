@@ -62,7 +62,7 @@ from research.phases import (
     verify,
     write,
 )
-from research.records import ResearchResult
+from research.records import ResearchResult, Run
 from research.retry import RetryPolicy
 from research.search import build_search_providers
 from research.search.base import SearchProvider
@@ -104,25 +104,25 @@ def execute(
     search_factory: SearchFactory = build_search_providers,
     fetcher: Fetcher | None = None,
     today: date | None = None,
-) -> dict[str, Any]:
-    """Run (or continue) a stored run to its end. Returns the final run row.
+) -> Run:
+    """Run (or continue) a stored run to its end. Returns the run as it ended.
 
     Never raises for a failed run: the failure is stored on the run and as an event.
     """
     run = store.get_run(run_id)
     if run is None:
         raise ConfigError(f"There is no run with id {run_id!r}.")
-    if run["status"] == "completed":
+    if run.status == "completed":
         return run
-    config = ResearchConfig(**run["config"])
+    config = ResearchConfig(**run.config)
     secrets = credentials.secrets()
     emit = fan_out(store.log_event, *([on_event] if on_event else []))
-    resuming = run["status"] not in ("queued",)
+    resuming = run.status not in ("queued",)
     store.set_control(run_id, None)
     store.set_run_warnings(run_id, [])
     store.set_run_status(run_id, "running")
     emit((Resumed if resuming else Initiated)(run_id, (
-        "Resuming the run where it stopped." if resuming else f"Research started: {run['question'][:200]}"
+        "Resuming the run where it stopped." if resuming else f"Research started: {run.question[:200]}"
     )))
     control = RunControl(store, run_id, emit, total_timeout_s=config.total_timeout_ms / 1000)
     meter = UsageMeter(prices, on_record=lambda role, prov, model, i, o, cost: store.add_usage(
@@ -152,7 +152,7 @@ def execute(
         with Workflow(run_id, make_llm) as workflow:
             ctx = RunContext(
                 executor=executor,
-                run_id=run_id, question=run["question"], config=config, store=store, emit=emit,
+                run_id=run_id, question=run.question, config=config, store=store, emit=emit,
                 control=control, lead=workflow.lead(),
                 search=bind_store(search_factory(config, credentials), store), fetcher=fetcher,
                 today=today or datetime.now(UTC).date(), secrets=secrets,
@@ -184,7 +184,7 @@ def execute(
     except Exception as exc:  # noqa: BLE001 - the run must end in a stored, readable state
         if is_disk_full(exc):  # this write may fail too; then the caller says it plainly
             _finish(store, run_id, meter, "interrupted", DISK_FULL_MESSAGE)
-            return store.get_run(run_id) or {}
+            return store.get_run(run_id) or run
         log.exception("run %s crashed", run_id)
         message = redact(f"Unexpected error ({exc.__class__.__name__}): {exc}", secrets)
         _finish(store, run_id, meter, "failed", message)
@@ -194,7 +194,7 @@ def execute(
         executor.close()
         if own_fetcher:
             fetcher.close()
-    return store.get_run(run_id) or {}
+    return store.get_run(run_id) or run  # (or as it started, if deleted meanwhile)
 
 
 def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
@@ -263,7 +263,6 @@ def _finish(store: Store, run_id: str, meter: UsageMeter, status: str, error: st
     usage = store.usage_totals(run_id)
     store.update_totals(
         run_id, sources=store.count_sources(run_id), queries=len(store.get_queries(run_id)),
-        tokens=usage.get("tokens", 0), cost_usd=round(usage.get("cost_usd", 0.0), 6),
-        calls=usage.get("calls", 0),
+        tokens=usage.tokens, cost_usd=round(usage.cost_usd, 6), calls=usage.calls,
     )
     store.set_run_status(run_id, status, error=error)

@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from research.records import Run
+
 TERMINAL = ("completed", "failed", "cancelled")
 
 
-def percent(run: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> int:
+def percent(run: Run, steps: Sequence[Mapping[str, Any]]) -> int:
     """0-100: finished steps over planned steps. 100 only once the run has completed."""
-    if run.get("status") == "completed":
+    if run.status == "completed":
         return 100
-    config = run.get("config") or {}
+    config = run.config
     research = sum(1 for s in steps if s.get("kind") == "research")
     subtopics = max(research, int(config.get("subtopic_count", 6)))
     review_steps = [s for s in steps if s.get("kind") in ("review", "revise")]

@@ -32,10 +32,19 @@ from storage.records import (
     StoreRow,  # a row as the Store's writers take it
     Verdict,
 )
+from storage.run_records import (
+    Activity,
+    EventRow,
+    GoalCheck,
+    ModelUsage,
+    Run,
+    RunTotals,
+    UsageTotals,
+)
 
-__all__ = ["Collection", "Document", "Draft", "EngineReport", "FailedSubtopic", "Finding",
-           "FindingKind", "Passage", "Query", "Report", "ResearchResult", "Review", "ReviewIssue",
-           "Row", "RunPassage", "SkippedPage", "Source", "StoreRow", "Subtopic", "Verdict",
+__all__ = ["Activity", "Collection", "Document", "Draft", "EngineReport", "EventRow", "FailedSubtopic", "Finding",
+           "FindingKind", "GoalCheck", "ModelUsage", "Passage", "Query", "Report", "ResearchResult", "Review", "ReviewIssue",
+           "Row", "Run", "RunPassage", "RunTotals", "SkippedPage", "Source", "StoreRow", "Subtopic", "UsageTotals", "Verdict",
            "findings", "plan_rows", "subtopics"]
 
 # The edge with the store, which still returns plan, source and finding rows (decoded JSON

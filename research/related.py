@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
 
 from research.prompts import strip_control, strip_invisible
+from research.records import Run
 from storage import Store
 
 _STOP = frozenset("the a an and or of in on for to is are was were how what why which who "
@@ -23,16 +24,24 @@ def similarity(a: str, b: str) -> float:
     return 2 * len(ta & tb) / (len(ta) + len(tb)) if ta and tb else 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class SimilarRun:
+    """An earlier run a new question could build on, and how close its question is (0-1)."""
+
+    run: Run
+    similarity: float
+
+
 def similar_runs(store: Store, question: str, *, limit: int = 3, scan: int = 500,
-                 person: str | None = None) -> list[dict[str, Any]]:
+                 person: str | None = None) -> list[SimilarRun]:
     """Completed runs (of `person`; None: anyone's) whose question is close to this one,
     best first, with their score."""
     scored = []
     for run in store.list_runs(status="completed", limit=scan, person=person):
-        score = similarity(question, run["question"])
+        score = similarity(question, run.question)
         if score >= MIN_SIMILARITY:
-            scored.append({**run, "similarity": round(score, 2)})
-    scored.sort(key=lambda r: -r["similarity"])  # stable: newest first among equals
+            scored.append(SimilarRun(run, round(score, 2)))
+    scored.sort(key=lambda r: -r.similarity)  # stable: newest first among equals
     return scored[:limit]
 
 

@@ -47,6 +47,11 @@ _SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD", re.IGNORECASE)
 _MEMORY_WORDS = ("MemoryError", "out of memory", "Cannot allocate memory", "bad_alloc")
 MEMORY = "memory"  # the "error" a child reports when it ran out of memory
 
+# What a child answers: a JSON object read from its stdout ({"error": words} or the target's
+# own keys). JSON from another process, parsed by the caller that knows its target's keys, so
+# untyped here: the edge between the child and us.
+ChildAnswer = dict[str, Any]
+
 Reason = Literal["timeout", "memory", "killed", "crashed", "start"]
 
 
@@ -70,7 +75,7 @@ class ChildFailed(Exception):
 
 
 def run_child(target: str, payload: bytes, limits: ChildLimits,
-              args: Sequence[str] = ()) -> dict[str, Any]:
+              args: Sequence[str] = ()) -> ChildAnswer:
     """`target` ("package.module:function") applied to `payload` in a limited child process."""
     env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
     env["PYTHONDONTWRITEBYTECODE"] = "1"

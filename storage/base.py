@@ -29,7 +29,7 @@ from storage import migrate, wal
 from storage.db_value import postgres_url, redact_url
 from storage.engine import Database, Tx, sqlite_url
 from storage.engine import postgres_url as sa_postgres_url
-from storage.rows import plain_rows
+from storage.rows import Params, Row, plain_rows
 
 
 class DatabaseUnavailableError(RuntimeError):
@@ -84,7 +84,7 @@ class StoreBase:
         """One short transaction (SQLite: holding the write lock from the start); nests."""
         return self._database.write()
 
-    def _rows(self, statement: Executable | str, params: Any = None) -> list[dict[str, Any]]:
+    def _rows(self, statement: Executable | str, params: Any = None) -> list[Row]:
         """Rows as plain dicts. A string is SQL with named `:parameters` (tests, one-offs)."""
         if isinstance(statement, str):
             statement = text(statement)
@@ -92,11 +92,11 @@ class StoreBase:
             result = conn.execute(statement, params or {})
             return plain_rows(result.mappings())
 
-    def _fast_rows(self, statement: Executable, params: dict[str, Any]) -> list[dict[str, Any]]:
+    def _fast_rows(self, statement: Executable, params: Params) -> list[Row]:
         """`_rows` for a statement built once, on the driver's cursor (the poll's hot reads)."""
         return self._database.fast_rows(statement, params)
 
-    def _row(self, statement: Executable | str, params: Any = None) -> dict[str, Any] | None:
+    def _row(self, statement: Executable | str, params: Any = None) -> Row | None:
         rows = self._rows(statement, params)
         return rows[0] if rows else None
 

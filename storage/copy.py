@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy import Table, func, insert, select, update
 
 from storage.dialects import insertion_order
 from storage.engine import Tx
+from storage.rows import Row
 from storage.schema import LIBRARY_TABLES, RUN_TABLES, collections, documents, passages, runs
 from storage.schema import collection_documents as members
 from storage.store import Store
@@ -73,12 +73,12 @@ def _ids(store: Store, table: Table) -> set[str]:
     return {row["id"] for row in store._rows(select(table.c.id))}
 
 
-def _rows_of(store: Store, table: Table, run_id: str) -> list[dict[str, Any]]:
+def _rows_of(store: Store, table: Table, run_id: str) -> list[Row]:
     order = [table.c.id] if "id" in table.c and table.name in _NUMBERED else []
     return store._rows(select(table).where(table.c.run_id == run_id).order_by(*order))
 
 
-def _insert(tx: Tx, table: Table, rows: Sequence[dict[str, Any]], *, renumber: bool) -> None:
+def _insert(tx: Tx, table: Table, rows: Sequence[Row], *, renumber: bool) -> None:
     if not rows:
         return
     if renumber and table.name in _NUMBERED:
@@ -86,7 +86,7 @@ def _insert(tx: Tx, table: Table, rows: Sequence[dict[str, Any]], *, renumber: b
     tx.execute(insert(table), list(rows))
 
 
-def _copy_run(source: Store, target: Store, run: dict[str, Any], report: CopyReport, *,
+def _copy_run(source: Store, target: Store, run: Row, report: CopyReport, *,
               renumber: bool) -> None:
     """One run and every row of it, in one transaction; then the counts are compared."""
     run_id = run["id"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -37,6 +37,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql import Executable
 
 from storage import fastsql, wal
+from storage.rows import Params, Row
 
 POOL_SIZE = 8            # connections kept open per process (more open while busy, then close)
 PG_MAX_OVERFLOW = 24     # PostgreSQL: at most POOL_SIZE + this at once, per process
@@ -61,12 +62,12 @@ class Tx:
             return self.conn.exec_driver_sql(statement, args if args is not None else ())
         return self.conn.execute(statement, params)
 
-    def run(self, statement: Executable, params: Mapping[str, Any]) -> fastsql.Done:
+    def run(self, statement: Executable, params: Params) -> fastsql.Done:
         """`execute` for a statement built once, with plain parameter values."""
         plan = self._plans.plan(statement, tuple(params))
         return fastsql.run(self._driver, plan, params)
 
-    def inserted_each(self, statement: Executable, rows: Sequence[Mapping[str, Any]],
+    def inserted_each(self, statement: Executable, rows: Sequence[Params],
                       ) -> list[bool]:
         """For an INSERT that skips conflicts and returns what it inserted: which of `rows`
         (all with the same keys) were inserted (PostgreSQL: in one round trip)."""
@@ -76,7 +77,7 @@ class Tx:
         return fastsql.inserted_each(self._driver, plan, rows,
                                      batched=self.conn.dialect.name == "postgresql")
 
-    def run_many(self, statement: Executable, rows: Sequence[Mapping[str, Any]]) -> None:
+    def run_many(self, statement: Executable, rows: Sequence[Params]) -> None:
         """`run` once per row (all rows with the same keys), results not read."""
         if rows:
             plan = self._plans.plan(statement, tuple(rows[0]))
@@ -162,7 +163,7 @@ class Database:
             if self.wal is not None:
                 self.wal.after_commit(raw_sqlite(conn))
 
-    def write_one(self, statement: Executable, params: Mapping[str, Any]) -> fastsql.Done:
+    def write_one(self, statement: Executable, params: Params) -> fastsql.Done:
         """`write()` of one statement built once (`Tx.run`). On PostgreSQL, outside a
         transaction, the statement runs alone in autocommit, which is its own transaction:
         one round trip instead of three (BEGIN, it, COMMIT). SQLite keeps `write()`, whose
@@ -209,7 +210,7 @@ class Database:
         with self._connection() as conn:
             yield conn
 
-    def fast_rows(self, statement: Executable, params: dict[str, Any]) -> list[dict[str, Any]]:
+    def fast_rows(self, statement: Executable, params: Params) -> list[Row]:
         """Rows of a statement built once (a module constant), run on the driver's cursor.
 
         Why: the Run page polls four small queries every 100 ms while runs write; SQLAlchemy's
@@ -220,8 +221,7 @@ class Database:
             return fastsql.select_rows(_driver(conn), plan, params,
                                        decode_json=self.dialect == "sqlite")
 
-    def fast_batch(self, queries: Sequence[tuple[Executable, dict[str, Any]]],
-                   ) -> list[list[dict[str, Any]]]:
+    def fast_batch(self, queries: Sequence[tuple[Executable, Params]]) -> list[list[Row]]:
         """`fast_rows` of several statements on one connection; on PostgreSQL in one round
         trip (`fastsql.select_batch`): what one refresh of the Run page's live panel reads."""
         plans = [(self.plans.plan(statement), params) for statement, params in queries]
@@ -230,7 +230,7 @@ class Database:
                                         pipelined=self.dialect == "postgresql",
                                         decode_json=self.dialect == "sqlite")
 
-    def rows(self, statement: Executable) -> list[dict[str, Any]]:
+    def rows(self, statement: Executable) -> list[Row]:
         with self.read() as conn:
             return [dict(row) for row in conn.execute(statement).mappings()]
 

@@ -16,12 +16,14 @@ Use it for statements built once at import time, whose parameters are plain valu
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Dialect
 from sqlalchemy.sql import Executable
+
+from storage.rows import Params, Row
 
 
 @dataclass(frozen=True)
@@ -31,10 +33,10 @@ class Plan:
     sql: str
     positional: bool  # qmark (SQLite): a tuple in `order`; else psycopg's pyformat: a dict
     order: tuple[tuple[str, Callable[[Any], Any] | None], ...]  # each bind and its processor
-    fixed: dict[str, Any]  # values the statement carries itself (a literal in .values())
+    fixed: dict[str, object]  # values the statement carries itself (a literal in .values())
     json_columns: list[str]  # result columns to decode from JSON text (SQLite)
 
-    def args(self, params: Mapping[str, Any]) -> Any:
+    def args(self, params: Params) -> Any:
         """The driver's parameters, each converted by its type's bind processor."""
         fixed = self.fixed
         values = []
@@ -97,7 +99,7 @@ class Plans:
                     tuple((name, processors.get(name)) for name in names), fixed, json_columns)
 
 
-def run(driver_conn: Any, plan: Plan, params: Mapping[str, Any]) -> Done:
+def run(driver_conn: Any, plan: Plan, params: Params) -> Done:
     """Execute on the driver connection; the rows are read at once, so the statement is
     finished before the transaction commits."""
     cursor = driver_conn.execute(plan.sql, plan.args(params))
@@ -108,7 +110,7 @@ def run(driver_conn: Any, plan: Plan, params: Mapping[str, Any]) -> Done:
         cursor.close()
 
 
-def run_many(driver_conn: Any, plan: Plan, rows: Sequence[Mapping[str, Any]]) -> None:
+def run_many(driver_conn: Any, plan: Plan, rows: Sequence[Params]) -> None:
     """One statement for many parameter sets (rows to insert), without results."""
     if not rows:
         return
@@ -119,7 +121,7 @@ def run_many(driver_conn: Any, plan: Plan, rows: Sequence[Mapping[str, Any]]) ->
         cursor.close()
 
 
-def inserted_each(driver_conn: Any, plan: Plan, rows: Sequence[Mapping[str, Any]],
+def inserted_each(driver_conn: Any, plan: Plan, rows: Sequence[Params],
                   *, batched: bool) -> list[bool]:
     """Run an `INSERT ... ON CONFLICT DO NOTHING RETURNING ...` once per row; which rows were
     inserted. `batched` (psycopg): all rows in one round trip to the server (its pipeline),
@@ -137,16 +139,16 @@ def inserted_each(driver_conn: Any, plan: Plan, rows: Sequence[Mapping[str, Any]
         cursor.close()
 
 
-def select_rows(driver_conn: Any, plan: Plan, params: Mapping[str, Any],
-                decode_json: bool) -> list[dict[str, Any]]:
+def select_rows(driver_conn: Any, plan: Plan, params: Params,
+                decode_json: bool) -> list[Row]:
     """A query's rows as dicts; JSON columns decoded as `storage.schema.Json` does (SQLite
     stores JSON as text; psycopg decodes JSONB itself)."""
     cursor = driver_conn.execute(plan.sql, plan.args(params))
     return _dict_rows(cursor, plan, decode_json)
 
 
-def select_batch(driver_conn: Any, queries: Sequence[tuple[Plan, Mapping[str, Any]]],
-                 *, pipelined: bool, decode_json: bool) -> list[list[dict[str, Any]]]:
+def select_batch(driver_conn: Any, queries: Sequence[tuple[Plan, Params]],
+                 *, pipelined: bool, decode_json: bool) -> list[list[Row]]:
     """Several queries' rows, in order. `pipelined` (psycopg): all sent in one round trip
     (its pipeline mode) and answered together, instead of one round trip each: on a busy
     server every round trip waits for the server process and then for this one to be
@@ -159,7 +161,7 @@ def select_batch(driver_conn: Any, queries: Sequence[tuple[Plan, Mapping[str, An
             for cursor, (plan, _) in zip(cursors, queries, strict=True)]
 
 
-def _dict_rows(cursor: Any, plan: Plan, decode_json: bool) -> list[dict[str, Any]]:
+def _dict_rows(cursor: Any, plan: Plan, decode_json: bool) -> list[Row]:
     try:
         keys = [d[0] for d in cursor.description]
         rows = [dict(zip(keys, values, strict=True)) for values in cursor.fetchall()]

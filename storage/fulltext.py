@@ -14,9 +14,10 @@ better:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy import Connection, bindparam, text
+
+from storage.rows import Row
 
 _POSTGRES_COLUMN = (
     "ALTER TABLE passages ADD COLUMN tsv tsvector GENERATED ALWAYS AS ("
@@ -60,14 +61,14 @@ def expression(dialect: str, terms: Sequence[str]) -> str:
 
 
 def search(conn: Connection, terms: Sequence[str], *, limit: int,
-           document_ids: Sequence[str] | None) -> list[dict[str, Any]]:
+           document_ids: Sequence[str] | None) -> list[Row]:
     """The best passages for any of `terms` (within `document_ids` if given), best first."""
     dialect = conn.dialect.name
     postgres = dialect == "postgresql"
     sql = _POSTGRES_SEARCH if postgres else _SQLITE_SEARCH
     scope = "" if document_ids is None else (_POSTGRES_SCOPE if postgres else _SQLITE_SCOPE)
     statement = text(sql.format(scope=scope))
-    params: dict[str, Any] = {"expression": expression(dialect, terms), "limit": max(1, limit)}
+    params: dict[str, object] = {"expression": expression(dialect, terms), "limit": max(1, limit)}
     if document_ids is not None:
         statement = statement.bindparams(bindparam("document_ids", expanding=True))
         params["document_ids"] = list(document_ids)

@@ -12,12 +12,12 @@ turn on the thread's connection. Each part has the shape its single-query method
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from storage import rows as mapped
 from storage.base import StoreBase
-from storage.log import LAST_EVENTS, USAGE_TOTALS, usage_totals_of
+from storage.log import LAST_EVENTS, USAGE_TOTALS
 from storage.rows import Row
+from storage.run_records import Activity, EventRow, Run, UsageTotals
 from storage.runs import GET_RUN, LATEST_ACTIVITY
 from storage.steps import GET_STEPS
 
@@ -27,11 +27,11 @@ class LiveView:
     """What the live panel shows of one run, as `get_run`, `get_steps`, `latest_activity`,
     `usage_totals` and `last_events` return it."""
 
-    run: Row | None
+    run: Run | None
     steps: list[Row]
-    activity: Row
-    usage: dict[str, Any]
-    events: list[Row]  # the last ones asked for, oldest first
+    activity: Activity | None  # None: no such run
+    usage: UsageTotals
+    events: list[EventRow]  # the last ones asked for, oldest first
 
 
 class LiveStore(StoreBase):
@@ -47,6 +47,7 @@ class LiveStore(StoreBase):
             (LAST_EVENTS, {"run_id": run_id, "limit": int(events)}),
         ])
         run, steps, activity, usage, last = found
-        return LiveView(run=run[0] if run else None, steps=steps,
+        return LiveView(run=mapped.run(run[0]) if run else None, steps=steps,
                         activity=mapped.activity(activity[0] if activity else None),
-                        usage=usage_totals_of(usage[0] if usage else None), events=last[::-1])
+                        usage=mapped.usage_totals(usage[0] if usage else None),
+                        events=[mapped.event(row) for row in last[::-1]])

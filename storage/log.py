@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Insert, bindparam, func, select
 
+from storage import rows as mapped
 from storage.base import StoreBase
 from storage.dialects import insert_event, insert_for
 from storage.migrations import utc_now
+from storage.run_records import EventRow, JsonObject, ModelUsage, UsageTotals
 from storage.runs import ts
 from storage.schema import events, usage
 
@@ -59,14 +60,6 @@ def _add_usage(dialect: str) -> Insert:
               "calls": usage.c.calls + 1, "updated_at": statement.excluded.updated_at})
 
 
-def usage_totals_of(row: Mapping[str, Any] | None) -> dict[str, Any]:
-    """`LogStore.usage_totals` from the row of `USAGE_TOTALS`."""
-    row = row or {}
-    inp, out = int(row.get("input_tokens") or 0), int(row.get("output_tokens") or 0)
-    return {"tokens": inp + out, "cost_usd": float(row.get("cost_usd") or 0.0),
-            "calls": int(row.get("calls") or 0), "input_tokens": inp, "output_tokens": out}
-
-
 class LogStore(StoreBase):
     """The `usage` and `events` tables."""
 
@@ -78,19 +71,21 @@ class LogStore(StoreBase):
                "cost_usd": float(cost_usd), "calls": 1, "updated_at": utc_now()}
         self._database.write_one(_add_usage(self.dialect), row)
 
-    def get_usage(self, run_id: str) -> list[dict[str, Any]]:
-        return self._rows(select(usage).where(usage.c.run_id == run_id)
-                          .order_by(usage.c.role, usage.c.provider, usage.c.model))
+    def get_usage(self, run_id: str) -> list[ModelUsage]:
+        return [mapped.model_usage(row) for row in self._rows(
+            select(usage).where(usage.c.run_id == run_id)
+            .order_by(usage.c.role, usage.c.provider, usage.c.model))]
 
-    def usage_totals(self, run_id: str) -> dict[str, Any]:
+    def usage_totals(self, run_id: str) -> UsageTotals:
         """tokens, cost_usd, calls (plus input_tokens, output_tokens) for the run."""
-        return usage_totals_of(self._row(USAGE_TOTALS, {"run_id": run_id}))
+        return mapped.usage_totals(self._row(USAGE_TOTALS, {"run_id": run_id}))
 
-    def last_events(self, run_id: str, n: int) -> list[dict[str, Any]]:
+    def last_events(self, run_id: str, n: int) -> list[EventRow]:
         """The run's last `n` events, oldest first (the live panel's activity log)."""
-        return self._fast_rows(LAST_EVENTS, {"run_id": run_id, "limit": int(n)})[::-1]
+        return [mapped.event(row) for row in
+                self._fast_rows(LAST_EVENTS, {"run_id": run_id, "limit": int(n)})[::-1]]
 
-    def append_event(self, event: Event | Mapping[str, Any]) -> int:
+    def append_event(self, event: Event | JsonObject) -> int:
         """Append to the run's event log; returns the event id (ascending per database)."""
         to_dict = getattr(event, "to_dict", None)
         record = to_dict() if callable(to_dict) else dict(event)  # type: ignore[arg-type]
@@ -107,8 +102,9 @@ class LogStore(StoreBase):
         self.append_event(event)
 
     def get_events(self, run_id: str, *, after_id: int = 0,
-                   limit: int | None = None) -> list[dict[str, Any]]:
+                   limit: int | None = None) -> list[EventRow]:
         params = {"run_id": run_id, "after": int(after_id)}
         if limit is None:
-            return self._fast_rows(_EVENTS_AFTER, params)
-        return self._fast_rows(_EVENTS_AFTER_LIMITED, {**params, "limit": int(limit)})
+            return [mapped.event(row) for row in self._fast_rows(_EVENTS_AFTER, params)]
+        return [mapped.event(row) for row in
+                self._fast_rows(_EVENTS_AFTER_LIMITED, {**params, "limit": int(limit)})]

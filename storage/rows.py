@@ -1,8 +1,9 @@
 """The one place stored rows become what the `Store` returns.
 
 The writing side's getters and the document library return records (`storage/records.py`:
-Draft, Review, Report, EngineReport, Verdict; Document, Passage, Collection, RunPassage), built
-here from the row (JSON columns already decoded by
+Draft, Review, Report, EngineReport, Verdict; Document, Passage, Collection, RunPassage), as
+do the run's bookkeeping getters (`storage/run_records.py`: Run, RunTotals, UsageTotals,
+ModelUsage, Activity, EventRow), built here from the row (JSON columns already decoded by
 `storage.schema.Json`; citation numberings get int keys, flags become bools). The rest still
 return plain dicts; the engine's records for those (`research/records.py`: Subtopic, Source,
 Finding) are built by their `from_row`, there and only there: the store does not import the
@@ -30,11 +31,25 @@ from storage.records import (
     SkippedPage,
     Verdict,
 )
+from storage.run_records import (
+    Activity,
+    EventRow,
+    GoalCheck,
+    JsonObject,
+    ModelUsage,
+    Run,
+    RunTotals,
+    UsageTotals,
+)
 
-Row = dict[str, Any]  # a row as the database returns it (a JSON-like edge; see module docstring)
+# The database edge, the only untyped shapes of storage/'s plumbing: a row as the driver
+# returns it (JSON columns decoded) before a function below makes it a record, with values of
+# every column type; and a statement's bind parameters by name (any column's value).
+Row = dict[str, Any]
+Params = Mapping[str, object]
 
 
-def plain_rows(rows: Iterable[RowMapping | Mapping[str, Any]]) -> list[Row]:
+def plain_rows(rows: Iterable[RowMapping]) -> list[Row]:
     return [dict(row) for row in rows]
 
 
@@ -45,6 +60,64 @@ def numbering_out(value: Mapping[str, str] | None) -> dict[int, str]:
 
 def numbering_in(numbering: Mapping[int, str]) -> dict[str, str]:
     return {str(int(n)): sid for n, sid in numbering.items()}
+
+
+def _int_or_none(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]
+
+
+def _float_or_none(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+def run_totals(value: object) -> RunTotals:
+    """The run's `totals` JSON column (written key by key by `update_totals`; older runs
+    stored fewer keys, and a key never written reads as None)."""
+    stored: JsonObject = value if isinstance(value, Mapping) else {}
+    goal = stored.get("goal")
+    return RunTotals(
+        sources=_int_or_none(stored.get("sources")), queries=_int_or_none(stored.get("queries")),
+        tokens=_int_or_none(stored.get("tokens")), cost_usd=_float_or_none(stored.get("cost_usd")),
+        calls=_int_or_none(stored.get("calls")), rounds=_int_or_none(stored.get("rounds")),
+        stop_reason=str(stored.get("stop_reason") or ""),
+        goal=GoalCheck(met=bool(goal.get("met")), round=_int_or_none(goal.get("round")),
+                       why=str(goal.get("why") or "")) if isinstance(goal, Mapping) else None)
+
+
+def run(row: Row) -> Run:
+    config = row["config"]
+    return Run(
+        id=str(row["id"]), question=str(row["question"]), status=str(row["status"]),
+        config=dict(config) if isinstance(config, Mapping) else {},
+        engine=str(row["engine"] or "pipeline"), parent_run_id=row["parent_run_id"],
+        person=row["person"], error=row["error"], warnings=_texts(row["warnings"]),
+        totals=run_totals(row["totals"]), created_at=str(row["created_at"] or ""),
+        started_at=row["started_at"], finished_at=row["finished_at"],
+        duration_s=_float_or_none(row["duration_s"]), owner=row["owner"],
+        heartbeat_at=row["heartbeat_at"], control=row["control"], updated_at=row["updated_at"])
+
+
+def usage_totals(row: Row | None) -> UsageTotals:
+    """The sums of a run's usage rows (no rows: zeros)."""
+    row = row or {}
+    inp, out = int(row.get("input_tokens") or 0), int(row.get("output_tokens") or 0)
+    return UsageTotals(tokens=inp + out, cost_usd=float(row.get("cost_usd") or 0.0),
+                       calls=int(row.get("calls") or 0), input_tokens=inp, output_tokens=out)
+
+
+def model_usage(row: Row) -> ModelUsage:
+    return ModelUsage(role=str(row["role"]), provider=str(row["provider"]),
+                      model=str(row["model"]), input_tokens=int(row["input_tokens"] or 0),
+                      output_tokens=int(row["output_tokens"] or 0),
+                      cost_usd=float(row["cost_usd"] or 0.0), calls=int(row["calls"] or 0))
+
+
+def event(row: Row) -> EventRow:
+    """Lean on purpose: the live panel maps its last 200 events on every refresh. The columns
+    are NOT NULL text (id an integer) as stored; `data` is the row's own decoded dict."""
+    data = row["data"]
+    return EventRow(row["id"], row["run_id"], row["ts"], row["type"], row["step"],
+                    row["message"] or "", data if isinstance(data, dict) else {})
 
 
 def _texts(value: object) -> tuple[str, ...]:
@@ -140,11 +213,12 @@ def skipped(row: Row) -> SkippedPage:
                        reason=str(row["reason"] or ""), step_key=row["step_key"])
 
 
-def activity(row: Row | None) -> Row:
-    """`latest_activity`'s counts as ints (PostgreSQL returns bigint counts as int already,
-    SQLite too; this keeps the promise in one place)."""
+def activity(row: Row | None) -> Activity | None:
+    """`latest_activity`'s row (None: no such run); counts as ints whatever the driver gave."""
     if not row:
-        return {}
-    for key in ("sources", "events", "last_event_id", "steps_done", "steps_total"):
-        row[key] = int(row[key] or 0)
-    return row
+        return None
+    return Activity(run_id=str(row["run_id"]), status=str(row["status"]),
+                    control=row["control"], error=row["error"],
+                    heartbeat_at=row["heartbeat_at"], updated_at=row["updated_at"],
+                    **{key: int(row[key] or 0) for key in
+                       ("sources", "events", "last_event_id", "steps_done", "steps_total")})

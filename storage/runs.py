@@ -11,7 +11,7 @@ not in the page, so nothing of another person's run is ever loaded.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -33,6 +33,7 @@ from storage import rows as mapped
 from storage.base import StoreBase
 from storage.dialects import contains_casefold, insertion_order
 from storage.migrations import utc_now
+from storage.run_records import Activity, JsonObject, Run, RunTotals
 from storage.schema import RUN_TABLES, runs
 
 RUN_STATUSES = frozenset(
@@ -74,7 +75,7 @@ class RunsStore(StoreBase):
     """The `runs` table."""
 
     def create_run(
-        self, question: str, config: Mapping[str, Any], *, engine: str = "pipeline",
+        self, question: str, config: JsonObject, *, engine: str = "pipeline",
         parent_run_id: str | None = None, person: str | None = None,
     ) -> str:
         """Store a new queued run; `person` (None: nobody signed in) is whose it is."""
@@ -88,13 +89,13 @@ class RunsStore(StoreBase):
                 created_at=now, updated_at=now))
         return run_id
 
-    def get_run(self, run_id: str, *, person: str | None = None) -> dict[str, Any] | None:
+    def get_run(self, run_id: str, *, person: str | None = None) -> Run | None:
         """The run, or None when there is none, or (`person` given) it is someone else's."""
         if person is None:
             found = self._fast_rows(GET_RUN, {"run_id": run_id})
         else:
             found = self._fast_rows(_GET_OWN_RUN, {"run_id": run_id, "person": person})
-        return found[0] if found else None
+        return mapped.run(found[0]) if found else None
 
     def _run_filter(self, search: str | None, status: str | None,
                     person: str | None = None) -> list[ColumnElement[bool]]:
@@ -110,13 +111,13 @@ class RunsStore(StoreBase):
     def list_runs(
         self, *, search: str | None = None, status: str | None = None, limit: int = 100,
         offset: int = 0, person: str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Run]:
         """Newest first; `search` is a case-insensitive substring of the question; with
         `person`, only that person's runs."""
         query: Select[Any] = select(runs).where(*self._run_filter(search, status, person)).order_by(
             runs.c.created_at.desc(), insertion_order(self.dialect).desc(),
         ).limit(int(limit)).offset(int(offset))
-        return self._rows(query)
+        return [mapped.run(row) for row in self._rows(query)]
 
     def count_runs(self, search: str | None = None, *, status: str | None = None,
                    person: str | None = None) -> int:
@@ -152,7 +153,7 @@ class RunsStore(StoreBase):
             new_error = self._redact(error)
             if new_error is None and status != "running":
                 new_error = old_error
-            values: dict[str, Any] = {"status": status, "error": new_error, "updated_at": now}
+            values: dict[str, object] = {"status": status, "error": new_error, "updated_at": now}
             if status == "running":
                 values["started_at"] = started_at or now
             if status not in ("paused", "interrupted", "queued"):
@@ -169,15 +170,16 @@ class RunsStore(StoreBase):
             tx.execute(update(runs).where(runs.c.id == run_id).values(
                 warnings=self._scrub([str(w) for w in warnings]), updated_at=utc_now()))
 
-    def update_totals(self, run_id: str, **values: Any) -> dict[str, Any]:
-        """Merge `values` into the run's totals; returns the merged totals."""
+    def update_totals(self, run_id: str, **values: Any) -> RunTotals:
+        """Merge `values` (`RunTotals` fields: a JSON column, written a key at a time) into the
+        run's totals; returns the merged totals."""
         return self._change_totals(run_id, values, add=False)
 
-    def increment_totals(self, run_id: str, **deltas: float) -> dict[str, Any]:
+    def increment_totals(self, run_id: str, **deltas: float) -> RunTotals:
         """Add `deltas` to numeric totals (missing ones start at 0); returns the new totals."""
         return self._change_totals(run_id, deltas, add=True)
 
-    def _change_totals(self, run_id: str, values: Mapping[str, Any], *, add: bool) -> dict[str, Any]:
+    def _change_totals(self, run_id: str, values: JsonObject, *, add: bool) -> RunTotals:
         with self._write() as tx:
             # FOR UPDATE: on PostgreSQL two writers adding at once must not both read the old
             # totals (SQLite's BEGIN IMMEDIATE already serialises them; it ignores the clause).
@@ -185,12 +187,12 @@ class RunsStore(StoreBase):
                              .with_for_update()).first()
             if row is None:
                 raise KeyError(f"no run {run_id!r}")
-            totals: dict[str, Any] = dict(row[0] or {})
+            totals = dict(row[0] or {})  # the stored JSON object, merged key by key
             for key, value in values.items():
                 totals[key] = (totals.get(key) or 0) + value if add else value
             tx.execute(update(runs).where(runs.c.id == run_id).values(
                 totals=self._scrub(totals), updated_at=utc_now()))
-        return totals
+        return mapped.run_totals(totals)
 
     def heartbeat(self, run_id: str, owner: str) -> None:
         self._database.write_one(_HEARTBEAT, {"b_run": run_id, "b_owner": owner,
@@ -234,7 +236,7 @@ class RunsStore(StoreBase):
         row = self._row(_GET_CONTROL, {"run_id": run_id})
         return row["control"] if row else None
 
-    def latest_activity(self, run_id: str) -> dict[str, Any]:
-        """Cheap poll for a live dashboard: one indexed query. Empty dict if no such run."""
+    def latest_activity(self, run_id: str) -> Activity | None:
+        """Cheap poll for a live dashboard: one indexed query. None if no such run."""
         found = self._fast_rows(LATEST_ACTIVITY, {"run_id": run_id})
         return mapped.activity(found[0] if found else None)

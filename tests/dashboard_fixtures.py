@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from research.config import build_config
 from research.export import build_document, to_markdown
-from research.records import ReviewIssue
+from research.records import ReviewIssue, Run
 from storage import Store
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -208,10 +208,10 @@ class FakeExecutor:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    def __call__(self, run_id: str, *, store: Store, **_: Any) -> dict[str, Any]:
+    def __call__(self, run_id: str, *, store: Store, **_: Any) -> Run | None:
         self.calls.append(run_id)
         store.set_run_status(run_id, "completed")
-        return store.get_run(run_id) or {}
+        return store.get_run(run_id)
 
 
 @pytest.fixture(name="fake_jobs")

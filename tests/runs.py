@@ -14,6 +14,7 @@ from typing import Any
 from research import Credentials, build_config, resume, run_research
 from research.config import ResearchConfig
 from research.llm.base import LLM
+from research.records import Run
 from storage import Store
 from tests.fakes import Fakes, take_misuses
 from tests.standin import StandinServer
@@ -79,17 +80,19 @@ class Runner:
                               credentials=Credentials.from_env(env or self.env), **deps)
         return self.store, run_id
 
-    def completed(self, question: str = QUESTION, **overrides: Any) -> tuple[Store, str, dict[str, Any]]:
+    def completed(self, question: str = QUESTION, **overrides: Any) -> tuple[Store, str, Run]:
         """A run that must complete: (store, run_id, run row); fails with the run's error."""
         store, run_id = self(question, **overrides)
         run = store.get_run(run_id)
-        assert run is not None and run["status"] == "completed", run and run["error"]
+        assert run is not None and run.status == "completed", run and run.error
         return store, run_id, run
 
-    def resume(self, run_id: str, *, env: dict[str, str] | None = None) -> dict[str, Any]:
-        """Continue a stored run (same seams as it started with) and return its row."""
+    def resume(self, run_id: str, *, env: dict[str, str] | None = None) -> Run:
+        """Continue a stored run (same seams as it started with) and return it as it ended."""
         env = env or self.env
-        config = ResearchConfig(**(self.store.get_run(run_id) or {})["config"])
+        run = self.store.get_run(run_id)
+        assert run is not None
+        config = ResearchConfig(**run.config)
         return resume(run_id, store=self.store, credentials=Credentials.from_env(env),
                       **self.deps(config))
 

@@ -45,7 +45,7 @@ def test_a_flood_of_findings_is_capped_and_logged(
     monkeypatch.setitem(brain._BUILDERS, "SubtopicFindings", flood)
     with caplog.at_level(logging.WARNING, logger="research.llm.answer_limits"):
         store, run_id = runs(QUESTION, preset="quick", SOURCES_PER_SUBTOPIC=5)
-    assert store.get_run(run_id)["status"] == "completed", store.get_run(run_id)["error"]
+    assert store.get_run(run_id).status == "completed", store.get_run(run_id).error  # type: ignore[union-attr]
     rows = store.get_findings(run_id)
     per_subtopic: dict[str, int] = {}
     for row in rows:
@@ -64,8 +64,8 @@ def test_a_20_mb_report_fails_with_words_about_the_models_answer(
     monkeypatch.setattr(brain, "write_report", lambda user, **kw: "word " * 4_000_000)
     store, run_id = runs(QUESTION, preset="quick", SOURCES_PER_SUBTOPIC=5)
     run = store.get_run(run_id)
-    assert run["status"] == "failed"
-    error = run["error"] or ""
+    assert run.status == "failed"
+    error = run.error or ""
     assert "model" in error and "answer of 20.0 million characters" in error
     assert "sources" not in error.split("answer of")[0]
     assert store.get_sources(run_id)  # what was gathered is kept

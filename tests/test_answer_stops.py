@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -78,9 +77,9 @@ def test_a_writer_whose_answers_are_filtered_fails_the_run_naming_the_step(
     config = build_config(env=standin_env, preset="quick", fetch_timeout_s=3)
     run_id = run_research("How is heat pump adoption changing in Europe?", store=store,
                           config=config, credentials=Credentials.from_env(standin_env))
-    run: dict[str, Any] = store.get_run(run_id) or {}
-    assert run["status"] == "failed"
-    assert "content filter" in run["error"] and "writer model" in run["error"]
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "failed" and run.error
+    assert "content filter" in run.error and "writer model" in run.error
     assert store.get_report(run_id) is None  # never an empty report
     assert store.count_sources(run_id) > 0
     writer_calls = [r for r in standin.requests_for("openai")

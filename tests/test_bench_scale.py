@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from bench.scale import percentile, steps_redone, steps_run_twice, when
+from research.records import EventRow
 
 
 def test_percentile_is_nearest_rank_and_empty_is_zero() -> None:
@@ -24,8 +25,8 @@ def test_stored_utc_times_read_as_epoch_seconds() -> None:
     assert when("2026-11-23T09:00:02.000Z") - when("2026-11-23T09:00:00.250Z") == pytest.approx(1.75)
 
 
-def _event(kind: str, step: str, attempt: int = 1) -> dict[str, Any]:
-    return {"type": kind, "step": step, "data": {"attempt": attempt}}
+def _event(kind: str, step: str | None, attempt: int = 1) -> EventRow:
+    return EventRow(id=0, run_id="r", ts="", type=kind, step=step, data={"attempt": attempt})
 
 
 def test_a_retry_is_not_a_step_run_twice_but_a_restart_at_the_same_attempt_is() -> None:
@@ -35,7 +36,7 @@ def test_a_retry_is_not_a_step_run_twice_but_a_restart_at_the_same_attempt_is() 
         _event("step_completed", "research:a"),
         _event("step_started", "research:b"),  # in flight when its worker was killed
         _event("step_started", "research:b"), _event("step_completed", "research:b"),
-        {"type": "progress", "step": None, "data": {}},
+        _event("progress", None),
     ]
     assert steps_run_twice(events) == (["research:b"], [])
 

@@ -267,7 +267,7 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             page.get_by_role("button", name="Start research").click()
             page.wait_for_url(re.compile(r"/run\?run=[^&]+"))
             run_id = _query(page.url, "run")
-            config = _get(store.get_run(run_id))["config"]
+            config = _get(store.get_run(run_id)).config
             assert (config["subtopic_count"], config["sources_per_subtopic"], config["review_cycles"]) == (3, 5, 1)
 
             # Run page: live progress until it completes at 100 %.
@@ -276,7 +276,7 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             _shot(page, "run-live")
             sync_api.expect(progress).to_contain_text("Completed · 100%", timeout=RUN_TIMEOUT_MS)
             run = _get(store.get_run(run_id))
-            assert run["status"] == "completed", run.get("error")
+            assert run.status == "completed", run.error
             wait_idle(page)
             # The report leads the finished page: summary, one-click downloads, report, no tab click.
             report_md = _get(store.get_report(run_id)).markdown

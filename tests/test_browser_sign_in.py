@@ -120,7 +120,7 @@ def test_each_person_signs_in_and_sees_only_their_own_runs(
             page.get_by_role("button", name="Start research").click()
             page.wait_for_url(re.compile(r"/run\?run=[^&]+"))
             alice_new = _query(page.url, "run")
-            assert (store.get_run(alice_new) or {}).get("person") == ALICE
+            assert store.get_run(alice_new).person == ALICE  # type: ignore[union-attr]
 
             # Her Library lists her two runs, not the run nobody signed in for.
             page.get_by_test_id("stSidebarNav").get_by_role("link", name="Library").click()

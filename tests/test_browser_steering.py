@@ -37,7 +37,7 @@ def _waiting_run(env: dict[str, str]) -> str:
         config = build_config(env=env, MAX_ROUNDS=2, steer=True, fetch_timeout_s=3)
         run_id = run_research("How is heat pump adoption changing in Europe?", store=store,
                               config=config, credentials=credentials)
-        assert (store.get_run(run_id) or {})["status"] == "waiting"
+        assert store.get_run(run_id).status == "waiting"  # type: ignore[union-attr]
         return run_id
     finally:
         store.close()
@@ -81,6 +81,6 @@ def test_the_person_steers_the_next_round_in_the_browser(
         assert step["result"]["answer"] == {"follow": followed, "add": [MINE], "enough": False}
         round_two = [s["title"] for s in store.get_plan(run_id) or [] if s["round"] == 2]
         assert round_two == [p["title"] for p in proposals if p["n"] in followed] + [MINE]
-        assert (store.get_run(run_id) or {})["status"] == "completed"
+        assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
     finally:
         store.close()

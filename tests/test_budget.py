@@ -26,7 +26,7 @@ def test_a_cap_stops_research_and_still_writes_a_labelled_report(
 ) -> None:
     store, run_id = _run(runs, **caps)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
     steps = store.get_steps(run_id)
     research = [s for s in steps if s["kind"] == "research"]
     assert any(s["status"] == "done" for s in research)
@@ -36,7 +36,7 @@ def test_a_cap_stops_research_and_still_writes_a_labelled_report(
     assert "Stopped by the budget" in report.markdown and words in report.markdown
     assert "## Sources" in report.markdown
     assert not store.get_reviews(run_id)  # no further spending after the cap
-    assert words in run["totals"]["stop_reason"]
+    assert words in run.totals.stop_reason
 
 
 def test_caps_are_validated() -> None:
@@ -54,17 +54,17 @@ def test_a_token_cap_is_checked_before_each_call_and_keeps_what_was_gathered(
     # (one draft call, no review or verification). Before this check: 25,549 tokens (4.3x).
     store, run_id = _run(runs, max_tokens=6_000)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
     usage = store.get_usage(run_id)
-    writer = [u for u in usage if u["role"] == "writer"]
-    before_write_up = sum(u["input_tokens"] + u["output_tokens"] for u in usage
-                          if u["role"] != "writer")
+    writer = [u for u in usage if u.role == "writer"]
+    before_write_up = sum(u.input_tokens + u.output_tokens for u in usage
+                          if u.role != "writer")
     assert before_write_up <= 6_000
-    assert len(writer) == 1 and writer[0]["calls"] == 1
-    assert run["totals"]["tokens"] <= 6_000 * 1.5  # the cap plus one draft call
+    assert len(writer) == 1 and writer[0].calls == 1
+    assert run.totals.tokens <= 6_000 * 1.5  # the cap plus one draft call
     assert store.count_sources(run_id) > 0
     stopped = [s for s in store.get_steps(run_id) if (s.get("result") or {}).get("stopped_by_budget")]
     assert all(s["status"] == "done" for s in stopped)  # the unit in progress kept its sources
     report = store.get_report(run_id)
     assert report is not None and "token cap of 6,000" in report.markdown
-    assert any("stopped by the budget" in w for w in run["warnings"])
+    assert any("stopped by the budget" in w for w in run.warnings)

@@ -20,8 +20,8 @@ def test_similar_questions_are_found_and_unrelated_ones_are_not(tmp_db: Path) ->
         store.set_run_status(run_id, "running")
         store.set_run_status(run_id, "completed")
     found = similar_runs(store, "Is heat pump adoption in Europe growing?")
-    assert {r["question"] for r in found} == {QUESTION, "Heat pump adoption in European homes since 2020"}
-    assert all(0.3 <= r["similarity"] <= 1 for r in found)
+    assert {r.run.question for r in found} == {QUESTION, "Heat pump adoption in European homes since 2020"}
+    assert all(0.3 <= r.similarity <= 1 for r in found)
     assert similarity("heat pumps", "sourdough bread") == 0.0
 
 
@@ -41,8 +41,8 @@ def test_dig_deeper_run_reuses_the_parents_sources_without_fetching_them_again(
                        parent_run_id=parent)
     standin.reset()
     run = execute(child, store=store, credentials=runs.credentials, **runs.deps(config))
-    assert run["status"] == "completed", run.get("error")
-    assert run["parent_run_id"] == parent
+    assert run.status == "completed", run.error
+    assert run.parent_run_id == parent
 
     child_sources = store.get_sources(child)
     inherited = {s["canonical_url"] for s in child_sources if s["subtopic_id"] == "p0"}

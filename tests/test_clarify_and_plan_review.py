@@ -26,14 +26,14 @@ def test_clarification_waits_and_the_answers_reach_the_brief(
 ) -> None:
     store, run_id = runs(preset="quick", REQUIRE_CLARIFICATION=True)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "waiting"
+    assert run is not None and run.status == "waiting"
     asked = pending_clarification(store, run_id)
     assert asked is not None and 1 <= len(asked["questions"]) <= 3
     assert store.get_plan(run_id) is None  # nothing researched yet
-    assert "waiting" in [e["type"] for e in store.get_events(run_id)]
+    assert "waiting" in [e.type for e in store.get_events(run_id)]
 
     answer_clarification(store, run_id, ["To decide on a purchase", "Germany and Poland"])
-    assert runs.resume(run_id)["status"] == "completed"
+    assert runs.resume(run_id).status == "completed"
     plan_prompts = [r for r in standin.requests_for("openai")
                     if "exactly 3 subtopics" in str(r["json"])]
     assert plan_prompts and "Germany and Poland" in str(plan_prompts[-1]["json"])
@@ -45,7 +45,7 @@ def test_a_vague_question_is_clarified_even_when_not_required(
     runs: Runner
 ) -> None:
     store, run_id = runs("heat pumps", preset="quick")
-    assert (store.get_run(run_id) or {})["status"] == "waiting"
+    assert store.get_run(run_id).status == "waiting"  # type: ignore[union-attr]
     assert pending_clarification(store, run_id)
 
 
@@ -59,7 +59,7 @@ def test_the_plan_is_asked_for_beside_the_clarify_step(
 
     standin.add_fault("openai", "hang", times=5, task="ClarifyingQuestions", seconds=0.5)
     store, run_id = http_runs(QUESTION, preset="quick")
-    assert (store.get_run(run_id) or {})["status"] == "completed"
+    assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
     calls: dict[str | None, list[dict]] = {}  # type: ignore[type-arg]
     for r in standin.requests_for("openai"):
         calls.setdefault(_task_of("openai", r["json"]), []).append(r)
@@ -70,9 +70,9 @@ def test_the_plan_is_asked_for_beside_the_clarify_step(
 
 def test_a_plan_asked_ahead_is_not_used_once_the_answers_change_the_brief(runs: Runner) -> None:
     store, run_id = runs("heat pumps", preset="quick")
-    assert (store.get_run(run_id) or {})["status"] == "waiting"
+    assert store.get_run(run_id).status == "waiting"  # type: ignore[union-attr]
     answer_clarification(store, run_id, ["To decide on a purchase", "Germany and Poland"])
-    assert runs.resume(run_id)["status"] == "completed"
+    assert runs.resume(run_id).status == "completed"
     plan = store.get_plan(run_id) or []
     assert plan and all("Germany and Poland" in s["description"] for s in plan)
 
@@ -81,7 +81,7 @@ def test_plan_review_waits_and_the_edited_plan_is_what_runs(
     runs: Runner
 ) -> None:
     store, run_id = runs(preset="quick", review_plan=True)
-    assert (store.get_run(run_id) or {})["status"] == "waiting"
+    assert store.get_run(run_id).status == "waiting"  # type: ignore[union-attr]
     original = store.get_plan(run_id) or []
     assert len(original) == 3 and not store.get_sources(run_id)
 
@@ -89,7 +89,7 @@ def test_plan_review_waits_and_the_edited_plan_is_what_runs(
               original[0],                                               # kept
               {"title": "Installer shortages", "questions": ["How long are waiting lists?"]}]
     approve_plan(store, run_id, edited)  # original[1] removed, one added
-    assert runs.resume(run_id)["status"] == "completed"
+    assert runs.resume(run_id).status == "completed"
 
     plans = store.get_plans(run_id)
     assert plans[0]["kind"] == "original" and plans[0]["subtopics"] == original

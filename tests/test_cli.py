@@ -30,8 +30,8 @@ def test_cli_writes_a_pdf_prints_the_run_id_and_shows_progress(
     assert "Executive summary" in text and "[1]" in text
     store = Store(db)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed"
-    assert run["config"]["subtopic_count"] == 3 and run["config"]["review_cycles"] == 1
+    assert run is not None and run.status == "completed"
+    assert run.config["subtopic_count"] == 3 and run.config["review_cycles"] == 1
     assert max(len([s for s in store.get_sources(run_id) if s["subtopic_id"] == t])
                for t in ("t1", "t2", "t3")) <= 5
 
@@ -87,7 +87,7 @@ def test_cli_resume_continues_an_interrupted_run(
         conn.execute("UPDATE runs SET status = 'interrupted' WHERE id = ?", [run_id])
     resumed = run_cli(["--resume", run_id, "--format", "md", "--out", str(tmp_path / "r.md")], env, tmp_path)
     assert resumed.returncode == 0, resumed.stderr
-    assert store.get_run(run_id)["status"] == "completed"  # type: ignore[index]
+    assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
     assert "## Sources" in (tmp_path / "r.md").read_text()
     assert {s["kind"] for s in store.get_steps(run_id) if s["attempts"] > 1} == set()
     unknown = run_cli(["--resume", "nope"], env, tmp_path)
@@ -109,8 +109,8 @@ def test_cli_digs_deeper_into_a_section_of_an_earlier_report(
     child_id = child.stdout.strip().splitlines()[-1]
     store = Store(db)
     run = store.get_run(child_id)
-    assert run is not None and run["parent_run_id"] == parent
-    assert "dig deeper into: Key findings" in run["question"]
+    assert run is not None and run.parent_run_id == parent
+    assert "dig deeper into: Key findings" in run.question
     assert {s["canonical_url"] for s in store.get_sources(parent)} <= {
         s["canonical_url"] for s in store.get_sources(child_id)}
 
@@ -125,7 +125,7 @@ def test_cli_hands_a_run_to_a_hosted_engine(
     assert result.returncode == 0, result.stderr
     assert "## Sources" in (tmp_path / "h.md").read_text()
     run = Store(tmp_path / "h.db").get_run(result.stdout.strip().splitlines()[-1])
-    assert run is not None and run["engine"] == "openai-deep-research"
+    assert run is not None and run.engine == "openai-deep-research"
 
 
 def test_cli_schedule_breadth_and_depth_reach_the_stored_config(
@@ -138,5 +138,5 @@ def test_cli_schedule_breadth_and_depth_reach_the_stored_config(
                   {**standin_env, "DEEP_RESEARCH_DB": str(db)}, tmp_path)
     assert result.returncode == 3, result.stderr
     [run] = Store(db).list_runs()
-    config = run["config"]
+    config = run.config
     assert (config["schedule"], config["breadth"], config["depth"]) == ("breadth_depth", 2, 4)

@@ -76,11 +76,11 @@ def test_disk_full_mid_run_stops_plainly_and_keeps_what_was_stored(
     runs = store.list_runs()
     assert len(runs) == 1
     run = runs[0]
-    assert run["status"] in ("interrupted", "failed", "running")
-    if run["status"] == "running":  # the mark could not be written: reconciled on next open
-        assert run["id"] in store.mark_interrupted(stale_after_s=0)
-    assert store.get_plan(run["id"])  # the plan stored before the disk filled is kept
-    assert f"--resume {run['id']}" in last or "RUN_ID" not in last
+    assert run.status in ("interrupted", "failed", "running")
+    if run.status == "running":  # the mark could not be written: reconciled on next open
+        assert run.id in store.mark_interrupted(stale_after_s=0)
+    assert store.get_plan(run.id)  # the plan stored before the disk filled is kept
+    assert f"--resume {run.id}" in last or "RUN_ID" not in last
 
 
 @pytest.mark.parametrize("small_disk", ["8k"], indirect=True)
@@ -149,4 +149,4 @@ def test_ctrl_c_mid_run_prints_how_to_resume_without_a_traceback(
     run_id = next(line.split(": ")[1].strip() for line in lines if line.startswith("Run id: "))
     assert f"--resume {run_id}" in err and "kept" in err
     run = Store(tmp_path / "c.db").get_run(run_id)
-    assert run is not None and run["status"] == "interrupted"
+    assert run is not None and run.status == "interrupted"

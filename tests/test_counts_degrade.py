@@ -49,8 +49,8 @@ def _run(runs: Runner, model: ShortModel, **overrides: Any) -> tuple[Store, str]
 
 
 def _count_warnings(store: Store, run_id: str) -> list[str]:
-    return [e["message"] for e in store.get_events(run_id)
-            if e["type"] == "warning" and (e.get("data") or {}).get("count_note")]
+    return [e.message for e in store.get_events(run_id)
+            if e.type == "warning" and (e.data or {}).get("count_note")]
 
 
 def _first(n: int, key: str) -> Cut:
@@ -63,7 +63,7 @@ def test_a_plan_short_of_subtopics_goes_on_and_says_so(
     model = ShortModel({"ResearchPlan": _first(2, "subtopics")})  # 2 of 3, repair or not
     store, run_id = _run(runs, model)
     run = store.get_run(run_id) or {}
-    assert run["status"] == "completed", run["error"]
+    assert run.status == "completed", run.error
     assert len(store.get_plan(run_id) or []) == 2
     assert model.calls["ResearchPlan"] == 2  # one repair asking for the missing one
     warnings = _count_warnings(store, run_id)
@@ -91,9 +91,9 @@ def test_a_plan_below_the_minimum_fails_with_a_plain_reason(
     model = ShortModel({"ResearchPlan": _first(MIN_SUBTOPICS - 1, "subtopics")})
     store, run_id = _run(runs, model)
     run = store.get_run(run_id) or {}
-    assert run["status"] == "failed"
-    assert "planned only 1 distinct subtopic" in run["error"]
-    assert f"at least {MIN_SUBTOPICS} are needed" in run["error"]
+    assert run.status == "failed"
+    assert "planned only 1 distinct subtopic" in run.error
+    assert f"at least {MIN_SUBTOPICS} are needed" in run.error
 
 
 def test_fewer_queries_and_scores_are_used_as_they_come(
@@ -106,7 +106,7 @@ def test_fewer_queries_and_scores_are_used_as_they_come(
     model = ShortModel({"SearchQueries": _first(1, "queries"), "RelevanceScores": half_scores})
     store, run_id = _run(runs, model, max_rounds=1)
     run = store.get_run(run_id) or {}
-    assert run["status"] == "completed", run["error"]
+    assert run.status == "completed", run.error
     research = [s for s in store.get_steps(run_id) if s["kind"] == "research"]
     assert research and all(s["status"] == "done" for s in research)
     assert store.count_sources(run_id) > 0
@@ -125,6 +125,6 @@ def test_undecided_follow_up_questions_are_asked_about_once_then_set_aside(
     model = ShortModel({"RoundAssessment": lambda answer, call: {**answer, "decisions": []}})
     store, run_id = _run(runs, model, max_rounds=2)
     run = store.get_run(run_id) or {}
-    assert run["status"] == "completed", run["error"]
+    assert run.status == "completed", run.error
     assert model.calls["RoundAssessment"] == 2  # the assessment and one repair
     assert any("triage decisions where" in w for w in _count_warnings(store, run_id))

@@ -88,9 +88,9 @@ def _wait_for(db: Db, ready: Callable[[Steps], bool], what: str,
             runs = store.list_runs(limit=2)
             if runs:
                 assert len(runs) == 1, "one run per database in these tests"
-                steps = {s["key"]: s for s in store.get_steps(runs[0]["id"])}
+                steps = {s["key"]: s for s in store.get_steps(runs[0].id)}
                 if ready(steps):
-                    return str(runs[0]["id"])
+                    return str(runs[0].id)
             time.sleep(0.02)
     finally:
         store.close()
@@ -100,8 +100,8 @@ def _wait_for(db: Db, ready: Callable[[Steps], bool], what: str,
 def _wait_status(db: Db, run_id: str, status: str, *, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     with Store(db) as store:
-        while (run := store.get_run(run_id)) is not None and run["status"] != status:
-            assert time.monotonic() < deadline, f"the run is {run['status']}, not {status}: {run['error']}"
+        while (run := store.get_run(run_id)) is not None and run.status != status:
+            assert time.monotonic() < deadline, f"the run is {run.status}, not {status}: {run.error}"
             time.sleep(0.1)
 
 
@@ -148,7 +148,7 @@ def _snapshot(db: Db, run_id: str) -> Snapshot:
         sources = {s["id"]: (s["canonical_url"], s["step_key"], s["subtopic_id"])
                    for s in store.get_sources(run_id, with_text=False)}
         events = store.get_events(run_id)
-    return Snapshot(steps, sources, max((e["id"] for e in events), default=0))
+    return Snapshot(steps, sources, max((e.id for e in events), default=0))
 
 
 def _assert_whole_steps_only(db: Db, run_id: str, snap: Snapshot) -> None:
@@ -158,7 +158,7 @@ def _assert_whole_steps_only(db: Db, run_id: str, snap: Snapshot) -> None:
     assert not half_done, f"sources of unfinished steps were stored: {half_done}"
     in_flight = [k for k, s in snap.steps.items() if s["status"] in ("running", "retrying")]
     with Store(db) as store:
-        assert store.get_run(run_id)["status"] == "running"  # type: ignore[index]
+        assert store.get_run(run_id).status == "running"  # type: ignore[union-attr]
         for table in ("findings", "queries"):
             rows = store._rows(  # noqa: SLF001 - test-only read of raw rows
                 f"SELECT DISTINCT step_key FROM {table} WHERE run_id = :run", {"run": run_id})
@@ -197,7 +197,7 @@ def _baseline(question: str, config: dict[str, Any], env: dict[str, str], tmp_pa
         with Store(tmp_path / "baseline.db") as store:
             run_id = create_run(store, question, ResearchConfig(**config))
             run = execute(run_id, store=store, credentials=Credentials.from_env(env))
-            assert run["status"] == "completed", run.get("error")
+            assert run.status == "completed", run.error
             _BASELINES[key] = _outcome(store, run_id)
     return _BASELINES[key]
 
@@ -208,13 +208,13 @@ def _assert_resumed_cleanly(db: Db, run_id: str, snap: Snapshot, baseline: dict[
     assert _duplicates(db, run_id) == []
     with Store(db) as store:
         run = store.get_run(run_id)
-        assert run is not None and run["status"] == "completed", run and run.get("error")
+        assert run is not None and run.status == "completed", run and run.error
         assert store.get_report(run_id) is not None
         steps = {s["key"]: s for s in store.get_steps(run_id)}
         sources = {s["id"]: (s["canonical_url"], s["step_key"], s["subtopic_id"])
                    for s in store.get_sources(run_id, with_text=False)}
-        restarted = {e["step"] for e in store.get_events(run_id, after_id=snap.last_event_id)
-                     if e["type"] == "step_started"}
+        restarted = {e.step for e in store.get_events(run_id, after_id=snap.last_event_id)
+                     if e.type == "step_started"}
         outcome = _outcome(store, run_id)
 
     # No source lost: everything stored before the kill is still there, unchanged.
@@ -312,7 +312,7 @@ def test_cli_killed_mid_run_resumes_without_losing_or_redoing_anything(
           f"resumed in {time.monotonic() - started:.1f} s")
 
     with Store(db) as store:
-        config = store.get_run(run_id)["config"]  # type: ignore[index]
+        config = store.get_run(run_id).config  # type: ignore[union-attr]
     assert config["max_parallel_workers"] == 1
     _assert_resumed_cleanly(db, run_id, snap, _baseline(QUESTION, config, standin_env, tmp_path))
 
@@ -391,5 +391,5 @@ def test_dashboard_killed_mid_run_is_picked_up_again_on_restart(
             browser.close()
 
     with Store(db) as store:
-        stored = store.get_run(run_id)["config"]  # type: ignore[index]
+        stored = store.get_run(run_id).config  # type: ignore[union-attr]
     _assert_resumed_cleanly(db, run_id, snap, _baseline(DASHBOARD_QUESTION, stored, standin_env, tmp_path))

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import budget
 from research.config import build_config
-from research.records import Report
+from research.records import Report, Run, RunTotals, UsageTotals
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     APP,
@@ -48,12 +48,16 @@ def test_a_run_stopped_by_the_budget_says_so_clearly(dash_env: Store) -> None:
 
 
 def test_budget_stop_is_read_from_totals_or_the_report_caveats() -> None:
-    assert budget.budget_stop({"totals": {"stop_reason": STOP}}) == \
+    def stopped(reason: str) -> Run:
+        return Run(id="r1", question="q", status="completed", totals=RunTotals(stop_reason=reason))
+
+    assert budget.budget_stop(stopped(STOP)) == \
         "Stopped by the budget: the cost cap of $0.02 was reached ($0.03 spent)."
-    assert budget.budget_stop({"totals": {"stop_reason": "MAX_ROUNDS reached."}}) is None
+    assert budget.budget_stop(stopped("MAX_ROUNDS reached.")) is None
     note = "Stopped by the budget: research ended early because the token cap of 1,000 was reached."
-    assert budget.budget_stop({}, Report("r1", "# R", {"notes": [note]})) == note
-    meters = budget.meters(build_config(env={}, max_tokens=1000).model_dump(), {"tokens": 1500}, 3)
+    assert budget.budget_stop(stopped(""), Report("r1", "# R", {"notes": [note]})) == note
+    meters = budget.meters(build_config(env={}, max_tokens=1000).model_dump(),
+                           UsageTotals(tokens=1500), 3)
     assert [(m.label, m.fraction) for m in meters] == [("Tokens", 1.0)]
 
 
@@ -68,18 +72,18 @@ def test_dig_deeper_starts_a_linked_child_run_with_the_parents_settings(
     section.select("Key findings").run()
     next(b for b in at.button if b.label == "Dig deeper").click().run()
     assert not at.exception and not [e.value for e in at.error]
-    child = next(r for r in dash_env.list_runs() if r["id"] != parent)
-    assert child["parent_run_id"] == parent
-    assert "dig deeper into: Key findings" in child["question"]
+    child = next(r for r in dash_env.list_runs() if r.id != parent)
+    assert child.parent_run_id == parent
+    assert "dig deeper into: Key findings" in child.question
     # The section's text is untrusted: never in the question, only shown to the planner as data.
-    assert "Storage is the bottleneck" not in child["question"]
-    assert child["config"]["dig_deeper_section"] == "Key findings"
-    assert child["config"]["subtopic_count"] == 4 and child["config"]["report_language"] == "German"
-    assert at.query_params.get("run") in (child["id"], [child["id"]])  # its Run page opened
-    fake_jobs_done = dash_env.get_run(child["id"])
+    assert "Storage is the bottleneck" not in child.question
+    assert child.config["dig_deeper_section"] == "Key findings"
+    assert child.config["subtopic_count"] == 4 and child.config["report_language"] == "German"
+    assert at.query_params.get("run") in (child.id, [child.id])  # its Run page opened
+    fake_jobs_done = dash_env.get_run(child.id)
     assert fake_jobs_done is not None
 
-    at = open_run_page(child["id"])
+    at = open_run_page(child.id)
     links = [p for p in at.get("page_link") if "Builds on" in str(p.proto.label)]
     assert links and "How fast is solar power growing" in links[0].proto.label.replace("\\", "")
 

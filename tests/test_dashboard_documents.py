@@ -142,8 +142,8 @@ def test_documents_only_run_starts_with_the_chosen_collection_and_no_search_key(
     _button(at, "Start research").click().run()
     assert not at.error, [e.value for e in at.error]
     [run] = dash_env.list_runs()
-    assert run["config"]["search_providers"] == ["documents"]
-    assert run["config"]["document_collection"] == "Heat"
+    assert run.config["search_providers"] == ["documents"]
+    assert run.config["document_collection"] == "Heat"
 
 
 @on_both_databases
@@ -185,6 +185,6 @@ def test_run_again_keeps_the_documents_an_earlier_run_was_given(
     assert any("Reads the 1 document(s)" in c.value for c in at.caption)
     _button(at, "Start research").click().run()
     assert not at.error, [e.value for e in at.error]
-    newest = next(r for r in dash_env.list_runs() if r["id"] != earlier)
-    assert newest["config"]["document_ids"] == [chosen]
-    assert newest["config"]["search_providers"] == ["documents"]
+    newest = next(r for r in dash_env.list_runs() if r.id != earlier)
+    assert newest.config["document_ids"] == [chosen]
+    assert newest.config["search_providers"] == ["documents"]

@@ -12,17 +12,18 @@ from dashboard.estimate import estimate
 from dashboard.jobs import JobManager, status_of
 from dashboard.views import tail_events
 from research.config import Credentials, build_config
+from research.records import Run
 from storage import Store
 
 CREDS = Credentials.from_env({"OPENAI_API_KEY": "sk-test-0123456789abcdef"})
 
 
 def _fake_execute(release: threading.Event):
-    def execute(run_id: str, *, store: Store, **_: Any) -> dict:
+    def execute(run_id: str, *, store: Store, **_: Any) -> Run | None:
         store.set_run_status(run_id, "running")
         release.wait(10)
         store.set_run_status(run_id, "completed")
-        return store.get_run(run_id) or {}
+        return store.get_run(run_id)
     return execute
 
 
@@ -37,7 +38,7 @@ def test_runs_execute_in_background_threads_several_at_once(tmp_path: Path) -> N
     release.set()
     assert jobs.wait(a, 10) and jobs.wait(b, 10)
     store = Store(tmp_path / "r.db")
-    assert {store.get_run(a)["status"], store.get_run(b)["status"]} == {"completed"}
+    assert {store.get_run(a).status, store.get_run(b).status} == {"completed"}  # type: ignore[union-attr]
 
 
 def test_a_crashing_run_ends_failed_with_a_readable_message(tmp_path: Path) -> None:
@@ -48,8 +49,8 @@ def test_a_crashing_run_ends_failed_with_a_readable_message(tmp_path: Path) -> N
     run_id = jobs.start("Question?", build_config(env={}), CREDS)
     jobs.wait(run_id, 10)
     run = Store(tmp_path / "r.db").get_run(run_id)
-    assert run["status"] == "failed"
-    assert "disk on fire" in run["error"] and "sk-test-0123456789abcdef" not in run["error"]
+    assert run.status == "failed"
+    assert "disk on fire" in run.error and "sk-test-0123456789abcdef" not in run.error
     assert "disk on fire" in (jobs.crash(run_id) or "")
 
 
@@ -61,15 +62,16 @@ def test_runs_left_running_by_a_dead_server_become_interrupted_and_resumable(tmp
     release.set()
     jobs = JobManager(tmp_path / "r.db", executor=_fake_execute(release))
     assert jobs.interrupted_at_start == [run_id]
-    assert store.get_run(run_id)["status"] == "interrupted"
+    assert store.get_run(run_id).status == "interrupted"  # type: ignore[union-attr]
     jobs.resume(run_id, CREDS)
     jobs.wait(run_id, 10)
-    assert store.get_run(run_id)["status"] == "completed"
+    assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
 
 
 def test_queued_run_nobody_executes_shows_as_interrupted() -> None:
-    assert status_of({"status": "queued"}, alive=False) == "interrupted"
-    assert status_of({"status": "queued"}, alive=True) == "queued"
+    queued = Run(id="r1", question="q", status="queued")
+    assert status_of(queued, alive=False) == "interrupted"
+    assert status_of(queued, alive=True) == "queued"
     assert status_of(None, alive=False) == "missing"
 
 
@@ -111,4 +113,4 @@ def test_a_run_owned_by_a_dead_local_process_is_interrupted_at_once(tmp_path: Pa
     store.heartbeat(run_id, dead_owner)  # a fresh heartbeat, but its process is gone
     manager = JobManager(tmp_path / "j.db", stale_after_s=3600)
     assert manager.interrupted_at_start == [run_id]
-    assert (store.get_run(run_id) or {})["status"] == "interrupted"
+    assert store.get_run(run_id).status == "interrupted"  # type: ignore[union-attr]

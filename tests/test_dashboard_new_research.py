@@ -138,13 +138,13 @@ def test_start_runs_in_the_background_and_the_run_page_sees_it_complete(
         assert not _texts(at), _texts(at)
         runs = dash_env.list_runs()
         assert len(runs) == 1
-        run_id = runs[0]["id"]
+        run_id = runs[0].id
         assert at.query_params.get("run") in (run_id, [run_id])
         deadline = time.monotonic() + 120
-        while dash_env.get_run(run_id)["status"] not in ("completed", "failed", "cancelled"):
+        while dash_env.get_run(run_id).status not in ("completed", "failed", "cancelled"):  # type: ignore[union-attr]
             assert time.monotonic() < deadline, "the run did not finish in time"
             time.sleep(0.5)
-        assert dash_env.get_run(run_id)["status"] == "completed", dash_env.get_run(run_id)["error"]
+        assert dash_env.get_run(run_id).status == "completed", dash_env.get_run(run_id).error  # type: ignore[union-attr]
         at.run()
         assert at.progress[0].value == 100
         assert "100%" in at.progress[0].proto.text

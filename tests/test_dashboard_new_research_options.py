@@ -95,16 +95,16 @@ def test_language_budget_pauses_and_schedule_reach_the_stored_config(
     at.selectbox(key="engine").select("openai-deep-research").run()
     _start(at)
     [run] = dash_env.list_runs()
-    config = run["config"]
+    config = run.config
     assert config["report_language"] == "Catalan"
     assert (config["max_cost_usd"], config["max_tokens"], config["max_sources"]) == (2.5, 400_000, 40)
     assert config["require_clarification"] is True and config["review_plan"] is True
     assert config["schedule"] == "breadth_depth" and config["engine"] == "openai-deep-research"
-    assert run["parent_run_id"] is None
+    assert run.parent_run_id is None
 
     # "Run again" brings every one of them back.
     at = AppTest.from_file(APP, default_timeout=30)
-    at.query_params["from"] = run["id"]
+    at.query_params["from"] = run.id
     at.run()
     assert at.selectbox(key="language_choice").value == form.OTHER_LANGUAGE
     assert at.text_input(key="language_other").value == "Catalan"
@@ -128,7 +128,7 @@ def test_breadth_and_depth_sliders_come_with_their_schedule_and_reach_the_config
     assert (at.slider(key="c_DEPTH").min, at.slider(key="c_DEPTH").max) == (1, 5)
     _start(at)
     [run] = dash_env.list_runs()
-    config = run["config"]
+    config = run.config
     assert (config["schedule"], config["breadth"], config["depth"]) == ("breadth_depth", 5, 3)
 
 
@@ -148,8 +148,8 @@ def test_similar_earlier_runs_are_offered_and_the_new_run_can_build_on_one(
     choice.set_value(parent).run()
     _button(at, "Start research").click().run()
     assert not [e.value for e in at.error]
-    child = next(r for r in dash_env.list_runs() if r["question"].endswith("in Spain?"))
-    assert child["parent_run_id"] == parent
+    child = next(r for r in dash_env.list_runs() if r.question.endswith("in Spain?"))
+    assert child.parent_run_id == parent
 
 
 def test_an_unrelated_question_offers_no_earlier_run(dash_env: Store) -> None:

@@ -11,19 +11,20 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import notify
 from research.config import build_config
+from research.records import Run
 from storage import Store
 from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - the fixture
 
 QUESTION = "Which heat pumps are cheapest to run?"
 
 
-def _run(run_id: str, status: str, **extra: object) -> dict[str, object]:
-    return {"id": run_id, "status": status, "question": QUESTION, **extra}
+def _run(run_id: str, status: str, warnings: tuple[str, ...] = ()) -> Run:
+    return Run(id=run_id, status=status, question=QUESTION, warnings=warnings)
 
 
 def test_only_a_change_the_person_cares_about_is_a_notice() -> None:
     seen = {"a": "running", "b": "running", "c": "completed", "d": "running"}
-    runs = [_run("a", "completed", warnings=["stopped by the budget"]), _run("b", "failed"),
+    runs = [_run("a", "completed", warnings=("stopped by the budget",)), _run("b", "failed"),
             _run("c", "completed"), _run("d", "running"), _run("e", "completed")]
     notices = notify.changes(seen, runs)
     assert [(n.run_id, n.status) for n in notices] == [("a", "completed"), ("b", "failed")]

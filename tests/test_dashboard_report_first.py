@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import run_report
 from research.config import build_config
-from research.records import Verdict
+from research.records import Run, Verdict
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     DRAFT_1,
@@ -131,8 +131,8 @@ def test_setting_names_become_plain_words_and_runs_are_named_by_question() -> No
     assert views.plain_words("DEEP_RESEARCH_SUBTOPIC_COUNT must be 3-10") == (
         "\u201csubtopics\u201d must be 3-10")
     assert views.plain_words("HTTP_ERROR stays") == "HTTP_ERROR stays"  # only known names
-    run = {"id": "abc123", "question": "Solar?", "created_at": "2024-07-01T10:20:00Z",
-           "config": {"preset": "quick"}}
+    run = Run(id="abc123", question="Solar?", status="completed",
+              created_at="2024-07-01T10:20:00Z", config={"preset": "quick"})
     assert views.run_name(run) == "Solar? · 2024-07-01 · Quick"
     assert views.run_name(run, with_time=True) == "Solar? · 2024-07-01 10:20 · Quick"
 

@@ -43,7 +43,7 @@ def waiting_to_steer(store: Store) -> str:
 
 def _wait_completed(store: Store, run_id: str) -> None:
     deadline = time.monotonic() + 10
-    while (store.get_run(run_id) or {})["status"] != "completed":
+    while store.get_run(run_id).status != "completed":  # type: ignore[union-attr]
         assert time.monotonic() < deadline
         time.sleep(0.2)
 
@@ -89,4 +89,4 @@ def test_ask_me_between_rounds_reaches_the_stored_config(
     at.text_area(key="question").input("Which heat pumps are cheapest to run?").run()
     next(b for b in at.button if b.label == "Start research").click().run()
     [run] = dash_env.list_runs()
-    assert run["config"]["steer"] is True
+    assert run.config["steer"] is True

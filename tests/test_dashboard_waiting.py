@@ -29,7 +29,7 @@ def _button(at: AppTest, label: str):
 
 def _wait_status(store: Store, run_id: str, statuses: tuple[str, ...], timeout: float = 120) -> str:
     deadline = time.monotonic() + timeout
-    while (status := (store.get_run(run_id) or {})["status"]) not in statuses:
+    while (status := store.get_run(run_id).status) not in statuses:  # type: ignore[union-attr]
         assert time.monotonic() < deadline, f"run still {status}"
         time.sleep(0.3)
     return status
@@ -102,7 +102,7 @@ def test_a_plan_with_every_subtopic_removed_is_refused_in_plain_words(
                for e in at.error)
     assert dash_env.get_step(run_id, "plan_review") is None
     assert fake_jobs.calls == []
-    assert (dash_env.get_run(run_id) or {})["status"] == "waiting"
+    assert dash_env.get_run(run_id).status == "waiting"  # type: ignore[union-attr]
 
 
 def test_a_waiting_run_can_be_cancelled(dash_env: Store, fake_jobs: FakeExecutor) -> None:
@@ -110,7 +110,7 @@ def test_a_waiting_run_can_be_cancelled(dash_env: Store, fake_jobs: FakeExecutor
     at = open_run_page(run_id)
     assert not any(b.label == "Resume" for b in at.button)
     _button(at, "Cancel").click().run()
-    assert (dash_env.get_run(run_id) or {})["status"] == "cancelled"
+    assert dash_env.get_run(run_id).status == "cancelled"  # type: ignore[union-attr]
 
 
 def test_plan_rows_become_subtopics_in_position_order() -> None:
@@ -141,9 +141,9 @@ def test_review_the_plan_end_to_end_from_the_form_to_a_finished_report(
         at.checkbox(key="review_plan").check().run()
         _button(at, "Start research").click().run()
         assert not [e.value for e in at.error]
-        run_id = dash_env.list_runs()[0]["id"]
+        run_id = dash_env.list_runs()[0].id
         assert _wait_status(dash_env, run_id, ("waiting", "failed")) == "waiting", \
-            (dash_env.get_run(run_id) or {}).get("error")
+            dash_env.get_run(run_id).error  # type: ignore[union-attr]
         at = open_run_page(run_id)
         [editor] = at.data_editor
         original = list(editor.value["Title"])
@@ -154,7 +154,7 @@ def test_review_the_plan_end_to_end_from_the_form_to_a_finished_report(
         _button(at, "Start research with this plan").click().run()
         assert not [e.value for e in at.error]
         assert _wait_status(dash_env, run_id, ("completed", "failed")) == "completed", \
-            (dash_env.get_run(run_id) or {}).get("error")
+            dash_env.get_run(run_id).error  # type: ignore[union-attr]
         titles = [s["title"] for s in dash_env.get_plan(run_id) or []]
         assert titles[0] == "Installed capacity by country" and original[-1] not in titles
     finally:

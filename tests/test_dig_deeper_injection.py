@@ -52,7 +52,7 @@ def test_section_text_reaches_prompts_only_delimited_and_never_a_search(
     assert result.returncode == 0, result.stderr
     child = result.stdout.strip().splitlines()[-1]
     run = Store(db).get_run(child)
-    assert run is not None and run["question"] == f"{QUESTION} (dig deeper into: Key findings)"
+    assert run is not None and run.question == f"{QUESTION} (dig deeper into: Key findings)"
 
     prompts = _prompt_texts(standin)
     assert any(INJECTION in p for p in prompts)  # the planner did see the section, as data

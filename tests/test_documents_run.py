@@ -50,7 +50,7 @@ def test_documents_only_run_cites_passages_by_page_and_touches_no_web(
     check_configuration(config, credentials)  # pre-flight: no search key is needed
     run_id = run_research(QUESTION, store=store, config=config, credentials=credentials)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
     for api in ("tavily", "pages", "arxiv", "semanticscholar"):
         assert standin.count(api) == 0, api
     assert standin.count("openai") > 5
@@ -83,7 +83,7 @@ def test_mixed_run_reads_the_web_and_the_documents(
     _, run_id = runs.with_config(with_sources(runs.config(preset="quick"), "both", collection="Heat"))
     store = runs.store
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
     sources = store.get_sources(run_id)
     kinds = {"doc" if s["url"].startswith("doc://") else "web" for s in sources}
     assert kinds == {"doc", "web"}
@@ -115,8 +115,8 @@ def test_cli_docs_no_web_researches_files_with_no_search_key(
     assert "Added field-report.pdf" in result.stderr
     assert LOCATED.search(out.read_text(encoding="utf-8").split("## Sources", 1)[1])
     run = Store(tmp_path / "cli.db").get_run(result.stdout.strip().splitlines()[-1])
-    assert run is not None and run["config"]["search_providers"] == ["documents"]
-    assert run["config"]["document_collection"] == "Heat"
+    assert run is not None and run.config["search_providers"] == ["documents"]
+    assert run.config["document_collection"] == "Heat"
 
 
 def test_cli_refuses_a_documents_run_with_nothing_to_read(
@@ -150,7 +150,7 @@ def test_document_text_is_untrusted_like_a_web_page(
     config = with_sources(runs.config(preset="quick", fetch_timeout_s=20), "documents",
                           collection="Evil")
     _, run_id = runs.with_config(config)
-    assert (store.get_run(run_id) or {}).get("status") == "completed"
+    assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
     prompts = [text for r in standin.requests_for("openai") for text in _strings(r["json"])]
     with_document = [p for p in prompts if "Ignore all previous instructions" in p]
     assert with_document, "the document never reached a prompt"

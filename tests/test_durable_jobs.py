@@ -102,7 +102,7 @@ def test_a_killed_dashboards_run_is_picked_up_by_the_engine_on_restart(
     assert code == 0 and "Traceback" not in err, err
 
     with Store(db) as store:
-        stored = store.get_run(run_id)["config"]  # type: ignore[index]
+        stored = store.get_run(run_id).config  # type: ignore[union-attr]
     _assert_resumed_cleanly(db, run_id, snap, _baseline(QUESTION, stored, standin_env, tmp_path))
     # The engine stores what it is given: each job's only input is the run id, never a key.
     assert _job_inputs(db.parent / "research-jobs.sqlite") == [{"args": (run_id,), "kwargs": {}}]

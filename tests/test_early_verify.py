@@ -51,7 +51,7 @@ def test_the_draft_is_verified_while_it_is_reviewed_and_each_claim_is_judged_onc
 ) -> None:
     standin.add_fault("openai", "hang", times=1, task="ReviewResult", seconds=1.0)  # reviewing takes a while
     store, run_id = _run(standin_env, tmp_db)
-    assert store.get_run(run_id)["status"] == "completed"
+    assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
     review = store.get_reviews(run_id)[0]
     assert not review.approved  # the stand-in's first review flags key findings and summary
     calls = _calls(standin)
@@ -82,7 +82,7 @@ def test_early_outcomes_are_the_ones_the_verify_step_would_reach(
     store.fail_step(run_id, "verify", "checked again for the test")
     store.set_run_status(run_id, "failed", error="checked again for the test")
     run = resume(run_id, store=store, credentials=Credentials.from_env(standin_env))
-    assert run["status"] == "completed"
+    assert run.status == "completed"
     assert store.get_step(run_id, "verify")["result"]["checked_early"] == 0
     assert with_early and _outcomes(store, run_id) == with_early
 

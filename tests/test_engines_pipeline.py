@@ -27,7 +27,7 @@ def test_a_run_handed_to_openai_deep_research_is_verified_and_exported(
 ) -> None:
     store, run_id = _run(standin, http_runs, engine="openai-deep-research")
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
     assert standin.count("tavily") == 0  # no built-in search for a hosted-only run
     reports = engine_reports(store, run_id)
     assert [r.engine for r in reports] == ["openai-deep-research"]
@@ -39,7 +39,7 @@ def test_a_run_handed_to_openai_deep_research_is_verified_and_exported(
     assert doc.sources and all(canonical_url(s.url) in gathered for s in doc.sources)
     text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(to_pdf(doc))).pages)
     assert "[1]" in text and "Sources" in text
-    assert any(u["role"] == "engine" and u["cost_usd"] > 0 for u in store.get_usage(run_id))
+    assert any(u.role == "engine" and u.cost_usd > 0 for u in store.get_usage(run_id))
 
 
 def test_all_runs_the_pipeline_and_both_engines_into_one_source_list(
@@ -47,7 +47,7 @@ def test_all_runs_the_pipeline_and_both_engines_into_one_source_list(
 ) -> None:
     store, run_id = _run(standin, http_runs, engine="all")
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
     reports = engine_reports(store, run_id)
     assert {r.engine for r in reports} == {"openai-deep-research", "gemini-deep-research"}
     assert all(r.status == "completed" for r in reports)
@@ -67,6 +67,6 @@ def test_a_failing_engine_beside_the_pipeline_is_an_event_not_a_failed_run(
     standin.add_fault("gemini_interactions", "status", times=20, status=500)
     store, run_id = _run(standin, http_runs, engine="all", max_retries=0)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
-    warnings = [e for e in store.get_events(run_id) if e["type"] == "warning"]
-    assert any("Gemini Deep Research failed" in e["message"] for e in warnings)
+    assert run is not None and run.status == "completed", run and run.error
+    warnings = [e for e in store.get_events(run_id) if e.type == "warning"]
+    assert any("Gemini Deep Research failed" in e.message for e in warnings)

@@ -122,7 +122,7 @@ def test_a_run_starts_its_threads_only_from_its_executor(
     config = build_config(env=standin_env, preset="quick", fetch_timeout_s=3)
     run_id = run_research("How is heat pump adoption changing in Europe?", store=store,
                           config=config, credentials=credentials)
-    assert (store.get_run(run_id) or {}).get("status") == "completed"
+    assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
     ours = [n for n in names if "process_request" not in n]  # the stand-in serves requests
     assert ours and all(n.startswith(("run-", "heartbeat:")) for n in ours), sorted(set(ours))
     sizes = RunExecutor(config)

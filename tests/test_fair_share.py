@@ -15,6 +15,7 @@ from typing import Any
 
 from dashboard.jobs import JobManager
 from research.config import MAX_RUNS_PER_PERSON, Credentials, WorkerSettings, build_config
+from research.records import Run
 from storage import Store
 
 CREDS = Credentials.from_env({"OPENAI_API_KEY": "sk-test-0123456789abcdef"})
@@ -30,7 +31,7 @@ class Recorder:
         self.gate = threading.Event()
         self.gate.set()
 
-    def __call__(self, run_id: str, *, store: Store, **_: Any) -> dict:
+    def __call__(self, run_id: str, *, store: Store, **_: Any) -> Run | None:
         self.gate.wait(30)
         start = time.monotonic()
         store.set_run_status(run_id, "running")
@@ -38,7 +39,7 @@ class Recorder:
         store.set_run_status(run_id, "completed")
         with self.lock:
             self.spans[run_id] = (start, time.monotonic())
-        return store.get_run(run_id) or {}
+        return store.get_run(run_id)
 
     def most_at_once(self, run_ids: list[str]) -> int:
         """The largest number of these runs that executed at the same moment."""

@@ -60,8 +60,8 @@ def test_hot_writes_round_trip_on_both_databases(db_target: str) -> None:
         run_id = store.create_run("q", {})
         event_id = store.append_event({"run_id": run_id, "type": "note", "message": "m",
                                        "data": {"n": 1, "text": "ü"}})
-        assert store.get_events(run_id)[0] | {"id": event_id} == store.get_events(run_id)[0]
-        assert store.get_events(run_id)[0]["data"] == {"n": 1, "text": "ü"}
+        assert store.get_events(run_id)[0].id == event_id
+        assert store.get_events(run_id)[0].data == {"n": 1, "text": "ü"}
         store.start_step(run_id, "research:t1", kind="research", label="t1")
         source = {"id": "s1", "url": "https://a.example/1", "title": "A", "signals": ["peer"]}
         again = {**source, "id": "s2"}  # the same URL under another id: not stored twice

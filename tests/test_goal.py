@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from research import build_config
 from research.export import to_markdown
 from research.export.run_document import build_document_for_run
+from research.records import Run
 from storage import Store
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
@@ -25,7 +26,7 @@ from tests.runs import QUESTION, Runner
 from tests.standin import StandinServer
 
 
-def _run(runs: Runner, **overrides: Any) -> tuple[Store, str, dict[str, Any]]:
+def _run(runs: Runner, **overrides: Any) -> tuple[Store, str, Run]:
     return runs.completed(preset="quick", **{"MAX_ROUNDS": 3, **overrides})
 
 
@@ -41,9 +42,10 @@ def test_a_met_exit_case_stops_research_after_the_round_and_says_why(
     before = len(standin.requests_for("openai"))
     store, run_id, run = _run(runs, done_when="current evidence and data",
                               want="a comparison table")
-    goal = run["totals"]["goal"]
-    assert goal["met"] is True and goal["round"] == 1 and goal["why"], (goal, [f["claim"] for f in store.get_findings(run_id)][:5])
-    assert run["totals"]["stop_reason"].startswith("The exit case was met after round 1")
+    goal = run.totals.goal
+    assert goal is not None
+    assert goal.met is True and goal.round == 1 and goal.why, (goal, [f["claim"] for f in store.get_findings(run_id)][:5])
+    assert run.totals.stop_reason.startswith("The exit case was met after round 1")
     assert all(s["round"] == 1 for s in store.get_plan(run_id) or [])  # no round 2
     assert not [s for s in store.get_steps(run_id) if s["kind"] == "triage"]
     markdown = _method(store, run_id)
@@ -57,16 +59,16 @@ def test_a_met_exit_case_stops_research_after_the_round_and_says_why(
 
 def test_an_unmet_exit_case_lets_the_rounds_run_and_says_so(runs: Runner) -> None:
     store, run_id, run = _run(runs, done_when="quokka zyxwvut tariffs")
-    goal = run["totals"]["goal"]
-    assert goal["met"] is False and goal["round"] >= 1
-    assert not run["totals"]["stop_reason"].startswith("The exit case")
+    goal = run.totals.goal
+    assert goal is not None and goal.met is False and goal.round is not None and goal.round >= 1
+    assert not run.totals.stop_reason.startswith("The exit case")
     assert [s for s in store.get_steps(run_id) if s["kind"] == "triage"]
     assert "quokka zyxwvut tariffs: not met" in _method(store, run_id)
 
 
 def test_without_a_goal_no_judgement_is_made(runs: Runner) -> None:
     store, run_id, run = _run(runs, MAX_ROUNDS=1)
-    assert "goal" not in run["totals"]
+    assert run.totals.goal is None
     assert not [s for s in store.get_steps(run_id) if s["kind"] == "goal"]
     assert "Done when" not in _method(store, run_id)
 
@@ -81,7 +83,7 @@ def test_the_cli_sets_the_exit_case_and_the_desired_output(
     assert result.returncode == 0, result.stderr
     run = Store(db).get_run(result.stdout.strip().splitlines()[-1])
     assert run is not None
-    assert (run["config"]["done_when"], run["config"]["want"]) == ("current evidence and data",
+    assert (run.config["done_when"], run.config["want"]) == ("current evidence and data",
                                                                    "a one-page brief")
     assert "Desired output: a one-page brief." in (tmp_path / "r.md").read_text()
 
@@ -97,10 +99,10 @@ def test_the_new_research_form_records_the_goal_and_run_again_brings_it_back(
     next(b for b in at.button if b.label == "Start research").click().run()
     assert not [e.value for e in at.error], [e.value for e in at.error]
     [run] = dash_env.list_runs()
-    assert (run["config"]["done_when"], run["config"]["want"]) == (
+    assert (run.config["done_when"], run.config["want"]) == (
         "we know the three cheapest options", "a one-page brief")
     again = AppTest.from_file(APP, default_timeout=30)
-    again.query_params["from"] = run["id"]
+    again.query_params["from"] = run.id
     again.run()
     assert again.text_input(key="done_when").value == "we know the three cheapest options"
     assert again.text_input(key="want").value == "a one-page brief"

@@ -64,7 +64,7 @@ def _context(env: dict[str, str], db: Path, *, run_id: str | None = None, engine
         run_id = create_run(store, QUESTION, config, engine=engine)
     run = store.get_run(run_id)
     assert run is not None
-    config = ResearchConfig(**run["config"])
+    config = ResearchConfig(**run.config)
     store.set_run_status(run_id, "running")
     emit = fan_out(store.log_event)
     control = RunControl(store, run_id, emit,
@@ -82,7 +82,7 @@ def _context(env: dict[str, str], db: Path, *, run_id: str | None = None, engine
     try:
         with Workflow(run_id, make_llm) as workflow:
             yield RunContext(
-                run_id=run_id, question=run["question"], config=config, store=store, emit=emit,
+                run_id=run_id, question=run.question, config=config, store=store, emit=emit,
                 control=control, lead=workflow.lead(), search=build_search_providers(config, credentials),
                 fetcher=fetcher, today=date(2026, 11, 20), secrets=credentials.secrets(),
             )
@@ -177,7 +177,7 @@ def test_engine_completes_after_polls_with_cited_sources_and_exports(
     assert [q.provider for q in store.get_queries(run_id)] and all(
         q.provider == engine for q in store.get_queries(run_id))
     usage = store.get_usage(run_id)
-    assert [(u["role"], u["calls"]) for u in usage] == [("engine", 1)] and usage[0]["output_tokens"] > 0
+    assert [(u.role, u.calls) for u in usage] == [("engine", 1)] and usage[0].output_tokens > 0
     steps = {s["key"]: s for s in store.get_steps(run_id)}
     assert steps[f"engine:{engine}"]["status"] == "done"
     assert steps[f"engine:{engine}"]["source_count"] == len(cited)
@@ -247,7 +247,7 @@ def test_rate_limits_and_server_errors_on_create_and_poll_are_retried(
     standin.add_fault(api, "status", status=500, task="retrieve")
     with _context(standin_env, tmp_db, engine=engine) as ctx:
         result = run_hosted(ctx, engine, credentials=_creds(standin_env))
-        events = [e["type"] for e in ctx.store.get_events(ctx.run_id)]
+        events = [e.type for e in ctx.store.get_events(ctx.run_id)]
     assert result["status"] == "completed"
     assert len(_calls(standin, api, "create")) == 2  # one refused, one accepted: one job
     assert len(standin.hosted.jobs) == 1

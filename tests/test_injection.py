@@ -197,7 +197,7 @@ def test_a_run_over_hostile_pages_follows_no_page_instruction(
         for field in ("title", "text", "snippet"):
             assert not INVISIBLE.search(src[field] or ""), (src["url"], field)
     for event in store.get_events(run_id):
-        assert not INVISIBLE.search(event["message"] or "")
+        assert not INVISIBLE.search(event.message or "")
 
     # The report: no canary, no tracker, no image, no link to a page that was not gathered.
     doc = build_document_for_run(store, run_id)

@@ -27,14 +27,14 @@ def test_the_live_view_is_what_the_single_reads_return(db_target: str) -> None:
     run_id = _busy_run(store)
     view = store.live_view(run_id, events=5)
     assert view.run == store.get_run(run_id) and view.run is not None
-    assert view.run["config"] == {"depth": 2}  # JSON decoded on both databases
+    assert view.run.config == {"depth": 2}  # JSON decoded on both databases
     assert view.steps == store.get_steps(run_id) and len(view.steps) == 2
     assert view.activity == store.latest_activity(run_id)
-    assert view.activity["events"] == 20 and view.activity["sources"] == 1
-    assert view.usage == store.usage_totals(run_id) and view.usage["calls"] == 2
+    assert view.activity.events == 20 and view.activity.sources == 1
+    assert view.usage == store.usage_totals(run_id) and view.usage.calls == 2
     assert view.events == store.get_events(run_id)[-5:] == store.last_events(run_id, 5)
-    assert [e["message"] for e in view.events] == [f"event {i}" for i in (23, 25, 26, 28, 29)]
-    assert view.events[-1]["data"] == {"i": 29}
+    assert [e.message for e in view.events] == [f"event {i}" for i in (23, 25, 26, 28, 29)]
+    assert view.events[-1].data == {"i": 29}
     store.close()
 
 
@@ -42,7 +42,7 @@ def test_the_live_view_of_a_missing_run_is_empty(db_target: str) -> None:
     store = Store(db_target)
     view = store.live_view("no-such-run", events=200)
     assert view.run is None and view.steps == [] and view.events == []
-    assert view.activity == {} and view.usage["calls"] == 0
+    assert view.activity is None and view.usage.calls == 0
     store.close()
 
 
@@ -59,7 +59,7 @@ def test_an_event_written_inside_a_transaction_joins_it(db_target: str) -> None:
     except RuntimeError:
         pass
     first = store.append_event({"run_id": run_id, "type": "x", "message": "kept"})
-    assert [e["message"] for e in store.get_events(run_id)] == ["kept"]
-    assert store.get_run(run_id)["owner"] is None  # type: ignore[index]
-    assert store.live_view(run_id, events=10).events[-1]["id"] == first
+    assert [e.message for e in store.get_events(run_id)] == ["kept"]
+    assert store.get_run(run_id).owner is None  # type: ignore[union-attr]
+    assert store.live_view(run_id, events=10).events[-1].id == first
     store.close()

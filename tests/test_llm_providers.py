@@ -263,9 +263,9 @@ def test_usage_tokens_are_counted(provider: str, standin: StandinServer,
     llm.text(WRITER_MESSAGES)
     llm.structured(PLAN_MESSAGES, ResearchPlan)
     row = meter.totals[("lead", provider, MODELS[provider])]
-    assert row["calls"] == 2
-    assert row["input_tokens"] > 0
-    assert row["output_tokens"] > 0
+    assert row.calls == 2
+    assert row.input_tokens > 0
+    assert row.output_tokens > 0
     assert meter.total_cost() > 0
 
 

@@ -65,7 +65,7 @@ def assert_report_is_ours_and_consistent(store: Store, run_id: str, *,
     assert facts["reviews"] and facts["reviews"][0].checks["cited_share"] >= min_cited
     # The run status agrees with the report.
     run = store.get_run(run_id) or {}
-    assert run["status"] == "completed", run.get("error")
+    assert run.status == "completed", run.error
     if summary["incomplete"]:
         assert "Verification could not be completed" in doc.body
     return facts
@@ -117,13 +117,13 @@ def test_a_refused_or_cut_off_report_is_named_and_nothing_gathered_is_lost(
     store, run_id = run_under(standin, _runner(behaviour, runs, http_runs), behaviour)
     run = store.get_run(run_id) or {}
     assert store.get_sources(run_id, with_text=False), "gathered sources must be kept"
-    if run["status"] == "completed":
+    if run.status == "completed":
         facts = assert_report_is_ours_and_consistent(store, run_id)
         notes = " ".join(facts["doc"].notes) + " " + facts["doc"].verification
         assert re.search(r"refus|cut off|truncat|length limit", notes, re.IGNORECASE)
     else:
-        assert run["status"] == "failed"
-        message = str(run.get("error") or "")
+        assert run.status == "failed"
+        message = str(run.error or "")
         assert re.search(r"refus|cut off|truncat|length limit", message, re.IGNORECASE), message
         assert "Traceback" not in message and "broader question" not in message
 

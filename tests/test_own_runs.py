@@ -20,6 +20,7 @@ from dashboard.jobs import JobManager
 from dashboard.views import compare_frame
 from research.config import DEFAULT_PERSON, Credentials, build_config
 from research.errors import ConfigError
+from research.records import Run
 from storage import Store
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import finished_run
@@ -34,13 +35,13 @@ def test_a_persons_reads_find_only_their_runs_and_no_person_finds_every_run(db_t
         alice = store.create_run("Alice's question about tides?", {}, person=ALICE)
         bob = store.create_run("Bob's question about tides?", {}, person=BOB)
         nobodys = store.create_run("A question from before sign-in about tides?", {})
-        assert store.get_run(alice, person=ALICE)["person"] == ALICE
+        assert store.get_run(alice, person=ALICE).person == ALICE  # type: ignore[union-attr]
         assert store.get_run(alice, person=BOB) is None
         assert store.get_run(nobodys, person=ALICE) is None
-        assert store.get_run(nobodys)["person"] is None  # one person: every run
-        assert [r["id"] for r in store.list_runs(person=ALICE)] == [alice]
-        assert [r["id"] for r in store.list_runs(search="tides", status="queued", person=BOB)] == [bob]
-        assert {r["id"] for r in store.list_runs()} == {alice, bob, nobodys}
+        assert store.get_run(nobodys).person is None  # one person: every run  # type: ignore[union-attr]
+        assert [r.id for r in store.list_runs(person=ALICE)] == [alice]
+        assert [r.id for r in store.list_runs(search="tides", status="queued", person=BOB)] == [bob]
+        assert {r.id for r in store.list_runs()} == {alice, bob, nobodys}
         assert (store.count_runs(person=ALICE), store.count_runs("tides", person=BOB),
                 store.count_runs()) == (1, 1, 3)
         assert store.count_runs(person="carol@example.org") == 0
@@ -57,11 +58,11 @@ def test_a_comparison_leaves_out_another_persons_run(tmp_path: Path) -> None:
 
 
 def _held(release: threading.Event):
-    def execute(run_id: str, *, store: Store, **_: Any) -> dict:
+    def execute(run_id: str, *, store: Store, **_: Any) -> Run | None:
         store.set_run_status(run_id, "running")
         release.wait(10)
         store.set_run_status(run_id, "failed", error="stopped by the test")
-        return store.get_run(run_id) or {}
+        return store.get_run(run_id)
     return execute
 
 
@@ -80,8 +81,8 @@ def test_a_run_belongs_to_who_started_it_and_queues_as_theirs(tmp_path: Path) ->
     try:
         run_id = jobs.start("Alice's question?", config, CREDS, person=ALICE)
         one_persons = jobs.start("A question without sign-in?", config, CREDS)
-        assert store.get_run(run_id)["person"] == ALICE
-        assert store.get_run(one_persons)["person"] is None
+        assert store.get_run(run_id).person == ALICE  # type: ignore[union-attr]
+        assert store.get_run(one_persons).person is None  # type: ignore[union-attr]
         assert _partition(run_id) == ALICE and _partition(one_persons) == DEFAULT_PERSON
         with pytest.raises(ConfigError, match="no longer exists"):  # building on Alice's run
             jobs.start("Bob builds on it?", config, CREDS, parent_run_id=run_id, person=BOB)

@@ -54,7 +54,7 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     tmp_db = http_runs.db
     store, run_id = http_runs()
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
 
     llm_api = "openai" if provider == "openai" else "gemini"
     other = "gemini" if provider == "openai" else "openai"
@@ -69,7 +69,7 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     research_steps = [s for s in steps if s["kind"] == "research"]
     assert len(research_steps) == 7 and all(s["status"] == "done" for s in research_steps)
     assert any(s["kind"] == "followup" and s["status"] == "done" for s in steps)
-    assert (run.get("totals") or {}).get("stop_reason") == "MAX_ROUNDS reached."
+    assert run.totals.stop_reason == "MAX_ROUNDS reached."
     assert all(0 < s["source_count"] <= 20 for s in research_steps)  # SOURCES_PER_SUBTOPIC
     assert all(s["source_count"] <= 5 for s in steps if s["kind"] == "followup")
     sources = store.get_sources(run_id)
@@ -124,11 +124,11 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     assert "[1]" in text and "Page 1" in text
 
     events = store.get_events(run_id)
-    assert SPEC_EVENTS <= {e["type"] for e in events}
-    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", e["ts"]) for e in events)
+    assert SPEC_EVENTS <= {e.type for e in events}
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", e.ts) for e in events)
     usage = store.get_usage(run_id)
-    assert {u["role"] for u in usage} >= {"lead", "worker", "writer", "reviewer"}
-    assert sum(u["input_tokens"] for u in usage) > 0
+    assert {u.role for u in usage} >= {"lead", "worker", "writer", "reviewer"}
+    assert sum(u.input_tokens for u in usage) > 0
 
     store.close()
     raw = b"".join(p.read_bytes() for p in tmp_db.parent.glob(tmp_db.name + "*"))
@@ -147,8 +147,8 @@ def test_retries_faults_and_a_search_provider_down(
     standin.add_fault("tavily", "status", times=1000, status=503)
     store, run_id = http_runs(preset="quick", request_timeout_s=3)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
-    types = [e["type"] for e in store.get_events(run_id)]
+    assert run is not None and run.status == "completed", run and run.error
+    types = [e.type for e in store.get_events(run_id)]
     assert "retrying" in types and "search_failed" in types
     providers = {s["provider"] for s in store.get_sources(run_id)}
     assert providers and "tavily" not in providers
@@ -164,10 +164,10 @@ def test_quota_exhausted_fails_fast_with_a_clear_message(
                                       "type": "insufficient_quota", "code": "insufficient_quota"}})
     store, run_id = http_runs(preset="quick")
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "failed"
-    assert "quota" in run["error"].lower() and "OPENAI_API_KEY" in run["error"]
+    assert run is not None and run.status == "failed"
+    assert "quota" in run.error.lower() and "OPENAI_API_KEY" in run.error
     assert standin.count("openai") == 1  # no retry on an exhausted quota
-    assert "Traceback" not in run["error"]
+    assert "Traceback" not in run.error
 
 
 def test_no_working_search_provider_means_no_run(
@@ -177,8 +177,8 @@ def test_no_working_search_provider_means_no_run(
         standin.add_fault(api, "status", times=1000, status=500)
     store, run_id = http_runs(preset="quick")
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "failed"
-    assert "No search provider could be reached" in run["error"]
+    assert run is not None and run.status == "failed"
+    assert "No search provider could be reached" in run.error
     assert store.get_plan(run_id) is None and store.get_report(run_id) is None
 
 
@@ -191,7 +191,7 @@ def test_a_subtopic_failing_three_times_is_marked_and_the_report_says_so(
     store, run_id = http_runs(preset="quick", max_retries=0,
                          MAX_PARALLEL_WORKERS=1)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
     step = store.get_step(run_id, "research:t1")
     assert step is not None and step["status"] == "failed" and step["attempts"] == 3
     report = store.get_report(run_id)
@@ -222,12 +222,12 @@ def test_a_cancelled_run_resumes_to_the_same_sources_as_an_uninterrupted_one(
     run_id = run_research(QUESTION, store=store, config=config, credentials=credentials,
                           on_event=stop_after_first_subtopic)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "cancelled"
+    assert run is not None and run.status == "cancelled"
     partial = {s["canonical_url"] for s in store.get_sources(run_id)}
     assert partial and partial < expected
 
     resumed = resume(run_id, store=store, credentials=credentials)
-    assert resumed["status"] == "completed", resumed.get("error")
+    assert resumed.status == "completed", resumed.error
     sources = store.get_sources(run_id)
     assert {s["canonical_url"] for s in sources} == expected
     assert len(sources) == len(expected)

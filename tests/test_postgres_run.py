@@ -20,17 +20,17 @@ def test_a_complete_research_run_stores_everything_on_postgres(
     store, run_id = http_runs()  # default settings, real HTTP through the real SDKs
     assert store.dialect == "postgresql"
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
     sources = store.get_sources(run_id)
     assert sources and len({s["canonical_url"] for s in sources}) == len(sources)
     assert all(s["status"] == "done" for s in store.get_steps(run_id))
     assert store.get_findings(run_id) and store.get_queries(run_id)
     assert [d.kind for d in store.get_drafts(run_id)][-1] == "verified"
     assert store.get_verifications(run_id)
-    assert store.usage_totals(run_id)["calls"] > 10
+    assert store.usage_totals(run_id).calls > 10
     events = store.get_events(run_id)
-    assert [e["id"] for e in events] == sorted(e["id"] for e in events)
-    assert {"initiated", "plan_created", "completed"} <= {e["type"] for e in events}
+    assert [e.id for e in events] == sorted(e.id for e in events)
+    assert {"initiated", "plan_created", "completed"} <= {e.type for e in events}
 
     report = to_markdown(build_document_for_run(store, run_id))
     assert "## Sources" in report and "[1]" in report
@@ -59,6 +59,6 @@ def test_the_dashboards_job_manager_works_on_a_postgres_url(pg_url: str) -> None
     store.heartbeat(run_id, f"pid:999999999@{socket.gethostname()}")  # no such process
     manager = JobManager(pg_url, stale_after_s=3600)
     assert manager.interrupted_at_start == [run_id]
-    assert store.get_run(run_id)["status"] == "interrupted"  # type: ignore[index]
+    assert store.get_run(run_id).status == "interrupted"  # type: ignore[union-attr]
     assert not Path("postgresql:").exists()
     store.close()

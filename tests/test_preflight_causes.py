@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from research.records import Run
 from storage import Store
 from tests.runs import Runner
 from tests.standin import StandinServer
@@ -14,10 +15,12 @@ from tests.standin import StandinServer
 QUESTION = "How is heat pump adoption changing in Europe?"
 
 
-def _run(runner: Runner, **overrides: Any) -> tuple[Store, dict[str, Any]]:
+def _run(runner: Runner, **overrides: Any) -> tuple[Store, Run]:
     runner.with_env(DEEP_RESEARCH_SEARCH="tavily", DEEP_RESEARCH_INCLUDE_ACADEMIC_SOURCES="0")
     store, run_id = runner(preset="quick", **overrides)
-    return store, store.get_run(run_id) or {}
+    run = store.get_run(run_id)
+    assert run is not None
+    return store, run
 
 
 def test_a_rate_limited_search_at_pre_flight_is_waited_out_not_dropped(
@@ -25,8 +28,8 @@ def test_a_rate_limited_search_at_pre_flight_is_waited_out_not_dropped(
 ) -> None:
     standin.add_fault("tavily", "status", times=1, status=429, headers={"Retry-After": "1"})
     store, run = _run(http_runs)
-    assert run["status"] == "completed", run["error"]
-    preflight = (store.get_step(run["id"], "preflight") or {})["result"]
+    assert run.status == "completed", run.error
+    preflight = (store.get_step(run.id, "preflight") or {})["result"]
     assert preflight["search"] == ["tavily"] and not preflight["search_failed"]
     times = [r["time"] for r in standin.requests_for("tavily")[:2]]
     assert times[1] - times[0] >= 0.9  # Retry-After was honoured
@@ -37,9 +40,9 @@ def test_a_search_that_stays_rate_limited_is_not_blamed_on_the_key(
 ) -> None:
     standin.add_fault("tavily", "status", times=1000, status=429, headers={"Retry-After": "0"})
     _, run = _run(http_runs, max_retries=1)
-    assert run["status"] == "failed"
-    assert "rate limiting" in run["error"] and "not a key problem" in run["error"]
-    assert "TAVILY_API_KEY" not in run["error"]
+    assert run.status == "failed"
+    assert "rate limiting" in run.error and "not a key problem" in run.error
+    assert "TAVILY_API_KEY" not in run.error
 
 
 def test_a_refused_search_key_still_points_at_the_key(
@@ -47,7 +50,7 @@ def test_a_refused_search_key_still_points_at_the_key(
 ) -> None:
     standin.add_fault("tavily", "status", times=1000, status=401)
     _, run = _run(http_runs)
-    assert run["status"] == "failed" and "Check TAVILY_API_KEY" in run["error"]
+    assert run.status == "failed" and "Check TAVILY_API_KEY" in run.error
 
 
 @pytest.mark.parametrize(("fault", "params", "says"), [
@@ -64,9 +67,9 @@ def test_a_model_failing_pre_flight_names_the_real_cause(
 ) -> None:
     standin.add_fault("openai", fault, task="Ping", **params)
     _, run = _run(http_runs)
-    assert run["status"] == "failed"
-    assert says in run["error"]
-    assert "Check OPENAI_API_KEY" not in run["error"]
+    assert run.status == "failed"
+    assert says in run.error
+    assert "Check OPENAI_API_KEY" not in run.error
 
 
 def test_a_refused_model_key_points_at_the_key(
@@ -74,4 +77,4 @@ def test_a_refused_model_key_points_at_the_key(
 ) -> None:
     standin.add_fault("openai", "status", times=10, status=401, task="Ping")
     _, run = _run(http_runs)
-    assert run["status"] == "failed" and "Check OPENAI_API_KEY" in run["error"]
+    assert run.status == "failed" and "Check OPENAI_API_KEY" in run.error

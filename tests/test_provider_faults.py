@@ -158,11 +158,11 @@ def test_a_run_survives_fenced_truncated_and_trickling_answers_and_a_refusal(
     standin.add_fault("openai", "refusal", times=1, task="SubtopicFindings")
     store, run_id = _run(http_runs, request_timeout_s=2)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
     report = store.get_report(run_id)
     assert report is not None and "## Executive summary" in report.markdown
     assert "secret reasoning" not in report.markdown
-    retries = [e["message"] for e in store.get_events(run_id) if e["type"] == "retrying"]
+    retries = [e.message for e in store.get_events(run_id) if e.type == "retrying"]
     assert any("did not answer" in m for m in retries)
     assert any("refused" in m for m in retries)
 
@@ -177,8 +177,8 @@ def test_a_writer_that_keeps_refusing_fails_the_run_with_a_reason_and_no_empty_r
     standin.add_fault(provider, kind, times=100, task="writer")
     store, run_id = _run(http_runs.with_env(DEEP_RESEARCH_PROVIDER=provider), max_retries=1)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "failed"
-    assert reason in run["error"] and "Traceback" not in run["error"]
+    assert run is not None and run.status == "failed"
+    assert reason in run.error and "Traceback" not in run.error
     assert store.get_report(run_id) is None
     assert store.count_sources(run_id) > 0  # what was gathered is kept
 
@@ -195,7 +195,7 @@ def test_context_length_errors_during_a_run_are_trimmed_away(
         standin.add_fault("openai", "context_limit", times=1000, max_chars=limit, task=task)
     store, run_id = _run(http_runs)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", [
+    assert run is not None and run.status == "completed", [
         (s["key"], s["error"]) for s in store.get_steps(run_id)]
     worker_calls = [r for r in standin.requests_for("openai")
                     if (r["json"].get("response_format") or {}).get("json_schema", {}).get("name")
@@ -204,7 +204,7 @@ def test_context_length_errors_during_a_run_are_trimmed_away(
     accepted = [r for r in worker_calls if _chars(r) <= limit]
     assert rejected and len(accepted) > len(rejected)
     assert all(s["findings"] for s in _research_results(store, run_id)), [(s["key"], s["status"], s["error"]) for s in store.get_steps(run_id)]
-    events = [e["message"] for e in store.get_events(run_id) if e["type"] == "retrying"]
+    events = [e.message for e in store.get_events(run_id) if e.type == "retrying"]
     assert any("too long" in m for m in events)
 
 

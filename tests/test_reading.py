@@ -24,7 +24,7 @@ def test_first_wave_pages_are_read_while_the_second_wave_is_written(
     standin.set_latency(model=0.5)
     store, run_id = runs(preset="quick", MAX_PARALLEL_WORKERS=1, SUBTOPIC_COUNT=3)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
     plan = store.get_plan(run_id) or []
     first = next(s for s in plan if s["id"] == "t1")
     tag = f"<subtopic>{first['title']}</subtopic>"
@@ -81,7 +81,7 @@ def test_a_budget_stop_in_the_second_wave_keeps_the_pages_the_first_wave_read(
     store, run_id = runs(preset="quick", MAX_PARALLEL_WORKERS=1, SUBTOPIC_COUNT=3,
                          model=StopsAtTheSecondWave(standin, "openai", "gpt-5-mini"))
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
     first = [s for s in store.get_steps(run_id) if s["key"] == "research:t1"][0]
     assert first["status"] == "done" and (first["result"] or {}).get("stopped_by_budget")
     kept = [s for s in store.get_sources(run_id, with_text=False) if s["subtopic_id"] == "t1"]

@@ -77,7 +77,7 @@ def test_the_map_of_a_real_run_follows_its_plan_and_sources(
     store, run_id, run = runs.completed(preset="quick", MAX_ROUNDS=2)
     plan = store.get_plan(run_id) or []
     sources = store.get_sources(run_id, with_text=False)
-    tree = research_map.branches(run["question"], plan, store.get_steps(run_id), sources,
+    tree = research_map.branches(run.question, plan, store.get_steps(run_id), sources,
                                  store.get_findings(run_id))
     by_id = {b.id: b for b in tree}
     assert {s["id"] for s in plan} <= set(by_id)

@@ -20,7 +20,7 @@ def _small(runs: Runner, **overrides: Any) -> tuple[Store, str]:
 def test_triage_filters_answers_and_escalates_then_stops_at_max_rounds(runs: Runner) -> None:
     store, run_id = _small(runs, MAX_ROUNDS=2)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
     triage = [s for s in store.get_steps(run_id) if s["kind"] == "triage"]
     assert [s["key"] for s in triage] == ["triage:1", "triage:2"]
     first = triage[0]["result"]
@@ -36,9 +36,9 @@ def test_triage_filters_answers_and_escalates_then_stops_at_max_rounds(runs: Run
     assert not any(d["action"] == "escalate" for d in triage[-1]["result"]["decisions"])
     lookups = [s for s in store.get_steps(run_id) if s["kind"] == "followup"]
     assert lookups and all(s["status"] == "done" and s["source_count"] <= 5 for s in lookups)
-    assert run["totals"]["stop_reason"] == "MAX_ROUNDS reached." and run["totals"]["rounds"] == 2
+    assert run.totals.stop_reason == "MAX_ROUNDS reached." and run.totals.rounds == 2
     events = store.get_events(run_id)
-    assert sum(e["type"] == "round_completed" for e in events) == 2
+    assert sum(e.type == "round_completed" for e in events) == 2
 
 
 def test_research_stops_when_no_new_question_remains(runs: Runner) -> None:
@@ -50,7 +50,7 @@ def test_research_stops_when_no_new_question_remains(runs: Runner) -> None:
     assert triage[1]["stop_reason"] == "No new, relevant, non-redundant question remains."
     assert [d["action"] for d in triage[1]["decisions"]] == ["filter"]
     assert triage[1]["decisions"][0]["reason"].startswith("redundant with:")
-    assert (store.get_run(run_id) or {})["totals"]["rounds"] == 2
+    assert store.get_run(run_id).totals.rounds == 2  # type: ignore[union-attr]
 
 
 def test_a_single_round_skips_triage(runs: Runner) -> None:
@@ -83,7 +83,7 @@ def test_depth_not_max_rounds_limits_the_breadth_depth_schedule(runs: Runner) ->
     plan = store.get_plan(run_id) or []
     assert [s["round"] for s in plan].count(2) == 1  # BREADTH=1: one new subtopic
     run = store.get_run(run_id) or {}
-    assert run["totals"]["rounds"] == 2 and run["totals"]["stop_reason"] == "DEPTH reached."
+    assert run.totals.rounds == 2 and run.totals.stop_reason == "DEPTH reached."
 
 
 def _user_prompt(request: dict[str, Any]) -> str:

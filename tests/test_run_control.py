@@ -47,7 +47,7 @@ def test_pause_holds_the_run_between_units_and_resume_finishes_it(
             holder["run"] = event.run_id
 
     store, run_id, thread = _start(standin_env, tmp_db, on_event, preset="quick")
-    _wait_for(lambda: (store.get_run(run_id) or {}).get("status") == "paused")
+    _wait_for(lambda: store.get_run(run_id).status == "paused")  # type: ignore[union-attr]
     before = len(store.get_steps(run_id))
     calls = standin.count("openai")
     time.sleep(1.5)
@@ -56,8 +56,8 @@ def test_pause_holds_the_run_between_units_and_resume_finishes_it(
     unpause(store, run_id)
     thread.join(120)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
-    types = [e["type"] for e in store.get_events(run_id)]
+    assert run is not None and run.status == "completed", run and run.error
+    types = [e.type for e in store.get_events(run_id)]
     assert types.index("paused") < types.index("resumed") < types.index("completed")
 
 
@@ -74,9 +74,9 @@ def test_cancel_stops_the_run_and_keeps_what_was_gathered(
                                    MAX_PARALLEL_WORKERS=1)
     thread.join(120)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "cancelled"
+    assert run is not None and run.status == "cancelled"
     assert store.count_sources(run_id) > 0 and store.get_report(run_id) is None
-    assert "cancelled" in [e["type"] for e in store.get_events(run_id)]
+    assert "cancelled" in [e.type for e in store.get_events(run_id)]
 
 
 def test_total_time_limit_stops_the_run_with_a_clear_message(
@@ -87,9 +87,9 @@ def test_total_time_limit_stops_the_run_with_a_clear_message(
                                    MAX_PARALLEL_WORKERS=1)
     thread.join(120)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "failed"
-    assert "total time limit" in run["error"] and "resume" in run["error"]
-    assert run["duration_s"] < 40
+    assert run is not None and run.status == "failed"
+    assert "total time limit" in run.error and "resume" in run.error
+    assert run.duration_s < 40
 
 
 def test_step_time_limit_fails_slow_subtopics(
@@ -102,5 +102,5 @@ def test_step_time_limit_fails_slow_subtopics(
     assert research and all(s["status"] == "failed" and s["attempts"] == 3 for s in research)
     assert any("STEP_TIMEOUT_MS" in (s["error"] or "") for s in research)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "failed"
-    assert "No usable sources" in run["error"]
+    assert run is not None and run.status == "failed"
+    assert "No usable sources" in run.error

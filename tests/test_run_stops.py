@@ -36,7 +36,7 @@ def _start(env: dict[str, str], db: Path, **overrides: Any) -> tuple[Store, str,
 def _wait_for_retry(store: Store, run_id: str, timeout: float = 30.0) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if any(e["type"] == "retrying" for e in store.get_events(run_id)):
+        if any(e.type == "retrying" for e in store.get_events(run_id)):
             return
         time.sleep(0.05)
     raise AssertionError("no retry happened")
@@ -83,10 +83,10 @@ def test_a_cancel_during_a_retry_back_off_ends_the_run_as_cancelled(
     thread.join(15)
     assert not thread.is_alive()  # the 20 s back-off did not have to run out
     run = store.get_run(run_id) or {}
-    assert run["status"] == "cancelled" and not run["error"]
+    assert run.status == "cancelled" and not run.error
     events = store.get_events(run_id)
-    assert not [e for e in events if e["type"] in ("error", "warning")], events[-3:]
-    assert not any("could not be reached" in e["message"] for e in events)
+    assert not [e for e in events if e.type in ("error", "warning")], events[-3:]
+    assert not any("could not be reached" in e.message for e in events)
 
 
 def test_a_model_outage_names_the_service_and_resume_carries_on(
@@ -98,14 +98,14 @@ def test_a_model_outage_names_the_service_and_resume_carries_on(
     store, run_id, thread = _start(standin_env, tmp_db, preset="quick", max_retries=0)
     thread.join(120)
     run = store.get_run(run_id) or {}
-    assert run["status"] == "failed"
-    error = run["error"]
+    assert run.status == "failed"
+    error = run.error
     assert "could not be reached" in error and "openai/gpt-5-mini" in error
     assert "Resume" in error and "nothing gathered is lost" in error
     assert "broader question" not in error and "Try a" not in error
     standin.reset()  # the service is back
     resumed = resume(run_id, store=store, credentials=Credentials.from_env(standin_env))
-    assert resumed["status"] == "completed", resumed["error"]
+    assert resumed.status == "completed", resumed.error
     assert store.get_plan(run_id) and store.count_sources(run_id) > 0
 
 
@@ -122,12 +122,12 @@ def test_a_completed_run_with_warnings_says_so_in_store_library_and_cli(
     assert "Completed with warnings" in proc.stderr and "stopped by the budget" in proc.stderr
     store = Store(db)
     run = store.list_runs()[0]
-    assert run["status"] == "completed"
-    assert any("stopped by the budget" in w for w in run["warnings"])
+    assert run.status == "completed"
+    assert any("stopped by the budget" in w for w in run.warnings)
     assert run_status_text(run) == "Completed with warnings"  # not the plain success check
     assert library_frame([run])["Status"].tolist() == [run_status_text(run)]
-    events = [e for e in store.get_events(run["id"]) if e["type"] == "warning"]
-    assert any("stopped by the budget" in e["message"] for e in events)
+    events = [e for e in store.get_events(run.id) if e.type == "warning"]
+    assert any("stopped by the budget" in e.message for e in events)
 
 
 def test_incomplete_verification_or_no_verified_citation_is_a_warning(

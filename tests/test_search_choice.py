@@ -37,9 +37,9 @@ def test_the_form_searches_exactly_the_providers_it_shows() -> None:
 
 def test_run_again_shows_the_providers_that_run_actually_searched() -> None:
     config = build_config(env={}, search_providers=("web",)).model_dump(mode="json")
-    assert form.run_form_values({"config": config})["search"] == ["web", *ACADEMIC_PROVIDERS]
+    assert form.run_form_values(config)["search"] == ["web", *ACADEMIC_PROVIDERS]
     off = build_config(env={}, search_providers=("web",), INCLUDE_ACADEMIC_SOURCES=False)
-    assert form.run_form_values({"config": off.model_dump(mode="json")})["search"] == ["web"]
+    assert form.run_form_values(off.model_dump(mode="json"))["search"] == ["web"]
 
 
 def test_a_provider_not_chosen_is_never_reported_as_degraded(
@@ -55,7 +55,7 @@ def test_a_provider_not_chosen_is_never_reported_as_degraded(
     run_id = run_research("How is heat pump adoption changing in Europe?", store=store,
                           config=config, credentials=Credentials.from_env(env))
     run = store.get_run(run_id) or {}
-    assert run["status"] == "completed", run["error"]
+    assert run.status == "completed", run.error
     report = store.get_report(run_id).markdown  # type: ignore[union-attr]
     assert "Search degraded" not in report
     assert not any(name in report for name in ("arxiv was not", "semanticscholar was not"))

@@ -86,12 +86,12 @@ def test_no_key_anywhere_after_a_run_with_echoing_providers(
         root.removeHandler(handler)
         handler.close()
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed", run and run["error"]
+    assert run is not None and run.status == "completed", run and run.error
 
     # The faults happened and were echoed back by the stand-in.
-    types = [e["type"] for e in store.get_events(run_id)]
+    types = [e.type for e in store.get_events(run_id)]
     assert "retrying" in types and "search_failed" in types
-    messages = " ".join(e["message"] for e in store.get_events(run_id))
+    messages = " ".join(e.message for e in store.get_events(run_id))
     assert "[redacted]" in messages
 
     doc = build_document_for_run(store, run_id)

@@ -37,7 +37,7 @@ def test_a_steered_run_waits_then_follows_the_chosen_and_added_branches(
     assert f"--resume {run_id} --follow" in said
     store = Store(db)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "waiting"
+    assert run is not None and run.status == "waiting"
     [step] = [s for s in store.get_steps(run_id) if s["kind"] == "steer"]
     proposals = step["result"]["proposals"]
     assert proposals and [p["n"] for p in proposals] == list(range(1, len(proposals) + 1))
@@ -49,7 +49,7 @@ def test_a_steered_run_waits_then_follows_the_chosen_and_added_branches(
                    str(tmp_path / "r.md")], full, tmp_path)
     assert second.returncode == 0, second.stderr
     run = Store(db).get_run(run_id)
-    assert run is not None and run["status"] == "completed"
+    assert run is not None and run.status == "completed"
     round_two = [s for s in Store(db).get_plan(run_id) or [] if s["round"] == 2]
     assert [s["title"] for s in round_two] == [proposals[0]["title"], MINE]
     done = {s["key"]: s["status"] for s in Store(db).get_steps(run_id)}
@@ -71,7 +71,7 @@ def test_enough_goes_straight_to_writing_and_a_wrong_number_is_refused(
     assert enough.returncode == 0, enough.stderr
     store = Store(db)
     run = store.get_run(run_id)
-    assert run is not None and run["status"] == "completed"
-    assert run["totals"]["stop_reason"] == "You asked to write the report after round 1."
+    assert run is not None and run.status == "completed"
+    assert run.totals.stop_reason == "You asked to write the report after round 1."
     assert all(s["round"] == 1 for s in store.get_plan(run_id) or [])
     assert (tmp_path / "r.md").read_text().startswith("# ")

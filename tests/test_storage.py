@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import insert, inspect, select, text, update
 
 from research.events import Error, SourceFound
-from research.records import ReviewIssue, Verdict
+from research.records import ReviewIssue, RunTotals, Verdict
 from storage import MIGRATIONS, Store, default_db_path
 from storage.migrate import head_revision
 from storage.schema import metadata, runs
@@ -101,12 +101,12 @@ def test_concurrent_writer_threads_all_land_in_id_order(store: Store) -> None:
     assert errors == []
     events = store.get_events(run_id)
     assert len(events) == 1600
-    assert {(e["data"]["n"], e["data"]["i"]) for e in events} == {
+    assert {(e.data["n"], e.data["i"]) for e in events} == {
         (n, i) for n in range(8) for i in range(200)
     }
-    ids = [e["id"] for e in events]
+    ids = [e.id for e in events]
     assert ids == sorted(ids)
-    assert store.latest_activity(run_id)["last_event_id"] == ids[-1]
+    assert store.latest_activity(run_id).last_event_id == ids[-1]
 
 
 def test_events_round_trip_from_dataclasses_and_page_by_after_id(store: Store) -> None:
@@ -115,10 +115,10 @@ def test_events_round_trip_from_dataclasses_and_page_by_after_id(store: Store) -
                                            url="https://a"))
     second = store.append_event({"type": "warning", "run_id": run_id, "message": "hm"})
     events = store.get_events(run_id)
-    assert [e["type"] for e in events] == ["source_found", "warning"]
-    assert events[0]["data"] == {"url": "https://a"} and events[0]["step"] == "r1"
-    assert events[0]["ts"].endswith("Z") and events[1]["ts"].endswith("Z")
-    assert [e["id"] for e in store.get_events(run_id, after_id=first)] == [second]
+    assert [e.type for e in events] == ["source_found", "warning"]
+    assert events[0].data == {"url": "https://a"} and events[0].step == "r1"
+    assert events[0].ts.endswith("Z") and events[1].ts.endswith("Z")
+    assert [e.id for e in store.get_events(run_id, after_id=first)] == [second]
     assert len(store.get_events(run_id, limit=1)) == 1
 
 
@@ -241,14 +241,14 @@ def test_list_runs_is_newest_first_and_searches_case_insensitively(store: Store)
     b = store.create_run("History of the bicycle", {})
     c = store.create_run("SOLAR storms and satellites", {})
     d = store.create_run("Über die Sonne", {})
-    assert [r["id"] for r in store.list_runs()] == [d, c, b, a]
-    assert [r["id"] for r in store.list_runs(search="solar")] == [c, a]
-    assert [r["id"] for r in store.list_runs(search="ÜBER")] == [d]
-    assert [r["id"] for r in store.list_runs(search="100%")] == []
+    assert [r.id for r in store.list_runs()] == [d, c, b, a]
+    assert [r.id for r in store.list_runs(search="solar")] == [c, a]
+    assert [r.id for r in store.list_runs(search="ÜBER")] == [d]
+    assert [r.id for r in store.list_runs(search="100%")] == []
     assert store.count_runs() == 4 and store.count_runs("SoLaR") == 2
-    assert [r["id"] for r in store.list_runs(limit=2, offset=1)] == [c, b]
+    assert [r.id for r in store.list_runs(limit=2, offset=1)] == [c, b]
     store.set_run_status(b, "running")
-    assert [r["id"] for r in store.list_runs(status="running")] == [b]
+    assert [r.id for r in store.list_runs(status="running")] == [b]
 
 
 def test_list_runs_stays_fast_with_ten_thousand_runs(store: Store) -> None:
@@ -266,8 +266,8 @@ def test_list_runs_stays_fast_with_ten_thousand_runs(store: Store) -> None:
     found = store.list_runs(search="NUMBER 99")
     total = store.count_runs("number")
     elapsed = time.perf_counter() - start
-    assert newest[0]["id"] == "r09999" and len(newest) == 50
-    assert found[0]["id"] == "r09999" and total == 10_000
+    assert newest[0].id == "r09999" and len(newest) == 50
+    assert found[0].id == "r09999" and total == 10_000
     assert elapsed < 1.0
 
 
@@ -275,14 +275,14 @@ def test_run_lifecycle_statuses_timings_totals_and_control(store: Store) -> None
     run_id = store.create_run("q", {"depth": 2}, engine="agents")
     run = store.get_run(run_id)
     assert run is not None
-    assert (run["status"], run["engine"], run["config"], run["totals"]) == (
-        "queued", "agents", {"depth": 2}, {})
-    assert run["created_at"].endswith("Z") and len(run_id) == 12
+    assert (run.status, run.engine, run.config, run.totals) == (
+        "queued", "agents", {"depth": 2}, RunTotals())
+    assert run.created_at.endswith("Z") and len(run_id) == 12
     store.set_run_status(run_id, "running")
-    started = store.get_run(run_id)["started_at"]  # type: ignore[index]
+    started = store.get_run(run_id).started_at  # type: ignore[union-attr]
     store.set_run_status(run_id, "paused")
     store.set_run_status(run_id, "running")
-    assert store.get_run(run_id)["started_at"] == started  # type: ignore[index]
+    assert store.get_run(run_id).started_at == started  # type: ignore[union-attr]
     store.update_totals(run_id, sources=3, cost_usd=0.01)
     store.update_totals(run_id, sources=5)
     store.increment_totals(run_id, queries=2)
@@ -292,15 +292,15 @@ def test_run_lifecycle_statuses_timings_totals_and_control(store: Store) -> None
     store.set_run_status(run_id, "cancelled", error="stopped by user")
     run = store.get_run(run_id)
     assert run is not None
-    assert run["totals"] == {"sources": 5, "cost_usd": 0.01, "queries": 3}
-    assert run["finished_at"] and run["duration_s"] is not None and run["duration_s"] >= 0
-    assert run["error"] == "stopped by user" and run["control"] is None
+    assert run.totals == RunTotals(sources=5, cost_usd=0.01, queries=3)
+    assert run.finished_at and run.duration_s is not None and run.duration_s >= 0
+    assert run.error == "stopped by user" and run.control is None
     with pytest.raises(ValueError):
         store.set_run_status(run_id, "exploded")
     with pytest.raises(ValueError):
         store.set_control(run_id, "explode")
     child = store.create_run("q", {}, parent_run_id=run_id)
-    assert store.get_run(child)["parent_run_id"] == run_id  # type: ignore[index]
+    assert store.get_run(child).parent_run_id == run_id  # type: ignore[union-attr]
 
 
 def test_mark_interrupted_only_takes_runs_without_a_fresh_heartbeat(store: Store) -> None:
@@ -317,10 +317,10 @@ def test_mark_interrupted_only_takes_runs_without_a_fresh_heartbeat(store: Store
         tx.execute(update(runs).where(runs.c.id == stale)
                    .values(heartbeat_at="2020-01-01T00:00:00.000Z"))
     assert sorted(store.mark_interrupted(stale_after_s=30)) == sorted([stale, silent])
-    assert store.get_run(fresh)["status"] == "running"  # type: ignore[index]
-    assert store.get_run(fresh)["owner"] == "pid:1@host"  # type: ignore[index]
-    assert store.get_run(stale)["status"] == "interrupted"  # type: ignore[index]
-    assert store.get_run(done)["status"] == "completed"  # type: ignore[index]
+    assert store.get_run(fresh).status == "running"  # type: ignore[union-attr]
+    assert store.get_run(fresh).owner == "pid:1@host"  # type: ignore[union-attr]
+    assert store.get_run(stale).status == "interrupted"  # type: ignore[union-attr]
+    assert store.get_run(done).status == "completed"  # type: ignore[union-attr]
     assert store.mark_interrupted() == []
 
 
@@ -380,8 +380,8 @@ def test_reviews_report_usage_and_verifications_round_trip(store: Store) -> None
     store.add_usage(run_id, "planner", "openai", "m2", 1, 1, 0.0)
     assert len(store.get_usage(run_id)) == 2
     totals = store.usage_totals(run_id)
-    assert (totals["tokens"], totals["calls"]) == (167, 3)
-    assert totals["cost_usd"] == pytest.approx(0.003)
+    assert (totals.tokens, totals.calls) == (167, 3)
+    assert totals.cost_usd == pytest.approx(0.003)
     store.save_verifications(run_id, [Verdict("c1", "x", ("s_a",), "unsupported",
                                               reviewer="model")])
     store.save_verifications(run_id, [Verdict("c1", "x", ("s_a",), "supported", passage="p",
@@ -395,16 +395,16 @@ def test_reviews_report_usage_and_verifications_round_trip(store: Store) -> None
 
 def test_latest_activity_is_a_cheap_summary(store: Store) -> None:
     run_id = store.create_run("q", {})
-    assert store.latest_activity("missing") == {}
+    assert store.latest_activity("missing") is None
     activity = store.latest_activity(run_id)
-    assert (activity["status"], activity["sources"], activity["events"],
-            activity["last_event_id"]) == ("queued", 0, 0, 0)
+    assert (activity.status, activity.sources, activity.events,
+            activity.last_event_id) == ("queued", 0, 0, 0)
     store.complete_research_step(run_id, "r", sources=[_source(1)], findings=[], queries=[],
                                  skipped=[])
     last = store.append_event({"type": "step_completed", "run_id": run_id})
     activity = store.latest_activity(run_id)
-    assert (activity["sources"], activity["events"], activity["last_event_id"],
-            activity["steps_done"]) == (1, 1, last, 1)
+    assert (activity.sources, activity.events, activity.last_event_id,
+            activity.steps_done) == (1, 1, last, 1)
 
 
 KNOWN_KEY = "custom-key-9f8e7d6c5b4a"  # not key-shaped: only the secrets list can catch it
@@ -426,7 +426,7 @@ def _store_secrets_everywhere(store: Store) -> None:
                   "error": f"HTTP 401 {known}"}], skipped=[])
     store.update_totals(run_id, last_error=known)
     store.save_report(run_id, f"report {known}", meta={"k": known})
-    assert "[redacted]" in store.get_events(run_id)[0]["message"]
+    assert "[redacted]" in store.get_events(run_id)[0].message
 
 
 def test_api_keys_never_reach_any_table(db_target: str) -> None:
@@ -488,4 +488,4 @@ def test_many_stores_opening_a_new_database_at_once_migrate_it_once(db_target: s
 def test_event_timestamps_are_normalised_to_utc_z(store: Store) -> None:
     run_id = store.create_run("q", {})
     store.append_event({"type": "warning", "run_id": run_id, "ts": "2024-05-01T12:00:00+02:00"})
-    assert store.get_events(run_id)[0]["ts"] == "2024-05-01T10:00:00.000Z"
+    assert store.get_events(run_id)[0].ts == "2024-05-01T10:00:00.000Z"

@@ -39,9 +39,9 @@ def _poll(store: Store, run_id: str, done: threading.Event, seen: list[int]) -> 
         store.get_run(run_id)
         store.get_steps(run_id)
         store.latest_activity(run_id)
-        seen += [e["id"] for e in store.get_events(run_id, after_id=seen[-1] if seen else 0)]
+        seen += [e.id for e in store.get_events(run_id, after_id=seen[-1] if seen else 0)]
         view = store.live_view(run_id, events=20)  # what the panel reads now, in one go
-        tail = [e["id"] for e in view.events if e["run_id"] == run_id]
+        tail = [e.id for e in view.events if e.run_id == run_id]
         assert view.run is not None and len(tail) == len(view.events) and tail == sorted(tail)
         known = set(seen)  # an event the tail shows below the last one seen was not skipped
         assert [i for i in tail if seen and i <= seen[-1] and i not in known] == []
@@ -82,12 +82,12 @@ def test_eight_writers_and_four_pollers_lose_nothing(db_target: str) -> None:
     assert errors == []
     assert min(polls) > 3, "the pollers should have been polling while the runs wrote"
     for run_id in run_ids:
-        assert store.get_run(run_id)["status"] == "completed"  # type: ignore[index]
+        assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
         assert store.count_sources(run_id) == STEPS * SOURCES_PER_STEP
         assert len(store.get_events(run_id)) == STEPS * EVENTS_PER_STEP
-        assert store.usage_totals(run_id)["calls"] == STEPS
+        assert store.usage_totals(run_id).calls == STEPS
         assert len(store.get_findings(run_id)) == STEPS
         assert [s["status"] for s in store.get_steps(run_id)] == ["done"] * STEPS
     for i in range(READERS):  # every tail saw every event of its run once, in order
-        assert seen[i] == [e["id"] for e in store.get_events(run_ids[i])]
+        assert seen[i] == [e.id for e in store.get_events(run_ids[i])]
     store.close()

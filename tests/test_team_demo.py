@@ -206,7 +206,7 @@ def test_team_demo_serves_through_nginx_runs_on_its_workers_and_ctrl_c_stops_eve
     db_url = _research_through_the_demo(out, standin_env, tmp_path)
     store = Store(db_url)
     try:
-        assert [r["status"] for r in store.list_runs()] == ["completed"]
+        assert [r.status for r in store.list_runs()] == ["completed"]
     finally:
         store.close()
     workers = {pid for pid, c in running.items() if "research worker" in c}

@@ -77,7 +77,7 @@ def test_every_claim_is_checked_twice_and_what_is_not_supported_leaves_or_is_qua
     # Two separately prompted passes, and a critic, all asked over HTTP.
     schemas = _schemas(standin, "openai")
     assert {"ClaimVerdicts", "AuditVerdicts", "CriticVerdicts", "ClaimRewrites"} <= set(schemas)
-    usage_roles = {u["role"] for u in store.get_usage(run_id)}
+    usage_roles = {u.role for u in store.get_usage(run_id)}
     assert {"verifier", "auditor", "critic", "writer"} <= usage_roles
 
     # The invented citation never reaches a model and never survives.
@@ -177,7 +177,7 @@ def test_gemini_run_marks_a_failed_subtopic_unverified_removes_the_revision_clai
     standin.reset()
     store.set_run_status(run_id, "failed")
     resumed = http_runs.resume(run_id)
-    assert resumed["status"] == "completed", resumed.get("error")
+    assert resumed.status == "completed", resumed.error
     verify_step = store.get_step(run_id, "verify")
     assert verify_step is not None and verify_step["attempts"] == 1
     assert len(store.get_drafts(run_id)) == drafts
@@ -200,8 +200,8 @@ def test_when_both_checks_fail_the_run_completes_and_claims_are_flagged_not_veri
     assert "CriticVerdicts" not in _schemas(standin, "openai")
     final = store.get_drafts(run_id)[-1].text
     assert final.count("(not verified)") == len(others)
-    warnings = [e for e in store.get_events(run_id) if e["type"] == "warning" and e["step"] == "verify"]
-    assert warnings and "could not be checked" in warnings[0]["message"]
+    warnings = [e for e in store.get_events(run_id) if e.type == "warning" and e.step == "verify"]
+    assert warnings and "could not be checked" in warnings[0].message
     result = verify.summary(store, run_id)
     assert result["supported"] == 0 and result["share_supported"] == 0.0
     assert result["unchecked"] == len(others) and result["incomplete"] is True

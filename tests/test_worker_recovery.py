@@ -22,15 +22,16 @@ from research import durable
 from research.config import Credentials, WorkerSettings, build_config
 from research.errors import ConfigError
 from research.pipeline import create_run
+from research.records import Run
 from research.workers import DEAD_AFTER_S, beat, beats_engine, carry_on_dead_workers
 from storage import Store
 
 
 def _ran(log: list[str]) -> Any:
-    def execute(run_id: str, *, store: Store, **_: Any) -> dict:
+    def execute(run_id: str, *, store: Store, **_: Any) -> Run | None:
         log.append(run_id)
         store.set_run_status(run_id, "completed")
-        return store.get_run(run_id) or {}
+        return store.get_run(run_id)
     return execute
 
 
@@ -76,7 +77,7 @@ def test_a_dead_workers_run_is_handed_back_once_and_the_dead_worker_is_fenced(tm
         time.sleep(0.2)
     assert ran == [run_id]
     with Store(db) as store:
-        assert store.get_run(run_id)["status"] == "completed"  # type: ignore[index]
+        assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
 
 
 def test_a_dead_workers_run_is_carried_on_well_within_the_promised_time() -> None:

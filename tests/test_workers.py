@@ -183,7 +183,7 @@ def test_a_killed_workers_run_is_carried_on_by_another_worker_from_its_last_fini
     [(_, status, _)] = _workflows(db)
     assert status == "SUCCESS"
     with Store(db) as store:
-        stored = store.get_run(run_id)["config"]  # type: ignore[index]
+        stored = store.get_run(run_id).config  # type: ignore[union-attr]
     _assert_resumed_cleanly(db, run_id, snap, _baseline(QUESTION, stored, standin_env, tmp_path))
 
 
@@ -206,6 +206,6 @@ def test_ctrl_c_while_waiting_stops_watching_and_leaves_the_queued_run_alone(
     assert "Stopped watching" in err_text and f"--wait {run_id}" in err_text
     assert "Traceback" not in err_text
     with Store(db) as store:
-        assert store.get_run(run_id)["status"] == "queued"  # type: ignore[index]
+        assert store.get_run(run_id).status == "queued"  # type: ignore[union-attr]
     [(_, status, _)] = _workflows(db)
     assert status == "ENQUEUED"

@@ -53,7 +53,7 @@ def test_sections_are_written_at_the_same_time_then_framed(
 ) -> None:
     standin.add_fault("openai", "hang", times=50, task="writer", seconds=0.3)  # each call takes a while
     store, run_id = _run(runs)
-    assert store.get_run(run_id)["status"] == "completed"
+    assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
     calls = _writer_calls(standin)
     first = [c for c in calls if not c["revision"]]
     frame = [c for c in first if "## Executive summary" in c["parts"]]

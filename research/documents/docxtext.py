@@ -12,10 +12,13 @@ This module imports only python-docx and the standard library: it is what the ch
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the child loads this module alone: nothing of research at run time
+    from research.sandbox import ChildAnswer
 
 
-def extract_docx(payload: bytes) -> dict[str, Any]:
+def extract_docx(payload: bytes) -> ChildAnswer:
     """{"title", "sections": [[heading, text], ...]} or {"error": plain words}."""
     import docx
 

@@ -14,9 +14,8 @@ import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any
 
-from research.sandbox import ChildFailed, ChildLimits, run_child
+from research.sandbox import ChildAnswer, ChildFailed, ChildLimits, run_child
 from research.textclean import strip_hidden_controls
 
 MAX_FILE_BYTES = 50 * 1024 * 1024       # an upload larger than this is refused
@@ -125,7 +124,7 @@ def _docx(data: bytes, stem: str) -> Extracted:
     return Extracted(str(result.get("title") or stem), "docx", None, sections)
 
 
-def _child(target: str, data: bytes, what: str, *args: str) -> dict[str, Any]:
+def _child(target: str, data: bytes, what: str, *args: str) -> ChildAnswer:
     """`target` on the file's bytes in the sandboxed child; DocumentRejected in plain words."""
     try:
         result = run_child(target, data, CHILD_LIMITS, args)

@@ -10,10 +10,13 @@ This module imports only pypdf and the standard library: it is what the child lo
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the child loads this module alone: nothing of research at run time
+    from research.sandbox import ChildAnswer
 
 
-def extract_pages(payload: bytes, max_pages: str) -> dict[str, Any]:
+def extract_pages(payload: bytes, max_pages: str) -> ChildAnswer:
     """{"title", "pages": [text of page 1, page 2, ...], "total_pages"} or {"error": words}."""
     import pypdf
 

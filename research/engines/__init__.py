@@ -73,7 +73,7 @@ def engine_document(store: Store, run_id: str, engine: str) -> ReportDocument:
     if run is None or row is None or row.status != "completed":
         raise ResearchError(f"Run {run_id} has no finished {label(engine)} report.")
     return build_document(
-        run_id=run_id, question=run["question"], created_at=run["created_at"],
+        run_id=run_id, question=run.question, created_at=run.created_at,
         parameters_line=(f"Engine: {row.label or engine}; {row.cited_sources} "
                          f"sources cited; {row.words} words."),
         draft=row.markdown, numbering=row.numbering or {}, sources=store.get_sources(run_id),

@@ -16,7 +16,7 @@ from typing import Any
 
 from research.config import ROLES, ResearchConfig
 from research.constants import CONSTANTS, DEFAULTS, PRESETS
-from research.records import Query
+from research.records import Query, RunTotals
 from storage import Store
 
 METHOD_TITLE = "How this report was made"
@@ -117,7 +117,8 @@ def method_lines(store: Store, run_id: str, config: ResearchConfig, *,
     total = sum(verdicts.values())
     lines.append(f"Claims checked against their sources: {total}"
                  + (f" ({_count_words(verdicts)})." if total else "."))
-    lines += goal_lines(config, (store.get_run(run_id) or {}).get("totals") or {})
+    run = store.get_run(run_id)
+    lines += goal_lines(config, run.totals if run else RunTotals())
     changed = settings_changed(config)
     lines.append(f"Preset: {config.preset}"
                  + (f"; changed settings: {'; '.join(changed)}." if changed
@@ -125,19 +126,19 @@ def method_lines(store: Store, run_id: str, config: ResearchConfig, *,
     return lines
 
 
-def goal_lines(config: ResearchConfig, totals: Mapping[str, Any]) -> list[str]:
+def goal_lines(config: ResearchConfig, totals: RunTotals) -> list[str]:
     """The person's desired output and exit case, and whether (and when) it was met."""
     lines = []
     if config.want.strip():
         lines.append(f"Desired output: {' '.join(config.want.split())}.")
     if config.done_when.strip():
-        judged = totals.get("goal") if isinstance(totals.get("goal"), dict) else None
-        if judged and judged.get("met"):
-            outcome = f"met after round {judged.get('round')}, so research stopped there"
+        judged = totals.goal
+        if judged and judged.met:
+            outcome = f"met after round {judged.round}, so research stopped there"
         elif judged:
-            outcome = f"not met (last judged after round {judged.get('round')})"
+            outcome = f"not met (last judged after round {judged.round})"
         else:
             outcome = "not judged"
-        why = f" ({judged['why']})" if judged and judged.get("why") else ""
+        why = f" ({judged.why})" if judged and judged.why else ""
         lines.append(f"Done when: {' '.join(config.done_when.split())}: {outcome}{why}.")
     return lines

@@ -30,7 +30,14 @@ from research.errors import ResearchError, redact
 from research.export.document import ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date
 from research.export.safe_links import clean_document
-from research.sandbox import MEMORY, ChildFailed, ChildLimits, near_memory_cap, run_child
+from research.sandbox import (
+    MEMORY,
+    ChildAnswer,
+    ChildFailed,
+    ChildLimits,
+    near_memory_cap,
+    run_child,
+)
 
 if TYPE_CHECKING:  # WeasyPrint is loaded only where pages are laid out: in the child
     from research.export.weasy import RefusingURLFetcher
@@ -279,7 +286,7 @@ def to_pdf(
 # --- the child process (research.sandbox) ----------------------------------------------------
 
 
-def _run_child(html: str, limits: PdfLimits) -> dict[str, Any]:
+def _run_child(html: str, limits: PdfLimits) -> ChildAnswer:
     memory = f"needed more than {limits.memory_mb} MB of memory"
     try:
         return run_child("research.export.pdf:_render", html.encode("utf-8", "replace"),
@@ -301,7 +308,7 @@ def _run_child(html: str, limits: PdfLimits) -> dict[str, Any]:
         return {"error": f"the layout engine stopped unexpectedly ({exc.detail})."}
 
 
-def _render(payload: bytes, max_pdf_mb: str) -> dict[str, Any]:
+def _render(payload: bytes, max_pdf_mb: str) -> ChildAnswer:
     """In the child: report HTML in, {"pdf": base64} or {"error": ...} out, with the URLs
     the markup tried to load."""
     from weasyprint import HTML  # here only: importing it costs the parent a second
@@ -310,7 +317,7 @@ def _render(payload: bytes, max_pdf_mb: str) -> dict[str, Any]:
 
     html = payload.decode("utf-8", "replace")
     fetcher = RefusingURLFetcher()
-    result: dict[str, Any] = {}
+    result: ChildAnswer = {}
     try:
         pdf = HTML(string=html, base_url=None, url_fetcher=fetcher).write_pdf()
         if not isinstance(pdf, bytes) or not pdf.startswith(b"%PDF"):

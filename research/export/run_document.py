@@ -19,7 +19,7 @@ def build_document_for_run(store: Store, run_id: str) -> ReportDocument:
     for english in sorted(meta.get("translations") or {}, key=len, reverse=True):
         text = text.replace(english, meta["translations"][english])  # the engine's own words
     return build_document(
-        run_id=run_id, question=run["question"], created_at=run["created_at"],
+        run_id=run_id, question=run.question, created_at=run.created_at,
         parameters_line=meta.get("parameters_line", ""), draft=text,
         numbering=draft.numbering, sources=store.get_sources(run_id, with_text=False),
         notes=tuple(meta.get("notes", ())),

@@ -57,10 +57,29 @@ class Message:
     content: str
 
 
+# A JSON Schema document (pydantic's `model_json_schema()`), as the provider SDKs take it: raw
+# provider JSON, the edge where our typed answers meet the services, so it stays untyped.
+JsonSchema = dict[str, Any]
+
+
 @dataclass(frozen=True)
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
+
+
+@dataclass
+class Tally:
+    """One (role, provider, model)'s use so far in this process, added to call by call."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
 
 
 @dataclass(frozen=True)
@@ -81,7 +100,7 @@ class LLM(Protocol):
         self,
         messages: Sequence[Message],
         *,
-        json_schema: dict[str, Any] | None = None,
+        json_schema: JsonSchema | None = None,
         schema_name: str | None = None,
         timeout: float | None = None,
     ) -> Completion: ...
@@ -179,7 +198,7 @@ class UsageMeter:
         self.prices = prices or PriceTable()
         self._on_record = on_record
         self._lock = threading.Lock()
-        self.totals: dict[tuple[str, str, str], dict[str, float]] = {}
+        self.totals: dict[tuple[str, str, str], Tally] = {}  # by (role, provider, model)
         # Tokens and cost of the calls in flight, so parallel workers cannot all pass the
         # budget check at once and overshoot together.
         self._reserved_tokens = 0
@@ -192,8 +211,8 @@ class UsageMeter:
         """Output tokens to expect from one call of `role`: its average so far, else a guess."""
         with self._lock:
             rows = [r for (r_role, _, _), r in self.totals.items() if r_role == role]
-            calls = sum(r["calls"] for r in rows)
-            out = sum(r["output_tokens"] for r in rows)
+            calls = sum(r.calls for r in rows)
+            out = sum(r.output_tokens for r in rows)
         return max(EXPECTED_OUTPUT_MIN, int(out / calls)) if calls else EXPECTED_OUTPUT_FIRST
 
     @contextmanager
@@ -203,9 +222,9 @@ class UsageMeter:
         cost = self.prices.cost(model, input_tokens, output_tokens)
         with self._lock:
             if self.guard is not None:
-                used_tokens = sum(r["input_tokens"] + r["output_tokens"] for r in self.totals.values())
-                used_cost = sum(r["cost_usd"] for r in self.totals.values())
-                self.guard(role, int(used_tokens) + self._reserved_tokens + tokens,
+                used_tokens = sum(r.tokens for r in self.totals.values())
+                used_cost = sum(r.cost_usd for r in self.totals.values())
+                self.guard(role, used_tokens + self._reserved_tokens + tokens,
                            used_cost + self._reserved_cost + cost)
             self._reserved_tokens += tokens
             self._reserved_cost += cost
@@ -219,24 +238,21 @@ class UsageMeter:
     def record(self, role: str, provider: str, model: str, usage: Usage) -> None:
         cost = self.prices.cost(model, usage.input_tokens, usage.output_tokens)
         with self._lock:
-            row = self.totals.setdefault(
-                (role, provider, model),
-                {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
-            )
-            row["calls"] += 1
-            row["input_tokens"] += usage.input_tokens
-            row["output_tokens"] += usage.output_tokens
-            row["cost_usd"] += cost
+            row = self.totals.setdefault((role, provider, model), Tally())
+            row.calls += 1
+            row.input_tokens += usage.input_tokens
+            row.output_tokens += usage.output_tokens
+            row.cost_usd += cost
         if self._on_record is not None:
             self._on_record(role, provider, model, usage.input_tokens, usage.output_tokens, cost)
 
     def total_cost(self) -> float:
         with self._lock:
-            return sum(r["cost_usd"] for r in self.totals.values())
+            return sum(r.cost_usd for r in self.totals.values())
 
     def total_tokens(self) -> int:
         with self._lock:
-            return int(sum(r["input_tokens"] + r["output_tokens"] for r in self.totals.values()))
+            return sum(r.tokens for r in self.totals.values())
 
 
 CHARS_PER_TOKEN = 4            # the estimate used for the budget check before each call
@@ -299,7 +315,7 @@ class RoleLLM:
         return f"{self.llm.provider}/{self.llm.model}"
 
     def _once(
-        self, messages: Sequence[Message], schema: dict[str, Any] | None, name: str | None,
+        self, messages: Sequence[Message], schema: JsonSchema | None, name: str | None,
         deadline: float | None,
     ) -> Completion:
         """One answer, checked against the budget first; an answer cut off at the length
@@ -316,7 +332,7 @@ class RoleLLM:
 
     def _changed_request(
         self, exc: AnswerCutOff | AnswerBlocked, messages: Sequence[Message],
-        schema: dict[str, Any] | None, name: str | None, deadline: float | None,
+        schema: JsonSchema | None, name: str | None, deadline: float | None,
     ) -> Completion:
         """The one retry that can help a cut-off or withheld answer: the same request with a
         nudge (be concise; do only the research task). A second refusal is final."""
@@ -342,7 +358,7 @@ class RoleLLM:
             ) from None
 
     def _budgeted(
-        self, messages: Sequence[Message], schema: dict[str, Any] | None, name: str | None,
+        self, messages: Sequence[Message], schema: JsonSchema | None, name: str | None,
         deadline: float | None,
     ) -> Completion:
         """Refuse the call (BudgetStop from the meter's guard) when its estimate would take
@@ -353,7 +369,7 @@ class RoleLLM:
             return self._fitted(messages, schema, name, deadline)
 
     def _fitted(
-        self, messages: Sequence[Message], schema: dict[str, Any] | None, name: str | None,
+        self, messages: Sequence[Message], schema: JsonSchema | None, name: str | None,
         deadline: float | None,
     ) -> Completion:
         """One answer: the prompt trimmed to fit, retries, and one harder trim if the
@@ -389,7 +405,7 @@ class RoleLLM:
         return completion
 
     def _attempts(
-        self, messages: Sequence[Message], schema: dict[str, Any] | None, name: str | None,
+        self, messages: Sequence[Message], schema: JsonSchema | None, name: str | None,
         deadline: float | None,
     ) -> Completion:
         def attempt() -> Completion:

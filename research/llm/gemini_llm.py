@@ -27,7 +27,7 @@ from research.errors import (
     RateLimited,
     redact,
 )
-from research.llm.base import LLM, Completion, Message, Usage
+from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
 from research.retry import parse_retry_after
 
 
@@ -76,7 +76,7 @@ class GeminiChat(LLM):
         self,
         messages: Sequence[Message],
         *,
-        json_schema: dict[str, Any] | None = None,
+        json_schema: JsonSchema | None = None,
         schema_name: str | None = None,
         timeout: float | None = None,
     ) -> Completion:
@@ -204,7 +204,7 @@ def _enum_name(value: Any) -> str:
     return str(getattr(value, "value", value) or getattr(value, "name", "")).upper()
 
 
-def _error_details(exc: genai_errors.APIError) -> list[dict[str, Any]]:
+def _error_details(exc: genai_errors.APIError) -> list[dict[str, Any]]:  # raw provider JSON
     body = exc.details
     if isinstance(body, dict):
         inner = body.get("error", body)

@@ -23,7 +23,7 @@ from research.errors import (
     RateLimited,
     redact,
 )
-from research.llm.base import LLM, Completion, Message, Usage
+from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
 from research.retry import parse_retry_after
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -60,11 +60,11 @@ class OpenAIChat(LLM):
         self,
         messages: Sequence[Message],
         *,
-        json_schema: dict[str, Any] | None = None,
+        json_schema: JsonSchema | None = None,
         schema_name: str | None = None,
         timeout: float | None = None,
     ) -> Completion:
-        kwargs: dict[str, Any] = {
+        kwargs: dict[str, Any] = {  # the SDK's request: raw provider JSON
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "timeout": timeout if timeout is not None else self._timeout,

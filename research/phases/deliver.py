@@ -29,14 +29,14 @@ from research.records import Draft, FailedSubtopic
 
 def run_record(ctx: RunContext) -> str:
     """SPEC's one-line record of the run's parameters."""
-    run = ctx.store.get_run(ctx.run_id) or {}
+    run = ctx.store.get_run(ctx.run_id)
     steps = ctx.store.get_steps(ctx.run_id)
     rounds = max((s.get("round", 1) for s in ctx.store.get_plan(ctx.run_id) or []), default=1)
     subtopics = sum(1 for s in steps if s["kind"] == "research")
     queries = len(ctx.store.get_queries(ctx.run_id))
     kept = ctx.store.count_sources(ctx.run_id)
     read = kept + len(ctx.store.get_skipped(ctx.run_id))
-    started = run.get("started_at")
+    started = run.started_at if run else None
     seconds = 0.0
     if started:
         seconds = (datetime.now(UTC) - datetime.fromisoformat(started.replace("Z", "+00:00"))).total_seconds()
@@ -59,11 +59,11 @@ def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
             notes.insert(0, f"Stopped by the budget: research ended early because {budget}. "
                             "This report covers only what was gathered until then, without review.")
         notes += _search_notes(ctx) + counts.report_notes(ctx)
-        run = ctx.store.get_run(ctx.run_id) or {}
+        run = ctx.store.get_run(ctx.run_id)
         verification = verify.summary(ctx, ctx.run_id)["line"]
         record = run_record(ctx)
         labels = translated_labels(ctx)
-        created = run.get("created_at") or datetime.now(UTC).isoformat()
+        created = (run.created_at if run else "") or datetime.now(UTC).isoformat()
         method = method_of(ctx, current, sources, created)
         # What the engine itself wrote (caveats, verification marks, the run record, the
         # method section) in the report's language too: the writer already wrote the rest.

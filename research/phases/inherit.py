@@ -20,12 +20,12 @@ SUBTOPIC_ID = "p0"
 
 def run(ctx: RunContext) -> Subtopic | None:
     """Copy the parent's research once; return the inherited pseudo-subtopic, if any."""
-    run = ctx.store.get_run(ctx.run_id) or {}
-    parent_id = run.get("parent_run_id")
+    run = ctx.store.get_run(ctx.run_id)
+    parent_id = run.parent_run_id if run else None
     if not parent_id:
         return None
     parent = ctx.store.get_run(parent_id)
-    title = f"Earlier research: {(parent or {}).get('question', parent_id)[:150]}"
+    title = f"Earlier research: {(parent.question if parent else parent_id)[:150]}"
     subtopic = Subtopic(id=SUBTOPIC_ID, title=title, description=f"Sources of run {parent_id}",
                         round=0, inherited=True)
     if ctx.stored_result("inherit") is not None:

@@ -169,8 +169,8 @@ DIG_DEEPER_INTRO = (
 def _dig_deeper_block(ctx: RunContext) -> str:
     """The parent report's section, delimited like page text, for a dig-deeper run."""
     section = ctx.config.dig_deeper_section
-    run = ctx.store.get_run(ctx.run_id) or {}
-    parent = run.get("parent_run_id")
+    run = ctx.store.get_run(ctx.run_id)
+    parent = run.parent_run_id if run else None
     report = ctx.store.get_report(parent) if section and parent else None
     text = section_text(report.markdown, section) if report else ""
     if not text:
