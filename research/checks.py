@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from datetime import date, timedelta
 from typing import Any
 
+from research.records import Source
+
 CITATION = re.compile(r"\[(\d+(?:\s*[-–,]\s*\d+)*)\](?!\()")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
@@ -97,7 +99,7 @@ def word_count(text: str) -> int:
 def run_checks(
     text: str,
     numbering: Mapping[int, str],
-    sources: Mapping[str, Mapping[str, Any]],
+    sources: Mapping[str, Source],
     *,
     max_words: int,
     max_age_days: int,
@@ -113,8 +115,8 @@ def run_checks(
     cited = sum(1 for s in sentences if CITATION.search(s))
     uncited = [s for s in sentences if not CITATION.search(s)]
     limit = today - timedelta(days=max_age_days or STALE_AFTER_DAYS)
-    stale = [sid for sid in cited_ids if _older(sources[sid].get("published"), limit)]
-    undated = [sid for sid in cited_ids if not sources[sid].get("published")]
+    stale = [sid for sid in cited_ids if _older(sources[sid].published, limit)]
+    undated = [sid for sid in cited_ids if not sources[sid].published]
     words = word_count(text)
     share = round(cited / len(sentences), 3) if sentences else 0.0
     stale_share = round(len(stale) / len(cited_ids), 3) if cited_ids else 0.0

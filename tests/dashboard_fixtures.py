@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from research.config import build_config
 from research.export import build_document, to_markdown
-from research.records import ReviewIssue
+from research.records import Query, ReviewIssue, SkippedPage, Source, Subtopic
 from storage import Store
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -58,12 +58,12 @@ on_both_databases = pytest.mark.parametrize("dash_env", ["sqlite", "postgresql"]
 
 
 def source(n: int, *, subtopic: str = "t1", title: str | None = None, relevance: float = 0.8,
-           published: str | None = "2024-06-01") -> dict[str, Any]:
+           published: str | None = "2024-06-01") -> Source:
     url = f"https://example{n % 7}.org/article-{n}"
-    return {"id": f"s{n:04d}", "url": url, "canonical_url": url, "title": title or f"Article {n}",
-            "snippet": "snippet", "text": "", "published": published, "relevance": relevance,
-            "relevance_reason": "on topic", "subtopic_id": subtopic, "provider": "web",
-            "query": "q", "round": 1, "fetched_at": "2024-07-01T00:00:00Z"}
+    return Source(id=f"s{n:04d}", url=url, canonical_url=url, title=title or f"Article {n}",
+                  snippet="snippet", text="", published=published, relevance=relevance,
+                  relevance_reason="on topic", subtopic_id=subtopic, provider="web",
+                  query="q", round=1, fetched_at="2024-07-01T00:00:00Z")
 
 
 def finished_run(store: Store, question: str = "How fast is solar power growing?", *,
@@ -74,10 +74,10 @@ def finished_run(store: Store, question: str = "How fast is solar power growing?
     config = build_config(env={}, preset="quick", **constants)
     run_id = store.create_run(question, config.model_dump(mode="json"), person=person)
     store.set_run_status(run_id, "running")
-    plan = [{"id": "t1", "title": "Growth figures", "description": "How much capacity was added.",
-             "questions": ["How much was installed in 2024?"], "round": 1},
-            {"id": "t2", "title": "Costs", "description": "What it costs.",
-             "questions": ["How did module prices move?"], "round": 1}]
+    plan = [Subtopic(id="t1", title="Growth figures", description="How much capacity was added.",
+                     questions=("How much was installed in 2024?",)),
+            Subtopic(id="t2", title="Costs", description="What it costs.",
+                     questions=("How did module prices move?",))]
     store.save_plan(run_id, plan)
     store.start_step(run_id, "preflight", kind="preflight", label="Checking the providers")
     store.finish_step(run_id, "preflight", result={})
@@ -87,11 +87,10 @@ def finished_run(store: Store, question: str = "How fast is solar power growing?
                       title=EVIL_TITLE if i == 1 else None) for i in range(1, sources + 1)]
     for key, sub in (("research:t1", "t1"), ("research:t2", "t2")):
         store.start_step(run_id, key, kind="research", label=f"Researching {sub}")
-        store.complete_research_step(run_id, key, sources=[r for r in records if r["subtopic_id"] == sub],
-                                     findings=[], queries=[{"subtopic_id": sub, "query": "solar growth",
-                                                            "provider": "web", "result_count": 5}],
-                                     skipped=[{"subtopic_id": sub, "url": "https://skip.example/x",
-                                               "reason": "relevance 0.20 below 0.6"}])
+        store.complete_research_step(run_id, key, sources=[r for r in records if r.subtopic_id == sub],
+                                     queries=[Query(sub, "solar growth", "web", 5)],
+                                     skipped=[SkippedPage(sub, "https://skip.example/x",
+                                                          "relevance 0.20 below 0.6")])
     numbering = {1: "s0001", 2: "s0002", 3: "s0003"}
     store.save_draft(run_id, 1, "draft", DRAFT_1, numbering, 30)
     store.save_draft(run_id, 2, "revision", DRAFT_2, numbering, 38)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import date
 
 from research.checks import cited_numbers, problems, run_checks, word_count
+from research.records import Source
 
 SOURCES = {
-    "a": {"id": "a", "published": "2026-05-01"},
-    "b": {"id": "b", "published": "2019-01-01"},
-    "c": {"id": "c", "published": None},
+    "a": Source(id="a", url="https://a.example/", published="2026-05-01"),
+    "b": Source(id="b", url="https://b.example/", published="2019-01-01"),
+    "c": Source(id="c", url="https://c.example/", published=None),
 }
 NUMBERING = {1: "a", 2: "b", 3: "c"}
 

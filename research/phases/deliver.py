@@ -24,14 +24,14 @@ from research.phases import counts, verify
 from research.phases.review import current_checks
 from research.phases.write import is_english
 from research.prompts import system
-from research.records import Draft, FailedSubtopic
+from research.records import Draft, FailedSubtopic, Source
 
 
 def run_record(ctx: RunContext) -> str:
     """SPEC's one-line record of the run's parameters."""
     run = ctx.store.get_run(ctx.run_id) or {}
     steps = ctx.store.get_steps(ctx.run_id)
-    rounds = max((s.get("round", 1) for s in ctx.store.get_plan(ctx.run_id) or []), default=1)
+    rounds = max((s.round for s in ctx.store.get_plan(ctx.run_id) or []), default=1)
     subtopics = sum(1 for s in steps if s["kind"] == "research")
     queries = len(ctx.store.get_queries(ctx.run_id))
     kept = ctx.store.count_sources(ctx.run_id)
@@ -115,7 +115,7 @@ class Method:
                       tuple(translations.get(line, line) for line in self.lines))
 
 
-def method_of(ctx: RunContext, current: Draft, sources: list[dict[str, Any]],
+def method_of(ctx: RunContext, current: Draft, sources: Sequence[Source],
               created: str) -> Method:
     """Reading time (of the body as it will be delivered) and the method section's lines."""
     doc = build_document(run_id=ctx.run_id, question=ctx.question, created_at=created,

@@ -14,7 +14,6 @@ from pydantic import BaseModel, Field
 from research.context import RunContext
 from research.llm.base import Message
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
-from research.records import findings
 
 EVALUATOR_ROLE = (
     "You are the research lead. You judge, from the findings gathered so far only, whether "
@@ -48,7 +47,7 @@ def check(ctx: RunContext, round_no: int) -> dict[str, Any] | None:
 
 
 def _judge(ctx: RunContext, round_no: int, done_when: str) -> dict[str, Any]:
-    found = [f for f in findings(ctx.store.get_findings(ctx.run_id)) if f.kind == "finding"]
+    found = [f for f in ctx.store.get_findings(ctx.run_id) if f.kind == "finding"]
     nonce = new_nonce()
     text = "\n".join(f"- {clean_untrusted(f.claim)[:300]}" for f in found)[:FINDINGS_CHARS]
     messages = [system(EVALUATOR_ROLE, ctx.today), Message("user", GOAL_PROMPT.format(

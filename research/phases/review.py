@@ -70,7 +70,7 @@ class ReviewResult(BaseModel):
 def current_checks(ctx: RunContext) -> tuple[Draft, dict[str, Any]]:
     """The latest draft and its deterministic checks."""
     current = write.latest(ctx)
-    sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
+    sources = {s.id: s for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
     written = ((ctx.stored_result(write.draft_step(current.version)) or {})
                if current.kind in ("draft", "revision") else {})
     checks = run_checks(
@@ -122,7 +122,7 @@ def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
     sources = ctx.store.get_sources(ctx.run_id, with_text=False)
     numbers = {sid: n for n, sid in current.numbering.items()}
     cited = {int(n) for n in CITED.findall(current.text)}
-    listed = [s for s in sources if numbers.get(s["id"]) in cited]  # only what the report cites
+    listed = [s for s in sources if numbers.get(s.id) in cited]  # only what the report cites
     found = problems(checks) or ["none"]
     messages = [
         system(REVIEWER_ROLE, ctx.today),

@@ -33,17 +33,17 @@ from research.phases.write_sections import (
     shorten_parts,
 )
 from research.prompts import clean_untrusted, system
-from research.records import ResearchResult
+from research.records import ResearchResult, Source
 
 
 class SectionJob:
     """One step's section calls: the first draft, or a revision of some sections."""
 
     def __init__(self, ctx: RunContext, writer: Agent, found: ResearchResult,
-                 sources: Sequence[Mapping[str, Any]], numbers: Mapping[str, int],
+                 sources: Sequence[Source], numbers: Mapping[str, int],
                  order: Sequence[str] | None = None) -> None:
         self.ctx, self.writer, self.numbers = ctx, writer, numbers
-        self.sources = {s["id"]: s for s in sources}
+        self.sources = {s.id: s for s in sources}
         self.parts = {p.key: p for p in sections(found.subtopics, found.findings, numbers)}
         self.order = list(order or self.parts)
         self.weights = {k: p.weight for k, p in self.parts.items()} | {FRAME: 1.0}
@@ -55,7 +55,7 @@ class SectionJob:
     # --- one call -------------------------------------------------------------------------
 
     def call(self, part: Section, extra: str = "",
-             sources: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+             sources: Mapping[str, Source] | None = None) -> str:
         """One part from the writer, its citations as [n] (counted)."""
         text = prompt(self.ctx, part, self.outline, SECTION_RULES, self.numbers,
                       self.sources if sources is None else sources, self.missing,

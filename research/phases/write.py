@@ -111,7 +111,7 @@ def numbering(sources: Iterable[Source]) -> dict[str, int]:
 
 
 def context_text(
-    found: ResearchResult, sources: Sequence[Mapping[str, Any]], numbers: dict[str, int],
+    found: ResearchResult, sources: Sequence[Source], numbers: dict[str, int],
 ) -> tuple[str, str, str]:
     """The findings, missing-subtopics and sources blocks shared by draft and revision."""
     by_sub: dict[str | None, list[Finding]] = defaultdict(list)
@@ -142,7 +142,7 @@ def draft(ctx: RunContext, found: ResearchResult) -> Draft:
 
     def make() -> dict[str, Any]:
         writer = ctx.lead.delegate(Role.WRITER)
-        sources = [s.row() for s in found.sources]  # prompts and citations still read rows
+        sources = list(found.sources)
         numbers = numbering(found.sources)
         if ctx.budget_reason():
             return _draft_whole(ctx, writer, found, sources, numbers)
@@ -166,7 +166,7 @@ def latest(ctx: RunContext) -> Draft:
 
 
 def _draft_whole(ctx: RunContext, writer: Agent, found: ResearchResult,
-                 sources: list[dict[str, Any]], numbers: dict[str, int]) -> dict[str, Any]:
+                 sources: Sequence[Source], numbers: dict[str, int]) -> dict[str, Any]:
     """The whole report in one call (the write-up after a budget stop)."""
     findings, missing, listing = context_text(found, sources, numbers)
     ctx.emit(DraftStarted(
@@ -223,7 +223,7 @@ def revise(
 
 def _revise_whole(ctx: RunContext, writer: Agent, cycle: int, found: ResearchResult,
                   feedback: str, current: Draft,
-                  sources: list[dict[str, Any]], numbers: dict[str, int]) -> dict[str, Any]:
+                  sources: Sequence[Source], numbers: dict[str, int]) -> dict[str, Any]:
     findings, missing, listing = context_text(found, sources, numbers)
     ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current.version}",
                           step=f"revise:{cycle}", revising=current.version))
@@ -241,12 +241,12 @@ def _revise_whole(ctx: RunContext, writer: Agent, cycle: int, found: ResearchRes
 
 
 def written(ctx: RunContext, writer: Agent, text: str, numbers: dict[str, int],
-            sources: list[dict[str, Any]]) -> tuple[str, dict[str, int]]:
+            sources: Sequence[Source]) -> tuple[str, dict[str, int]]:
     """The writer's text with every citation as [n] (whatever style the model used), before any
     check or the length limit sees it (URLs are not words); what pointed at nothing gathered is
     removed and counted. The shortened text is normalised again: the shortening is a new answer."""
     numbering = {n: sid for sid, n in numbers.items()}
-    by_id = {s["id"]: s for s in sources}
+    by_id = {s.id: s for s in sources}
     first = normalise(text, numbering, by_id)
     final = normalise(fit_length(ctx, writer, first.text), numbering, by_id)
     return final.text, {"citations_converted": first.converted + final.converted,

@@ -102,7 +102,7 @@ def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
     # A verified draft saved by an attempt that did not finish is replaced, not added to.
     redo = [d for d in drafts if d.kind == "verified" and d.version > base.version]
     version = redo[0].version if redo else max(d.version for d in drafts) + 1
-    sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id)}
+    sources = {s.id: s for s in ctx.store.get_sources(ctx.run_id)}
     numbering = base.numbering
     claims = split_claims(base.text, numbering, sources)
     attach_excerpts(claims, sources)
