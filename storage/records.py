@@ -85,6 +85,7 @@ class Finding:
     source_ids: tuple[str, ...] = ()
     confidence: float = 0.0
     kind: FindingKind = "finding"
+    step_key: str | None = None  # the step that stored it (set by the store)
 
 
 @dataclass(frozen=True, slots=True)

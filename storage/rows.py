@@ -129,7 +129,7 @@ def finding(row: Row) -> Finding:
     return Finding(subtopic_id=row["subtopic_id"], claim=str(row["claim"]),
                    source_ids=_texts(row["source_ids"]),
                    confidence=float(row["confidence"] or 0.0),
-                   kind=cast(FindingKind, row["kind"] or "finding"))
+                   kind=cast(FindingKind, row["kind"] or "finding"), step_key=row["step_key"])
 
 
 def finding_row(found: Finding, *, run_id: str, key: str, now: str,

@@ -121,12 +121,12 @@ def finished_run(store: Store, question: str = "How fast is solar power growing?
 # -- runs that wait for the person, rounds, hosted engines, budgets (issue 4 and 5) ----------
 
 CLARIFY_QUESTIONS = ["What will you use the answer for?", "Which region matters most?"]
-PLAN = [{"id": "t1", "title": "Growth figures", "description": "How much capacity was added.",
-         "questions": ["How much was installed in 2024?"], "round": 1},
-        {"id": "t2", "title": "Costs", "description": "What it costs.",
-         "questions": ["How did module prices move?", "What do installers charge?"], "round": 1},
-        {"id": "t3", "title": "Policy", "description": "Subsidies and rules.",
-         "questions": ["Which subsidies exist?"], "round": 1}]
+PLAN = [Subtopic("t1", "Growth figures", description="How much capacity was added.",
+                 questions=("How much was installed in 2024?",)),
+        Subtopic("t2", "Costs", description="What it costs.",
+                 questions=("How did module prices move?", "What do installers charge?")),
+        Subtopic("t3", "Policy", description="Subsidies and rules.",
+                 questions=("Which subsidies exist?",))]
 
 
 def waiting_for_answers(store: Store, question: str = "heat pumps") -> str:
@@ -148,7 +148,7 @@ def waiting_for_plan_review(store: Store, question: str = "How fast is solar pow
     run_id = store.create_run(question, config.model_dump(mode="json"))
     store.set_run_status(run_id, "running")
     store.start_step(run_id, "plan", kind="plan", label="Planning the research")
-    store.save_plan(run_id, [dict(s) for s in PLAN])
+    store.save_plan(run_id, PLAN)
     store.finish_step(run_id, "plan", result={"subtopics": len(PLAN)})
     store.set_run_status(run_id, "waiting")
     return run_id
@@ -175,8 +175,8 @@ TRIAGE_2 = {"round": 2, "coverage": [{"subtopic_id": "e1", "status": "open", "no
 def add_rounds(store: Store, run_id: str) -> None:
     """Two rounds of triage on a finished run: a filtered, an answered and an escalated question."""
     plan = (store.get_plan(run_id) or []) + [
-        {"id": "e1", "title": "Grid connection queues", "description": "Escalated follow-up.",
-         "questions": ["How do grid connection queues affect growth?"], "round": 2}]
+        Subtopic("e1", "Grid connection queues", description="Escalated follow-up.",
+                 questions=("How do grid connection queues affect growth?",), round=2)]
     store.save_plan(run_id, plan, kind="original")
     store.start_step(run_id, "triage:1", kind="triage", label="Assessing round 1")
     store.finish_step(run_id, "triage:1", result=TRIAGE_1)

@@ -195,7 +195,7 @@ def test_a_run_over_hostile_pages_follows_no_page_instruction(
     # Nothing hidden reaches the store either.
     for src in sources:
         for field in ("title", "text", "snippet"):
-            assert not INVISIBLE.search(src[field] or ""), (src["url"], field)
+            assert not INVISIBLE.search(getattr(src, field)), (src.url, field)
     for event in store.get_events(run_id):
         assert not INVISIBLE.search(event["message"] or "")
 

@@ -79,7 +79,7 @@ def test_a_source_is_stored_and_read_back_as_the_same_record(store: Store) -> No
     assert back == replace(source, fetched_at=back.fetched_at)
     light = store.get_sources(run_id, with_text=False)[0]
     assert light.text == "" and light.title == "A"
-    assert store.get_findings(run_id) == [finding]
+    assert store.get_findings(run_id) == [replace(finding, step_key="research:t1")]
 
 
 def test_a_source_without_a_canonical_url_is_stored_under_its_url(store: Store) -> None:
