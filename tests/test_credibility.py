@@ -104,10 +104,10 @@ def test_every_source_of_a_run_has_a_kind_stored_listed_and_exported(
     by_provider = {s.provider: s for s in sources}
     assert by_provider["arxiv"].source_kind == "preprint"
     assert by_provider["semanticscholar"].source_kind == "peer-reviewed paper"
-    dated = [s for s in sources if s["published"]]
-    assert dated and all("dated" in s["signals"] for s in dated)
+    dated = [s for s in sources if s.published]
+    assert dated and all("dated" in s.signals for s in dated)
     # The stand-in's paper pages name their authors in their metadata.
-    assert any(s["author"] and "author named" in s["signals"] for s in sources)
+    assert any(s.author and "author named" in s.signals for s in sources)
 
     doc = build_document_for_run(store, run_id)
     assert doc is not None and doc.sources

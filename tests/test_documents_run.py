@@ -72,7 +72,7 @@ def test_documents_only_run_cites_passages_by_page_and_touches_no_web(
                      " ".join(pdf_text.split()))
 
     checked = store.get_verifications(run_id)
-    doc_ids = {s["id"] for s in sources}
+    doc_ids = {s.id for s in sources}
     assert checked and any(set(v.source_ids) & doc_ids for v in checked)
 
 

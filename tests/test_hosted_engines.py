@@ -151,25 +151,25 @@ def test_engine_completes_after_polls_with_cited_sources_and_exports(
     for s in sources:
         assert (s.provider, s.subtopic_id, s.relevance) == (engine, engine, 1.0)
         assert s.text.strip()
-    articles = [s for s in sources if "/pages/article/" in s["url"]]
+    articles = [s for s in sources if "/pages/article/" in s.url]
     for s in articles:  # read from the page itself: title, date and full text
-        meta = article_meta(s["url"].rsplit("/", 1)[-1].split("?")[0])
-        assert meta["snippet"] in s["text"] and s["published"] == meta["published"]
-    unread = [s for s in sources if "/pages/missing/" in s["url"]]
+        meta = article_meta(s.url.rsplit("/", 1)[-1].split("?")[0])
+        assert meta["snippet"] in s.text and s.published == meta["published"]
+    unread = [s for s in sources if "/pages/missing/" in s.url]
     if engine == "gemini-deep-research":  # a 404 page keeps the passage the report cites
-        assert unread and "could not be read" in unread[0]["relevance_reason"]
-        assert unread[0]["text"] == "Older statistics put the figures lower."
+        assert unread and "could not be read" in unread[0].relevance_reason
+        assert unread[0].text == "Older statistics put the figures lower."
 
     # The engine's report: [n] markers only, each after the claim its source supports.
     [report] = engine_reports(store, run_id)
     assert report.status == "completed" and report.polls == 4 and report.words > 50
     markdown, numbering = report.markdown, report.numbering
-    by_id = {s["id"]: s for s in sources}
+    by_id = {s.id: s for s in sources}
     assert "[cite:" not in markdown and "](" not in markdown.split("## Sources")[0]
     used = {int(n) for n in re.findall(r"\[(\d+)\]", markdown.split("## Sources")[0])}
     assert used == set(numbering) and set(numbering.values()) <= set(by_id)
     for n, sid in numbering.items():
-        url = by_id[sid]["url"]
+        url = by_id[sid].url
         if "/pages/article/" in url:  # the article's claim is followed by its own number
             claim = article_meta(url.rsplit("/", 1)[-1].split("?")[0])["snippet"].rstrip(".")
             assert re.search(re.escape(claim) + r" (\[\d+\])*\[" + str(n) + r"\]", markdown), (n, url)

@@ -203,7 +203,7 @@ def test_a_run_over_hostile_pages_follows_no_page_instruction(
     doc = build_document_for_run(store, run_id)
     markdown = to_markdown(doc)
     stored = store.get_report(run_id).markdown  # type: ignore[union-attr]
-    gathered = {s["canonical_url"] for s in sources}
+    gathered = {s.canonical_url for s in sources}
     for text in (markdown, stored):
         assert CANARY not in text
         assert "tracker.example" not in text

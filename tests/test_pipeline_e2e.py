@@ -107,7 +107,7 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     doc = build_document_for_run(store, run_id)
     markdown = to_markdown(doc)
     assert "PWNED" not in markdown
-    gathered = {s["canonical_url"] for s in sources}
+    gathered = {s.canonical_url for s in sources}
     cited_urls = [s.url for s in doc.sources]
     assert cited_urls and all(canonical_url(u) in gathered for u in cited_urls)
     linked = re.findall(r"\]\((https?://[^)\s]+)\)", markdown)

@@ -112,7 +112,7 @@ def test_every_claim_is_checked_twice_and_what_is_not_supported_leaves_or_is_qua
     supported = [r for r in rows if r.status == "supported"]
     assert supported and all(r.passage for r in supported)
     for r in supported:
-        assert verify.quote_found(r.passage, [sources[sid]["text"] for sid in r.source_ids])
+        assert verify.quote_found(r.passage, [sources[sid].text for sid in r.source_ids])
 
     # Load-bearing claims on one source are marked; analysis claims are not.
     summary_part = final.text.split("## Executive summary")[1].split("## Analysis")[0]
@@ -134,7 +134,7 @@ def test_every_claim_is_checked_twice_and_what_is_not_supported_leaves_or_is_qua
     assert "**Verification:**" in header and share.replace("%", "\\%") not in header
     assert f"({share})" in header.replace("\\(", "(").replace("\\)", ")")
     assert "invented.example" not in markdown and "40% improvement" not in markdown
-    gathered = {s["canonical_url"] for s in sources.values()}
+    gathered = {s.canonical_url for s in sources.values()}
     assert doc.sources and all(canonical_url(s.url) in gathered for s in doc.sources)
     linked = re.findall(r"\]\((https?://[^)\s]+)\)", markdown)
     assert linked and all(canonical_url(u) in gathered for u in linked)
