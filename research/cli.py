@@ -32,7 +32,7 @@ from research.phases.preflight import check_configuration
 from research.pipeline import create_run, execute
 from research.progress import percent
 from research.prompts import strip_control
-from research.records import Subtopic
+from research.records import JsonObject, Subtopic
 from research.related import dig_deeper_question, report_sections
 from research.search.documents import check_scope
 from research.settings import effective_env, prices_path
@@ -426,7 +426,7 @@ def _steer(store: Store, run_id: str, args: argparse.Namespace) -> bool:
     return True
 
 
-def _steer_text(asked: dict[str, Any]) -> str:  # a JSON column's value
+def _steer_text(asked: JsonObject) -> str:  # a JSON column's value
     lines = [f"Round {asked['round']} is done. The lead proposes to explore next:"]
     lines += [f"  {p['n']}. {strip_control(p['title'])}"
               + (f" ({strip_control(p['why'])[:200]})" if p.get("why") else "")

@@ -19,6 +19,7 @@ from storage.records import (
     EngineReport,
     Finding,
     FindingKind,
+    JsonObject,  # a JSON column as stored (a step's result, a report's meta): see storage.records
     Passage,
     PlanVersion,
     Query,
@@ -33,7 +34,7 @@ from storage.records import (
 )
 
 __all__ = ["Collection", "Document", "Draft", "EngineReport", "FailedSubtopic", "Finding",
-           "FindingKind", "Passage", "PlanVersion", "Query", "Report", "ResearchResult", "Review",
+           "FindingKind", "JsonObject", "Passage", "PlanVersion", "Query", "Report", "ResearchResult", "Review",
            "ReviewIssue", "RunPassage", "SkippedPage", "Source", "Subtopic", "Verdict"]
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -13,7 +13,7 @@ from storage.base import StoreBase
 from storage.dialects import insert_for
 from storage.engine import Tx
 from storage.migrations import utc_now
-from storage.records import PlanVersion, Subtopic
+from storage.records import JsonObject, PlanVersion, Subtopic
 from storage.runs import seconds_between
 from storage.schema import Json, plans, steps
 
@@ -93,7 +93,7 @@ class StepsStore(StoreBase):
             "subtopic_id": subtopic_id, "status": "running", "attempts": 1,
             "started_at": utc_now()})
 
-    def finish_step(self, run_id: str, key: str, *, result: Mapping[str, Any] | None = None,
+    def finish_step(self, run_id: str, key: str, *, result: JsonObject | None = None,
                     source_count: int = 0) -> None:
         with self._write() as tx:
             self._finish_step(tx, run_id, key, result=result, source_count=source_count)
@@ -108,7 +108,7 @@ class StepsStore(StoreBase):
         return str(row[0] or now)
 
     def _finish_step(self, tx: Tx, run_id: str, key: str, *,
-                     result: Mapping[str, Any] | None, source_count: int) -> None:
+                     result: JsonObject | None, source_count: int) -> None:
         now = utc_now()
         started_at = self._started_at(tx, run_id, key, now)
         tx.run(_FINISH, {

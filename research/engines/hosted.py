@@ -52,7 +52,7 @@ from research.llm.base import Usage
 from research.llm.pricing import PriceTable
 from research.phases.research import source_id
 from research.prompts import clean_untrusted, date_line
-from research.records import EngineReport, Query, Source
+from research.records import EngineReport, JsonObject, Query, Source
 from research.retry import RetryPolicy, call_with_retries
 from research.urls import canonical_url, domain_of
 from storage.migrations import utc_now
@@ -96,7 +96,7 @@ def build_client(engine: str, config: ResearchConfig, credentials: Credentials) 
     return GeminiDeepResearch(model, config, credentials)
 
 
-def run_hosted(ctx: RunContext, engine: str, *, credentials: Credentials | None = None) -> dict[str, Any]:
+def run_hosted(ctx: RunContext, engine: str, *, credentials: Credentials | None = None) -> JsonObject:
     """Run (or re-attach to, or skip when done) the hosted engine's step for this run.
 
     Returns {"engine", "status", "sources" (distinct sources the report cites), "words",
@@ -260,7 +260,7 @@ class _HostedRun:
 
     # --- the result ---------------------------------------------------------------------
 
-    def deliver(self, job: RemoteJob) -> dict[str, Any]:
+    def deliver(self, job: RemoteJob) -> JsonObject:
         ctx = self.ctx
         if job.status == "failed":
             raise ProviderError(f"{self.label} failed: {job.error or 'the service gave no reason'}.",

@@ -7,7 +7,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -24,7 +23,7 @@ from research.phases import counts, verify
 from research.phases.review import current_checks
 from research.phases.write import is_english
 from research.prompts import system
-from research.records import Draft, FailedSubtopic, Source
+from research.records import Draft, FailedSubtopic, JsonObject, Source
 
 
 def run_record(ctx: RunContext) -> str:
@@ -49,7 +48,7 @@ def run_record(ctx: RunContext) -> str:
 def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
     """Store the final report; `failed` are the subtopics its caveats say it does not cover."""
 
-    def make() -> dict[str, Any]:
+    def make() -> JsonObject:
         current, checks = current_checks(ctx)
         sources = ctx.store.get_sources(ctx.run_id, with_text=False)
         notes = [f"The subtopic \u201c{s.title}\u201d could not be researched ({s.error}); "

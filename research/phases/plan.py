@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -18,7 +17,7 @@ from research.events import PlanCreated
 from research.llm.base import Message
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
-from research.records import Subtopic
+from research.records import JsonObject, Subtopic
 from research.related import section_text, section_title
 from storage import Store
 
@@ -117,7 +116,7 @@ def run(ctx: RunContext, inherited: Subtopic | None = None,
     return PlanResult(tuple(ctx.store.get_plan(ctx.run_id) or ()))
 
 
-def _make(ctx: RunContext, inherited: Subtopic | None, early: Ahead | None) -> dict[str, Any]:
+def _make(ctx: RunContext, inherited: Subtopic | None, early: Ahead | None) -> JsonObject:
     count = ctx.config.subtopic_count
     messages = _messages(ctx, ctx.brief)
     plan = (early.answer(messages) if early else None) or _ask(ctx, messages)

@@ -22,7 +22,7 @@ from research.phases import write
 from research.phases.verify.early import EarlyCheck
 from research.phases.write_sections import CITED
 from research.prompts import clean_untrusted, numbered_sources, system
-from research.records import Draft, ResearchResult
+from research.records import Draft, JsonObject, ResearchResult
 from research.records import ReviewIssue as StoredIssue
 
 REVIEWER_ROLE = (
@@ -116,7 +116,7 @@ def run(ctx: RunContext, found: ResearchResult) -> ReviewOutcome:
     return ReviewOutcome(False, early)
 
 
-def _review(ctx: RunContext, cycle: int, cycles: int) -> dict[str, Any]:
+def _review(ctx: RunContext, cycle: int, cycles: int) -> JsonObject:
     reviewer = ctx.lead.delegate(Role.REVIEWER)
     current, checks = current_checks(ctx)
     sources = ctx.store.get_sources(ctx.run_id, with_text=False)

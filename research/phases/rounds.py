@@ -25,7 +25,7 @@ from research.llm.base import Message
 from research.phases import goal, research, steer
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
-from research.records import ResearchResult, Subtopic
+from research.records import JsonObject, ResearchResult, Subtopic
 
 MAX_QUESTIONS = 12
 LOOKUP_SOURCES = 5  # a quick lookup keeps at most this many sources
@@ -160,7 +160,7 @@ def _goal_met(ctx: RunContext, round_no: int) -> bool:
     return True
 
 
-def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
+def _assess(ctx: RunContext, round_no: int) -> JsonObject:
     cfg = ctx.config
     plan = tuple(ctx.store.get_plan(ctx.run_id) or ())
     if cfg.rounds_limit() <= 1:
@@ -214,7 +214,7 @@ def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
 def _stop(
     ctx: RunContext, round_no: int, coverage: list[dict[str, Any]],
     decisions: list[FollowUp], stop_reason: str | None, *, added: int = 0,
-) -> dict[str, Any]:
+) -> JsonObject:
     counts = {a: sum(1 for d in decisions if d.action == a) for a in ("filter", "answer", "escalate")}
     message = (f"Round {round_no}: {counts['filter']} follow-ups filtered, {counts['answer']} "
                f"answered by quick lookups, {counts['escalate']} escalated")

@@ -7,11 +7,9 @@ the wait survives a closed tab and a restart.
 
 from __future__ import annotations
 
-from typing import Any
-
 from research.context import RunContext
 from research.errors import ConfigError, NeedsInput
-from research.records import Subtopic
+from research.records import JsonObject, Subtopic
 from storage import Store
 
 MAX_ADDED = 5
@@ -45,7 +43,7 @@ def _next_round(store: Store, run_id: str, round_no: int) -> list[Subtopic]:
     return [s for s in store.get_plan(run_id) or [] if s.round == round_no + 1]
 
 
-def pending(store: Store, run_id: str) -> dict[str, Any] | None:
+def pending(store: Store, run_id: str) -> JsonObject | None:
     """The unanswered proposals of a waiting run, if that is what it waits for."""
     for step in reversed(store.get_steps(run_id)):
         if step["kind"] == "steer":

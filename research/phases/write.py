@@ -17,7 +17,7 @@ from research.context import RunContext
 from research.events import DraftCompleted, DraftStarted
 from research.llm.base import Message
 from research.prompts import clean_untrusted, numbered_sources, system
-from research.records import Draft, FailedSubtopic, Finding, ResearchResult, Source
+from research.records import Draft, FailedSubtopic, Finding, JsonObject, ResearchResult, Source
 
 WRITER_ROLE = (
     "You are the writer of a research team. You write clear, well-structured research "
@@ -140,7 +140,7 @@ def draft(ctx: RunContext, found: ResearchResult) -> Draft:
     Over budget, the write-up is one whole-report call: the fewest tokens past the cap."""
     from research.phases.sections_job import SectionJob  # it builds on this module
 
-    def make() -> dict[str, Any]:
+    def make() -> JsonObject:
         writer = ctx.lead.delegate(Role.WRITER)
         sources = list(found.sources)
         numbers = numbering(found.sources)
@@ -166,7 +166,7 @@ def latest(ctx: RunContext) -> Draft:
 
 
 def _draft_whole(ctx: RunContext, writer: Agent, found: ResearchResult,
-                 sources: Sequence[Source], numbers: dict[str, int]) -> dict[str, Any]:
+                 sources: Sequence[Source], numbers: dict[str, int]) -> JsonObject:
     """The whole report in one call (the write-up after a budget stop)."""
     findings, missing, listing = context_text(found, sources, numbers)
     ctx.emit(DraftStarted(
@@ -194,7 +194,7 @@ def revise(
     A draft written whole (an older run) is revised whole."""
     from research.phases.sections_job import SectionJob, route  # they build on this module
 
-    def make() -> dict[str, Any]:
+    def make() -> JsonObject:
         writer = ctx.lead.delegate(Role.WRITER)
         current = latest(ctx)
         sources = ctx.store.get_sources(ctx.run_id, with_text=False)
@@ -223,7 +223,7 @@ def revise(
 
 def _revise_whole(ctx: RunContext, writer: Agent, cycle: int, found: ResearchResult,
                   feedback: str, current: Draft,
-                  sources: Sequence[Source], numbers: dict[str, int]) -> dict[str, Any]:
+                  sources: Sequence[Source], numbers: dict[str, int]) -> JsonObject:
     findings, missing, listing = context_text(found, sources, numbers)
     ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current.version}",
                           step=f"revise:{cycle}", revising=current.version))
