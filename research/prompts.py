@@ -11,7 +11,6 @@ import secrets
 import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import date
-from typing import Any
 
 from research.credibility import SIGNAL_WORDS, kind_of
 from research.llm.base import Message
@@ -114,7 +113,7 @@ def _defuse(text: str) -> str:
     return "".join(out)
 
 
-def untrusted_block(source_id: str, fields: Mapping[str, Any], text: str, nonce: str) -> str:
+def untrusted_block(source_id: str, fields: Mapping[str, str | None], text: str, nonce: str) -> str:
     meta = " ".join(
         f'{k}="{clean_untrusted(str(v)).replace(chr(34), chr(39))}"'
         for k, v in fields.items()

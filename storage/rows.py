@@ -161,8 +161,9 @@ def report(row: Row | None) -> Report | None:
                   meta=dict(row["meta"] or {}), created_at=str(row["created_at"] or ""))
 
 
-def _issue(value: object) -> ReviewIssue:
-    """A stored issue (a JSON object the reviewer model's answer was validated into)."""
+def review_issue(value: object) -> ReviewIssue:
+    """A stored issue (a JSON object the reviewer model's answer was validated into), from
+    the reviews table or the review step's result."""
     item: Mapping[str, object] = value if isinstance(value, Mapping) else {"issue": value}
     return ReviewIssue(severity=str(item.get("severity") or "low").lower(),
                        issue=str(item.get("issue") or ""), section=str(item.get("section") or ""),
@@ -177,7 +178,7 @@ def issue_row(issue: ReviewIssue) -> dict[str, str]:
 def review(row: Row) -> Review:
     return Review(cycle=int(row["cycle"]), draft_version=int(row["draft_version"]),
                   approved=bool(row["approved"]), model_approved=bool(row["model_approved"]),
-                  issues=tuple(_issue(i) for i in row["issues"] or ()),
+                  issues=tuple(review_issue(i) for i in row["issues"] or ()),
                   strengths=_texts(row["strengths"]), checks=dict(row["checks"] or {}),
                   created_at=str(row["created_at"] or ""))
 

@@ -24,6 +24,7 @@ from research.phases.write_sections import CITED
 from research.prompts import clean_untrusted, numbered_sources, system
 from research.records import Draft, JsonObject, ResearchResult
 from research.records import ReviewIssue as StoredIssue
+from storage.rows import review_issue
 
 REVIEWER_ROLE = (
     "You are the reviewer of a research team. You check research reports for accuracy, "
@@ -107,7 +108,8 @@ def run(ctx: RunContext, found: ResearchResult) -> ReviewOutcome:
             return ReviewOutcome(True, early)
         early = EarlyCheck(ctx) if cycle == cycles else None
         try:
-            write.revise(ctx, cycle, found, done["feedback"], done.get("issues"),
+            issues = [review_issue(i) for i in done.get("issues") or ()]
+            write.revise(ctx, cycle, found, done["feedback"], issues,
                          on_final=early.start if early else None)
         except BaseException:
             if early is not None:

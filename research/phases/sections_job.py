@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from research.agents import Agent
 from research.checks import MIN_CITED_SHARE, run_checks, word_count
@@ -33,7 +32,7 @@ from research.phases.write_sections import (
     shorten_parts,
 )
 from research.prompts import clean_untrusted, system
-from research.records import ResearchResult, Source
+from research.records import ResearchResult, ReviewIssue, Source
 
 
 class SectionJob:
@@ -154,7 +153,7 @@ def matching(section: str, names: Mapping[str, list[str]], order: Sequence[str])
     return hits
 
 
-def route(issues: Sequence[Mapping[str, Any]], texts: Mapping[str, str], job: SectionJob,
+def route(issues: Sequence[ReviewIssue], texts: Mapping[str, str], job: SectionJob,
           feedback: str) -> dict[str, list[str]]:
     """Feedback lines per part to rewrite. An issue naming no known section goes to the frame,
     or, when high-severity, to every part (it is about the whole); a failed citation check goes
@@ -162,13 +161,12 @@ def route(issues: Sequence[Mapping[str, Any]], texts: Mapping[str, str], job: Se
     names = labels(job, texts)
     flagged: dict[str, list[str]] = {}
     for issue in issues:
-        line = (f"- [{issue.get('severity', 'medium')}] {issue.get('section') or 'general'}: "
-                f"{clean_untrusted(str(issue.get('issue', '')))}"
-                + (f" Suggestion: {clean_untrusted(str(issue['suggestion']))}"
-                   if issue.get("suggestion") else ""))
-        keys = matching(str(issue.get("section") or ""), names, job.order)
+        line = (f"- [{issue.severity}] {issue.section or 'general'}: "
+                f"{clean_untrusted(issue.issue)}"
+                + (f" Suggestion: {clean_untrusted(issue.suggestion)}" if issue.suggestion else ""))
+        keys = matching(issue.section, names, job.order)
         if not keys:
-            keys = [*texts] if issue.get("severity") == "high" else [FRAME]
+            keys = [*texts] if issue.severity == "high" else [FRAME]
         for key in keys:
             flagged.setdefault(key, []).append(line)
     for key, lines in check_lines(job, texts).items():

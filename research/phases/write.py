@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from research.agents import Agent, Role
 from research.checks import word_count
@@ -17,7 +16,15 @@ from research.context import RunContext
 from research.events import DraftCompleted, DraftStarted
 from research.llm.base import Message
 from research.prompts import clean_untrusted, numbered_sources, system
-from research.records import Draft, FailedSubtopic, Finding, JsonObject, ResearchResult, Source
+from research.records import (
+    Draft,
+    FailedSubtopic,
+    Finding,
+    JsonObject,
+    ResearchResult,
+    ReviewIssue,
+    Source,
+)
 
 WRITER_ROLE = (
     "You are the writer of a research team. You write clear, well-structured research "
@@ -185,7 +192,7 @@ def _draft_whole(ctx: RunContext, writer: Agent, found: ResearchResult,
 
 def revise(
     ctx: RunContext, cycle: int, found: ResearchResult,
-    feedback: str, issues: list[dict[str, Any]] | None = None,
+    feedback: str, issues: Sequence[ReviewIssue] = (),
     on_final: Callable[[str, Mapping[int, str], list[str]], None] | None = None,
 ) -> None:
     """Rewrite only the sections the review flagged, in parallel; the rest stays as it is.
@@ -208,7 +215,7 @@ def revise(
                               revising=current.version))
         job = SectionJob(ctx, writer, found, sources, numbers, order=stored.get("order"))
         texts = dict(stored["sections"])
-        flagged = route(issues or [], texts, job, feedback)
+        flagged = route(issues, texts, job, feedback)
         if on_final is not None:
             on_final(current.text, current.numbering,
                      [text for key, text in texts.items() if key not in flagged])
