@@ -84,7 +84,7 @@ def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
         markdown = to_markdown(doc)
         ctx.store.set_citations(ctx.run_id, _cited_in(doc.body, {s.number: s.source_id for s in doc.sources}))
         meta = {
-            "draft_version": current.version, "checks": checks,
+            "draft_version": current.version, "checks": checks.as_json(),
             "cited_sources": len(doc.sources), "words": word_count(doc.body),
             "failed_subtopics": [s.id for s in failed], "notes": notes,
             "parameters_line": doc.parameters_line, "verification": verification,

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from research.agents import Role
-from research.checks import problems, run_checks
+from research.checks import DraftChecks, problems, run_checks
 from research.context import RunContext
 from research.events import IssueCounts, ReviewCycle
 from research.llm.base import Message
@@ -68,7 +68,7 @@ class ReviewResult(BaseModel):
     strengths: list[str] = Field(default_factory=list)
 
 
-def current_checks(ctx: RunContext) -> tuple[Draft, dict[str, Any]]:
+def current_checks(ctx: RunContext) -> tuple[Draft, DraftChecks]:
     """The latest draft and its deterministic checks."""
     current = write.latest(ctx)
     sources = {s.id: s for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
@@ -138,21 +138,21 @@ def _review(ctx: RunContext, cycle: int, cycles: int) -> JsonObject:
     issues = [i.model_dump() for i in review.issues]
     high = [i for i in issues if i["severity"] == "high"]
     raised = [StoredIssue(**i) for i in issues]
-    approved = review.approved and not high and checks["passed"]
+    approved = review.approved and not high and checks.passed
     ctx.store.save_review(
         ctx.run_id, cycle, draft_version=current.version, approved=approved,
         model_approved=review.approved, issues=raised, strengths=list(review.strengths),
-        checks=checks,
+        checks=checks.as_json(),
     )
     counts = {sev: sum(1 for i in issues if i["severity"] == sev) for sev in ("high", "medium", "low")}
     verdict = "approved" if approved else "changes requested"
     ctx.emit(ReviewCycle(
         ctx.run_id,
         f"Review {cycle}: {verdict} ({counts['high']} high, {counts['medium']} medium, "
-        f"{counts['low']} low; {checks['cited_share']:.0%} of claims cited)",
+        f"{counts['low']} low; {checks.cited_share:.0%} of claims cited)",
         step=f"review:{cycle}",
         cycle=cycle, approved=approved, issues=IssueCounts(**counts),
-        checks_passed=bool(checks["passed"]),
+        checks_passed=checks.passed,
     ))
     feedback_lines = [
         f"- [{i['severity']}] {i['section'] or 'general'}: {clean_untrusted(i['issue'])}"

@@ -186,12 +186,12 @@ def check_lines(job: SectionJob, texts: Mapping[str, str]) -> dict[str, list[str
         checks = run_checks(text, numbering, job.sources, max_words=10**9,
                             max_age_days=ctx.config.source_max_age_days, today=ctx.today)
         lines = []
-        if checks["unresolved_citations"]:
-            nums = ", ".join(f"[{n}]" for n in checks["unresolved_citations"])
+        if checks.unresolved_citations:
+            nums = ", ".join(f"[{n}]" for n in checks.unresolved_citations)
             lines.append(f"- [check] Citations {nums} match no listed source: remove or fix them.")
-        if checks["cited_share"] < MIN_CITED_SHARE and key != FRAME:
-            examples = " | ".join(f'"{e}"' for e in checks.get("uncited_examples") or [])
-            lines.append(f"- [check] Only {checks['cited_share']:.0%} of factual statements cite "
+        if checks.cited_share < MIN_CITED_SHARE and key != FRAME:
+            examples = " | ".join(f'"{e}"' for e in checks.uncited_examples)
+            lines.append(f"- [check] Only {checks.cited_share:.0%} of factual statements cite "
                          f"a source (at least {MIN_CITED_SHARE:.0%} must)"
                          + (f"; without a citation: {examples}" if examples else "."))
         if lines:
