@@ -127,6 +127,8 @@ class StepsStore(StoreBase):
                 finished_at=now if final else None,
                 duration_s=seconds_between(started_at, now) if final else None))
 
+    # Steps still come back as rows (their `result` the step's JSON column): they are read on
+    # the live panel's hot path (`storage.live`), converted separately.
     def get_steps(self, run_id: str) -> list[dict[str, Any]]:
         """In the order steps were first started."""
         return self._fast_rows(GET_STEPS, {"run_id": run_id})

@@ -279,6 +279,8 @@ def to_pdf(
 # --- the child process (research.sandbox) ----------------------------------------------------
 
 
+# The child's answer crosses the process boundary as a JSON object (research.sandbox): "pdf"
+# (base64), "error" (plain words) and "attempts" (URLs the markup tried): an untyped edge.
 def _run_child(html: str, limits: PdfLimits) -> dict[str, Any]:
     memory = f"needed more than {limits.memory_mb} MB of memory"
     try:
@@ -310,7 +312,7 @@ def _render(payload: bytes, max_pdf_mb: str) -> dict[str, Any]:
 
     html = payload.decode("utf-8", "replace")
     fetcher = RefusingURLFetcher()
-    result: dict[str, Any] = {}
+    result: dict[str, Any] = {}  # the JSON answer sent back to the parent (see _run_child)
     try:
         pdf = HTML(string=html, base_url=None, url_fetcher=fetcher).write_pdf()
         if not isinstance(pdf, bytes) or not pdf.startswith(b"%PDF"):
