@@ -74,6 +74,7 @@ class Source:
     signals: tuple[str, ...] = ()
     author: str | None = None
     cited_in: tuple[str, ...] = ()  # report sections that cite it (set when delivered)
+    step_key: str | None = None  # the step that stored it (set by the store)
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,7 +76,7 @@ def test_a_source_is_stored_and_read_back_as_the_same_record(store: Store) -> No
     store.complete_research_step(run_id, "research:t1", sources=[source], findings=[finding])
     [back] = store.get_sources(run_id)
     assert back.fetched_at  # stamped by the store
-    assert back == replace(source, fetched_at=back.fetched_at)
+    assert back == replace(source, fetched_at=back.fetched_at, step_key="research:t1")
     light = store.get_sources(run_id, with_text=False)[0]
     assert light.text == "" and light.title == "A"
     assert store.get_findings(run_id) == [replace(finding, step_key="research:t1")]
