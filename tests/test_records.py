@@ -4,7 +4,7 @@ rows the store takes without changing what is stored."""
 from __future__ import annotations
 
 import json
-from dataclasses import FrozenInstanceError, replace
+from dataclasses import FrozenInstanceError, fields, replace
 from pathlib import Path
 
 import pytest
@@ -24,6 +24,7 @@ from research.records import (
     Verdict,
 )
 from storage import Store
+from storage.schema import sources as sources_table
 
 
 @pytest.fixture
@@ -80,6 +81,12 @@ def test_a_source_is_stored_and_read_back_as_the_same_record(store: Store) -> No
     light = store.get_sources(run_id, with_text=False)[0]
     assert light.text == "" and light.title == "A"
     assert store.get_findings(run_id) == [replace(finding, step_key="research:t1")]
+
+
+def test_a_sources_shape_is_written_once_the_records_fields_are_the_tables_columns() -> None:
+    """The `sources` table and the Source record say the same thing (the run id aside): a
+    column added to one without the other fails here, not in a run."""
+    assert {f.name for f in fields(Source)} == {c.name for c in sources_table.c} - {"run_id"}
 
 
 def test_a_source_without_a_canonical_url_is_stored_under_its_url(store: Store) -> None:
