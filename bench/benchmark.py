@@ -55,7 +55,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from research.records import Source, Subtopic
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/benchmark.py` as well as `python -m bench.benchmark`
@@ -163,22 +166,23 @@ class Lorem:
         return " ".join(self.rnd.choice(WORDS) for _ in range(words)).capitalize()
 
 
-def _source(n: int, subtopic: str, lorem: Lorem, text_chars: int) -> dict[str, Any]:
+def _source(n: int, subtopic: str, lorem: Lorem, text_chars: int) -> Source:
+    from research.records import Source
     url = f"https://site{n % 97}.example.org/{2015 + n % 11}/article-{n}"
     year, month = 2015 + n % 11, 1 + n % 12
-    return {
-        "id": f"s{n:05d}", "url": url, "canonical_url": url,
-        "title": f"{lorem.sentence(8)} ({n})", "snippet": lorem.chars(300),
-        "text": lorem.chars(text_chars),
-        "published": None if n % 9 == 0 else f"{year}-{month:02d}-{1 + n % 28:02d}",
-        "relevance": round(0.6 + (n * 37 % 41) / 100, 2),
-        "relevance_reason": "on topic", "subtopic_id": subtopic,
-        "provider": ("tavily", "arxiv", "semanticscholar")[n % 3], "query": lorem.sentence(5),
-        "round": 1 + n % 2, "fetched_at": "2025-06-01T00:00:00.000Z",
-    }
+    return Source(
+        id=f"s{n:05d}", url=url, canonical_url=url,
+        title=f"{lorem.sentence(8)} ({n})", snippet=lorem.chars(300),
+        text=lorem.chars(text_chars),
+        published=None if n % 9 == 0 else f"{year}-{month:02d}-{1 + n % 28:02d}",
+        relevance=round(0.6 + (n * 37 % 41) / 100, 2),
+        relevance_reason="on topic", subtopic_id=subtopic,
+        provider=("tavily", "arxiv", "semanticscholar")[n % 3], query=lorem.sentence(5),
+        round=1 + n % 2, fetched_at="2025-06-01T00:00:00.000Z",
+    )
 
 
-def _draft(plan: list[dict[str, Any]], numbers: list[int], lorem: Lorem, *, revision: bool) -> str:
+def _draft(plan: list[Subtopic], numbers: list[int], lorem: Lorem, *, revision: bool) -> str:
     """A writer's report of about 2,500 words in SPEC's structure, citing `numbers`."""
     rnd = random.Random(11 if revision else 10)
 
@@ -191,7 +195,7 @@ def _draft(plan: list[dict[str, Any]], numbers: list[int], lorem: Lorem, *, revi
               for _ in range(8)]
     parts.append("## Analysis by subtopic")
     for sub in plan:
-        parts += [f"### {sub['title']}", para(8), para(6)]
+        parts += [f"### {sub.title}", para(8), para(6)]
     parts += ["## Comparison", "| Country | Heat pumps per 1,000 homes | Change |",
               "|---|---|---|"]
     parts += [f"| Country {i} | {20 + i * 7} | +{i}% [{rnd.choice(numbers)}] |" for i in range(8)]
@@ -208,15 +212,15 @@ def seed_rich_run(store: Any, *, sources: int, events: int, text_chars: int,
     pages, two drafts, two reviews, the report, usage and a long event log."""
     from research.config import build_config
     from research.export import build_document, to_markdown
-    from research.records import ReviewIssue
+    from research.records import Finding, Query, ReviewIssue, SkippedPage, Subtopic
 
     lorem = Lorem()
     config = build_config(env={})
     run_id = store.create_run(QUESTION, config.model_dump(mode="json"))
     store.set_run_status(run_id, "running")
-    plan = [{"id": f"t{i}", "title": f"Subtopic {i}: {lorem.sentence(4)}",
-             "description": lorem.sentence(20), "round": 1,
-             "questions": [lorem.sentence(10) + "?" for _ in range(3)]}
+    plan = [Subtopic(id=f"t{i}", title=f"Subtopic {i}: {lorem.sentence(4)}",
+                     description=lorem.sentence(20), round=1,
+                     questions=tuple(lorem.sentence(10) + "?" for _ in range(3)))
             for i in range(1, subtopics + 1)]
     store.save_plan(run_id, plan)
     for key, label in (("preflight", "Checking the providers"), ("plan", "Planning the research")):
@@ -225,23 +229,21 @@ def seed_rich_run(store: Any, *, sources: int, events: int, text_chars: int,
 
     records = [_source(n, f"t{n % subtopics + 1}", lorem, text_chars) for n in range(1, sources + 1)]
     for sub in plan:
-        mine = [r for r in records if r["subtopic_id"] == sub["id"]]
-        key = f"research:{sub['id']}"
-        store.start_step(run_id, key, kind="research", label=f"Researching {sub['title']}",
-                         subtopic_id=sub["id"])
+        mine = [r for r in records if r.subtopic_id == sub.id]
+        key = f"research:{sub.id}"
+        store.start_step(run_id, key, kind="research", label=f"Researching {sub.title}",
+                         subtopic_id=sub.id)
         store.complete_research_step(
             run_id, key, sources=mine,
-            findings=[{"subtopic_id": sub["id"], "claim": lorem.sentence(18),
-                       "source_ids": [r["id"] for r in mine[i:i + 3]], "confidence": 0.8}
+            findings=[Finding(sub.id, lorem.sentence(18), tuple(r.id for r in mine[i:i + 3]), 0.8)
                       for i in range(0, min(len(mine), 30), 3)],
-            queries=[{"subtopic_id": sub["id"], "query": lorem.sentence(6), "provider": "tavily",
-                      "result_count": 10} for _ in range(5)],
-            skipped=[{"subtopic_id": sub["id"], "url": f"https://skipped.example.org/{sub['id']}/{i}",
-                      "reason": "relevance 0.31 below 0.6"} for i in range(40)],
+            queries=[Query(sub.id, lorem.sentence(6), "tavily", 10) for _ in range(5)],
+            skipped=[SkippedPage(sub.id, f"https://skipped.example.org/{sub.id}/{i}",
+                                 "relevance 0.31 below 0.6") for i in range(40)],
             result={"kept": len(mine)})
 
     cited = records[:: max(1, len(records) // 60)][:60]
-    numbering = {i: r["id"] for i, r in enumerate(cited, 1)}
+    numbering = {i: r.id for i, r in enumerate(cited, 1)}
     drafts = [_draft(plan, list(numbering), lorem, revision=v > 1) for v in (1, 2)]
     for version, text in enumerate(drafts, 1):
         key = "draft" if version == 1 else "revise:1"
@@ -269,7 +271,7 @@ def seed_rich_run(store: Any, *, sources: int, events: int, text_chars: int,
     store.save_report(run_id, to_markdown(doc), meta={
         "draft_version": 2, "cited_sources": len(doc.sources),
         "parameters_line": config.parameters_line()})
-    store.set_citations(run_id, {r["id"]: ["Key findings"] for r in cited})
+    store.set_citations(run_id, {r.id: ["Key findings"] for r in cited})
     store.finish_step(run_id, "deliver", result={})
     for role, calls in (("lead", 3), ("worker", 60), ("writer", 2), ("reviewer", 2)):
         for _ in range(calls):

@@ -16,7 +16,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from research.records import Subtopic
 
 from bench.latency_calls import Call, EarlyChecks, chain_bound, overlapping  # noqa: F401 - re-exported
 
@@ -164,7 +167,7 @@ def _calls(requests: Sequence[dict[str, Any]], lat: Latency) -> list[Call]:
     return out
 
 
-def _groups(by_key: dict[str, Any], plan: list[dict[str, Any]],
+def _groups(by_key: dict[str, Any], plan: list[Subtopic],
             titles: dict[str, str]) -> list[tuple[str, list[str]]]:
     """The run's phases in pipeline order, each with the step keys that ran in it."""
     groups: list[tuple[str, list[str]]] = [("preflight", ["preflight"])] if "preflight" in by_key else []
@@ -172,8 +175,8 @@ def _groups(by_key: dict[str, Any], plan: list[dict[str, Any]],
     before = [k for k in ("clarify", "inherit", "plan") if k in by_key]
     if before:
         groups.append((" + ".join(before), before))
-    first = [f"research:{s['id']}" for s in plan
-             if s.get("round", 1) == 1 and not s.get("inherited") and f"research:{s['id']}" in by_key]
+    first = [f"research:{s.id}" for s in plan
+             if s.round == 1 and not s.inherited and f"research:{s.id}" in by_key]
     groups.append((f"research round 1 ({len(first)} subtopics)", first))
     r = 1
     while f"triage:{r}" in by_key:
@@ -182,8 +185,8 @@ def _groups(by_key: dict[str, Any], plan: list[dict[str, Any]],
         for i, d in enumerate(decisions, start=1):
             titles[f"followup:{r}:{i}"] = str(d.get("question", ""))[:150]
         lookups = [k for k in by_key if k.startswith(f"followup:{r}:")]
-        new = [f"research:{s['id']}" for s in plan
-               if s.get("round") == r + 1 and f"research:{s['id']}" in by_key]
+        new = [f"research:{s.id}" for s in plan
+               if s.round == r + 1 and f"research:{s.id}" in by_key]
         if lookups or new:
             groups.append((f"after triage {r}: {len(lookups)} lookups + {len(new)} new subtopics",
                            lookups + new))
@@ -214,8 +217,8 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
     asked: dict[str, set[str]] = {}  # step key -> the queries it searched, as words
     for q in store.get_queries(run_id):
         asked.setdefault(str(q.step_key), set()).add(_words(q.query))
-    titles = {f"research:{s['id']}": s["title"] for s in plan}
-    found_by = {_words(str(s.get("query") or "")) for s in store.get_sources(run_id, with_text=False)}
+    titles = {f"research:{s.id}": s.title for s in plan}
+    found_by = {_words(s.query) for s in store.get_sources(run_id, with_text=False)}
 
     phases: list[Phase] = []
     at = began_at

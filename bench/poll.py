@@ -17,11 +17,12 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bench.benchmark import DB_ERRORS, QUESTION, Lorem, Row, _source, pct, real_main, say, secs
+from research.records import Finding, Query, SkippedPage
 
 
 @dataclass(frozen=True)
@@ -88,19 +89,18 @@ def _writer(db_path: str, run_id: str, index: int, seconds: float, rates: WriteR
         if now >= due["step"]:
             key = f"research:t{step_n % 6 + 1}:{step_n}"
             base = step_n * rates.step_sources
-            batch = [_source(base + k, f"t{step_n % 6 + 1}", lorem, rates.text_chars)
-                     | {"id": f"w{index}-{base + k}",
-                        "url": f"https://w{index}.example.org/a/{base + k}",
-                        "canonical_url": f"https://w{index}.example.org/a/{base + k}"}
+            batch = [replace(_source(base + k, f"t{step_n % 6 + 1}", lorem, rates.text_chars),
+                             id=f"w{index}-{base + k}",
+                             url=f"https://w{index}.example.org/a/{base + k}",
+                             canonical_url=f"https://w{index}.example.org/a/{base + k}")
                      for k in range(rates.step_sources)]
             write(store.start_step, run_id, key, kind="research", label=key)
             ok, inserted = write(
                 store.complete_research_step, run_id, key, sources=batch,
-                findings=[{"claim": lorem.sentence(15), "source_ids": [s["id"] for s in batch[:3]]}
+                findings=[Finding(None, lorem.sentence(15), tuple(s.id for s in batch[:3]))
                           for _ in range(8)],
-                queries=[{"query": lorem.sentence(6), "provider": "tavily", "result_count": 10}
-                         for _ in range(5)],
-                skipped=[{"url": f"https://skip.example.org/{index}/{step_n}/{i}", "reason": "low"}
+                queries=[Query(None, lorem.sentence(6), "tavily", 10) for _ in range(5)],
+                skipped=[SkippedPage(None, f"https://skip.example.org/{index}/{step_n}/{i}", "low")
                          for i in range(10)])
             if ok:
                 done["sources"] += len(inserted)

@@ -9,23 +9,25 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
+
+from research.records import Subtopic
 
 COLUMNS = ["Position", "Title", "Questions", "Description", "id"]
 _SPLIT = re.compile(r"\s*(?:\n|;\s)\s*")
 
 
-def plan_frame(plan: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def plan_frame(plan: Sequence[Subtopic]) -> pd.DataFrame:
     """One row per subtopic; its questions joined with "; "."""
     rows = [{
         "Position": i,
-        "Title": str(sub.get("title") or ""),
-        "Questions": "; ".join(str(q) for q in sub.get("questions") or []),
-        "Description": str(sub.get("description") or ""),
-        "id": str(sub.get("id") or ""),
+        "Title": sub.title,
+        "Questions": "; ".join(sub.questions),
+        "Description": sub.description,
+        "id": sub.id,
     } for i, sub in enumerate(plan, 1)]
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -37,11 +39,11 @@ def split_questions(text: Any) -> list[str]:
     return [q.strip(" ;") for q in _SPLIT.split(str(text)) if q.strip(" ;")]
 
 
-def subtopics_from_frame(frame: pd.DataFrame) -> list[dict[str, Any]]:
+def subtopics_from_frame(frame: pd.DataFrame) -> list[Subtopic]:
     """The edited table as `approve_plan` takes it, in the order of the Position column.
 
     Rows without a position keep their place after the numbered ones; rows without a title
-    are dropped by the engine (it says so when nothing is left).
+    are dropped by the engine (it says so when nothing is left); a new row has no id yet.
     """
     records = frame.to_dict("records")
     indexed = []
@@ -50,17 +52,12 @@ def subtopics_from_frame(frame: pd.DataFrame) -> list[dict[str, Any]]:
         key = float(position) if not _blank(position) else math.inf
         indexed.append((key, order, row))
     indexed.sort(key=lambda item: (item[0], item[1]))
-    out: list[dict[str, Any]] = []
-    for _, _, row in indexed:
-        sub: dict[str, Any] = {
-            "title": "" if _blank(row.get("Title")) else str(row["Title"]).strip(),
-            "description": "" if _blank(row.get("Description")) else str(row["Description"]).strip(),
-            "questions": split_questions(row.get("Questions")),
-        }
-        if not _blank(row.get("id")):
-            sub["id"] = str(row["id"])
-        out.append(sub)
-    return out
+    return [Subtopic(id="" if _blank(row.get("id")) else str(row["id"]),
+                     title="" if _blank(row.get("Title")) else str(row["Title"]).strip(),
+                     description=("" if _blank(row.get("Description"))
+                                  else str(row["Description"]).strip()),
+                     questions=tuple(split_questions(row.get("Questions"))))
+            for _, _, row in indexed]
 
 
 def _blank(value: Any) -> bool:

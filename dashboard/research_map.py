@@ -17,6 +17,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from dashboard.views import label_text
+from research.records import Finding, Source, Subtopic
 
 ROOT = "question"
 INHERITED = "p0"  # research.phases.inherit.SUBTOPIC_ID (not imported: keeps the page light)
@@ -56,17 +57,17 @@ def _coverage(steps: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]
     return out
 
 
-def _subtopics(plan: Sequence[Mapping[str, Any]], steps: Mapping[str, Mapping[str, Any]],
+def _subtopics(plan: Sequence[Subtopic], steps: Mapping[str, Mapping[str, Any]],
                counts: Counter[str], coverage: Mapping[str, Mapping[str, Any]]) -> list[Branch]:
-    known = {str(s["id"]) for s in plan}
+    known = {s.id for s in plan}
     out = []
     for sub in plan:
-        sid = str(sub["id"])
-        parent = str(sub.get("parent") or "")
+        sid = sub.id
+        parent = sub.parent or ""
         state, reason = _step_state(steps.get(f"research:{sid}"))
         judged = coverage.get(sid) or {}
         out.append(Branch(
-            id=sid, parent=parent if parent in known else ROOT, label=str(sub.get("title") or sid),
+            id=sid, parent=parent if parent in known else ROOT, label=sub.title or sid,
             kind="escalation" if parent else "subtopic", state=state,
             reason=reason or str(judged.get("note") or ""), sources=counts[sid],
             coverage=str(judged.get("status") or ""), subtopic_id=sid))
@@ -121,18 +122,18 @@ def _not_chosen(steps: Sequence[Mapping[str, Any]], known: set[str]) -> list[Bra
     return out
 
 
-def branches(question: str, plan: Sequence[Mapping[str, Any]],
-             steps: Sequence[Mapping[str, Any]], sources: Sequence[Mapping[str, Any]],
-             findings: Sequence[Mapping[str, Any]]) -> list[Branch]:
+def branches(question: str, plan: Sequence[Subtopic],
+             steps: Sequence[Mapping[str, Any]], sources: Sequence[Source],
+             findings: Sequence[Finding]) -> list[Branch]:
     """Every branch of the map, the root first; parents always come before their children."""
     by_key = {str(s["key"]): s for s in steps}
-    counts = Counter(str(s.get("subtopic_id") or "") for s in sources)
+    counts = Counter(s.subtopic_id or "" for s in sources)
     root_state = "root"
     out = [Branch(ROOT, "", question, "question", root_state, sources=len(sources))]
     if counts[INHERITED]:
         out.append(Branch(INHERITED, ROOT, "Earlier research (build-on)", "earlier run",
                           "explored", sources=counts[INHERITED], subtopic_id=INHERITED))
-    subs = _subtopics([s for s in plan if str(s["id"]) != INHERITED], by_key, counts,
+    subs = _subtopics([s for s in plan if s.id != INHERITED], by_key, counts,
                       _coverage(steps))
     out += sorted(subs, key=lambda b: b.parent != ROOT)  # round-1 subtopics before escalations
     known = {b.id for b in out}
@@ -140,8 +141,8 @@ def branches(question: str, plan: Sequence[Mapping[str, Any]],
     out += decided + _not_chosen(steps, known)
     seen = set(triaged)
     for f in findings:
-        pair = (str(f.get("subtopic_id") or ""), str(f.get("claim") or ""))
-        if f.get("kind") != "follow_up" or pair in seen or pair[0] not in known:
+        pair = (f.subtopic_id or "", f.claim)
+        if f.kind != "follow_up" or pair in seen or pair[0] not in known:
             continue
         seen.add(pair)
         out.append(Branch(f"open:{len(out)}", pair[0], pair[1], "follow-up", "open",

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard.views import status_label, subtopic_names
+from research.records import Subtopic
 
 COVERAGE = {"answered": "Answered", "open": "Open", "conflicting": "Conflicting"}
 ACTIONS = {
@@ -43,7 +44,7 @@ def _round_of(key: str) -> int:
         return 0
 
 
-def coverage_frame(result: Mapping[str, Any], plan: Sequence[Mapping[str, Any]] | None) -> pd.DataFrame:
+def coverage_frame(result: Mapping[str, Any], plan: Sequence[Subtopic] | None) -> pd.DataFrame:
     names = subtopic_names(plan)
     rows = [{
         "Subtopic": names.get(str(c.get("subtopic_id")), str(c.get("subtopic_id") or "")),
@@ -53,7 +54,7 @@ def coverage_frame(result: Mapping[str, Any], plan: Sequence[Mapping[str, Any]] 
     return pd.DataFrame(rows, columns=["Subtopic", "Coverage", "Note"])
 
 
-def triage_frame(result: Mapping[str, Any], plan: Sequence[Mapping[str, Any]] | None,
+def triage_frame(result: Mapping[str, Any], plan: Sequence[Subtopic] | None,
                  lookups: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
     """One row per follow-up question: the decision, why, and the searches of a quick lookup.
 
@@ -106,7 +107,6 @@ def stop_text(reason: Any, config: Mapping[str, Any] | None = None) -> str:
     return text
 
 
-def new_subtopics(plan: Sequence[Mapping[str, Any]] | None, round_no: int) -> list[str]:
+def new_subtopics(plan: Sequence[Subtopic] | None, round_no: int) -> list[str]:
     """Titles of the subtopics escalated after `round_no` (researched in the next round)."""
-    return [str(s.get("title") or s.get("id")) for s in plan or []
-            if int(s.get("round") or 1) == round_no + 1]
+    return [s.title or s.id for s in plan or [] if s.round == round_no + 1]

@@ -32,18 +32,17 @@ def plan_tab(store: Store, run: Run) -> None:
                 if run.status in ACTIVE or run.status == "waiting" else
                 "This run ended before a plan was made.")
     for i, sub in enumerate(plan or [], 1):
-        marker = (" *(reused from the earlier run)*" if sub.get("inherited") else
-                  f" *(added in round {sub['round']})*" if int(sub.get("round") or 1) > 1 else "")
-        st.markdown(f"**{i}. {views.md_text(sub.get('title'))}**{marker}  \n"
-                    f"{views.md_text(sub.get('description'))}")
-        questions = sub.get("questions") or []
-        if questions:
-            st.markdown("\n".join(f"- {views.md_text(q)}" for q in questions))
+        marker = (" *(reused from the earlier run)*" if sub.inherited else
+                  f" *(added in round {sub.round})*" if sub.round > 1 else "")
+        st.markdown(f"**{i}. {views.md_text(sub.title)}**{marker}  \n"
+                    f"{views.md_text(sub.description)}")
+        if sub.questions:
+            st.markdown("\n".join(f"- {views.md_text(q)}" for q in sub.questions))
     versions = store.get_plans(run_id)
-    if plan and any(v["kind"] == "edited" for v in versions):
+    if plan and any(v.kind == "edited" for v in versions):
         with st.expander("The original plan, before your edits"):
-            st.markdown("\n".join(f"{i}. {views.md_text(s.get('title'))}"
-                                  for i, s in enumerate(versions[0]["subtopics"], 1)))
+            st.markdown("\n".join(f"{i}. {views.md_text(s.title)}"
+                                  for i, s in enumerate(versions[0].subtopics, 1)))
 
 
 def clicked_branch(event: Any) -> str | None:
@@ -86,11 +85,10 @@ def map_tab(store: Store, run: Run) -> None:
     branch = choices[chosen]
     if branch.reason:
         st.caption(views.md_text(branch.reason))
-    mine = [f for f in findings if f.get("subtopic_id") == branch.subtopic_id
-            and f.get("kind") == "finding"]
+    mine = [f for f in findings if f.subtopic_id == branch.subtopic_id and f.kind == "finding"]
     for f in mine[:30]:
-        st.markdown("- " + views.md_text(f["claim"]))
-    kept = [s for s in sources if s.get("subtopic_id") == branch.subtopic_id]
+        st.markdown("- " + views.md_text(f.claim))
+    kept = [s for s in sources if s.subtopic_id == branch.subtopic_id]
     if kept:
         st.dataframe(views.sources_frame(kept, store.get_plan(run_id)), hide_index=True,
                      width="stretch", column_config={"Link": st.column_config.LinkColumn(
@@ -247,7 +245,7 @@ def verification_tab(store: Store, run: Run) -> None:
         if checked["unverified_subtopics"]:
             st.warning("Unverified subtopics (marked in the report): "
                        + "; ".join(views.md_text(t) for t in checked["unverified_subtopics"]))
-        by_id = {s["id"]: s for s in store.get_sources(run_id, with_text=False)}
+        by_id = {s.id: s for s in store.get_sources(run_id, with_text=False)}
         frame = verification_view.verdicts_frame(verdicts, by_id)
         cols = st.columns(2)
         outcomes = cols[0].multiselect("Outcome", sorted(frame["Outcome"].unique()), key="v_outcome")

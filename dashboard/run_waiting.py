@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 import streamlit as st
 
@@ -17,7 +16,7 @@ from dashboard import plan_edit, steer_view, ui, views
 from dashboard.jobs import JobManager
 from research import answer_clarification, approve_plan, pending_clarification, pending_steering
 from research.errors import ConfigError
-from research.records import Run
+from research.records import Run, Subtopic
 from storage import Store
 
 
@@ -70,7 +69,7 @@ def _clarify(store: Store, run_id: str, questions: list[str], carry_on: Callable
             carry_on("Your answers were saved")
 
 
-def _review_plan(store: Store, run_id: str, plan: list[dict[str, Any]], carry_on: Callable[[str], None]) -> None:
+def _review_plan(store: Store, run_id: str, plan: list[Subtopic], carry_on: Callable[[str], None]) -> None:
     """The plan as an editable table; the original plan is kept beside the edited one."""
     st.subheader("Review the plan")
     st.caption("Rename, remove or add subtopics, change their order with the Position "

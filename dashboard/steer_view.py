@@ -4,17 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import streamlit as st
 
 from dashboard import views
 from research import answer_steering
 from research.errors import ConfigError
+from research.records import JsonObject
 from storage import Store
 
 
-def panel(store: Store, run_id: str, asked: dict[str, Any],
+def panel(store: Store, run_id: str, asked: JsonObject,
           carry_on: Callable[[str], None]) -> None:
     """Draw the choice; on a button, store it and let `carry_on` resume the run."""
     st.subheader(f"Round {asked['round']} is done: what should we explore next?")

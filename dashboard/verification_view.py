@@ -15,7 +15,7 @@ import pandas as pd
 from dashboard.views import label_text, md_text
 from research.export.markdown import safe_link_url
 from research.phases import verify
-from research.records import Verdict
+from research.records import Source, Verdict
 from storage import Store
 
 OUTCOMES = {
@@ -44,13 +44,14 @@ def share_text(summary: Mapping[str, Any]) -> str:
     return f"{summary['share_supported']:.0%} ({summary['supported']} of {summary['claims']})"
 
 
-def _titles(source_ids: Iterable[str], sources: Mapping[str, Mapping[str, Any]]) -> str:
-    names = [label_text((sources.get(sid) or {}).get("title") or sid, 50) for sid in source_ids]
+def _titles(source_ids: Iterable[str], sources: Mapping[str, Source]) -> str:
+    names = [label_text(sources[sid].title if sid in sources and sources[sid].title else sid, 50)
+             for sid in source_ids]
     return "; ".join(names) or "—"
 
 
 def verdicts_frame(rows: Sequence[Verdict],
-                   sources: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+                   sources: Mapping[str, Source]) -> pd.DataFrame:
     """One row per claim, in report order."""
     records = []
     for r in rows:
@@ -88,7 +89,7 @@ def claim_choice_label(row: Verdict) -> str:
     return f"{row.claim_id} · {outcome_label(row.status)} · {label_text(row.claim, 80)}"
 
 
-def claim_detail_markdown(row: Verdict, sources: Mapping[str, Mapping[str, Any]]) -> str:
+def claim_detail_markdown(row: Verdict, sources: Mapping[str, Source]) -> str:
     """The claim next to each verdict, the passage each check quoted and the excerpts shown."""
     details = row.details or {}
     where = md_text(row.section or "—")
@@ -119,9 +120,9 @@ def claim_detail_markdown(row: Verdict, sources: Mapping[str, Mapping[str, Any]]
     if excerpts:
         parts += ["", "**Source passages the checks read**"]
     for sid, text in excerpts.items():
-        source = sources.get(sid) or {}
-        title = md_text(label_text(source.get("title") or sid, 120))
-        url = safe_link_url(str(source.get("url") or ""))
+        source = sources.get(sid)
+        title = md_text(label_text((source.title if source else "") or sid, 120))
+        url = safe_link_url(source.url if source else "")
         heading = f"[{title}]({url})" if url else title
         parts += ["", f"- {heading}", "", f"  > {md_text(text)}"]
     return "\n".join(parts)

@@ -25,7 +25,7 @@ from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
 from research.export.method import plain_name
 from research.export.safe_links import clean_document, safe_markdown
-from research.records import EventRow, ModelUsage, ReviewIssue, Run
+from research.records import EventRow, ModelUsage, ReviewIssue, Run, Source, Subtopic
 from storage import Store
 
 EVENT_TAIL = 200
@@ -199,29 +199,28 @@ SOURCE_COLUMNS = ["#", "Title", "Link", "Domain", "Subtopic", "Relevance", "Publ
                   "Provider", "Kind", "Signals", "Cited in"]
 
 
-def subtopic_names(plan: Sequence[Mapping[str, Any]] | None) -> dict[str, str]:
-    return {str(s.get("id")): str(s.get("title") or s.get("id")) for s in plan or []}
+def subtopic_names(plan: Sequence[Subtopic] | None) -> dict[str, str]:
+    return {s.id: s.title or s.id for s in plan or []}
 
 
-def sources_frame(sources: Sequence[Mapping[str, Any]],
-                  plan: Sequence[Mapping[str, Any]] | None = None) -> pd.DataFrame:
+def sources_frame(sources: Sequence[Source], plan: Sequence[Subtopic] | None = None,
+                  ) -> pd.DataFrame:
     names = subtopic_names(plan)
     rows = []
     for i, s in enumerate(sources, 1):
-        url = str(s.get("url") or "")
-        cited = s.get("cited_in") or []
+        url = s.url
         rows.append({
             "#": i,
-            "Title": " ".join(str(s.get("title") or "").split()) or domain(url) or url,
+            "Title": " ".join(s.title.split()) or domain(url) or url,
             "Link": url if safe_link_url(url) else None,
             "Domain": domain(url),
-            "Subtopic": names.get(str(s.get("subtopic_id")), str(s.get("subtopic_id") or "")),
-            "Relevance": float(s.get("relevance") or 0.0),
-            "Published": str(s.get("published") or "")[:10] or None,
-            "Provider": s.get("provider") or "",
+            "Subtopic": names.get(str(s.subtopic_id), s.subtopic_id or ""),
+            "Relevance": s.relevance,
+            "Published": (s.published or "")[:10] or None,
+            "Provider": s.provider,
             "Kind": kind_of(s),
-            "Signals": ", ".join(str(x) for x in s.get("signals") or []),
-            "Cited in": ", ".join(str(c) for c in cited) if isinstance(cited, list) else str(cited),
+            "Signals": ", ".join(s.signals),
+            "Cited in": ", ".join(s.cited_in),
         })
     return pd.DataFrame(rows, columns=SOURCE_COLUMNS)
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from datetime import date, timedelta
 from typing import Any
+
+from research.records import Source
 
 CITATION = re.compile(r"\[(\d+(?:\s*[-–,]\s*\d+)*)\](?!\()")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])")
@@ -94,16 +97,42 @@ def word_count(text: str) -> int:
     return len(re.findall(r"[A-Za-z0-9À-ÿ][\w'’-]*", CITATION.sub("", text)))
 
 
+@dataclass(frozen=True, slots=True)
+class DraftChecks:
+    """The deterministic checks of one draft. Stored as JSON (a review's `checks`, the
+    report's meta) through `as_json`, under these same names, which the dashboard reads."""
+
+    citations: int
+    unresolved_citations: list[int]
+    all_citations_resolve: bool
+    removed_citations: int
+    sentences: int
+    cited_sentences: int
+    cited_share: float
+    uncited_examples: list[str]
+    word_count: int
+    max_words: int
+    within_word_limit: bool
+    cited_sources: int
+    stale_sources: list[str]
+    stale_share: float
+    undated_sources: int
+    passed: bool
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
 def run_checks(
     text: str,
     numbering: Mapping[int, str],
-    sources: Mapping[str, Mapping[str, Any]],
+    sources: Mapping[str, Source],
     *,
     max_words: int,
     max_age_days: int,
     today: date,
     removed_citations: int = 0,
-) -> dict[str, Any]:
+) -> DraftChecks:
     """`removed_citations`: citations the normaliser removed from this draft because they
     pointed at nothing gathered (research/citations.py); they count as unresolved."""
     numbers = cited_numbers(text)
@@ -113,53 +142,52 @@ def run_checks(
     cited = sum(1 for s in sentences if CITATION.search(s))
     uncited = [s for s in sentences if not CITATION.search(s)]
     limit = today - timedelta(days=max_age_days or STALE_AFTER_DAYS)
-    stale = [sid for sid in cited_ids if _older(sources[sid].get("published"), limit)]
-    undated = [sid for sid in cited_ids if not sources[sid].get("published")]
+    stale = [sid for sid in cited_ids if _older(sources[sid].published, limit)]
+    undated = [sid for sid in cited_ids if not sources[sid].published]
     words = word_count(text)
     share = round(cited / len(sentences), 3) if sentences else 0.0
     stale_share = round(len(stale) / len(cited_ids), 3) if cited_ids else 0.0
-    return {
-        "citations": len(numbers),
-        "unresolved_citations": unresolved,
-        "all_citations_resolve": not unresolved and not removed_citations,
-        "removed_citations": removed_citations,
-        "sentences": len(sentences),
-        "cited_sentences": cited,
-        "cited_share": share,
-        "uncited_examples": [" ".join(s.split())[:160] for s in uncited[:MAX_EXAMPLES]],
-        "word_count": words,
-        "max_words": max_words,
-        "within_word_limit": words <= max_words,
-        "cited_sources": len(cited_ids),
-        "stale_sources": stale,
-        "stale_share": stale_share,
-        "undated_sources": len(undated),
-        "passed": (not unresolved and not removed_citations and share >= MIN_CITED_SHARE and words <= max_words
-                   and stale_share <= MAX_STALE_SHARE),
-    }
+    return DraftChecks(
+        citations=len(numbers),
+        unresolved_citations=unresolved,
+        all_citations_resolve=not unresolved and not removed_citations,
+        removed_citations=removed_citations,
+        sentences=len(sentences),
+        cited_sentences=cited,
+        cited_share=share,
+        uncited_examples=[" ".join(s.split())[:160] for s in uncited[:MAX_EXAMPLES]],
+        word_count=words,
+        max_words=max_words,
+        within_word_limit=words <= max_words,
+        cited_sources=len(cited_ids),
+        stale_sources=stale,
+        stale_share=stale_share,
+        undated_sources=len(undated),
+        passed=(not unresolved and not removed_citations and share >= MIN_CITED_SHARE
+                and words <= max_words and stale_share <= MAX_STALE_SHARE),
+    )
 
 
-def problems(checks: Mapping[str, Any]) -> list[str]:
+def problems(checks: DraftChecks) -> list[str]:
     """The failed checks in plain words, for the writer's revision prompt."""
     out = []
-    if checks["unresolved_citations"]:
-        nums = ", ".join(f"[{n}]" for n in checks["unresolved_citations"])
+    if checks.unresolved_citations:
+        nums = ", ".join(f"[{n}]" for n in checks.unresolved_citations)
         out.append(f"Citations {nums} do not match any gathered source: remove or fix them.")
-    if checks.get("removed_citations"):
-        out.append(f"{checks['removed_citations']} citation(s) or link(s) pointed at no gathered "
+    if checks.removed_citations:
+        out.append(f"{checks.removed_citations} citation(s) or link(s) pointed at no gathered "
                    "source and were removed: cite only the numbered sources listed.")
-    if checks["cited_share"] < MIN_CITED_SHARE:
-        out.append(f"Only {checks['cited_share']:.0%} of factual statements (sentences, list "
+    if checks.cited_share < MIN_CITED_SHARE:
+        out.append(f"Only {checks.cited_share:.0%} of factual statements (sentences, list "
                    f"items, table rows with figures) cite a source; at least {MIN_CITED_SHARE:.0%} "
                    "must: cite each with the numbered sources, or remove what no source supports.")
-        examples = checks.get("uncited_examples") or []
-        if examples:
+        if checks.uncited_examples:
             out.append("Statements without a citation include: "
-                       + " | ".join(f'"{e}"' for e in examples))
-    if not checks["within_word_limit"]:
-        out.append(f"The report has {checks['word_count']} words; the limit is "
-                   f"{checks['max_words']}.")
-    if checks["stale_share"] > MAX_STALE_SHARE:
+                       + " | ".join(f'"{e}"' for e in checks.uncited_examples))
+    if not checks.within_word_limit:
+        out.append(f"The report has {checks.word_count} words; the limit is "
+                   f"{checks.max_words}.")
+    if checks.stale_share > MAX_STALE_SHARE:
         out.append("Most cited sources are old; prefer recent ones or say the data is dated.")
     return out
 

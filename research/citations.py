@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from research.export.document import map_prose, strip_reference_sections
+from research.records import Source
 from research.urls import canonical_url
 
 
@@ -30,7 +31,7 @@ class Gathered:
     by_title: Mapping[str, int]
 
     @classmethod
-    def of(cls, numbering: Mapping[Any, str], sources: Mapping[str, Mapping[str, Any]]) -> Gathered:
+    def of(cls, numbering: Mapping[Any, str], sources: Mapping[str, Source]) -> Gathered:
         """`numbering` maps citation numbers (int or numeric str) to source ids."""
         numbers: set[int] = set()
         by_url: dict[str, int] = {}
@@ -41,10 +42,10 @@ class Gathered:
                 continue
             n = int(str(key))
             numbers.add(n)
-            for url in (source.get("url"), source.get("canonical_url")):
+            for url in (source.url, source.canonical_url):
                 if url:
-                    by_url.setdefault(canonical_url(str(url)), n)
-            title = _title_key(str(source.get("title") or ""))
+                    by_url.setdefault(canonical_url(url), n)
+            title = _title_key(source.title)
             if len(title) >= 12 and len(title.split()) >= 3:
                 by_title.setdefault(title, n)
         return cls(frozenset(numbers), by_url, by_title)
@@ -113,7 +114,7 @@ _CITE_WORDS = {"source", "sources", "link", "here", "ref", "reference", "citatio
 
 
 def normalise(text: str, numbering: Mapping[Any, str],
-              sources: Mapping[str, Mapping[str, Any]]) -> Normalised:
+              sources: Mapping[str, Source]) -> Normalised:
     """The text with every citation in the house `[n]` form (see the module docstring)."""
     gathered = Gathered.of(numbering, sources)
     state = Normalised(_THINK.sub("", text))

@@ -8,6 +8,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from research.phases.preflight import check_configuration
 from research.pipeline import create_run, execute
 from research.progress import percent
 from research.prompts import strip_control
-from research.records import Run
+from research.records import JsonObject, Run, Subtopic
 from research.related import dig_deeper_question, report_sections
 from research.search.documents import check_scope
 from research.settings import effective_env, prices_path
@@ -425,7 +426,7 @@ def _steer(store: Store, run_id: str, args: argparse.Namespace) -> bool:
     return True
 
 
-def _steer_text(asked: dict[str, Any]) -> str:  # a JSON column's value
+def _steer_text(asked: JsonObject) -> str:  # a JSON column's value
     lines = [f"Round {asked['round']} is done. The lead proposes to explore next:"]
     lines += [f"  {p['n']}. {strip_control(p['title'])}"
               + (f" ({strip_control(p['why'])[:200]})" if p.get("why") else "")
@@ -433,11 +434,11 @@ def _steer_text(asked: dict[str, Any]) -> str:  # a JSON column's value
     return "\n".join(lines)
 
 
-def _plan_text(plan: list[dict[str, Any]]) -> str:
+def _plan_text(plan: Sequence[Subtopic]) -> str:
     lines = ["The plan:"]
     for i, sub in enumerate(plan, start=1):
-        lines.append(f"  {i}. {sub['title']}")
-        lines += [f"       - {q}" for q in sub.get("questions", [])]
+        lines.append(f"  {i}. {sub.title}")
+        lines += [f"       - {q}" for q in sub.questions]
     return "\n".join(lines)
 
 

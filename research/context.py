@@ -8,7 +8,6 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
 
 from research.agents import Agent
 from research.config import Credentials, ResearchConfig
@@ -18,7 +17,7 @@ from research.events import EventSink, StepCompleted, StepFailed, StepStarted
 from research.executor import RunExecutor
 from research.fetch import Fetcher
 from research.llm.base import UsageMeter
-from research.records import UsageTotals
+from research.records import JsonObject, UsageTotals
 from research.search.base import SearchProvider
 from storage import Store
 
@@ -167,7 +166,7 @@ class RunContext:
     def safe(self, text: str) -> str:
         return redact(text, self.secrets)
 
-    def stored_result(self, key: str) -> dict[str, Any] | None:
+    def stored_result(self, key: str) -> JsonObject | None:
         """The stored result of a finished step, or None if it must (re)run."""
         step = self.store.get_step(self.run_id, key)
         if step and step["status"] == "done":
@@ -175,9 +174,9 @@ class RunContext:
         return None
 
     def run_step(
-        self, key: str, kind: str, label: str, fn: Callable[[], dict[str, Any]],
+        self, key: str, kind: str, label: str, fn: Callable[[], JsonObject],
         *, source_count: int = 0,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Run one step, or return its stored result if it already finished (resume)."""
         done = self.stored_result(key)
         if done is not None:

@@ -9,10 +9,10 @@ being guessed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
+
+from research.records import Source
 
 KINDS: tuple[str, ...] = ("peer-reviewed paper", "preprint", "government", "company", "news",
                           "reference", "blog", "forum", "unknown")
@@ -147,10 +147,10 @@ def assess(url: str, provider: str = "", *, published: str | None = None,
     return Credibility(source_kind(url, provider), tuple(signals))
 
 
-def kind_of(source: Mapping[str, Any]) -> str:
+def kind_of(source: Source) -> str:
     """The stored kind, or (for a source stored before kinds existed) the kind its address
     and provider give."""
-    stored = str(source.get("source_kind") or "")
+    stored = source.source_kind
     if stored and stored != "unknown":
         return stored
-    return source_kind(str(source.get("url") or ""), str(source.get("provider") or ""))
+    return source_kind(source.url, source.provider)

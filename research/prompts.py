@@ -11,10 +11,10 @@ import secrets
 import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import date
-from typing import Any
 
 from research.credibility import SIGNAL_WORDS, kind_of
 from research.llm.base import Message
+from research.records import Source
 
 # Characters that render as nothing (or reorder what is shown) and so can hide or disguise
 # text: zero-width and joiner characters, bidi embeddings/overrides/isolates, soft hyphen,
@@ -113,7 +113,7 @@ def _defuse(text: str) -> str:
     return "".join(out)
 
 
-def untrusted_block(source_id: str, fields: Mapping[str, Any], text: str, nonce: str) -> str:
+def untrusted_block(source_id: str, fields: Mapping[str, str | None], text: str, nonce: str) -> str:
     meta = " ".join(
         f'{k}="{clean_untrusted(str(v)).replace(chr(34), chr(39))}"'
         for k, v in fields.items()
@@ -135,16 +135,16 @@ def system(role_text: str, today: date, *extra: str) -> Message:
     return Message("system", "\n\n".join(p for p in parts if p))
 
 
-def numbered_sources(sources: Iterable[Mapping[str, Any]], numbering: Mapping[str, int]) -> str:
+def numbered_sources(sources: Iterable[Source], numbering: Mapping[str, int]) -> str:
     """Lines `[n] Title (published date) — URL` for the writer and reviewer, each followed by
     an indented `kind: ...` line (research.credibility) so the writer can prefer stronger
     sources; the kind comes from the address and metadata, never from the page's own words."""
     lines = []
     for src in sources:
-        n = numbering[src["id"]]
-        title = clean_untrusted(src.get("title") or src["url"]).replace("\n", " ")[:200]
-        dated = f"{title} (published {src['published']})" if src.get("published") else title
-        lines.append(f"[{n}] {dated} — {src['url']}")
-        signals = [str(s) for s in src.get("signals") or [] if str(s) in SIGNAL_WORDS]
+        n = numbering[src.id]
+        title = clean_untrusted(src.title or src.url).replace("\n", " ")[:200]
+        dated = f"{title} (published {src.published})" if src.published else title
+        lines.append(f"[{n}] {dated} — {src.url}")
+        signals = [s for s in src.signals if s in SIGNAL_WORDS]
         lines.append(f"    kind: {kind_of(src)}" + (f"; {', '.join(signals)}" if signals else ""))
     return "\n".join(lines)

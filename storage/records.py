@@ -1,5 +1,6 @@
-"""The records the Store returns: what the writing side stored (drafts, reviews, the report,
-hosted engines' reports, claim verdicts) and the person's documents.
+"""The records the Store returns and takes: the plan's subtopics, sources, findings, searches and
+skipped pages; what the writing side stored (drafts, reviews, the report, hosted engines'
+reports, claim verdicts); and the person's documents.
 
 Frozen and typed, in the style of `research/records.py`, which re-exports them: together they
 are the one vocabulary phases, the store, exports and the dashboard pass to each other. They
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 # The run's bookkeeping (the run, its usage, activity and event log) has its own module.
 from storage.run_records import (  # noqa: F401 - re-exported: the one vocabulary
@@ -30,7 +31,72 @@ from storage.run_records import (  # noqa: F401 - re-exported: the one vocabular
 # of them, so readers look keys up leniently. The one untyped shape the records below carry.
 from storage.run_records import JsonObject as JsonObject
 
-StoreRow = dict[str, Any]  # what the Store's writers take (`complete_research_step`)
+FindingKind = Literal["finding", "gap", "follow_up"]
+
+
+@dataclass(frozen=True, slots=True)
+class Subtopic:
+    """One part of the plan, or a unit of research built like one (a quick lookup)."""
+
+    id: str
+    title: str
+    description: str = ""
+    questions: tuple[str, ...] = ()
+    round: int = 1
+    inherited: bool = False  # earlier research a follow-up run builds on (its parent's)
+    parent: str | None = None  # the subtopic a later round's subtopic grew out of
+    searches: int | None = None  # instead of SEARCHES_PER_SUBTOPIC (later rounds, lookups)
+    max_sources: int | None = None  # instead of SOURCES_PER_SUBTOPIC (quick lookups)
+    lookup: bool = False  # a quick lookup: what it finds attaches to subtopic `id`
+
+
+@dataclass(frozen=True, slots=True)
+class PlanVersion:
+    """One stored version of the plan: the lead's, the person's edit, or a later round's."""
+
+    version: int
+    kind: str  # "original", "edited" or "round"
+    subtopics: tuple[Subtopic, ...]
+    created_at: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A page (or a passage of the person's own documents) kept for the report. Its fields
+    are the `sources` table's columns (less the run and the step): the one statement of a
+    source's shape, which `storage/rows.py` reads and writes."""
+
+    id: str
+    url: str
+    canonical_url: str = ""
+    title: str = ""
+    snippet: str = ""
+    text: str = ""  # empty when read without text (listings, the writer's numbering)
+    published: str | None = None
+    relevance: float = 0.0
+    relevance_reason: str = ""
+    subtopic_id: str | None = None
+    provider: str = ""
+    query: str = ""
+    round: int = 1
+    fetched_at: str | None = None
+    source_kind: str = "unknown"
+    signals: tuple[str, ...] = ()
+    author: str | None = None
+    cited_in: tuple[str, ...] = ()  # report sections that cite it (set when delivered)
+    step_key: str | None = None  # the step that stored it (set by the store)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A worker's cited claim about its subtopic, or a gap or follow-up question it noted."""
+
+    subtopic_id: str | None
+    claim: str
+    source_ids: tuple[str, ...] = ()
+    confidence: float = 0.0
+    kind: FindingKind = "finding"
+    step_key: str | None = None  # the step that stored it (set by the store)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,10 +228,6 @@ class Query:
     error: str | None = None
     step_key: str | None = None  # the step that ran it (set by the store)
 
-    def row(self) -> StoreRow:
-        return {"subtopic_id": self.subtopic_id, "query": self.query, "provider": self.provider,
-                "result_count": self.result_count, "error": self.error}
-
 
 @dataclass(frozen=True, slots=True)
 class SkippedPage:
@@ -175,9 +237,6 @@ class SkippedPage:
     url: str
     reason: str
     step_key: str | None = None  # the step that skipped it (set by the store)
-
-    def row(self) -> StoreRow:
-        return {"subtopic_id": self.subtopic_id, "url": self.url, "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)

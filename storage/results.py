@@ -3,9 +3,8 @@ and which report sections cite each source."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
 
 from sqlalchemy import Insert, bindparam, delete, func, insert, select, update
 
@@ -13,7 +12,8 @@ from storage import rows as mapped
 from storage.dialects import insert_for
 from storage.engine import Tx
 from storage.migrations import utc_now
-from storage.records import Query, SkippedPage
+from storage.records import Finding, JsonObject, Query, SkippedPage, Source
+from storage.rows import Row
 from storage.schema import findings, queries, skipped_pages, sources
 from storage.steps import StepsStore
 
@@ -43,9 +43,9 @@ class ResultsStore(StepsStore):
     """The `sources`, `findings`, `queries` and `skipped_pages` tables."""
 
     def complete_research_step(
-        self, run_id: str, key: str, *, sources: list[dict[str, Any]],
-        findings: list[dict[str, Any]], queries: list[dict[str, Any]],
-        skipped: list[dict[str, Any]], result: Mapping[str, Any] | None = None,
+        self, run_id: str, key: str, *, sources: Sequence[Source] = (),
+        findings: Sequence[Finding] = (), queries: Sequence[Query] = (),
+        skipped: Sequence[SkippedPage] = (), result: JsonObject | None = None,
     ) -> list[str]:
         """Store everything one research step produced and mark it done, atomically.
 
@@ -57,7 +57,8 @@ class ResultsStore(StepsStore):
         now = utc_now()
         # Rows are cleaned and built before the transaction: on SQLite every other writer
         # waits while this one holds the lock, so the lock is held for the SQL alone.
-        source_rows = [self._source_row(run_id, key, src, now) for src in sources]
+        source_rows = [mapped.source_row(src, run_id=run_id, key=key, now=now, plain=self._plain)
+                       for src in sources]
         step_rows = self._step_rows(run_id, key, findings, queries, skipped, now)
         with self._write() as tx:
             inserted, remap = self._insert_sources(tx, run_id, source_rows)
@@ -70,25 +71,7 @@ class ResultsStore(StepsStore):
             self._finish_step(tx, run_id, key, result=result, source_count=len(inserted))
         return inserted
 
-    def _source_row(self, run_id: str, key: str, src: Mapping[str, Any], now: str) -> dict[str, Any]:
-        """A source as stored: the one place its columns are filled in."""
-        return {
-            "run_id": run_id, "id": src["id"], "url": self._plain(src["url"]),
-            "canonical_url": self._plain(src.get("canonical_url") or src["url"]),
-            "title": self._plain(src.get("title") or ""),
-            "snippet": self._plain(src.get("snippet") or ""),
-            "text": self._plain(src.get("text") or ""), "published": src.get("published"),
-            "relevance": float(src.get("relevance") or 0.0),
-            "relevance_reason": self._plain(src.get("relevance_reason") or ""),
-            "subtopic_id": src.get("subtopic_id"), "provider": src.get("provider") or "",
-            "query": self._plain(src.get("query") or ""), "round": int(src.get("round") or 1),
-            "fetched_at": src.get("fetched_at") or now, "step_key": key,
-            "source_kind": src.get("source_kind") or "unknown",
-            "signals": list(src.get("signals") or []),
-            "author": self._plain(src["author"]) if src.get("author") else None,
-        }
-
-    def _insert_sources(self, tx: Tx, run_id: str, rows: list[dict[str, Any]],
+    def _insert_sources(self, tx: Tx, run_id: str, rows: list[Row],
                         ) -> tuple[list[str], dict[str, str]]:
         """Insert the new sources; (ids inserted, {id given: id stored} for known URLs)."""
         inserted: list[str] = []
@@ -104,29 +87,26 @@ class ResultsStore(StepsStore):
                 remap[row["id"]] = existing[0]
         return inserted, remap
 
-    def _step_rows(self, run_id: str, key: str, found: list[dict[str, Any]],
-                   asked: list[dict[str, Any]], skipped: list[dict[str, Any]],
-                   now: str) -> dict[str, list[dict[str, Any]]]:
+    def _step_rows(self, run_id: str, key: str, found: Sequence[Finding],
+                   asked: Sequence[Query], skipped: Sequence[SkippedPage],
+                   now: str) -> dict[str, list[Row]]:
         """The findings, queries and skipped pages of a step as stored, by table."""
         return {
-            "findings": [{
-                "run_id": run_id, "step_key": key, "subtopic_id": f.get("subtopic_id"),
-                "claim": self._plain(f["claim"]), "source_ids": list(f.get("source_ids") or []),
-                "confidence": float(f.get("confidence") or 0.0),
-                "kind": f.get("kind") or "finding", "created_at": now} for f in found],
+            "findings": [mapped.finding_row(f, run_id=run_id, key=key, now=now, plain=self._plain)
+                         for f in found],
             "queries": [{
-                "run_id": run_id, "step_key": key, "subtopic_id": q.get("subtopic_id"),
-                "query": self._plain(q["query"]), "provider": q.get("provider") or "",
-                "result_count": int(q.get("result_count") or 0),
-                "error": self._redact(q.get("error")), "created_at": now} for q in asked],
+                "run_id": run_id, "step_key": key, "subtopic_id": q.subtopic_id,
+                "query": self._plain(q.query), "provider": q.provider or "",
+                "result_count": int(q.result_count or 0),
+                "error": self._redact(q.error), "created_at": now} for q in asked],
             "skipped_pages": [{
-                "run_id": run_id, "step_key": key, "subtopic_id": p.get("subtopic_id"),
-                "url": self._plain(p["url"]), "reason": self._redact(p.get("reason") or ""),
+                "run_id": run_id, "step_key": key, "subtopic_id": p.subtopic_id,
+                "url": self._plain(p.url), "reason": self._redact(p.reason or ""),
                 "created_at": now} for p in skipped],
         }
 
     def get_sources(self, run_id: str, *, subtopic_id: str | None = None,
-                    with_text: bool = True) -> list[dict[str, Any]]:
+                    with_text: bool = True) -> list[Source]:
         """Ordered by subtopic, then relevance (highest first), then id.
         `with_text=False` leaves out the extracted page text (lighter for listings)."""
         query = select(sources) if with_text else select(*_LIGHT_SOURCE)
@@ -134,8 +114,9 @@ class ResultsStore(StepsStore):
         if subtopic_id is not None:
             query = query.where(sources.c.subtopic_id == subtopic_id)
         # NULLS FIRST on both: SQLite sorts NULL first by itself, PostgreSQL does not.
-        return self._rows(query.order_by(sources.c.subtopic_id.nulls_first(),
+        rows = self._rows(query.order_by(sources.c.subtopic_id.nulls_first(),
                                          sources.c.relevance.desc(), sources.c.id))
+        return [mapped.source(row) for row in rows]
 
     def count_sources(self, run_id: str) -> int:
         return int(self._scalar(_COUNT_SOURCES, {"run_id": run_id}) or 0)
@@ -153,9 +134,10 @@ class ResultsStore(StepsStore):
                            .where(sources.c.run_id == run_id, sources.c.id == source_id)
                            .values(cited_in=list(sections)))
 
-    def get_findings(self, run_id: str) -> list[dict[str, Any]]:
-        return self._rows(select(findings).where(findings.c.run_id == run_id)
+    def get_findings(self, run_id: str) -> list[Finding]:
+        rows = self._rows(select(findings).where(findings.c.run_id == run_id)
                           .order_by(findings.c.id))
+        return [mapped.finding(row) for row in rows]
 
     def get_queries(self, run_id: str) -> list[Query]:
         rows = self._rows(select(queries).where(queries.c.run_id == run_id)

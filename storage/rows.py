@@ -1,19 +1,18 @@
 """The one place stored rows become what the `Store` returns.
 
-The writing side's getters and the document library return records (`storage/records.py`:
-Draft, Review, Report, EngineReport, Verdict; Document, Passage, Collection, RunPassage), as
-do the run's bookkeeping getters (`storage/run_records.py`: Run, RunTotals, UsageTotals,
-ModelUsage, Activity, EventRow), built here from the row (JSON columns already decoded by
-`storage.schema.Json`; citation numberings get int keys, flags become bools). The rest still
-return plain dicts; the engine's records for those (`research/records.py`: Subtopic, Source,
-Finding) are built by their `from_row`, there and only there: the store does not import the
-engine (no arrow back up).
+The Store's getters return records (`storage/records.py`: Subtopic, PlanVersion, Source,
+Finding, Query, SkippedPage; Draft, Review, Report, EngineReport, Verdict; Document, Passage,
+Collection, RunPassage; `storage/run_records.py`: Run, RunTotals, UsageTotals, ModelUsage,
+Activity, EventRow), built here from the row (JSON columns already decoded by
+`storage.schema.Json`; citation numberings get int keys, flags become bools). The writers'
+rows for plans, sources and findings are built here too, so each shape is written once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import fields
+from typing import Any, cast
 
 from sqlalchemy import RowMapping
 
@@ -22,13 +21,18 @@ from storage.records import (
     Document,
     Draft,
     EngineReport,
+    Finding,
+    FindingKind,
     Passage,
+    PlanVersion,
     Query,
     Report,
     Review,
     ReviewIssue,
     RunPassage,
     SkippedPage,
+    Source,
+    Subtopic,
     Verdict,
 )
 from storage.run_records import (
@@ -125,6 +129,90 @@ def _texts(value: object) -> tuple[str, ...]:
     return tuple(str(v) for v in value or ()) if isinstance(value, list | tuple) else ()
 
 
+def subtopic(item: Mapping[str, Any]) -> Subtopic:
+    """A subtopic as a plan version's JSON stores it (older plans lack the newer keys)."""
+    return Subtopic(
+        id=str(item["id"]), title=str(item.get("title") or ""),
+        description=str(item.get("description") or ""), questions=_texts(item.get("questions")),
+        round=int(item["round"]) if item.get("round") is not None else 1,
+        inherited=bool(item.get("inherited")), parent=item.get("parent"),
+        searches=int(item["searches"]) if item.get("searches") else None,
+        max_sources=int(item["max_sources"]) if item.get("max_sources") else None,
+        lookup=bool(item.get("lookup")))
+
+
+def subtopics(value: object) -> tuple[Subtopic, ...]:
+    """A plan's JSON list of subtopics as records."""
+    items = value if isinstance(value, list | tuple) else ()
+    return tuple(subtopic(item) for item in items)
+
+
+def subtopic_json(sub: Subtopic) -> dict[str, object]:
+    """As a plan version stores it: the optional keys only when set (the plan's JSON stays as
+    it was before records, so older readers and the dashboard see the same)."""
+    out: dict[str, object] = {"id": sub.id, "title": sub.title, "description": sub.description,
+                              "questions": list(sub.questions), "round": sub.round}
+    optional = {"inherited": sub.inherited or None, "parent": sub.parent,
+                "searches": sub.searches, "max_sources": sub.max_sources,
+                "lookup": sub.lookup or None}
+    out.update({key: value for key, value in optional.items() if value is not None})
+    return out
+
+
+def plan_version(row: Row) -> PlanVersion:
+    return PlanVersion(version=int(row["version"]), kind=str(row["kind"]),
+                       subtopics=subtopics(row["subtopics"]),
+                       created_at=str(row["created_at"] or ""))
+
+
+_SOURCE_FIELDS = tuple(f.name for f in fields(Source))
+_SOURCE_TEXTS = ("title", "snippet", "text", "relevance_reason", "provider", "query")
+
+
+def source(row: Row) -> Source:
+    """A stored source row; the run and step columns are left (a listing has no `text`)."""
+    values = {name: row[name] for name in _SOURCE_FIELDS if name in row}
+    for name in ("signals", "cited_in"):
+        if name in values:
+            values[name] = _texts(values[name])
+    for name in _SOURCE_TEXTS:
+        if values.get(name) is None:
+            values.pop(name, None)
+    values["relevance"] = float(values.get("relevance") or 0.0)
+    values["round"] = int(values.get("round") or 1)
+    return Source(**values)
+
+
+def source_row(src: Source, *, run_id: str, key: str, now: str,
+               plain: Callable[[str], str]) -> Row:
+    """A source as the `sources` table stores it: every field, its text passed through
+    `plain` (the store's known-secret removal), the defaults a worker leaves empty filled."""
+    row: Row = {name: getattr(src, name) for name in _SOURCE_FIELDS}
+    for name in ("url", *_SOURCE_TEXTS):
+        row[name] = plain(row[name] or "")
+    row.update(run_id=run_id, step_key=key, canonical_url=plain(src.canonical_url or src.url),
+               fetched_at=src.fetched_at or now, source_kind=src.source_kind or "unknown",
+               signals=list(src.signals), cited_in=list(src.cited_in),
+               author=plain(src.author) if src.author else None, round=int(src.round or 1),
+               relevance=float(src.relevance or 0.0))
+    return row
+
+
+def finding(row: Row) -> Finding:
+    return Finding(subtopic_id=row["subtopic_id"], claim=str(row["claim"]),
+                   source_ids=_texts(row["source_ids"]),
+                   confidence=float(row["confidence"] or 0.0),
+                   kind=cast(FindingKind, row["kind"] or "finding"), step_key=row["step_key"])
+
+
+def finding_row(found: Finding, *, run_id: str, key: str, now: str,
+                plain: Callable[[str], str]) -> Row:
+    return {"run_id": run_id, "step_key": key, "subtopic_id": found.subtopic_id,
+            "claim": plain(found.claim), "source_ids": list(found.source_ids),
+            "confidence": float(found.confidence or 0.0), "kind": found.kind or "finding",
+            "created_at": now}
+
+
 def draft(row: Row) -> Draft:
     return Draft(version=int(row["version"]), kind=str(row["kind"]), text=str(row["text"]),
                  numbering=numbering_out(row["numbering"]), words=int(row["word_count"] or 0),
@@ -146,8 +234,9 @@ def report(row: Row | None) -> Report | None:
                   meta=dict(row["meta"] or {}), created_at=str(row["created_at"] or ""))
 
 
-def _issue(value: object) -> ReviewIssue:
-    """A stored issue (a JSON object the reviewer model's answer was validated into)."""
+def review_issue(value: object) -> ReviewIssue:
+    """A stored issue (a JSON object the reviewer model's answer was validated into), from
+    the reviews table or the review step's result."""
     item: Mapping[str, object] = value if isinstance(value, Mapping) else {"issue": value}
     return ReviewIssue(severity=str(item.get("severity") or "low").lower(),
                        issue=str(item.get("issue") or ""), section=str(item.get("section") or ""),
@@ -162,7 +251,7 @@ def issue_row(issue: ReviewIssue) -> dict[str, str]:
 def review(row: Row) -> Review:
     return Review(cycle=int(row["cycle"]), draft_version=int(row["draft_version"]),
                   approved=bool(row["approved"]), model_approved=bool(row["model_approved"]),
-                  issues=tuple(_issue(i) for i in row["issues"] or ()),
+                  issues=tuple(review_issue(i) for i in row["issues"] or ()),
                   strengths=_texts(row["strengths"]), checks=dict(row["checks"] or {}),
                   created_at=str(row["created_at"] or ""))
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
 from sqlalchemy import Insert, bindparam, func, insert, select, update
 
+from storage import rows as mapped
 from storage.base import StoreBase
 from storage.dialects import insert_for
 from storage.engine import Tx
 from storage.migrations import utc_now
+from storage.records import JsonObject, PlanVersion, Subtopic
 from storage.runs import seconds_between
 from storage.schema import Json, plans, steps
 
@@ -48,7 +50,7 @@ class StepsStore(StoreBase):
 
     # -- plan ----------------------------------------------------------------------------
 
-    def save_plan(self, run_id: str, subtopics: list[dict[str, Any]], *,
+    def save_plan(self, run_id: str, subtopics: Sequence[Subtopic], *,
                   kind: str = "original") -> int:
         """Store a new plan version (1, 2, ...); older versions are kept for history."""
         if kind not in PLAN_KINDS:
@@ -58,21 +60,23 @@ class StepsStore(StoreBase):
                                 .where(plans.c.run_id == run_id)).scalar()
             version = int(latest or 0) + 1
             tx.execute(insert(plans).values(run_id=run_id, version=version, kind=kind,
-                                            subtopics=self._plain(subtopics),
+                                            subtopics=self._plain([mapped.subtopic_json(s)
+                                                                   for s in subtopics]),
                                             created_at=utc_now()))
         return version
 
-    def get_plan(self, run_id: str) -> list[dict[str, Any]] | None:
+    def get_plan(self, run_id: str) -> list[Subtopic] | None:
         """The subtopics of the latest plan version, or None before planning."""
         row = self._row(select(plans.c.subtopics).where(plans.c.run_id == run_id)
                         .order_by(plans.c.version.desc()).limit(1))
-        return row["subtopics"] if row else None
+        return list(mapped.subtopics(row["subtopics"])) if row else None
 
-    def get_plans(self, run_id: str) -> list[dict[str, Any]]:
-        """Every version: dicts of version, kind, subtopics, created_at (oldest first)."""
-        return self._rows(
+    def get_plans(self, run_id: str) -> list[PlanVersion]:
+        """Every version, oldest first."""
+        rows = self._rows(
             select(plans.c.version, plans.c.kind, plans.c.subtopics, plans.c.created_at)
             .where(plans.c.run_id == run_id).order_by(plans.c.version))
+        return [mapped.plan_version(row) for row in rows]
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -89,7 +93,7 @@ class StepsStore(StoreBase):
             "subtopic_id": subtopic_id, "status": "running", "attempts": 1,
             "started_at": utc_now()})
 
-    def finish_step(self, run_id: str, key: str, *, result: Mapping[str, Any] | None = None,
+    def finish_step(self, run_id: str, key: str, *, result: JsonObject | None = None,
                     source_count: int = 0) -> None:
         with self._write() as tx:
             self._finish_step(tx, run_id, key, result=result, source_count=source_count)
@@ -104,7 +108,7 @@ class StepsStore(StoreBase):
         return str(row[0] or now)
 
     def _finish_step(self, tx: Tx, run_id: str, key: str, *,
-                     result: Mapping[str, Any] | None, source_count: int) -> None:
+                     result: JsonObject | None, source_count: int) -> None:
         now = utc_now()
         started_at = self._started_at(tx, run_id, key, now)
         tx.run(_FINISH, {
@@ -123,6 +127,8 @@ class StepsStore(StoreBase):
                 finished_at=now if final else None,
                 duration_s=seconds_between(started_at, now) if final else None))
 
+    # Steps still come back as rows (their `result` the step's JSON column): they are read on
+    # the live panel's hot path (`storage.live`), converted separately.
     def get_steps(self, run_id: str) -> list[dict[str, Any]]:
         """In the order steps were first started."""
         return self._fast_rows(GET_STEPS, {"run_id": run_id})

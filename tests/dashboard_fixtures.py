@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from research.config import build_config
 from research.export import build_document, to_markdown
-from research.records import ReviewIssue, Run
+from research.records import Query, ReviewIssue, Run, SkippedPage, Source, Subtopic
 from storage import Store
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -58,12 +58,12 @@ on_both_databases = pytest.mark.parametrize("dash_env", ["sqlite", "postgresql"]
 
 
 def source(n: int, *, subtopic: str = "t1", title: str | None = None, relevance: float = 0.8,
-           published: str | None = "2024-06-01") -> dict[str, Any]:
+           published: str | None = "2024-06-01") -> Source:
     url = f"https://example{n % 7}.org/article-{n}"
-    return {"id": f"s{n:04d}", "url": url, "canonical_url": url, "title": title or f"Article {n}",
-            "snippet": "snippet", "text": "", "published": published, "relevance": relevance,
-            "relevance_reason": "on topic", "subtopic_id": subtopic, "provider": "web",
-            "query": "q", "round": 1, "fetched_at": "2024-07-01T00:00:00Z"}
+    return Source(id=f"s{n:04d}", url=url, canonical_url=url, title=title or f"Article {n}",
+                  snippet="snippet", text="", published=published, relevance=relevance,
+                  relevance_reason="on topic", subtopic_id=subtopic, provider="web",
+                  query="q", round=1, fetched_at="2024-07-01T00:00:00Z")
 
 
 def finished_run(store: Store, question: str = "How fast is solar power growing?", *,
@@ -74,10 +74,10 @@ def finished_run(store: Store, question: str = "How fast is solar power growing?
     config = build_config(env={}, preset="quick", **constants)
     run_id = store.create_run(question, config.model_dump(mode="json"), person=person)
     store.set_run_status(run_id, "running")
-    plan = [{"id": "t1", "title": "Growth figures", "description": "How much capacity was added.",
-             "questions": ["How much was installed in 2024?"], "round": 1},
-            {"id": "t2", "title": "Costs", "description": "What it costs.",
-             "questions": ["How did module prices move?"], "round": 1}]
+    plan = [Subtopic(id="t1", title="Growth figures", description="How much capacity was added.",
+                     questions=("How much was installed in 2024?",)),
+            Subtopic(id="t2", title="Costs", description="What it costs.",
+                     questions=("How did module prices move?",))]
     store.save_plan(run_id, plan)
     store.start_step(run_id, "preflight", kind="preflight", label="Checking the providers")
     store.finish_step(run_id, "preflight", result={})
@@ -87,11 +87,10 @@ def finished_run(store: Store, question: str = "How fast is solar power growing?
                       title=EVIL_TITLE if i == 1 else None) for i in range(1, sources + 1)]
     for key, sub in (("research:t1", "t1"), ("research:t2", "t2")):
         store.start_step(run_id, key, kind="research", label=f"Researching {sub}")
-        store.complete_research_step(run_id, key, sources=[r for r in records if r["subtopic_id"] == sub],
-                                     findings=[], queries=[{"subtopic_id": sub, "query": "solar growth",
-                                                            "provider": "web", "result_count": 5}],
-                                     skipped=[{"subtopic_id": sub, "url": "https://skip.example/x",
-                                               "reason": "relevance 0.20 below 0.6"}])
+        store.complete_research_step(run_id, key, sources=[r for r in records if r.subtopic_id == sub],
+                                     queries=[Query(sub, "solar growth", "web", 5)],
+                                     skipped=[SkippedPage(sub, "https://skip.example/x",
+                                                          "relevance 0.20 below 0.6")])
     numbering = {1: "s0001", 2: "s0002", 3: "s0003"}
     store.save_draft(run_id, 1, "draft", DRAFT_1, numbering, 30)
     store.save_draft(run_id, 2, "revision", DRAFT_2, numbering, 38)
@@ -122,12 +121,12 @@ def finished_run(store: Store, question: str = "How fast is solar power growing?
 # -- runs that wait for the person, rounds, hosted engines, budgets (issue 4 and 5) ----------
 
 CLARIFY_QUESTIONS = ["What will you use the answer for?", "Which region matters most?"]
-PLAN = [{"id": "t1", "title": "Growth figures", "description": "How much capacity was added.",
-         "questions": ["How much was installed in 2024?"], "round": 1},
-        {"id": "t2", "title": "Costs", "description": "What it costs.",
-         "questions": ["How did module prices move?", "What do installers charge?"], "round": 1},
-        {"id": "t3", "title": "Policy", "description": "Subsidies and rules.",
-         "questions": ["Which subsidies exist?"], "round": 1}]
+PLAN = [Subtopic("t1", "Growth figures", description="How much capacity was added.",
+                 questions=("How much was installed in 2024?",)),
+        Subtopic("t2", "Costs", description="What it costs.",
+                 questions=("How did module prices move?", "What do installers charge?")),
+        Subtopic("t3", "Policy", description="Subsidies and rules.",
+                 questions=("Which subsidies exist?",))]
 
 
 def waiting_for_answers(store: Store, question: str = "heat pumps") -> str:
@@ -149,7 +148,7 @@ def waiting_for_plan_review(store: Store, question: str = "How fast is solar pow
     run_id = store.create_run(question, config.model_dump(mode="json"))
     store.set_run_status(run_id, "running")
     store.start_step(run_id, "plan", kind="plan", label="Planning the research")
-    store.save_plan(run_id, [dict(s) for s in PLAN])
+    store.save_plan(run_id, PLAN)
     store.finish_step(run_id, "plan", result={"subtopics": len(PLAN)})
     store.set_run_status(run_id, "waiting")
     return run_id
@@ -176,8 +175,8 @@ TRIAGE_2 = {"round": 2, "coverage": [{"subtopic_id": "e1", "status": "open", "no
 def add_rounds(store: Store, run_id: str) -> None:
     """Two rounds of triage on a finished run: a filtered, an answered and an escalated question."""
     plan = (store.get_plan(run_id) or []) + [
-        {"id": "e1", "title": "Grid connection queues", "description": "Escalated follow-up.",
-         "questions": ["How do grid connection queues affect growth?"], "round": 2}]
+        Subtopic("e1", "Grid connection queues", description="Escalated follow-up.",
+                 questions=("How do grid connection queues affect growth?",), round=2)]
     store.save_plan(run_id, plan, kind="original")
     store.start_step(run_id, "triage:1", kind="triage", label="Assessing round 1")
     store.finish_step(run_id, "triage:1", result=TRIAGE_1)

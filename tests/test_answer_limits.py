@@ -49,11 +49,11 @@ def test_a_flood_of_findings_is_capped_and_logged(
     rows = store.get_findings(run_id)
     per_subtopic: dict[str, int] = {}
     for row in rows:
-        if row["kind"] == "finding":
-            per_subtopic[row["subtopic_id"]] = per_subtopic.get(row["subtopic_id"], 0) + 1
+        if row.kind == "finding":
+            per_subtopic[row.subtopic_id] = per_subtopic.get(row.subtopic_id, 0) + 1
     limit = margin(FINDINGS_PER_SOURCE * 5)
     assert per_subtopic and max(per_subtopic.values()) <= limit
-    assert sum(1 for r in rows if r["kind"] == "gap") <= len(per_subtopic) * margin(FINDINGS_CAPS["gaps"])
+    assert sum(1 for r in rows if r.kind == "gap") <= len(per_subtopic) * margin(FINDINGS_CAPS["gaps"])
     assert any("beyond what the step asked for were dropped" in r.getMessage() for r in caplog.records)
     assert runs.db.stat().st_size < 5_000_000
 

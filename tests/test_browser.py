@@ -26,7 +26,7 @@ from docx import Document as _open_docx
 
 from research.config import build_config
 from research.export import build_document, to_markdown
-from research.records import ReviewIssue, Verdict
+from research.records import Query, ReviewIssue, SkippedPage, Source, Subtopic, Verdict
 from storage import Store
 from tests.browser_helpers import (
     ARTIFACTS,
@@ -326,7 +326,7 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             shots["run"] = _shot(page, "run")
 
             panel = _open_tab(page, "Plan")
-            sync_api.expect(panel.get_by_text(f"1. {_get(store.get_plan(run_id))[0]['title']}")).to_be_visible()
+            sync_api.expect(panel.get_by_text(f"1. {_get(store.get_plan(run_id))[0].title}")).to_be_visible()
             _scroll_to_tabs(page)
             _shot(page, "run-plan")
 
@@ -340,7 +340,7 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             sync_api.expect(table).to_be_visible()
             # The grid draws on a canvas; its accessible (hidden) table carries the cell texts.
             sync_api.expect(table.locator('[role="gridcell"]').first).to_be_attached()
-            titles = {" ".join(s["title"].split()) for s in store.get_sources(run_id, with_text=False)}
+            titles = {" ".join(s.title.split()) for s in store.get_sources(run_id, with_text=False)}
             cells = {" ".join(t.split()) for t in table.locator('[role="gridcell"]').all_text_contents()}
             assert titles & cells, f"no source title in the table: {sorted(cells)[:10]}"
             sync_api.expect(table.locator('[role="columnheader"]', has_text="Relevance")).to_be_attached()
@@ -435,27 +435,26 @@ def _seed_hostile_run(store: Store) -> str:
     run_id = store.create_run(question, config.model_dump(mode="json"))
     store.set_run_status(run_id, "running")
     store.save_plan(run_id, [
-        {"id": "t1", "title": f"Plan {MARK} {PAYLOADS}", "description": PAYLOADS,
-         "questions": [PAYLOADS], "round": 1},
-        {"id": "t2", "title": "Costs", "description": "What it costs.", "questions": ["Prices?"], "round": 1},
+        Subtopic("t1", f"Plan {MARK} {PAYLOADS}", description=PAYLOADS, questions=(PAYLOADS,)),
+        Subtopic("t2", "Costs", description="What it costs.", questions=("Prices?",)),
     ])
     store.start_step(run_id, "plan", kind="plan", label=f"Planning {PAYLOADS}")
     store.finish_step(run_id, "plan", result={"subtopics": 2})
     sources = []
     for n, sub in ((1, "t1"), (2, "t2"), (3, "t1")):
         url = f"https://tracker.example/article-{n}" if n == 3 else f"https://example{n}.org/article-{n}"
-        sources.append({
-            "id": f"s{n:04d}", "url": url, "canonical_url": url,
-            "title": f"Source {n} {MARK} {PAYLOADS}", "snippet": f"Snippet {PAYLOADS}",
-            "text": f"Body {PAYLOADS}", "published": "2024-06-01", "relevance": 0.9,
-            "relevance_reason": PAYLOADS, "subtopic_id": sub, "provider": "web", "query": PAYLOADS,
-            "round": 1, "fetched_at": "2024-07-01T00:00:00Z"})
+        sources.append(Source(
+            id=f"s{n:04d}", url=url, canonical_url=url,
+            title=f"Source {n} {MARK} {PAYLOADS}", snippet=f"Snippet {PAYLOADS}",
+            text=f"Body {PAYLOADS}", published="2024-06-01", relevance=0.9,
+            relevance_reason=PAYLOADS, subtopic_id=sub, provider="web", query=PAYLOADS,
+            round=1, fetched_at="2024-07-01T00:00:00Z"))
     for sub in ("t1", "t2"):
         store.start_step(run_id, f"research:{sub}", kind="research", label=f"Researching {PAYLOADS}")
         store.complete_research_step(
-            run_id, f"research:{sub}", sources=[s for s in sources if s["subtopic_id"] == sub], findings=[],
-            queries=[{"subtopic_id": sub, "query": PAYLOADS, "provider": "web", "result_count": 3}],
-            skipped=[{"subtopic_id": sub, "url": "https://tracker.example/skipped", "reason": PAYLOADS}])
+            run_id, f"research:{sub}", sources=[s for s in sources if s.subtopic_id == sub],
+            queries=[Query(sub, PAYLOADS, "web", 3)],
+            skipped=[SkippedPage(sub, "https://tracker.example/skipped", PAYLOADS)])
     numbering = {1: "s0001", 2: "s0002", 3: "s0003"}
     store.save_draft(run_id, 1, "draft", HOSTILE_REPORT, numbering, 40)
     store.save_draft(run_id, 2, "revision", HOSTILE_REPORT + f"\n## Open questions\n\n{PAYLOADS} [3]\n",
@@ -632,7 +631,7 @@ def test_tabs_fill_while_a_run_works_and_the_report_leads_when_it_completes(
             # The page is not reloaded: each tab shows what the store holds within a refresh.
             store.heartbeat(run_id, f"pid:{os.getpid()}@{socket.gethostname()}")
             store.save_plan(run_id, PLAN)
-            sync_api.expect(panel.get_by_text(f"1. {PLAN[0]['title']}")).to_be_visible()
+            sync_api.expect(panel.get_by_text(f"1. {PLAN[0].title}")).to_be_visible()
             store.start_step(run_id, "research:t1", kind="research", label="Researching")
             store.complete_research_step(run_id, "research:t1", sources=[source(1), source(2)],
                                          findings=[], queries=[], skipped=[])

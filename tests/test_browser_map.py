@@ -31,10 +31,10 @@ def test_clicking_a_branch_of_the_map_opens_its_sources(
     store = Store(dashboard_env["DEEP_RESEARCH_DB"])
     try:
         run_id = finished_run(store)  # subtopics "Growth figures" (t1) and "Costs" (t2)
-        costs = [s["title"] for s in store.get_sources(run_id, with_text=False)
-                 if s["subtopic_id"] == "t2"]
-        growth = [s["title"] for s in store.get_sources(run_id, with_text=False)
-                  if s["subtopic_id"] == "t1"]
+        costs = [s.title for s in store.get_sources(run_id, with_text=False)
+                 if s.subtopic_id == "t2"]
+        growth = [s.title for s in store.get_sources(run_id, with_text=False)
+                  if s.subtopic_id == "t1"]
     finally:
         store.close()
     assert costs and growth

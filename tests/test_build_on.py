@@ -30,7 +30,7 @@ def test_dig_deeper_run_reuses_the_parents_sources_without_fetching_them_again(
 ) -> None:
     config = runs.config(preset="quick")
     store, parent = runs.with_config(config)
-    parent_urls = {s["canonical_url"] for s in store.get_sources(parent)}
+    parent_urls = {s.canonical_url for s in store.get_sources(parent)}
     report = store.get_report(parent).markdown  # type: ignore[union-attr]
     sections = report_sections(report)
     assert "Key findings" in sections and "Sources" not in sections
@@ -45,13 +45,13 @@ def test_dig_deeper_run_reuses_the_parents_sources_without_fetching_them_again(
     assert run.parent_run_id == parent
 
     child_sources = store.get_sources(child)
-    inherited = {s["canonical_url"] for s in child_sources if s["subtopic_id"] == "p0"}
+    inherited = {s.canonical_url for s in child_sources if s.subtopic_id == "p0"}
     assert inherited == parent_urls
-    assert len({s["canonical_url"] for s in child_sources}) == len(child_sources)  # no duplicates
+    assert len({s.canonical_url for s in child_sources}) == len(child_sources)  # no duplicates
     fetched = {r["path"] for r in standin.requests_for("pages")}
     assert not any(url.endswith(path) for url in parent_urls for path in fetched)
     plan = store.get_plan(child) or []
-    assert plan[0]["inherited"] and plan[0]["id"] == "p0"
+    assert plan[0].inherited and plan[0].id == "p0"
     assert store.get_step(child, "research:p0") is None  # not researched again
     writer_prompts = [str(r["json"]) for r in standin.requests_for("openai")
                       if not r["json"].get("response_format") and "FINDINGS" in str(r["json"])]

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from datetime import date
 
-from research.checks import cited_numbers, problems, run_checks, word_count
+from research.checks import DraftChecks, cited_numbers, problems, run_checks, word_count
+from research.records import Source
 
 SOURCES = {
-    "a": {"id": "a", "published": "2026-05-01"},
-    "b": {"id": "b", "published": "2019-01-01"},
-    "c": {"id": "c", "published": None},
+    "a": Source(id="a", url="https://a.example/", published="2026-05-01"),
+    "b": Source(id="b", url="https://b.example/", published="2019-01-01"),
+    "c": Source(id="c", url="https://c.example/", published=None),
 }
 NUMBERING = {1: "a", 2: "b", 3: "c"}
 
 
-def _checks(text: str, **kw: int) -> dict:
+def _checks(text: str, **kw: int) -> DraftChecks:
     return run_checks(text, NUMBERING, SOURCES, max_words=kw.get("max_words", 500),
                       max_age_days=kw.get("max_age_days", 0), today=date(2026, 11, 22))
 
@@ -29,8 +30,8 @@ def test_markdown_links_are_not_citations() -> None:
 
 def test_unresolved_citations_are_reported() -> None:
     checks = _checks("Adoption rose by a third in 2025 [1]. Prices fell sharply last year [7].")
-    assert checks["unresolved_citations"] == [7]
-    assert not checks["all_citations_resolve"] and not checks["passed"]
+    assert checks.unresolved_citations == [7]
+    assert not checks.all_citations_resolve and not checks.passed
     assert any("[7]" in p for p in problems(checks))
 
 
@@ -41,22 +42,22 @@ def test_cited_share_counts_factual_sentences_only() -> None:
             "## Open questions and gaps\n\nNobody knows what happens after the subsidy ends.")
     checks = _checks(text)
     # The table row gives figures without a citation: it is a factual statement too.
-    assert checks["sentences"] == 4 and checks["cited_sentences"] == 2
-    assert checks["cited_share"] == round(2 / 4, 3)
+    assert checks.sentences == 4 and checks.cited_sentences == 2
+    assert checks.cited_share == round(2 / 4, 3)
 
 
 def test_word_limit_and_stale_sources() -> None:
     text = "Heat pumps sold well in the cold north of Europe [2]. " * 20
     checks = _checks(text, max_words=50)
-    assert checks["word_count"] > 50 and not checks["within_word_limit"]
-    assert checks["stale_sources"] == ["b"] and checks["stale_share"] == 1.0
+    assert checks.word_count > 50 and not checks.within_word_limit
+    assert checks.stale_sources == ["b"] and checks.stale_share == 1.0
     assert any("limit is 50" in p for p in problems(checks))
 
 
 def test_clean_draft_passes() -> None:
     text = "Adoption rose by a third in 2025 [1]. Sales doubled in two years across Europe [3]."
     checks = _checks(text)
-    assert checks["passed"] and problems(checks) == []
+    assert checks.passed and problems(checks) == []
     assert word_count("one two [3] three") == 3
 
 
@@ -65,8 +66,8 @@ def test_removed_citations_and_uncited_statements_go_back_to_the_writer() -> Non
             "in two years.\n\n| Country | Share |\n|---|---|\n| Norway | 60% |\n")
     checks = run_checks(text, NUMBERING, SOURCES, max_words=500, max_age_days=0,
                         today=date(2026, 11, 22), removed_citations=2)
-    assert checks["removed_citations"] == 2 and not checks["all_citations_resolve"]
-    assert not checks["passed"]
-    assert checks["uncited_examples"] == ["Prices fell by a fifth in two years.", "| Norway | 60% |"]
+    assert checks.removed_citations == 2 and not checks.all_citations_resolve
+    assert not checks.passed
+    assert checks.uncited_examples == ["Prices fell by a fifth in two years.", "| Norway | 60% |"]
     said = " ".join(problems(checks))
     assert "2 citation(s)" in said and "Prices fell by a fifth" in said and "| Norway | 60% |" in said

@@ -14,11 +14,12 @@ import pytest
 
 from research.citations import normalise
 from research.export.document import CITATION_RE, map_prose
+from research.records import Source
 
 SOURCES = {
-    "a": {"url": "https://www.energy.example/reports/heat-pumps", "title": "The Future of Heat Pumps in Europe"},
-    "b": {"url": "https://example.org/study?id=3", "title": "Cold climate field study"},
-    "c": {"url": "http://stats.example.com/data/", "title": "Heat pump sales statistics 2024"},
+    "a": Source("a", "https://www.energy.example/reports/heat-pumps", title="The Future of Heat Pumps in Europe"),
+    "b": Source("b", "https://example.org/study?id=3", title="Cold climate field study"),
+    "c": Source("c", "http://stats.example.com/data/", title="Heat pump sales statistics 2024"),
 }
 NUMBERING = {1: "a", 2: "b", 3: "c"}
 
@@ -163,7 +164,7 @@ def test_real_model_outputs_end_up_in_house_form() -> None:
             urls = list(dict.fromkeys(u.rstrip(".,;:") for u in _URL.findall(text)))
             if not urls:
                 continue  # nothing it cites could have been gathered
-            sources = {f"s{i}": {"url": u, "title": ""} for i, u in enumerate(urls, 1)}
+            sources = {f"s{i}": Source(f"s{i}", u) for i, u in enumerate(urls, 1)}
             result = normalise(text, {i: f"s{i}" for i in range(1, len(urls) + 1)}, sources)
             texts += 1
             assert "\x00" not in result.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from research import (
     approve_plan,
     pending_clarification,
 )
+from research.records import Subtopic
 from tests.cli_helpers import RunCli
 from tests.runs import Runner
 from tests.standin import StandinServer
@@ -74,7 +76,7 @@ def test_a_plan_asked_ahead_is_not_used_once_the_answers_change_the_brief(runs: 
     answer_clarification(store, run_id, ["To decide on a purchase", "Germany and Poland"])
     assert runs.resume(run_id).status == "completed"
     plan = store.get_plan(run_id) or []
-    assert plan and all("Germany and Poland" in s["description"] for s in plan)
+    assert plan and all("Germany and Poland" in s.description for s in plan)
 
 
 def test_plan_review_waits_and_the_edited_plan_is_what_runs(
@@ -85,28 +87,29 @@ def test_plan_review_waits_and_the_edited_plan_is_what_runs(
     original = store.get_plan(run_id) or []
     assert len(original) == 3 and not store.get_sources(run_id)
 
-    edited = [dict(original[2], title="Costs for households in Poland"),  # renamed, moved up
-              original[0],                                               # kept
-              {"title": "Installer shortages", "questions": ["How long are waiting lists?"]}]
+    edited = [replace(original[2], title="Costs for households in Poland"),  # renamed, moved up
+              original[0],                                                  # kept
+              Subtopic(id="", title="Installer shortages",
+                       questions=("How long are waiting lists?",))]
     approve_plan(store, run_id, edited)  # original[1] removed, one added
     assert runs.resume(run_id).status == "completed"
 
     plans = store.get_plans(run_id)
-    assert plans[0]["kind"] == "original" and plans[0]["subtopics"] == original
+    assert plans[0].kind == "original" and list(plans[0].subtopics) == original
     ran = {s["key"] for s in store.get_steps(run_id) if s["kind"] == "research"}
-    final = [s for s in store.get_plan(run_id) or [] if s["round"] == 1]
-    assert [s["title"] for s in final] == ["Costs for households in Poland", original[0]["title"],
-                                           "Installer shortages"]
-    assert ran == {f"research:{s['id']}" for s in final}
-    assert f"research:{original[1]['id']}" not in ran
+    final = [s for s in store.get_plan(run_id) or [] if s.round == 1]
+    assert [s.title for s in final] == ["Costs for households in Poland", original[0].title,
+                                        "Installer shortages"]
+    assert ran == {f"research:{s.id}" for s in final}
+    assert f"research:{original[1].id}" not in ran
 
 
 def test_bad_plan_edits_are_refused(runs: Runner) -> None:
     store, run_id = runs(preset="quick", review_plan=True)
     with pytest.raises(ConfigError, match="at least one subtopic"):
-        approve_plan(store, run_id, [{"title": "  "}])
+        approve_plan(store, run_id, [Subtopic(id="", title="  ")])
     with pytest.raises(ConfigError, match="at most 10"):
-        approve_plan(store, run_id, [{"title": f"t{i}"} for i in range(11)])
+        approve_plan(store, run_id, [Subtopic(id="", title=f"t{i}") for i in range(11)])
 
 
 def test_cli_asks_for_answers_with_flags(

@@ -32,7 +32,7 @@ def test_cli_writes_a_pdf_prints_the_run_id_and_shows_progress(
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed"
     assert run.config["subtopic_count"] == 3 and run.config["review_cycles"] == 1
-    assert max(len([s for s in store.get_sources(run_id) if s["subtopic_id"] == t])
+    assert max(len([s for s in store.get_sources(run_id) if s.subtopic_id == t])
                for t in ("t1", "t2", "t3")) <= 5
 
 
@@ -111,8 +111,8 @@ def test_cli_digs_deeper_into_a_section_of_an_earlier_report(
     run = store.get_run(child_id)
     assert run is not None and run.parent_run_id == parent
     assert "dig deeper into: Key findings" in run.question
-    assert {s["canonical_url"] for s in store.get_sources(parent)} <= {
-        s["canonical_url"] for s in store.get_sources(child_id)}
+    assert {s.canonical_url for s in store.get_sources(parent)} <= {
+        s.canonical_url for s in store.get_sources(child_id)}
 
 
 def test_cli_hands_a_run_to_a_hosted_engine(

@@ -81,7 +81,7 @@ def test_a_plan_repair_that_brings_the_missing_subtopics_is_merged(
     model = ShortModel({"ResearchPlan": first_short})
     store, run_id = _run(runs, model, max_rounds=1)
     plan = store.get_plan(run_id) or []
-    assert len(plan) == 3 and len({s["title"] for s in plan}) == 3
+    assert len(plan) == 3 and len({s.title for s in plan}) == 3
     assert not _count_warnings(store, run_id)
 
 
@@ -115,7 +115,7 @@ def test_fewer_queries_and_scores_are_used_as_they_come(
     warnings = _count_warnings(store, run_id)
     assert any("1 search queries where 2 were asked for" in w for w in warnings)
     assert any("relevance scores where" in w for w in warnings)
-    assert all(s["relevance_reason"] != "not scored by the model"
+    assert all(s.relevance_reason != "not scored by the model"
                for s in store.get_sources(run_id, with_text=False))
 
 

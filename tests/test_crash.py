@@ -145,7 +145,7 @@ class Snapshot:
 def _snapshot(db: Db, run_id: str) -> Snapshot:
     with Store(db) as store:
         steps = {s["key"]: s for s in store.get_steps(run_id)}
-        sources = {s["id"]: (s["canonical_url"], s["step_key"], s["subtopic_id"])
+        sources = {s.id: (s.canonical_url, s.step_key, s.subtopic_id)
                    for s in store.get_sources(run_id, with_text=False)}
         events = store.get_events(run_id)
     return Snapshot(steps, sources, max((e.id for e in events), default=0))
@@ -177,10 +177,10 @@ def _outcome(store: Store, run_id: str) -> dict[str, Any]:
     """The parts of a finished run that must not depend on whether it was interrupted."""
     sources = store.get_sources(run_id, with_text=False)
     return {
-        "urls": {s["canonical_url"] for s in sources},
-        "placed": {(s["id"], s["subtopic_id"]) for s in sources},
+        "urls": {s.canonical_url for s in sources},
+        "placed": {(s.id, s.subtopic_id) for s in sources},
         "queries": Counter((q.step_key, q.query, q.provider) for q in store.get_queries(run_id)),
-        "findings": Counter((f["step_key"], f["kind"]) for f in store.get_findings(run_id)),
+        "findings": Counter((f.step_key, f.kind) for f in store.get_findings(run_id)),
         "drafts": [d.version for d in store.get_drafts(run_id)],
         "reviews": [r.cycle for r in store.get_reviews(run_id)],
         "steps": sorted(s["key"] for s in store.get_steps(run_id)),
@@ -211,7 +211,7 @@ def _assert_resumed_cleanly(db: Db, run_id: str, snap: Snapshot, baseline: dict[
         assert run is not None and run.status == "completed", run and run.error
         assert store.get_report(run_id) is not None
         steps = {s["key"]: s for s in store.get_steps(run_id)}
-        sources = {s["id"]: (s["canonical_url"], s["step_key"], s["subtopic_id"])
+        sources = {s.id: (s.canonical_url, s.step_key, s.subtopic_id)
                    for s in store.get_sources(run_id, with_text=False)}
         restarted = {e.step for e in store.get_events(run_id, after_id=snap.last_event_id)
                      if e.type == "step_started"}

@@ -4,6 +4,7 @@ with confirmation, bad uploads in plain words, and a documents-only start with n
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -151,9 +152,9 @@ def test_run_page_sources_tab_shows_the_text_of_document_passages(dash_env: Stor
     from tests.dashboard_fixtures import finished_run, open_run_page, source
 
     run_id = finished_run(dash_env)
-    passage = {**source(99), "id": "s_doc", "url": "doc://d_1/7", "canonical_url": "doc://d_1/7",
-               "title": "Heat Pump Field Report, p. 3", "provider": "documents",
-               "text": "The payback time against a gas boiler is eight to twelve years."}
+    passage = replace(source(99), id="s_doc", url="doc://d_1/7", canonical_url="doc://d_1/7",
+                      title="Heat Pump Field Report, p. 3", provider="documents",
+                      text="The payback time against a gas boiler is eight to twelve years.")
     dash_env.start_step(run_id, "research:t9", kind="research", label="Researching t9")
     dash_env.complete_research_step(run_id, "research:t9", sources=[passage], findings=[],
                                     queries=[], skipped=[])

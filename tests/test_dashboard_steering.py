@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from research.config import build_config
+from research.records import Subtopic
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     APP,
@@ -19,12 +20,12 @@ from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     open_run_page,
 )
 
-PLAN = [{"id": "t1", "title": "Costs", "description": "", "questions": ["What?"], "round": 1},
-        {"id": "t2", "title": "Adoption", "description": "", "questions": ["Who?"], "round": 1},
-        {"id": "r2t1", "title": "Grid limits", "description": "Several sources disagree",
-         "questions": ["Grid limits?"], "round": 2, "parent": "t2"},
-        {"id": "r2t2", "title": "Installer shortage", "description": "Named as a bottleneck",
-         "questions": ["Installers?"], "round": 2, "parent": "t1"}]
+PLAN = [Subtopic("t1", "Costs", questions=("What?",)),
+        Subtopic("t2", "Adoption", questions=("Who?",)),
+        Subtopic("r2t1", "Grid limits", description="Several sources disagree",
+                 questions=("Grid limits?",), round=2, parent="t2"),
+        Subtopic("r2t2", "Installer shortage", description="Named as a bottleneck",
+                 questions=("Installers?",), round=2, parent="t1")]
 
 
 def waiting_to_steer(store: Store) -> str:
@@ -64,7 +65,7 @@ def test_tick_add_and_follow_resumes_with_the_chosen_branches(
     step = dash_env.get_step(run_id, "steer:1") or {}
     assert step["result"]["answer"] == {"follow": [1], "add": ["Noise rules in cities"],
                                         "enough": False}
-    round_two = [s["title"] for s in dash_env.get_plan(run_id) or [] if s["round"] == 2]
+    round_two = [s.title for s in dash_env.get_plan(run_id) or [] if s.round == 2]
     assert round_two == ["Grid limits", "Noise rules in cities"]
     _wait_completed(dash_env, run_id)
     assert fake_jobs.calls == [run_id]
@@ -75,7 +76,7 @@ def test_enough_drops_the_next_round_and_resumes(dash_env: Store, fake_jobs: Fak
     at = open_run_page(run_id)
     next(b for b in at.button if b.label == "Enough: write the report").click().run()
     assert not at.exception
-    assert all(s["round"] == 1 for s in dash_env.get_plan(run_id) or [])
+    assert all(s.round == 1 for s in dash_env.get_plan(run_id) or [])
     assert (dash_env.get_step(run_id, "steer:1") or {})["result"]["answer"]["enough"] is True
     _wait_completed(dash_env, run_id)
 

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import plan_edit
+from research.records import Subtopic
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     APP,
@@ -65,7 +66,7 @@ def test_plan_review_edits_rename_remove_add_and_reorder_then_start(
     [editor] = at.data_editor
     assert editor.editing_mode == "dynamic"
     shown = editor.value
-    assert list(shown["Title"]) == [s["title"] for s in PLAN]
+    assert list(shown["Title"]) == [s.title for s in PLAN]
     assert shown["Questions"].iloc[1] == "How did module prices move?; What do installers charge?"
     at.session_state[f"plan_editor_{run_id}"] = {
         "edited_rows": {2: {"Title": "Subsidies", "Position": 1},
@@ -79,12 +80,12 @@ def test_plan_review_edits_rename_remove_add_and_reorder_then_start(
     assert not at.exception
     assert [e.value for e in at.error] == []
     plan = dash_env.get_plan(run_id) or []
-    assert [s["title"] for s in plan] == ["Subsidies", "Costs", "Installer shortages"]
-    assert plan[0]["id"] == "t3"
-    assert plan[1]["questions"] == ["What do panels cost?", "What does labour cost?"]
-    assert plan[2]["questions"] == ["How long are waiting lists?"]
+    assert [s.title for s in plan] == ["Subsidies", "Costs", "Installer shortages"]
+    assert plan[0].id == "t3"
+    assert plan[1].questions == ("What do panels cost?", "What does labour cost?")
+    assert plan[2].questions == ("How long are waiting lists?",)
     versions = dash_env.get_plans(run_id)
-    assert [v["kind"] for v in versions] == ["original", "edited"]  # the original is kept
+    assert [v.kind for v in versions] == ["original", "edited"]  # the original is kept
     _wait_status(dash_env, run_id, ("completed",), 10)
     assert fake_jobs.calls == [run_id]
 
@@ -119,8 +120,8 @@ def test_plan_rows_become_subtopics_in_position_order() -> None:
                              "Description": None, "id": None}
     frame.loc[0, "Position"] = 9
     subs = plan_edit.subtopics_from_frame(frame)
-    assert [s["title"] for s in subs] == ["Costs", "Policy", "Growth figures", "Extra"]
-    assert subs[-1] == {"title": "Extra", "description": "", "questions": ["a?", "b?", "c?"]}
+    assert [s.title for s in subs] == ["Costs", "Policy", "Growth figures", "Extra"]
+    assert subs[-1] == Subtopic(id="", title="Extra", questions=("a?", "b?", "c?"))
     assert plan_edit.split_questions("one;two; three") == ["one;two", "three"]
     assert plan_edit.split_questions(float("nan")) == []
     assert plan_edit.subtopics_from_frame(pd.DataFrame(columns=plan_edit.COLUMNS)) == []
@@ -155,7 +156,7 @@ def test_review_the_plan_end_to_end_from_the_form_to_a_finished_report(
         assert not [e.value for e in at.error]
         assert _wait_status(dash_env, run_id, ("completed", "failed")) == "completed", \
             dash_env.get_run(run_id).error  # type: ignore[union-attr]
-        titles = [s["title"] for s in dash_env.get_plan(run_id) or []]
+        titles = [s.title for s in dash_env.get_plan(run_id) or []]
         assert titles[0] == "Installed capacity by country" and original[-1] not in titles
     finally:
         server.stop()

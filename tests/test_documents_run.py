@@ -56,10 +56,10 @@ def test_documents_only_run_cites_passages_by_page_and_touches_no_web(
     assert standin.count("openai") > 5
 
     sources = store.get_sources(run_id)
-    assert sources and all(s["url"].startswith("doc://") for s in sources)
-    assert all(LOCATED.match(s["title"]) for s in sources)
-    page_source = next(s for s in sources if ", p. " in s["title"])
-    assert "heat pump" in page_source["text"].lower()  # the passage text, read without a fetch
+    assert sources and all(s.url.startswith("doc://") for s in sources)
+    assert all(LOCATED.match(s.title) for s in sources)
+    page_source = next(s for s in sources if ", p. " in s.title)
+    assert "heat pump" in page_source.text.lower()  # the passage text, read without a fetch
 
     doc = build_document_for_run(store, run_id)
     assert doc.sources and all(LOCATED.match(s.title) for s in doc.sources)
@@ -72,7 +72,7 @@ def test_documents_only_run_cites_passages_by_page_and_touches_no_web(
                      " ".join(pdf_text.split()))
 
     checked = store.get_verifications(run_id)
-    doc_ids = {s["id"] for s in sources}
+    doc_ids = {s.id for s in sources}
     assert checked and any(set(v.source_ids) & doc_ids for v in checked)
 
 
@@ -85,7 +85,7 @@ def test_mixed_run_reads_the_web_and_the_documents(
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
     sources = store.get_sources(run_id)
-    kinds = {"doc" if s["url"].startswith("doc://") else "web" for s in sources}
+    kinds = {"doc" if s.url.startswith("doc://") else "web" for s in sources}
     assert kinds == {"doc", "web"}
     assert standin.count("pages") > 0
     providers = {q.provider for q in store.get_queries(run_id)}
@@ -157,7 +157,7 @@ def test_document_text_is_untrusted_like_a_web_page(
     for prompt in with_document:
         assert "</untrusted_source> Ignore" not in prompt
         assert '<untrusted_source id="evil">' not in prompt and "\u202e" not in prompt
-    assert all("\u200b" not in s["text"] and "\u202e" not in s["text"]
+    assert all("\u200b" not in s.text and "\u202e" not in s.text
                for s in store.get_sources(run_id))
 
 

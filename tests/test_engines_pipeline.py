@@ -35,7 +35,7 @@ def test_a_run_handed_to_openai_deep_research_is_verified_and_exported(
     assert drafts[0].kind == "engine:openai-deep-research"
     assert store.get_step(run_id, "verify") is not None
     doc = build_document_for_run(store, run_id)
-    gathered = {s["canonical_url"] for s in store.get_sources(run_id)}
+    gathered = {s.canonical_url for s in store.get_sources(run_id)}
     assert doc.sources and all(canonical_url(s.url) in gathered for s in doc.sources)
     text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(to_pdf(doc))).pages)
     assert "[1]" in text and "Sources" in text
@@ -52,9 +52,9 @@ def test_all_runs_the_pipeline_and_both_engines_into_one_source_list(
     assert {r.engine for r in reports} == {"openai-deep-research", "gemini-deep-research"}
     assert all(r.status == "completed" for r in reports)
     sources = store.get_sources(run_id)
-    providers = {s["provider"] for s in sources}
+    providers = {s.provider for s in sources}
     assert {"openai-deep-research", "gemini-deep-research"} <= providers
-    assert len({s["canonical_url"] for s in sources}) == len(sources)  # one merged list
+    assert len({s.canonical_url for s in sources}) == len(sources)  # one merged list
     assert store.get_drafts(run_id)[0].kind == "draft"  # the pipeline's report is the main one
     for engine in ("openai-deep-research", "gemini-deep-research"):
         markdown = to_markdown(engine_document(store, run_id, engine))

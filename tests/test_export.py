@@ -22,8 +22,9 @@ from research.export import (
     to_pdf,
 )
 from research.export.pdf import render_pdf
+from research.records import Source
 
-SOURCES = [
+SOURCES = [Source(**s) for s in [
     {
         "id": "s-alpha",
         "url": "https://alpha.example.com/a",
@@ -59,7 +60,7 @@ SOURCES = [
         "published": None,
         "subtopic_id": "t3",
     },
-]
+]]
 NUMBERING = {
     1: "s-alpha",
     2: "s-beta",
@@ -208,12 +209,12 @@ def test_markdown_has_header_linked_citations_and_sources() -> None:
 
 def test_markdown_escapes_injection_in_titles_question_and_body_html() -> None:
     evil = [
-        {
+        Source(**{
             "id": "s-alpha",
             "url": "https://alpha.example.com/a) ![x](https://evil.example/p.png",
             "title": "Nice <img src=x onerror=alert(1)> [click](javascript:alert(1)) ![p](https://evil.example/t.png) **b**",
             "published": None,
-        }
+        })
     ]
     doc = make(
         "Claim [1].\n\n<script>alert(1)</script>\n",
@@ -291,7 +292,7 @@ def test_pdf_citations_are_internal_links_to_the_sources_list() -> None:
                 external.append(str(obj["/A"].get("/URI")))
     assert internal.count("source-3") == 2
     assert {"source-1", "source-2", "source-3"} <= set(internal)
-    assert set(external) == {s["url"] for s in SOURCES[:3]}
+    assert set(external) == {s.url for s in SOURCES[:3]}
 
 
 HOSTILE = """Claim [1].

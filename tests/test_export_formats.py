@@ -21,7 +21,7 @@ from research.export.docx import bookmark_name, to_docx
 from research.export.evidence import HEADERS, evidence_rows, to_csv, to_xlsx
 from research.export.formats import FORMATS, export_run
 from research.export.method import method_lines, reading_minutes, settings_changed
-from research.records import Verdict
+from research.records import Source, Verdict
 from storage import Store
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import EVIL_TITLE, dash_env_fixture, finished_run  # noqa: F401
@@ -40,12 +40,11 @@ Heat pumps save energy [1] and **cut** costs, see [the study](https://b.example/
 - second point
 """
 SOURCES = [
-    {"id": "a", "url": "https://a.example/x?q=1", "title": NASTY, "published": "2023-04-05",
-     "provider": "web"},
-    {"id": "b", "url": "https://b.example/paper", "title": "A study", "published": None,
-     "provider": "semanticscholar"},
-    {"id": "c", "url": "https://arxiv.org/abs/2101.00001v2", "title": "An arXiv paper",
-     "published": "2021-01-02", "provider": "arxiv"},
+    Source("a", "https://a.example/x?q=1", title=NASTY, published="2023-04-05", provider="web"),
+    Source("b", "https://b.example/paper", title="A study", published=None,
+           provider="semanticscholar"),
+    Source("c", "https://arxiv.org/abs/2101.00001v2", title="An arXiv paper",
+           published="2021-01-02", provider="arxiv"),
 ]
 
 

@@ -5,10 +5,12 @@ values a statement carries itself (a literal in .values()) sent along."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from sqlalchemy.dialects import postgresql, sqlite
 
+from research.records import Finding, Source
 from storage import Store
 from storage.dialects import insert_event
 from storage.fastsql import Plans
@@ -63,14 +65,14 @@ def test_hot_writes_round_trip_on_both_databases(db_target: str) -> None:
         assert store.get_events(run_id)[0].id == event_id
         assert store.get_events(run_id)[0].data == {"n": 1, "text": "ü"}
         store.start_step(run_id, "research:t1", kind="research", label="t1")
-        source = {"id": "s1", "url": "https://a.example/1", "title": "A", "signals": ["peer"]}
-        again = {**source, "id": "s2"}  # the same URL under another id: not stored twice
+        source = Source("s1", "https://a.example/1", title="A", signals=("peer",))
+        again = replace(source, id="s2")  # the same URL under another id: not stored twice
         inserted = store.complete_research_step(
             run_id, "research:t1", sources=[source, again],
-            findings=[{"claim": "c", "source_ids": ["s2", "s1"]}], queries=[], skipped=[],
+            findings=[Finding(None, "c", ("s2", "s1"))],
             result={"kept": 1})
         assert inserted == ["s1"]
-        assert [f["source_ids"] for f in store.get_findings(run_id)] == [["s1"]]
+        assert [f.source_ids for f in store.get_findings(run_id)] == [("s1",)]
         [step] = store.get_steps(run_id)
         assert step["status"] == "done" and step["result"] == {"kept": 1}
-        assert store.get_sources(run_id)[0]["signals"] == ["peer"]
+        assert store.get_sources(run_id)[0].signals == ("peer",)

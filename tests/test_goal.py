@@ -44,9 +44,9 @@ def test_a_met_exit_case_stops_research_after_the_round_and_says_why(
                               want="a comparison table")
     goal = run.totals.goal
     assert goal is not None
-    assert goal.met is True and goal.round == 1 and goal.why, (goal, [f["claim"] for f in store.get_findings(run_id)][:5])
+    assert goal.met is True and goal.round == 1 and goal.why, (goal, [f.claim for f in store.get_findings(run_id)][:5])
     assert run.totals.stop_reason.startswith("The exit case was met after round 1")
-    assert all(s["round"] == 1 for s in store.get_plan(run_id) or [])  # no round 2
+    assert all(s.round == 1 for s in store.get_plan(run_id) or [])  # no round 2
     assert not [s for s in store.get_steps(run_id) if s["kind"] == "triage"]
     markdown = _method(store, run_id)
     assert "Done when: current evidence and data: met after round 1" in markdown

@@ -146,30 +146,30 @@ def test_engine_completes_after_polls_with_cited_sources_and_exports(
     # Every stored source is a page the engine cited, and every cited page is stored once.
     cited = {canonical_url(u) for u in remote.cited_urls(standin.base_url, QUESTION, api)}
     sources = store.get_sources(run_id)
-    assert {s["canonical_url"] for s in sources} == cited
+    assert {s.canonical_url for s in sources} == cited
     assert result["sources"] == len(cited)
     for s in sources:
-        assert (s["provider"], s["subtopic_id"], s["relevance"]) == (engine, engine, 1.0)
-        assert s["text"].strip()
-    articles = [s for s in sources if "/pages/article/" in s["url"]]
+        assert (s.provider, s.subtopic_id, s.relevance) == (engine, engine, 1.0)
+        assert s.text.strip()
+    articles = [s for s in sources if "/pages/article/" in s.url]
     for s in articles:  # read from the page itself: title, date and full text
-        meta = article_meta(s["url"].rsplit("/", 1)[-1].split("?")[0])
-        assert meta["snippet"] in s["text"] and s["published"] == meta["published"]
-    unread = [s for s in sources if "/pages/missing/" in s["url"]]
+        meta = article_meta(s.url.rsplit("/", 1)[-1].split("?")[0])
+        assert meta["snippet"] in s.text and s.published == meta["published"]
+    unread = [s for s in sources if "/pages/missing/" in s.url]
     if engine == "gemini-deep-research":  # a 404 page keeps the passage the report cites
-        assert unread and "could not be read" in unread[0]["relevance_reason"]
-        assert unread[0]["text"] == "Older statistics put the figures lower."
+        assert unread and "could not be read" in unread[0].relevance_reason
+        assert unread[0].text == "Older statistics put the figures lower."
 
     # The engine's report: [n] markers only, each after the claim its source supports.
     [report] = engine_reports(store, run_id)
     assert report.status == "completed" and report.polls == 4 and report.words > 50
     markdown, numbering = report.markdown, report.numbering
-    by_id = {s["id"]: s for s in sources}
+    by_id = {s.id: s for s in sources}
     assert "[cite:" not in markdown and "](" not in markdown.split("## Sources")[0]
     used = {int(n) for n in re.findall(r"\[(\d+)\]", markdown.split("## Sources")[0])}
     assert used == set(numbering) and set(numbering.values()) <= set(by_id)
     for n, sid in numbering.items():
-        url = by_id[sid]["url"]
+        url = by_id[sid].url
         if "/pages/article/" in url:  # the article's claim is followed by its own number
             claim = article_meta(url.rsplit("/", 1)[-1].split("?")[0])["snippet"].rstrip(".")
             assert re.search(re.escape(claim) + r" (\[\d+\])*\[" + str(n) + r"\]", markdown), (n, url)
@@ -210,10 +210,10 @@ def test_all_engines_in_one_run_share_one_source_list(
     shared = openai_urls & gemini_urls
     assert len(shared) == 2  # the same two articles, one cited with ?utm_source=openai
     sources = store.get_sources(run_id)
-    assert {s["canonical_url"] for s in sources} == openai_urls | gemini_urls
+    assert {s.canonical_url for s in sources} == openai_urls | gemini_urls
     reports = engine_reports(store, run_id)
     assert [r.engine for r in reports] == list(ENGINES)
-    ids = [{s["id"] for s in sources if s["canonical_url"] in shared}]
+    ids = [{s.id for s in sources if s.canonical_url in shared}]
     for r in reports:
         assert ids[0] <= set(r.numbering.values())
         doc = engine_document(store, run_id, r.engine)

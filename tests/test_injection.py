@@ -195,7 +195,7 @@ def test_a_run_over_hostile_pages_follows_no_page_instruction(
     # Nothing hidden reaches the store either.
     for src in sources:
         for field in ("title", "text", "snippet"):
-            assert not INVISIBLE.search(src[field] or ""), (src["url"], field)
+            assert not INVISIBLE.search(getattr(src, field)), (src.url, field)
     for event in store.get_events(run_id):
         assert not INVISIBLE.search(event.message or "")
 
@@ -203,7 +203,7 @@ def test_a_run_over_hostile_pages_follows_no_page_instruction(
     doc = build_document_for_run(store, run_id)
     markdown = to_markdown(doc)
     stored = store.get_report(run_id).markdown  # type: ignore[union-attr]
-    gathered = {s["canonical_url"] for s in sources}
+    gathered = {s.canonical_url for s in sources}
     for text in (markdown, stored):
         assert CANARY not in text
         assert "tracker.example" not in text

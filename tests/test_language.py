@@ -9,6 +9,7 @@ from pypdf import PdfReader
 
 from research.export import build_document, to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
+from research.records import Source
 from tests.runs import Runner
 from tests.standin import StandinServer
 
@@ -36,7 +37,7 @@ def test_translated_labels_cannot_break_out_of_markdown_html_or_css() -> None:
                "page": 'Seite" counter(page) "\\', "date": "**[x](javascript:alert(1))**"}
     doc = build_document(run_id="r", question="q", created_at="2026-11-22T00:00:00Z",
                          parameters_line="p", draft="Text [1].", numbering={1: "s1"},
-                         sources=[{"id": "s1", "url": "https://a.example/x", "title": "A"}],
+                         sources=[Source("s1", "https://a.example/x", title="A")],
                          labels=hostile)
     for _, value in doc.labels:
         assert not set(value) & set('"\\<>{};*[]')

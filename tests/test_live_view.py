@@ -3,6 +3,7 @@ the same rows, in the same shapes, as the single-query methods it replaces."""
 
 from __future__ import annotations
 
+from research.records import Source
 from storage import Store
 
 
@@ -11,8 +12,7 @@ def _busy_run(store: Store) -> str:
     run_id = store.create_run("q", {"depth": 2})
     store.start_step(run_id, "plan", kind="plan", label="Plan")
     store.complete_research_step(
-        run_id, "plan", sources=[{"id": "s1", "url": "https://a.example.org/1", "text": "x"}],
-        findings=[], queries=[], skipped=[])
+        run_id, "plan", sources=[Source("s1", "https://a.example.org/1", text="x")])
     store.start_step(run_id, "research:t1", kind="research", label="t1")
     for i in range(30):  # interleaved with another run's events, as runs write at once
         store.append_event({"run_id": run_id if i % 3 else other, "type": "source_found",

@@ -20,6 +20,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
+from research.records import Source
 from storage import Store
 from storage.copy import CopyRefused, copy_store, count_rows
 from storage.migrate import head_revision
@@ -61,8 +62,7 @@ def test_a_file_made_by_the_old_code_upgrades_in_place_with_every_row_intact(
         assert len(store.get_events(run_id)) == 4
     # and it goes on working: a new run, its sources, an event, a search of the library
     run_id = store.create_run("After the upgrade", {})
-    store.complete_research_step(run_id, "r", sources=[{"id": "n1", "url": "https://n.org/1"}],
-                                 findings=[], queries=[], skipped=[])
+    store.complete_research_step(run_id, "r", sources=[Source("n1", "https://n.org/1")])
     assert store.append_event({"run_id": run_id, "type": "progress"}) > 0
     assert store.count_runs() == 3 and store.count_sources(run_id) == 1
     store.close()

@@ -29,13 +29,13 @@ def test_every_subtopic_searches_the_other_side_on_every_provider(
     queries = store.get_queries(run_id)
     providers = {q.provider for q in queries}
     for sub in plan:
-        opposing = [q for q in queries if q.subtopic_id == sub["id"]
-                    and q.query == opposing_query(sub["title"])]
-        assert {q.provider for q in opposing} == providers, sub["title"]
+        opposing = [q for q in queries if q.subtopic_id == sub.id
+                    and q.query == opposing_query(sub.title)]
+        assert {q.provider for q in opposing} == providers, sub.title
         assert all(q.error is None for q in opposing)
     # The stand-in's search saw each of them once.
     sent = [str(r) for r in standin.requests_for("tavily")[before:]]
-    assert all(sum(opposing_query(sub["title"]) in r for r in sent) == 1 for sub in plan)
+    assert all(sum(opposing_query(sub.title) in r for r in sent) == 1 for sub in plan)
 
 
 def test_the_constant_turns_it_off(

@@ -62,10 +62,10 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
 
     steps = store.get_steps(run_id)
     plan = store.get_plan(run_id) or []
-    first_round = [s for s in plan if s["round"] == 1]
+    first_round = [s for s in plan if s.round == 1]
     assert len(first_round) == 6  # SUBTOPIC_COUNT
     # MAX_ROUNDS = 2: one follow-up was escalated to a second round, one answered inline.
-    assert [s["round"] for s in plan].count(2) == 1
+    assert [s.round for s in plan].count(2) == 1
     research_steps = [s for s in steps if s["kind"] == "research"]
     assert len(research_steps) == 7 and all(s["status"] == "done" for s in research_steps)
     assert any(s["kind"] == "followup" and s["status"] == "done" for s in steps)
@@ -73,8 +73,8 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     assert all(0 < s["source_count"] <= 20 for s in research_steps)  # SOURCES_PER_SUBTOPIC
     assert all(s["source_count"] <= 5 for s in steps if s["kind"] == "followup")
     sources = store.get_sources(run_id)
-    assert len({s["canonical_url"] for s in sources}) == len(sources)
-    assert all(s["relevance"] >= 0.6 for s in sources)
+    assert len({s.canonical_url for s in sources}) == len(sources)
+    assert all(s.relevance >= 0.6 for s in sources)
 
     # Hostile pages were skipped with a reason, and the injection changed nothing.
     skipped = {s.url.split("/pages/")[-1]: s.reason for s in store.get_skipped(run_id)}
@@ -107,7 +107,7 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     doc = build_document_for_run(store, run_id)
     markdown = to_markdown(doc)
     assert "PWNED" not in markdown
-    gathered = {s["canonical_url"] for s in sources}
+    gathered = {s.canonical_url for s in sources}
     cited_urls = [s.url for s in doc.sources]
     assert cited_urls and all(canonical_url(u) in gathered for u in cited_urls)
     linked = re.findall(r"\]\((https?://[^)\s]+)\)", markdown)
@@ -150,7 +150,7 @@ def test_retries_faults_and_a_search_provider_down(
     assert run is not None and run.status == "completed", run and run.error
     types = [e.type for e in store.get_events(run_id)]
     assert "retrying" in types and "search_failed" in types
-    providers = {s["provider"] for s in store.get_sources(run_id)}
+    providers = {s.provider for s in store.get_sources(run_id)}
     assert providers and "tavily" not in providers
     report = store.get_report(run_id)
     assert report is not None and "Search degraded: tavily" in report.markdown
@@ -209,7 +209,7 @@ def test_a_cancelled_run_resumes_to_the_same_sources_as_an_uninterrupted_one(
 
     full = Store(tmp_path / "full.db")
     full_id = run_research(QUESTION, store=full, config=config, credentials=credentials)
-    expected = {s["canonical_url"] for s in full.get_sources(full_id)}
+    expected = {s.canonical_url for s in full.get_sources(full_id)}
 
     store = Store(tmp_path / "cut.db")
     finished: list[str] = []
@@ -223,13 +223,13 @@ def test_a_cancelled_run_resumes_to_the_same_sources_as_an_uninterrupted_one(
                           on_event=stop_after_first_subtopic)
     run = store.get_run(run_id)
     assert run is not None and run.status == "cancelled"
-    partial = {s["canonical_url"] for s in store.get_sources(run_id)}
+    partial = {s.canonical_url for s in store.get_sources(run_id)}
     assert partial and partial < expected
 
     resumed = resume(run_id, store=store, credentials=credentials)
     assert resumed.status == "completed", resumed.error
     sources = store.get_sources(run_id)
-    assert {s["canonical_url"] for s in sources} == expected
+    assert {s.canonical_url for s in sources} == expected
     assert len(sources) == len(expected)
     first = store.get_step(run_id, finished[0])
     assert first is not None and first["attempts"] == 1  # not redone

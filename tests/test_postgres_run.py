@@ -22,7 +22,7 @@ def test_a_complete_research_run_stores_everything_on_postgres(
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
     sources = store.get_sources(run_id)
-    assert sources and len({s["canonical_url"] for s in sources}) == len(sources)
+    assert sources and len({s.canonical_url for s in sources}) == len(sources)
     assert all(s["status"] == "done" for s in store.get_steps(run_id))
     assert store.get_findings(run_id) and store.get_queries(run_id)
     assert [d.kind for d in store.get_drafts(run_id)][-1] == "verified"
@@ -34,7 +34,7 @@ def test_a_complete_research_run_stores_everything_on_postgres(
 
     report = to_markdown(build_document_for_run(store, run_id))
     assert "## Sources" in report and "[1]" in report
-    cited = [s for s in store.get_sources(run_id, with_text=False) if s["cited_in"]]
+    cited = [s for s in store.get_sources(run_id, with_text=False) if s.cited_in]
     assert cited, "the report cites sources and the store records where"
 
     # The whole run comes back out of the team server into a SQLite file, row for row.

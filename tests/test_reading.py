@@ -26,8 +26,8 @@ def test_first_wave_pages_are_read_while_the_second_wave_is_written(
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
     plan = store.get_plan(run_id) or []
-    first = next(s for s in plan if s["id"] == "t1")
-    tag = f"<subtopic>{first['title']}</subtopic>"
+    first = next(s for s in plan if s.id == "t1")
+    tag = f"<subtopic>{first.title}</subtopic>"
     calls = [r for r in standin.requests
              if r["api"] in ("openai", "gemini") and _task_of(r["api"], r["json"]) == "SearchQueries"
              and tag in str(r["json"])]
@@ -36,7 +36,7 @@ def test_first_wave_pages_are_read_while_the_second_wave_is_written(
     pages = [r["time"] for r in standin.requests_for("pages")]
     assert any(t < second["answered"] for t in pages), "no page was read before the second wave"
     # The other side's search was under way before the first wave's queries were written.
-    opposing = opposing_query(first["title"])
+    opposing = opposing_query(first.title)
     searched = [r["time"] for r in standin.requests
                 if r["api"] in ("tavily", "web") and opposing in str(r.get("json"))]
     first_call = min(r["time"] for r in calls)
@@ -84,5 +84,5 @@ def test_a_budget_stop_in_the_second_wave_keeps_the_pages_the_first_wave_read(
     assert run is not None and run.status == "completed", run and run.error
     first = [s for s in store.get_steps(run_id) if s["key"] == "research:t1"][0]
     assert first["status"] == "done" and (first["result"] or {}).get("stopped_by_budget")
-    kept = [s for s in store.get_sources(run_id, with_text=False) if s["subtopic_id"] == "t1"]
-    assert kept and any(s["relevance"] > 0 for s in kept)  # scored before the stop, and kept
+    kept = [s for s in store.get_sources(run_id, with_text=False) if s.subtopic_id == "t1"]
+    assert kept and any(s.relevance > 0 for s in kept)  # scored before the stop, and kept

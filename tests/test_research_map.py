@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from dashboard import research_map
+from research.records import Finding, Source, Subtopic
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - the fixture
     dash_env_fixture,
@@ -14,9 +15,8 @@ from tests.dashboard_fixtures import (  # noqa: F401 - the fixture
 )
 from tests.runs import Runner
 
-PLAN = [{"id": "t1", "title": "Costs", "round": 1}, {"id": "t2", "title": "Adoption", "round": 1},
-        {"id": "t3", "title": "Policy", "round": 1},
-        {"id": "r2t1", "title": "Grid limits?", "round": 2, "parent": "t2"}]
+PLAN = [Subtopic("t1", "Costs"), Subtopic("t2", "Adoption"), Subtopic("t3", "Policy"),
+        Subtopic("r2t1", "Grid limits?", round=2, parent="t2")]
 STEPS = [
     {"key": "research:t1", "kind": "research", "status": "done"},
     {"key": "research:t2", "kind": "research", "status": "done"},
@@ -33,11 +33,11 @@ STEPS = [
     {"key": "followup:1:2", "kind": "followup", "status": "running"},
     {"key": "research:r2t1", "kind": "research", "status": "running"},
 ]
-SOURCES = [{"subtopic_id": "t1"}, {"subtopic_id": "t1"}, {"subtopic_id": "t2"},
-           {"subtopic_id": "r2t1"}]
-FINDINGS = [{"kind": "follow_up", "subtopic_id": "r2t1", "claim": "Which grids are full?"},
-            {"kind": "follow_up", "subtopic_id": "t1", "claim": "Is it sunny?"},
-            {"kind": "finding", "subtopic_id": "t1", "claim": "Units cost 10k."}]
+SOURCES = [Source(f"s{i}", f"https://s{i}.example/", subtopic_id=sid)
+           for i, sid in enumerate(["t1", "t1", "t2", "r2t1"])]
+FINDINGS = [Finding("r2t1", "Which grids are full?", kind="follow_up"),
+            Finding("t1", "Is it sunny?", kind="follow_up"),
+            Finding("t1", "Units cost 10k.", kind="finding")]
 
 
 def test_every_branch_has_its_state_parent_sources_and_coverage() -> None:
@@ -80,10 +80,10 @@ def test_the_map_of_a_real_run_follows_its_plan_and_sources(
     tree = research_map.branches(run.question, plan, store.get_steps(run_id), sources,
                                  store.get_findings(run_id))
     by_id = {b.id: b for b in tree}
-    assert {s["id"] for s in plan} <= set(by_id)
-    assert all(by_id[s["id"]].state == "explored" for s in plan)
-    escalated = [s for s in plan if s.get("parent")]
-    assert escalated and all(by_id[s["id"]].parent == s["parent"] for s in escalated)
+    assert {s.id for s in plan} <= set(by_id)
+    assert all(by_id[s.id].state == "explored" for s in plan)
+    escalated = [s for s in plan if s.parent]
+    assert escalated and all(by_id[s.id].parent == s.parent for s in escalated)
     assert sum(b.sources for b in tree[1:]) == len(sources)
     assert any(b.coverage for b in tree)  # the lead's triage judged coverage
     json.dumps([b.__dict__ for b in tree])  # plain data, storable with the run
@@ -103,13 +103,13 @@ def test_the_run_page_draws_the_map_and_opens_a_branch(dash_env: Store) -> None:
 
 
 def test_unchosen_proposals_and_earlier_research_are_branches_too() -> None:
-    plan = [*PLAN[:3], {"id": "r2t1", "title": "Grid limits?", "round": 2, "parent": "t2"}]
+    plan = [*PLAN[:3], Subtopic("r2t1", "Grid limits?", round=2, parent="t2")]
     steps = [*STEPS, {"key": "steer:1", "kind": "steer", "status": "done", "result": {
         "round": 1, "proposals": [
             {"n": 1, "id": "r2t1", "title": "Grid limits?", "parent": "t2"},
             {"n": 2, "id": "r2t2", "title": "Installer shortage", "parent": "t1"}],
         "answer": {"follow": [1], "add": [], "enough": False}}}]
-    sources = [*SOURCES, {"subtopic_id": research_map.INHERITED}]
+    sources = [*SOURCES, Source("s9", "https://s9.example/", subtopic_id=research_map.INHERITED)]
     tree = research_map.branches("Heat pumps?", plan, steps, sources, FINDINGS)
     by_label = {b.label: b for b in tree}
     skipped = by_label["Installer shortage"]

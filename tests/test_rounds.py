@@ -28,9 +28,9 @@ def test_triage_filters_answers_and_escalates_then_stops_at_max_rounds(runs: Run
     assert all(d["reason"] for d in first["decisions"])  # every decision says why
     assert {c["status"] for c in first["coverage"]} == {"answered", "open"}
     plan = store.get_plan(run_id) or []
-    assert [s["round"] for s in plan] == [1, 1, 1, 2]
+    assert [s.round for s in plan] == [1, 1, 1, 2]
     escalated = next(d for d in first["decisions"] if d["action"] == "escalate")
-    assert plan[-1]["questions"] == [escalated["question"]]
+    assert plan[-1].questions == (escalated["question"],)
     # The last round may not escalate: what the lead would escalate is looked up instead.
     assert triage[-1]["result"]["stop_reason"] == "MAX_ROUNDS reached."
     assert not any(d["action"] == "escalate" for d in triage[-1]["result"]["decisions"])
@@ -58,7 +58,7 @@ def test_a_single_round_skips_triage(runs: Runner) -> None:
     triage = store.get_step(run_id, "triage:1")
     assert triage is not None and triage["result"]["decisions"] == []
     assert "MAX_ROUNDS is 1" in triage["result"]["stop_reason"]
-    assert all(s["round"] == 1 for s in store.get_plan(run_id) or [])
+    assert all(s.round == 1 for s in store.get_plan(run_id) or [])
 
 
 def test_breadth_depth_schedule_halves_breadth_and_searches(runs: Runner) -> None:
@@ -67,7 +67,7 @@ def test_breadth_depth_schedule_halves_breadth_and_searches(runs: Runner) -> Non
     store, run_id = _small(runs, MAX_ROUNDS=3, DEPTH=3, SEARCHES_PER_SUBTOPIC=4,
                          schedule="breadth_depth")
     plan = store.get_plan(run_id) or []
-    assert [s.get("searches") for s in plan if s["round"] > 1] == [2]  # 4 halved at level 1
+    assert [s.searches for s in plan if s.round > 1] == [2]  # 4 halved at level 1
 
 
 def test_near_duplicate_questions_count_as_redundant() -> None:
@@ -81,7 +81,7 @@ def test_depth_not_max_rounds_limits_the_breadth_depth_schedule(runs: Runner) ->
     store, run_id = _small(runs, MAX_ROUNDS=1, DEPTH=2, BREADTH=1,
                          schedule="breadth_depth")
     plan = store.get_plan(run_id) or []
-    assert [s["round"] for s in plan].count(2) == 1  # BREADTH=1: one new subtopic
+    assert [s.round for s in plan].count(2) == 1  # BREADTH=1: one new subtopic
     run = store.get_run(run_id) or {}
     assert run.totals.rounds == 2 and run.totals.stop_reason == "DEPTH reached."
 
@@ -96,24 +96,24 @@ def test_a_later_round_worker_is_told_earlier_learnings_and_queries(
 ) -> None:
     store, run_id = _small(runs, MAX_ROUNDS=2)
     plan = store.get_plan(run_id) or []
-    first_ids = {s["id"] for s in plan if s["round"] == 1}
-    later = next(s for s in plan if s["round"] == 2)
-    claims = [f["claim"] for f in store.get_findings(run_id)
-              if f["kind"] == "finding" and f["subtopic_id"] in first_ids]
+    first_ids = {s.id for s in plan if s.round == 1}
+    later = next(s for s in plan if s.round == 2)
+    claims = [f.claim for f in store.get_findings(run_id)
+              if f.kind == "finding" and f.subtopic_id in first_ids]
     queries = [q.query for q in store.get_queries(run_id) if q.subtopic_id in first_ids]
     assert claims and queries
     prompts = [_user_prompt(r) for r in standin.requests_for("openai")]
-    later_prompts = [p for p in prompts if f"<subtopic>{later['title']}</subtopic>" in p]
+    later_prompts = [p for p in prompts if f"<subtopic>{later.title}</subtopic>" in p]
     assert later_prompts, "the round-2 worker wrote no queries"
     assert any(c[:80] in later_prompts[0] for c in claims)  # a cited learning, not a page
     assert all(q in later_prompts[0] for q in queries[:5])  # the earlier queries
-    first_title = next(s["title"] for s in plan if s["round"] == 1)
+    first_title = next(s.title for s in plan if s.round == 1)
     first_prompt = next(p for p in prompts if f"<subtopic>{first_title}</subtopic>" in p)
     assert not any(c[:80] in first_prompt for c in claims)  # round 1 has nothing earlier
     # No query of the round-2 subtopic repeats one of round 1.
     seen = {" ".join(q.lower().split()) for q in queries}
     assert not any(" ".join(q.query.lower().split()) in seen
-                   for q in store.get_queries(run_id) if q.subtopic_id == later["id"])
+                   for q in store.get_queries(run_id) if q.subtopic_id == later.id)
 
 
 class _Worker:

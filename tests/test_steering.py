@@ -50,10 +50,10 @@ def test_a_steered_run_waits_then_follows_the_chosen_and_added_branches(
     assert second.returncode == 0, second.stderr
     run = Store(db).get_run(run_id)
     assert run is not None and run.status == "completed"
-    round_two = [s for s in Store(db).get_plan(run_id) or [] if s["round"] == 2]
-    assert [s["title"] for s in round_two] == [proposals[0]["title"], MINE]
+    round_two = [s for s in Store(db).get_plan(run_id) or [] if s.round == 2]
+    assert [s.title for s in round_two] == [proposals[0]["title"], MINE]
     done = {s["key"]: s["status"] for s in Store(db).get_steps(run_id)}
-    assert all(done.get(f"research:{s['id']}") == "done" for s in round_two)
+    assert all(done.get(f"research:{s.id}") == "done" for s in round_two)
     answer = [s for s in Store(db).get_steps(run_id) if s["kind"] == "steer"][0]["result"]
     assert answer["answer"] == {"follow": [1], "add": [MINE], "enough": False}
 
@@ -73,5 +73,5 @@ def test_enough_goes_straight_to_writing_and_a_wrong_number_is_refused(
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed"
     assert run.totals.stop_reason == "You asked to write the report after round 1."
-    assert all(s["round"] == 1 for s in store.get_plan(run_id) or [])
+    assert all(s.round == 1 for s in store.get_plan(run_id) or [])
     assert (tmp_path / "r.md").read_text().startswith("# ")

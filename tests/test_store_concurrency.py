@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Any
 
+from research.records import Finding, Query, Source
 from storage import Store
 
 WRITERS, READERS, STEPS, EVENTS_PER_STEP, SOURCES_PER_STEP = 8, 4, 6, 10, 5
@@ -24,10 +25,10 @@ def _write_run(store: Store, run_id: str, n: int) -> None:
         store.add_usage(run_id, "worker", "openai", "m", 100, 10, 0.001)
         store.heartbeat(run_id, f"writer-{n}")
         store.complete_research_step(
-            run_id, key, sources=[{"id": f"w{n}-{step}-{k}", "url": f"https://w{n}.org/{step}/{k}",
-                                   "text": "body " * 200} for k in range(SOURCES_PER_STEP)],
-            findings=[{"claim": f"claim {step}", "source_ids": [f"w{n}-{step}-0"]}],
-            queries=[{"query": "q", "provider": "p", "result_count": 5}], skipped=[])
+            run_id, key, sources=[Source(f"w{n}-{step}-{k}", f"https://w{n}.org/{step}/{k}",
+                                         text="body " * 200) for k in range(SOURCES_PER_STEP)],
+            findings=[Finding(None, f"claim {step}", (f"w{n}-{step}-0",))],
+            queries=[Query(None, "q", "p", 5)])
     store.set_run_status(run_id, "completed")
 
 

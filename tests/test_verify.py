@@ -17,7 +17,7 @@ from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.phases import verify
 from research.phases.verify import Claim, Outcome, PassVerdict
-from research.records import Verdict
+from research.records import Source, Verdict
 from research.urls import canonical_url
 from storage import Store
 from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - fixture
@@ -67,7 +67,7 @@ def test_every_claim_is_checked_twice_and_what_is_not_supported_leaves_or_is_qua
     base, final = drafts[-2], drafts[-1]
     assert INVENTED_SENTENCE.split(" [")[0] in base.text
     assert final.kind == "verified" and final.numbering == base.numbering
-    sources = {s["id"]: s for s in store.get_sources(run_id)}
+    sources = {s.id: s for s in store.get_sources(run_id)}
     claims = verify.split_claims(base.text, base.numbering, sources)
     rows = store.get_verifications(run_id)
     assert [r.claim_id for r in rows] == [c.id for c in claims] and len(rows) >= 15
@@ -112,7 +112,7 @@ def test_every_claim_is_checked_twice_and_what_is_not_supported_leaves_or_is_qua
     supported = [r for r in rows if r.status == "supported"]
     assert supported and all(r.passage for r in supported)
     for r in supported:
-        assert verify.quote_found(r.passage, [sources[sid]["text"] for sid in r.source_ids])
+        assert verify.quote_found(r.passage, [sources[sid].text for sid in r.source_ids])
 
     # Load-bearing claims on one source are marked; analysis claims are not.
     summary_part = final.text.split("## Executive summary")[1].split("## Analysis")[0]
@@ -134,7 +134,7 @@ def test_every_claim_is_checked_twice_and_what_is_not_supported_leaves_or_is_qua
     assert "**Verification:**" in header and share.replace("%", "\\%") not in header
     assert f"({share})" in header.replace("\\(", "(").replace("\\)", ")")
     assert "invented.example" not in markdown and "40% improvement" not in markdown
-    gathered = {s["canonical_url"] for s in sources.values()}
+    gathered = {s.canonical_url for s in sources.values()}
     assert doc.sources and all(canonical_url(s.url) in gathered for s in doc.sources)
     linked = re.findall(r"\]\((https?://[^)\s]+)\)", markdown)
     assert linked and all(canonical_url(u) in gathered for u in linked)
@@ -155,7 +155,7 @@ def test_gemini_run_marks_a_failed_subtopic_unverified_removes_the_revision_clai
 
     step = store.get_step(run_id, "research:t1")
     assert step is not None and step["status"] == "failed"
-    failed_title = store.get_plan(run_id)[0]["title"]  # type: ignore[index]
+    failed_title = store.get_plan(run_id)[0].title  # type: ignore[index]
     rows = store.get_verifications(run_id)
     revision = _row(rows, REVISION_SENTENCE.split(" [")[0])
     assert revision.status == "removed" and revision.critic_verdict is None
@@ -280,8 +280,7 @@ Sources differ on how large the savings are [2].
 - Long-term data remains scarce in every country [1].
 """
 NUMBERING = {1: "s1", 2: "s2", 3: "s3", 9: "gone"}
-SOURCES = {sid: {"id": sid, "url": f"https://ex.org/{sid}", "title": sid, "text": "", "snippet": ""}
-           for sid in ("s1", "s2", "s3")}
+SOURCES = {sid: Source(sid, f"https://ex.org/{sid}", title=sid) for sid in ("s1", "s2", "s3")}
 
 
 def _outcome(claim: Claim, status: str, combined: str = "supported") -> Outcome:
@@ -316,7 +315,7 @@ def test_quote_guard_needs_a_real_passage_of_the_cited_source() -> None:
     assert not verify.quote_found("Prices fell.", [text])  # too short to prove anything
     assert not verify.quote_found("", [text])
     claim = Claim("c1", "Sales rose 40% [1].", 0, "Key findings", "findings", None, [1], ["s1"], [])
-    sources = {"s1": {"text": text, "snippet": ""}}
+    sources = {"s1": Source("s1", "https://s1.example/", text=text)}
     kept = verify.guard(PassVerdict("SUPPORTED", "heat pumps rose 40%, the fastest growth"), claim, sources)
     assert kept.verdict == "SUPPORTED"
     overruled = verify.guard(PassVerdict("SUPPORTED", "sales doubled across Europe in 2024"), claim, sources)

@@ -69,7 +69,7 @@ def test_sections_are_written_at_the_same_time_then_framed(
     assert headings[0].startswith("# ") and headings[1] == "## Executive summary"
     assert headings[2] == "## Key findings" and "## Analysis by subtopic" in headings
     for sub in plan:
-        assert f"### {sub['title']}" in headings
+        assert f"### {sub.title}" in headings
     assert headings.index("## Analysis by subtopic") < headings.index("## Comparison")
     cited = {int(n) for n in re.findall(r"\[(\d+)\]", text)}
     assert cited and cited <= set(draft.numbering)  # one global numbering

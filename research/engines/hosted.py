@@ -52,7 +52,7 @@ from research.llm.base import Usage
 from research.llm.pricing import PriceTable
 from research.phases.research import source_id
 from research.prompts import clean_untrusted, date_line
-from research.records import EngineReport, Query, Source
+from research.records import EngineReport, JsonObject, Query, Source
 from research.retry import RetryPolicy, call_with_retries
 from research.urls import canonical_url, domain_of
 from storage.migrations import utc_now
@@ -96,7 +96,7 @@ def build_client(engine: str, config: ResearchConfig, credentials: Credentials) 
     return GeminiDeepResearch(model, config, credentials)
 
 
-def run_hosted(ctx: RunContext, engine: str, *, credentials: Credentials | None = None) -> dict[str, Any]:
+def run_hosted(ctx: RunContext, engine: str, *, credentials: Credentials | None = None) -> JsonObject:
     """Run (or re-attach to, or skip when done) the hosted engine's step for this run.
 
     Returns {"engine", "status", "sources" (distinct sources the report cites), "words",
@@ -260,7 +260,7 @@ class _HostedRun:
 
     # --- the result ---------------------------------------------------------------------
 
-    def deliver(self, job: RemoteJob) -> dict[str, Any]:
+    def deliver(self, job: RemoteJob) -> JsonObject:
         ctx = self.ctx
         if job.status == "failed":
             raise ProviderError(f"{self.label} failed: {job.error or 'the service gave no reason'}.",
@@ -296,11 +296,11 @@ class _HostedRun:
         sources = {canon: src if src.text else replace(
             src, text=clean_untrusted("\n\n".join(dict.fromkeys(quoted[canon]))))
             for canon, src in sources.items()}
-        known = {s["canonical_url"]: s["id"] for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
+        known = {s.canonical_url: s.id for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
         numbering = {n: known.get(canon, source_id(canon)) for canon, n in number.items()}
         # What the service wrote beside its annotations (links, footnotes, its own list) -> [n].
         markdown = normalise(markdown, numbering,
-                             {numbering[n]: sources[canon].row() for canon, n in number.items()}).text
+                             {numbering[n]: sources[canon] for canon, n in number.items()}).text
         words = word_count(markdown)
         fetched = sum(1 for p in pages.values() if isinstance(p, FetchedPage))
         # The run's own price table (defaults + the user's file), so caps and estimates agree.
@@ -316,12 +316,9 @@ class _HostedRun:
         })
         result = {"engine": self.engine, "status": "completed", "sources": len(number),
                   "words": words, "remote_id": job.id}
-        queries = [Query(self.engine, q, self.engine).row() for q in job.queries]
+        queries = [Query(self.engine, q, self.engine) for q in job.queries]
         inserted = ctx.store.complete_research_step(
-            ctx.run_id, self.key, sources=[s.row() for s in sources.values()], findings=[],
-            queries=queries,
-            skipped=[], result=result,
-        )
+            ctx.run_id, self.key, sources=list(sources.values()), queries=queries, result=result)
         self.inserted = len(inserted)
         if ctx.meter is not None:  # records to the store and counts toward the budget caps
             ctx.meter.record("engine", self.api.provider, self.api.model,

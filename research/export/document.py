@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from research.credibility import kind_of
+from research.records import Source
 
 
 @dataclass(frozen=True)
@@ -347,7 +348,7 @@ def build_document(
     parameters_line: str,
     draft: str,
     numbering: Mapping[int, str] | Mapping[str, str],
-    sources: Sequence[Mapping[str, Any]],
+    sources: Sequence[Source],
     notes: Iterable[str] = (),
     verification: str = "",
     labels: Mapping[str, str] | None = None,
@@ -361,11 +362,11 @@ def build_document(
     `sources` are this run's stored source records (`id`, `url`, `title`, `published`,
     `subtopic_id`).
     """
-    by_id = {str(s["id"]): s for s in sources if s.get("id") is not None}
+    by_id = {s.id: s for s in sources}
     # Numbering read back from JSON has string keys ("3"); accept both.
     writer_numbers = {int(k): str(v) for k, v in numbering.items() if str(k).strip().isdigit()}
     body = strip_reference_sections(draft)
-    body = strip_foreign_links(body, (str(s.get("url") or "") for s in by_id.values()))
+    body = strip_foreign_links(body, (s.url for s in by_id.values()))
 
     new_number: dict[str, int] = {}
 
@@ -387,17 +388,17 @@ def build_document(
     cited = []
     for source_id, number in sorted(new_number.items(), key=lambda item: item[1]):
         record = by_id[source_id]
-        url = str(record.get("url") or "")
+        url = record.url
         cited.append(
             ReportSource(
                 number=number,
                 source_id=source_id,
-                title=_text(record.get("title")) or _domain(url) or url,
+                title=_text(record.title) or _domain(url) or url,
                 url=url,
                 domain=_domain(url),
-                published=_text(record.get("published")),
-                subtopic=_text(record.get("subtopic_id", record.get("subtopic"))),
-                provider=str(record.get("provider") or ""),
+                published=_text(record.published),
+                subtopic=_text(record.subtopic_id),
+                provider=record.provider,
                 kind=kind_of(record),
             )
         )

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import astuple, dataclass
-from typing import Any
 
 from research.export.document import ReportDocument
 from research.export.method import OUTCOME_WORDS
-from research.records import Verdict
+from research.records import Source, Verdict
 
 HEADERS = ("Claim", "Verdict", "Quoted passage", "Source", "Source URL", "Section")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -43,23 +42,22 @@ def verdict_words(row: Verdict) -> str:
 
 
 def evidence_rows(verifications: Sequence[Verdict], doc: ReportDocument,
-                  sources: Sequence[Mapping[str, Any]]) -> list[EvidenceRow]:
+                  sources: Sequence[Source]) -> list[EvidenceRow]:
     """One row per checked claim, its sources named '[n] title' as in the report."""
     numbers = {s.source_id: s.number for s in doc.sources}
-    by_id = {str(s.get("id")): s for s in sources}
+    by_id = {s.id: s for s in sources}
     rows = []
     for v in verifications:
         ids = list(v.source_ids)
         names = []
         for sid in ids:
-            record = by_id.get(sid, {})
-            title = " ".join(str(record.get("title") or record.get("url") or "").split())
+            record = by_id.get(sid)
+            title = " ".join((record.title or record.url).split()) if record else ""
             names.append(f"[{numbers[sid]}] {title}" if sid in numbers else title)
         rows.append(EvidenceRow(
             claim=v.claim, verdict=verdict_words(v),
             passage=v.passage or "", source="; ".join(n for n in names if n),
-            source_url="; ".join(str(by_id.get(sid, {}).get("url") or "") for sid in ids
-                                 if by_id.get(sid, {}).get("url")),
+            source_url="; ".join(by_id[sid].url for sid in ids if sid in by_id and by_id[sid].url),
             section=v.section or "",
         ))
     return rows

@@ -103,7 +103,7 @@ def method_lines(store: Store, run_id: str, config: ResearchConfig, *,
     """The method section's lines, in plain words, counted from what the run stored."""
     models = dict.fromkeys(f"{PROVIDER_NAMES.get(m.provider, m.provider)} {m.model}"
                            for m in (config.role(r) for r in ROLES))
-    rounds = max((int(s.get("round") or 1) for s in store.get_plan(run_id) or []), default=1)
+    rounds = max((s.round or 1 for s in store.get_plan(run_id) or []), default=1)
     kept = store.count_sources(run_id)
     read = kept + len(store.get_skipped(run_id))
     lines = [

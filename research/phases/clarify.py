@@ -7,8 +7,6 @@ The questions and answers are stored as the result of the "clarify" step.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field
 
 from research.context import RunContext
@@ -16,6 +14,7 @@ from research.errors import ConfigError, NeedsInput
 from research.llm.base import Message
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
+from research.records import JsonObject
 from storage import Store
 
 LEAD_ROLE = "You are the lead of a research team. You make sure you research the right thing."
@@ -73,7 +72,7 @@ def answer(store: Store, run_id: str, answers: list[str]) -> None:
     store.finish_step(run_id, "clarify", result={"questions": asked, "answers": cleaned})
 
 
-def pending(store: Store, run_id: str) -> dict[str, Any] | None:
+def pending(store: Store, run_id: str) -> JsonObject | None:
     """The unanswered questions of a waiting run, if that is what it waits for."""
     step = store.get_step(run_id, "clarify")
     result = (step or {}).get("result") or {}

@@ -7,7 +7,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -24,14 +23,14 @@ from research.phases import counts, verify
 from research.phases.review import current_checks
 from research.phases.write import is_english
 from research.prompts import system
-from research.records import Draft, FailedSubtopic
+from research.records import Draft, FailedSubtopic, JsonObject, Source
 
 
 def run_record(ctx: RunContext) -> str:
     """SPEC's one-line record of the run's parameters."""
     run = ctx.store.get_run(ctx.run_id)
     steps = ctx.store.get_steps(ctx.run_id)
-    rounds = max((s.get("round", 1) for s in ctx.store.get_plan(ctx.run_id) or []), default=1)
+    rounds = max((s.round for s in ctx.store.get_plan(ctx.run_id) or []), default=1)
     subtopics = sum(1 for s in steps if s["kind"] == "research")
     queries = len(ctx.store.get_queries(ctx.run_id))
     kept = ctx.store.count_sources(ctx.run_id)
@@ -49,7 +48,7 @@ def run_record(ctx: RunContext) -> str:
 def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
     """Store the final report; `failed` are the subtopics its caveats say it does not cover."""
 
-    def make() -> dict[str, Any]:
+    def make() -> JsonObject:
         current, checks = current_checks(ctx)
         sources = ctx.store.get_sources(ctx.run_id, with_text=False)
         notes = [f"The subtopic \u201c{s.title}\u201d could not be researched ({s.error}); "
@@ -85,7 +84,7 @@ def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
         markdown = to_markdown(doc)
         ctx.store.set_citations(ctx.run_id, _cited_in(doc.body, {s.number: s.source_id for s in doc.sources}))
         meta = {
-            "draft_version": current.version, "checks": checks,
+            "draft_version": current.version, "checks": checks.as_json(),
             "cited_sources": len(doc.sources), "words": word_count(doc.body),
             "failed_subtopics": [s.id for s in failed], "notes": notes,
             "parameters_line": doc.parameters_line, "verification": verification,
@@ -115,7 +114,7 @@ class Method:
                       tuple(translations.get(line, line) for line in self.lines))
 
 
-def method_of(ctx: RunContext, current: Draft, sources: list[dict[str, Any]],
+def method_of(ctx: RunContext, current: Draft, sources: Sequence[Source],
               created: str) -> Method:
     """Reading time (of the body as it will be delivered) and the method section's lines."""
     doc = build_document(run_id=ctx.run_id, question=ctx.question, created_at=created,

@@ -7,14 +7,12 @@ run's totals keep `goal` = {met, round, why} for the method notes and the CLI.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field
 
 from research.context import RunContext
 from research.llm.base import Message
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
-from research.records import findings
+from research.records import JsonObject
 
 EVALUATOR_ROLE = (
     "You are the research lead. You judge, from the findings gathered so far only, whether "
@@ -38,7 +36,7 @@ class GoalCheck(BaseModel):
     why: str = Field(default="", max_length=400)
 
 
-def check(ctx: RunContext, round_no: int) -> dict[str, Any] | None:
+def check(ctx: RunContext, round_no: int) -> JsonObject | None:
     """Judge the exit case after round `round_no`; None when the person set none."""
     done_when = " ".join(ctx.config.done_when.split())
     if not done_when:
@@ -47,8 +45,8 @@ def check(ctx: RunContext, round_no: int) -> dict[str, Any] | None:
                         lambda: _judge(ctx, round_no, done_when))
 
 
-def _judge(ctx: RunContext, round_no: int, done_when: str) -> dict[str, Any]:
-    found = [f for f in findings(ctx.store.get_findings(ctx.run_id)) if f.kind == "finding"]
+def _judge(ctx: RunContext, round_no: int, done_when: str) -> JsonObject:
+    found = [f for f in ctx.store.get_findings(ctx.run_id) if f.kind == "finding"]
     nonce = new_nonce()
     text = "\n".join(f"- {clean_untrusted(f.claim)[:300]}" for f in found)[:FINDINGS_CHARS]
     messages = [system(EVALUATOR_ROLE, ctx.today), Message("user", GOAL_PROMPT.format(
@@ -61,6 +59,6 @@ def _judge(ctx: RunContext, round_no: int, done_when: str) -> dict[str, Any]:
     return result
 
 
-def stop_reason(result: dict[str, Any]) -> str:
+def stop_reason(result: JsonObject) -> str:
     why = f": {result['why']}" if result.get("why") else "."
     return f"The exit case was met after round {result['round']}{why}"

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from research.context import RunContext
 from research.events import SourceFound
-from research.records import Finding, Source, Subtopic
+from research.records import Subtopic
 
 SUBTOPIC_ID = "p0"
 
@@ -31,17 +31,16 @@ def run(ctx: RunContext) -> Subtopic | None:
     if ctx.stored_result("inherit") is not None:
         return subtopic
     # A parent's source as a new one of this run: no row ids, no citation marks.
-    sources = [replace(Source.from_row(s), subtopic_id=SUBTOPIC_ID, round=0, cited_in=())
+    sources = [replace(s, subtopic_id=SUBTOPIC_ID, round=0, cited_in=())
                for s in ctx.store.get_sources(parent_id)] if parent else []
-    findings = [replace(Finding.from_row(f), subtopic_id=SUBTOPIC_ID)
+    findings = [replace(f, subtopic_id=SUBTOPIC_ID)
                 for f in (ctx.store.get_findings(parent_id) if parent else [])
-                if f["kind"] in ("finding", "gap")]
+                if f.kind in ("finding", "gap")]
     ctx.store.start_step(ctx.run_id, "inherit", kind="inherit",
                          label="Reusing the earlier run's sources", subtopic_id=SUBTOPIC_ID)
     inserted = ctx.store.complete_research_step(
-        ctx.run_id, "inherit", sources=[s.row() for s in sources],
-        findings=[f.row() for f in findings],
-        queries=[], skipped=[], result={"parent_run_id": parent_id, "sources": len(sources)},
+        ctx.run_id, "inherit", sources=sources, findings=findings,
+        result={"parent_run_id": parent_id, "sources": len(sources)},
     )
     for sid in inserted[:50]:
         ctx.emit(SourceFound(ctx.run_id, "Source reused from the earlier run", step="inherit",

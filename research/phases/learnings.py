@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from research.context import RunContext
 from research.prompts import clean_untrusted
-from research.records import Subtopic, findings, subtopics
+from research.records import Subtopic
 
 MAX_LEARNINGS = 12
 LEARNING_CHARS = 220
@@ -33,7 +33,7 @@ def prior(ctx: RunContext, sub: Subtopic) -> Prior:
     level = (sub.round or 1) + (1 if sub.lookup else 0)
     if level <= 1:
         return Prior()
-    rounds = {s.id: s.round or 1 for s in subtopics(ctx.store.get_plan(ctx.run_id))}
+    rounds = {s.id: s.round or 1 for s in ctx.store.get_plan(ctx.run_id) or ()}
 
     def earlier(subtopic_id: str | None) -> bool:
         return rounds.get(subtopic_id or "", 1) < level
@@ -41,7 +41,7 @@ def prior(ctx: RunContext, sub: Subtopic) -> Prior:
     learnings = [
         f"{' '.join(clean_untrusted(f.claim).split())[:LEARNING_CHARS]} "
         f"[{', '.join(f.source_ids)}]"
-        for f in findings(ctx.store.get_findings(ctx.run_id))
+        for f in ctx.store.get_findings(ctx.run_id)
         if f.kind == "finding" and earlier(f.subtopic_id)
     ][:MAX_LEARNINGS]
     queries = list(dict.fromkeys(

@@ -6,8 +6,8 @@ came, down to MIN_SUBTOPICS (see `research.phases.counts`), and says so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, Field
 
@@ -17,7 +17,7 @@ from research.events import PlanCreated
 from research.llm.base import Message
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
-from research.records import Subtopic, plan_rows, subtopics
+from research.records import JsonObject, Subtopic
 from research.related import section_text, section_title
 from storage import Store
 
@@ -113,10 +113,10 @@ def run(ctx: RunContext, inherited: Subtopic | None = None,
     listed first, already researched."""
     if ctx.stored_result("plan") is None:
         ctx.run_step("plan", "plan", "Planning the research", lambda: _make(ctx, inherited, early))
-    return PlanResult(subtopics(ctx.store.get_plan(ctx.run_id)))
+    return PlanResult(tuple(ctx.store.get_plan(ctx.run_id) or ()))
 
 
-def _make(ctx: RunContext, inherited: Subtopic | None, early: Ahead | None) -> dict[str, Any]:
+def _make(ctx: RunContext, inherited: Subtopic | None, early: Ahead | None) -> JsonObject:
     count = ctx.config.subtopic_count
     messages = _messages(ctx, ctx.brief)
     plan = (early.answer(messages) if early else None) or _ask(ctx, messages)
@@ -132,7 +132,7 @@ def _make(ctx: RunContext, inherited: Subtopic | None, early: Ahead | None) -> d
     if len(planned) < count:
         note_short(ctx, "plan", "distinct subtopics", len(planned), count,
                    f"the research covers those {len(planned)}")
-    ctx.store.save_plan(ctx.run_id, plan_rows(([inherited] if inherited else []) + planned))
+    ctx.store.save_plan(ctx.run_id, ([inherited] if inherited else []) + planned)
     ctx.emit(PlanCreated(
         ctx.run_id, f"Plan: {len(planned)} subtopics", step="plan",
         subtopics=tuple(s.title for s in planned),
@@ -204,15 +204,16 @@ def review_gate(ctx: RunContext) -> None:
         raise NeedsInput("The plan is ready for your review. Edit it if you like, then continue.")
 
 
-def approve(store: Store, run_id: str, subtopics: list[dict[str, Any]] | None = None) -> None:
+def approve(store: Store, run_id: str, subtopics: Sequence[Subtopic] | None = None) -> None:
     """Accept the plan, optionally as edited by the person (renamed, removed, added,
-    reordered subtopics; edited questions). The original stays stored as version 1."""
+    reordered subtopics; edited questions; a new subtopic has an empty id). The original
+    stays stored as version 1."""
     current = store.get_plan(run_id)
     if current is None:
         raise ConfigError("This run has no plan yet.")
     edited = False
     if subtopics is not None:
-        cleaned = _clean_edit(subtopics, {s["id"]: s for s in current})
+        cleaned = _clean_edit(subtopics, {s.id: s for s in current})
         edited = [_key(s) for s in cleaned] != [_key(s) for s in current]
         if edited:
             store.save_plan(run_id, cleaned, kind="edited")
@@ -220,30 +221,29 @@ def approve(store: Store, run_id: str, subtopics: list[dict[str, Any]] | None = 
     store.finish_step(run_id, "plan_review", result={"edited": edited})
 
 
-def _key(sub: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
-    return (sub["id"], sub["title"], tuple(sub.get("questions", [])))
+def _key(sub: Subtopic) -> tuple[str, str, tuple[str, ...]]:
+    return (sub.id, sub.title, sub.questions)
 
 
-def _clean_edit(subtopics: list[dict[str, Any]], known: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _clean_edit(subtopics: Sequence[Subtopic], known: Mapping[str, Subtopic]) -> list[Subtopic]:
+    out: list[Subtopic] = []
     used: set[str] = set()
     for sub in subtopics:
-        title = " ".join(str(sub.get("title", "")).split())[:200]
+        title = " ".join(sub.title.split())[:200]
         if not title:
             continue
-        questions = [" ".join(str(q).split())[:500] for q in sub.get("questions", []) if str(q).strip()]
-        sid = str(sub.get("id") or "")
+        questions = [" ".join(q.split())[:500] for q in sub.questions if q.strip()]
+        sid = sub.id
         if sid not in known or sid in used:
             n = 1
             while f"e{n}" in known or f"e{n}" in used:
                 n += 1
             sid = f"e{n}"
         used.add(sid)
-        entry = {"id": sid, "title": title,
-                 "description": " ".join(str(sub.get("description", "")).split())[:500],
-                 "questions": questions[:6] or [title], "round": 1}
-        if known.get(sid, {}).get("inherited"):  # earlier research stays as it was
-            entry.update(inherited=True, round=0, questions=questions[:6])
+        entry = Subtopic(id=sid, title=title, description=" ".join(sub.description.split())[:500],
+                         questions=tuple(questions[:6] or [title]), round=1)
+        if sid in known and known[sid].inherited:  # earlier research stays as it was
+            entry = replace(entry, inherited=True, round=0, questions=tuple(questions[:6]))
         out.append(entry)
     if not out:
         raise ConfigError("The plan needs at least one subtopic with a title.")

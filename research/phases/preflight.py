@@ -9,8 +9,6 @@ quota, a broken JSON answer or a too-long prompt say what they are and what to d
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel
 
 from research.agents import Role
@@ -30,6 +28,7 @@ from research.errors import (
 from research.events import SearchFailed
 from research.llm import build_llm
 from research.llm.base import Message, run_with_deadline
+from research.records import JsonObject
 from research.retry import RetryPolicy, call_with_retries
 from research.search import build_search_providers
 from research.search.base import SearchProvider
@@ -63,7 +62,7 @@ def check_configuration(config: ResearchConfig, credentials: Credentials) -> Non
 
 
 def run(ctx: RunContext) -> None:
-    def make() -> dict[str, Any]:
+    def make() -> JsonObject:
         deadline = ctx.step_deadline()
         causes: dict[str, ResearchError] = {}
 

@@ -50,7 +50,6 @@ from research.records import (
     SkippedPage,
     Source,
     Subtopic,
-    subtopics,
 )
 from research.search.documents import is_document_result
 from research.urls import canonical_url
@@ -133,12 +132,11 @@ def run(ctx: RunContext, plan: PlanResult) -> ResearchResult:
 def gathered(ctx: RunContext) -> ResearchResult:
     """What the run has gathered so far, read from the store: the same on a first run and on
     a resume, where the research steps that finished earlier are not run again."""
-    plan = subtopics(ctx.store.get_plan(ctx.run_id))
+    plan = tuple(ctx.store.get_plan(ctx.run_id) or ())
     return ResearchResult(
         subtopics=plan, failed=unfinished(ctx, plan),
-        sources=tuple(Source.from_row(r) for r in ctx.store.get_sources(ctx.run_id,
-                                                                           with_text=False)),
-        findings=tuple(Finding.from_row(r) for r in ctx.store.get_findings(ctx.run_id)),
+        sources=tuple(ctx.store.get_sources(ctx.run_id, with_text=False)),
+        findings=tuple(ctx.store.get_findings(ctx.run_id)),
     )
 
 
@@ -246,10 +244,8 @@ def _with_retries(
 def _store(ctx: RunContext, key: str, out: Outcome, result: dict[str, object]) -> list[str]:
     """Everything the unit produced, in one transaction; the ids of the sources inserted."""
     return ctx.store.complete_research_step(
-        ctx.run_id, key, sources=[s.row() for s in out.sources],
-        findings=[f.row() for f in out.findings], queries=[q.row() for q in out.queries],
-        skipped=[p.row() for p in out.skipped],
-        result=result,
+        ctx.run_id, key, sources=out.sources, findings=out.findings, queries=out.queries,
+        skipped=out.skipped, result=result,
     )
 
 

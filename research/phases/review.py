@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from research.agents import Role
-from research.checks import problems, run_checks
+from research.checks import DraftChecks, problems, run_checks
 from research.context import RunContext
 from research.events import IssueCounts, ReviewCycle
 from research.llm.base import Message
@@ -23,8 +23,9 @@ from research.phases import write
 from research.phases.verify.early import EarlyCheck
 from research.phases.write_sections import CITED
 from research.prompts import clean_untrusted, numbered_sources, system
-from research.records import Draft, ResearchResult
+from research.records import Draft, JsonObject, ResearchResult
 from research.records import ReviewIssue as StoredIssue
+from storage.rows import review_issue
 
 REVIEWER_ROLE = (
     "You are the reviewer of a research team. You check research reports for accuracy, "
@@ -68,10 +69,10 @@ class ReviewResult(BaseModel):
     strengths: list[str] = Field(default_factory=list)
 
 
-def current_checks(ctx: RunContext) -> tuple[Draft, dict[str, Any]]:
+def current_checks(ctx: RunContext) -> tuple[Draft, DraftChecks]:
     """The latest draft and its deterministic checks."""
     current = write.latest(ctx)
-    sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
+    sources = {s.id: s for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
     written = ((ctx.stored_result(write.draft_step(current.version)) or {})
                if current.kind in ("draft", "revision") else {})
     checks = run_checks(
@@ -118,7 +119,8 @@ def run(ctx: RunContext, found: ResearchResult) -> ReviewOutcome:
                 )
             if done["approved"]:
                 return ReviewOutcome(True, early)
-            write.revise(ctx, cycle, found, done["feedback"], done.get("issues"),
+            issues = [review_issue(i) for i in done.get("issues") or ()]
+            write.revise(ctx, cycle, found, done["feedback"], issues,
                          on_final=early.start if cycle == cycles else None)
     except BaseException:
         early.close()
@@ -127,7 +129,7 @@ def run(ctx: RunContext, found: ResearchResult) -> ReviewOutcome:
 
 
 def _review(ctx: RunContext, cycle: int, cycles: int,
-            reading: Callable[[Draft], None] | None = None) -> dict[str, Any]:
+            reading: Callable[[Draft], None] | None = None) -> JsonObject:
     """One review; `reading(draft)` is told the draft just before the reviewer is asked (its
     checks start then: the review's own preparation does not share the processor with them)."""
     reviewer = ctx.lead.delegate(Role.REVIEWER)
@@ -135,7 +137,7 @@ def _review(ctx: RunContext, cycle: int, cycles: int,
     sources = ctx.store.get_sources(ctx.run_id, with_text=False)
     numbers = {sid: n for n, sid in current.numbering.items()}
     cited = {int(n) for n in CITED.findall(current.text)}
-    listed = [s for s in sources if numbers.get(s["id"]) in cited]  # only what the report cites
+    listed = [s for s in sources if numbers.get(s.id) in cited]  # only what the report cites
     found = problems(checks) or ["none"]
     messages = [
         system(REVIEWER_ROLE, ctx.today),
@@ -151,21 +153,21 @@ def _review(ctx: RunContext, cycle: int, cycles: int,
     issues = [i.model_dump() for i in review.issues]
     high = [i for i in issues if i["severity"] == "high"]
     raised = [StoredIssue(**i) for i in issues]
-    approved = review.approved and not high and checks["passed"]
+    approved = review.approved and not high and checks.passed
     ctx.store.save_review(
         ctx.run_id, cycle, draft_version=current.version, approved=approved,
         model_approved=review.approved, issues=raised, strengths=list(review.strengths),
-        checks=checks,
+        checks=checks.as_json(),
     )
     counts = {sev: sum(1 for i in issues if i["severity"] == sev) for sev in ("high", "medium", "low")}
     verdict = "approved" if approved else "changes requested"
     ctx.emit(ReviewCycle(
         ctx.run_id,
         f"Review {cycle}: {verdict} ({counts['high']} high, {counts['medium']} medium, "
-        f"{counts['low']} low; {checks['cited_share']:.0%} of claims cited)",
+        f"{counts['low']} low; {checks.cited_share:.0%} of claims cited)",
         step=f"review:{cycle}",
         cycle=cycle, approved=approved, issues=IssueCounts(**counts),
-        checks_passed=bool(checks["passed"]),
+        checks_passed=checks.passed,
     ))
     feedback_lines = [
         f"- [{i['severity']}] {i['section'] or 'general'}: {clean_untrusted(i['issue'])}"

@@ -25,7 +25,7 @@ from research.llm.base import Message
 from research.phases import goal, research, steer
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
-from research.records import ResearchResult, Subtopic, findings, plan_rows, subtopics
+from research.records import JsonObject, ResearchResult, Subtopic
 
 MAX_QUESTIONS = 12
 LOOKUP_SOURCES = 5  # a quick lookup keeps at most this many sources
@@ -130,7 +130,7 @@ def run(ctx: RunContext, first: ResearchResult) -> ResearchResult:
         if not stop and ctx.config.steer and steer.wait(ctx, round_no):
             stop = "enough"  # the person said: write the report
         if not stop:
-            units += research.units(s for s in subtopics(ctx.store.get_plan(ctx.run_id))
+            units += research.units(s for s in tuple(ctx.store.get_plan(ctx.run_id) or ())
                                     if s.round == round_no + 1)
         researched = researched or bool(units)
         research.run_units(ctx, units)
@@ -160,9 +160,9 @@ def _goal_met(ctx: RunContext, round_no: int) -> bool:
     return True
 
 
-def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
+def _assess(ctx: RunContext, round_no: int) -> JsonObject:
     cfg = ctx.config
-    plan = subtopics(ctx.store.get_plan(ctx.run_id))
+    plan = tuple(ctx.store.get_plan(ctx.run_id) or ())
     if cfg.rounds_limit() <= 1:
         return _stop(ctx, round_no, [], [], f"{_limit_name(cfg.schedule)} is 1: a single research "
                                             "round was asked for.")
@@ -214,7 +214,7 @@ def _assess(ctx: RunContext, round_no: int) -> dict[str, Any]:
 def _stop(
     ctx: RunContext, round_no: int, coverage: list[dict[str, Any]],
     decisions: list[FollowUp], stop_reason: str | None, *, added: int = 0,
-) -> dict[str, Any]:
+) -> JsonObject:
     counts = {a: sum(1 for d in decisions if d.action == a) for a in ("filter", "answer", "escalate")}
     message = (f"Round {round_no}: {counts['filter']} follow-ups filtered, {counts['answer']} "
                f"answered by quick lookups, {counts['escalate']} escalated")
@@ -257,7 +257,7 @@ def _new_questions(ctx: RunContext, plan: Sequence[Subtopic], round_no: int) -> 
     for r in range(1, round_no):
         earlier += [d["question"] for d in (ctx.stored_result(f"triage:{r}") or {}).get("decisions", [])]
     out: list[FollowUp] = []
-    for finding in findings(ctx.store.get_findings(ctx.run_id)):
+    for finding in ctx.store.get_findings(ctx.run_id):
         if finding.kind != "follow_up" or finding.subtopic_id not in this_round:
             continue
         text = " ".join(clean_untrusted(finding.claim).split())[:300]
@@ -299,7 +299,7 @@ def _decisions(
 
 
 def _coverage_text(ctx: RunContext, plan: Sequence[Subtopic]) -> str:
-    found = findings(ctx.store.get_findings(ctx.run_id))
+    found = ctx.store.get_findings(ctx.run_id)
     parts = []
     for sub in plan:
         mine = [f for f in found if f.subtopic_id == sub.id]
@@ -327,7 +327,7 @@ def _escalate(
         description=d.reason[:300], questions=(d.question,),
         round=round_no + 1, parent=d.subtopic_id, searches=searches,
     ) for i, d in enumerate(chosen, start=1)]
-    ctx.store.save_plan(ctx.run_id, plan_rows([*plan, *new]), kind="round")
+    ctx.store.save_plan(ctx.run_id, [*plan, *new], kind="round")
     return new
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from research.agents import Agent
 from research.checks import MIN_CITED_SHARE, run_checks, word_count
@@ -33,17 +32,17 @@ from research.phases.write_sections import (
     shorten_parts,
 )
 from research.prompts import clean_untrusted, system
-from research.records import ResearchResult
+from research.records import ResearchResult, ReviewIssue, Source
 
 
 class SectionJob:
     """One step's section calls: the first draft, or a revision of some sections."""
 
     def __init__(self, ctx: RunContext, writer: Agent, found: ResearchResult,
-                 sources: Sequence[Mapping[str, Any]], numbers: Mapping[str, int],
+                 sources: Sequence[Source], numbers: Mapping[str, int],
                  order: Sequence[str] | None = None) -> None:
         self.ctx, self.writer, self.numbers = ctx, writer, numbers
-        self.sources = {s["id"]: s for s in sources}
+        self.sources = {s.id: s for s in sources}
         self.parts = {p.key: p for p in sections(found.subtopics, found.findings, numbers)}
         self.order = list(order or self.parts)
         self.weights = {k: p.weight for k, p in self.parts.items()} | {FRAME: 1.0}
@@ -55,7 +54,7 @@ class SectionJob:
     # --- one call -------------------------------------------------------------------------
 
     def call(self, part: Section, extra: str = "",
-             sources: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+             sources: Mapping[str, Source] | None = None) -> str:
         """One part from the writer, its citations as [n] (counted)."""
         text = prompt(self.ctx, part, self.outline, SECTION_RULES, self.numbers,
                       self.sources if sources is None else sources, self.missing,
@@ -154,7 +153,7 @@ def matching(section: str, names: Mapping[str, list[str]], order: Sequence[str])
     return hits
 
 
-def route(issues: Sequence[Mapping[str, Any]], texts: Mapping[str, str], job: SectionJob,
+def route(issues: Sequence[ReviewIssue], texts: Mapping[str, str], job: SectionJob,
           feedback: str) -> dict[str, list[str]]:
     """Feedback lines per part to rewrite. An issue naming no known section goes to the frame,
     or, when high-severity, to every part (it is about the whole); a failed citation check goes
@@ -162,13 +161,12 @@ def route(issues: Sequence[Mapping[str, Any]], texts: Mapping[str, str], job: Se
     names = labels(job, texts)
     flagged: dict[str, list[str]] = {}
     for issue in issues:
-        line = (f"- [{issue.get('severity', 'medium')}] {issue.get('section') or 'general'}: "
-                f"{clean_untrusted(str(issue.get('issue', '')))}"
-                + (f" Suggestion: {clean_untrusted(str(issue['suggestion']))}"
-                   if issue.get("suggestion") else ""))
-        keys = matching(str(issue.get("section") or ""), names, job.order)
+        line = (f"- [{issue.severity}] {issue.section or 'general'}: "
+                f"{clean_untrusted(issue.issue)}"
+                + (f" Suggestion: {clean_untrusted(issue.suggestion)}" if issue.suggestion else ""))
+        keys = matching(issue.section, names, job.order)
         if not keys:
-            keys = [*texts] if issue.get("severity") == "high" else [FRAME]
+            keys = [*texts] if issue.severity == "high" else [FRAME]
         for key in keys:
             flagged.setdefault(key, []).append(line)
     for key, lines in check_lines(job, texts).items():
@@ -188,12 +186,12 @@ def check_lines(job: SectionJob, texts: Mapping[str, str]) -> dict[str, list[str
         checks = run_checks(text, numbering, job.sources, max_words=10**9,
                             max_age_days=ctx.config.source_max_age_days, today=ctx.today)
         lines = []
-        if checks["unresolved_citations"]:
-            nums = ", ".join(f"[{n}]" for n in checks["unresolved_citations"])
+        if checks.unresolved_citations:
+            nums = ", ".join(f"[{n}]" for n in checks.unresolved_citations)
             lines.append(f"- [check] Citations {nums} match no listed source: remove or fix them.")
-        if checks["cited_share"] < MIN_CITED_SHARE and key != FRAME:
-            examples = " | ".join(f'"{e}"' for e in checks.get("uncited_examples") or [])
-            lines.append(f"- [check] Only {checks['cited_share']:.0%} of factual statements cite "
+        if checks.cited_share < MIN_CITED_SHARE and key != FRAME:
+            examples = " | ".join(f'"{e}"' for e in checks.uncited_examples)
+            lines.append(f"- [check] Only {checks.cited_share:.0%} of factual statements cite "
                          f"a source (at least {MIN_CITED_SHARE:.0%} must)"
                          + (f"; without a citation: {examples}" if examples else "."))
         if lines:

@@ -7,10 +7,9 @@ the wait survives a closed tab and a restart.
 
 from __future__ import annotations
 
-from typing import Any
-
 from research.context import RunContext
 from research.errors import ConfigError, NeedsInput
+from research.records import JsonObject, Subtopic
 from storage import Store
 
 MAX_ADDED = 5
@@ -22,8 +21,8 @@ def wait(ctx: RunContext, round_no: int) -> bool:
     key = f"steer:{round_no}"
     done = ctx.stored_result(key)
     if done is None:
-        proposals = [{"n": i, "id": s["id"], "title": s["title"],
-                      "why": s.get("description") or "", "parent": s.get("parent") or ""}
+        proposals = [{"n": i, "id": s.id, "title": s.title,
+                      "why": s.description, "parent": s.parent or ""}
                      for i, s in enumerate(_next_round(ctx.store, ctx.run_id, round_no), start=1)]
         done = {"round": round_no, "proposals": proposals, "answer": None}
         ctx.store.start_step(ctx.run_id, key, kind="steer",
@@ -40,11 +39,11 @@ def wait(ctx: RunContext, round_no: int) -> bool:
     return False
 
 
-def _next_round(store: Store, run_id: str, round_no: int) -> list[dict[str, Any]]:
-    return [s for s in store.get_plan(run_id) or [] if s.get("round") == round_no + 1]
+def _next_round(store: Store, run_id: str, round_no: int) -> list[Subtopic]:
+    return [s for s in store.get_plan(run_id) or [] if s.round == round_no + 1]
 
 
-def pending(store: Store, run_id: str) -> dict[str, Any] | None:
+def pending(store: Store, run_id: str) -> JsonObject | None:
     """The unanswered proposals of a waiting run, if that is what it waits for."""
     for step in reversed(store.get_steps(run_id)):
         if step["kind"] == "steer":
@@ -70,11 +69,11 @@ def answer(store: Store, run_id: str, *, follow: list[int], add: list[str],
     round_no = int(asked["round"])
     plan = store.get_plan(run_id) or []
     keep = {numbers[n]["id"] for n in follow}
-    kept = [s for s in plan if s.get("round") != round_no + 1 or (s["id"] in keep and not enough)]
+    kept = [s for s in plan if s.round != round_no + 1 or (s.id in keep and not enough)]
     if not enough:
-        kept += [{"id": f"r{round_no + 1}u{i}", "title": text[:150],
-                  "description": "A branch the person asked for.", "questions": [text],
-                  "round": round_no + 1, "added_by_person": True}
+        kept += [Subtopic(id=f"r{round_no + 1}u{i}", title=text[:150],
+                          description="A branch the person asked for.", questions=(text,),
+                          round=round_no + 1)
                  for i, text in enumerate(added, start=1)]
     store.save_plan(run_id, kept, kind="edited")
     store.finish_step(run_id, f"steer:{round_no}", result={

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from research.agents import Agent, Role
 from research.checks import word_count
@@ -17,7 +16,15 @@ from research.context import RunContext
 from research.events import DraftCompleted, DraftStarted
 from research.llm.base import Message
 from research.prompts import clean_untrusted, numbered_sources, system
-from research.records import Draft, FailedSubtopic, Finding, ResearchResult, Source
+from research.records import (
+    Draft,
+    FailedSubtopic,
+    Finding,
+    JsonObject,
+    ResearchResult,
+    ReviewIssue,
+    Source,
+)
 
 WRITER_ROLE = (
     "You are the writer of a research team. You write clear, well-structured research "
@@ -111,7 +118,7 @@ def numbering(sources: Iterable[Source]) -> dict[str, int]:
 
 
 def context_text(
-    found: ResearchResult, sources: Sequence[Mapping[str, Any]], numbers: dict[str, int],
+    found: ResearchResult, sources: Sequence[Source], numbers: dict[str, int],
 ) -> tuple[str, str, str]:
     """The findings, missing-subtopics and sources blocks shared by draft and revision."""
     by_sub: dict[str | None, list[Finding]] = defaultdict(list)
@@ -140,9 +147,9 @@ def draft(ctx: RunContext, found: ResearchResult) -> Draft:
     Over budget, the write-up is one whole-report call: the fewest tokens past the cap."""
     from research.phases.sections_job import SectionJob  # it builds on this module
 
-    def make() -> dict[str, Any]:
+    def make() -> JsonObject:
         writer = ctx.lead.delegate(Role.WRITER)
-        sources = [s.row() for s in found.sources]  # prompts and citations still read rows
+        sources = list(found.sources)
         numbers = numbering(found.sources)
         if ctx.budget_reason():
             return _draft_whole(ctx, writer, found, sources, numbers)
@@ -166,7 +173,7 @@ def latest(ctx: RunContext) -> Draft:
 
 
 def _draft_whole(ctx: RunContext, writer: Agent, found: ResearchResult,
-                 sources: list[dict[str, Any]], numbers: dict[str, int]) -> dict[str, Any]:
+                 sources: Sequence[Source], numbers: dict[str, int]) -> JsonObject:
     """The whole report in one call (the write-up after a budget stop)."""
     findings, missing, listing = context_text(found, sources, numbers)
     ctx.emit(DraftStarted(
@@ -185,7 +192,7 @@ def _draft_whole(ctx: RunContext, writer: Agent, found: ResearchResult,
 
 def revise(
     ctx: RunContext, cycle: int, found: ResearchResult,
-    feedback: str, issues: list[dict[str, Any]] | None = None,
+    feedback: str, issues: Sequence[ReviewIssue] = (),
     on_final: Callable[[str, Mapping[int, str], list[str]], None] | None = None,
 ) -> None:
     """Rewrite only the sections the review flagged, in parallel; the rest stays as it is.
@@ -194,7 +201,7 @@ def revise(
     A draft written whole (an older run) is revised whole."""
     from research.phases.sections_job import SectionJob, route  # they build on this module
 
-    def make() -> dict[str, Any]:
+    def make() -> JsonObject:
         writer = ctx.lead.delegate(Role.WRITER)
         current = latest(ctx)
         sources = ctx.store.get_sources(ctx.run_id, with_text=False)
@@ -208,7 +215,7 @@ def revise(
                               revising=current.version))
         job = SectionJob(ctx, writer, found, sources, numbers, order=stored.get("order"))
         texts = dict(stored["sections"])
-        flagged = route(issues or [], texts, job, feedback)
+        flagged = route(issues, texts, job, feedback)
         if on_final is not None:
             on_final(current.text, current.numbering,
                      [text for key, text in texts.items() if key not in flagged])
@@ -223,7 +230,7 @@ def revise(
 
 def _revise_whole(ctx: RunContext, writer: Agent, cycle: int, found: ResearchResult,
                   feedback: str, current: Draft,
-                  sources: list[dict[str, Any]], numbers: dict[str, int]) -> dict[str, Any]:
+                  sources: Sequence[Source], numbers: dict[str, int]) -> JsonObject:
     findings, missing, listing = context_text(found, sources, numbers)
     ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current.version}",
                           step=f"revise:{cycle}", revising=current.version))
@@ -241,12 +248,12 @@ def _revise_whole(ctx: RunContext, writer: Agent, cycle: int, found: ResearchRes
 
 
 def written(ctx: RunContext, writer: Agent, text: str, numbers: dict[str, int],
-            sources: list[dict[str, Any]]) -> tuple[str, dict[str, int]]:
+            sources: Sequence[Source]) -> tuple[str, dict[str, int]]:
     """The writer's text with every citation as [n] (whatever style the model used), before any
     check or the length limit sees it (URLs are not words); what pointed at nothing gathered is
     removed and counted. The shortened text is normalised again: the shortening is a new answer."""
     numbering = {n: sid for sid, n in numbers.items()}
-    by_id = {s["id"]: s for s in sources}
+    by_id = {s.id: s for s in sources}
     first = normalise(text, numbering, by_id)
     final = normalise(fit_length(ctx, writer, first.text), numbering, by_id)
     return final.text, {"citations_converted": first.converted + final.converted,

@@ -21,7 +21,6 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
 
 from research.agents import Agent
 from research.checks import word_count
@@ -29,7 +28,7 @@ from research.citations import normalise
 from research.context import RunContext
 from research.llm.base import Message
 from research.prompts import clean_untrusted, numbered_sources, system
-from research.records import Finding, Subtopic
+from research.records import Finding, Source, Subtopic
 
 CITED = re.compile(r"\[(\d{1,4})\]")
 FRAME = "frame"
@@ -170,7 +169,7 @@ def _finding_lines(findings: Sequence[Finding],
 
 
 def prompt(ctx: RunContext, part: Section, outline: str, rules: str, numbers: Mapping[str, int],
-           sources: Mapping[str, Mapping[str, Any]], missing: str, total_weight: float) -> str:
+           sources: Mapping[str, Source], missing: str, total_weight: float) -> str:
     """One part's prompt: the shared text first (the same for every part, so a provider's
     prompt cache can hold it), then what only this part needs."""
     from research.phases.write import LANGUAGE_RULE, is_english
@@ -191,7 +190,7 @@ def prompt(ctx: RunContext, part: Section, outline: str, rules: str, numbers: Ma
 
 
 def frame_sources(done: Mapping[str, str], numbers: Mapping[str, int],
-                  sources: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+                  sources: Mapping[str, Source]) -> dict[str, Source]:
     """The sources the key findings cite: all the frame's summary may cite."""
     by_number = {n: sid for sid, n in numbers.items()}
     cited = {by_number.get(int(n)) for n in CITED.findall(done.get(KEY_FINDINGS, ""))}
@@ -250,7 +249,7 @@ def split_frame(text: str) -> tuple[str, str]:
 
 
 def clean_part(text: str, part: Section, numbers: Mapping[str, int],
-               sources: Mapping[str, Mapping[str, Any]]) -> tuple[str, int, int]:
+               sources: Mapping[str, Source]) -> tuple[str, int, int]:
     """A part's text with citations as [n] (citations.normalise): text, converted, removed.
     A part that came back without a heading gets the outline's."""
     numbering = {n: sid for sid, n in numbers.items()}

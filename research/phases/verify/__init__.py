@@ -54,7 +54,7 @@ from research.phases.verify.claims import (
 from research.phases.verify.early import EarlyCheck, reuse, split
 from research.phases.verify.judge import accept_rewrite, combine, guard, quote_found
 from research.phases.verify.outcomes import attach_excerpts, judge_claims
-from research.records import FailedSubtopic, Verdict
+from research.records import FailedSubtopic, JsonObject, Verdict
 from storage import Store
 
 __all__ = [
@@ -96,13 +96,13 @@ def run(ctx: RunContext, failed: Sequence[FailedSubtopic],
 
 
 def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
-            early: EarlyCheck | None = None) -> dict[str, Any]:
+            early: EarlyCheck | None = None) -> JsonObject:
     drafts = ctx.store.get_drafts(ctx.run_id)
     base = [d for d in drafts if d.kind not in ("verified", "partial")][-1]
     # A verified draft saved by an attempt that did not finish is replaced, not added to.
     redo = [d for d in drafts if d.kind == "verified" and d.version > base.version]
     version = redo[0].version if redo else max(d.version for d in drafts) + 1
-    sources = {s["id"]: s for s in ctx.store.get_sources(ctx.run_id)}
+    sources = {s.id: s for s in ctx.store.get_sources(ctx.run_id)}
     numbering = base.numbering
     claims = split_claims(base.text, numbering, sources)
     attach_excerpts(claims, sources)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from research.checks import CITATION, has_figure
 from research.export.document import CITATION_RE, expand_citation, map_prose, strip_foreign_links
 from research.phases.verify.claims import _FENCE, _HEADING, _LIST_MARK, Outcome, _kind_of, _section_kinds
 from research.phases.verify.judge import _normal
+from research.records import Source
 
 QUALIFIED = "(qualified after verification)"
 SINGLE_SOURCE = "(single source)"
@@ -96,7 +96,7 @@ def _clean_line(line: str) -> str | None:
 
 
 def apply(text: str, outcomes: Sequence[Outcome], *, numbering: Mapping[int, str],
-          sources: Mapping[str, Mapping[str, Any]], failed_titles: Iterable[str]) -> tuple[str, list[str]]:
+          sources: Mapping[str, Source], failed_titles: Iterable[str]) -> tuple[str, list[str]]:
     """The verified draft and the titles of the subtopics marked UNVERIFIED."""
     lines = text.splitlines()
     by_line: dict[int, list[Outcome]] = {}
@@ -235,7 +235,7 @@ def _single_blank_lines(lines: list[str]) -> list[str]:
     return out
 
 
-def _only_gathered(body: str, numbering: Mapping[int, str], sources: Mapping[str, Any]) -> str:
+def _only_gathered(body: str, numbering: Mapping[int, str], sources: Mapping[str, Source]) -> str:
     """Drop citations that do not resolve to a gathered source and links to pages never gathered."""
     valid = {n for n, sid in numbering.items() if sid in sources}
 
@@ -244,5 +244,5 @@ def _only_gathered(body: str, numbering: Mapping[int, str], sources: Mapping[str
         return match.group("space") + "".join(f"[{n}]" for n in kept) if kept else ""
 
     body = map_prose(body, lambda chunk: CITATION_RE.sub(renumber, chunk))
-    return strip_foreign_links(body, (str(s.get("url") or "") for s in sources.values()))
+    return strip_foreign_links(body, (s.url for s in sources.values()))
 

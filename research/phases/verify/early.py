@@ -35,7 +35,7 @@ class EarlyCheck:
     def start(self, text: str, numbering: Mapping[int, str], final: Sequence[str]) -> None:
         """Judge the claims of `text` (the current draft) that sit in the `final` parts, but
         those a check started earlier covers already (the same sentence, place and sources)."""
-        sources = {s["id"]: s for s in self.ctx.store.get_sources(self.ctx.run_id)}
+        sources = {s.id: s for s in self.ctx.store.get_sources(self.ctx.run_id)}
         claims = [c for c in split_claims(text, numbering, sources)
                   if key(c) not in self.keys and any(c.text in part for part in final)]
         if not claims:

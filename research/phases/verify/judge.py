@@ -24,6 +24,7 @@ from research.errors import ProviderError, SchemaError
 from research.llm.base import Message
 from research.phases.verify.claims import Claim, Outcome, PassVerdict
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
+from research.records import Source
 
 # A batch's answer is written at the model's speed (a verdict with its quoted passage is about
 # 100 tokens), so small batches all at once finish sooner than big ones: 4 claims answer in
@@ -237,17 +238,17 @@ def _attr(text: str) -> str:
     return _claim_text(text).replace('"', "'").replace("\n", " ")
 
 
-def _blocks(claim: Claim, sources: Mapping[str, Mapping[str, Any]], nonce: str) -> list[str]:
+def _blocks(claim: Claim, sources: Mapping[str, Source], nonce: str) -> list[str]:
     by_id = {sid: n for n, sid in zip(claim.numbers, claim.source_ids, strict=False)}
     return [
         untrusted_block(f"{claim.id}/{by_id.get(sid, '?')}",
-                        {"title": sources[sid].get("title"), "published": sources[sid].get("published")},
+                        {"title": sources[sid].title, "published": sources[sid].published},
                         text, nonce)
         for sid, text in claim.excerpts.items()
     ]
 
 
-def _item(claim: Claim, sources: Mapping[str, Mapping[str, Any]], nonce: str, *,
+def _item(claim: Claim, sources: Mapping[str, Source], nonce: str, *,
           sources_first: bool) -> str:
     head = f'<claim id="{claim.id}" section="{_attr(claim.section)}">{_claim_text(claim.text)}</claim>'
     blocks = "\n".join(_blocks(claim, sources, nonce))
@@ -291,7 +292,7 @@ AUDITOR_PASS = _Pass(Role.AUDITOR, AUDITOR_ROLE, AUDIT_PROMPT, AuditVerdicts, Tr
 
 
 def _judge_batch(ctx: RunContext, agent: Agent, spec: _Pass, batch: list[Claim],
-                 sources: Mapping[str, Mapping[str, Any]]) -> dict[str, PassVerdict]:
+                 sources: Mapping[str, Source]) -> dict[str, PassVerdict]:
     ctx.control.checkpoint()
     nonce = new_nonce()
     ordered = list(reversed(batch)) if spec.reverse else batch
@@ -309,7 +310,7 @@ def _judge_batch(ctx: RunContext, agent: Agent, spec: _Pass, batch: list[Claim],
 
 
 def _submit_pass(ctx: RunContext, spec: _Pass, claims: Sequence[Claim],
-                 sources: Mapping[str, Mapping[str, Any]], pool: Executor) -> list[Future[Any]]:
+                 sources: Mapping[str, Source], pool: Executor) -> list[Future[Any]]:
     if not claims:
         return []
     agent = ctx.lead.delegate(spec.role)
@@ -331,11 +332,11 @@ def _collect(ctx: RunContext, futures: Sequence[Future[Any]]) -> tuple[dict[str,
     return verdicts, errors
 
 
-def guard(verdict: PassVerdict, claim: Claim, sources: Mapping[str, Mapping[str, Any]]) -> PassVerdict:
+def guard(verdict: PassVerdict, claim: Claim, sources: Mapping[str, Source]) -> PassVerdict:
     """A SUPPORTED verdict must quote a passage that is really in a cited source."""
     if verdict.verdict != "SUPPORTED":
         return verdict
-    texts = [f"{sources[sid].get('text') or ''}\n{sources[sid].get('snippet') or ''}"
+    texts = [f"{sources[sid].text}\n{sources[sid].snippet}"
              for sid in claim.source_ids]
     if quote_found(verdict.quote, texts):
         return verdict
@@ -375,7 +376,7 @@ def _pass_line(name: str, v: PassVerdict) -> str:
 
 
 def _challenge(ctx: RunContext, outcomes: Sequence[Outcome],
-               sources: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, CriticJudgement], list[str]]:
+               sources: Mapping[str, Source]) -> tuple[dict[str, CriticJudgement], list[str]]:
     if not outcomes:
         return {}, []
     critic = ctx.lead.delegate(Role.CRITIC)

@@ -10,7 +10,6 @@ section is final, and their outcomes are the ones the whole report's verificatio
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from research.context import RunContext
 from research.phases.verify.apply import decide
@@ -34,6 +33,7 @@ from research.phases.verify.judge import (
     combine,
     guard,
 )
+from research.records import Source
 
 ClaimKey = tuple[str, str, str, str | None, tuple[str, ...], bool]
 
@@ -44,11 +44,11 @@ def key(claim: Claim) -> ClaimKey:
             claim.table_row)
 
 
-def source_text(source: Mapping[str, Any]) -> str:
-    return str(source.get("text") or source.get("snippet") or source.get("title") or "")
+def source_text(source: Source) -> str:
+    return source.text or source.snippet or source.title
 
 
-def attach_excerpts(claims: Sequence[Claim], sources: Mapping[str, Mapping[str, Any]]) -> None:
+def attach_excerpts(claims: Sequence[Claim], sources: Mapping[str, Source]) -> None:
     """Each claim's excerpts: the passage of each cited source nearest the claim, the most
     relevant MAX_SOURCES_PER_CLAIM kept."""
     for claim in claims:
@@ -59,7 +59,7 @@ def attach_excerpts(claims: Sequence[Claim], sources: Mapping[str, Mapping[str, 
 
 
 def judge_claims(ctx: RunContext, claims: Sequence[Claim],
-                 sources: Mapping[str, Mapping[str, Any]]) -> tuple[list[Outcome], list[str]]:
+                 sources: Mapping[str, Source]) -> tuple[list[Outcome], list[str]]:
     """The outcome of every claim (in order) and the failed calls' reasons."""
     checkable = [c for c in claims if c.source_ids]
     errors: list[str] = []
