@@ -100,7 +100,7 @@ def test_a_revision_is_checked_while_the_next_review_reads_it(
     config = build_config(env=standin_env, fetch_timeout_s=3, subtopic_count=3, max_rounds=1,
                           review_cycles=2)
     run_id = run_research(QUESTION, store=store, config=config, credentials=credentials)
-    assert store.get_run(run_id)["status"] == "completed"
+    assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
     first, second = store.get_reviews(run_id)
     assert not first.approved and second.approved
     calls = _calls(standin)
