@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import compileall
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,29 @@ from tests.cli_helpers import RunCli, cli_in_process
 from tests.pg_server import db_target, pg_server, pg_url  # noqa: F401 - fixtures (PostgreSQL)
 from tests.runs import Runner
 from tests.standin import StandinServer
+
+ROOT = Path(__file__).resolve().parent.parent
+# The project's own code, compiled once before any test process starts (see pytest_configure).
+_COMPILED = ("research", "storage", "dashboard", "pages", "tests", "bench", "app.py")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Write the project's bytecode once, in the controller, before the xdist workers start.
+
+    The suite starts about a hundred Python processes (xdist workers, `python -m research`
+    children, workers, dashboards, sandboxed renderers) that all import the engine; where
+    PYTHONDONTWRITEBYTECODE is set (the sandboxed renderers always set it), none of them writes .pyc files,
+    so each would compile the same ~150 modules from source again. `compileall` writes them
+    regardless (up-to-date files are skipped), and every process then only reads them.
+    """
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller has done it
+        return
+    for name in _COMPILED:
+        path = ROOT / name
+        if path.is_dir():
+            compileall.compile_dir(path, quiet=2, workers=1)
+        elif path.exists():
+            compileall.compile_file(path, quiet=2)
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,14 @@
 """Real document files for the documents tests: PDFs written by WeasyPrint, DOCX files by
-python-docx, Markdown, plain text and HTML, plus the bad files a person might upload."""
+python-docx, Markdown, plain text and HTML, plus the bad files a person might upload.
+
+Each file is built once per test process and then reused (`functools.cache`; bytes cannot be
+changed by the tests that read them): a WeasyPrint PDF or the 300 MB zip bomb costs about a
+CPU-second each, and several test files and every xdist worker ask for the same ones.
+"""
 
 from __future__ import annotations
 
+import functools
 import io
 import zipfile
 from html import escape
@@ -24,9 +30,17 @@ HEAT_PUMP_PAGES = [
 ]
 
 
+Pages = tuple[tuple[str, str], ...]
+
+
 def pdf_bytes(pages: list[tuple[str, str]] = HEAT_PUMP_PAGES, *, title: str = "Heat Pump "
               "Field Report", repeat: int = 3) -> bytes:
     """A real PDF with one section per page (WeasyPrint), so page numbers are known."""
+    return _pdf(tuple((h, t) for h, t in pages), title, repeat)
+
+
+@functools.cache
+def _pdf(pages: Pages, title: str, repeat: int) -> bytes:
     from weasyprint import HTML
 
     body = "".join(
@@ -39,6 +53,11 @@ def pdf_bytes(pages: list[tuple[str, str]] = HEAT_PUMP_PAGES, *, title: str = "H
 def docx_bytes(sections: list[tuple[str, str]] = HEAT_PUMP_PAGES, *,
                title: str = "Heat pump market notes") -> bytes:
     """A real Word file with a heading per section (python-docx)."""
+    return _docx(tuple((h, t) for h, t in sections), title)
+
+
+@functools.cache
+def _docx(sections: Pages, title: str) -> bytes:
     import docx
 
     document = docx.Document()
@@ -55,6 +74,7 @@ def markdown_bytes(sections: list[tuple[str, str]] = HEAT_PUMP_PAGES) -> bytes:
     return "\n\n".join(f"## {h}\n\n{t}" for h, t in sections).encode()
 
 
+@functools.cache
 def encrypted_pdf_bytes() -> bytes:
     import pypdf
 
@@ -65,6 +85,7 @@ def encrypted_pdf_bytes() -> bytes:
     return out.getvalue()
 
 
+@functools.cache
 def scanned_pdf_bytes() -> bytes:
     """A PDF whose pages carry no text layer (as a scan does): blank pages."""
     import pypdf
@@ -77,6 +98,7 @@ def scanned_pdf_bytes() -> bytes:
     return out.getvalue()
 
 
+@functools.cache
 def zip_bomb_docx_bytes() -> bytes:
     """A .docx whose one part inflates from a few hundred KB to 300 MB of zeros."""
     out = io.BytesIO()

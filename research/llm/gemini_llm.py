@@ -28,6 +28,7 @@ from research.errors import (
     redact,
 )
 from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
+from research.llm.tls import shared_tls_context
 from research.retry import parse_retry_after
 
 
@@ -69,7 +70,10 @@ class GeminiChat(LLM):
         self.model = model
         self._api_key = api_key
         self._timeout = timeout
-        options = types.HttpOptions(base_url=base_url, timeout=_millis(timeout))
+        tls = shared_tls_context()  # "ssl": the SDK's websocket context, read from the async args
+        options = types.HttpOptions(base_url=base_url, timeout=_millis(timeout),
+                                    client_args={"verify": tls},
+                                    async_client_args={"verify": tls, "ssl": tls})
         self._client = genai.Client(vertexai=False, api_key=api_key, http_options=options)
 
     def complete(

@@ -7,6 +7,7 @@ plain message that never contains the key.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,12 +25,22 @@ from research.errors import (
     redact,
 )
 from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
+from research.llm.tls import shared_tls_context
 from research.retry import parse_retry_after
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # OpenAI-compatible local servers want *some* bearer token, and the SDK refuses to start
 # without one; the value is never checked by them.
 LOCAL_PLACEHOLDER_KEY = "not-needed"
+
+
+class _HttpClient(openai.DefaultHttpxClient):
+    """The SDK's default client with the shared TLS context (research/llm/tls.py), closed
+    when dropped as the SDK's own one is."""
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
 
 
 class OpenAIChat(LLM):
@@ -53,6 +64,7 @@ class OpenAIChat(LLM):
             base_url=self._base_url,
             max_retries=0,
             timeout=timeout,
+            http_client=_HttpClient(verify=shared_tls_context(), timeout=timeout),
         )
         self._timeout = timeout
 
