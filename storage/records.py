@@ -15,17 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-# The run's bookkeeping (the run, its usage, activity and event log) has its own module.
-from storage.run_records import (  # noqa: F401 - re-exported: the one vocabulary
-    Activity,
-    EventRow,
-    GoalCheck,
-    ModelUsage,
-    Run,
-    RunTotals,
-    UsageTotals,
-)
-
 # JsonObject: a JSON object column as stored (a report's meta, a review's checks, a verdict's
 # details): the model or the phase that wrote it owns its keys, and older runs stored fewer
 # of them, so readers look keys up leniently. The one untyped shape the records below carry.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
+from dataclasses import replace
 
 from research.context import RunContext
 from research.phases.verify.claims import Claim, Outcome, split_claims
@@ -76,8 +77,6 @@ def split(claims: Sequence[Claim], early: EarlyCheck | None) -> tuple[list[Claim
 def reuse(claims: Sequence[Claim], early: Mapping[ClaimKey, Outcome]) -> tuple[dict[str, Outcome], list[Claim]]:
     """The outcomes already reached for some of `claims` (by the final claim's id, rebound to
     it), and the claims still to judge."""
-    from dataclasses import replace
-
     done: dict[str, Outcome] = {}
     todo: list[Claim] = []
     for claim in claims:
