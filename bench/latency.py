@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from research.records import Subtopic
+    from research.records import Step, Subtopic
 
 from bench.latency_calls import Call, EarlyChecks, chain_bound, overlapping  # noqa: F401 - re-exported
 
@@ -167,7 +167,7 @@ def _calls(requests: Sequence[dict[str, Any]], lat: Latency) -> list[Call]:
     return out
 
 
-def _groups(by_key: dict[str, Any], plan: list[Subtopic],
+def _groups(by_key: dict[str, Step], plan: list[Subtopic],
             titles: dict[str, str]) -> list[tuple[str, list[str]]]:
     """The run's phases in pipeline order, each with the step keys that ran in it."""
     groups: list[tuple[str, list[str]]] = [("preflight", ["preflight"])] if "preflight" in by_key else []
@@ -181,7 +181,7 @@ def _groups(by_key: dict[str, Any], plan: list[Subtopic],
     r = 1
     while f"triage:{r}" in by_key:
         groups.append((f"triage {r}", [f"triage:{r}"]))
-        decisions = (by_key[f"triage:{r}"].get("result") or {}).get("decisions") or []
+        decisions = by_key[f"triage:{r}"].result.get("decisions") or []
         for i, d in enumerate(decisions, start=1):
             titles[f"followup:{r}:{i}"] = str(d.get("question", ""))[:150]
         lookups = [k for k in by_key if k.startswith(f"followup:{r}:")]
@@ -208,8 +208,8 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
 
     See bench/README.md ("How the latency section computes its lower bound")."""
     steps = store.get_steps(run_id)
-    by_key = {s["key"]: s for s in steps}
-    order = {s["key"]: i for i, s in enumerate(steps)}
+    by_key: dict[str, Step] = {s.key: s for s in steps}
+    order = {s.key: i for i, s in enumerate(steps)}
     plan = store.get_plan(run_id) or []
     llm = _calls(requests, lat)
     searches = [(float(r["time"]), _search_query(r)) for r in requests if r["api"] in SEARCH_APIS]
@@ -224,7 +224,7 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
     at = began_at
     early = EarlyChecks()
     for name, keys in _groups(by_key, plan, titles):
-        ends = [_epoch(by_key[k].get("finished_at")) for k in keys if k in by_key]
+        ends = [_epoch(by_key[k].finished_at) for k in keys if k in by_key]
         ends = [e for e in ends if e is not None]
         if not ends:
             continue
@@ -273,12 +273,12 @@ def _opposing(title: str) -> str:
     return opposing_query(title)
 
 
-def _unit(step: dict[str, Any], order: int, title: str, window: Sequence[Call],
+def _unit(step: Step, order: int, title: str, window: Sequence[Call],
           searches: Sequence[tuple[float, str]], asked: set[str], lat: Latency,
           found_by: set[str]) -> Unit:
     tag, line = f"<subtopic>{title}</subtopic>", f"Subtopic: {title}\n"
-    result = step.get("result") or {}
-    began, ended = _epoch(step.get("started_at")) or 0.0, _epoch(step.get("finished_at")) or 0.0
+    result = step.result
+    began, ended = _epoch(step.started_at) or 0.0, _epoch(step.finished_at) or 0.0
     queries = sorted((c for c in window if c.task == "SearchQueries" and tag in c.text),
                      key=lambda c: c.sent)
     scoring = [c for c in window if c.task == "RelevanceScores" and line in c.text]
@@ -292,7 +292,7 @@ def _unit(step: dict[str, Any], order: int, title: str, window: Sequence[Call],
                                 sum(c.cost for c in findings), len(findings), lat,
                                 found_by if pages else set())
     return Unit(
-        key=step["key"], order=order, measured=ended - began, query_calls=len(queries),
+        key=step.key, order=order, measured=ended - began, query_calls=len(queries),
         search_waves=_waves([c.sent for c in queries], [t for t, _ in mine]),
         scoring_calls=len(scoring), findings_calls=len(findings), pages=pages,
         chain=chain, chain_n=chain_n,

@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from research.records import EventRow, Run
+from research.records import EventRow, Run, Step
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "How are heat pumps, solar and storage changing household energy use in region {n}?"
@@ -84,21 +84,21 @@ def steps_run_twice(events: Iterable[EventRow]) -> tuple[list[str], list[str]]:
             sorted(key for key, n in completed.items() if n > 1))
 
 
-def steps_redone(before: Mapping[str, Mapping[str, Any]],
-                 after: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+def steps_redone(before: Mapping[str, Step],
+                 after: Iterable[Step]) -> tuple[list[str], list[str]]:
     """(steps started again, finished steps executed again) between two reads of a run's steps
     table. A step's row keeps its first start until it is started again; a finished step's
     end changes only if it was executed again, which must never happen. (The events can miss
     a start the killed worker had not yet written.)"""
     rerun, redone = [], []
     for step in after:
-        old = before.get(step["key"])
+        old = before.get(step.key)
         if old is None:
             continue
-        if step.get("started_at") != old.get("started_at"):
-            rerun.append(step["key"])
-        if old.get("status") == "done" and step.get("finished_at") != old.get("finished_at"):
-            redone.append(step["key"])
+        if step.started_at != old.started_at:
+            rerun.append(step.key)
+        if old.status == "done" and step.finished_at != old.finished_at:
+            redone.append(step.key)
     return sorted(rerun), sorted(redone)
 
 
@@ -340,8 +340,8 @@ def _kill_test(server: Any, setup: Setup, say: Say) -> dict[str, Any]:
         [(_, executor)] = _workflows(url)[run_id]
         doomed = next(n for n, p in workers.procs.items() if f"-{p.pid}-" in executor)
         workers.kill(doomed)
-        before = {s["key"]: s for s in store.get_steps(run_id)}  # as the dead worker left them
-        in_flight = [k for k, s in before.items() if s["status"] in ("running", "retrying")]
+        before = {s.key: s for s in store.get_steps(run_id)}  # as the dead worker left them
+        in_flight = [k for k, s in before.items() if s.status in ("running", "retrying")]
         killed_at = time.monotonic()
         carried_s = float("nan")
         while time.monotonic() - killed_at < CARRY_ON_WITHIN_S * 2:
@@ -366,10 +366,10 @@ def _kill_test(server: Any, setup: Setup, say: Say) -> dict[str, Any]:
             "completed_twice": completed_twice + redone, "in_flight": in_flight}
 
 
-def _research_in_flight(steps: list[dict[str, Any]]) -> bool:
+def _research_in_flight(steps: list[Step]) -> bool:
     """Mid-research: a research unit is executing (the run's units run side by side, so
     waiting for one to finish first could miss them all)."""
-    return any(s["key"].startswith("research:") and s["status"] == "running" for s in steps)
+    return any(s.key.startswith("research:") and s.status == "running" for s in steps)
 
 
 def bench_scale(args: argparse.Namespace, tmp: Path, row: Callable[..., Any], say: Say) -> list[Any]:

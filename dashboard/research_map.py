@@ -17,7 +17,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from dashboard.views import label_text
-from research.records import Finding, Source, Subtopic
+from research.records import Finding, Source, Step, Subtopic
 
 ROOT = "question"
 INHERITED = "p0"  # research.phases.inherit.SUBTOPIC_ID (not imported: keeps the page light)
@@ -40,24 +40,24 @@ class Branch:
     subtopic_id: str = ""   # whose findings and sources the branch shows
 
 
-def _step_state(step: Mapping[str, Any] | None) -> tuple[str, str]:
+def _step_state(step: Step | None) -> tuple[str, str]:
     if step is None:
         return "open", ""
-    state = _STEP_STATE.get(str(step.get("status")), "running")
-    return state, str(step.get("error") or "") if state == "dropped" else ""
+    state = _STEP_STATE.get(step.status, "running")
+    return state, (step.error or "") if state == "dropped" else ""
 
 
-def _coverage(steps: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def _coverage(steps: Sequence[Step]) -> dict[str, Mapping[str, Any]]:
     """The latest coverage judgement per subtopic, from the triage steps in order."""
     out: dict[str, Mapping[str, Any]] = {}
     for step in steps:
-        if step.get("kind") == "triage" and isinstance(step.get("result"), dict):
-            out.update({c["subtopic_id"]: c for c in step["result"].get("coverage") or []
+        if step.kind == "triage":
+            out.update({c["subtopic_id"]: c for c in step.result.get("coverage") or []
                         if isinstance(c, dict) and "subtopic_id" in c})
     return out
 
 
-def _subtopics(plan: Sequence[Subtopic], steps: Mapping[str, Mapping[str, Any]],
+def _subtopics(plan: Sequence[Subtopic], steps: Mapping[str, Step],
                counts: Counter[str], coverage: Mapping[str, Mapping[str, Any]]) -> list[Branch]:
     known = {s.id for s in plan}
     out = []
@@ -74,21 +74,21 @@ def _subtopics(plan: Sequence[Subtopic], steps: Mapping[str, Mapping[str, Any]],
     return out
 
 
-def _decisions(steps: Sequence[Mapping[str, Any]], by_key: Mapping[str, Mapping[str, Any]],
+def _decisions(steps: Sequence[Step], by_key: Mapping[str, Step],
                known: set[str]) -> tuple[list[Branch], set[tuple[str, str]]]:
     """Follow-up questions the lead triaged: dropped ones and quick lookups (escalated ones are
     subtopics of their own). Also returns the (subtopic, question) pairs triaged."""
     out, triaged = [], set()
     for step in steps:
-        result = step.get("result")
-        if step.get("kind") != "triage" or not isinstance(result, dict):
+        result = step.result
+        if step.kind != "triage":
             continue
         round_no = result.get("round")
         for i, d in enumerate(result.get("decisions") or [], start=1):
             parent = str(d.get("subtopic_id") or "")
             triaged.add((parent, str(d.get("question") or "")))
             parent = parent if parent in known else ROOT
-            node_id = f"{step['key']}:{i}"
+            node_id = f"{step.key}:{i}"
             if d.get("action") == "filter":
                 out.append(Branch(node_id, parent, str(d.get("question") or ""), "follow-up",
                                   "dropped", str(d.get("reason") or ""), subtopic_id=parent))
@@ -99,13 +99,13 @@ def _decisions(steps: Sequence[Mapping[str, Any]], by_key: Mapping[str, Mapping[
     return out, triaged
 
 
-def _not_chosen(steps: Sequence[Mapping[str, Any]], known: set[str]) -> list[Branch]:
+def _not_chosen(steps: Sequence[Step], known: set[str]) -> list[Branch]:
     """Proposals the person did not follow when asked between rounds (research.phases.steer),
     or all of them when they said enough: dropped, with that reason."""
     out = []
     for step in steps:
-        result = step.get("result")
-        if step.get("kind") != "steer" or not isinstance(result, dict):
+        result = step.result
+        if step.kind != "steer":
             continue
         answer = result.get("answer")
         if not isinstance(answer, dict):
@@ -117,16 +117,16 @@ def _not_chosen(steps: Sequence[Mapping[str, Any]], known: set[str]) -> list[Bra
             if p.get("n") in followed or str(p.get("id")) in known:
                 continue
             parent = str(p.get("parent") or "")
-            out.append(Branch(f"{step['key']}:{p.get('n')}", parent if parent in known else ROOT,
+            out.append(Branch(f"{step.key}:{p.get('n')}", parent if parent in known else ROOT,
                               str(p.get("title") or ""), "proposal", "dropped", reason))
     return out
 
 
 def branches(question: str, plan: Sequence[Subtopic],
-             steps: Sequence[Mapping[str, Any]], sources: Sequence[Source],
+             steps: Sequence[Step], sources: Sequence[Source],
              findings: Sequence[Finding]) -> list[Branch]:
     """Every branch of the map, the root first; parents always come before their children."""
-    by_key = {str(s["key"]): s for s in steps}
+    by_key = {s.key: s for s in steps}
     counts = Counter(s.subtopic_id or "" for s in sources)
     root_state = "root"
     out = [Branch(ROOT, "", question, "question", root_state, sources=len(sources))]

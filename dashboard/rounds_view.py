@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard.views import status_label, subtopic_names
-from research.records import Subtopic
+from research.records import Step, Subtopic
 
 COVERAGE = {"answered": "Answered", "open": "Open", "conflicting": "Conflicting"}
 ACTIONS = {
@@ -23,16 +23,14 @@ ACTIONS = {
 }
 
 
-def round_steps(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def round_steps(steps: Sequence[Step]) -> list[dict[str, Any]]:
     """The finished triage results, by round."""
     results = []
     for step in steps:
-        if step.get("kind") != "triage":
+        if step.kind != "triage" or not step.result:
             continue
-        result = dict(step.get("result") or {})
-        if not result:
-            continue
-        result.setdefault("round", _round_of(str(step.get("key") or "")))
+        result = dict(step.result)
+        result.setdefault("round", _round_of(step.key))
         results.append(result)
     return sorted(results, key=lambda r: int(r.get("round") or 0))
 
@@ -55,7 +53,7 @@ def coverage_frame(result: Mapping[str, Any], plan: Sequence[Subtopic] | None) -
 
 
 def triage_frame(result: Mapping[str, Any], plan: Sequence[Subtopic] | None,
-                 lookups: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+                 lookups: Mapping[str, Step] | None = None) -> pd.DataFrame:
     """One row per follow-up question: the decision, why, and the searches of a quick lookup.
 
     `lookups` maps "followup:<round>:<n>" step keys to their steps, so a lookup's outcome
@@ -73,9 +71,9 @@ def triage_frame(result: Mapping[str, Any], plan: Sequence[Subtopic] | None,
             searches = int(d.get("searches") or 1)
             step = lookups.get(f"followup:{round_no}:{i}")
             if step:
-                outcome = status_label(str(step.get("status") or ""))
-                if step.get("source_count"):
-                    outcome += f" · {int(step['source_count'])} sources"
+                outcome = status_label(step.status)
+                if step.source_count:
+                    outcome += f" · {step.source_count} sources"
         rows.append({
             "Question": d.get("question") or "",
             "From subtopic": names.get(str(d.get("subtopic_id")), str(d.get("subtopic_id") or "")),

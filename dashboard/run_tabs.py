@@ -112,7 +112,7 @@ def rounds_tab(store: Store, run: Run) -> None:
         st.info("After each research round the planner judges how well every subtopic is "
                 "covered and decides what to do with the workers' follow-up questions; "
                 "that appears here.")
-    lookups = {str(s["key"]): s for s in steps if s.get("kind") == "followup"}
+    lookups = {s.key: s for s in steps if s.kind == "followup"}
     for result in results:
         round_no = int(result.get("round") or 0)
         st.subheader(f"Round {round_no}")

@@ -25,7 +25,7 @@ from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
 from research.export.method import plain_name
 from research.export.safe_links import clean_document, safe_markdown
-from research.records import EventRow, ModelUsage, ReviewIssue, Run, Source, Subtopic
+from research.records import EventRow, ModelUsage, ReviewIssue, Run, Source, Step, Subtopic
 from storage import Store
 
 EVENT_TAIL = 200
@@ -163,14 +163,14 @@ def timing(run: Run, pct: int, now: datetime | None = None) -> tuple[float | Non
     return elapsed, elapsed * (100 - pct) / pct
 
 
-def steps_frame(steps: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def steps_frame(steps: Sequence[Step]) -> pd.DataFrame:
     rows = [{
-        "Step": s.get("label") or s.get("key"),
-        "State": status_label(str(s.get("status") or "")),
-        "Duration": duration_text(s.get("duration_s")) if s.get("duration_s") is not None else "",
-        "Sources": str(int(s.get("source_count") or 0)) if s.get("kind") == "research" else "",
-        "Attempts": int(s.get("attempts") or 1),
-        "Problem": plain_words(str(s.get("error") or "")),
+        "Step": s.label or s.key,
+        "State": status_label(s.status),
+        "Duration": duration_text(s.duration_s) if s.duration_s is not None else "",
+        "Sources": str(s.source_count) if s.kind == "research" else "",
+        "Attempts": s.attempts or 1,
+        "Problem": plain_words(s.error or ""),
     } for s in steps]
     return pd.DataFrame(rows, columns=["Step", "State", "Duration", "Sources", "Attempts", "Problem"])
 

@@ -169,8 +169,8 @@ class RunContext:
     def stored_result(self, key: str) -> JsonObject | None:
         """The stored result of a finished step, or None if it must (re)run."""
         step = self.store.get_step(self.run_id, key)
-        if step and step["status"] == "done":
-            return step.get("result") or {}
+        if step and step.status == "done":
+            return step.result
         return None
 
     def run_step(

@@ -39,6 +39,7 @@ from storage.run_records import (
     ModelUsage,
     Run,
     RunTotals,
+    Step,
     UsageTotals,
 )
 
@@ -46,7 +47,7 @@ __all__ = ["Activity", "Collection", "Document", "Draft", "EngineReport", "Event
            "FailedSubtopic", "Finding", "FindingKind", "GoalCheck", "JsonObject",
            "ModelUsage", "Passage", "PlanVersion", "Query", "Report", "ResearchResult",
            "Review", "ReviewIssue", "Run", "RunPassage", "RunTotals", "SkippedPage", "Source",
-           "Subtopic", "UsageTotals", "Verdict"]
+           "Step", "Subtopic", "UsageTotals", "Verdict"]
 
 @dataclass(frozen=True, slots=True)
 class FailedSubtopic:

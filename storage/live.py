@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from storage import rows as mapped
 from storage.base import StoreBase
 from storage.log import LAST_EVENTS, USAGE_TOTALS
-from storage.rows import Row
-from storage.run_records import Activity, EventRow, Run, UsageTotals
+from storage.run_records import Activity, EventRow, Run, Step, UsageTotals
 from storage.runs import GET_RUN, LATEST_ACTIVITY
 from storage.steps import GET_STEPS
 
@@ -28,7 +27,7 @@ class LiveView:
     `usage_totals` and `last_events` return it."""
 
     run: Run | None
-    steps: list[Row]
+    steps: list[Step]
     activity: Activity | None  # None: no such run
     usage: UsageTotals
     events: list[EventRow]  # the last ones asked for, oldest first
@@ -47,7 +46,8 @@ class LiveStore(StoreBase):
             (LAST_EVENTS, {"run_id": run_id, "limit": int(events)}),
         ])
         run, steps, activity, usage, last = found
-        return LiveView(run=mapped.run(run[0]) if run else None, steps=steps,
+        return LiveView(run=mapped.run(run[0]) if run else None,
+                        steps=[mapped.step(row) for row in steps],
                         activity=mapped.activity(activity[0] if activity else None),
                         usage=mapped.usage_totals(usage[0] if usage else None),
                         events=[mapped.event(row) for row in last[::-1]])

@@ -2,8 +2,8 @@
 
 The Store's getters return records (`storage/records.py`: Subtopic, PlanVersion, Source,
 Finding, Query, SkippedPage; Draft, Review, Report, EngineReport, Verdict; Document, Passage,
-Collection, RunPassage; `storage/run_records.py`: Run, RunTotals, UsageTotals, ModelUsage,
-Activity, EventRow), built here from the row (JSON columns already decoded by
+Collection, RunPassage; `storage/run_records.py`: Run, RunTotals, Step, UsageTotals,
+ModelUsage, Activity, EventRow), built here from the row (JSON columns already decoded by
 `storage.schema.Json`; citation numberings get int keys, flags become bools). The writers'
 rows for plans, sources and findings are built here too, so each shape is written once.
 """
@@ -43,6 +43,7 @@ from storage.run_records import (
     ModelUsage,
     Run,
     RunTotals,
+    Step,
     UsageTotals,
 )
 
@@ -122,6 +123,16 @@ def event(row: Row) -> EventRow:
     data = row["data"]
     return EventRow(row["id"], row["run_id"], row["ts"], row["type"], row["step"],
                     row["message"] or "", data if isinstance(data, dict) else {})
+
+
+def step(row: Row) -> Step:
+    """Lean on purpose, like `event`: the live panel maps a run's steps on every refresh.
+    The columns are as stored (kind, label, status, attempts and source_count NOT NULL);
+    `result` is the row's own decoded JSON (NULL: nothing stored, read as empty)."""
+    return Step(row["id"], row["run_id"], row["key"], row["kind"], row["label"],
+                row["subtopic_id"], row["status"], row["attempts"], row["started_at"],
+                row["finished_at"], row["duration_s"], row["result"] or {},
+                row["source_count"], row["error"])
 
 
 def _texts(value: object) -> tuple[str, ...]:

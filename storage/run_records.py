@@ -1,5 +1,6 @@
 """The records of a run's bookkeeping, as the Store returns them: the run itself (question,
-status, settings, totals), its model usage, the live panel's activity counts and its event log.
+status, settings, totals), its steps, its model usage, the live panel's activity counts and its
+event log.
 
 Frozen and typed like the rest of `storage/records.py`, which re-exports them (so does
 `research/records.py`); built from rows in `storage/rows.py` only.
@@ -69,6 +70,31 @@ class Run:
     def preset(self) -> str:
         """The preset it was started from ("" for runs stored without one)."""
         return str(self.config.get("preset") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a run (a phase, a subtopic's research, a round's triage): the crash-safe
+    record of what is done, which a resumed run skips. The `steps` table's columns."""
+
+    id: int
+    run_id: str
+    key: str  # unique in the run: "plan", "research:<subtopic>", "triage:<round>", ...
+    kind: str = ""  # the phase that ran it ("research", "triage", "steer", ...)
+    label: str = ""
+    subtopic_id: str | None = None
+    status: str = "running"  # running, retrying, done, failed
+    attempts: int = 0
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration_s: float | None = None
+    # What the step produced, as its phase stored it (empty until it finishes, or when it
+    # stored nothing). A JSON column: each phase owns its step's keys (a triage's coverage
+    # and decisions, a steer's proposals and answer, ...) and older runs stored fewer of
+    # them, so it stays a mapping and each phase reads its own keys.
+    result: JsonObject = field(default_factory=dict)
+    source_count: int = 0
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

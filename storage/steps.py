@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import Any
 
 from sqlalchemy import Insert, bindparam, func, insert, select, update
 
@@ -14,6 +13,7 @@ from storage.dialects import insert_for
 from storage.engine import Tx
 from storage.migrations import utc_now
 from storage.records import JsonObject, PlanVersion, Subtopic
+from storage.run_records import Step
 from storage.runs import seconds_between
 from storage.schema import Json, plans, steps
 
@@ -127,11 +127,11 @@ class StepsStore(StoreBase):
                 finished_at=now if final else None,
                 duration_s=seconds_between(started_at, now) if final else None))
 
-    # Steps still come back as rows (their `result` the step's JSON column): they are read on
-    # the live panel's hot path (`storage.live`), converted separately.
-    def get_steps(self, run_id: str) -> list[dict[str, Any]]:
-        """In the order steps were first started."""
-        return self._fast_rows(GET_STEPS, {"run_id": run_id})
+    def get_steps(self, run_id: str) -> list[Step]:
+        """In the order steps were first started (read on the live panel's hot path, as
+        `storage.live` does: a statement built once, on the driver's cursor)."""
+        return [mapped.step(row) for row in self._fast_rows(GET_STEPS, {"run_id": run_id})]
 
-    def get_step(self, run_id: str, key: str) -> dict[str, Any] | None:
-        return self._row(select(steps).where(steps.c.run_id == run_id, steps.c.key == key))
+    def get_step(self, run_id: str, key: str) -> Step | None:
+        row = self._row(select(steps).where(steps.c.run_id == run_id, steps.c.key == key))
+        return mapped.step(row) if row else None

@@ -3,12 +3,12 @@ steps executed twice, worked out from a run's events. No timing here: the sectio
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import pytest
 
 from bench.scale import percentile, steps_redone, steps_run_twice, when
-from research.records import EventRow
+from research.records import EventRow, Step
 
 
 def test_percentile_is_nearest_rank_and_empty_is_zero() -> None:
@@ -47,20 +47,23 @@ def test_a_step_completed_twice_is_reported() -> None:
     assert steps_run_twice(events) == (["draft"], ["draft"])
 
 
+def _step(key: str, status: str, started_at: str, finished_at: str | None) -> Step:
+    return Step(id=0, run_id="r", key=key, status=status, started_at=started_at,
+                finished_at=finished_at)
+
+
 def test_steps_redone_reads_restarts_and_finished_steps_executed_again_from_the_steps_table() -> None:
-    before: dict[str, dict[str, Any]] = {
-        "plan": {"key": "plan", "status": "done", "started_at": "t0", "finished_at": "t1"},
-        "research:a": {"key": "research:a", "status": "running", "started_at": "t2",
-                       "finished_at": None},
-        "research:b": {"key": "research:b", "status": "done", "started_at": "t2",
-                       "finished_at": "t3"},
-    }
+    before = {s.key: s for s in [
+        _step("plan", "done", "t0", "t1"),
+        _step("research:a", "running", "t2", None),
+        _step("research:b", "done", "t2", "t3"),
+    ]}
     carried_on = [
-        {"key": "plan", "status": "done", "started_at": "t0", "finished_at": "t1"},
-        {"key": "research:a", "status": "done", "started_at": "t5", "finished_at": "t6"},
-        {"key": "research:b", "status": "done", "started_at": "t2", "finished_at": "t3"},
-        {"key": "draft", "status": "done", "started_at": "t7", "finished_at": "t8"},
+        _step("plan", "done", "t0", "t1"),
+        _step("research:a", "done", "t5", "t6"),
+        _step("research:b", "done", "t2", "t3"),
+        _step("draft", "done", "t7", "t8"),
     ]
     assert steps_redone(before, carried_on) == (["research:a"], [])
-    executed_again = [*carried_on[:2], {**carried_on[2], "started_at": "t5", "finished_at": "t9"}]
+    executed_again = [*carried_on[:2], replace(carried_on[2], started_at="t5", finished_at="t9")]
     assert steps_redone(before, executed_again) == (["research:a", "research:b"], ["research:b"])

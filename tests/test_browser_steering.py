@@ -75,10 +75,10 @@ def test_the_person_steers_the_next_round_in_the_browser(
             context.close()
     store = Store(dashboard_env["DEEP_RESEARCH_DB"])
     try:
-        [step] = [s for s in store.get_steps(run_id) if s["kind"] == "steer"]
-        proposals = step["result"]["proposals"]
+        [step] = [s for s in store.get_steps(run_id) if s.kind == "steer"]
+        proposals = step.result["proposals"]
         followed = list(range(1, len(proposals))) if len(proposals) > 1 else [1]
-        assert step["result"]["answer"] == {"follow": followed, "add": [MINE], "enough": False}
+        assert step.result["answer"] == {"follow": followed, "add": [MINE], "enough": False}
         round_two = [s.title for s in store.get_plan(run_id) or [] if s.round == 2]
         assert round_two == [p["title"] for p in proposals if p["n"] in followed] + [MINE]
         assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]

@@ -28,9 +28,9 @@ def test_a_cap_stops_research_and_still_writes_a_labelled_report(
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
     steps = store.get_steps(run_id)
-    research = [s for s in steps if s["kind"] == "research"]
-    assert any(s["status"] == "done" for s in research)
-    assert len([s for s in research if s["status"] == "done"]) < 6  # stopped early
+    research = [s for s in steps if s.kind == "research"]
+    assert any(s.status == "done" for s in research)
+    assert len([s for s in research if s.status == "done"]) < 6  # stopped early
     report = store.get_report(run_id)
     assert report is not None
     assert "Stopped by the budget" in report.markdown and words in report.markdown
@@ -63,8 +63,8 @@ def test_a_token_cap_is_checked_before_each_call_and_keeps_what_was_gathered(
     assert len(writer) == 1 and writer[0].calls == 1
     assert run.totals.tokens <= 6_000 * 1.5  # the cap plus one draft call
     assert store.count_sources(run_id) > 0
-    stopped = [s for s in store.get_steps(run_id) if (s.get("result") or {}).get("stopped_by_budget")]
-    assert all(s["status"] == "done" for s in stopped)  # the unit in progress kept its sources
+    stopped = [s for s in store.get_steps(run_id) if s.result.get("stopped_by_budget")]
+    assert all(s.status == "done" for s in stopped)  # the unit in progress kept its sources
     report = store.get_report(run_id)
     assert report is not None and "token cap of 6,000" in report.markdown
     assert any("stopped by the budget" in w for w in run.warnings)

@@ -39,7 +39,9 @@ def test_clarification_waits_and_the_answers_reach_the_brief(
     plan_prompts = [r for r in standin.requests_for("openai")
                     if "exactly 3 subtopics" in str(r["json"])]
     assert plan_prompts and "Germany and Poland" in str(plan_prompts[-1]["json"])
-    result = (store.get_step(run_id, "clarify") or {})["result"]
+    step = store.get_step(run_id, "clarify")
+    assert step is not None
+    result = step.result
     assert result["answers"][:2] == ["To decide on a purchase", "Germany and Poland"]
 
 
@@ -96,7 +98,7 @@ def test_plan_review_waits_and_the_edited_plan_is_what_runs(
 
     plans = store.get_plans(run_id)
     assert plans[0].kind == "original" and list(plans[0].subtopics) == original
-    ran = {s["key"] for s in store.get_steps(run_id) if s["kind"] == "research"}
+    ran = {s.key for s in store.get_steps(run_id) if s.kind == "research"}
     final = [s for s in store.get_plan(run_id) or [] if s.round == 1]
     assert [s.title for s in final] == ["Costs for households in Poland", original[0].title,
                                         "Installer shortages"]

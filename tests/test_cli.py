@@ -89,7 +89,7 @@ def test_cli_resume_continues_an_interrupted_run(
     assert resumed.returncode == 0, resumed.stderr
     assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
     assert "## Sources" in (tmp_path / "r.md").read_text()
-    assert {s["kind"] for s in store.get_steps(run_id) if s["attempts"] > 1} == set()
+    assert {s.kind for s in store.get_steps(run_id) if s.attempts > 1} == set()
     unknown = run_cli(["--resume", "nope"], env, tmp_path)
     assert unknown.returncode == 2 and "no run with id" in unknown.stderr
 

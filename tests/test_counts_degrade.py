@@ -107,8 +107,8 @@ def test_fewer_queries_and_scores_are_used_as_they_come(
     store, run_id = _run(runs, model, max_rounds=1)
     run = store.get_run(run_id) or {}
     assert run.status == "completed", run.error
-    research = [s for s in store.get_steps(run_id) if s["kind"] == "research"]
-    assert research and all(s["status"] == "done" for s in research)
+    research = [s for s in store.get_steps(run_id) if s.kind == "research"]
+    assert research and all(s.status == "done" for s in research)
     assert store.count_sources(run_id) > 0
     skipped = [p.reason for p in store.get_skipped(run_id)]
     assert "not scored by the model" in skipped

@@ -37,6 +37,7 @@ import pytest
 
 from research.config import Credentials, ResearchConfig, build_config
 from research.pipeline import create_run, execute
+from research.records import Step
 from storage import Store
 from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, StreamlitServer, wait_idle
 from tests.standin import StandinServer
@@ -47,7 +48,7 @@ QUESTION = "How do heat pumps perform in cold climates?"
 CLI_ARGS = ["--preset", "quick", "--subtopics", "3", "--sources", "5", "--reviews", "1"]
 ONE_WORKER = {"DEEP_RESEARCH_MAX_PARALLEL_WORKERS": "1"}
 WAIT_S = 45.0
-Steps = dict[str, dict[str, Any]]
+Steps = dict[str, Step]
 Db = Path | str  # a SQLite file, or a PostgreSQL URL
 
 
@@ -88,7 +89,7 @@ def _wait_for(db: Db, ready: Callable[[Steps], bool], what: str,
             runs = store.list_runs(limit=2)
             if runs:
                 assert len(runs) == 1, "one run per database in these tests"
-                steps = {s["key"]: s for s in store.get_steps(runs[0].id)}
+                steps = {s.key: s for s in store.get_steps(runs[0].id)}
                 if ready(steps):
                     return str(runs[0].id)
             time.sleep(0.02)
@@ -139,12 +140,12 @@ class Snapshot:
 
     @property
     def done(self) -> Steps:
-        return {k: s for k, s in self.steps.items() if s["status"] == "done"}
+        return {k: s for k, s in self.steps.items() if s.status == "done"}
 
 
 def _snapshot(db: Db, run_id: str) -> Snapshot:
     with Store(db) as store:
-        steps = {s["key"]: s for s in store.get_steps(run_id)}
+        steps = {s.key: s for s in store.get_steps(run_id)}
         sources = {s.id: (s.canonical_url, s.step_key, s.subtopic_id)
                    for s in store.get_sources(run_id, with_text=False)}
         events = store.get_events(run_id)
@@ -156,7 +157,7 @@ def _assert_whole_steps_only(db: Db, run_id: str, snap: Snapshot) -> None:
     assert len(snap.sources) == len({url for url, _, _ in snap.sources.values()})
     half_done = {key for _, key, _ in snap.sources.values()} - set(snap.done)
     assert not half_done, f"sources of unfinished steps were stored: {half_done}"
-    in_flight = [k for k, s in snap.steps.items() if s["status"] in ("running", "retrying")]
+    in_flight = [k for k, s in snap.steps.items() if s.status in ("running", "retrying")]
     with Store(db) as store:
         assert store.get_run(run_id).status == "running"  # type: ignore[union-attr]
         for table in ("findings", "queries"):
@@ -183,7 +184,7 @@ def _outcome(store: Store, run_id: str) -> dict[str, Any]:
         "findings": Counter((f.step_key, f.kind) for f in store.get_findings(run_id)),
         "drafts": [d.version for d in store.get_drafts(run_id)],
         "reviews": [r.cycle for r in store.get_reviews(run_id)],
-        "steps": sorted(s["key"] for s in store.get_steps(run_id)),
+        "steps": sorted(s.key for s in store.get_steps(run_id)),
     }
 
 
@@ -210,7 +211,7 @@ def _assert_resumed_cleanly(db: Db, run_id: str, snap: Snapshot, baseline: dict[
         run = store.get_run(run_id)
         assert run is not None and run.status == "completed", run and run.error
         assert store.get_report(run_id) is not None
-        steps = {s["key"]: s for s in store.get_steps(run_id)}
+        steps = {s.key: s for s in store.get_steps(run_id)}
         sources = {s.id: (s.canonical_url, s.step_key, s.subtopic_id)
                    for s in store.get_sources(run_id, with_text=False)}
         restarted = {e.step for e in store.get_events(run_id, after_id=snap.last_event_id)
@@ -222,18 +223,18 @@ def _assert_resumed_cleanly(db: Db, run_id: str, snap: Snapshot, baseline: dict[
     assert not lost, f"sources lost or changed by the resume: {lost}"
     # No step done twice: a step finished before the kill kept its one attempt and times,
     # and the resumed process did not start it again.
-    assert all(s["status"] == "done" for s in steps.values()), steps
+    assert all(s.status == "done" for s in steps.values()), steps
     for key, before in snap.done.items():
         after = steps[key]
-        assert (after["attempts"], after["started_at"], after["finished_at"]) == (
-            before["attempts"], before["started_at"], before["finished_at"]), key
-        assert before["attempts"] == 1, key
+        assert (after.attempts, after.started_at, after.finished_at) == (
+            before.attempts, before.started_at, before.finished_at), key
+        assert before.attempts == 1, key
     assert not restarted & set(snap.done), f"finished steps ran again: {restarted & set(snap.done)}"
     for key, after in steps.items():
         if key not in snap.steps:
-            assert after["attempts"] == 1, key
+            assert after.attempts == 1, key
         elif key not in snap.done:  # in flight at the kill: exactly one more attempt
-            assert after["attempts"] == snap.steps[key]["attempts"] + 1, key
+            assert after.attempts == snap.steps[key].attempts + 1, key
     # The same end result as a run that was never interrupted.
     assert outcome["urls"] == baseline["urls"]
     assert outcome == baseline
@@ -242,12 +243,12 @@ def _assert_resumed_cleanly(db: Db, run_id: str, snap: Snapshot, baseline: dict[
 # --- 1 and 2. the command line, killed at several points -----------------------------------
 
 def _research_in_flight(steps: Steps) -> bool:
-    research = {k: s["status"] for k, s in steps.items() if k.startswith("research:")}
+    research = {k: s.status for k, s in steps.items() if k.startswith("research:")}
     return "done" in research.values() and "running" in research.values()
 
 
 def _running(key: str) -> Callable[[Steps], bool]:
-    return lambda steps: steps.get(key, {}).get("status") == "running"
+    return lambda steps: key in steps and steps[key].status == "running"
 
 
 def _held(standin: StandinServer, task: str) -> bool:

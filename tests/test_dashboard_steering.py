@@ -62,8 +62,8 @@ def test_tick_add_and_follow_resumes_with_the_chosen_branches(
     at.text_area(key=f"steer_add_{run_id}").input("Noise rules in cities")
     next(b for b in at.button if b.label == "Follow these").click().run()
     assert not at.exception and [e.value for e in at.error] == []
-    step = dash_env.get_step(run_id, "steer:1") or {}
-    assert step["result"]["answer"] == {"follow": [1], "add": ["Noise rules in cities"],
+    step = dash_env.get_step(run_id, "steer:1")
+    assert step is not None and step.result["answer"] == {"follow": [1], "add": ["Noise rules in cities"],
                                         "enough": False}
     round_two = [s.title for s in dash_env.get_plan(run_id) or [] if s.round == 2]
     assert round_two == ["Grid limits", "Noise rules in cities"]
@@ -77,7 +77,8 @@ def test_enough_drops_the_next_round_and_resumes(dash_env: Store, fake_jobs: Fak
     next(b for b in at.button if b.label == "Enough: write the report").click().run()
     assert not at.exception
     assert all(s.round == 1 for s in dash_env.get_plan(run_id) or [])
-    assert (dash_env.get_step(run_id, "steer:1") or {})["result"]["answer"]["enough"] is True
+    step = dash_env.get_step(run_id, "steer:1")
+    assert step is not None and step.result["answer"]["enough"] is True
     _wait_completed(dash_env, run_id)
 
 

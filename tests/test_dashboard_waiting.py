@@ -51,8 +51,8 @@ def test_clarifying_questions_get_answer_boxes_and_continue_resumes_the_run(
     _button(at, "Continue").click().run()
     assert not at.exception
     assert [e.value for e in at.error] == []
-    step = dash_env.get_step(run_id, "clarify") or {}
-    assert step["result"]["answers"] == ["To decide on a purchase", "Germany"]
+    step = dash_env.get_step(run_id, "clarify")
+    assert step is not None and step.result["answers"] == ["To decide on a purchase", "Germany"]
     _wait_status(dash_env, run_id, ("completed",), 10)
     assert fake_jobs.calls == [run_id]
 

@@ -60,7 +60,7 @@ def test_the_draft_is_verified_while_it_is_reviewed_and_each_claim_is_judged_onc
              and c["sent"] < reviewing[0]["answered"]]
     assert early, "no claim was checked while the draft was being reviewed"
 
-    result = store.get_step(run_id, "verify")["result"]
+    result = store.get_step(run_id, "verify").result
     assert result["checked_early"] > 0
     # No claim was judged twice: a claim the revision left as it was kept its early outcome;
     # only the revised sections' new claims were judged after.
@@ -78,12 +78,12 @@ def test_early_outcomes_are_the_ones_the_verify_step_would_reach(
     outcomes), reaches the same statuses and verdicts for every claim."""
     store, run_id = _run(standin_env, tmp_db)
     with_early = _outcomes(store, run_id)
-    assert store.get_step(run_id, "verify")["result"]["checked_early"] > 0
+    assert store.get_step(run_id, "verify").result["checked_early"] > 0
     store.fail_step(run_id, "verify", "checked again for the test")
     store.set_run_status(run_id, "failed", error="checked again for the test")
     run = resume(run_id, store=store, credentials=Credentials.from_env(standin_env))
     assert run.status == "completed"
-    assert store.get_step(run_id, "verify")["result"]["checked_early"] == 0
+    assert store.get_step(run_id, "verify").result["checked_early"] == 0
     assert with_early and _outcomes(store, run_id) == with_early
 
 
@@ -115,7 +115,7 @@ def test_a_revision_is_checked_while_the_next_review_reads_it(
             < sum(len(CLAIM.findall(c["user"])) for c in of_draft))
 
     checked = [r for r in store.get_verifications(run_id) if r.source_ids]
-    assert checked and store.get_step(run_id, "verify")["result"]["checked_early"] == len(checked)
+    assert checked and store.get_step(run_id, "verify").result["checked_early"] == len(checked)
     asked = _verdict_claims(calls)
     assert len(asked) == len(set(asked))  # a claim the revision kept was not judged again
     assert {r.claim for r in checked} <= {claim for _, claim in asked}

@@ -74,5 +74,5 @@ def test_hot_writes_round_trip_on_both_databases(db_target: str) -> None:
         assert inserted == ["s1"]
         assert [f.source_ids for f in store.get_findings(run_id)] == [("s1",)]
         [step] = store.get_steps(run_id)
-        assert step["status"] == "done" and step["result"] == {"kept": 1}
+        assert step.status == "done" and step.result == {"kept": 1}
         assert store.get_sources(run_id)[0].signals == ("peer",)

@@ -47,7 +47,7 @@ def test_a_met_exit_case_stops_research_after_the_round_and_says_why(
     assert goal.met is True and goal.round == 1 and goal.why, (goal, [f.claim for f in store.get_findings(run_id)][:5])
     assert run.totals.stop_reason.startswith("The exit case was met after round 1")
     assert all(s.round == 1 for s in store.get_plan(run_id) or [])  # no round 2
-    assert not [s for s in store.get_steps(run_id) if s["kind"] == "triage"]
+    assert not [s for s in store.get_steps(run_id) if s.kind == "triage"]
     markdown = _method(store, run_id)
     assert "Done when: current evidence and data: met after round 1" in markdown
     assert "Desired output: a comparison table." in markdown
@@ -62,14 +62,14 @@ def test_an_unmet_exit_case_lets_the_rounds_run_and_says_so(runs: Runner) -> Non
     goal = run.totals.goal
     assert goal is not None and goal.met is False and goal.round is not None and goal.round >= 1
     assert not run.totals.stop_reason.startswith("The exit case")
-    assert [s for s in store.get_steps(run_id) if s["kind"] == "triage"]
+    assert [s for s in store.get_steps(run_id) if s.kind == "triage"]
     assert "quokka zyxwvut tariffs: not met" in _method(store, run_id)
 
 
 def test_without_a_goal_no_judgement_is_made(runs: Runner) -> None:
     store, run_id, run = _run(runs, MAX_ROUNDS=1)
     assert run.totals.goal is None
-    assert not [s for s in store.get_steps(run_id) if s["kind"] == "goal"]
+    assert not [s for s in store.get_steps(run_id) if s.kind == "goal"]
     assert "Done when" not in _method(store, run_id)
 
 

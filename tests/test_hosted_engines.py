@@ -178,9 +178,9 @@ def test_engine_completes_after_polls_with_cited_sources_and_exports(
         q.provider == engine for q in store.get_queries(run_id))
     usage = store.get_usage(run_id)
     assert [(u.role, u.calls) for u in usage] == [("engine", 1)] and usage[0].output_tokens > 0
-    steps = {s["key"]: s for s in store.get_steps(run_id)}
-    assert steps[f"engine:{engine}"]["status"] == "done"
-    assert steps[f"engine:{engine}"]["source_count"] == len(cited)
+    steps = {s.key: s for s in store.get_steps(run_id)}
+    assert steps[f"engine:{engine}"].status == "done"
+    assert steps[f"engine:{engine}"].source_count == len(cited)
 
     # Delivered like any run: draft 1 is the engine's report; Markdown and PDF exports.
     [draft] = store.get_drafts(run_id)
@@ -231,7 +231,7 @@ def test_failed_remote_job_gives_a_readable_error(
             run_hosted(ctx, engine, credentials=_creds(standin_env))
         store, run_id = ctx.store, ctx.run_id
     step = store.get_step(run_id, f"engine:{engine}")
-    assert step is not None and step["status"] == "failed" and "internal error" in step["error"]
+    assert step is not None and step.status == "failed" and "internal error" in step.error
     [report] = engine_reports(store, run_id)
     assert report.status == "failed" and "internal error" in report.error
     assert store.count_sources(run_id) == 0
@@ -283,7 +283,7 @@ def test_cancelling_the_run_cancels_the_remote_job(
     [report] = engine_reports(store, run_id)
     assert report.status == "cancelled" and report.remote_id == job.id
     step = store.get_step(run_id, f"engine:{engine}")
-    assert step is not None and step["status"] == "failed"
+    assert step is not None and step.status == "failed"
 
 
 @pytest.mark.parametrize("engine", list(ENGINES))
@@ -321,7 +321,7 @@ def test_missing_key_is_a_clear_configuration_error(
         with pytest.raises(ConfigError, match="GEMINI_API_KEY"):
             run_hosted(ctx, "gemini-deep-research", credentials=_creds(env))
         step = ctx.store.get_step(ctx.run_id, "engine:gemini-deep-research")
-    assert step is not None and step["status"] == "failed"
+    assert step is not None and step.status == "failed"
 
 
 def test_citation_rewriting_replaces_links_and_drops_the_services_own_markers() -> None:

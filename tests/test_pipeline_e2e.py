@@ -66,12 +66,12 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     assert len(first_round) == 6  # SUBTOPIC_COUNT
     # MAX_ROUNDS = 2: one follow-up was escalated to a second round, one answered inline.
     assert [s.round for s in plan].count(2) == 1
-    research_steps = [s for s in steps if s["kind"] == "research"]
-    assert len(research_steps) == 7 and all(s["status"] == "done" for s in research_steps)
-    assert any(s["kind"] == "followup" and s["status"] == "done" for s in steps)
+    research_steps = [s for s in steps if s.kind == "research"]
+    assert len(research_steps) == 7 and all(s.status == "done" for s in research_steps)
+    assert any(s.kind == "followup" and s.status == "done" for s in steps)
     assert run.totals.stop_reason == "MAX_ROUNDS reached."
-    assert all(0 < s["source_count"] <= 20 for s in research_steps)  # SOURCES_PER_SUBTOPIC
-    assert all(s["source_count"] <= 5 for s in steps if s["kind"] == "followup")
+    assert all(0 < s.source_count <= 20 for s in research_steps)  # SOURCES_PER_SUBTOPIC
+    assert all(s.source_count <= 5 for s in steps if s.kind == "followup")
     sources = store.get_sources(run_id)
     assert len({s.canonical_url for s in sources}) == len(sources)
     assert all(s.relevance >= 0.6 for s in sources)
@@ -193,7 +193,7 @@ def test_a_subtopic_failing_three_times_is_marked_and_the_report_says_so(
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
     step = store.get_step(run_id, "research:t1")
-    assert step is not None and step["status"] == "failed" and step["attempts"] == 3
+    assert step is not None and step.status == "failed" and step.attempts == 3
     report = store.get_report(run_id)
     assert report is not None and "could not be researched" in report.markdown
 
@@ -232,5 +232,5 @@ def test_a_cancelled_run_resumes_to_the_same_sources_as_an_uninterrupted_one(
     assert {s.canonical_url for s in sources} == expected
     assert len(sources) == len(expected)
     first = store.get_step(run_id, finished[0])
-    assert first is not None and first["attempts"] == 1  # not redone
-    assert store.get_step(run_id, "plan")["attempts"] == 1  # type: ignore[index]
+    assert first is not None and first.attempts == 1  # not redone
+    assert store.get_step(run_id, "plan").attempts == 1  # type: ignore[union-attr]

@@ -23,7 +23,7 @@ def test_a_complete_research_run_stores_everything_on_postgres(
     assert run is not None and run.status == "completed", run and run.error
     sources = store.get_sources(run_id)
     assert sources and len({s.canonical_url for s in sources}) == len(sources)
-    assert all(s["status"] == "done" for s in store.get_steps(run_id))
+    assert all(s.status == "done" for s in store.get_steps(run_id))
     assert store.get_findings(run_id) and store.get_queries(run_id)
     assert [d.kind for d in store.get_drafts(run_id)][-1] == "verified"
     assert store.get_verifications(run_id)

@@ -29,7 +29,9 @@ def test_a_rate_limited_search_at_pre_flight_is_waited_out_not_dropped(
     standin.add_fault("tavily", "status", times=1, status=429, headers={"Retry-After": "1"})
     store, run = _run(http_runs)
     assert run.status == "completed", run.error
-    preflight = (store.get_step(run.id, "preflight") or {})["result"]
+    step = store.get_step(run.id, "preflight")
+    assert step is not None
+    preflight = step.result
     assert preflight["search"] == ["tavily"] and not preflight["search_failed"]
     times = [r["time"] for r in standin.requests_for("tavily")[:2]]
     assert times[1] - times[0] >= 0.9  # Retry-After was honoured

@@ -196,22 +196,22 @@ def test_context_length_errors_during_a_run_are_trimmed_away(
     store, run_id = _run(http_runs)
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", [
-        (s["key"], s["error"]) for s in store.get_steps(run_id)]
+        (s.key, s.error) for s in store.get_steps(run_id)]
     worker_calls = [r for r in standin.requests_for("openai")
                     if (r["json"].get("response_format") or {}).get("json_schema", {}).get("name")
                     in ("RelevanceScores", "SubtopicFindings")]
     rejected = [r for r in worker_calls if _chars(r) > limit]
     accepted = [r for r in worker_calls if _chars(r) <= limit]
     assert rejected and len(accepted) > len(rejected)
-    assert all(s["findings"] for s in _research_results(store, run_id)), [(s["key"], s["status"], s["error"]) for s in store.get_steps(run_id)]
+    assert all(s["findings"] for s in _research_results(store, run_id)), [(s.key, s.status, s.error) for s in store.get_steps(run_id)]
     events = [e.message for e in store.get_events(run_id) if e.type == "retrying"]
     assert any("too long" in m for m in events)
 
 
 def _research_results(store: Store, run_id: str) -> list[dict[str, Any]]:
-    steps = [s for s in store.get_steps(run_id) if s["kind"] == "research"]
-    assert steps and all(s["status"] == "done" for s in steps), [(s["key"], s["status"], s["error"]) for s in steps]
-    return [s["result"] for s in steps]
+    steps = [s for s in store.get_steps(run_id) if s.kind == "research"]
+    assert steps and all(s.status == "done" for s in steps), [(s.key, s.status, s.error) for s in steps]
+    return [s.result for s in steps]
 
 
 def _chars(request: dict[str, Any]) -> int:

@@ -82,7 +82,7 @@ def test_a_budget_stop_in_the_second_wave_keeps_the_pages_the_first_wave_read(
                          model=StopsAtTheSecondWave(standin, "openai", "gpt-5-mini"))
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
-    first = [s for s in store.get_steps(run_id) if s["key"] == "research:t1"][0]
-    assert first["status"] == "done" and (first["result"] or {}).get("stopped_by_budget")
+    first = [s for s in store.get_steps(run_id) if s.key == "research:t1"][0]
+    assert first.status == "done" and first.result.get("stopped_by_budget")
     kept = [s for s in store.get_sources(run_id, with_text=False) if s.subtopic_id == "t1"]
     assert kept and any(s.relevance > 0 for s in kept)  # scored before the stop, and kept

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from dashboard import research_map
-from research.records import Finding, Source, Subtopic
+from research.records import Finding, JsonObject, Source, Step, Subtopic
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - the fixture
     dash_env_fixture,
@@ -17,11 +17,19 @@ from tests.runs import Runner
 
 PLAN = [Subtopic("t1", "Costs"), Subtopic("t2", "Adoption"), Subtopic("t3", "Policy"),
         Subtopic("r2t1", "Grid limits?", round=2, parent="t2")]
+
+
+def _step(key: str, kind: str, status: str, *, error: str | None = None,
+          result: JsonObject | None = None) -> Step:
+    return Step(id=0, run_id="r", key=key, kind=kind, status=status, error=error,
+                result=result or {})
+
+
 STEPS = [
-    {"key": "research:t1", "kind": "research", "status": "done"},
-    {"key": "research:t2", "kind": "research", "status": "done"},
-    {"key": "research:t3", "kind": "research", "status": "failed", "error": "every search failed"},
-    {"key": "triage:1", "kind": "triage", "status": "done", "result": {
+    _step("research:t1", "research", "done"),
+    _step("research:t2", "research", "done"),
+    _step("research:t3", "research", "failed", error="every search failed"),
+    _step("triage:1", "triage", "done", result={
         "round": 1,
         "coverage": [{"subtopic_id": "t1", "status": "answered", "note": ""},
                      {"subtopic_id": "t2", "status": "conflicting", "note": "figures differ"}],
@@ -29,9 +37,9 @@ STEPS = [
             {"question": "Is it sunny?", "subtopic_id": "t1", "action": "filter",
              "reason": "irrelevant"},
             {"question": "What does a unit cost?", "subtopic_id": "t1", "action": "answer"},
-            {"question": "Grid limits?", "subtopic_id": "t2", "action": "escalate"}]}},
-    {"key": "followup:1:2", "kind": "followup", "status": "running"},
-    {"key": "research:r2t1", "kind": "research", "status": "running"},
+            {"question": "Grid limits?", "subtopic_id": "t2", "action": "escalate"}]}),
+    _step("followup:1:2", "followup", "running"),
+    _step("research:r2t1", "research", "running"),
 ]
 SOURCES = [Source(f"s{i}", f"https://s{i}.example/", subtopic_id=sid)
            for i, sid in enumerate(["t1", "t1", "t2", "r2t1"])]
@@ -104,11 +112,11 @@ def test_the_run_page_draws_the_map_and_opens_a_branch(dash_env: Store) -> None:
 
 def test_unchosen_proposals_and_earlier_research_are_branches_too() -> None:
     plan = [*PLAN[:3], Subtopic("r2t1", "Grid limits?", round=2, parent="t2")]
-    steps = [*STEPS, {"key": "steer:1", "kind": "steer", "status": "done", "result": {
+    steps = [*STEPS, _step("steer:1", "steer", "done", result={
         "round": 1, "proposals": [
             {"n": 1, "id": "r2t1", "title": "Grid limits?", "parent": "t2"},
             {"n": 2, "id": "r2t2", "title": "Installer shortage", "parent": "t1"}],
-        "answer": {"follow": [1], "add": [], "enough": False}}}]
+        "answer": {"follow": [1], "add": [], "enough": False}})]
     sources = [*SOURCES, Source("s9", "https://s9.example/", subtopic_id=research_map.INHERITED)]
     tree = research_map.branches("Heat pumps?", plan, steps, sources, FINDINGS)
     by_label = {b.label: b for b in tree}

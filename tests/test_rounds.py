@@ -21,9 +21,9 @@ def test_triage_filters_answers_and_escalates_then_stops_at_max_rounds(runs: Run
     store, run_id = _small(runs, MAX_ROUNDS=2)
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
-    triage = [s for s in store.get_steps(run_id) if s["kind"] == "triage"]
-    assert [s["key"] for s in triage] == ["triage:1", "triage:2"]
-    first = triage[0]["result"]
+    triage = [s for s in store.get_steps(run_id) if s.kind == "triage"]
+    assert [s.key for s in triage] == ["triage:1", "triage:2"]
+    first = triage[0].result
     assert {d["action"] for d in first["decisions"]} == {"filter", "answer", "escalate"}
     assert all(d["reason"] for d in first["decisions"])  # every decision says why
     assert {c["status"] for c in first["coverage"]} == {"answered", "open"}
@@ -32,10 +32,10 @@ def test_triage_filters_answers_and_escalates_then_stops_at_max_rounds(runs: Run
     escalated = next(d for d in first["decisions"] if d["action"] == "escalate")
     assert plan[-1].questions == (escalated["question"],)
     # The last round may not escalate: what the lead would escalate is looked up instead.
-    assert triage[-1]["result"]["stop_reason"] == "MAX_ROUNDS reached."
-    assert not any(d["action"] == "escalate" for d in triage[-1]["result"]["decisions"])
-    lookups = [s for s in store.get_steps(run_id) if s["kind"] == "followup"]
-    assert lookups and all(s["status"] == "done" and s["source_count"] <= 5 for s in lookups)
+    assert triage[-1].result["stop_reason"] == "MAX_ROUNDS reached."
+    assert not any(d["action"] == "escalate" for d in triage[-1].result["decisions"])
+    lookups = [s for s in store.get_steps(run_id) if s.kind == "followup"]
+    assert lookups and all(s.status == "done" and s.source_count <= 5 for s in lookups)
     assert run.totals.stop_reason == "MAX_ROUNDS reached." and run.totals.rounds == 2
     events = store.get_events(run_id)
     assert sum(e.type == "round_completed" for e in events) == 2
@@ -45,7 +45,7 @@ def test_research_stops_when_no_new_question_remains(runs: Runner) -> None:
     # The second round's only follow-up repeats the one that created it: filtered as
     # redundant before the lead is asked, and research stops before MAX_ROUNDS.
     store, run_id = _small(runs, MAX_ROUNDS=4)
-    triage = [s["result"] for s in store.get_steps(run_id) if s["kind"] == "triage"]
+    triage = [s.result for s in store.get_steps(run_id) if s.kind == "triage"]
     assert len(triage) == 2
     assert triage[1]["stop_reason"] == "No new, relevant, non-redundant question remains."
     assert [d["action"] for d in triage[1]["decisions"]] == ["filter"]
@@ -56,8 +56,8 @@ def test_research_stops_when_no_new_question_remains(runs: Runner) -> None:
 def test_a_single_round_skips_triage(runs: Runner) -> None:
     store, run_id = _small(runs, MAX_ROUNDS=1)
     triage = store.get_step(run_id, "triage:1")
-    assert triage is not None and triage["result"]["decisions"] == []
-    assert "MAX_ROUNDS is 1" in triage["result"]["stop_reason"]
+    assert triage is not None and triage.result["decisions"] == []
+    assert "MAX_ROUNDS is 1" in triage.result["stop_reason"]
     assert all(s.round == 1 for s in store.get_plan(run_id) or [])
 
 

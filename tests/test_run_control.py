@@ -98,9 +98,9 @@ def test_step_time_limit_fails_slow_subtopics(
     standin.set_delay(0.4)
     store, run_id, thread = _start(standin_env, tmp_db, preset="quick", STEP_TIMEOUT_MS=1_000)
     thread.join(180)
-    research = [s for s in store.get_steps(run_id) if s["kind"] == "research"]
-    assert research and all(s["status"] == "failed" and s["attempts"] == 3 for s in research)
-    assert any("STEP_TIMEOUT_MS" in (s["error"] or "") for s in research)
+    research = [s for s in store.get_steps(run_id) if s.kind == "research"]
+    assert research and all(s.status == "failed" and s.attempts == 3 for s in research)
+    assert any("STEP_TIMEOUT_MS" in (s.error or "") for s in research)
     run = store.get_run(run_id)
     assert run is not None and run.status == "failed"
     assert "No usable sources" in run.error

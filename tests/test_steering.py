@@ -38,11 +38,11 @@ def test_a_steered_run_waits_then_follows_the_chosen_and_added_branches(
     store = Store(db)
     run = store.get_run(run_id)
     assert run is not None and run.status == "waiting"
-    [step] = [s for s in store.get_steps(run_id) if s["kind"] == "steer"]
-    proposals = step["result"]["proposals"]
+    [step] = [s for s in store.get_steps(run_id) if s.kind == "steer"]
+    proposals = step.result["proposals"]
     assert proposals and [p["n"] for p in proposals] == list(range(1, len(proposals) + 1))
     assert f"  1. {proposals[0]['title']}" in said
-    assert not [s for s in store.get_steps(run_id) if s["key"].startswith("research:r2")]
+    assert not [s for s in store.get_steps(run_id) if s.key.startswith("research:r2")]
 
     # A new process (as after a restart) carries on with proposal 1 and a branch of my own.
     second = _cli(["--resume", run_id, "--follow", "1", "--add", MINE, "--out",
@@ -52,9 +52,9 @@ def test_a_steered_run_waits_then_follows_the_chosen_and_added_branches(
     assert run is not None and run.status == "completed"
     round_two = [s for s in Store(db).get_plan(run_id) or [] if s.round == 2]
     assert [s.title for s in round_two] == [proposals[0]["title"], MINE]
-    done = {s["key"]: s["status"] for s in Store(db).get_steps(run_id)}
+    done = {s.key: s.status for s in Store(db).get_steps(run_id)}
     assert all(done.get(f"research:{s.id}") == "done" for s in round_two)
-    answer = [s for s in Store(db).get_steps(run_id) if s["kind"] == "steer"][0]["result"]
+    answer = [s for s in Store(db).get_steps(run_id) if s.kind == "steer"][0].result
     assert answer["answer"] == {"follow": [1], "add": [MINE], "enough": False}
 
 

@@ -147,8 +147,8 @@ def test_complete_research_step_deduplicates_by_canonical_url(store: Store) -> N
     assert store.canonical_urls(run_id) == {f"https://example.org/page-{n}" for n in (1, 2, 4)}
     step = store.get_step(run_id, "research:t1")
     assert step is not None
-    assert (step["status"], step["source_count"], step["result"]) == ("done", 2, {"summary": "ok"})
-    assert step["duration_s"] is not None and step["attempts"] == 1
+    assert (step.status, step.source_count, step.result) == ("done", 2, {"summary": "ok"})
+    assert step.duration_s is not None and step.attempts == 1
     assert len(store.get_queries(run_id)) == 1 and store.get_queries(run_id)[0].error is None
     assert store.get_skipped(run_id)[0].reason == "private address"
 
@@ -164,7 +164,7 @@ def test_complete_research_step_is_all_or_nothing(store: Store) -> None:
     assert store.count_sources(run_id) == 0
     assert store.get_findings(run_id) == []
     step = store.get_step(run_id, "research:t1")
-    assert step is not None and step["status"] == "running"
+    assert step is not None and step.status == "running"
 
 
 def test_rerunning_a_research_step_replaces_its_findings(store: Store) -> None:
@@ -177,7 +177,7 @@ def test_rerunning_a_research_step_replaces_its_findings(store: Store) -> None:
     assert store.complete_research_step(run_id, "r", **kwargs) == []
     assert len(store.get_findings(run_id)) == 1
     step = store.get_step(run_id, "r")
-    assert step is not None and step["attempts"] == 2
+    assert step is not None and step.attempts == 2
 
 
 def test_sources_order_and_citations(store: Store) -> None:
@@ -336,13 +336,13 @@ def test_steps_keep_start_order_and_record_failures(store: Store) -> None:
     store.finish_step(run_id, "plan", result={"subtopics": 3})
     store.start_step(run_id, "write", kind="write", label="Write")
     store.fail_step(run_id, "write", "timeout", final=False)
-    assert store.get_step(run_id, "write")["status"] == "retrying"  # type: ignore[index]
+    assert store.get_step(run_id, "write").status == "retrying"  # type: ignore[union-attr]
     store.start_step(run_id, "write", kind="write", label="Write")
     store.fail_step(run_id, "write", "timeout again")
     steps = store.get_steps(run_id)
-    assert [s["key"] for s in steps] == ["plan", "write"]
-    assert steps[0]["result"] == {"subtopics": 3} and steps[0]["status"] == "done"
-    assert (steps[1]["status"], steps[1]["attempts"], steps[1]["error"]) == (
+    assert [s.key for s in steps] == ["plan", "write"]
+    assert steps[0].result == {"subtopics": 3} and steps[0].status == "done"
+    assert (steps[1].status, steps[1].attempts, steps[1].error) == (
         "failed", 2, "timeout again")
     assert store.get_step(run_id, "nope") is None
 

@@ -88,7 +88,7 @@ def test_eight_writers_and_four_pollers_lose_nothing(db_target: str) -> None:
         assert len(store.get_events(run_id)) == STEPS * EVENTS_PER_STEP
         assert store.usage_totals(run_id).calls == STEPS
         assert len(store.get_findings(run_id)) == STEPS
-        assert [s["status"] for s in store.get_steps(run_id)] == ["done"] * STEPS
+        assert [s.status for s in store.get_steps(run_id)] == ["done"] * STEPS
     for i in range(READERS):  # every tail saw every event of its run once, in order
         assert seen[i] == [e.id for e in store.get_events(run_ids[i])]
     store.close()

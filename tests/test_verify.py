@@ -154,7 +154,7 @@ def test_gemini_run_marks_a_failed_subtopic_unverified_removes_the_revision_clai
     assert standin.count("openai") == 0
 
     step = store.get_step(run_id, "research:t1")
-    assert step is not None and step["status"] == "failed"
+    assert step is not None and step.status == "failed"
     failed_title = store.get_plan(run_id)[0].title  # type: ignore[index]
     rows = store.get_verifications(run_id)
     revision = _row(rows, REVISION_SENTENCE.split(" [")[0])
@@ -179,7 +179,7 @@ def test_gemini_run_marks_a_failed_subtopic_unverified_removes_the_revision_clai
     resumed = http_runs.resume(run_id)
     assert resumed.status == "completed", resumed.error
     verify_step = store.get_step(run_id, "verify")
-    assert verify_step is not None and verify_step["attempts"] == 1
+    assert verify_step is not None and verify_step.attempts == 1
     assert len(store.get_drafts(run_id)) == drafts
     assert not {"ClaimVerdicts", "AuditVerdicts"} & set(_schemas(standin, "gemini"))
 

@@ -87,7 +87,7 @@ def test_revision_resends_only_the_flagged_sections(
     assert {"## Key findings", "## Executive summary"} <= sent
     assert not any(h.startswith("### ") for h in sent)  # the subtopics were not flagged
     assert "## Comparison" not in sent
-    steps = {s["key"]: s.get("result") or {} for s in store.get_steps(run_id)}
+    steps = {s.key: s.result for s in store.get_steps(run_id)}
     assert set(steps["revise:1"]["revised"]) == {FRAME, KEY_FINDINGS}
     before, after = steps["write"]["sections"], steps["revise:1"]["sections"]
     for key in before:

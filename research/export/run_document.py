@@ -31,6 +31,5 @@ def build_document_for_run(store: Store, run_id: str) -> ReportDocument:
 
 def _verification_line(store: Store, run_id: str) -> str:
     """The verify step's summary line, for reports delivered before it was kept in meta."""
-    step = store.get_step(run_id, "verify") or {}
-    result = step.get("result") or {}
-    return str(result.get("line") or "") if step.get("status") == "done" else ""
+    step = store.get_step(run_id, "verify")
+    return str(step.result.get("line") or "") if step and step.status == "done" else ""

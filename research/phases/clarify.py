@@ -59,7 +59,7 @@ def run(ctx: RunContext) -> None:
 
 def questions(store: Store, run_id: str) -> list[str]:
     step = store.get_step(run_id, "clarify")
-    return list(((step or {}).get("result") or {}).get("questions") or [])
+    return list((step.result.get("questions") if step else None) or [])
 
 
 def answer(store: Store, run_id: str, answers: list[str]) -> None:
@@ -75,7 +75,7 @@ def answer(store: Store, run_id: str, answers: list[str]) -> None:
 def pending(store: Store, run_id: str) -> JsonObject | None:
     """The unanswered questions of a waiting run, if that is what it waits for."""
     step = store.get_step(run_id, "clarify")
-    result = (step or {}).get("result") or {}
+    result = step.result if step else {}
     if result.get("questions") and result.get("answers") is None:
         return {"questions": result["questions"]}
     return None

@@ -31,7 +31,7 @@ def run_record(ctx: RunContext) -> str:
     run = ctx.store.get_run(ctx.run_id)
     steps = ctx.store.get_steps(ctx.run_id)
     rounds = max((s.round for s in ctx.store.get_plan(ctx.run_id) or []), default=1)
-    subtopics = sum(1 for s in steps if s["kind"] == "research")
+    subtopics = sum(1 for s in steps if s.kind == "research")
     queries = len(ctx.store.get_queries(ctx.run_id))
     kept = ctx.store.count_sources(ctx.run_id)
     read = kept + len(ctx.store.get_skipped(ctx.run_id))

@@ -148,12 +148,10 @@ def units(plan: Iterable[Subtopic]) -> list[Unit]:
 
 def unfinished(ctx: RunContext, plan: Iterable[Subtopic]) -> tuple[FailedSubtopic, ...]:
     """The planned subtopics whose research did not finish, each with its error."""
-    steps = {s["key"]: s for s in ctx.store.get_steps(ctx.run_id)}
-    return tuple(
-        FailedSubtopic(sub, steps.get(f"research:{sub.id}", {}).get("error") or "not researched")
-        for sub in plan
-        if not sub.inherited and steps.get(f"research:{sub.id}", {}).get("status") != "done"
-    )
+    steps = {s.key: s for s in ctx.store.get_steps(ctx.run_id)}
+    missing = ((sub, steps.get(f"research:{sub.id}")) for sub in plan if not sub.inherited)
+    return tuple(FailedSubtopic(sub, (step.error if step else None) or "not researched")
+                 for sub, step in missing if step is None or step.status != "done")
 
 
 def run_units(ctx: RunContext, units: list[Unit]) -> None:

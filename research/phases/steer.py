@@ -46,9 +46,8 @@ def _next_round(store: Store, run_id: str, round_no: int) -> list[Subtopic]:
 def pending(store: Store, run_id: str) -> JsonObject | None:
     """The unanswered proposals of a waiting run, if that is what it waits for."""
     for step in reversed(store.get_steps(run_id)):
-        if step["kind"] == "steer":
-            result = step.get("result") or {}
-            return result if result.get("answer") is None else None
+        if step.kind == "steer":
+            return step.result if step.result.get("answer") is None else None
     return None
 
 

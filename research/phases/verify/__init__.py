@@ -224,8 +224,8 @@ def summary(ctx_or_store: RunContext | Store, run_id: str) -> dict[str, Any]:
     """
     store = ctx_or_store.store if isinstance(ctx_or_store, RunContext) else ctx_or_store
     step = store.get_step(run_id, STEP_KEY)
-    result = (step or {}).get("result") or {}
-    if step and step.get("status") == "done" and "line" in result:
+    result = step.result if step else {}
+    if step and step.status == "done" and "line" in result:
         return {**_counts(result), "unverified_subtopics": result["unverified_subtopics"],
                 "line": result["line"]}
     rows = store.get_verifications(run_id)
