@@ -80,10 +80,10 @@ def figures_of(store: Any, run_id: str) -> dict[str, str]:
     checks = report.meta.get("checks") or {}
     doc = build_document_for_run(store, run_id)
     return {
-        "completed": status, "claims": str(summary["claims"]),
+        "completed": status, "claims": str(summary.claims),
         "cited": f"{checks.get('cited_share', 0):.0%}",
-        "supported": f"{summary['share_supported']:.0%}",
-        "removed": str(summary["unsupported_removed"]), "unchecked": str(summary.get("unchecked", 0)),
+        "supported": f"{summary.share_supported:.0%}",
+        "removed": str(summary.unsupported_removed), "unchecked": str(summary.unchecked),
         "disagreements": disagreements(store, run_id, doc),
     }
 
@@ -108,12 +108,12 @@ def disagreements(store: Any, run_id: str, doc: Any) -> str:
         found.append(f"body cites {len(cited)} numbers, Sources lists {len(doc.sources)}")
     if not doc.sources:
         found.append("no sources listed")
-    if " ".join(summary["line"].split()) != doc.verification:
+    if " ".join(summary.line.split()) != doc.verification:
         found.append("header and Verification tab differ")
     if re.search(r"\]\(https?://", doc.body):
         found.append("live links left in the body")
     plain_success = status == "completed" and not warned
-    if plain_success and (summary.get("incomplete") or summary["supported"] == 0 or not cited):
+    if plain_success and (summary.incomplete or summary.supported == 0 or not cited):
         found.append("plain success, but nothing verified / verification incomplete")
     return "; ".join(found) or "none"
 

@@ -99,8 +99,8 @@ def summary_line(store: Store, run: Run, doc: ReportDocument) -> str:
     cited = len(doc.sources)
     parts = [f"{cited} source{'s' if cited != 1 else ''} cited ({kept} kept)"]
     checked = verify.summary(store, run.id)
-    if checked.get("claims"):
-        parts.append(f"{checked['supported']} of {checked['claims']} claims verified")
+    if checked.claims:
+        parts.append(f"{checked.supported} of {checked.claims} claims verified")
     else:
         parts.append("claims not checked")
     warnings = views.run_warnings(run)

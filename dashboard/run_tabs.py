@@ -237,14 +237,14 @@ def verification_tab(store: Store, run: Run) -> None:
         checked = verification_view.summary_of(store, run_id)
         cols = st.columns(4)
         cols[0].metric("Supported claims", verification_view.share_text(checked))
-        cols[1].metric("Removed", checked["unsupported_removed"])
-        cols[2].metric("Qualified", checked["rewritten"])
-        cols[3].metric("Single-source, marked", checked["single_source"])
-        if checked["line"]:
-            st.caption(views.md_text(checked["line"]))
-        if checked["unverified_subtopics"]:
+        cols[1].metric("Removed", checked.unsupported_removed)
+        cols[2].metric("Qualified", checked.rewritten)
+        cols[3].metric("Single-source, marked", checked.single_source)
+        if checked.line:
+            st.caption(views.md_text(checked.line))
+        if checked.unverified_subtopics:
             st.warning("Unverified subtopics (marked in the report): "
-                       + "; ".join(views.md_text(t) for t in checked["unverified_subtopics"]))
+                       + "; ".join(views.md_text(t) for t in checked.unverified_subtopics))
         by_id = {s.id: s for s in store.get_sources(run_id, with_text=False)}
         frame = verification_view.verdicts_frame(verdicts, by_id)
         cols = st.columns(2)

@@ -29,7 +29,7 @@ OUTCOMES = {
 PASS_NAMES = (("verifier", "First check (verifier)"), ("auditor", "Second check (auditor)"))
 
 
-def summary_of(store: Store, run_id: str) -> dict[str, Any]:
+def summary_of(store: Store, run_id: str) -> verify.VerifySummary:
     return verify.summary(store, run_id)
 
 
@@ -37,11 +37,11 @@ def outcome_label(status: Any) -> str:
     return OUTCOMES.get(str(status or ""), str(status or "—"))
 
 
-def share_text(summary: Mapping[str, Any]) -> str:
+def share_text(summary: verify.VerifySummary) -> str:
     """'83% (19 of 23)': the share of supported claims, for a metric."""
-    if not summary.get("claims"):
+    if not summary.claims:
         return "—"
-    return f"{summary['share_supported']:.0%} ({summary['supported']} of {summary['claims']})"
+    return f"{summary.share_supported:.0%} ({summary.supported} of {summary.claims})"
 
 
 def _titles(source_ids: Iterable[str], sources: Mapping[str, Source]) -> str:

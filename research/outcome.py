@@ -22,16 +22,16 @@ def completion_warnings(ctx: RunContext) -> list[str]:
     report = ctx.store.get_report(ctx.run_id)
     meta = report.meta if report else {}
     summary = verify.summary(ctx, ctx.run_id)
-    verified = ctx.stored_result(verify.STEP_KEY) is not None or bool(summary.get("claims"))
-    if summary.get("incomplete"):
-        unchecked = int(summary.get("unchecked") or 0)
+    verified = ctx.stored_result(verify.STEP_KEY) is not None or bool(summary.claims)
+    if summary.incomplete:
+        unchecked = summary.unchecked
         detail = f" ({unchecked} claims could not be checked)" if unchecked else ""
         warnings.append(f"Verification could not be completed{detail}: treat the report's "
                         "claims with care.")
     if report and not meta.get("cited_sources"):
         warnings.append("The report cites no sources: none of its statements could be "
                         "checked against what was gathered.")
-    elif verified and not summary.get("supported"):
+    elif verified and not summary.supported:
         warnings.append("No claim in the report is backed by a verified citation.")
     elif not verified and report:
         warnings.append("The report's claims were not verified against their sources.")

@@ -57,16 +57,16 @@ def assert_report_is_ours_and_consistent(store: Store, run_id: str, *,
     assert not FOREIGN_STYLES.search(doc.body), FOREIGN_STYLES.search(doc.body)
     assert "No sources were cited." not in facts["markdown"]
     # Verification ran on the claims, and the header says what the Verification tab counts.
-    assert summary["claims"] == len(facts["rows"]) > 0
-    assert summary["supported"] > 0
-    assert doc.verification == " ".join(summary["line"].split())
+    assert summary.claims == len(facts["rows"]) > 0
+    assert summary.supported > 0
+    assert doc.verification == " ".join(summary.line.split())
     assert "no factual claims" not in doc.verification and "no cited claims" not in doc.verification
     # The Review tab saw the normalised draft: its citations counted.
     assert facts["reviews"] and facts["reviews"][0].checks["cited_share"] >= min_cited
     # The run status agrees with the report.
     run = store.get_run(run_id) or {}
     assert run.status == "completed", run.error
-    if summary["incomplete"]:
+    if summary.incomplete:
         assert "Verification could not be completed" in doc.body
     return facts
 
@@ -83,8 +83,8 @@ def test_a_full_run_under_each_model_behaviour_gives_a_cited_verified_consistent
         store, run_id, min_cited=0.5 if behaviour == "sparse_citations" else 0.8)
     if behaviour.startswith("cite_"):
         # The writer's text was converted, not thrown away: most claims kept their source.
-        assert facts["summary"]["uncited"] == 0
-        assert facts["summary"]["unsupported_removed"] < facts["summary"]["claims"] / 2
+        assert facts["summary"].uncited == 0
+        assert facts["summary"].unsupported_removed < facts["summary"].claims / 2
     if behaviour == "sparse_citations":
         # Uncited statements were flagged by the review, then marked or removed by verification.
         first = facts["reviews"][0].checks
@@ -95,7 +95,7 @@ def test_a_full_run_under_each_model_behaviour_gives_a_cited_verified_consistent
     if behaviour == "loose_quotes":
         # Typographic quotes, an ellipsis and odd spaces do not overrule a real quote.
         overruled = [r for r in facts["rows"] if "overruled" in (r.note or "")]
-        assert facts["summary"]["supported"] >= len(facts["rows"]) / 2, overruled
+        assert facts["summary"].supported >= len(facts["rows"]) / 2, overruled
         quotes = [r.details["verifier"]["quote"] for r in facts["rows"]]
         assert any("\u201c" in q and "…" in q for q in quotes)  # the quotes really were loose
     if behaviour == "sloppy_verdicts":
@@ -105,7 +105,7 @@ def test_a_full_run_under_each_model_behaviour_gives_a_cited_verified_consistent
         unanswered = [r for r in rows if r.source_ids and not r.verifier_verdict
                       and not r.auditor_verdict]
         assert unanswered and all(r.status == "unchecked" for r in unanswered)
-        assert facts["summary"]["unchecked"] == len(unanswered)
+        assert facts["summary"].unchecked == len(unanswered)
         assert facts["doc"].body.count("(not verified)") == len(unanswered)
         assert any(r.verifier_verdict == "SUPPORTED" for r in rows)
 

@@ -6,6 +6,7 @@ splitting, the quote guard, combining verdicts, rewrites, marking) on their own.
 from __future__ import annotations
 
 import io
+import json
 import re
 from typing import Any
 
@@ -121,11 +122,11 @@ def test_every_claim_is_checked_twice_and_what_is_not_supported_leaves_or_is_qua
     assert "Removed after verification: 3 claims" in final.text
 
     result = verify.summary(store, run_id)
-    assert result["claims"] == len(rows) and result["unsupported_removed"] == 3
-    assert result["rewritten"] == 1 and result["single_source"] >= 8
-    assert result["share_supported"] == round(result["supported"] / result["claims"], 3)
-    share = f"{result['share_supported']:.0%}"
-    assert f"{result['supported']} of {result['claims']} cited claims ({share})" in result["line"]
+    assert result.claims == len(rows) and result.unsupported_removed == 3
+    assert result.rewritten == 1 and result.single_source >= 8
+    assert result.share_supported == round(result.supported / result.claims, 3)
+    share = f"{result.share_supported:.0%}"
+    assert f"{result.supported} of {result.claims} cited claims ({share})" in result.line
 
     # The exports: the share in the header, no invented citation or URL, only gathered sources.
     doc = build_document_for_run(store, run_id)
@@ -162,8 +163,8 @@ def test_gemini_run_marks_a_failed_subtopic_unverified_removes_the_revision_clai
     assert {"ClaimVerdicts", "AuditVerdicts", "CriticVerdicts"} <= set(_schemas(standin, "gemini"))
 
     result = verify.summary(store, run_id)
-    assert result["unverified_subtopics"] == [failed_title]
-    assert f"Unverified subtopics: {failed_title}." in result["line"]
+    assert result.unverified_subtopics == (failed_title,)
+    assert f"Unverified subtopics: {failed_title}." in result.line
     doc = build_document_for_run(store, run_id)
     markdown = to_markdown(doc)
     assert f"### {failed_title} (UNVERIFIED)" in markdown
@@ -203,9 +204,9 @@ def test_when_both_checks_fail_the_run_completes_and_claims_are_flagged_not_veri
     warnings = [e for e in store.get_events(run_id) if e.type == "warning" and e.step == "verify"]
     assert warnings and "could not be checked" in warnings[0].message
     result = verify.summary(store, run_id)
-    assert result["supported"] == 0 and result["share_supported"] == 0.0
-    assert result["unchecked"] == len(others) and result["incomplete"] is True
-    assert result["unsupported_removed"] == 1  # unchecked claims are never counted as removed
+    assert result.supported == 0 and result.share_supported == 0.0
+    assert result.unchecked == len(others) and result.incomplete is True
+    assert result.unsupported_removed == 1  # unchecked claims are never counted as removed
     assert "Verification could not be completed" in final
     header = build_document_for_run(store, run_id).verification
     assert "0 of" in header and header.startswith("Verification could not be completed")
@@ -223,9 +224,9 @@ def test_run_page_shows_the_share_of_supported_claims_and_every_verdict_with_its
     at.run()
     assert not at.exception
     share = next(m for m in at.metric if m.label == "Supported claims")
-    assert share.value == f"{result['share_supported']:.0%} ({result['supported']} of {result['claims']})"
+    assert share.value == f"{result.share_supported:.0%} ({result.supported} of {result.claims})"
     table = next(df.value for df in at.dataframe if "Verifier" in df.value.columns)
-    assert len(table) == result["claims"]
+    assert len(table) == result.claims
     assert {"Claim", "Verifier", "Auditor", "Critic", "Outcome", "Passage"} <= set(table.columns)
     assert "Removed" in set(table["Outcome"]) and "Qualified" in set(table["Outcome"])
 
@@ -240,11 +241,11 @@ def test_run_page_shows_the_share_of_supported_claims_and_every_verdict_with_its
 
     at.multiselect(key="v_outcome").set_value(["Removed"]).run()
     table = next(df.value for df in at.dataframe if "Verifier" in df.value.columns)
-    assert len(table) == result["unsupported_removed"]
+    assert len(table) == result.unsupported_removed
 
     at.query_params["tab"] = "Report"
     at.run()
-    assert any("Verification" in i.value and f"{result['share_supported']:.0%}" in i.value.replace("\\", "")
+    assert any("Verification" in i.value and f"{result.share_supported:.0%}" in i.value.replace("\\", "")
                for i in at.info)
 
 
@@ -454,9 +455,23 @@ def test_when_most_verdicts_never_came_verification_is_reported_incomplete_not_e
     rows = [Verdict(o.claim.id, o.claim.text, tuple(o.claim.source_ids), status=o.status)
             for o in outcomes]
     result = verify.summarise(rows, [])
-    assert result["incomplete"] is True and result["unchecked"] == len(cited)
-    assert result["unsupported_removed"] == 1  # only the claim citing nothing gathered ([9])
-    assert result["line"].startswith("Verification could not be completed")
+    assert result.incomplete is True and result.unchecked == len(cited)
+    assert result.unsupported_removed == 1  # only the claim citing nothing gathered ([9])
+    assert result.line.startswith("Verification could not be completed")
+
+
+def test_the_summary_kept_as_the_step_result_reads_back_and_older_results_lack_later_counts() -> None:
+    rows = [Verdict("c1", "A", ("s1",), status="supported"),
+            Verdict("c2", "B", ("s1",), status="removed"),
+            Verdict("c3", "C", (), status="uncited")]
+    made = verify.summarise(rows, ["Costs"])
+    assert (made.claims, made.supported, made.unsupported_removed, made.uncited) == (3, 1, 1, 1)
+    stored = json.loads(json.dumps(made.as_json()))  # as the step's JSON column returns it
+    assert verify.VerifySummary.from_json(stored) == made
+    older = {k: v for k, v in stored.items() if k not in ("unchecked", "uncited", "incomplete")}
+    read = verify.VerifySummary.from_json(older)
+    assert (read.unchecked, read.uncited, read.incomplete) == (0, 0, False)
+    assert (read.claims, read.line, read.unverified_subtopics) == (3, made.line, ("Costs",))
 
 
 def test_verdicts_in_a_models_own_words_count_and_unknown_words_are_no_verdict() -> None:

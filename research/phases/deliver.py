@@ -59,7 +59,7 @@ def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
                             "This report covers only what was gathered until then, without review.")
         notes += _search_notes(ctx) + counts.report_notes(ctx)
         run = ctx.store.get_run(ctx.run_id)
-        verification = verify.summary(ctx, ctx.run_id)["line"]
+        verification = verify.summary(ctx, ctx.run_id).line
         record = run_record(ctx)
         labels = translated_labels(ctx)
         created = (run.created_at if run else "") or datetime.now(UTC).isoformat()

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -88,15 +88,18 @@ class FollowUp:
     searches: int | None = None  # a quick lookup's searches (set when the lead triaged it)
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> FollowUp:  # a stored step result (JSON)
+    def from_row(cls, row: JsonObject) -> FollowUp:
+        """One of a stored triage result's decisions (the step's JSON column, as `row` wrote
+        it)."""
         return cls(id=str(row["id"]), question=str(row["question"]),
                    subtopic_id=str(row["subtopic_id"]), action=row.get("action"),
                    reason=str(row.get("reason") or ""), searches=row.get("searches"))
 
-    def row(self) -> dict[str, Any]:  # as the triage step's result stores it (JSON)
-        out: dict[str, Any] = {"id": self.id, "question": self.question,
-                               "subtopic_id": self.subtopic_id, "action": self.action,
-                               "reason": self.reason}
+    def row(self) -> dict[str, str | int | None]:
+        """As the triage step's result stores it (JSON), which the dashboard reads."""
+        out: dict[str, str | int | None] = {
+            "id": self.id, "question": self.question, "subtopic_id": self.subtopic_id,
+            "action": self.action, "reason": self.reason}
         if self.searches is not None:
             out["searches"] = self.searches
         return out
@@ -172,7 +175,7 @@ def _assess(ctx: RunContext, round_no: int) -> JsonObject:
     last_round = round_no >= cfg.rounds_limit()
     limit = _breadth(cfg.subtopic_count, round_no, cfg.schedule, cfg.breadth)
     decisions: list[FollowUp] = []
-    coverage: list[dict[str, Any]] = []  # as the step's result stores it (JSON)
+    coverage: list[SubtopicCoverage] = []
     if open_qs:
         escalate_rule = (
             "No new subtopics are possible: this was the last round. Use only filter or answer."
@@ -189,7 +192,7 @@ def _assess(ctx: RunContext, round_no: int) -> JsonObject:
         ]
         answer = ctx.lead.llm.structured(messages, RoundAssessment, deadline=ctx.step_deadline())
         known = {s.id for s in plan}
-        coverage = [c.model_dump() for c in answer.coverage if c.subtopic_id in known]
+        coverage = [c for c in answer.coverage if c.subtopic_id in known]
         by_id = _decisions(ctx, messages, answer, open_qs, round_no)
         escalated = 0
         for q in open_qs:
@@ -212,7 +215,7 @@ def _assess(ctx: RunContext, round_no: int) -> JsonObject:
 
 
 def _stop(
-    ctx: RunContext, round_no: int, coverage: list[dict[str, Any]],
+    ctx: RunContext, round_no: int, coverage: Sequence[SubtopicCoverage],
     decisions: list[FollowUp], stop_reason: str | None, *, added: int = 0,
 ) -> JsonObject:
     counts = {a: sum(1 for d in decisions if d.action == a) for a in ("filter", "answer", "escalate")}
@@ -224,7 +227,7 @@ def _stop(
                             escalate=counts["escalate"], stop_reason=stop_reason))
     if stop_reason:
         ctx.store.update_totals(ctx.run_id, rounds=round_no, stop_reason=stop_reason)
-    return {"round": round_no, "coverage": coverage, "decisions": [d.row() for d in decisions],
+    return {"round": round_no, "coverage": [c.model_dump() for c in coverage], "decisions": [d.row() for d in decisions],
             "stop_reason": stop_reason, "new_subtopics": added}
 
 

@@ -6,7 +6,9 @@
                  and contested claims -> the writer rewrites the qualified ones
     outcomes.py  that chain for any set of claims (the report's, or one section's)
     early.py     the claims of sections that are final judged while the rest is revised
-    apply.py   decide each claim's status and write the new draft: remove, rewrite, mark
+    apply.py     decide each claim's status and write the new draft: remove, rewrite, mark
+    verdict_summary.py
+                 the counts and the report header's line, kept as this step's result
 
 The result is a new draft version (kind "verified", same numbering) that deliver exports, one
 stored verdict row per claim, and a summary (share of supported claims...) kept as this step's
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from research.checks import word_count
 from research.context import RunContext
@@ -37,7 +38,6 @@ from research.phases.verify.apply import (
     NOTE_PREFIXES,
     QUALIFIED,
     SINGLE_SOURCE,
-    UNCHECKED_STATUSES,
     UNVERIFIED,
     apply,
     decide,
@@ -54,17 +54,15 @@ from research.phases.verify.claims import (
 from research.phases.verify.early import EarlyCheck, reuse, split
 from research.phases.verify.judge import accept_rewrite, combine, guard, quote_found
 from research.phases.verify.outcomes import attach_excerpts, judge_claims
+from research.phases.verify.verdict_summary import STEP_KEY, VerifySummary, summarise, summary
 from research.records import FailedSubtopic, JsonObject, Verdict
-from storage import Store
 
 __all__ = [
     "EarlyCheck", "INSUFFICIENT", "MARKS", "NOTE_PREFIXES", "NOT_FULLY_SUPPORTED", "NOT_VERIFIED", "QUALIFIED",
     "SINGLE_SOURCE", "STEP_KEY", "UNVERIFIED", "Claim", "Outcome", "PassVerdict", "accept_rewrite",
     "apply", "combine", "decide", "excerpt", "guard", "mark", "quote_found", "run",
-    "split_claims", "summarise", "summary", "VerifyResult",
+    "split_claims", "summarise", "summary", "VerifyResult", "VerifySummary",
 ]
-
-STEP_KEY = "verify"
 
 # --- the step ---------------------------------------------------------------------------------
 
@@ -126,16 +124,25 @@ def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
     ctx.store.save_draft(ctx.run_id, version, "verified", text, numbering, word_count(text))
     ctx.store.save_verifications(ctx.run_id, rows)
     result = summarise(rows, unverified)
-    if errors or result["unchecked"]:
+    if errors or result.unchecked:
         why = f"{len(errors)} verification call(s) failed ({errors[0]}); " if errors else ""
-        ctx.emit(WarningEvent(ctx.run_id, f"{why}{result['unchecked']} claim(s) could not be "
+        ctx.emit(WarningEvent(ctx.run_id, f"{why}{result.unchecked} claim(s) could not be "
                               "checked (no usable verdict) and are marked as not verified."
-                              + (" Verification could not be completed." if result["incomplete"] else ""),
+                              + (" Verification could not be completed." if result.incomplete else ""),
                               step=STEP_KEY))
-    ctx.emit(DraftCompleted(ctx.run_id, f"Verified draft {version} saved. {result['line']}",
-                            step=STEP_KEY, version=version, **_counts(result)))
-    return {**result, "version": version, "draft_version": base.version,
+    ctx.emit(_verified(ctx.run_id, version, result))
+    return {**result.as_json(), "version": version, "draft_version": base.version,
             "errors": errors[:10], "checked_early": len(known)}
+
+
+def _verified(run_id: str, version: int, result: VerifySummary) -> DraftCompleted:
+    """The event of the verified draft, with the counts the run log shows."""
+    return DraftCompleted(
+        run_id, f"Verified draft {version} saved. {result.line}", step=STEP_KEY,
+        version=version, claims=result.claims, supported=result.supported,
+        share_supported=result.share_supported, unsupported_removed=result.unsupported_removed,
+        rewritten=result.rewritten, single_source=result.single_source,
+        unchecked=result.unchecked, uncited=result.uncited, incomplete=result.incomplete)
 
 
 def _verdict(o: Outcome, numbering: Mapping[int, str]) -> Verdict:
@@ -165,71 +172,3 @@ def _verdict(o: Outcome, numbering: Mapping[int, str]) -> Verdict:
 def _pass_dict(v: PassVerdict) -> dict[str, str]:
     return {"verdict": v.verdict, "quote": v.quote, "source": v.source, "reason": v.reason,
             "note": v.note}
-
-
-# --- the summary ------------------------------------------------------------------------------
-
-_COUNT_KEYS = ("claims", "supported", "share_supported", "unsupported_removed", "rewritten",
-               "single_source", "unchecked", "uncited", "incomplete")
-_DEFAULTS = {"unchecked": 0, "uncited": 0, "incomplete": False}
-
-
-def _counts(summary: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: summary.get(k, _DEFAULTS.get(k)) for k in _COUNT_KEYS}
-
-
-def summarise(rows: Sequence[Verdict], unverified_subtopics: Sequence[str]) -> dict[str, Any]:
-    """Counts by final status and one line of plain words for the report header. `incomplete`:
-    most claims with a source got no usable verdict, so verification could not be completed."""
-    claims = len(rows)
-    status = [r.status or "" for r in rows]
-    supported = status.count("supported")
-    removed = status.count("removed")
-    rewritten = status.count("qualified")
-    unchecked = sum(status.count(s) for s in UNCHECKED_STATUSES)
-    uncited = status.count("uncited")
-    checkable = sum(1 for r in rows if r.source_ids)
-    incomplete = bool(checkable) and unchecked * 2 > checkable
-    single = sum(1 for r in rows if (r.details or {}).get("single_source"))
-    share = round(supported / claims, 3) if claims else 0.0
-    if claims:
-        line = (f"{supported} of {claims} cited claims ({share:.0%}) are supported by the "
-                f"sources they cite; {removed} removed as unsupported, {rewritten} qualified, "
-                f"{single} load-bearing claim{'s' if single != 1 else ''} marked as resting on "
-                "a single source.")
-        if unchecked:
-            line += f" {unchecked} could not be checked (marked as not verified)."
-        if uncited:
-            line += f" {uncited} cite no source (marked)."
-        if incomplete:
-            line = ("Verification could not be completed: the fact-checkers gave no usable "
-                    f"answer for {unchecked} of {checkable} claims. " + line)
-    else:
-        line = "The report contained no factual claims to check."
-    if unverified_subtopics:
-        line += " Unverified subtopics: " + "; ".join(unverified_subtopics) + "."
-    return {"claims": claims, "supported": supported, "share_supported": share,
-            "unsupported_removed": removed, "rewritten": rewritten, "single_source": single,
-            "unchecked": unchecked, "uncited": uncited, "incomplete": incomplete,
-            "unverified_subtopics": list(unverified_subtopics), "line": line}
-
-
-def summary(ctx_or_store: RunContext | Store, run_id: str) -> dict[str, Any]:
-    """The verification summary of a run: the stored step result, or rebuilt from its rows.
-
-    {claims, supported, share_supported, unsupported_removed, rewritten, single_source,
-    unchecked (claims no check answered for), uncited (marked as citing no source),
-    incomplete (verification could not be completed), unverified_subtopics: [titles], line};
-    `line` is plain words for the report header ("" when the run was not verified).
-    """
-    store = ctx_or_store.store if isinstance(ctx_or_store, RunContext) else ctx_or_store
-    step = store.get_step(run_id, STEP_KEY)
-    result = step.result if step else {}
-    if step and step.status == "done" and "line" in result:
-        return {**_counts(result), "unverified_subtopics": result["unverified_subtopics"],
-                "line": result["line"]}
-    rows = store.get_verifications(run_id)
-    if not rows:
-        empty = summarise([], [])
-        return {**empty, "line": ""}
-    return summarise(rows, [])
