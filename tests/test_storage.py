@@ -8,17 +8,28 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
 from sqlalchemy import insert, inspect, select, text, update
 
 from research.events import Error, SourceFound
-from research.records import Finding, Query, ReviewIssue, RunTotals, SkippedPage, Source, Subtopic, Verdict
+from research.records import (
+    Finding,
+    Query,
+    ReviewIssue,
+    RunTotals,
+    SkippedPage,
+    Source,
+    Step,
+    Subtopic,
+    Verdict,
+)
 from storage import MIGRATIONS, Store, default_db_path
 from storage.migrate import head_revision
 from storage.schema import metadata, runs
+from storage.schema import steps as steps_table
 
 
 @pytest.fixture
@@ -345,6 +356,17 @@ def test_steps_keep_start_order_and_record_failures(store: Store) -> None:
     assert (steps[1].status, steps[1].attempts, steps[1].error) == (
         "failed", 2, "timeout again")
     assert store.get_step(run_id, "nope") is None
+
+
+def test_a_step_record_carries_every_column_and_an_unfinished_step_no_result(store: Store) -> None:
+    assert [f.name for f in fields(Step)] == [c.key for c in steps_table.columns]
+    run_id = store.create_run("q", {})
+    store.start_step(run_id, "research:t1", kind="research", label="Topic 1", subtopic_id="t1")
+    [running] = store.get_steps(run_id)
+    assert running == store.get_step(run_id, "research:t1") == store.live_view(run_id, events=1).steps[0]
+    assert (running.run_id, running.subtopic_id, running.status, running.attempts) == (
+        run_id, "t1", "running", 1)
+    assert running.result == {} and running.finished_at is None and running.duration_s is None
 
 
 def test_draft_numbering_keys_come_back_as_ints(store: Store) -> None:
