@@ -140,7 +140,7 @@ def _texts(value: object) -> tuple[str, ...]:
     return tuple(str(v) for v in value or ()) if isinstance(value, list | tuple) else ()
 
 
-def subtopic(item: Mapping[str, Any]) -> Subtopic:
+def subtopic(item: JsonObject) -> Subtopic:
     """A subtopic as a plan version's JSON stores it (older plans lack the newer keys)."""
     return Subtopic(
         id=str(item["id"]), title=str(item.get("title") or ""),
