@@ -150,9 +150,9 @@ def test_incomplete_verification_or_no_verified_citation_is_a_warning(
                 return Report(run_id, "# Report", {"cited_sources": 4})
 
     summaries = iter([
-        {"claims": 5, "supported": 1, "incomplete": True, "unchecked": 3},
-        {"claims": 5, "supported": 0},
-        {"claims": 5, "supported": 4},
+        outcome.verify.VerifySummary(claims=5, supported=1, incomplete=True, unchecked=3),
+        outcome.verify.VerifySummary(claims=5, supported=0),
+        outcome.verify.VerifySummary(claims=5, supported=4),
     ])
     monkeypatch.setattr(outcome.verify, "summary", lambda ctx, run_id: next(summaries))
     first = outcome.completion_warnings(Ctx())  # type: ignore[arg-type]
