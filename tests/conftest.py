@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import compileall
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,10 @@ from tests.runs import Runner
 from tests.standin import StandinServer
 
 ROOT = Path(__file__).resolve().parent.parent
+# pytest rewrites the asserts of every test module on import and caches the result beside it,
+# unless bytecode writing is off (PYTHONDONTWRITEBYTECODE): then each xdist worker rewrites all
+# ~140 test modules again, about a quarter of its collection time. The suite writes them.
+sys.dont_write_bytecode = False
 # The project's own code, compiled once before any test process starts (see pytest_configure).
 _COMPILED = ("research", "storage", "dashboard", "pages", "tests", "bench", "app.py")
 
