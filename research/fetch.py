@@ -273,17 +273,35 @@ def _decode(body: bytes, charset: str | None, *, sniff_meta: bool) -> str:
     return body.decode(charset or "utf-8", errors="replace")
 
 
+_WARM_LOCK = threading.Lock()
+_warmed = False
+
+
 def warm_up() -> None:
-    """Import the HTML extractor. It takes a second or more, once per process; run as a task
-    of the run's executor at the start of a run, it happens while the run waits on the model
-    (the plan) instead of holding up the first pages the workers read."""
-    try:
-        import trafilatura  # noqa: F401 - the import is the point
-    except Exception:  # noqa: BLE001 - the first page then imports it (and says why not)
-        pass
+    """Import the HTML extractor and load its list of web suffixes, once per process.
+
+    Both take a second or more; run as a task of the run's executor at the start of a run,
+    they happen while the run waits on the model (the plan) instead of holding up the first
+    pages the workers read. Under a lock, because the suffix list has none: courlan reads it
+    through `tld` on first use (for a host its pattern cannot split, such as an address), and
+    the worker threads' first pages arriving together each parsed a copy of their own (thirty
+    in a quick run against the stand-in, half the run's Python work)."""
+    global _warmed
+    with _WARM_LOCK:
+        if _warmed:
+            return
+        try:
+            import trafilatura  # noqa: F401 - the import is the point
+            from courlan import extract_domain  # trafilatura's URL helper, loaded by it anyway
+
+            extract_domain("https://example.org/")  # the first look-up loads the suffix list
+        except Exception:  # noqa: BLE001 - the first page then imports it (and says why not)
+            pass
+        _warmed = True
 
 
 def _html_to_text(markup: str, url: str) -> tuple[str | None, str, str | None, str | None]:
+    warm_up()  # once per process, and never by several threads at once
     import trafilatura  # slow to import; only needed once a page arrives
 
     try:

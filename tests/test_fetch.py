@@ -412,3 +412,40 @@ def test_one_fetcher_serves_several_threads(fetcher: Fetcher, base_url: str) -> 
     for t in threads:
         t.join(30)
     assert results == {s: pages.article_meta(s)["title"] for s in slugs}
+
+
+def test_pages_read_at_once_load_the_extractors_suffix_list_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The extractor's list of web suffixes (tld, through courlan) is parsed on first use and has
+    # no lock of its own: the worker threads' first pages arriving together each parsed a copy.
+    import tld.utils
+
+    import research.fetch as fetch
+
+    loads: list[str] = []
+    keep = tld.utils.update_tld_names_container
+
+    def counted(path: str, trie: tld.utils.Trie) -> None:
+        loads.append(path)
+        keep(path, trie)
+
+    monkeypatch.setattr(tld.utils, "tld_names", {})  # as in a fresh process
+    monkeypatch.setattr(tld.utils, "update_tld_names_container", counted)
+    monkeypatch.setattr(fetch, "_warmed", False)
+    page = ("<html><head><title>Cold</title></head><body><article><p>"
+            + "Heat pumps keep working in cold climates. " * 30 + "</p></article></body></html>")
+    start = threading.Barrier(8)
+    texts: list[str] = []
+
+    def read(i: int) -> None:
+        start.wait()
+        # served from an address, as by the stand-in: courlan then asks tld for the suffix
+        texts.append(fetch._html_to_text(page, f"http://127.0.0.1:{8100 + i}/a")[1])
+
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(texts) == 8 and all("Heat pumps" in text for text in texts)
+    assert len(loads) == 1

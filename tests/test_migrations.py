@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -23,7 +24,7 @@ from sqlalchemy import inspect
 from research.records import Source
 from storage import Store
 from storage.copy import CopyRefused, copy_store, count_rows
-from storage.migrate import head_revision
+from storage.migrate import HEAD_REVISION, head_revision
 from storage.schema import metadata
 from tests.cli_helpers import RunCli
 from tests.fixtures.snapshot_legacy import snapshot
@@ -109,6 +110,26 @@ def _database_shape(url: str) -> tuple[dict[str, Any], list[Any]]:
 def _metadata_shape() -> dict[str, Any]:
     return {t.name: ({c.name for c in t.c}, {str(i.name) for i in t.indexes})
             for t in metadata.sorted_tables}
+
+
+def test_the_cheap_current_check_knows_the_newest_revision() -> None:
+    # A Store skips Alembic when alembic_version already holds HEAD_REVISION: a new revision
+    # without HEAD_REVISION bumped would leave every existing database unmigrated.
+    assert HEAD_REVISION == head_revision(), (
+        f"storage/migrate.py HEAD_REVISION is {HEAD_REVISION!r}, the newest revision in "
+        f"storage/alembic/versions is {head_revision()!r}: bump HEAD_REVISION")
+
+
+def test_a_database_stamped_with_an_older_revision_is_still_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "older.db"
+    Store(path).close()
+    with sqlite3.connect(path) as conn:  # as a file last opened by the code of revision 0001
+        conn.execute("UPDATE alembic_version SET version_num = '0001'")
+    conn.close()
+    store = Store(path)
+    assert store._rows("SELECT version_num FROM alembic_version") == [
+        {"version_num": head_revision()}]
+    store.close()
 
 
 def test_the_migrated_schema_is_the_one_the_queries_are_written_for(db_target: str) -> None:

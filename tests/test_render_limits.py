@@ -23,7 +23,7 @@ import pytest
 import research.sandbox as sandbox
 from research.errors import FetchError, FetchRefused, ResearchError
 from research.export.document import ReportDocument, ReportSource
-from research.export.pdf import DEFAULT_LIMITS, PdfLimits, render_pdf, to_pdf
+from research.export.pdf import DEFAULT_LIMITS, RENDER_TARGET, PdfLimits, render_pdf, to_pdf
 from research.fetch import Fetcher, FetchLimits
 from tests.runs import Runner
 from tests.standin import StandinServer, pdfs
@@ -41,7 +41,7 @@ def _doc(body: str) -> ReportDocument:
     )
 
 
-def _children_alive(target: bytes = b"research.export.pdf:_render") -> list[int]:
+def _children_alive(target: bytes = RENDER_TARGET.encode()) -> list[int]:
     """Our own child processes that are still running `target` (by default the PDF renderer)."""
     alive = []
     for entry in Path("/proc").iterdir():

@@ -30,14 +30,7 @@ from research.errors import ResearchError, redact
 from research.export.document import ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date
 from research.export.safe_links import clean_document
-from research.sandbox import (
-    MEMORY,
-    ChildAnswer,
-    ChildFailed,
-    ChildLimits,
-    near_memory_cap,
-    run_child,
-)
+from research.sandbox import ChildAnswer, ChildFailed, ChildLimits, run_child
 
 if TYPE_CHECKING:  # WeasyPrint is loaded only where pages are laid out: in the child
     from research.export.weasy import RefusingURLFetcher
@@ -284,12 +277,16 @@ def to_pdf(
 
 
 # --- the child process (research.sandbox) ----------------------------------------------------
+# The child runs `research.export.weasy.render`: that module imports only WeasyPrint and two
+# small stdlib-only modules, not this one (Markdown, the records, the store), so the child
+# pays for nothing but the layout engine.
+RENDER_TARGET = "research.export.weasy:render"
 
 
 def _run_child(html: str, limits: PdfLimits) -> ChildAnswer:
     memory = f"needed more than {limits.memory_mb} MB of memory"
     try:
-        return run_child("research.export.pdf:_render", html.encode("utf-8", "replace"),
+        return run_child(RENDER_TARGET, html.encode("utf-8", "replace"),
                          ChildLimits(limits.timeout_s, limits.memory_mb),
                          args=(str(limits.max_pdf_mb),))
     except ChildFailed as exc:
@@ -306,35 +303,3 @@ def _run_child(html: str, limits: PdfLimits) -> ChildAnswer:
         if exc.reason == "killed":
             return {"error": f"the layout {memory} (or the layout engine crashed)."}
         return {"error": f"the layout engine stopped unexpectedly ({exc.detail})."}
-
-
-def _render(payload: bytes, max_pdf_mb: str) -> ChildAnswer:
-    """In the child: report HTML in, {"pdf": base64} or {"error": ...} out, with the URLs
-    the markup tried to load."""
-    from weasyprint import HTML  # here only: importing it costs the parent a second
-
-    from research.export.weasy import RefusingURLFetcher
-
-    html = payload.decode("utf-8", "replace")
-    fetcher = RefusingURLFetcher()
-    result: ChildAnswer = {}
-    try:
-        pdf = HTML(string=html, base_url=None, url_fetcher=fetcher).write_pdf()
-        if not isinstance(pdf, bytes) or not pdf.startswith(b"%PDF"):
-            result["error"] = "the layout engine returned no document."
-        elif len(pdf) > int(max_pdf_mb) * 1024 * 1024:
-            result["error"] = f"the PDF would be larger than {max_pdf_mb} MB."
-        else:
-            result["pdf"] = base64.b64encode(pdf).decode("ascii")
-    except MemoryError:
-        result = {"error": MEMORY}
-    except RecursionError:
-        result = {"error": "the document is nested too deeply to lay out."}
-    except Exception as exc:  # noqa: BLE001 - WeasyPrint and its libraries raise many kinds
-        if near_memory_cap():  # a C library hit the cap and failed its own way
-            result = {"error": MEMORY}
-        else:
-            detail = redact(str(exc))[:200] or type(exc).__name__
-            result["error"] = f"the page layout failed ({detail})."
-    result["attempts"] = fetcher.attempts[:200]
-    return result

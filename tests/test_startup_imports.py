@@ -1,0 +1,83 @@
+"""What a fresh process imports as it starts: the CLI, a store opening a current database, and
+the PDF renderer's sandboxed child.
+
+Every test, every worker and every `python -m research` pays these imports again, so the heavy
+libraries load only on the path that needs them (Alembic when a migration is pending, an LLM
+SDK when its provider is used, WeasyPrint in the renderer child). Each check runs the real
+entry point in a new interpreter with Python's own import log (`PYTHONPROFILEIMPORTTIME`), so
+it fails as soon as someone moves such an import back to the top of a module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import research.sandbox as sandbox
+from research.export.pdf import RENDER_TARGET
+from storage import Store
+from tests.cli_helpers import ROOT, cli
+
+MIGRATIONS = {"alembic", "mako"}
+ONLY_WHEN_USED = {"openai", "google.genai", "trafilatura", "lxml", "weasyprint", "pypdf",
+                  "dbos", "streamlit", "docx", "openpyxl"}
+
+
+def imported(import_log: str) -> set[str]:
+    """Module names in the stderr of a process run with PYTHONPROFILEIMPORTTIME=1."""
+    names = set()
+    for line in import_log.splitlines():
+        if line.startswith("import time:") and "imported package" not in line:
+            names.add(line.rsplit("|", 1)[1].strip())
+    return names
+
+
+def test_the_import_log_is_read(tmp_path: Path) -> None:
+    result = cli(["--help"], {"PYTHONPROFILEIMPORTTIME": "1"}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert {"research.cli", "storage", "sqlalchemy", "argparse"} <= imported(result.stderr)
+
+
+def test_the_cli_starts_without_alembic_or_a_library_only_some_runs_need(
+        tmp_path: Path) -> None:
+    result = cli(["--help"], {"PYTHONPROFILEIMPORTTIME": "1"}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert imported(result.stderr) & (MIGRATIONS | ONLY_WHEN_USED) == set()
+
+
+def test_opening_a_current_database_does_not_import_alembic(tmp_path: Path) -> None:
+    db = tmp_path / "current.db"
+    Store(db).close()  # made and migrated here, so the CLI below finds it current
+    result = cli(["db", "upgrade", "--db", str(db)], {"PYTHONPROFILEIMPORTTIME": "1"}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "already up to date" in result.stderr + result.stdout
+    modules = imported(result.stderr)
+    assert "storage.migrate" in modules
+    assert modules & MIGRATIONS == set()
+
+
+def test_a_new_database_is_still_built_by_alembic(tmp_path: Path) -> None:
+    result = cli(["db", "upgrade", "--db", str(tmp_path / "new.db")],
+                 {"PYTHONPROFILEIMPORTTIME": "1"}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "alembic" in imported(result.stderr)
+
+
+def test_the_pdf_renderer_child_imports_only_the_layout_engine() -> None:
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    child = subprocess.run(
+        [sys.executable, "-c", sandbox._CHILD_CODE, str(ROOT), RENDER_TARGET, "1536", "5"],
+        input=b"<h1>Report</h1><p>One claim [1].</p>", capture_output=True, env=env,
+        timeout=120)
+    assert child.returncode == 0, child.stderr.decode()[-2000:]
+    assert "pdf" in json.loads(child.stdout)
+    modules = imported(child.stderr.decode())
+    assert "weasyprint" in modules
+    # The target module itself (research.export.weasy) is loaded by importlib.import_module,
+    # which the log does not show; everything it imports is shown.
+    ours = {m for m in modules if m.split(".")[0] in ("research", "storage")}
+    assert ours == {"research.errors", "research.sandbox"}
+    assert modules & {"sqlalchemy", "pydantic", "markdown_it", "nh3", *MIGRATIONS} == set()
