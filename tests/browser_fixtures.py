@@ -1,0 +1,95 @@
+"""Fixtures for the browser tests (conftest.py imports them, so each exists once per session).
+
+Where the CPU of a browser test goes (measured, issue 15 point 6): a fresh `streamlit run`
+spends about 6 CPU-s starting and importing the dashboard for its first page, a fresh Chromium
+about 1 CPU-s starting, and each new browser context about 4 CPU-s loading Streamlit's page.
+So one Chromium serves the whole pytest process (each test still gets a fresh context: no
+cookies or storage carry over), and the tests that are not about a fresh server share one warm
+dashboard (`shared_dashboard`), each with its own runs in its database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, StreamlitServer
+from tests.standin import StandinServer
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium per pytest process; tests open their own contexts in it."""
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="the playwright package is not installed")
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def dashboard_settings(folder: Path, standin: StandinServer) -> dict[str, str]:
+    """The stand-in's addresses and keys, and a database and secrets file in `folder`."""
+    (folder / "data").mkdir(parents=True, exist_ok=True)  # a missing database folder is refused
+    return {
+        **standin.env(),
+        "DEEP_RESEARCH_DB": str(folder / "data" / "research.db"),
+        "DEEP_RESEARCH_SECRETS_FILE": str(folder / "secrets.toml"),
+        # Where the form's sliders start (the test moves each one step) and a short run.
+        "DEEP_RESEARCH_SUBTOPIC_COUNT": "4",
+        "DEEP_RESEARCH_SOURCES_PER_SUBTOPIC": "6",
+        "DEEP_RESEARCH_REVIEW_CYCLES": "0",
+        "DEEP_RESEARCH_SEARCHES_PER_SUBTOPIC": "2",
+        "DEEP_RESEARCH_MAX_ROUNDS": "1",
+        "DEEP_RESEARCH_REPORT_MAX_WORDS": "1500",
+        "DEEP_RESEARCH_INCLUDE_ACADEMIC_SOURCES": "false",
+        "DEEP_RESEARCH_SEARCH": "tavily",
+    }
+
+
+@pytest.fixture
+def dashboard_env(tmp_path: Path, standin: StandinServer) -> dict[str, str]:
+    """Settings for a test's own fresh dashboard (a clean stand-in, a database in tmp_path)."""
+    standin.reset()
+    return dashboard_settings(tmp_path, standin)
+
+
+@dataclass
+class SharedDashboard:
+    """The warm dashboard of this pytest process and the settings it runs with."""
+
+    server: StreamlitServer
+    env: dict[str, str]
+
+    def ensure_running(self) -> None:
+        """Start it again when an earlier test's failure diagnosis stopped it."""
+        if self.server.process is None or self.server.process.poll() is not None:
+            self.server.process = None
+            self.server.start()
+
+
+@pytest.fixture(scope="session")
+def _shared_dashboard(tmp_path_factory: pytest.TempPathFactory,
+                      standin: StandinServer) -> Iterator[SharedDashboard]:
+    env = dashboard_settings(tmp_path_factory.mktemp("shared-dashboard"), standin)
+    server = StreamlitServer(env=env, log_path=ARTIFACTS / "shared-streamlit.log")
+    shared = SharedDashboard(server, env)
+    try:
+        yield shared
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def shared_dashboard(_shared_dashboard: SharedDashboard, standin: StandinServer) -> SharedDashboard:
+    """A running dashboard shared by the tests that do not need a fresh one (a clean stand-in;
+    its database keeps earlier tests' runs, so such a test looks only at its own)."""
+    standin.reset()
+    _shared_dashboard.ensure_running()
+    return _shared_dashboard
