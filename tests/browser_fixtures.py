@@ -3,21 +3,19 @@
 Where the CPU of a browser test goes (measured, issue 15 point 6): a fresh `streamlit run`
 spends about 6 CPU-s starting and importing the dashboard for its first page, a fresh Chromium
 about 1 CPU-s starting, and each new browser context about 4 CPU-s loading Streamlit's page.
-So one Chromium serves the whole pytest process (each test still gets a fresh context: no
-cookies or storage carry over), and the tests that are not about a fresh server share one warm
-dashboard (`shared_dashboard`), each with its own runs in its database.
+So one Chromium serves the whole pytest process; each test still opens a fresh context in it
+(no cookies or storage carry over) and starts its own dashboard on its own database.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, StreamlitServer
+from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS
 from tests.standin import StandinServer
 
 
@@ -58,38 +56,3 @@ def dashboard_env(tmp_path: Path, standin: StandinServer) -> dict[str, str]:
     """Settings for a test's own fresh dashboard (a clean stand-in, a database in tmp_path)."""
     standin.reset()
     return dashboard_settings(tmp_path, standin)
-
-
-@dataclass
-class SharedDashboard:
-    """The warm dashboard of this pytest process and the settings it runs with."""
-
-    server: StreamlitServer
-    env: dict[str, str]
-
-    def ensure_running(self) -> None:
-        """Start it again when an earlier test's failure diagnosis stopped it."""
-        if self.server.process is None or self.server.process.poll() is not None:
-            self.server.process = None
-            self.server.start()
-
-
-@pytest.fixture(scope="session")
-def _shared_dashboard(tmp_path_factory: pytest.TempPathFactory,
-                      standin: StandinServer) -> Iterator[SharedDashboard]:
-    env = dashboard_settings(tmp_path_factory.mktemp("shared-dashboard"), standin)
-    server = StreamlitServer(env=env, log_path=ARTIFACTS / "shared-streamlit.log")
-    shared = SharedDashboard(server, env)
-    try:
-        yield shared
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def shared_dashboard(_shared_dashboard: SharedDashboard, standin: StandinServer) -> SharedDashboard:
-    """A running dashboard shared by the tests that do not need a fresh one (a clean stand-in;
-    its database keeps earlier tests' runs, so such a test looks only at its own)."""
-    standin.reset()
-    _shared_dashboard.ensure_running()
-    return _shared_dashboard

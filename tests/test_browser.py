@@ -27,7 +27,6 @@ from research.config import build_config
 from research.export import build_document, to_markdown
 from research.records import Query, ReviewIssue, SkippedPage, Source, Subtopic, Verdict
 from storage import Store
-from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import (
     ARTIFACTS,
     CHROMIUM,
@@ -57,17 +56,15 @@ EXPECT_TIMEOUT_MS = 20_000  # a fresh server's first page imports pandas, plotly
 FIRST_PAGE_TIMEOUT_MS = 60_000
 
 
-# --- helpers (the fixtures `browser`, `dashboard_env`, `shared_dashboard`: tests/browser_fixtures.py)
+# --- helpers (the fixtures `browser` and `dashboard_env`: tests/browser_fixtures.py) -------
 
 def _server(env: dict[str, str], name: str) -> StreamlitServer:
     return StreamlitServer(env=env, log_path=ARTIFACTS / f"{name}-streamlit.log")
 
 
-def _page(browser: Any, server: StreamlitServer, name: str | None = None) -> tuple[Any, Any, PageWatch]:
-    """A fresh browser context (no cookies or storage from other tests) and its watched page;
-    `name` is the test's failure-shot name (by default its server's)."""
-    name = name or server.log_path.stem.removesuffix("-streamlit")
-    (ARTIFACTS / f"FAILED-{name}.png").unlink(missing_ok=True)
+def _page(browser: Any, server: StreamlitServer) -> tuple[Any, Any, PageWatch]:
+    """A fresh browser context (no cookies or storage from other tests) and its watched page."""
+    (ARTIFACTS / f"FAILED-{server.log_path.stem.removesuffix('-streamlit')}.png").unlink(missing_ok=True)
     context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
     context.set_default_timeout(30_000)
     sync_api.expect.set_options(timeout=EXPECT_TIMEOUT_MS)
@@ -586,65 +583,65 @@ def _finish(store: Store, run_id: str, draft: str, numbering: dict[int, str]) ->
 
 @pytest.mark.parametrize("viewport", [VIEWPORT, PHONE], ids=["laptop", "phone"])
 def test_tabs_fill_while_a_run_works_and_the_report_leads_when_it_completes(
-    browser: Any, shared_dashboard: SharedDashboard, viewport: dict[str, int]
+    browser: Any, dashboard_env: dict[str, str], viewport: dict[str, int]
 ) -> None:
     from tests.dashboard_fixtures import DRAFT_1, PLAN, source
 
-    store = Store(shared_dashboard.env["DEEP_RESEARCH_DB"])
+    store = Store(dashboard_env["DEEP_RESEARCH_DB"])
     run_id = _seed_running_run(store)
-    server = shared_dashboard.server  # not a test of a fresh server: the warm one will do
-    context, page, watch = _page(browser, server, f"live-{viewport['width']}")
-    page.set_viewport_size(viewport)
-    try:
-        page.goto(f"{server.url}/run?run={run_id}")
-        sync_api.expect(page.get_by_role("heading", name="Research run")).to_be_visible()
-        wait_idle(page)
-        panel = _open_tab(page, "Plan")
-        sync_api.expect(panel.get_by_text("appears here as soon as")).to_be_visible()
+    with _server(dashboard_env, f"live-{viewport['width']}") as server:
+        context, page, watch = _page(browser, server)
+        page.set_viewport_size(viewport)
+        try:
+            page.goto(f"{server.url}/run?run={run_id}")
+            sync_api.expect(page.get_by_role("heading", name="Research run")).to_be_visible()
+            wait_idle(page)
+            panel = _open_tab(page, "Plan")
+            sync_api.expect(panel.get_by_text("appears here as soon as")).to_be_visible()
 
-        # The page is not reloaded: each tab shows what the store holds within a refresh.
-        store.heartbeat(run_id, f"pid:{os.getpid()}@{socket.gethostname()}")
-        store.save_plan(run_id, PLAN)
-        sync_api.expect(panel.get_by_text(f"1. {PLAN[0].title}")).to_be_visible()
-        store.start_step(run_id, "research:t1", kind="research", label="Researching")
-        store.complete_research_step(run_id, "research:t1", sources=[source(1), source(2)],
-                                     findings=[], queries=[], skipped=[])
-        panel = _open_tab(page, "Sources")
-        sync_api.expect(panel.get_by_text("2 of 2 sources")).to_be_visible()
-        store.save_draft(run_id, 1, "partial", DRAFT_1, {1: "s0001", 2: "s0002"}, 30)
-        panel = _open_tab(page, "Report")
-        sync_api.expect(panel.get_by_text("Draft in progress")).to_be_visible()
-        sync_api.expect(panel.get_by_text("Solar capacity grew fast", exact=False)).to_be_visible()
-        store.save_verifications(run_id, [
-            Verdict("c1", "Solar grew fast.", ("s0001",), "SUPPORTED", status="supported",
-                    passage="grew", section="Executive summary")])
-        panel = _open_tab(page, "Verification")
-        sync_api.expect(panel.get_by_text("1 of 1 claims")).to_be_visible()
-        _assert_plain_words(page, "running run", run_id)
-        _shot(page, f"run-live-tabs-{viewport['width']}")
+            # The page is not reloaded: each tab shows what the store holds within a refresh.
+            store.heartbeat(run_id, f"pid:{os.getpid()}@{socket.gethostname()}")
+            store.save_plan(run_id, PLAN)
+            sync_api.expect(panel.get_by_text(f"1. {PLAN[0].title}")).to_be_visible()
+            store.start_step(run_id, "research:t1", kind="research", label="Researching")
+            store.complete_research_step(run_id, "research:t1", sources=[source(1), source(2)],
+                                         findings=[], queries=[], skipped=[])
+            panel = _open_tab(page, "Sources")
+            sync_api.expect(panel.get_by_text("2 of 2 sources")).to_be_visible()
+            store.save_draft(run_id, 1, "partial", DRAFT_1, {1: "s0001", 2: "s0002"}, 30)
+            panel = _open_tab(page, "Report")
+            sync_api.expect(panel.get_by_text("Draft in progress")).to_be_visible()
+            sync_api.expect(panel.get_by_text("Solar capacity grew fast", exact=False)).to_be_visible()
+            store.save_verifications(run_id, [
+                Verdict("c1", "Solar grew fast.", ("s0001",), "SUPPORTED", status="supported",
+                        passage="grew", section="Executive summary")])
+            panel = _open_tab(page, "Verification")
+            sync_api.expect(panel.get_by_text("1 of 1 claims")).to_be_visible()
+            _assert_plain_words(page, "running run", run_id)
+            _shot(page, f"run-live-tabs-{viewport['width']}")
 
-        # Completion: the report leads the page without any tab click or scrolling.
-        _finish(store, run_id, DRAFT_1, {1: "s0001", 2: "s0002"})
-        summary = _main(page).locator('[data-testid="stAlertContentSuccess"]').first
-        sync_api.expect(summary).to_contain_text("sources cited", timeout=EXPECT_TIMEOUT_MS)
-        wait_idle(page)
-        page.evaluate("window.scrollTo(0, 0)")
-        for name in ("PDF", "Word", "Markdown"):
-            sync_api.expect(page.get_by_role("button", name=name, exact=True)).to_be_visible()
-        sync_api.expect(page.get_by_role("button", name="PDF", exact=True)).to_be_in_viewport()
-        sync_api.expect(_main(page).get_by_role("heading", name="Executive summary").first) \
-            .to_be_visible()
-        # Nothing is clipped sideways: the page is no wider than the screen.
-        overflow = page.evaluate(
-            "() => document.querySelector('[data-testid=\"stMain\"]').scrollWidth"
-            " - document.documentElement.clientWidth")
-        assert overflow <= 1, f"the page is {overflow}px wider than the screen"
-        _assert_plain_words(page, "finished run", run_id)
-        _shot(page, f"report-first-{viewport['width']}")
-        _assert_clean(watch)
-    except BaseException:
-        _failure_shot(page, f"FAILED-live-{viewport['width']}")
-        raise
-    finally:
-        context.close()
-        store.close()
+            # Completion: the report leads the page without any tab click or scrolling.
+            _finish(store, run_id, DRAFT_1, {1: "s0001", 2: "s0002"})
+            summary = _main(page).locator('[data-testid="stAlertContentSuccess"]').first
+            sync_api.expect(summary).to_contain_text("sources cited", timeout=EXPECT_TIMEOUT_MS)
+            wait_idle(page)
+            page.evaluate("window.scrollTo(0, 0)")
+            for name in ("PDF", "Word", "Markdown"):
+                sync_api.expect(page.get_by_role("button", name=name, exact=True)).to_be_visible()
+            sync_api.expect(page.get_by_role("button", name="PDF", exact=True)).to_be_in_viewport()
+            sync_api.expect(_main(page).get_by_role("heading", name="Executive summary").first) \
+                .to_be_visible()
+            # Nothing is clipped sideways: the page is no wider than the screen.
+            overflow = page.evaluate(
+                "() => document.querySelector('[data-testid=\"stMain\"]').scrollWidth"
+                " - document.documentElement.clientWidth")
+            assert overflow <= 1, f"the page is {overflow}px wider than the screen"
+            _assert_plain_words(page, "finished run", run_id)
+            _shot(page, f"report-first-{viewport['width']}")
+            _assert_clean(watch)
+        except BaseException:
+            _failure_shot(page, f"FAILED-live-{viewport['width']}")
+            raise
+        finally:
+            context.close()
+            store.close()

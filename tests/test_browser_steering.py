@@ -12,9 +12,15 @@ import pytest
 
 from research import Credentials, build_config, run_research
 from storage import Store
-from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import wait_idle
-from tests.test_browser import RUN_TIMEOUT_MS, _audit, _failure_shot, _main, _page
+from tests.test_browser import (
+    RUN_TIMEOUT_MS,
+    _audit,
+    _failure_shot,
+    _main,
+    _page,
+    _server,
+)
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 pytestmark = [pytest.mark.browser]
@@ -36,36 +42,36 @@ def _waiting_run(env: dict[str, str]) -> str:
 
 
 def test_the_person_steers_the_next_round_in_the_browser(
-    browser: Any, shared_dashboard: SharedDashboard
+    browser: Any, dashboard_env: dict[str, str]
 ) -> None:
-    run_id = _waiting_run(shared_dashboard.env)
-    server = shared_dashboard.server  # not a test of a fresh server: the warm one will do
-    context, page, watch = _page(browser, server, "steering")
-    try:
-        page.goto(f"{server.url}/run?run={run_id}")
-        wait_idle(page)
-        main = _main(page)
-        sync_api.expect(main.get_by_text(re.compile("what should we explore next"))).to_be_visible()
-        boxes = main.get_by_role("checkbox")
-        sync_api.expect(boxes.first).to_be_visible()  # count() does not wait for the page
-        sync_api.expect(main.get_by_label("Branches of your own (one per line)")).to_be_visible()
-        wait_idle(page)
-        count = boxes.count()
-        assert count >= 1
-        if count > 1:
-            boxes.nth(count - 1).uncheck(force=True)
-        main.get_by_label("Branches of your own (one per line)").fill(MINE)
-        main.get_by_role("button", name="Follow these").click()
-        sync_api.expect(page.locator('[data-testid="stProgress"]').first).to_contain_text(
-            "Completed", timeout=RUN_TIMEOUT_MS)
-        wait_idle(page)
-        _audit(page, watch, "steered run")
-    except BaseException:
-        _failure_shot(page, "FAILED-steering")
-        raise
-    finally:
-        context.close()
-    store = Store(shared_dashboard.env["DEEP_RESEARCH_DB"])
+    run_id = _waiting_run(dashboard_env)
+    with _server(dashboard_env, "steering") as server:
+        context, page, watch = _page(browser, server)
+        try:
+            page.goto(f"{server.url}/run?run={run_id}")
+            wait_idle(page)
+            main = _main(page)
+            sync_api.expect(main.get_by_text(re.compile("what should we explore next"))).to_be_visible()
+            boxes = main.get_by_role("checkbox")
+            sync_api.expect(boxes.first).to_be_visible()  # count() does not wait for the page
+            sync_api.expect(main.get_by_label("Branches of your own (one per line)")).to_be_visible()
+            wait_idle(page)
+            count = boxes.count()
+            assert count >= 1
+            if count > 1:
+                boxes.nth(count - 1).uncheck(force=True)
+            main.get_by_label("Branches of your own (one per line)").fill(MINE)
+            main.get_by_role("button", name="Follow these").click()
+            sync_api.expect(page.locator('[data-testid="stProgress"]').first).to_contain_text(
+                "Completed", timeout=RUN_TIMEOUT_MS)
+            wait_idle(page)
+            _audit(page, watch, "steered run")
+        except BaseException:
+            _failure_shot(page, "FAILED-steering")
+            raise
+        finally:
+            context.close()
+    store = Store(dashboard_env["DEEP_RESEARCH_DB"])
     try:
         [step] = [s for s in store.get_steps(run_id) if s["kind"] == "steer"]
         proposals = step["result"]["proposals"]
