@@ -1,10 +1,13 @@
-"""Fixtures for the browser tests (conftest.py imports them, so each exists once per session).
+"""Fixtures for the browser tests (conftest.py imports them, so every test module can use them).
 
 Where the CPU of a browser test goes (measured, issue 15 point 6): a fresh `streamlit run`
 spends about 6 CPU-s starting and importing the dashboard for its first page, a fresh Chromium
 about 1 CPU-s starting, and each new browser context about 4 CPU-s loading Streamlit's page.
-So one Chromium serves the whole pytest process; each test still opens a fresh context in it
-(no cookies or storage carry over) and starts its own dashboard on its own database.
+So one Chromium serves each test module; each test still opens a fresh context in it (no
+cookies or storage carry over) and starts its own dashboard on its own database. Not one for
+the whole pytest process: Playwright's sync API keeps an asyncio loop running in the test
+thread while it is open, and later tests that start a durable-jobs queue (DBOS refuses to
+register one under a running loop) would then fail in their setup.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS
 from tests.standin import StandinServer
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One headless Chromium per pytest process; tests open their own contexts in it."""
+    """One headless Chromium per test module (see above); tests open their own contexts in it."""
     sync_api = pytest.importorskip("playwright.sync_api",
                                    reason="the playwright package is not installed")
     with sync_api.sync_playwright() as pw:
