@@ -230,7 +230,10 @@ DOM_AUDIT_JS = """
 
 
 def wait_idle(page: Any, timeout_ms: float = 30_000) -> None:
-    """Wait until Streamlit is connected and has finished the current script run."""
+    """Wait until Streamlit is connected and has finished the current script run.
+
+    Checked every 100 ms rather than on every animation frame (Playwright's default), which
+    made the renderer draw frames all through the wait for nothing."""
     page.wait_for_function(
         """() => {
             const app = document.querySelector('[data-testid="stApp"]');
@@ -238,4 +241,5 @@ def wait_idle(page: Any, timeout_ms: float = 30_000) -> None:
                 && app.dataset.testConnectionState === 'CONNECTED';
         }""",
         timeout=timeout_ms,
+        polling=100,
     )

@@ -16,7 +16,6 @@ import os
 import re
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -31,7 +30,6 @@ from storage import Store
 from tests.browser_helpers import (
     ARTIFACTS,
     CHROMIUM,
-    CHROMIUM_ARGS,
     DOM_AUDIT_JS,
     ROOT,
     PageWatch,
@@ -39,7 +37,7 @@ from tests.browser_helpers import (
     wait_idle,
 )
 from tests.dashboard_fixtures import finished_run
-from tests.standin import GEMINI_KEY, OPENAI_KEY, TAVILY_KEY, StandinServer
+from tests.standin import GEMINI_KEY, OPENAI_KEY, TAVILY_KEY
 
 pytestmark = [
     pytest.mark.browser,
@@ -58,44 +56,14 @@ EXPECT_TIMEOUT_MS = 20_000  # a fresh server's first page imports pandas, plotly
 FIRST_PAGE_TIMEOUT_MS = 60_000
 
 
-# --- fixtures ------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-@pytest.fixture
-def dashboard_env(tmp_path: Path, standin: StandinServer) -> dict[str, str]:
-    """The stand-in's addresses and keys, and a database and secrets file in tmp_path."""
-    standin.reset()
-    (tmp_path / "data").mkdir(exist_ok=True)  # a database folder that is not there is refused
-    return {
-        **standin.env(),
-        "DEEP_RESEARCH_DB": str(tmp_path / "data" / "research.db"),
-        "DEEP_RESEARCH_SECRETS_FILE": str(tmp_path / "secrets.toml"),
-        # Where the form's sliders start (the test moves each one step) and a short run.
-        "DEEP_RESEARCH_SUBTOPIC_COUNT": "4",
-        "DEEP_RESEARCH_SOURCES_PER_SUBTOPIC": "6",
-        "DEEP_RESEARCH_REVIEW_CYCLES": "0",
-        "DEEP_RESEARCH_SEARCHES_PER_SUBTOPIC": "2",
-        "DEEP_RESEARCH_MAX_ROUNDS": "1",
-        "DEEP_RESEARCH_REPORT_MAX_WORDS": "1500",
-        "DEEP_RESEARCH_INCLUDE_ACADEMIC_SOURCES": "false",
-        "DEEP_RESEARCH_SEARCH": "tavily",
-    }
-
+# --- helpers (the fixtures `browser` and `dashboard_env`: tests/browser_fixtures.py) -------
 
 def _server(env: dict[str, str], name: str) -> StreamlitServer:
     return StreamlitServer(env=env, log_path=ARTIFACTS / f"{name}-streamlit.log")
 
 
 def _page(browser: Any, server: StreamlitServer) -> tuple[Any, Any, PageWatch]:
+    """A fresh browser context (no cookies or storage from other tests) and its watched page."""
     (ARTIFACTS / f"FAILED-{server.log_path.stem.removesuffix('-streamlit')}.png").unlink(missing_ok=True)
     context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
     context.set_default_timeout(30_000)
@@ -558,7 +526,7 @@ def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, dashboard
             page.wait_for_function(
                 """(needle) => [...document.querySelectorAll('[data-testid="stMain"] *')].some(
                        el => (el.value || el.textContent || '').includes(needle))""",
-                arg=f"Hostile {MARK} question", timeout=EXPECT_TIMEOUT_MS)
+                arg=f"Hostile {MARK} question", timeout=EXPECT_TIMEOUT_MS, polling=100)
             wait_idle(page)
             _shot(page, "hostile-library")
             _audit(page, watch, "library")

@@ -17,15 +17,13 @@ import pytest
 from storage import Store
 from tests.browser_helpers import wait_idle
 from tests.dashboard_fixtures import finished_run
-from tests.test_browser import (  # noqa: F401 - the fixtures
+from tests.test_browser import (
     _assert_clean,
     _failure_shot,
     _main,
     _page,
     _query,
     _server,
-    browser,
-    dashboard_env,
 )
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
@@ -36,7 +34,7 @@ APP_CAPTION = "Deep Research Studio: ask a question, get a cited report."
 
 
 def test_a_fresh_servers_first_link_to_a_run_opens_it_inside_the_app(
-    browser: Any, dashboard_env: dict[str, str]  # noqa: F811 - fixtures
+    browser: Any, dashboard_env: dict[str, str]
 ) -> None:
     store = Store(dashboard_env["DEEP_RESEARCH_DB"])
     try:
@@ -79,7 +77,7 @@ def test_a_fresh_servers_first_link_to_a_run_opens_it_inside_the_app(
 
 
 def test_a_fresh_servers_first_deep_link_gets_the_apps_database_check(
-    browser: Any, dashboard_env: dict[str, str], tmp_path: Path  # noqa: F811 - fixtures
+    browser: Any, dashboard_env: dict[str, str], tmp_path: Path
 ) -> None:
     missing = tmp_path / "no-such-folder" / "research.db"
     env = {**dashboard_env, "DEEP_RESEARCH_DB": str(missing)}

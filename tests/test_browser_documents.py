@@ -15,15 +15,13 @@ from storage import Store
 from storage import documents as docstore
 from tests.browser_helpers import CHROMIUM, wait_idle
 from tests.document_files import docx_bytes, pdf_bytes, zip_bomb_docx_bytes
-from tests.test_browser import (  # noqa: F401 - fixtures
+from tests.test_browser import (
     _assert_clean,
     _failure_shot,
     _page,
     _publish,
     _server,
     _shot,
-    browser,
-    dashboard_env,
 )
 
 pytestmark = [
@@ -34,7 +32,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright pac
 
 
 def test_uploading_documents_in_the_browser_adds_the_good_and_names_the_bad(
-        browser: Any, dashboard_env: dict[str, str], tmp_path: Path,  # noqa: F811
+        browser: Any, dashboard_env: dict[str, str], tmp_path: Path,
 ) -> None:
     files = {"field-report.pdf": pdf_bytes(), "market-notes.docx": docx_bytes(),
              "bomb.docx": zip_bomb_docx_bytes()}

@@ -11,14 +11,12 @@ import pytest
 from storage import Store
 from tests.browser_helpers import wait_idle
 from tests.dashboard_fixtures import finished_run
-from tests.test_browser import (  # noqa: F401 - the fixtures
+from tests.test_browser import (
     _audit,
     _failure_shot,
     _main,
     _page,
     _server,
-    browser,
-    dashboard_env,
 )
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
@@ -26,7 +24,7 @@ pytestmark = [pytest.mark.browser]
 
 
 def test_clicking_a_branch_of_the_map_opens_its_sources(
-    browser: Any, dashboard_env: dict[str, str]  # noqa: F811 - fixtures
+    browser: Any, dashboard_env: dict[str, str]
 ) -> None:
     store = Store(dashboard_env["DEEP_RESEARCH_DB"])
     try:

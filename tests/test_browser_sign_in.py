@@ -22,14 +22,12 @@ import pytest
 from storage import Store
 from tests.browser_helpers import free_port, wait_idle
 from tests.dashboard_fixtures import finished_run
-from tests.test_browser import (  # noqa: F401 - the fixtures
+from tests.test_browser import (
     _failure_shot,
     _main,
     _page,
     _query,
     _server,
-    browser,
-    dashboard_env,
 )
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
@@ -92,7 +90,7 @@ def _seed(store: Store) -> tuple[str, str]:
 
 
 def test_each_person_signs_in_and_sees_only_their_own_runs(
-    browser: Any, dashboard_env: dict[str, str], provider: str, tmp_path: Path  # noqa: F811
+    browser: Any, dashboard_env: dict[str, str], provider: str, tmp_path: Path
 ) -> None:
     # Kept open while the dashboard runs, as the other browser tests do.
     store = Store(dashboard_env["DEEP_RESEARCH_DB"])
@@ -161,7 +159,7 @@ def test_each_person_signs_in_and_sees_only_their_own_runs(
 
 
 def test_without_auth_one_person_is_never_asked_to_sign_in_and_sees_every_run(
-    browser: Any, dashboard_env: dict[str, str], tmp_path: Path  # noqa: F811 - fixtures
+    browser: Any, dashboard_env: dict[str, str], tmp_path: Path
 ) -> None:
     alice_old, nobodys = _seed(Store(dashboard_env["DEEP_RESEARCH_DB"]))
     no_auth = tmp_path / "streamlit-secrets.toml"  # a secrets file without [auth]

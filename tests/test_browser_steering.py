@@ -13,15 +13,13 @@ import pytest
 from research import Credentials, build_config, run_research
 from storage import Store
 from tests.browser_helpers import wait_idle
-from tests.test_browser import (  # noqa: F401 - the fixtures
+from tests.test_browser import (
     RUN_TIMEOUT_MS,
     _audit,
     _failure_shot,
     _main,
     _page,
     _server,
-    browser,
-    dashboard_env,
 )
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
@@ -44,7 +42,7 @@ def _waiting_run(env: dict[str, str]) -> str:
 
 
 def test_the_person_steers_the_next_round_in_the_browser(
-    browser: Any, dashboard_env: dict[str, str]  # noqa: F811 - fixtures
+    browser: Any, dashboard_env: dict[str, str]
 ) -> None:
     run_id = _waiting_run(dashboard_env)
     with _server(dashboard_env, "steering") as server:

@@ -39,7 +39,7 @@ from research.config import Credentials, ResearchConfig, build_config
 from research.pipeline import create_run, execute
 from research.records import Step
 from storage import Store
-from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, StreamlitServer, wait_idle
+from tests.browser_helpers import ARTIFACTS, CHROMIUM, StreamlitServer, wait_idle
 from tests.standin import StandinServer
 from tests.standin.server import _task_of
 
@@ -341,7 +341,7 @@ def _resume_in_browser(browser: Any, server: StreamlitServer, run_id: str, sync_
 @pytest.mark.browser
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing")
 def test_dashboard_killed_mid_run_is_picked_up_again_on_restart(
-    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+    browser: Any, standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
 ) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     db = tmp_path / "data" / "research.db"
@@ -356,40 +356,37 @@ def test_dashboard_killed_mid_run_is_picked_up_again_on_restart(
     with Store(db) as store:
         run_id = create_run(store, DASHBOARD_QUESTION, config)
     standin.set_delay(0.3)
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    first = StreamlitServer(env=env, log_path=ARTIFACTS / "crash-first-streamlit.log").start()
+    try:
+        assert first.process is not None
+        server_proc = first.process
+        _resume_in_browser(browser, first, run_id, sync_api)
+        _wait_for(db, _research_in_flight, "a research step in flight",
+                  lambda: None if server_proc.poll() is None else "streamlit exited")
+        _kill(server_proc)  # the server and every thread in it, at once
+    finally:
+        first.stop()
+    standin.set_delay(0.0)
+
+    _integrity(db)
+    snap = _snapshot(db, run_id)
+    _assert_whole_steps_only(db, run_id, snap)
+    assert any(k.startswith("research:") for k in snap.done) and snap.sources
+
+    # A fresh dashboard picks the run up by itself once opened (its embedded worker
+    # recovers the job the killed one left unfinished): nobody presses Resume.
+    with StreamlitServer(env=env, log_path=ARTIFACTS / "crash-second-streamlit.log") as second:
+        page = browser.new_page()  # its own context, closed with it (the browser is shared)
         try:
-            first = StreamlitServer(env=env, log_path=ARTIFACTS / "crash-first-streamlit.log").start()
-            try:
-                assert first.process is not None
-                server_proc = first.process
-                _resume_in_browser(browser, first, run_id, sync_api)
-                _wait_for(db, _research_in_flight, "a research step in flight",
-                          lambda: None if server_proc.poll() is None else "streamlit exited")
-                _kill(server_proc)  # the server and every thread in it, at once
-            finally:
-                first.stop()
-            standin.set_delay(0.0)
-
-            _integrity(db)
-            snap = _snapshot(db, run_id)
-            _assert_whole_steps_only(db, run_id, snap)
-            assert any(k.startswith("research:") for k in snap.done) and snap.sources
-
-            # A fresh dashboard picks the run up by itself once opened (its embedded worker
-            # recovers the job the killed one left unfinished): nobody presses Resume.
-            with StreamlitServer(env=env, log_path=ARTIFACTS / "crash-second-streamlit.log") as second:
-                page = browser.new_page()
-                page.goto(f"{second.url}/run?run={run_id}")
-                wait_idle(page)
-                _wait_status(db, run_id, "completed", timeout=60)
-                page.goto(f"{second.url}/run?run={run_id}")
-                wait_idle(page)
-                sync_api.expect(page.locator('[data-testid="stProgress"]')).to_contain_text(
-                    "Completed · 100%", timeout=20_000)
-                page.close()
+            page.goto(f"{second.url}/run?run={run_id}")
+            wait_idle(page)
+            _wait_status(db, run_id, "completed", timeout=60)
+            page.goto(f"{second.url}/run?run={run_id}")
+            wait_idle(page)
+            sync_api.expect(page.locator('[data-testid="stProgress"]')).to_contain_text(
+                "Completed · 100%", timeout=20_000)
         finally:
-            browser.close()
+            page.close()
 
     with Store(db) as store:
         stored = store.get_run(run_id).config  # type: ignore[union-attr]
