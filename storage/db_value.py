@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_WAIT_S = 5.0  # a writer checkpointing holds the file briefly; wait, then take "locked" as a yes
 _URL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9+.\-]*)://")
 _POSTGRES_SCHEMES = ("postgres", "postgresql")
 # `pathlib.Path` folds "//" into "/": code that wraps the setting in a Path (the dashboard's
@@ -125,20 +126,39 @@ def _check_file(path: Path) -> None:
             f"The database {path} is read-only; make it writable (chmod u+w {path}) or point "
             "DEEP_RESEARCH_DB (or --db) at another file."
         )
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(SQLITE_MAGIC))
-    except OSError as exc:
+    if not os.access(path, os.R_OK):
         raise DatabaseValueError(
-            f"The database {path} cannot be read ({exc.strerror or exc}); check its permissions "
+            f"The database {path} cannot be read (permission denied); check its permissions "
             "or choose another file."
-        ) from None
-    if head and head != SQLITE_MAGIC:
+        )
+    if not _is_sqlite(path):
         raise DatabaseValueError(
             f"{path} is not a SQLite database (it holds something else), so it was left "
             "untouched; point DEEP_RESEARCH_DB (or --db) at another file name."
         )
 
+
+def _is_sqlite(path: Path) -> bool:
+    """Whether SQLite reads `path` as a database (an empty file is one: SQLite fills it).
+
+    Asked of SQLite itself, read-only, and never by opening the file with Python: closing any
+    descriptor of a file drops every POSIX lock this process holds on it, so a dashboard that
+    checked its own database that way lost the shared locks of its open connections; the next
+    process to close a connection then took itself for the last one, checkpointed and removed
+    the WAL, and the dashboard's connections never saw another process's runs again. SQLite
+    keeps its own descriptors open while other connections of the process hold locks."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                               timeout=BUSY_WAIT_S)
+    except sqlite3.Error:
+        return False
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.Error as exc:  # "file is not a database"; or locked: only a database is
+        return exc.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    finally:
+        conn.close()
+    return True
 
 def db_path_from_env(env: Mapping[str, str], default: Path) -> Path:
     """`resolve_db_path` for the `DEEP_RESEARCH_DB` value in `env`; for a PostgreSQL URL,

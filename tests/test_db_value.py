@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from storage import DatabaseValueError, redact_url, resolve_db, resolve_db_path
+from storage import DatabaseValueError, Store, redact_url, resolve_db, resolve_db_path
 from storage.db_value import postgres_url
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import APP, KEY_VARS
@@ -101,6 +103,29 @@ def test_the_one_check_accepts_usable_values(tmp_path: Path) -> None:
     assert resolve_db(PG_URL, default) == PG_URL
     assert postgres_url(Path(PG_URL)) == PG_URL
     assert redact_url(PG_URL) == "postgresql://alice:***@127.0.0.1:1/research"
+
+
+def test_checking_an_open_database_keeps_this_process_seeing_other_processes_runs(tmp_path: Path) -> None:
+    """The dashboard checks its database on every page while its own connections stay open.
+    Reading the file with Python there dropped those connections' locks (closing any
+    descriptor of a file drops all of a process's POSIX locks on it): the next process to
+    close a Store took itself for the last user, removed the WAL, and the dashboard never saw
+    another process's runs again ("There is no such run")."""
+    db = tmp_path / "research.db"
+    reader = Store(db)
+    writer = ("import sys; from storage import Store; from research.config import build_config; "
+              "s = Store(sys.argv[1]); "
+              "print(s.create_run('q', build_config(env={}, preset='quick').model_dump(mode='json'))); "
+              "s.close()")
+    try:
+        for _ in range(3):
+            assert resolve_db_path(db, db) == db  # what each page does first
+            made = subprocess.run([sys.executable, "-c", writer, str(db)], capture_output=True,
+                                  text=True, check=True, cwd=Path(__file__).resolve().parent.parent)
+            run_id = made.stdout.strip()
+            assert reader.get_run(run_id) is not None, "a run another process made is not seen"
+    finally:
+        reader.close()
 
 
 def test_dashboard_says_plainly_when_postgres_cannot_be_reached(
