@@ -101,8 +101,12 @@ def _check_presets() -> None:
             problem = bound_problem(name, value)
             if problem:
                 raise ValueError(f"Preset {preset}: {problem}")
+# SPEC's table by name. Untyped on purpose: each constant has its own type (int, float, bool or
+# str), and ResearchConfig's typed fields take these as their defaults, where pydantic checks them.
 DEFAULTS: dict[str, Any] = {c.name: c.default for c in _TABLE}
 
+# Settings by name, like `research.config.Settings`: validated by ResearchConfig when applied,
+# their bounds checked at import (above).
 PRESETS: dict[str, dict[str, Any]] = {
     "quick": {
         "SUBTOPIC_COUNT": 3, "SOURCES_PER_SUBTOPIC": 8, "SEARCHES_PER_SUBTOPIC": 3,
