@@ -5,7 +5,7 @@ run's outcome, the dashboard and the benchmark."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from research.context import RunContext
 from research.phases.verify.apply import UNCHECKED_STATUSES
@@ -33,13 +33,8 @@ class VerifySummary:
     line: str = ""
 
     def as_json(self) -> dict[str, object]:
-        """As the verify step's result stores it (its JSON column)."""
-        return {"claims": self.claims, "supported": self.supported,
-                "share_supported": self.share_supported,
-                "unsupported_removed": self.unsupported_removed, "rewritten": self.rewritten,
-                "single_source": self.single_source, "unchecked": self.unchecked,
-                "uncited": self.uncited, "incomplete": self.incomplete,
-                "unverified_subtopics": list(self.unverified_subtopics), "line": self.line}
+        """As the verify step's result stores it (its JSON column): every field, by name."""
+        return {**asdict(self), "unverified_subtopics": list(self.unverified_subtopics)}
 
     @classmethod
     def from_json(cls, result: JsonObject) -> VerifySummary:
