@@ -10,7 +10,7 @@ import pytest
 
 from research.errors import ProviderError
 from research.llm.answer_limits import MAX_ANSWER_CHARS, cap_lists, check_answer_size, margin
-from research.phases.research import FINDINGS_CAPS, FINDINGS_PER_SOURCE
+from research.phases.findings import FINDINGS_PER_SOURCE, OPEN_QUESTIONS_CAPS
 from tests.runs import Runner
 from tests.standin import brain
 
@@ -39,10 +39,13 @@ def test_a_flood_of_findings_is_capped_and_logged(
         answer = plain(user)
         sid = answer["findings"][0]["source_ids"][0]
         answer["findings"] = [{"claim": f"c{i}", "source_ids": [sid]} for i in range(FLOOD)]
-        answer["gaps"] = [f"gap {i}" for i in range(FLOOD)]
         return answer
 
+    def flood_gaps(user: str) -> dict[str, Any]:
+        return {"gaps": [f"gap {i}" for i in range(FLOOD)], "follow_up_questions": []}
+
     monkeypatch.setitem(brain._BUILDERS, "SubtopicFindings", flood)
+    monkeypatch.setitem(brain._BUILDERS, "OpenQuestions", flood_gaps)
     with caplog.at_level(logging.WARNING, logger="research.llm.answer_limits"):
         store, run_id = runs(QUESTION, preset="quick", SOURCES_PER_SUBTOPIC=5)
     assert store.get_run(run_id).status == "completed", store.get_run(run_id).error  # type: ignore[union-attr]
@@ -51,9 +54,11 @@ def test_a_flood_of_findings_is_capped_and_logged(
     for row in rows:
         if row.kind == "finding":
             per_subtopic[row.subtopic_id] = per_subtopic.get(row.subtopic_id, 0) + 1
+    # Each findings call is capped by the sources it was given; a subtopic keeps at most 5.
     limit = margin(FINDINGS_PER_SOURCE * 5)
     assert per_subtopic and max(per_subtopic.values()) <= limit
-    assert sum(1 for r in rows if r.kind == "gap") <= len(per_subtopic) * margin(FINDINGS_CAPS["gaps"])
+    gaps = sum(1 for r in rows if r.kind == "gap")
+    assert 0 < gaps <= len(per_subtopic) * margin(OPEN_QUESTIONS_CAPS["gaps"])
     assert any("beyond what the step asked for were dropped" in r.getMessage() for r in caplog.records)
     assert runs.db.stat().st_size < 5_000_000
 

@@ -186,12 +186,14 @@ def test_a_writer_that_keeps_refusing_fails_the_run_with_a_reason_and_no_empty_r
 def test_context_length_errors_during_a_run_are_trimmed_away(
     standin: StandinServer, http_runs: Runner
 ) -> None:
-    # A window well below the findings prompts (about 9,200-9,400 characters with the quick
-    # preset) even when a page or two was not read in time, above the scoring prompts (about
-    # 4,700-5,500), and one that a prompt trimmed to its sources' first lines always fits; the
-    # writer's prompt has no sources to trim and is left alone.
+    # A window well below the prompts of the call that names a unit's gaps (about 7,800
+    # characters with the quick preset: the opening of every kept source) even when a page or
+    # two was not read in time, above the scoring prompts (about 4,500-5,500) and a group's
+    # findings (3,100-4,600), and one that a prompt trimmed to its sources' first lines always
+    # fits; the writer's prompt has no sources to trim and is left alone.
     limit = 7_000
-    for task in ("RelevanceScores", "SubtopicFindings"):
+    tasks = ("RelevanceScores", "SubtopicFindings", "OpenQuestions")
+    for task in tasks:
         standin.add_fault("openai", "context_limit", times=1000, max_chars=limit, task=task)
     store, run_id = _run(http_runs)
     run = store.get_run(run_id)
@@ -199,7 +201,7 @@ def test_context_length_errors_during_a_run_are_trimmed_away(
         (s.key, s.error) for s in store.get_steps(run_id)]
     worker_calls = [r for r in standin.requests_for("openai")
                     if (r["json"].get("response_format") or {}).get("json_schema", {}).get("name")
-                    in ("RelevanceScores", "SubtopicFindings")]
+                    in tasks]
     rejected = [r for r in worker_calls if _chars(r) > limit]
     accepted = [r for r in worker_calls if _chars(r) <= limit]
     assert rejected and len(accepted) > len(rejected)

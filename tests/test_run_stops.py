@@ -93,7 +93,7 @@ def test_a_model_outage_names_the_service_and_resume_carries_on(
     standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
 ) -> None:
     # The model answers pre-flight and the plan, then goes down for every worker call.
-    for task in ("SearchQueries", "RelevanceScores", "SubtopicFindings"):
+    for task in ("SearchQueries", "RelevanceScores", "SubtopicFindings", "OpenQuestions"):
         standin.add_fault("openai", "status", times=10_000, status=503, task=task)
     store, run_id, thread = _start(standin_env, tmp_db, preset="quick", max_retries=0)
     thread.join(120)

@@ -61,7 +61,9 @@ def test_scores_and_findings_treat_sources_as_data() -> None:
     assert findings["findings"][0] == {"claim": "Coffee sales grew 7% in 2024.",
                                        "source_ids": ["s1"], "confidence": 0.8}
     assert "42" not in str(findings)
-    assert len(findings["gaps"]) == 1 and len(findings["follow_up_questions"]) == 1
+    assert [f["source_ids"] for f in findings["findings"]] == [["s1"], ["s2"]]  # one per source
+    left = brain.structured_answer({"title": "OpenQuestions"}, "<subtopic>Coffee</subtopic>\n" + BLOCKS)
+    assert len(left["gaps"]) == 1 and len(left["follow_up_questions"]) == 1
 
 
 def test_plan_and_queries_honour_the_requested_counts() -> None:

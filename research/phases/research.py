@@ -20,8 +20,6 @@ from concurrent.futures import as_completed
 from dataclasses import replace
 from functools import partial
 
-from pydantic import BaseModel, Field
-
 from research.agents import Agent, Role
 from research.config import DOCUMENTS
 from research.context import RunContext
@@ -36,16 +34,13 @@ from research.errors import (
 from research.events import SourceFound, StepCompleted, StepFailed, StepStarted
 from research.executor import submit_limited
 from research.fetch import FetchedPage
-from research.llm.base import Message
-from research.phases import learnings, scoring, searching
+from research.phases import findings, learnings, scoring, searching
 from research.phases.plan import PlanResult
 from research.phases.reading import Reading
-from research.phases.searching import WORKER_ROLE, Candidate, Outcome
-from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
+from research.phases.searching import Candidate, Outcome
+from research.prompts import clean_untrusted
 from research.records import (
     FailedSubtopic,
-    Finding,
-    FindingKind,
     ResearchResult,
     SkippedPage,
     Source,
@@ -58,41 +53,6 @@ log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
 BUDGET_UNSCORED = "not scored: the budget stopped research before this page could be scored"
-FINDINGS_CONTEXT_CHARS = 40_000
-
-
-FINDINGS_PROMPT = """Report what the sources below establish about this subtopic of the
-question "{question}":
-<subtopic>{title}</subtopic>
-
-Research questions:
-{questions}
-
-{blocks}
-
-Rules:
-- Each finding is one factual claim with the ids of the sources that support it.
-- Use only these sources; cite them by their id. Keep numbers, dates and names exact.
-- Keep fact and opinion apart: say "according to ..." for opinions and forecasts.
-- List gaps (what the sources do not answer) and follow-up questions worth researching.
-- Confidence is 0-1: how well the cited sources support the claim."""
-
-
-# How many items a findings answer may hold (answer_limits.py adds a small margin).
-FINDINGS_PER_SOURCE = 5
-FINDINGS_CAPS = {"gaps": 10, "follow_up_questions": 10}
-
-
-class WorkerFinding(BaseModel):
-    claim: str
-    source_ids: list[str]
-    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
-
-
-class SubtopicFindings(BaseModel):
-    findings: list[WorkerFinding]
-    gaps: list[str] = Field(default_factory=list)
-    follow_up_questions: list[str] = Field(default_factory=list)
 
 
 class UrlRegistry:
@@ -288,7 +248,7 @@ def _research(
     if stop is not None:
         raise stop
     if out.sources:
-        out.findings = _findings(ctx, worker, sub, out.sources, deadline)
+        out.findings = findings.collect(ctx, worker, sub, out.sources, deadline)
 
 
 def _search_and_read(
@@ -397,38 +357,3 @@ def _source_record(sub: Subtopic, cand: Candidate, page: FetchedPage) -> Source:
         source_kind=credibility.kind, signals=tuple(credibility.signals), author=page.author,
         subtopic_id=sub.id, provider=cand.result.provider, query=cand.query, round=sub.round,
     )
-
-
-def _findings(
-    ctx: RunContext, worker: Agent, sub: Subtopic, kept: list[Source], deadline: float,
-) -> list[Finding]:
-    nonce = new_nonce()
-    share = max(800, FINDINGS_CONTEXT_CHARS // len(kept))
-    blocks = "\n\n".join(
-        untrusted_block(s.id, {"title": s.title, "url": s.url, "published": s.published},
-                        s.text[:share], nonce)
-        for s in kept
-    )
-    messages = [
-        system(WORKER_ROLE, ctx.today),
-        Message("user", FINDINGS_PROMPT.format(
-            title=sub.title, question=clean_untrusted(ctx.brief),
-            questions="\n".join(f"- {q}" for q in sub.questions), blocks=blocks,
-        )),
-    ]
-    ctx.checkpoint()
-    answer = worker.llm.structured(messages, SubtopicFindings, deadline=deadline, caps=FINDINGS_CAPS
-                                   | {"findings": FINDINGS_PER_SOURCE * len(kept), "source_ids": len(kept)})
-    valid = {s.id for s in kept}
-    found: list[Finding] = []
-    for f in answer.findings:
-        ids = tuple(i for i in dict.fromkeys(f.source_ids) if i in valid)
-        claim = clean_untrusted(f.claim).strip()
-        if ids and claim:
-            found.append(Finding(sub.id, claim[:1000], ids, f.confidence, "finding"))
-    notes: list[tuple[str, FindingKind]] = [(g, "gap") for g in answer.gaps]
-    notes += [(q, "follow_up") for q in answer.follow_up_questions]
-    for text, kind in notes:
-        if text.strip():
-            found.append(Finding(sub.id, clean_untrusted(text).strip()[:500], (), 0.0, kind))
-    return found

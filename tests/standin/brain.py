@@ -183,14 +183,19 @@ def relevance_scores(user: str) -> dict[str, Any]:
 
 
 def subtopic_findings(user: str) -> dict[str, Any]:
-    subtopic = _first(_SUBTOPIC, user) or "this subtopic"
+    """One finding per source given, as a model asked what each source establishes would
+    write: the answer grows with the sources in the prompt (and so does its writing time)."""
     findings = []
-    for source_id, text in source_blocks(user)[:6]:
+    for source_id, text in source_blocks(user):
         claim = claim_from(text)
         if claim:
             findings.append({"claim": claim, "source_ids": [source_id], "confidence": 0.8})
+    return {"findings": findings}
+
+
+def open_questions(user: str) -> dict[str, Any]:
+    subtopic = _first(_SUBTOPIC, user) or "this subtopic"
     return {
-        "findings": findings,
         "gaps": [f"Long-term data on {subtopic} is scarce."],
         "follow_up_questions": [f"How do recent figures on {subtopic} compare across regions?"],
     }
@@ -224,6 +229,7 @@ _BUILDERS: dict[str, Callable[[str], dict[str, Any]]] = {
     "SearchQueries": search_queries,
     "RelevanceScores": relevance_scores,
     "SubtopicFindings": subtopic_findings,
+    "OpenQuestions": open_questions,
     "ReviewResult": review_result,
     "Ping": lambda user: {"ok": True},
 }

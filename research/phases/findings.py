@@ -1,0 +1,151 @@
+"""A worker's findings: what its kept sources establish, and what they leave open.
+
+A real model writes at 50-150 tokens a second, and a worker that asked for the findings of
+all its sources (up to SOURCES_PER_SUBTOPIC, 20 by default) in one answer waited for one
+long answer at the end of every research unit (issue 11). So the kept sources are split into
+groups of FINDINGS_GROUP, in the order of their relevance, and every group's findings are
+asked for at the same time, each from the text of its own sources only: together they send
+the same page text as one call would, and each answer is a fraction of the length. Beside
+them one short call reads the opening of every kept source and names the gaps (what the
+sources do not answer) and the follow-up questions worth researching: those need the view of
+the whole subtopic, which no single group has.
+
+Prompts put what every call of the unit shares first (the rules, the question, the
+subtopic) and the sources last, so that a provider's prompt caching can reuse the start.
+A call that still fails after its own retries fails the unit, as one findings call did;
+the unit is then retried as a whole (research.phases.research).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, wait
+
+from pydantic import BaseModel, Field
+
+from research.agents import Agent
+from research.context import RunContext
+from research.llm.base import Message
+from research.phases.searching import WORKER_ROLE
+from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
+from research.records import Finding, FindingKind, Source, Subtopic
+
+FINDINGS_CONTEXT_CHARS = 40_000  # page text for the whole unit, shared out among its sources
+MIN_SHARE_CHARS = 800
+FINDINGS_GROUP = 3  # sources per findings call: an answer of a few findings, not twenty
+OPEN_QUESTIONS_CHARS = 500  # the opening of each kept source the gaps call reads
+
+# How many items an answer may hold (answer_limits.py adds a small margin).
+FINDINGS_PER_SOURCE = 5
+OPEN_QUESTIONS_CAPS = {"gaps": 10, "follow_up_questions": 10}
+
+FINDINGS_PROMPT = """Report what the sources below establish about one subtopic of a research
+question. They are some of the sources kept for the subtopic; colleagues report on the others.
+
+Rules:
+- Each finding is one factual claim with the ids of the sources that support it.
+- Use only these sources; cite them by their id. Keep numbers, dates and names exact.
+- Keep fact and opinion apart: say "according to ..." for opinions and forecasts.
+- Confidence is 0-1: how well the cited sources support the claim.
+
+The research question: "{question}"
+<subtopic>{title}</subtopic>
+Research questions of the subtopic:
+{questions}
+
+{blocks}"""
+
+OPEN_QUESTIONS_PROMPT = """Below are the openings of the sources kept for one subtopic of a
+research question. Name what they leave open.
+
+Rules:
+- Gaps: research questions or important aspects the sources do not answer.
+- Follow-up questions: specific questions worth researching next, each answerable by web
+  searches. Only what matters to the research question; a few, not a long list.
+
+The research question: "{question}"
+<subtopic>{title}</subtopic>
+Research questions of the subtopic:
+{questions}
+
+{blocks}"""
+
+
+class WorkerFinding(BaseModel):
+    claim: str
+    source_ids: list[str]
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
+class SubtopicFindings(BaseModel):
+    findings: list[WorkerFinding]
+
+
+class OpenQuestions(BaseModel):
+    gaps: list[str] = Field(default_factory=list)
+    follow_up_questions: list[str] = Field(default_factory=list)
+
+
+def groups(kept: list[Source]) -> list[list[Source]]:
+    """The kept sources in groups of FINDINGS_GROUP, most relevant first (the order kept)."""
+    return [kept[i:i + FINDINGS_GROUP] for i in range(0, len(kept), FINDINGS_GROUP)]
+
+
+def collect(ctx: RunContext, worker: Agent, sub: Subtopic, kept: list[Source],
+            deadline: float) -> list[Finding]:
+    """The unit's findings (group by group, in the order kept), then its gaps and follow-up
+    questions. Every call goes out at once as a task of the run's executor; the unit's
+    thread waits for all of them, so none is left running when the unit ends."""
+    share = max(MIN_SHARE_CHARS, FINDINGS_CONTEXT_CHARS // len(kept))
+    ctx.checkpoint()
+    pool = ctx.executor.tasks
+    asked: list[Future[list[Finding]]] = [
+        pool.submit(_group_findings, ctx, worker, sub, group, share, deadline)
+        for group in groups(kept)]
+    asked.append(pool.submit(_open_questions, ctx, worker, sub, kept, deadline))
+    wait(asked)
+    found: list[Finding] = []
+    for future in asked:
+        found += future.result()  # the first failure, in order, fails the unit
+    return found
+
+
+def _head(ctx: RunContext, sub: Subtopic) -> dict[str, str]:
+    return {"question": clean_untrusted(ctx.brief), "title": sub.title,
+            "questions": "\n".join(f"- {q}" for q in sub.questions)}
+
+
+def _blocks(sources: list[Source], chars: int) -> str:
+    nonce = new_nonce()
+    return "\n\n".join(
+        untrusted_block(s.id, {"title": s.title, "url": s.url, "published": s.published},
+                        s.text[:chars], nonce)
+        for s in sources)
+
+
+def _group_findings(ctx: RunContext, worker: Agent, sub: Subtopic, group: list[Source],
+                    share: int, deadline: float) -> list[Finding]:
+    messages = [system(WORKER_ROLE, ctx.today), Message("user", FINDINGS_PROMPT.format(
+        **_head(ctx, sub), blocks=_blocks(group, share)))]
+    answer = worker.llm.structured(
+        messages, SubtopicFindings, deadline=deadline,
+        caps={"findings": FINDINGS_PER_SOURCE * len(group), "source_ids": len(group)})
+    valid = {s.id for s in group}
+    found: list[Finding] = []
+    for f in answer.findings:
+        ids = tuple(i for i in dict.fromkeys(f.source_ids) if i in valid)
+        claim = clean_untrusted(f.claim).strip()
+        if ids and claim:
+            found.append(Finding(sub.id, claim[:1000], ids, f.confidence, "finding"))
+    return found
+
+
+def _open_questions(ctx: RunContext, worker: Agent, sub: Subtopic, kept: list[Source],
+                    deadline: float) -> list[Finding]:
+    messages = [system(WORKER_ROLE, ctx.today), Message("user", OPEN_QUESTIONS_PROMPT.format(
+        **_head(ctx, sub), blocks=_blocks(kept, OPEN_QUESTIONS_CHARS)))]
+    answer = worker.llm.structured(messages, OpenQuestions, deadline=deadline,
+                                   caps=OPEN_QUESTIONS_CAPS)
+    notes: list[tuple[str, FindingKind]] = [(g, "gap") for g in answer.gaps]
+    notes += [(q, "follow_up") for q in answer.follow_up_questions]
+    return [Finding(sub.id, clean_untrusted(text).strip()[:500], (), 0.0, kind)
+            for text, kind in notes if text.strip()]
