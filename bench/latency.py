@@ -38,6 +38,7 @@ SEARCH_APIS = ("tavily", "arxiv", "semanticscholar")
 LATENCY_TARGET = 1.15
 WALL_TARGET_S = 60.0           # issue 11, at 80 tokens/s and 1,500-word answers
 TOKENS_PER_PAGE_TARGET = 2000  # prompt tokens per page read
+FINDINGS_TASKS = ("SubtopicFindings", "OpenQuestions")  # a unit's last calls, all at once
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class Unit:
     query_calls: int      # SearchQueries calls
     search_waves: int     # of those, how many were followed by searches (all at once)
     scoring_calls: int    # RelevanceScores calls (batches of 4, each sent once its pages are read)
-    findings_calls: int   # SubtopicFindings calls
+    findings_calls: int   # findings and gaps calls (FINDINGS_TASKS), under way together
     pages: int            # pages fetched: sources kept + pages skipped
     chain: float = 0.0    # its lower bound: the longest of its chains (see `unit_chain`)
     chain_n: int = 0      # model calls one after another on that chain
@@ -282,14 +283,16 @@ def _unit(step: Step, order: int, title: str, window: Sequence[Call],
     queries = sorted((c for c in window if c.task == "SearchQueries" and tag in c.text),
                      key=lambda c: c.sent)
     scoring = [c for c in window if c.task == "RelevanceScores" and line in c.text]
-    findings = [c for c in window if c.task == "SubtopicFindings" and tag in c.text]
+    # The findings of the kept sources, group by group, and the gaps call go out together.
+    findings = [c for c in window if c.task in FINDINGS_TASKS and tag in c.text]
     mine = [(t, words) for t, words in searches if began <= t <= ended and words in asked]
     pages = int(result.get("sources") or 0) + int(result.get("skipped") or 0)
     # The other side's search waits for no query call (research.phases.searching.other_side).
     other = _words(_opposing(title))
     chain, chain_n = unit_chain(queries, [m for m in mine if m[1] != other],
                                 [c.cost for c in scoring],
-                                sum(c.cost for c in findings), len(findings), lat,
+                                max((c.cost for c in findings), default=0.0),
+                                1 if findings else 0, lat,
                                 found_by if pages else set())
     return Unit(
         key=step.key, order=order, measured=ended - began, query_calls=len(queries),
@@ -304,7 +307,8 @@ def unit_chain(queries: Sequence[Call], searches: Sequence[tuple[float, str]],
                found_by: set[str]) -> tuple[float, int]:
     """A unit's lower bound and the model calls on it: the longest of the chains its record
     proves (bench/README.md, step 3). Query calls run one after another, each wave's
-    searches between them; the findings call comes after the last wave; a scoring call needs
+    searches between them; the findings calls (under way together, `findings` their slowest)
+    come after the last wave; a scoring call needs
     a page read (P) after a search; a wave's pages need that wave. `searches`: (time, words)
     of the unit's searches but the other side's; `found_by`: the queries (as words) that
     found a source the run kept."""
