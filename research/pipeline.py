@@ -199,9 +199,9 @@ def execute(
 
 def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     """The built-in multi-agent pipeline; with "all", the hosted engines run beside it."""
-    preflight.run(ctx)
-    early_plan = plan.ahead(ctx)  # the plan's call goes out beside the clarify step's
+    early_plan = plan.ahead(ctx)  # the plan's call goes out beside pre-flight and clarify
     ctx.executor.tasks.submit(warm_up)  # the page extractor loads while the plan is written
+    preflight.run(ctx)
     clarify.run(ctx)
     planned = plan.run(ctx, inherit.run(ctx), early_plan)
     plan.review_gate(ctx)

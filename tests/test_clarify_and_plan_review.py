@@ -53,23 +53,45 @@ def test_a_vague_question_is_clarified_even_when_not_required(
     assert pending_clarification(store, run_id)
 
 
-def test_the_plan_is_asked_for_beside_the_clarify_step(
-    standin: StandinServer, http_runs: Runner
-) -> None:
-    """The plan's long answer does not wait for the lead's judgement of the question: when the
-    lead asks nothing, the early answer is the plan (one plan call, sent before the clarify
-    call was answered)."""
+def _calls_by_task(standin: StandinServer) -> dict[str | None, list[dict]]:  # type: ignore[type-arg]
     from tests.standin.server import _task_of
 
-    standin.add_fault("openai", "hang", times=5, task="ClarifyingQuestions", seconds=0.5)
-    store, run_id = http_runs(QUESTION, preset="quick")
-    assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
     calls: dict[str | None, list[dict]] = {}  # type: ignore[type-arg]
     for r in standin.requests_for("openai"):
         calls.setdefault(_task_of("openai", r["json"]), []).append(r)
+    return calls
+
+
+def test_the_plan_is_asked_for_beside_pre_flight_and_the_clarify_step(
+    standin: StandinServer, http_runs: Runner
+) -> None:
+    """The plan's long answer waits neither for the connection check nor for the lead's
+    judgement of the question: when the lead asks nothing, the early answer is the plan (one
+    plan call, sent before the check and the clarify call were answered)."""
+    standin.add_fault("openai", "hang", times=5, task="Ping", seconds=0.5)
+    standin.add_fault("openai", "hang", times=5, task="ClarifyingQuestions", seconds=0.5)
+    store, run_id = http_runs(QUESTION, preset="quick")
+    assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
+    calls = _calls_by_task(standin)
     assert len(calls["ResearchPlan"]) == 1 and len(calls["ClarifyingQuestions"]) == 1
+    assert calls["ResearchPlan"][0]["time"] < calls["Ping"][0]["answered"]
     assert calls["ResearchPlan"][0]["time"] < calls["ClarifyingQuestions"][0]["answered"]
     assert len(store.get_plan(run_id) or []) == 3
+
+
+def test_an_early_plan_call_that_fails_is_asked_again_in_the_plan_step_without_a_word(
+    standin: StandinServer, http_runs: Runner
+) -> None:
+    """The call made ahead is made once and quietly: its failure is no retry in the run log
+    and no outage; the plan step asks again and the run goes on."""
+    standin.add_fault("openai", "status", times=1, status=503, task="ResearchPlan")
+    store, run_id = http_runs(QUESTION, preset="quick")
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "completed", run and run.error
+    assert len(_calls_by_task(standin)["ResearchPlan"]) == 2
+    assert len(store.get_plan(run_id) or []) == 3
+    said = [e.message for e in store.get_events(run_id) if e.type in ("retrying", "warning")]
+    assert not said
 
 
 def test_a_plan_asked_ahead_is_not_used_once_the_answers_change_the_brief(runs: Runner) -> None:

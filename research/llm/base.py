@@ -7,6 +7,7 @@ and schema validation with one repair live here, once, for all providers.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import threading
@@ -313,6 +314,17 @@ class RoleLLM:
     @property
     def label(self) -> str:
         return f"{self.llm.provider}/{self.llm.model}"
+
+    def quiet(self) -> RoleLLM:
+        """This model for a call made ahead of time, whose failure only means it is asked for
+        again in its own step (see research.phases.plan.Ahead): one attempt, and nothing said
+        about it (no retry events, no outage recorded), as the step that needs it has not
+        started and may never. Its tokens are counted like any other call's."""
+        twin = copy.copy(self)
+        twin.policy = RetryPolicy(attempts=1)
+        twin._on_retry = None
+        twin._on_failure = None
+        return twin
 
     def _once(
         self, messages: Sequence[Message], schema: JsonSchema | None, name: str | None,

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from research.context import RunContext
 from research.errors import ConfigError, NeedsInput, ProviderError, SchemaError
 from research.events import PlanCreated
-from research.llm.base import Message
+from research.llm.base import Message, RoleLLM
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
 from research.records import JsonObject, Subtopic
@@ -66,15 +66,18 @@ more subtopics that do not overlap these: {titles}. Use the same format; the new
 
 
 class Ahead:
-    """The plan's model call made beside the clarify step, before the brief is final (issue 11:
-    the plan is the longest answer before research starts). Its answer is used only when the
-    prompt it was made from is the one the plan step would send: when the lead asked nothing,
-    or the person's answers change the brief, the plan is asked for again."""
+    """The plan's model call made beside pre-flight and the clarify step, before the brief is
+    final (issue 11: the plan is the longest answer before research starts). Its answer is
+    used only when the prompt it was made from is the one the plan step would send: when the
+    lead asked nothing, or the person's answers change the brief, the plan is asked for again,
+    and so it is when this call failed (it is made once, quietly: pre-flight names a model
+    that does not answer, and the plan step has its own retries)."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.messages = _messages(ctx, ctx.unclarified_brief())
         # A unit of the run's executor (the research units have not started yet).
-        self._future = ctx.executor.units.submit(_ask, ctx, self.messages)
+        self._future = ctx.executor.units.submit(
+            _ask, ctx, self.messages, ctx.lead.llm.quiet())
 
     def answer(self, messages: list[Message]) -> ResearchPlan | None:
         """The early answer, if it was made from these very messages and arrived."""
@@ -100,10 +103,10 @@ def _messages(ctx: RunContext, brief: str) -> list[Message]:
     return [system(LEAD_ROLE, ctx.today), Message("user", prompt + _dig_deeper_block(ctx))]
 
 
-def _ask(ctx: RunContext, messages: list[Message]) -> ResearchPlan:
+def _ask(ctx: RunContext, messages: list[Message], llm: RoleLLM | None = None) -> ResearchPlan:
     count = ctx.config.subtopic_count
-    return ctx.lead.llm.structured(messages, ResearchPlan, deadline=ctx.step_deadline(),
-                                   caps={"subtopics": count, "questions": 4})
+    return (llm or ctx.lead.llm).structured(messages, ResearchPlan, deadline=ctx.step_deadline(),
+                                            caps={"subtopics": count, "questions": 4})
 
 
 def run(ctx: RunContext, inherited: Subtopic | None = None,
