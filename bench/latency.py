@@ -171,9 +171,9 @@ def _calls(requests: Sequence[dict[str, Any]], lat: Latency) -> list[Call]:
 def _groups(by_key: dict[str, Step], plan: list[Subtopic],
             titles: dict[str, str]) -> list[tuple[str, list[str]]]:
     """The run's phases in pipeline order, each with the step keys that ran in it."""
-    groups: list[tuple[str, list[str]]] = [("preflight", ["preflight"])] if "preflight" in by_key else []
-    # The plan's call goes out beside the clarify step's (plan.Ahead): one phase.
-    before = [k for k in ("clarify", "inherit", "plan") if k in by_key]
+    groups: list[tuple[str, list[str]]] = []
+    # The plan's call goes out beside pre-flight's and the clarify step's (plan.Ahead): one phase.
+    before = [k for k in ("preflight", "clarify", "inherit", "plan") if k in by_key]
     if before:
         groups.append((" + ".join(before), before))
     first = [f"research:{s.id}" for s in plan
@@ -242,12 +242,12 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
             bound, calls = schedule(units, workers, lat)
             phase = Phase(name, at, end, bound, calls, units=units,
                           detail=f"{len(units)} units on {workers} slots")
-        elif name == "preflight":
-            pinged = [c for c in window if c.task == "Ping"]
+        elif name.startswith("preflight"):  # with the search pings beside the model calls
+            bound, calls = chain_bound(window)
             searched = any(at <= t <= end for t, _ in searches)
-            phase = Phase(name, at, end, max(max((c.cost for c in pinged), default=0.0),
-                                             lat.search if searched else 0.0),
-                          1 if pinged else 0, f"{len(pinged)} model ping(s) beside the search pings")
+            phase = Phase(name, at, end, max(bound, lat.search if searched else 0.0), calls,
+                          ", ".join(f"{tasks.count(t)} {t}" for t in dict.fromkeys(tasks))
+                          + (", search pings beside them" if searched else ""))
         elif name == "verify":  # its own calls, beside what is left of the early checks
             bound, calls = early.verify_bound(window, sum(p.bound for p in phases))
             phase = Phase(name, at, end, bound, calls,

@@ -31,7 +31,7 @@ from research.records import Finding, FindingKind, Source, Subtopic
 
 FINDINGS_CONTEXT_CHARS = 40_000  # page text for the whole unit, shared out among its sources
 MIN_SHARE_CHARS = 800
-FINDINGS_GROUP = 3  # sources per findings call: an answer of a few findings, not twenty
+FINDINGS_GROUP = 2  # sources per findings call: an answer of a few findings, not twenty
 OPEN_QUESTIONS_CHARS = 500  # the opening of each kept source the gaps call reads
 
 # How many items an answer may hold (answer_limits.py adds a small margin).
