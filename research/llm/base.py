@@ -8,6 +8,7 @@ and schema validation with one repair live here, once, for all providers.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import re
 import threading
@@ -491,7 +492,7 @@ class RoleLLM:
     ) -> M:
         """Ask for JSON matching `model`; one repair attempt, then SchemaError. `caps` gives,
         by field name, how many items the step asked for in a list (answer_limits.py)."""
-        schema = model.model_json_schema()
+        schema = schema_of(model)
         limits = caps or {}
         completion = self._once(messages, schema, model.__name__, deadline)
         try:
@@ -516,6 +517,19 @@ class RoleLLM:
                 f"The {self.role} model ({self.label}) did not return a valid "
                 f"{model.__name__} after one repair attempt: {_short_error(second_error)}."
             ) from None
+
+
+@functools.lru_cache(maxsize=64)
+def _schema(model: type[BaseModel]) -> str:
+    return json.dumps(model.model_json_schema())
+
+
+def schema_of(model: type[BaseModel]) -> JsonSchema:
+    """`model`'s JSON Schema, made once per class (pydantic builds it anew on every call, a
+    few milliseconds a call under the run's busiest moments); each caller gets its own copy,
+    which an SDK may change as it likes."""
+    schema: JsonSchema = json.loads(_schema(model))
+    return schema
 
 
 def _short_error(exc: Exception) -> str:
