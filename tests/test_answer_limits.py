@@ -10,7 +10,7 @@ import pytest
 
 from research.errors import ProviderError
 from research.llm.answer_limits import MAX_ANSWER_CHARS, cap_lists, check_answer_size, margin
-from research.phases.findings import FINDINGS_PER_SOURCE, OPEN_QUESTIONS_CAPS
+from research.phases.findings import FINDINGS_GROUP, FINDINGS_PER_SOURCE, OPEN_QUESTIONS_CAPS
 from tests.runs import Runner
 from tests.standin import brain
 
@@ -54,8 +54,10 @@ def test_a_flood_of_findings_is_capped_and_logged(
     for row in rows:
         if row.kind == "finding":
             per_subtopic[row.subtopic_id] = per_subtopic.get(row.subtopic_id, 0) + 1
-    # Each findings call is capped by the sources it was given; a subtopic keeps at most 5.
-    limit = margin(FINDINGS_PER_SOURCE * 5)
+    # Each findings call is capped by the sources it was given (a group of the at most 5 a
+    # subtopic keeps).
+    sizes = [min(FINDINGS_GROUP, 5 - i) for i in range(0, 5, FINDINGS_GROUP)]
+    limit = sum(margin(FINDINGS_PER_SOURCE * n) for n in sizes)
     assert per_subtopic and max(per_subtopic.values()) <= limit
     gaps = sum(1 for r in rows if r.kind == "gap")
     assert 0 < gaps <= len(per_subtopic) * margin(OPEN_QUESTIONS_CAPS["gaps"])
