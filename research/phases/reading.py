@@ -62,22 +62,41 @@ class Reading:
         self._oldest = ctx.today - timedelta(days=max_age) if max_age else None
 
     def add(self, candidates: list[Candidate]) -> None:
-        """Start reading these candidates (chosen and claimed by the unit)."""
-        pool = self._ctx.executor.tasks
-        for cand in candidates:
+        """Start reading these candidates (chosen and claimed by the unit). They are counted
+        at once (`finish` waits for them); their fetches are started by a task, because
+        starting a few dozen pool threads takes the unit's thread a good part of a second
+        when the run is busy, and the unit's next model call should not wait for that."""
+        with self._lock:
+            first = len(self._chosen)
+            self._chosen.extend(candidates)
+            self._open += len(candidates)
+        try:
+            self._ctx.executor.tasks.submit(self._start, first, candidates)
+        except BaseException:  # the run's executor is closed: nothing more is read
             with self._lock:
-                index = len(self._chosen)
-                self._chosen.append(cand)
-                self._open += 1
+                del self._chosen[first:]
+                self._open -= len(candidates)
+            raise
+
+    def _start(self, first: int, candidates: list[Candidate]) -> None:
+        """Submit each candidate's fetch (a task); once the unit is abandoned or the run's
+        executor closes, the rest are settled unread (a closed executor fails the unit, as
+        it would have in `add`)."""
+        pool = self._ctx.executor.tasks
+        for n, cand in enumerate(candidates):
             try:
+                if self._abandoned:
+                    raise RuntimeError("the research unit stopped")
                 future = pool.submit(self._fetch, cand)
-            except BaseException:  # the run's executor is closed: nothing more is read
-                with self._lock:
-                    self._chosen.pop()
-                    self._open -= 1
-                raise
-            self._fetches.append(future)
-            future.add_done_callback(partial(self._arrived, index, cand))
+            except BaseException as exc:  # noqa: BLE001 - settled here: `finish` reports it
+                with self._settled:
+                    fatal = None if self._abandoned else exc
+                    for index in range(first + n, first + len(candidates)):
+                        self._settle(index, None, fatal)
+                return
+            with self._lock:
+                self._fetches.append(future)
+            future.add_done_callback(partial(self._arrived, first + n, cand))
 
     def finish(self) -> tuple[list[Source], dict[str, scoring.SourceScore], BudgetStop | None]:
         """Wait for every page and score; the sources read (in the order chosen), the scores
@@ -110,7 +129,8 @@ class Reading:
         with self._lock:
             self._abandoned = True
             self._batch = []
-        for future in self._fetches:
+            fetches = list(self._fetches)
+        for future in fetches:
             future.cancel()
 
     def _fetch(self, cand: Candidate) -> FetchedPage:
