@@ -62,7 +62,7 @@ class Unit:
     measured: float       # the step's own duration (its last attempt)
     query_calls: int      # SearchQueries calls
     search_waves: int     # of those, how many were followed by searches (all at once)
-    scoring_calls: int    # RelevanceScores calls (batches of 4, each sent once its pages are read)
+    scoring_calls: int    # RelevanceScores calls (batches of SCORE_BATCH, each sent once its pages are read)
     findings_calls: int   # findings and gaps calls (FINDINGS_TASKS), under way together
     pages: int            # pages fetched: sources kept + pages skipped
     chain: float = 0.0    # its lower bound: the longest of its chains (see `unit_chain`)

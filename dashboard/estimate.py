@@ -2,7 +2,8 @@
 
 It mirrors the pipeline's shape (research/phases): per subtopic, two query-writing calls,
 every query on every search provider, twice as many pages fetched as sources kept, relevance
-scoring in batches of 8, one findings call; then one plan call, one draft, and up to two calls
+scoring in small batches, the findings of the kept sources a few at a time with one call for
+the gaps beside them; then one plan call, one draft, and up to two calls
 (review + revision) per review cycle. Token sizes per call type are typical values, not
 measurements, so the figures are "about" and "at most" rather than promises.
 """
@@ -14,13 +15,16 @@ from dataclasses import dataclass
 
 from research.config import ResearchConfig
 from research.llm.pricing import PriceTable
+from research.phases.findings import FINDINGS_GROUP
+from research.phases.scoring import SCORE_BATCH
 
-SCORE_BATCH = 8
 TOKENS_PER_WORD = 1.4
 
 # (input tokens, output tokens) per call type, before scaling with the settings.
 QUERY_CALL = (1_200, 250)
-SCORE_CALL = (SCORE_BATCH * 900 + 600, 400)
+SCORE_CALL = (SCORE_BATCH * 900 + 600, SCORE_BATCH * 50)
+FINDINGS_CALL = (FINDINGS_GROUP * 1_000 + 900, FINDINGS_GROUP * 150)  # one group of sources
+GAPS_CALL_PER_SOURCE = 250  # the opening of each kept source
 PLAN_CALL = (900, 900)
 GOAL_CALL = (6_000, 150)  # findings so far in, met or not and why out
 PREFLIGHT_CALL = (60, 10)
@@ -62,7 +66,8 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
     query_calls = 2 if config.searches_per_subtopic > 1 else 1
 
     report_tokens = int(config.report_max_words * TOKENS_PER_WORD)
-    findings_call = (min(40_000 // 4, config.sources_per_subtopic * 600) + 1_000, 1_500)
+    findings_calls = math.ceil(config.sources_per_subtopic / FINDINGS_GROUP)
+    gaps_call = (config.sources_per_subtopic * GAPS_CALL_PER_SOURCE + 900, 300)
     draft_call = (int(subtopics * 1_800) + 2_500, report_tokens)
     review_call = (report_tokens + REVIEW_PROMPT, REVIEW_OUTPUT)
     revise_call = (report_tokens + REVIEW_OUTPUT + draft_call[0] // 2, report_tokens)
@@ -72,7 +77,8 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
         ("lead", 1, PLAN_CALL),
         ("worker", subtopics * query_calls, QUERY_CALL),
         ("worker", subtopics * score_calls, SCORE_CALL),
-        ("worker", subtopics, findings_call),
+        ("worker", subtopics * findings_calls, FINDINGS_CALL),
+        ("worker", subtopics, gaps_call),
         ("writer", 1, draft_call),
         ("reviewer", config.review_cycles, review_call),
         ("writer", config.review_cycles, revise_call),
