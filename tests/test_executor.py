@@ -210,12 +210,16 @@ def test_the_default_request_limit_holds_back_no_batch_a_default_run_sends_at_on
     import math
 
     from research.executor import model_requests
+    from research.phases.findings import FINDINGS_GROUP
     from research.phases.scoring import SCORE_BATCH
     from research.phases.verify.judge import BATCH_CLAIMS
 
     config = build_config(env={})
-    # Every research worker: all its scoring batches at once, beside its query or findings call.
-    per_worker = math.ceil(2 * config.sources_per_subtopic / SCORE_BATCH) + 1
+    # Every research worker: all its scoring batches at once, beside its query call; then
+    # all its findings groups and the gaps call at once.
+    scoring = math.ceil(2 * config.sources_per_subtopic / SCORE_BATCH) + 1
+    findings = math.ceil(config.sources_per_subtopic / FINDINGS_GROUP) + 1
+    per_worker = max(scoring, findings)
     assert model_requests(config) >= config.max_parallel_workers * per_worker
     # The verify step: both passes over the claims of a 1,500-word report (about 100 claims).
     assert model_requests(config) >= 2 * math.ceil(100 / BATCH_CLAIMS)

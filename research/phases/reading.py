@@ -71,12 +71,21 @@ class Reading:
             self._chosen.extend(candidates)
             self._open += len(candidates)
         try:
-            self._ctx.executor.tasks.submit(self._start, first, candidates)
+            starting = self._ctx.executor.tasks.submit(self._start, first, candidates)
         except BaseException:  # the run's executor is closed: nothing more is read
             with self._lock:
                 del self._chosen[first:]
                 self._open -= len(candidates)
             raise
+        starting.add_done_callback(partial(self._never_started, first, len(candidates)))
+
+    def _never_started(self, first: int, count: int, starting: Future[None]) -> None:
+        """The executor closed before `_start` ran (its task was cancelled): these candidates
+        are settled unread, so `finish` does not wait for them."""
+        if starting.cancelled():
+            with self._settled:
+                for index in range(first, first + count):
+                    self._settle(index, None, RuntimeError("the run's executor is closed"))
 
     def _start(self, first: int, candidates: list[Candidate]) -> None:
         """Submit each candidate's fetch (a task); once the unit is abandoned or the run's

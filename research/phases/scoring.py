@@ -19,7 +19,7 @@ from research.phases.counts import note_short
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
 from research.records import Source, Subtopic
 
-SCORE_BATCH = 2  # small batches, all at once: each answer (a score and a reason per page) is short
+SCORE_BATCH = 4  # small batches, all at once: each answer (a score and a reason per page) is short
 NOT_SCORED = "not scored by the model"
 
 SCORE_PROMPT = """Score how relevant each source below is to the subtopic, from 0 (unrelated)
