@@ -3,7 +3,7 @@
 Why (measured, issue 15 point 6): a `python -m research` child of the crash tests spends about
 2.5 of its 4.5 CPU-seconds importing SQLAlchemy, pydantic, the OpenAI SDK, trafilatura and
 alembic and parsing the list of web suffixes, before it does any research; every crash case
-starts two of them, the worker tests five. A fork server does that work once per test module;
+starts two of them, the worker tests nine. A fork server does that work once per test process;
 each child is an `os.fork()` of it: a real process, in a session (process group) of its own,
 with its own environment, working directory and output files, that runs `python -m MODULE
 ARGS` (through `runpy`, as the interpreter does) or `python -c CODE ARGS`, leaves through the
@@ -13,9 +13,9 @@ What a warm child does not share with a fresh interpreter: the imports are done 
 import reads the environment: STYLE point 4; the server itself starts with the settings
 stripped), and all children of one server share its string hash seed.
 
-The server is a child of the test process, and reaps its own children: their CPU time shows
-in the test process's when the server ends (the module's last test), and `cpu_seconds` gives
-the children's share so far.
+The server is a child of the test process, and reaps its own children: their CPU time, and
+its own, shows in the test process's children when the server ends, with the session (in the
+last test's figures); `cpu_seconds` gives the children's share so far.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ PRELOAD = (
     "alembic.command", "alembic.config", "openai.resources.chat", "openai.types.chat", "jiter",
     "tiktoken", "requests",
     "xml.etree.ElementTree", "_strptime", "netrc",
+    "research.workers", "dashboard.jobs",  # `python -m research worker`; a dashboard's jobs
     "research.fetch:warm_up", "research.llm.tls:shared_tls_context",
 )
 
@@ -206,6 +207,8 @@ class WarmPython:
         with self._changed:
             self._next_id += 1
             request_id = self._next_id
+        for path in (stdout, stderr):  # there from the start, for a test to read
+            path.touch()
         request = {"id": request_id, "argv": argv, "env": env, "cwd": str(cwd),
                    "stdout": str(stdout), "stderr": str(stderr)}
         assert self._proc.stdin is not None
@@ -238,11 +241,11 @@ class WarmPython:
             self._reader.join(10)
 
 
-@pytest.fixture(scope="module")
-def warm_python(request: pytest.FixtureRequest) -> Iterator[WarmPython]:
-    """One fork server per test module (see the module's docstring); a module may name more
-    to import in WARM_PRELOAD (a worker's, or the dashboard's job manager)."""
-    server = WarmPython(getattr(request.module, "WARM_PRELOAD", PRELOAD))
+@pytest.fixture(scope="session")
+def warm_python() -> Iterator[WarmPython]:
+    """One fork server per test process, started by the first test that asks for it (the
+    crash, durable-jobs and worker tests): it costs about as much as two cold children."""
+    server = WarmPython()
     try:
         yield server
     finally:
