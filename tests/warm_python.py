@@ -36,7 +36,7 @@ SPAWN_TIMEOUT_S = 120.0  # the first request waits for the imports, on a busy tw
 
 # What a `python -m research` run imports (measured: sys.modules at the end of a quick run
 # against the stand-in), and what it loads once per process (`module:function`: the HTML
-# extractor's list of web suffixes, the CA bundle). `package.*` names every module in it.
+# extractor's list of web suffixes, the CA bundle).
 PRELOAD = (
     "research.cli", "research.llm.openai_llm", "research.phases.sections_job",
     "research.search.arxiv", "research.search.semanticscholar", "research.search.tavily",
@@ -46,23 +46,23 @@ PRELOAD = (
     "research.workers", "dashboard.jobs",  # `python -m research worker`; a dashboard's jobs
     "research.fetch:warm_up", "research.llm.tls:shared_tls_context",
 )
+# What the OpenAI SDK imports on a client's first use (its resources load lazily).
+WARM_CODE = """
+import openai
+openai.OpenAI(api_key="warm-up", base_url="http://127.0.0.1:9").chat.completions
+"""
 
 # The server: import, then answer each request line {argv, env, cwd, stdout, stderr} with the
 # pid of a forked child, and each reaped child with its exit code (as Popen's returncode).
 SERVER = r'''
-import importlib, json, os, pkgutil, runpy, select, signal, sys
+import importlib, json, os, runpy, select, signal, sys
 
-for name in sys.argv[1:]:
+for name in sys.argv[2:]:
     module, _, function = name.partition(":")
-    if module.endswith(".*"):
-        package = importlib.import_module(module[:-2])
-        for found in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
-            if not found.name.endswith("__main__"):
-                importlib.import_module(found.name)
-        continue
     loaded = importlib.import_module(module)
     if function:
         getattr(loaded, function)()
+exec(sys.argv[1], {})
 
 wake_r, wake_w = os.pipe()
 os.set_blocking(wake_r, False)
@@ -171,10 +171,10 @@ class WarmProcess:
 class WarmPython:
     """The fork server: `spawn(["-m", "research", ...], env, cwd, stdout, stderr)`."""
 
-    def __init__(self, preload: Sequence[str] = PRELOAD) -> None:
+    def __init__(self, preload: Sequence[str] = PRELOAD, warm_code: str = WARM_CODE) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_PREFIXES)}
         env["PYTHONPATH"] = str(ROOT)
-        self._proc = subprocess.Popen([sys.executable, "-c", SERVER, *preload], cwd=ROOT, env=env,
+        self._proc = subprocess.Popen([sys.executable, "-c", SERVER, warm_code, *preload], cwd=ROOT, env=env,
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self._changed = threading.Condition()
         self._pids: dict[int, int] = {}  # request id -> child pid
