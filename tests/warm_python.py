@@ -3,13 +3,13 @@
 Why (measured, issue 15 point 6): a `python -m research` child of the crash tests spends about
 2.5 of its 4.5 CPU-seconds importing SQLAlchemy, pydantic, the OpenAI SDK, trafilatura and
 alembic and parsing the list of web suffixes, before it does any research; every crash case
-starts two of them, the worker tests nine. A fork server does that work once per test process;
+starts two of them, the worker tests ten. A fork server does that work once per test process;
 each child is an `os.fork()` of it: a real process, in a session (process group) of its own,
 with its own environment, working directory and output files, that runs `python -m MODULE
 ARGS` (through `runpy`, as the interpreter does) or `python -c CODE ARGS`, leaves through the
 interpreter's own shutdown (threads joined, `atexit` run) and dies of SIGKILL like any other.
 
-What a warm child does not share with a fresh interpreter: the imports are done already (no
+How a warm child differs from a fresh interpreter: the imports are done already (no
 import reads the environment: STYLE point 4; the server itself starts with the settings
 stripped), and all children of one server share its string hash seed.
 
@@ -64,6 +64,7 @@ for name in sys.argv[2:]:
         getattr(loaded, function)()
 exec(sys.argv[1], {})
 
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C to pytest's group is not for us
 wake_r, wake_w = os.pipe()
 os.set_blocking(wake_r, False)
 os.set_blocking(wake_w, False)
@@ -79,6 +80,7 @@ def child(request):
     """In the forked child: become the requested process, then run it as `python` would."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a fresh interpreter
     os.close(wake_r)
     os.close(wake_w)
     os.setsid()
@@ -243,8 +245,12 @@ class WarmPython:
 
 @pytest.fixture(scope="session")
 def warm_python() -> Iterator[WarmPython]:
-    """One fork server per test process, started by the first test that asks for it (the
-    crash, durable-jobs and worker tests): it costs about as much as two cold children."""
+    """One fork server per test process, started by the first test that asks for it.
+
+    Per session rather than per module: its imports cost about 3.5 CPU-seconds, as much as
+    two cold children spend importing, and under xdist each worker would start it again for
+    every module it passes through. Its CPU time (and its children's) is counted when the
+    session ends, in the figures of that process's last test."""
     server = WarmPython()
     try:
         yield server
