@@ -1,19 +1,13 @@
 """What the crash, durable-jobs and worker tests share: killing a process, watching the store
-from outside it, and checking what a resume left behind against an uninterrupted run.
-
-The uninterrupted run of a question and configuration (`baseline`) is the same for every kill
-point and database, so it runs once per test session: the first test process (xdist worker)
-that needs it runs it under a file lock and leaves its outcome in the session's temporary
-folder for the others.
+from outside it, and checking what a resume left behind against an uninterrupted run
+(`baseline`: the same for every kill point and database, so it runs once per configuration
+and test process).
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
-import pickle
 import signal
 import sqlite3
 import time
@@ -190,38 +184,18 @@ def _outcome(store: Store, run_id: str) -> dict[str, Any]:
 _BASELINES: dict[str, dict[str, Any]] = {}
 
 
-def _session_folder(tmp_path: Path) -> Path:
-    """The folder every test process of this session shares (xdist gives each worker a
-    folder of its own inside it)."""
-    basetemp = tmp_path.parent
-    return basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
-
-
 def baseline(question: str, config: dict[str, Any], env: dict[str, str],
              tmp_path: Path) -> dict[str, Any]:
-    """The same question and configuration, run once without interruption (once a session)."""
+    """The same question and configuration, run once without interruption (once per test
+    process: the configuration holds the stand-in's address, which is the process's own)."""
     key = json.dumps([question, config], sort_keys=True)
     if key not in _BASELINES:
-        folder = _session_folder(tmp_path) / "uninterrupted-runs"
-        folder.mkdir(exist_ok=True)
-        name = hashlib.sha256(key.encode()).hexdigest()[:20]
-        with (folder / f"{name}.lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one process runs it; the others wait and read
-            saved = folder / f"{name}.pickle"
-            if not saved.exists():
-                outcome = _uninterrupted(question, config, env, folder / f"{name}.db")
-                saved.write_bytes(pickle.dumps(outcome))
-            _BASELINES[key] = pickle.loads(saved.read_bytes())  # noqa: S301 - our own file
+        with Store(tmp_path / "baseline.db") as store:
+            run_id = create_run(store, question, ResearchConfig(**config))
+            run = execute(run_id, store=store, credentials=Credentials.from_env(env))
+            assert run.status == "completed", run.error
+            _BASELINES[key] = _outcome(store, run_id)
     return _BASELINES[key]
-
-
-def _uninterrupted(question: str, config: dict[str, Any], env: dict[str, str],
-                   db: Path) -> dict[str, Any]:
-    with Store(db) as store:
-        run_id = create_run(store, question, ResearchConfig(**config))
-        run = execute(run_id, store=store, credentials=Credentials.from_env(env))
-        assert run.status == "completed", run.error
-        return _outcome(store, run_id)
 
 
 def assert_resumed_cleanly(db: Db, run_id: str, snap: Snapshot, expected: dict[str, Any]) -> None:

@@ -1,6 +1,7 @@
 """Crashes: SIGKILL in the middle of a run, then resume (issue 5, point 6).
 
-A real process is killed with SIGKILL at a known point: `python -m research` while it plans,
+A real process is killed with SIGKILL at a known point: `python -m research` (forked warm by
+tests/warm_python.py: the same command, without importing everything again) while it plans,
 researches, writes, reviews or verifies claims, and `streamlit run app.py` while its job
 manager researches (a restarted dashboard picks its run up by itself). After each kill the database must pass SQLite's integrity checks and hold
 only whole steps; resuming must finish the run without losing, duplicating or redoing
@@ -97,7 +98,7 @@ KILL_POINTS = {
 
 
 # Every kill point on both databases (the uninterrupted baseline is run once per
-# configuration and test session, and shared by the cases: tests/crash_helpers.py).
+# configuration and test process, and shared by the cases: tests/crash_helpers.py).
 CASES = [(point, database) for database in ("sqlite", "postgresql") for point in KILL_POINTS]
 
 
