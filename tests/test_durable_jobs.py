@@ -10,30 +10,28 @@ nothing stored before the kill is lost or redone, and the result equals an unint
 from __future__ import annotations
 
 import base64
-import os
 import pickle
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 from research.config import build_config
 from research.pipeline import create_run
 from storage import Store
-from tests.standin import StandinServer
-from tests.test_crash import (
+from tests.crash_helpers import (
     ONE_WORKER,
-    ROOT,
-    _assert_resumed_cleanly,
-    _assert_whole_steps_only,
-    _baseline,
-    _integrity,
-    _kill,
-    _proc_died,
-    _research_in_flight,
-    _snapshot,
-    _wait_for,
+    assert_resumed_cleanly,
+    assert_whole_steps_only,
+    baseline,
+    child_env,
+    integrity,
+    kill,
+    proc_died,
+    research_in_flight,
+    snapshot,
+    wait_for,
 )
+from tests.standin import StandinServer
+from tests.warm_python import WarmProcess, WarmPython, warm_python  # noqa: F401 - a fixture
 
 QUESTION = "How fast is wind power growing in Europe, and what holds it back?"
 
@@ -54,18 +52,16 @@ while jobs.alive():
 """
 
 
-def _dashboard(db: Path, env: dict[str, str], cwd: Path, name: str, *args: str) -> subprocess.Popen[bytes]:
-    full_env = {k: v for k, v in os.environ.items()
-                if not k.startswith(("DEEP_RESEARCH_", "OPENAI_", "GEMINI_", "TAVILY_"))}
-    full_env.update(env)
-    full_env["PYTHONPATH"] = str(ROOT)
-    with (cwd / f"{name}.out").open("wb") as out, (cwd / f"{name}.err").open("wb") as err:
-        return subprocess.Popen([sys.executable, "-c", DASHBOARD, str(db), *args], cwd=cwd,
-                                env=full_env, stdout=out, stderr=err, start_new_session=True)
+def _dashboard(python: WarmPython, db: Path, env: dict[str, str], cwd: Path, name: str,
+               *args: str) -> WarmProcess:
+    """The dashboard's side in a process (a session) of its own, output to files."""
+    return python.spawn(["-c", DASHBOARD, str(db), *args], child_env(env), cwd,
+                        cwd / f"{name}.out", cwd / f"{name}.err")
 
 
 def test_a_killed_dashboards_run_is_picked_up_by_the_engine_on_restart(
-    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
+    warm_python: WarmPython,  # noqa: F811 - the fixture
 ) -> None:
     db = tmp_path / "data" / "research.db"
     db.parent.mkdir()
@@ -79,31 +75,31 @@ def test_a_killed_dashboards_run_is_picked_up_by_the_engine_on_restart(
         run_id = create_run(store, QUESTION, config)
     standin.set_delay(0.3)
 
-    first = _dashboard(db, env, tmp_path, "first", run_id)
+    first = _dashboard(warm_python, db, env, tmp_path, "first", run_id)
     try:
-        _wait_for(db, _research_in_flight, "a research step in flight",
-                  _proc_died(first, tmp_path / "first.err"))
+        wait_for(db, research_in_flight, "a research step in flight",
+                  proc_died(first, tmp_path / "first.err"))
     finally:
-        _kill(first)
+        kill(first)
     standin.set_delay(0.0)
 
-    _integrity(db)
-    snap = _snapshot(db, run_id)
-    _assert_whole_steps_only(db, run_id, snap)
+    integrity(db)
+    snap = snapshot(db, run_id)
+    assert_whole_steps_only(db, run_id, snap)
     assert any(k.startswith("research:") for k in snap.done) and snap.sources
 
-    second = _dashboard(db, env, tmp_path, "second")  # a restart: nobody presses Resume
+    second = _dashboard(warm_python, db, env, tmp_path, "second")  # a restart: nobody presses Resume
     try:
         code = second.wait(90)
     finally:
         if second.poll() is None:
-            _kill(second)
+            kill(second)
     err = (tmp_path / "second.err").read_text(errors="replace")
     assert code == 0 and "Traceback" not in err, err
 
     with Store(db) as store:
         stored = store.get_run(run_id).config  # type: ignore[union-attr]
-    _assert_resumed_cleanly(db, run_id, snap, _baseline(QUESTION, stored, standin_env, tmp_path))
+    assert_resumed_cleanly(db, run_id, snap, baseline(QUESTION, stored, standin_env, tmp_path))
     # The engine stores what it is given: each job's only input is the run id, never a key.
     assert _job_inputs(db.parent / "research-jobs.sqlite") == [{"args": (run_id,), "kwargs": {}}]
 

@@ -17,7 +17,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -27,9 +26,12 @@ import pytest
 
 from storage import Store
 from tests.browser_helpers import clean_environ, free_port
-from tests.test_crash import CLI_ARGS, ONE_WORKER
+from tests.crash_helpers import ONE_WORKER
+from tests.warm_python import WarmPython, warm_python  # noqa: F401 - a fixture
 
 QUESTION = "How do heat pumps perform in cold climates?"
+# A short run: what is tested is where it runs (the demo's workers), not what it finds.
+CLI_ARGS = ["--preset", "quick", "--subtopics", "3", "--sources", "5", "--reviews", "0"]
 KEY_NAMES = ("OPENAI_API_KEY", "GEMINI_API_KEY", "TAVILY_API_KEY")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,7 +142,21 @@ def _wait_for_address(proc: subprocess.Popen[bytes], out: Path) -> tuple[int, st
                          f"{out.read_text(errors='replace')[-3000:]}")
 
 
-def _research_through_the_demo(out: Path, standin_env: dict[str, str], tmp_path: Path) -> str:
+def _cli(python: WarmPython, args: list[str], env: dict[str, str], tmp_path: Path, name: str,
+         timeout: float) -> tuple[int, str, str]:
+    """`python -m research ARGS` run to its end: exit code, stdout, stderr."""
+    proc = python.spawn(["-m", "research", *args], env, ROOT, tmp_path / f"{name}.out",
+                        tmp_path / f"{name}.err")
+    try:
+        code = proc.wait(timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return code, (tmp_path / f"{name}.out").read_text(), (tmp_path / f"{name}.err").read_text()
+
+
+def _research_through_the_demo(python: WarmPython, out: Path, standin_env: dict[str, str],
+                               tmp_path: Path) -> str:
     """Queue a run from the command line printed by the demo (no key: the workers have them)
     and wait for its report; returns the database URL."""
     printed = re.search(r"DEEP_RESEARCH_DB=(postgresql://\S+)", out.read_text())
@@ -149,15 +165,15 @@ def _research_through_the_demo(out: Path, standin_env: dict[str, str], tmp_path:
     env = clean_environ({**{k: v for k, v in standin_env.items() if k not in KEY_NAMES},
                          "DEEP_RESEARCH_DB": db_url, "DEEP_RESEARCH_WORKERS": "external",
                          "DEEP_RESEARCH_SECRETS_FILE": str(tmp_path / "no-secrets.toml")})
-    cli = [sys.executable, "-m", "research"]
-    detached = subprocess.run([*cli, QUESTION, *CLI_ARGS, "--detach"], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=120)
-    assert detached.returncode == 0, detached.stderr
-    run_id = detached.stdout.strip().splitlines()[-1]
+    env["PYTHONPATH"] = str(ROOT)
+    code, stdout, stderr = _cli(python, [QUESTION, *CLI_ARGS, "--detach"], env, tmp_path,
+                                "detach", 120)
+    assert code == 0, stderr
+    run_id = stdout.strip().splitlines()[-1]
     report = tmp_path / "report.md"
-    waited = subprocess.run([*cli, "--wait", run_id, "--out", str(report)], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300)
-    assert waited.returncode == 0, waited.stderr[-3000:]
+    code, _, stderr = _cli(python, ["--wait", run_id, "--out", str(report)], env, tmp_path,
+                           "wait", 300)
+    assert code == 0, stderr[-3000:]
     assert "Executive summary" in report.read_text()
     return db_url
 
@@ -178,6 +194,7 @@ def _executors(db_url: str) -> set[int]:
 
 def test_team_demo_serves_through_nginx_runs_on_its_workers_and_ctrl_c_stops_everything(
     demo: tuple[subprocess.Popen[bytes], Path], standin_env: dict[str, str], tmp_path: Path,
+    warm_python: WarmPython,  # noqa: F811 - the fixture
 ) -> None:
     proc, out = demo
     port, demo_dir = _wait_for_address(proc, out)
@@ -203,7 +220,7 @@ def test_team_demo_serves_through_nginx_runs_on_its_workers_and_ctrl_c_stops_eve
     assert any(c.startswith("nginx: master") for c in commands), commands
     assert any("postgres" in c and demo_dir in c for c in commands), commands
 
-    db_url = _research_through_the_demo(out, standin_env, tmp_path)
+    db_url = _research_through_the_demo(warm_python, out, standin_env, tmp_path)
     store = Store(db_url)
     try:
         assert [r.status for r in store.list_runs()] == ["completed"]

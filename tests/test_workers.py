@@ -10,56 +10,68 @@ finished step, with the same result as an uninterrupted run.
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from research.workers import CARRY_ON_WITHIN_S
 from storage import Store
-from tests.standin import StandinServer
-from tests.test_crash import (
-    CLI_ARGS,
+from tests.crash_helpers import (
     ONE_WORKER,
-    ROOT,
-    _assert_resumed_cleanly,
-    _assert_whole_steps_only,
-    _baseline,
-    _kill,
-    _proc_died,
-    _research_in_flight,
-    _snapshot,
-    _wait_for,
+    assert_resumed_cleanly,
+    assert_whole_steps_only,
+    baseline,
+    child_env,
+    kill,
+    proc_died,
+    research_in_flight,
+    snapshot,
+    wait_for,
 )
+from tests.standin import StandinServer
+from tests.test_crash import CLI_ARGS
 from tests.test_durable_jobs import _job_inputs
+from tests.warm_python import WarmProcess, WarmPython, warm_python  # noqa: F401 - a fixture
 
 QUESTION = "How do heat pumps perform in cold climates?"
 KEY_NAMES = ("OPENAI_API_KEY", "GEMINI_API_KEY", "TAVILY_API_KEY")
 
 
 def _env(base: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DEEP_RESEARCH_", "OPENAI_", "GEMINI_", "TAVILY_"))}
-    env.update(base)
-    env.update(extra)
-    env["PYTHONPATH"] = str(ROOT)
-    return env
+    return child_env({**base, **extra})
 
 
-def _worker(env: dict[str, str], cwd: Path, name: str) -> subprocess.Popen[bytes]:
-    with (cwd / f"{name}.err").open("wb") as err:
-        return subprocess.Popen([sys.executable, "-m", "research", "worker", "--concurrency", "2"],
-                                cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err,
-                                start_new_session=True)
+def _spawn(python: WarmPython, args: list[str], env: dict[str, str], cwd: Path,
+           name: str) -> WarmProcess:
+    """`python -m research ARGS` in a session of its own; output in NAME.out and NAME.err."""
+    return python.spawn(["-m", "research", *args], env, cwd, cwd / f"{name}.out", cwd / f"{name}.err")
 
 
-def _cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "research", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=240)
+def _worker(python: WarmPython, env: dict[str, str], cwd: Path, name: str) -> WarmProcess:
+    return _spawn(python, ["worker", "--concurrency", "2"], env, cwd, name)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A command that ran to its end: its exit code and output."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _cli(python: WarmPython, args: list[str], env: dict[str, str], cwd: Path,
+         name: str) -> Finished:
+    proc = _spawn(python, args, env, cwd, name)
+    try:
+        code = proc.wait(240)
+    finally:
+        if proc.poll() is None:
+            kill(proc)
+    return Finished(code, (cwd / f"{name}.out").read_text(), (cwd / f"{name}.err").read_text())
 
 
 def _setup(standin_env: dict[str, str], tmp_path: Path) -> tuple[Path, dict[str, str], dict[str, str]]:
@@ -101,35 +113,33 @@ def _system_database_text(db: Path) -> bytes:
 
 
 def test_the_cli_enqueues_detached_and_waits_while_a_worker_with_its_own_keys_executes(
-    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
+    warm_python: WarmPython,  # noqa: F811 - the fixture
 ) -> None:
     db, worker_env, cli_env = _setup(standin_env, tmp_path)
-    detached = _cli([QUESTION, *CLI_ARGS, "--detach"], cli_env, tmp_path)
+    detached = _cli(warm_python, [QUESTION, *CLI_ARGS, "--detach"], cli_env, tmp_path, "detach")
     assert detached.returncode == 0, detached.stderr
     run_id = detached.stdout.strip().splitlines()[-1]
     assert f"--wait {run_id}" in detached.stderr
     out = tmp_path / "report.md"
-    with (tmp_path / "wait.out").open("wb") as stdout, (tmp_path / "wait.err").open("wb") as err:
-        waiting = subprocess.Popen([sys.executable, "-m", "research", "--wait", run_id,
-                                    "--out", str(out)], cwd=tmp_path, env=cli_env,
-                                   stdout=stdout, stderr=err)
+    waiting = _spawn(warm_python, ["--wait", run_id, "--out", str(out)], cli_env, tmp_path, "wait")
     worker = None
     try:
         _wait_until(lambda: b"is queued: next of this person" in (tmp_path / "wait.err").read_bytes())
-        worker = _worker(worker_env, tmp_path, "worker")  # only now does anyone execute it
+        worker = _worker(warm_python, worker_env, tmp_path, "worker")  # only now does anyone execute it
         code = waiting.wait(240)
         err_text = (tmp_path / "wait.err").read_text()
         assert code == 0, err_text + (tmp_path / "worker.err").read_text()
         assert (tmp_path / "wait.out").read_text().strip().splitlines()[-1] == run_id
         assert "Executive summary" in out.read_text() and "[1]" in out.read_text()
         assert "[worker]" in err_text  # progress came from the run's events
-        missing = _cli(["--wait", "no-such-run"], cli_env, tmp_path)
+        missing = _cli(warm_python, ["--wait", "no-such-run"], cli_env, tmp_path, "missing")
         assert missing.returncode == 2 and "no-such-run" in missing.stderr
     finally:
         if waiting.poll() is None:
             waiting.kill()
         if worker is not None:
-            _kill(worker)
+            kill(worker)
     [(workflow_id, status, executor)] = _workflows(db)
     assert workflow_id.startswith(f"{run_id}:") and status == "SUCCESS"
     assert executor.startswith("worker-")
@@ -141,25 +151,26 @@ def test_the_cli_enqueues_detached_and_waits_while_a_worker_with_its_own_keys_ex
 
 
 def test_a_killed_workers_run_is_carried_on_by_another_worker_from_its_last_finished_step(
-    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
+    warm_python: WarmPython,  # noqa: F811 - the fixture
 ) -> None:
     db, worker_env, cli_env = _setup(standin_env, tmp_path)
     standin.set_delay(0.3)
-    workers = {name: _worker(worker_env, tmp_path, name) for name in ("w1", "w2")}
+    workers = {name: _worker(warm_python, worker_env, tmp_path, name) for name in ("w1", "w2")}
     try:
-        detached = _cli([QUESTION, *CLI_ARGS, "--detach"], cli_env, tmp_path)
+        detached = _cli(warm_python, [QUESTION, *CLI_ARGS, "--detach"], cli_env, tmp_path, "detach")
         assert detached.returncode == 0, detached.stderr
         run_id = detached.stdout.strip().splitlines()[-1]
-        _wait_for(db, _research_in_flight, "a research step in flight",
-                  _proc_died(workers["w1"], tmp_path / "w1.err"))
+        wait_for(db, research_in_flight, "a research step in flight",
+                 proc_died(workers["w1"], tmp_path / "w1.err"))
         [(_, status, executor)] = _workflows(db)
         assert status == "PENDING"
         doomed = next(n for n, p in workers.items() if f"-{p.pid}-" in executor)
         survivor = next(n for n in workers if n != doomed)
-        _kill(workers[doomed])
+        kill(workers[doomed])
         killed_at = time.monotonic()
-        snap = _snapshot(db, run_id)
-        _assert_whole_steps_only(db, run_id, snap)
+        snap = snapshot(db, run_id)
+        assert_whole_steps_only(db, run_id, snap)
         standin.set_delay(0.0)
 
         carried_by = None
@@ -173,30 +184,29 @@ def test_a_killed_workers_run_is_carried_on_by_another_worker_from_its_last_fini
             (tmp_path / f"{survivor}.err").read_text()
 
         out = tmp_path / "report.md"
-        waited = _cli(["--wait", run_id, "--out", str(out)], cli_env, tmp_path)
+        waited = _cli(warm_python, ["--wait", run_id, "--out", str(out)], cli_env, tmp_path, "wait")
         assert waited.returncode == 0, waited.stderr
         assert workers[survivor].poll() is None  # alive, not fenced off
     finally:
         for proc in workers.values():
             if proc.poll() is None:
-                _kill(proc)
+                kill(proc)
     [(_, status, _)] = _workflows(db)
     assert status == "SUCCESS"
     with Store(db) as store:
         stored = store.get_run(run_id).config  # type: ignore[union-attr]
-    _assert_resumed_cleanly(db, run_id, snap, _baseline(QUESTION, stored, standin_env, tmp_path))
+    assert_resumed_cleanly(db, run_id, snap, baseline(QUESTION, stored, standin_env, tmp_path))
 
 
 def test_ctrl_c_while_waiting_stops_watching_and_leaves_the_queued_run_alone(
-    standin_env: dict[str, str], tmp_path: Path
+    standin_env: dict[str, str], tmp_path: Path,
+    warm_python: WarmPython,  # noqa: F811 - the fixture
 ) -> None:
     db, _, cli_env = _setup(standin_env, tmp_path)  # no worker: the run stays queued
-    detached = _cli([QUESTION, *CLI_ARGS, "--detach"], cli_env, tmp_path)
+    detached = _cli(warm_python, [QUESTION, *CLI_ARGS, "--detach"], cli_env, tmp_path, "detach")
     assert detached.returncode == 0, detached.stderr
     run_id = detached.stdout.strip().splitlines()[-1]
-    with (tmp_path / "wait.err").open("wb") as err:
-        waiting = subprocess.Popen([sys.executable, "-m", "research", "--wait", run_id],
-                                   cwd=tmp_path, env=cli_env, stdout=subprocess.DEVNULL, stderr=err)
+    waiting = _spawn(warm_python, ["--wait", run_id], cli_env, tmp_path, "wait")
     deadline = time.monotonic() + 60
     while b"is queued" not in (tmp_path / "wait.err").read_bytes() and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -1,0 +1,258 @@
+"""Python processes that start warm: a fork server for the tests' `python -m research` children.
+
+Why (measured, issue 15 point 6): a `python -m research` child of the crash tests spends about
+2.5 of its 4.5 CPU-seconds importing SQLAlchemy, pydantic, the OpenAI SDK, trafilatura and
+alembic and parsing the list of web suffixes, before it does any research; every crash case
+starts two of them, the worker tests ten. A fork server does that work once per test process;
+each child is an `os.fork()` of it: a real process, in a session (process group) of its own,
+with its own environment, working directory and output files, that runs `python -m MODULE
+ARGS` (through `runpy`, as the interpreter does) or `python -c CODE ARGS`, leaves through the
+interpreter's own shutdown (threads joined, `atexit` run) and dies of SIGKILL like any other.
+
+How a warm child differs from a fresh interpreter: the imports are done already (no
+import reads the environment: STYLE point 4; the server itself starts with the settings
+stripped), and all children of one server share its string hash seed.
+
+The server is a child of the test process, and reaps its own children: their CPU time, and
+its own, shows in the test process's children when the server ends, with the session (in the
+last test's figures); `cpu_seconds` gives the children's share so far.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SETTINGS_PREFIXES = ("DEEP_RESEARCH_", "OPENAI_", "GEMINI_", "TAVILY_")
+SPAWN_TIMEOUT_S = 120.0  # the first request waits for the imports, on a busy two-core machine
+
+# What a `python -m research` run imports (measured: sys.modules at the end of a quick run
+# against the stand-in), and what it loads once per process (`module:function`: the HTML
+# extractor's list of web suffixes, the CA bundle).
+PRELOAD = (
+    "research.cli", "research.llm.openai_llm", "research.phases.sections_job",
+    "research.search.arxiv", "research.search.semanticscholar", "research.search.tavily",
+    "alembic.command", "alembic.config", "openai.resources.chat", "openai.types.chat", "jiter",
+    "tiktoken", "requests",
+    "xml.etree.ElementTree", "_strptime", "netrc",
+    "research.workers", "dashboard.jobs",  # `python -m research worker`; a dashboard's jobs
+    "research.fetch:warm_up", "research.llm.tls:shared_tls_context",
+)
+# What the OpenAI SDK imports on a client's first use (its resources load lazily).
+WARM_CODE = """
+import openai
+openai.OpenAI(api_key="warm-up", base_url="http://127.0.0.1:9").chat.completions
+"""
+
+# The server: import, then answer each request line {argv, env, cwd, stdout, stderr} with the
+# pid of a forked child, and each reaped child with its exit code (as Popen's returncode).
+SERVER = r'''
+import importlib, json, os, runpy, select, signal, sys
+
+for name in sys.argv[2:]:
+    module, _, function = name.partition(":")
+    loaded = importlib.import_module(module)
+    if function:
+        getattr(loaded, function)()
+exec(sys.argv[1], {})
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C to pytest's group is not for us
+wake_r, wake_w = os.pipe()
+os.set_blocking(wake_r, False)
+os.set_blocking(wake_w, False)
+signal.set_wakeup_fd(wake_w)
+signal.signal(signal.SIGCHLD, lambda *_: None)
+
+
+def say(message):
+    os.write(1, (json.dumps(message) + "\n").encode())
+
+
+def child(request):
+    """In the forked child: become the requested process, then run it as `python` would."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a fresh interpreter
+    os.close(wake_r)
+    os.close(wake_w)
+    os.setsid()
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+    flag, target, *args = request["argv"]
+    if flag == "-m":
+        sys.argv = [target, *args]
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = ["-c", *args]
+        exec(compile(target, "<string>", "exec"), {"__name__": "__main__"})
+    sys.exit(0)
+
+
+def reap():
+    while True:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        say({"exit": pid, "code": os.waitstatus_to_exitcode(status),
+             "cpu": usage.ru_utime + usage.ru_stime})
+
+
+pending = b""
+while True:
+    ready, _, _ = select.select([0, wake_r], [], [])
+    if wake_r in ready:
+        while True:
+            try:
+                if not os.read(wake_r, 512):
+                    break
+            except BlockingIOError:
+                break
+        reap()
+    if 0 in ready:
+        data = os.read(0, 65536)
+        if not data:
+            break
+        pending += data
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            request = json.loads(line)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                child(request)
+            say({"id": request["id"], "pid": pid})
+'''
+
+
+class WarmProcess:
+    """A forked child, with the part of `subprocess.Popen`'s interface the tests use."""
+
+    def __init__(self, server: WarmPython, pid: int) -> None:
+        self._server = server
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._server.exit_code(self.pid, timeout=0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit code (negative: the signal that ended it); TimeoutExpired as Popen's."""
+        if self.returncode is None:
+            code = self._server.exit_code(self.pid, timeout=timeout)
+            if code is None:
+                raise subprocess.TimeoutExpired(f"warm child {self.pid}", timeout or 0)
+            self.returncode = code
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(9)
+
+
+class WarmPython:
+    """The fork server: `spawn(["-m", "research", ...], env, cwd, stdout, stderr)`."""
+
+    def __init__(self, preload: Sequence[str] = PRELOAD, warm_code: str = WARM_CODE) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_PREFIXES)}
+        env["PYTHONPATH"] = str(ROOT)
+        self._proc = subprocess.Popen([sys.executable, "-c", SERVER, warm_code, *preload], cwd=ROOT, env=env,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._changed = threading.Condition()
+        self._pids: dict[int, int] = {}  # request id -> child pid
+        self._codes: dict[int, int] = {}  # child pid -> exit code
+        self._ended = False
+        self._next_id = 0
+        self.cpu_seconds = 0.0  # of the children reaped so far
+        self._reader = threading.Thread(target=self._read, name="warm-python", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            message = json.loads(line)
+            with self._changed:
+                if "exit" in message:
+                    self._codes[message["exit"]] = message["code"]
+                    self.cpu_seconds += message["cpu"]
+                else:
+                    self._pids[message["id"]] = message["pid"]
+                self._changed.notify_all()
+        with self._changed:
+            self._ended = True
+            self._changed.notify_all()
+
+    def spawn(self, argv: list[str], env: dict[str, str], cwd: Path, stdout: Path,
+              stderr: Path) -> WarmProcess:
+        """Start `python *argv` (argv begins with "-m" or "-c") warm; output goes to files."""
+        assert argv[0] in ("-m", "-c"), argv
+        with self._changed:
+            self._next_id += 1
+            request_id = self._next_id
+        for path in (stdout, stderr):  # there from the start, for a test to read
+            path.touch()
+        request = {"id": request_id, "argv": argv, "env": env, "cwd": str(cwd),
+                   "stdout": str(stdout), "stderr": str(stderr)}
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(json.dumps(request).encode() + b"\n")
+        self._proc.stdin.flush()
+        with self._changed:
+            if not self._changed.wait_for(lambda: request_id in self._pids or self._ended,
+                                          SPAWN_TIMEOUT_S):
+                raise AssertionError(f"the warm Python server started nothing in {SPAWN_TIMEOUT_S} s")
+            if request_id not in self._pids:
+                raise AssertionError(f"the warm Python server ended (status {self._proc.poll()})")
+            return WarmProcess(self, self._pids[request_id])
+
+    def exit_code(self, pid: int, timeout: float | None) -> int | None:
+        """The child's exit code once it has ended, waiting at most `timeout` seconds."""
+        with self._changed:
+            self._changed.wait_for(lambda: pid in self._codes or self._ended, timeout)
+            return self._codes.get(pid)
+
+    def close(self) -> None:
+        """End the server (its children are the tests' to end: each test kills its own)."""
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(30)
+        finally:
+            if self._proc.poll() is None:
+                self._proc.kill()
+                self._proc.wait(10)
+            self._reader.join(10)
+
+
+@pytest.fixture(scope="session")
+def warm_python() -> Iterator[WarmPython]:
+    """One fork server per test process, started by the first test that asks for it.
+
+    Per session rather than per module: its imports cost about 3.5 CPU-seconds, as much as
+    two cold children spend importing, and under xdist each worker would start it again for
+    every module it passes through. Its CPU time (and its children's) is counted when the
+    session ends, in the figures of that process's last test."""
+    server = WarmPython()
+    try:
+        yield server
+    finally:
+        server.close()
