@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import compileall
+import functools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +43,20 @@ def pytest_configure(config: pytest.Config) -> None:
             compileall.compile_dir(path, quiet=2, workers=1)
         elif path.exists():
             compileall.compile_file(path, quiet=2)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _streamlit_components_scanned_once() -> Iterator[None]:
+    """Streamlit's AppTest scans every installed package's metadata for v2 components each
+    time an AppTest is made (about 0.3 CPU-s, over a hundred times a session). The packages
+    cannot change while the tests run, so the scan's answer is kept for the process. The patch
+    names the function it replaces: if Streamlit moves it, this fails loudly."""
+    from streamlit.components.v2 import manifest_scanner
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(manifest_scanner, "scan_component_manifests",
+                      functools.cache(manifest_scanner.scan_component_manifests))
+        yield
 
 
 @pytest.fixture(scope="session")
