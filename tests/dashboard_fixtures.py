@@ -228,8 +228,10 @@ def fake_jobs_fixture(dash_env: Store, monkeypatch: pytest.MonkeyPatch) -> Itera
 
 
 def open_run_page(run_id: str, tab: str | None = None) -> AppTest:
-    """The Run page of `run_id` (optionally one tab), opened through app.py's navigation."""
-    at = AppTest.from_file(APP, default_timeout=30).run()
+    """The Run page of `run_id` (optionally one tab) as a deep link opens it: the session's
+    first script run asks for pages/run.py (its url path is its file name, which AppTest
+    documents as the page's name before the first run), and app.py's navigation serves it."""
+    at = AppTest.from_file(APP, default_timeout=30)
     at.switch_page("pages/run.py")
     at.query_params["run"] = run_id
     if tab:
