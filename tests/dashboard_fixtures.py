@@ -3,6 +3,7 @@ written straight through Store methods (no engine, no network)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,19 +39,49 @@ def dash_env_fixture(request: pytest.FixtureRequest, tmp_path: Path,
     """DEEP_RESEARCH_DB and the secrets file point into tmp_path; no provider keys set.
 
     A SQLite file by default; a test marked `on_both_databases` runs again with
-    DEEP_RESEARCH_DB set to a fresh PostgreSQL database's URL (tests/pg_server.py)."""
+    DEEP_RESEARCH_DB set to a fresh PostgreSQL database's URL (tests/pg_server.py), where the
+    job queue lives in that database as it does for a team.
+
+    On SQLite the job queue is one file per test process (DEEP_RESEARCH_JOBS_DB), not one
+    beside each test's store: DBOS is one instance per process, and a new queue database
+    means tearing it down and launching it again (about 1.5 s and 0.2 CPU-s per test). The
+    default place of the queue is tested in test_durable_jobs.py and test_worker_recovery.py.
+    A run a test leaves queued is cancelled when it ends, so it never runs in the next test.
+    """
     database = getattr(request, "param", "sqlite")
     if database == "sqlite":
         db = str(tmp_path / "data" / "research.db")
+        queue = request.getfixturevalue("tmp_path_factory").getbasetemp() / "dashboard-jobs.sqlite"
+        monkeypatch.setenv("DEEP_RESEARCH_JOBS_DB", f"sqlite:///{queue}")
     else:
         db = str(request.getfixturevalue("pg_url"))
+        monkeypatch.delenv("DEEP_RESEARCH_JOBS_DB", raising=False)
     monkeypatch.setenv("DEEP_RESEARCH_DB", db)
     monkeypatch.setenv("DEEP_RESEARCH_SECRETS_FILE", str(tmp_path / "secrets.toml"))
     for name in KEY_VARS:
         monkeypatch.delenv(name, raising=False)
     store = Store(db)
     yield store
+    _cancel_runs_left_queued()
     store.close()
+
+
+def _cancel_runs_left_queued(wait_s: float = 10.0) -> None:
+    """Runs still executing get `wait_s` to end; then every queued or executing workflow on
+    the process's job queue is cancelled (it would otherwise run in the next test)."""
+    from dbos import DBOS
+    from dbos._error import DBOSException  # what DBOS raises before it was launched
+
+    try:
+        deadline = time.monotonic() + wait_s
+        while DBOS.list_workflows(status="PENDING", load_input=False, load_output=False) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for status in DBOS.list_workflows(status=["ENQUEUED", "PENDING"], load_input=False,
+                                          load_output=False):
+            DBOS.cancel_workflow(status.workflow_id)
+    except DBOSException:  # no job queue was launched in this process yet
+        return
 
 
 # The dashboard test runs on a SQLite file, then with DEEP_RESEARCH_DB a PostgreSQL URL.
