@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from research.config import build_config
+from research.config import ResearchConfig, build_config
 from research.export import build_document, to_markdown
 from research.records import Query, ReviewIssue, Run, SkippedPage, Source, Subtopic
 from storage import Store
+from tests.fakes import Fakes, take_misuses
+from tests.standin import StandinServer
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 KEY_VARS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "TAVILY_API_KEY",
@@ -256,6 +258,46 @@ def fake_jobs_fixture(dash_env: Store, monkeypatch: pytest.MonkeyPatch) -> Itera
     yield executor
     for run_id in manager.alive():
         manager.wait(run_id, 10)
+
+
+class FakesEngine:
+    """research.pipeline.execute itself, with the model, search and fetcher of tests/fakes.py
+    (the stand-in's answers, in-process): the whole engine, without sockets."""
+
+    def __init__(self, standin: StandinServer) -> None:
+        self.fakes = Fakes(standin)
+        self.fetchers: list[Any] = []
+
+    def __call__(self, run_id: str, *, store: Store, **kwargs: Any) -> Run:
+        from research.pipeline import execute
+
+        run = store.get_run(run_id)
+        assert run is not None
+        deps = self.fakes.deps(ResearchConfig(**run.config))
+        self.fetchers.append(deps["fetcher"])
+        return execute(run_id, store=store, **kwargs, **deps)
+
+
+@pytest.fixture(name="fake_engine")
+def fake_engine_fixture(dash_env: Store, standin: StandinServer, standin_env: dict[str, str],
+                        monkeypatch: pytest.MonkeyPatch) -> Iterator[FakesEngine]:
+    """The dashboard's job manager (real queue, real worker) runs the engine on the fakes;
+    the stand-in's keys are set, so the pages offer what a person with keys sees."""
+    from dashboard import ui
+    from dashboard.jobs import JobManager
+
+    for name, value in standin_env.items():
+        monkeypatch.setenv(name, value)
+    engine = FakesEngine(standin)
+    manager = JobManager(ui.db_target(), executor=engine)
+    monkeypatch.setattr(ui, "_jobs", lambda path: manager)
+    yield engine
+    for run_id in manager.alive():
+        manager.wait(run_id, 60)
+    for fetcher in engine.fetchers:
+        fetcher.close()
+    misused = take_misuses()
+    assert not misused, misused
 
 
 def open_run_page(run_id: str, tab: str | None = None) -> AppTest:
