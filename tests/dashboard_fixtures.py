@@ -88,6 +88,9 @@ def _cancel_runs_left_queued(wait_s: float = 10.0) -> None:
 
 # The dashboard test runs on a SQLite file, then with DEEP_RESEARCH_DB a PostgreSQL URL.
 on_both_databases = pytest.mark.parametrize("dash_env", ["sqlite", "postgresql"], indirect=True)
+# Only PostgreSQL: a page file's checks run again, together, on one PostgreSQL database (one
+# database and one job queue for the lot, where a parametrised test would make one for each).
+on_postgresql = pytest.mark.parametrize("dash_env", ["postgresql"], indirect=True)
 
 
 def source(n: int, *, subtopic: str = "t1", title: str | None = None, relevance: float = 0.8,
