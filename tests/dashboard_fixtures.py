@@ -303,12 +303,16 @@ def fake_engine_fixture(dash_env: Store, standin: StandinServer, standin_env: di
     assert not misused, misused
 
 
+def open_page(page: str) -> AppTest:
+    """An AppTest whose first script run asks for `page` (e.g. "pages/library.py"), as a deep
+    link does: its url path is its file name, which AppTest documents as the page's name
+    before the first run, and app.py's navigation serves it. Call `.run()` to open it."""
+    return AppTest.from_file(APP, default_timeout=30).switch_page(page)
+
+
 def open_run_page(run_id: str, tab: str | None = None) -> AppTest:
-    """The Run page of `run_id` (optionally one tab) as a deep link opens it: the session's
-    first script run asks for pages/run.py (its url path is its file name, which AppTest
-    documents as the page's name before the first run), and app.py's navigation serves it."""
-    at = AppTest.from_file(APP, default_timeout=30)
-    at.switch_page("pages/run.py")
+    """The Run page of `run_id` (optionally one tab), opened by its deep link."""
+    at = open_page("pages/run.py")
     at.query_params["run"] = run_id
     if tab:
         at.query_params["tab"] = tab

@@ -23,6 +23,7 @@ from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     dash_env_fixture,
     fake_jobs_fixture,
     on_postgresql,
+    open_page,
 )
 from tests.document_files import docx_bytes, markdown_bytes, pdf_bytes, zip_bomb_docx_bytes
 
@@ -48,9 +49,7 @@ def files_read_once_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _documents() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30).run()
-    at.switch_page("pages/documents.py")
-    return at.run()
+    return open_page("pages/documents.py").run()
 
 
 def _button(at: AppTest, label: str):  # type: ignore[no-untyped-def]

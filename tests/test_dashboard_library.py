@@ -6,15 +6,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from storage import Store
-from tests.dashboard_fixtures import APP, dash_env_fixture, finished_run, on_postgresql  # noqa: F401 - fixture
+from tests.dashboard_fixtures import dash_env_fixture, finished_run, on_postgresql, open_page  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.usefixtures("dash_env")
 
 
 def _library() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30).run()
-    at.switch_page("pages/library.py")
-    return at.run()
+    return open_page("pages/library.py").run()
 
 
 def _table(at: AppTest):
