@@ -3,6 +3,7 @@ written straight through Store methods (no engine, no network)."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,7 +53,7 @@ def dash_env_fixture(request: pytest.FixtureRequest, tmp_path: Path,
     """
     database = getattr(request, "param", "sqlite")
     if database == "sqlite":
-        db = str(tmp_path / "data" / "research.db")
+        db = str(_copy_of_a_migrated_store(request, tmp_path / "data" / "research.db"))
         queue = request.getfixturevalue("tmp_path_factory").getbasetemp() / "dashboard-jobs.sqlite"
         monkeypatch.setenv("DEEP_RESEARCH_JOBS_DB", f"sqlite:///{queue}")
     else:
@@ -66,6 +67,20 @@ def dash_env_fixture(request: pytest.FixtureRequest, tmp_path: Path,
     yield store
     _cancel_runs_left_queued()
     store.close()
+
+
+def _copy_of_a_migrated_store(request: pytest.FixtureRequest, target: Path) -> Path:
+    """`target`, a copy of an empty store this process migrated once: a new SQLite file runs
+    every Alembic revision (about ten times the cost of opening a current one). Opening the
+    copy still checks its revision (storage/migrate.py); migrating is test_migrations.py's."""
+    base = request.getfixturevalue("tmp_path_factory").getbasetemp()
+    template = base / "dashboard-template.db"
+    if not template.exists():
+        Store(base / "dashboard-template-new.db").close()
+        (base / "dashboard-template-new.db").replace(template)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, target)
+    return target
 
 
 def _cancel_runs_left_queued(wait_s: float = 10.0) -> None:
