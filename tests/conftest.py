@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import compileall
+import functools
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +45,41 @@ def pytest_configure(config: pytest.Config) -> None:
             compileall.compile_dir(path, quiet=2, workers=1)
         elif path.exists():
             compileall.compile_file(path, quiet=2)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _streamlit_work_done_once() -> Iterator[None]:
+    """Work Streamlit's AppTest repeats for nothing, done once per test process instead.
+
+    Each AppTest scans every installed package's metadata for v2 components (about 0.3 CPU-s,
+    over a hundred times a session), and each script run compiles app.py and its page again
+    (with Streamlit's "magic"), where a real server compiles a script once and reuses it. The
+    packages cannot change while the tests run, and a script is compiled again whenever its
+    text differs. The patches name what they replace: if Streamlit moves it, this fails loudly."""
+    from streamlit.components.v2 import manifest_scanner
+    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(manifest_scanner, "scan_component_manifests",
+                      functools.cache(manifest_scanner.scan_component_manifests))
+        patch.setattr(ScriptCache, "get_bytecode", _compiled_once(ScriptCache.get_bytecode))
+        yield
+
+
+def _compiled_once(get_bytecode: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
+    """`ScriptCache.get_bytecode` shared by every ScriptCache, keyed by the script's text."""
+    compiled: dict[tuple[str, bytes, bool], Any] = {}
+
+    def cached(cache: Any, script_path: str) -> Any:
+        from streamlit import config
+
+        path = os.path.abspath(script_path)
+        key = (path, Path(path).read_bytes(), bool(config.get_option("runner.magicEnabled")))
+        if key not in compiled:
+            compiled[key] = get_bytecode(cache, script_path)
+        return compiled[key]
+
+    return cached
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,8 @@ written straight through Store methods (no engine, no network)."""
 
 from __future__ import annotations
 
+import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,10 +12,12 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from research.config import build_config
+from research.config import ResearchConfig, build_config
 from research.export import build_document, to_markdown
 from research.records import Query, ReviewIssue, Run, SkippedPage, Source, Subtopic
 from storage import Store
+from tests.fakes import Fakes, take_misuses
+from tests.standin import StandinServer
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 KEY_VARS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "TAVILY_API_KEY",
@@ -38,23 +42,70 @@ def dash_env_fixture(request: pytest.FixtureRequest, tmp_path: Path,
     """DEEP_RESEARCH_DB and the secrets file point into tmp_path; no provider keys set.
 
     A SQLite file by default; a test marked `on_both_databases` runs again with
-    DEEP_RESEARCH_DB set to a fresh PostgreSQL database's URL (tests/pg_server.py)."""
+    DEEP_RESEARCH_DB set to a fresh PostgreSQL database's URL (tests/pg_server.py), where the
+    job queue lives in that database as it does for a team.
+
+    On SQLite the job queue is one file per test process (DEEP_RESEARCH_JOBS_DB), not one
+    beside each test's store: DBOS is one instance per process, and a new queue database
+    means tearing it down and launching it again (about 1.5 s and 0.2 CPU-s per test). The
+    default place of the queue is tested in test_durable_jobs.py and test_worker_recovery.py.
+    A run a test leaves queued is cancelled when it ends, so it never runs in the next test.
+    """
     database = getattr(request, "param", "sqlite")
     if database == "sqlite":
-        db = str(tmp_path / "data" / "research.db")
+        db = str(_copy_of_a_migrated_store(request, tmp_path / "data" / "research.db"))
+        queue = request.getfixturevalue("tmp_path_factory").getbasetemp() / "dashboard-jobs.sqlite"
+        monkeypatch.setenv("DEEP_RESEARCH_JOBS_DB", f"sqlite:///{queue}")
     else:
         db = str(request.getfixturevalue("pg_url"))
+        monkeypatch.delenv("DEEP_RESEARCH_JOBS_DB", raising=False)
     monkeypatch.setenv("DEEP_RESEARCH_DB", db)
     monkeypatch.setenv("DEEP_RESEARCH_SECRETS_FILE", str(tmp_path / "secrets.toml"))
     for name in KEY_VARS:
         monkeypatch.delenv(name, raising=False)
     store = Store(db)
     yield store
+    _cancel_runs_left_queued()
     store.close()
+
+
+def _copy_of_a_migrated_store(request: pytest.FixtureRequest, target: Path) -> Path:
+    """`target`, a copy of an empty store this process migrated once: a new SQLite file runs
+    every Alembic revision (about ten times the cost of opening a current one). Opening the
+    copy still checks its revision (storage/migrate.py); migrating is test_migrations.py's."""
+    base = request.getfixturevalue("tmp_path_factory").getbasetemp()
+    template = base / "dashboard-template.db"
+    if not template.exists():
+        Store(base / "dashboard-template-new.db").close()
+        (base / "dashboard-template-new.db").replace(template)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, target)
+    return target
+
+
+def _cancel_runs_left_queued(wait_s: float = 10.0) -> None:
+    """Runs still executing get `wait_s` to end; then every queued or executing workflow on
+    the process's job queue is cancelled (it would otherwise run in the next test)."""
+    from dbos import DBOS
+    from dbos._error import DBOSException  # what DBOS raises before it was launched
+
+    try:
+        deadline = time.monotonic() + wait_s
+        while DBOS.list_workflows(status="PENDING", load_input=False, load_output=False) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for status in DBOS.list_workflows(status=["ENQUEUED", "PENDING"], load_input=False,
+                                          load_output=False):
+            DBOS.cancel_workflow(status.workflow_id)
+    except DBOSException:  # no job queue was launched in this process yet
+        return
 
 
 # The dashboard test runs on a SQLite file, then with DEEP_RESEARCH_DB a PostgreSQL URL.
 on_both_databases = pytest.mark.parametrize("dash_env", ["sqlite", "postgresql"], indirect=True)
+# Only PostgreSQL: a page file's checks run again, together, on one PostgreSQL database (one
+# database and one job queue for the lot, where a parametrised test would make one for each).
+on_postgresql = pytest.mark.parametrize("dash_env", ["postgresql"], indirect=True)
 
 
 def source(n: int, *, subtopic: str = "t1", title: str | None = None, relevance: float = 0.8,
@@ -227,10 +278,56 @@ def fake_jobs_fixture(dash_env: Store, monkeypatch: pytest.MonkeyPatch) -> Itera
         manager.wait(run_id, 10)
 
 
+class FakesEngine:
+    """research.pipeline.execute itself, with the model, search and fetcher of tests/fakes.py
+    (the stand-in's answers, in-process): the whole engine, without sockets."""
+
+    def __init__(self, standin: StandinServer) -> None:
+        self.fakes = Fakes(standin)
+        self.fetchers: list[Any] = []
+
+    def __call__(self, run_id: str, *, store: Store, **kwargs: Any) -> Run:
+        from research.pipeline import execute
+
+        run = store.get_run(run_id)
+        assert run is not None
+        deps = self.fakes.deps(ResearchConfig(**run.config))
+        self.fetchers.append(deps["fetcher"])
+        return execute(run_id, store=store, **kwargs, **deps)
+
+
+@pytest.fixture(name="fake_engine")
+def fake_engine_fixture(dash_env: Store, standin: StandinServer, standin_env: dict[str, str],
+                        monkeypatch: pytest.MonkeyPatch) -> Iterator[FakesEngine]:
+    """The dashboard's job manager (real queue, real worker) runs the engine on the fakes;
+    the stand-in's keys are set, so the pages offer what a person with keys sees."""
+    from dashboard import ui
+    from dashboard.jobs import JobManager
+
+    for name, value in standin_env.items():
+        monkeypatch.setenv(name, value)
+    engine = FakesEngine(standin)
+    manager = JobManager(ui.db_target(), executor=engine)
+    monkeypatch.setattr(ui, "_jobs", lambda path: manager)
+    yield engine
+    for run_id in manager.alive():
+        manager.wait(run_id, 60)
+    for fetcher in engine.fetchers:
+        fetcher.close()
+    misused = take_misuses()
+    assert not misused, misused
+
+
+def open_page(page: str) -> AppTest:
+    """An AppTest whose first script run asks for `page` (e.g. "pages/library.py"), as a deep
+    link does: its url path is its file name, which AppTest documents as the page's name
+    before the first run, and app.py's navigation serves it. Call `.run()` to open it."""
+    return AppTest.from_file(APP, default_timeout=30).switch_page(page)
+
+
 def open_run_page(run_id: str, tab: str | None = None) -> AppTest:
-    """The Run page of `run_id` (optionally one tab), opened through app.py's navigation."""
-    at = AppTest.from_file(APP, default_timeout=30).run()
-    at.switch_page("pages/run.py")
+    """The Run page of `run_id` (optionally one tab), opened by its deep link."""
+    at = open_page("pages/run.py")
     at.query_params["run"] = run_id
     if tab:
         at.query_params["tab"] = tab

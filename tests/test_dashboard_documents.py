@@ -3,8 +3,11 @@ with confirmation, bad uploads in plain words, and a documents-only start with n
 
 from __future__ import annotations
 
+import copy
+import importlib
 import re
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -19,17 +22,34 @@ from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     FakeExecutor,
     dash_env_fixture,
     fake_jobs_fixture,
-    on_both_databases,
+    on_postgresql,
+    open_page,
 )
 from tests.document_files import docx_bytes, markdown_bytes, pdf_bytes, zip_bomb_docx_bytes
 
-pytestmark = pytest.mark.usefixtures("dash_env")
+pytestmark = pytest.mark.usefixtures("dash_env", "files_read_once")
+_READ: dict[tuple[Any, ...], Any] = {}
+
+
+@pytest.fixture(name="files_read_once")
+def files_read_once_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file's text is read in the sandboxed child once per test process, then reused:
+    these tests are about the pages; the reading itself (limits, bad files, the child) is
+    tests/test_documents.py's. A file the child refuses is refused every time (not kept)."""
+    extract = importlib.import_module("research.documents.extract")  # the module, not the
+    child = extract._child  # function of the same name the package exports
+
+    def read_once(target: str, data: bytes, what: str, *args: str) -> Any:
+        key = (target, data, what, args)
+        if key not in _READ:
+            _READ[key] = child(target, data, what, *args)
+        return copy.deepcopy(_READ[key])
+
+    monkeypatch.setattr(extract, "_child", read_once)
 
 
 def _documents() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30).run()
-    at.switch_page("pages/documents.py")
-    return at.run()
+    return open_page("pages/documents.py").run()
 
 
 def _button(at: AppTest, label: str):  # type: ignore[no-untyped-def]
@@ -46,7 +66,6 @@ def test_documents_page_is_in_the_navigation_and_says_how_to_start(dash_env: Sto
     assert any("No documents yet" in i.value for i in at.info)
 
 
-@on_both_databases
 def test_documents_are_listed_with_type_size_pages_and_status(dash_env: Store) -> None:
     ingest(dash_env, "field-report.pdf", pdf_bytes(), collection="Heat")
     ingest(dash_env, "notes.docx", docx_bytes())
@@ -60,7 +79,6 @@ def test_documents_are_listed_with_type_size_pages_and_status(dash_env: Store) -
     assert list(_table(at)["Title"]) == ["Heat Pump Field Report"]
 
 
-@on_both_databases
 def test_search_shows_the_passage_with_its_page(dash_env: Store) -> None:
     ingest(dash_env, "field-report.pdf", pdf_bytes())
     at = _documents()
@@ -80,7 +98,6 @@ def test_untrusted_titles_and_text_are_shown_inert(dash_env: Store) -> None:
         assert not re.search(r"(?<!\\)" + re.escape(raw), shown), raw
 
 
-@on_both_databases
 def test_delete_asks_first_and_then_removes_the_document(dash_env: Store) -> None:
     ingest(dash_env, "notes.md", markdown_bytes())
     at = _documents()
@@ -129,7 +146,6 @@ def test_documents_only_without_documents_is_refused_in_plain_words(
     assert dash_env.count_runs() == 0
 
 
-@on_both_databases
 def test_documents_only_run_starts_with_the_chosen_collection_and_no_search_key(
     dash_env: Store, fake_jobs: FakeExecutor, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -147,7 +163,6 @@ def test_documents_only_run_starts_with_the_chosen_collection_and_no_search_key(
     assert run.config["document_collection"] == "Heat"
 
 
-@on_both_databases
 def test_run_page_sources_tab_shows_the_text_of_document_passages(dash_env: Store) -> None:
     from tests.dashboard_fixtures import finished_run, open_run_page, source
 
@@ -189,3 +204,29 @@ def test_run_again_keeps_the_documents_an_earlier_run_was_given(
     newest = next(r for r in dash_env.list_runs() if r.id != earlier)
     assert newest.config["document_ids"] == [chosen]
     assert newest.config["search_providers"] == ["documents"]
+
+
+@on_postgresql
+def test_on_postgresql_the_documents_pages_work_the_same(
+    dash_env: Store, fake_jobs: FakeExecutor, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each check above that lists, searches, deletes or starts from documents, again on one
+    PostgreSQL database (its full-text search is the other dialect's); documents, collections
+    and runs are removed between them, as each expects a new library."""
+    for check in (test_documents_are_listed_with_type_size_pages_and_status,
+                  test_search_shows_the_passage_with_its_page,
+                  test_delete_asks_first_and_then_removes_the_document,
+                  test_run_page_sources_tab_shows_the_text_of_document_passages):
+        check(dash_env)
+        _empty(dash_env)
+    test_documents_only_run_starts_with_the_chosen_collection_and_no_search_key(
+        dash_env, fake_jobs, monkeypatch)
+
+
+def _empty(store: Store) -> None:
+    for document in docstore.list_documents(store):
+        docstore.delete_document(store, document.id)
+    for collection in docstore.list_collections(store):
+        docstore.delete_collection(store, collection.name)
+    for run in store.list_runs():
+        store.delete_run(run.id)

@@ -6,15 +6,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from storage import Store
-from tests.dashboard_fixtures import APP, dash_env_fixture, finished_run, on_both_databases  # noqa: F401 - fixture
+from tests.dashboard_fixtures import dash_env_fixture, finished_run, on_postgresql, open_page  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.usefixtures("dash_env")
 
 
 def _library() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30).run()
-    at.switch_page("pages/library.py")
-    return at.run()
+    return open_page("pages/library.py").run()
 
 
 def _table(at: AppTest):
@@ -31,7 +29,6 @@ def test_empty_library_says_how_to_start(dash_env: Store) -> None:
     assert any("No research yet" in i.value for i in at.info)
 
 
-@on_both_databases
 def test_every_run_is_listed_with_its_settings_and_search_narrows_it(dash_env: Store) -> None:
     finished_run(dash_env, "How fast is solar power growing?", SUBTOPIC_COUNT=4)
     finished_run(dash_env, "Is nuclear power getting cheaper?", SUBTOPIC_COUNT=5)
@@ -47,7 +44,6 @@ def test_every_run_is_listed_with_its_settings_and_search_narrows_it(dash_env: S
     assert any("No run matches" in i.value for i in at.info)
 
 
-@on_both_databases
 def test_delete_asks_first_and_keep_it_changes_nothing(dash_env: Store) -> None:
     run_id = finished_run(dash_env)
     at = _library()
@@ -72,7 +68,6 @@ def test_a_running_run_cannot_be_deleted(dash_env: Store) -> None:
     assert dash_env.get_run(run_id) is not None
 
 
-@on_both_databases
 def test_compare_two_runs_side_by_side_with_charts(dash_env: Store) -> None:
     a = finished_run(dash_env, "Solar growth?", sources=4, SUBTOPIC_COUNT=3)
     b = finished_run(dash_env, "Wind growth?", sources=10, SUBTOPIC_COUNT=8)
@@ -89,7 +84,6 @@ def test_compare_two_runs_side_by_side_with_charts(dash_env: Store) -> None:
     assert len(at.get("plotly_chart")) >= 5
 
 
-@on_both_databases
 def test_open_and_run_again_go_to_the_right_pages(dash_env: Store) -> None:
     run_id = finished_run(dash_env, "Solar growth?")
     at = _click(_library(), "Open")
@@ -97,3 +91,17 @@ def test_open_and_run_again_go_to_the_right_pages(dash_env: Store) -> None:
     at = _click(_library(), "Run again")
     assert at.query_params.get("from") in (run_id, [run_id])
     assert at.text_area(key="question").value == "Solar growth?"
+
+
+@on_postgresql
+def test_on_postgresql_the_library_works_the_same(dash_env: Store) -> None:
+    """Each check above that reads or deletes runs, again on one PostgreSQL database (its
+    case-insensitive search and deletes are the other dialect's); the library is emptied
+    between them, as each expects a new one."""
+    for check in (test_every_run_is_listed_with_its_settings_and_search_narrows_it,
+                  test_delete_asks_first_and_keep_it_changes_nothing,
+                  test_compare_two_runs_side_by_side_with_charts,
+                  test_open_and_run_again_go_to_the_right_pages):
+        check(dash_env)
+        for run in dash_env.list_runs():
+            dash_env.delete_run(run.id)

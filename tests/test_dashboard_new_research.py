@@ -11,7 +11,14 @@ from streamlit.testing.v1 import AppTest
 
 from research.constants import MAX_QUESTION_CHARS
 from storage import Store
-from tests.dashboard_fixtures import APP, dash_env_fixture, finished_run, on_both_databases  # noqa: F401 - fixture
+from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
+    APP,
+    FakesEngine,
+    dash_env_fixture,
+    fake_engine_fixture,
+    finished_run,
+    on_postgresql,
+)
 
 pytestmark = pytest.mark.usefixtures("dash_env")
 
@@ -68,7 +75,6 @@ def test_without_a_model_provider_settings_come_first_and_start_is_disabled(dash
     assert dash_env.count_runs() == 0
 
 
-@on_both_databases
 def test_welcome_back_lists_runs_in_progress_and_waiting(dash_env: Store) -> None:
     from tests.dashboard_fixtures import waiting_for_answers
 
@@ -106,7 +112,6 @@ def test_out_of_range_advanced_value_is_refused_with_its_bound(dash_env: Store) 
     assert any("at least one search provider" in t for t in _texts(at))
 
 
-@on_both_databases
 def test_run_again_fills_the_form_with_that_runs_settings(dash_env: Store) -> None:
     run_id = finished_run(dash_env, "Is nuclear power getting cheaper?", SUBTOPIC_COUNT=7,
                           SOURCES_PER_SUBTOPIC=12, REVIEW_CYCLES=4)
@@ -119,38 +124,51 @@ def test_run_again_fills_the_form_with_that_runs_settings(dash_env: Store) -> No
     assert at.slider(key="c_REVIEW_CYCLES").value == 4
 
 
-@on_both_databases
+def _start_and_see_it_complete(at: AppTest, store: Store) -> None:
+    """Start a small run from the form, wait for the job queue to finish it, and see the Run
+    page show it complete with its report."""
+    at.text_area(key="question").input("How fast is solar power growing worldwide?")
+    at.selectbox(key="preset").select("quick").run()
+    at.slider(key="c_SUBTOPIC_COUNT").set_value(3)
+    at.slider(key="c_SOURCES_PER_SUBTOPIC").set_value(5)
+    at.slider(key="c_REVIEW_CYCLES").set_value(1).run()
+    _button(at, "Start research").click().run()
+    assert not _texts(at), _texts(at)
+    runs = store.list_runs()
+    assert len(runs) == 1
+    run_id = runs[0].id
+    assert at.query_params.get("run") in (run_id, [run_id])
+    deadline = time.monotonic() + 120
+    while store.get_run(run_id).status not in ("completed", "failed", "cancelled"):  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "the run did not finish in time"
+        time.sleep(0.2)
+    assert store.get_run(run_id).status == "completed", store.get_run(run_id).error  # type: ignore[union-attr]
+    at.run()
+    assert at.progress[0].value == 100
+    assert "100%" in at.progress[0].proto.text
+    at.query_params["tab"] = "Report"
+    at.run()
+    assert any("Sources" == h.value for h in at.subheader)
+    assert not at.exception
+
+
 def test_start_runs_in_the_background_and_the_run_page_sees_it_complete(
-    dash_env: Store, monkeypatch: pytest.MonkeyPatch
+    dash_env: Store, standin_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server_module = pytest.importorskip("tests.standin.server")
-    server = server_module.StandinServer().start()
-    try:
-        for name, value in server.env().items():
-            monkeypatch.setenv(name, value)
-        at = _page()
-        at.text_area(key="question").input("How fast is solar power growing worldwide?").run()
-        at.selectbox(key="preset").select("quick").run()
-        at.slider(key="c_SUBTOPIC_COUNT").set_value(3).run()
-        at.slider(key="c_SOURCES_PER_SUBTOPIC").set_value(5).run()
-        at.slider(key="c_REVIEW_CYCLES").set_value(1).run()
-        _button(at, "Start research").click().run()
-        assert not _texts(at), _texts(at)
-        runs = dash_env.list_runs()
-        assert len(runs) == 1
-        run_id = runs[0].id
-        assert at.query_params.get("run") in (run_id, [run_id])
-        deadline = time.monotonic() + 120
-        while dash_env.get_run(run_id).status not in ("completed", "failed", "cancelled"):  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "the run did not finish in time"
-            time.sleep(0.5)
-        assert dash_env.get_run(run_id).status == "completed", dash_env.get_run(run_id).error  # type: ignore[union-attr]
-        at.run()
-        assert at.progress[0].value == 100
-        assert "100%" in at.progress[0].proto.text
-        at.query_params["tab"] = "Report"
-        at.run()
-        assert any("Sources" == h.value for h in at.subheader)
-        assert not at.exception
-    finally:
-        server.stop()
+    """The dashboard's own job manager and engine, over real HTTP through the real SDKs to the
+    stand-in, with the keys the dashboard reads from its environment."""
+    for name, value in standin_env.items():
+        monkeypatch.setenv(name, value)
+    _start_and_see_it_complete(_page(), dash_env)
+
+
+@on_postgresql
+def test_on_postgresql_the_form_and_the_job_queue_work_the_same(
+    dash_env: Store, fake_engine: FakesEngine
+) -> None:
+    """On a team's PostgreSQL the runs, and the job queue with them, live in that database:
+    a started run executes from its queue (the engine on the in-process fakes), and the
+    welcome-back links and "run again" read it back."""
+    _start_and_see_it_complete(_page(), dash_env)
+    test_welcome_back_lists_runs_in_progress_and_waiting(dash_env)
+    test_run_again_fills_the_form_with_that_runs_settings(dash_env)

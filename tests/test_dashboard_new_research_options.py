@@ -84,13 +84,13 @@ def test_language_budget_pauses_and_schedule_reach_the_stored_config(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     at = _page()
-    at.selectbox(key="language_choice").select(form.OTHER_LANGUAGE).run()
-    at.text_input(key="language_other").input("Catalan").run()
-    at.number_input(key="max_cost_usd").set_value(2.5).run()
-    at.number_input(key="max_tokens").set_value(400_000).run()
-    at.number_input(key="max_sources").set_value(40).run()
-    at.checkbox(key="c_REQUIRE_CLARIFICATION").check().run()
-    at.checkbox(key="review_plan").check().run()
+    at.selectbox(key="language_choice").select(form.OTHER_LANGUAGE).run()  # shows its box
+    at.text_input(key="language_other").input("Catalan")
+    at.number_input(key="max_cost_usd").set_value(2.5)
+    at.number_input(key="max_tokens").set_value(400_000)
+    at.number_input(key="max_sources").set_value(40)
+    at.checkbox(key="c_REQUIRE_CLARIFICATION").check()
+    at.checkbox(key="review_plan").check()
     at.selectbox(key="schedule").select("breadth_depth").run()
     at.selectbox(key="engine").select("openai-deep-research").run()
     _start(at)
@@ -122,8 +122,8 @@ def test_breadth_and_depth_sliders_come_with_their_schedule_and_reach_the_config
     at = _page()
     keys = {s.key for s in at.slider}
     assert not {"c_BREADTH", "c_DEPTH"} & keys  # only with the breadth x depth schedule
-    at.selectbox(key="schedule").select("breadth_depth").run()
-    at.slider(key="c_BREADTH").set_value(5).run()
+    at.selectbox(key="schedule").select("breadth_depth").run()  # shows the two sliders
+    at.slider(key="c_BREADTH").set_value(5)
     at.slider(key="c_DEPTH").set_value(3).run()
     assert (at.slider(key="c_DEPTH").min, at.slider(key="c_DEPTH").max) == (1, 5)
     _start(at)

@@ -13,13 +13,11 @@ from tests.dashboard_fixtures import (  # noqa: F401 - fixture
     EVIL_TITLE,
     dash_env_fixture,
     finished_run,
-    on_both_databases,
+    on_postgresql,
     open_run_page,
 )
 
 pytestmark = pytest.mark.usefixtures("dash_env")
-
-
 
 
 def _all_text(at: AppTest) -> str:
@@ -27,7 +25,6 @@ def _all_text(at: AppTest) -> str:
     return "\n".join(str(p) for p in parts)
 
 
-@on_both_databases
 def test_completed_run_shows_full_progress_steps_and_no_live_refresh(dash_env: Store) -> None:
     run_id = finished_run(dash_env)
     at = open_run_page(run_id)
@@ -39,7 +36,6 @@ def test_completed_run_shows_full_progress_steps_and_no_live_refresh(dash_env: S
     assert [b.label for b in at.button if b.label in ("Pause", "Cancel", "Resume")] == []
 
 
-@on_both_databases
 def test_source_table_lists_every_source_with_filters_and_charts(dash_env: Store) -> None:
     run_id = finished_run(dash_env, sources=12)
     at = open_run_page(run_id, "Sources")
@@ -59,7 +55,6 @@ def test_source_table_lists_every_source_with_filters_and_charts(dash_env: Store
     assert len(at.get("plotly_chart")) == 4
 
 
-@on_both_databases
 def test_review_feedback_shows_verdict_issues_by_severity_checks_and_changes(dash_env: Store) -> None:
     run_id = finished_run(dash_env)
     at = open_run_page(run_id, "Review")
@@ -76,7 +71,6 @@ def test_review_feedback_shows_verdict_issues_by_severity_checks_and_changes(das
     assert any("+## Open questions" in c.value for c in at.code)
 
 
-@on_both_databases
 def test_report_links_citations_to_sources_and_never_renders_web_text_as_markup(dash_env: Store) -> None:
     run_id = finished_run(dash_env)
     at = open_run_page(run_id, "Report")
@@ -93,7 +87,6 @@ def test_report_links_citations_to_sources_and_never_renders_web_text_as_markup(
     assert not any(b.label == "Prepare PDF" for b in at.button)  # one click, no preparing
 
 
-@on_both_databases
 def test_tokens_and_cost_per_role(dash_env: Store) -> None:
     run_id = finished_run(dash_env)
     at = open_run_page(run_id, "Tokens and cost")
@@ -108,7 +101,6 @@ def test_unknown_run_id_is_explained(dash_env: Store) -> None:
     assert not any("nope" in e.value for e in at.error)  # no ids in the page
 
 
-@on_both_databases
 def test_interrupted_run_offers_resume_and_explains_why(dash_env: Store) -> None:
     run_id = finished_run(dash_env, status="interrupted")
     at = open_run_page(run_id)
@@ -116,10 +108,22 @@ def test_interrupted_run_offers_resume_and_explains_why(dash_env: Store) -> None
     assert any(b.label == "Resume" for b in at.button)
 
 
-@on_both_databases
 def test_live_panel_tails_the_event_log(dash_env: Store) -> None:
     run_id = finished_run(dash_env, events=600)
     at = open_run_page(run_id)
     log = next(df.value for df in at.dataframe if "Event" in df.value.columns)
     assert len(log) == 200
     assert log["Message"].iloc[0] == "event 599"
+
+
+@on_postgresql
+def test_on_postgresql_every_tab_shows_the_same(dash_env: Store) -> None:
+    """Each check above again, on one PostgreSQL database: the rows the tabs show come back
+    from the other dialect (one database and job queue for all, not one per check)."""
+    for check in (test_completed_run_shows_full_progress_steps_and_no_live_refresh,
+                  test_source_table_lists_every_source_with_filters_and_charts,
+                  test_review_feedback_shows_verdict_issues_by_severity_checks_and_changes,
+                  test_report_links_citations_to_sources_and_never_renders_web_text_as_markup,
+                  test_tokens_and_cost_per_role, test_interrupted_run_offers_resume_and_explains_why,
+                  test_live_panel_tails_the_event_log):
+        check(dash_env)

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.settings_files import mask, save_secrets
 from storage import Store
-from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - fixture
+from tests.dashboard_fixtures import APP, dash_env_fixture, open_page  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.usefixtures("dash_env")
 
@@ -21,9 +21,7 @@ FILE_KEY = "tvly-test-secretsfile-0123456789"
 
 
 def _settings() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=30).run()
-    at.switch_page("pages/settings.py")
-    return at.run()
+    return open_page("pages/settings.py").run()
 
 
 def _every_value(at: AppTest) -> str:

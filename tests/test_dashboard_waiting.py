@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import pandas as pd
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import plan_edit
@@ -16,7 +15,9 @@ from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     CLARIFY_QUESTIONS,
     PLAN,
     FakeExecutor,
+    FakesEngine,
     dash_env_fixture,
+    fake_engine_fixture,
     fake_jobs_fixture,
     open_run_page,
     waiting_for_answers,
@@ -128,35 +129,31 @@ def test_plan_rows_become_subtopics_in_position_order() -> None:
 
 
 def test_review_the_plan_end_to_end_from_the_form_to_a_finished_report(
-    dash_env: Store, monkeypatch: pytest.MonkeyPatch
+    dash_env: Store, fake_engine: FakesEngine
 ) -> None:
-    server_module = pytest.importorskip("tests.standin.server")
-    server = server_module.StandinServer().start()
-    try:
-        for name, value in server.env().items():
-            monkeypatch.setenv(name, value)
-        at = AppTest.from_file(APP, default_timeout=30).run()
-        at.text_area(key="question").input("How fast is solar power growing worldwide?").run()
-        at.selectbox(key="preset").select("quick").run()
-        at.slider(key="c_REVIEW_CYCLES").set_value(0).run()
-        at.checkbox(key="review_plan").check().run()
-        _button(at, "Start research").click().run()
-        assert not [e.value for e in at.error]
-        run_id = dash_env.list_runs()[0].id
-        assert _wait_status(dash_env, run_id, ("waiting", "failed")) == "waiting", \
-            dash_env.get_run(run_id).error  # type: ignore[union-attr]
-        at = open_run_page(run_id)
-        [editor] = at.data_editor
-        original = list(editor.value["Title"])
-        at.session_state[f"plan_editor_{run_id}"] = {
-            "edited_rows": {0: {"Title": "Installed capacity by country"}}, "added_rows": [],
-            "deleted_rows": [len(original) - 1]}
-        at.run()
-        _button(at, "Start research with this plan").click().run()
-        assert not [e.value for e in at.error]
-        assert _wait_status(dash_env, run_id, ("completed", "failed")) == "completed", \
-            dash_env.get_run(run_id).error  # type: ignore[union-attr]
-        titles = [s.title for s in dash_env.get_plan(run_id) or []]
-        assert titles[0] == "Installed capacity by country" and original[-1] not in titles
-    finally:
-        server.stop()
+    """The real engine on the dashboard's real job queue (its model, search and pages are the
+    in-process fakes; the form's run over real HTTP is in test_dashboard_new_research.py)."""
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.text_area(key="question").input("How fast is solar power growing worldwide?")
+    at.selectbox(key="preset").select("quick").run()
+    at.slider(key="c_REVIEW_CYCLES").set_value(0)
+    at.checkbox(key="review_plan").check().run()
+    _button(at, "Start research").click().run()
+    assert not [e.value for e in at.error]
+    run_id = dash_env.list_runs()[0].id
+    assert _wait_status(dash_env, run_id, ("waiting", "failed")) == "waiting", \
+        dash_env.get_run(run_id).error  # type: ignore[union-attr]
+    at = open_run_page(run_id)
+    [editor] = at.data_editor
+    original = list(editor.value["Title"])
+    at.session_state[f"plan_editor_{run_id}"] = {
+        "edited_rows": {0: {"Title": "Installed capacity by country"}}, "added_rows": [],
+        "deleted_rows": [len(original) - 1]}
+    at.run()
+    _button(at, "Start research with this plan").click().run()
+    assert not [e.value for e in at.error]
+    assert _wait_status(dash_env, run_id, ("completed", "failed")) == "completed", \
+        dash_env.get_run(run_id).error  # type: ignore[union-attr]
+    titles = [s.title for s in dash_env.get_plan(run_id) or []]
+    assert titles[0] == "Installed capacity by country" and original[-1] not in titles
+    assert dash_env.get_report(run_id) is not None
