@@ -10,7 +10,7 @@ a durable-jobs queue (DBOS refuses to register one under a running loop) would t
 their setup.
 
 A test whose subject is a page rather than the server's start (the map, steering, documents,
-hostile content, live tabs, no sign-in) uses `shared_dashboard`: one `streamlit run` per
+hostile content and live tabs on the Run page, no sign-in) uses `shared_dashboard`: one `streamlit run` per
 pytest process on one SQLite database, beside which each test writes its own runs (a
 dashboard on SQLite sees rows other processes add). Those tests find their own runs by id or
 question, never by counting the whole database. A test about a fresh server, its settings or

@@ -4,9 +4,9 @@ Chromium by Playwright, against the local API stand-in over real HTTP.
 Type a question, move the three sliders with the keyboard, start, watch it complete, open the
 sources, review and report, download the PDF and Word files and read them back; screenshots of
 every page go to test-artifacts/browser/ (set UPDATE_SCREENSHOTS=1 to also refresh
-docs/screenshots/ for the README). The suite's one run started from the browser: the other
-browser tests open runs written beside the dashboard (test_browser_hostile.py,
-test_browser_live.py, test_browser_map.py...).
+docs/screenshots/ for the README). The suite's one run started in the browser and followed to its end;
+the other browser tests open runs written beside the dashboard (test_browser_run_page.py,
+test_browser_map.py, test_browser_steering.py...).
 """
 
 from __future__ import annotations
