@@ -15,6 +15,10 @@ pytest process on one SQLite database, beside which each test writes its own run
 dashboard on SQLite sees rows other processes add). Those tests find their own runs by id or
 question, never by counting the whole database. A test about a fresh server, its settings or
 its database (the end-to-end run, deep links, sign-in) starts its own with `dashboard_env`.
+Once a page has run its job manager, an idle dashboard still costs about 0.02 CPU-s a second
+(its durable-jobs queue polls the database), so the shared one is stopped when the next test
+is not a browser test (`pytest_runtest_teardown`, registered by conftest.py) and started again
+if a later browser test asks for it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, StreamlitServer
+from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, StreamlitServer, free_port
 from tests.standin import StandinServer
 
 
@@ -86,19 +90,35 @@ class SharedDashboard:
         return self.env["DEEP_RESEARCH_DB"]
 
     def live(self) -> StreamlitServer:
+        """The server, started (again) if it is not running; on a fresh port, since the old
+        one may still be held a moment by the stopped server's connections."""
         if not self.server.alive():
             self.server.stop()
+            self.server.port = free_port()
             self.server.start()
         return self.server
+
+
+_STARTED: list[SharedDashboard] = []  # the shared dashboards of this process (at most one)
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop the shared dashboard once the browser tests are done (see above)."""
+    if nextitem is not None and nextitem.get_closest_marker("browser") is not None:
+        return
+    for shared in _STARTED:
+        shared.server.stop()
 
 
 @pytest.fixture(scope="session")
 def _shared_dashboard(tmp_path_factory: pytest.TempPathFactory,
                       standin: StandinServer) -> Iterator[SharedDashboard]:
     shared = SharedDashboard(tmp_path_factory.mktemp("shared-dashboard"), standin)
+    _STARTED.append(shared)
     try:
         yield shared
     finally:
+        _STARTED.remove(shared)
         shared.server.stop()
 
 

@@ -14,6 +14,7 @@ from tests.browser_fixtures import (  # noqa: F401 - fixtures (browser tests)
     _shared_dashboard,
     browser,
     dashboard_env,
+    pytest_runtest_teardown,
     shared_dashboard,
 )
 from tests.cli_helpers import RunCli, cli_in_process
