@@ -4,21 +4,33 @@ Where the CPU of a browser test goes (measured, issue 15 point 6): a fresh `stre
 spends about 6 CPU-s starting and importing the dashboard for its first page, a fresh Chromium
 about 1 CPU-s starting, and each new browser context about 4 CPU-s loading Streamlit's page.
 So one Chromium serves each test module; each test still opens a fresh context in it (no
-cookies or storage carry over) and starts its own dashboard on its own database. Not one for
-the whole pytest process: Playwright's sync API keeps an asyncio loop running in the test
-thread while it is open, and later tests that start a durable-jobs queue (DBOS refuses to
-register one under a running loop) would then fail in their setup.
+cookies or storage carry over). Not one for the whole pytest process: Playwright's sync API
+keeps an asyncio loop running in the test thread while it is open, and later tests that start
+a durable-jobs queue (DBOS refuses to register one under a running loop) would then fail in
+their setup.
+
+A test whose subject is a page rather than the server's start (the map, steering, documents,
+hostile content and live tabs on the Run page, no sign-in) uses `shared_dashboard`: one `streamlit run` per
+pytest process on one SQLite database, beside which each test writes its own runs (a
+dashboard on SQLite sees rows other processes add). Those tests find their own runs by id or
+question, never by counting the whole database. A test about a fresh server, its settings or
+its database (the end-to-end run, deep links, sign-in) starts its own with `dashboard_env`.
+Once a page has run its job manager, an idle dashboard still costs about 0.02 CPU-s a second
+(its durable-jobs queue polls the database), so the shared one is stopped when the next test
+is not a browser test (`pytest_runtest_teardown`, registered by conftest.py) and started again
+if a later browser test asks for it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser_helpers import CHROMIUM, CHROMIUM_ARGS
+from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, StreamlitServer, free_port
 from tests.standin import StandinServer
 
 
@@ -59,3 +71,60 @@ def dashboard_env(tmp_path: Path, standin: StandinServer) -> dict[str, str]:
     """Settings for a test's own fresh dashboard (a clean stand-in, a database in tmp_path)."""
     standin.reset()
     return dashboard_settings(tmp_path, standin)
+
+
+class SharedDashboard:
+    """One dashboard for the tests of a pytest process (see above), started on first use and
+    again if a failed test's diagnosis stopped it."""
+
+    def __init__(self, folder: Path, standin: StandinServer) -> None:
+        self.env = dashboard_settings(folder, standin)
+        no_auth = folder / "streamlit-secrets.toml"  # a Streamlit secrets file without [auth]
+        no_auth.write_text('OPENAI_MODEL_NOTE = "no sign-in here"\n', encoding="utf-8")
+        self.env["STREAMLIT_SECRETS_FILES"] = str(no_auth)
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        self.server = StreamlitServer(env=self.env, log_path=ARTIFACTS / f"shared-{worker}-streamlit.log")
+
+    @property
+    def db(self) -> str:
+        return self.env["DEEP_RESEARCH_DB"]
+
+    def live(self) -> StreamlitServer:
+        """The server, started (again) if it is not running; on a fresh port, since the old
+        one may still be held a moment by the stopped server's connections."""
+        if not self.server.alive():
+            self.server.stop()
+            self.server.port = free_port()
+            self.server.start()
+        return self.server
+
+
+_STARTED: list[SharedDashboard] = []  # the shared dashboards of this process (at most one)
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Stop the shared dashboard once the browser tests are done (see above)."""
+    if nextitem is not None and nextitem.get_closest_marker("browser") is not None:
+        return
+    for shared in _STARTED:
+        shared.server.stop()
+
+
+@pytest.fixture(scope="session")
+def _shared_dashboard(tmp_path_factory: pytest.TempPathFactory,
+                      standin: StandinServer) -> Iterator[SharedDashboard]:
+    shared = SharedDashboard(tmp_path_factory.mktemp("shared-dashboard"), standin)
+    _STARTED.append(shared)
+    try:
+        yield shared
+    finally:
+        _STARTED.remove(shared)
+        shared.server.stop()
+
+
+@pytest.fixture
+def shared_dashboard(_shared_dashboard: SharedDashboard, standin: StandinServer) -> SharedDashboard:
+    """The shared dashboard, running, with a clean stand-in (no faults or delays left over)."""
+    standin.reset()
+    _shared_dashboard.live()
+    return _shared_dashboard

@@ -93,12 +93,11 @@ class StreamlitServer:
         self.stop()
         raise RuntimeError(f"streamlit did not become healthy in {self.startup_timeout_s:.0f} s:\n{self.log()}")
 
-    def diagnose(self) -> str:
-        """After a failed test: is the server alive, does it answer, and (stopping it with
-        SIGABRT) what every thread was doing; the log's tail carries the stacks."""
+    def _status(self) -> list[str]:
+        """Is the server alive, and does it answer its health check (and how fast)?"""
         proc = self.process
         if proc is None:
-            return "streamlit: not started"
+            return ["streamlit: not started"]
         lines = [f"streamlit pid {proc.pid}: " + ("running" if proc.poll() is None
                                                    else f"exited with {proc.returncode}")]
         started = time.monotonic()
@@ -107,7 +106,18 @@ class StreamlitServer:
                 lines.append(f"health: HTTP {resp.status} in {time.monotonic() - started:.1f} s")
         except (urllib.error.URLError, OSError) as exc:
             lines.append(f"health: {exc!r} after {time.monotonic() - started:.1f} s")
-        if proc.poll() is None:
+        return lines
+
+    def alive(self) -> bool:
+        """False once stopped, or after `diagnose` (a shared server is then started again)."""
+        return self.process is not None and self.process.poll() is None
+
+    def diagnose(self) -> str:
+        """After a failed test: is the server alive, does it answer, and (stopping it with
+        SIGABRT) what every thread was doing; the log's tail carries the stacks."""
+        lines = self._status()
+        proc = self.process
+        if proc is not None and proc.poll() is None:
             os.kill(proc.pid, signal.SIGABRT)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(10)

@@ -13,7 +13,13 @@ from typing import Any
 
 import pytest
 
-from tests.browser_fixtures import browser, dashboard_env  # noqa: F401 - fixtures (browser tests)
+from tests.browser_fixtures import (  # noqa: F401 - fixtures (browser tests)
+    _shared_dashboard,
+    browser,
+    dashboard_env,
+    pytest_runtest_teardown,
+    shared_dashboard,
+)
 from tests.cli_helpers import RunCli, cli_in_process
 from tests.pg_server import db_target, pg_server, pg_url  # noqa: F401 - fixtures (PostgreSQL)
 from tests.runs import Runner

@@ -2,7 +2,8 @@
 
 The first page a new server serves is a shared link into `pages/` (`/run?run=...`,
 `/library`): it must still run inside app.py (its sidebar, its navigation, its database check),
-which Streamlit 1.67 does not do by itself; see `dashboard.ui.require_navigation`.
+which Streamlit 1.67 does not do by itself; see `dashboard.ui.require_navigation`. These
+tests start their own dashboards: the deep link must be the first page a server serves.
 """
 
 from __future__ import annotations
@@ -16,17 +17,9 @@ import pytest
 
 from storage import Store
 from tests.browser_helpers import wait_idle
+from tests.browser_pages import assert_clean, failure_shot, main, open_page, own_server, query, sync_api
 from tests.dashboard_fixtures import finished_run
-from tests.test_browser import (
-    _assert_clean,
-    _failure_shot,
-    _main,
-    _page,
-    _query,
-    _server,
-)
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 pytestmark = [pytest.mark.browser]
 
 QUESTION = "How fast is solar power growing?"
@@ -41,36 +34,38 @@ def test_a_fresh_servers_first_link_to_a_run_opens_it_inside_the_app(
         run_id = finished_run(store, QUESTION)
     finally:
         store.close()
-    with _server(dashboard_env, "deep-link-run") as server:
-        context, page, watch = _page(browser, server)
+    with own_server(dashboard_env, "deep-link-run") as server:
+        context, page, watch = open_page(browser, server)
         try:
             page.goto(f"{server.url}/run?run={run_id}")  # the first page this server serves
-            main = _main(page)
-            sync_api.expect(main.get_by_role("heading", name="Research run")).to_be_visible()
-            sync_api.expect(main.get_by_text(QUESTION).first).to_be_visible()
+            content = main(page)
+            sync_api.expect(content.get_by_role("heading", name="Research run")).to_be_visible()
+            sync_api.expect(content.get_by_text(QUESTION).first).to_be_visible()
             wait_idle(page)
             sidebar = page.get_by_test_id("stSidebar")
             sync_api.expect(sidebar.get_by_text(APP_CAPTION)).to_be_visible()
             nav = page.get_by_test_id("stSidebarNav")
-            for title in ("New research", "Run", "Library", "Documents", "Settings"):
+            # The navigation is there once the first script run ends, not after a later rerun.
+            sync_api.expect(nav.get_by_role("link", name="New research", exact=True)).to_be_visible(timeout=3000)
+            for title in ("Run", "Library", "Documents", "Settings"):
                 sync_api.expect(nav.get_by_role("link", name=title, exact=True)).to_be_visible()
             sync_api.expect(nav.get_by_role("link", name=re.compile("^(app|new_research)$"))) \
                 .to_have_count(0)  # no page of the legacy pages-folder mode
-            assert _query(page.url, "run") == run_id
+            assert query(page.url, "run") == run_id
             assert urlsplit(page.url).path == "/run"
 
             # The page works on: a tab of the finished run, then another page through the menu.
-            main.get_by_text(re.compile("^How the run went")).click()
-            main.get_by_role("tab", name="Sources").click()
-            sync_api.expect(main.get_by_text("6 of 6 sources")).to_be_visible()
+            content.get_by_text(re.compile("^How the run went")).click()
+            content.get_by_role("tab", name="Sources").click()
+            sync_api.expect(content.get_by_text("6 of 6 sources")).to_be_visible()
             nav.get_by_role("link", name="Library", exact=True).click()
-            sync_api.expect(main.get_by_role("heading", name="Library")).to_be_visible()
+            sync_api.expect(content.get_by_role("heading", name="Library")).to_be_visible()
             wait_idle(page)
             assert urlsplit(page.url).path == "/library"
-            sync_api.expect(main.get_by_text(QUESTION).first).to_be_attached()  # a table cell
-            _assert_clean(watch)
+            sync_api.expect(content.get_by_text(QUESTION).first).to_be_attached()  # a table cell
+            assert_clean(watch)
         except BaseException:
-            _failure_shot(page, "FAILED-deep-link-run")
+            failure_shot(page, "FAILED-deep-link-run")
             raise
         finally:
             context.close()
@@ -81,19 +76,19 @@ def test_a_fresh_servers_first_deep_link_gets_the_apps_database_check(
 ) -> None:
     missing = tmp_path / "no-such-folder" / "research.db"
     env = {**dashboard_env, "DEEP_RESEARCH_DB": str(missing)}
-    with _server(env, "deep-link-db") as server:
-        context, page, watch = _page(browser, server)
+    with own_server(env, "deep-link-db") as server:
+        context, page, watch = open_page(browser, server)
         try:
             page.goto(f"{server.url}/library")  # the first page this server serves
-            main = _main(page)
-            sync_api.expect(main.get_by_text("does not exist; create it first")).to_be_visible()
+            content = main(page)
+            sync_api.expect(content.get_by_text("does not exist; create it first")).to_be_visible()
             wait_idle(page)
-            sync_api.expect(main.get_by_role("heading", name="Library")).to_have_count(0)
+            sync_api.expect(content.get_by_role("heading", name="Library")).to_have_count(0)
             sync_api.expect(page.get_by_test_id("stException")).to_have_count(0)
             assert not missing.parent.exists()  # nothing was created for a setting we refused
-            _assert_clean(watch)
+            assert_clean(watch)
         except BaseException:
-            _failure_shot(page, "FAILED-deep-link-db")
+            failure_shot(page, "FAILED-deep-link-db")
             raise
         finally:
             context.close()

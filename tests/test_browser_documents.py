@@ -13,26 +13,19 @@ import pytest
 
 from storage import Store
 from storage import documents as docstore
+from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import CHROMIUM, wait_idle
+from tests.browser_pages import assert_clean, failure_shot, open_page, publish, shot, sync_api
 from tests.document_files import docx_bytes, pdf_bytes, zip_bomb_docx_bytes
-from tests.test_browser import (
-    _assert_clean,
-    _failure_shot,
-    _page,
-    _publish,
-    _server,
-    _shot,
-)
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing"),
 ]
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
 
 def test_uploading_documents_in_the_browser_adds_the_good_and_names_the_bad(
-        browser: Any, dashboard_env: dict[str, str], tmp_path: Path,
+        browser: Any, shared_dashboard: SharedDashboard, tmp_path: Path,
 ) -> None:
     files = {"field-report.pdf": pdf_bytes(), "market-notes.docx": docx_bytes(),
              "bomb.docx": zip_bomb_docx_bytes()}
@@ -40,32 +33,35 @@ def test_uploading_documents_in_the_browser_adds_the_good_and_names_the_bad(
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
         paths.append(str(tmp_path / name))
-    with _server(dashboard_env, "documents") as server:
-        context, page, watch = _page(browser, server)
-        try:
-            page.goto(server.url + "/documents")
-            sync_api.expect(page.get_by_role("heading", name="Documents", exact=True)).to_be_visible()
-            wait_idle(page)
-            page.locator('input[type="file"]').set_input_files(paths)
-            sync_api.expect(page.get_by_text("bomb.docx")).to_be_visible()
-            page.get_by_label("or a new collection").fill("Heat pumps")
-            page.get_by_role("button", name="Add to library").click()
-            sync_api.expect(page.get_by_text("3 passages from 3 pages")).to_be_visible(
-                timeout=60_000)
-            sync_api.expect(page.get_by_text("zip bomb")).to_be_visible()
-            wait_idle(page)
-            box = page.get_by_label("Search your documents")
-            box.fill("payback time gas boiler")
-            box.press("Enter")
-            sync_api.expect(page.get_by_text("Heat Pump Field Report · p. 3")).to_be_visible()
-            wait_idle(page)
-            _publish({"documents": _shot(page, "documents", height=1500)})
-            _assert_clean(watch)
-        except Exception:
-            _failure_shot(page, "FAILED-documents")
-            raise
-        finally:
-            context.close()
-    store = Store(dashboard_env["DEEP_RESEARCH_DB"])
-    titles = sorted(d.title for d in docstore.list_documents(store, collection="Heat pumps"))
+    server = shared_dashboard.server
+    context, page, watch = open_page(browser, server, "documents")
+    try:
+        page.goto(server.url + "/documents")
+        sync_api.expect(page.get_by_role("heading", name="Documents", exact=True)).to_be_visible()
+        wait_idle(page)
+        page.locator('input[type="file"]').set_input_files(paths)
+        sync_api.expect(page.get_by_text("bomb.docx")).to_be_visible()
+        page.get_by_label("or a new collection").fill("Heat pumps")
+        page.get_by_role("button", name="Add to library").click()
+        sync_api.expect(page.get_by_text("3 passages from 3 pages")).to_be_visible(
+            timeout=60_000)
+        sync_api.expect(page.get_by_text("zip bomb")).to_be_visible()
+        wait_idle(page)
+        box = page.get_by_label("Search your documents")
+        box.fill("payback time gas boiler")
+        box.press("Enter")
+        sync_api.expect(page.get_by_text("Heat Pump Field Report · p. 3")).to_be_visible()
+        wait_idle(page)
+        publish({"documents": shot(page, "documents", height=1500)})
+        assert_clean(watch)
+    except Exception:
+        failure_shot(page, "FAILED-documents")
+        raise
+    finally:
+        context.close()
+    store = Store(shared_dashboard.db)
+    try:
+        titles = sorted(d.title for d in docstore.list_documents(store, collection="Heat pumps"))
+    finally:
+        store.close()
     assert titles == ["Heat Pump Field Report", "Heat pump market notes"]

@@ -9,24 +9,18 @@ from typing import Any
 import pytest
 
 from storage import Store
+from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import wait_idle
+from tests.browser_pages import audit, failure_shot, main, open_page, sync_api
 from tests.dashboard_fixtures import finished_run
-from tests.test_browser import (
-    _audit,
-    _failure_shot,
-    _main,
-    _page,
-    _server,
-)
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 pytestmark = [pytest.mark.browser]
 
 
 def test_clicking_a_branch_of_the_map_opens_its_sources(
-    browser: Any, dashboard_env: dict[str, str]
+    browser: Any, shared_dashboard: SharedDashboard
 ) -> None:
-    store = Store(dashboard_env["DEEP_RESEARCH_DB"])
+    store = Store(shared_dashboard.db)
     try:
         run_id = finished_run(store)  # subtopics "Growth figures" (t1) and "Costs" (t2)
         costs = [s.title for s in store.get_sources(run_id, with_text=False)
@@ -36,30 +30,30 @@ def test_clicking_a_branch_of_the_map_opens_its_sources(
     finally:
         store.close()
     assert costs and growth
-    with _server(dashboard_env, "map") as server:
-        context, page, watch = _page(browser, server)
-        try:
-            page.goto(f"{server.url}/run?run={run_id}")
-            wait_idle(page)
-            main = _main(page)
-            main.get_by_text(re.compile("^How the run went")).click()
-            main.get_by_role("tab", name="Map").click()
-            label = page.locator("g.slice text.slicetext", has_text="Costs").first
-            sync_api.expect(label).to_be_visible()
-            label.scroll_into_view_if_needed()
-            page.wait_for_timeout(300)
-            box = label.bounding_box()
-            assert box is not None
-            # The label ignores the pointer; the click lands on the slice beneath it.
-            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-            wait_idle(page)
-            chosen = main.get_by_role("combobox", name="Show a branch's findings and sources")
-            sync_api.expect(chosen).to_have_value(re.compile("Costs"))
-            table = main.locator('[data-testid="stDataFrame"]').last
-            sync_api.expect(table).to_be_visible()
-            _audit(page, watch, "map branch")
-        except BaseException:
-            _failure_shot(page, "FAILED-map")
-            raise
-        finally:
-            context.close()
+    server = shared_dashboard.server
+    context, page, watch = open_page(browser, server, "map")
+    try:
+        page.goto(f"{server.url}/run?run={run_id}")
+        wait_idle(page)
+        content = main(page)
+        content.get_by_text(re.compile("^How the run went")).click()
+        content.get_by_role("tab", name="Map").click()
+        label = page.locator("g.slice text.slicetext", has_text="Costs").first
+        sync_api.expect(label).to_be_visible()
+        label.scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        box = label.bounding_box()
+        assert box is not None
+        # The label ignores the pointer; the click lands on the slice beneath it.
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        wait_idle(page)
+        chosen = content.get_by_role("combobox", name="Show a branch's findings and sources")
+        sync_api.expect(chosen).to_have_value(re.compile("Costs"))
+        table = content.locator('[data-testid="stDataFrame"]').last
+        sync_api.expect(table).to_be_visible()
+        audit(page, watch, "map branch")
+    except BaseException:
+        failure_shot(page, "FAILED-map")
+        raise
+    finally:
+        context.close()
