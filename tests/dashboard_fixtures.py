@@ -3,7 +3,9 @@ written straight through Store methods (no engine, no network)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -178,6 +180,16 @@ PLAN = [Subtopic("t1", "Growth figures", description="How much capacity was adde
                  questions=("How did module prices move?", "What do installers charge?")),
         Subtopic("t3", "Policy", description="Subsidies and rules.",
                  questions=("Which subsidies exist?",))]
+
+
+def running_run(store: Store, question: str = "How fast is solar power growing?") -> str:
+    """A run worked on by an engine in this very process: its heartbeat is fresh, so it stays
+    running (no sweep takes it for interrupted)."""
+    config = build_config(env={}, preset="quick")
+    run_id = store.create_run(question, config.model_dump(mode="json"))
+    store.set_run_status(run_id, "running")
+    store.heartbeat(run_id, f"pid:{os.getpid()}@{socket.gethostname()}")
+    return run_id
 
 
 def waiting_for_answers(store: Store, question: str = "heat pumps") -> str:

@@ -42,7 +42,7 @@ from tests.browser_pages import (
     shot,
     sync_api,
 )
-from tests.dashboard_fixtures import DRAFT_1, PLAN, source
+from tests.dashboard_fixtures import DRAFT_1, PLAN, running_run, source
 
 pytestmark = [
     pytest.mark.browser,
@@ -203,15 +203,6 @@ def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, shared_da
 
 # --- 2. live tabs while a run works, then the report first, on a laptop and a phone ----------
 
-def _seed_running_run(store: Store) -> str:
-    """A run "worked on" by this test process: its heartbeat is fresh, so it stays running."""
-    config = build_config(env={}, preset="quick")
-    run_id = store.create_run("How fast is solar power growing?", config.model_dump(mode="json"))
-    store.set_run_status(run_id, "running")
-    store.heartbeat(run_id, f"pid:{os.getpid()}@{socket.gethostname()}")
-    return run_id
-
-
 def _finish(store: Store, run_id: str, draft: str, numbering: dict[int, str]) -> None:
     sources = store.get_sources(run_id, with_text=False)
     doc = build_document(run_id=run_id, question="How fast is solar power growing?",
@@ -227,7 +218,7 @@ def test_tabs_fill_while_a_run_works_and_the_report_leads_when_it_completes(
     browser: Any, shared_dashboard: SharedDashboard, viewport: dict[str, int]
 ) -> None:
     store = Store(shared_dashboard.db)
-    run_id = _seed_running_run(store)
+    run_id = running_run(store)
     server = shared_dashboard.server
     context, page, watch = open_page(browser, server, f"live-{viewport['width']}")
     page.set_viewport_size(viewport)

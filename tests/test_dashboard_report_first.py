@@ -3,14 +3,11 @@ running run's tabs show the plan, sources, verdicts and newest draft stored so f
 
 from __future__ import annotations
 
-import os
-import socket
 from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
 from dashboard import run_report
-from research.config import build_config
 from research.records import Run, Verdict
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
@@ -19,6 +16,7 @@ from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     dash_env_fixture,
     finished_run,
     open_run_page,
+    running_run,
     source,
 )
 
@@ -76,15 +74,6 @@ def test_export_bytes_are_built_once_per_run_and_format() -> None:
     assert run_report.export_failure(bad) == "an unexpected RuntimeError"
 
 
-def _running_run(store: Store) -> str:
-    config = build_config(env={}, preset="quick")
-    run_id = store.create_run("How fast is solar power growing?", config.model_dump(mode="json"))
-    store.set_run_status(run_id, "running")
-    # A live engine in this very process (its heartbeat is fresh), so no sweep interrupts it.
-    store.heartbeat(run_id, f"pid:{os.getpid()}@{socket.gethostname()}")
-    return run_id
-
-
 def _tab(run_id: str, tab: str) -> AppTest:
     at = open_run_page(run_id, tab)
     assert not at.exception
@@ -98,7 +87,7 @@ def _all_text(at: AppTest) -> str:
 
 
 def test_running_run_tabs_show_what_exists_so_far(dash_env: Store) -> None:
-    run_id = _running_run(dash_env)
+    run_id = running_run(dash_env)
     assert "appears here" in _all_text(_tab(run_id, "Plan"))
     dash_env.save_plan(run_id, PLAN)
     assert "Growth figures" in _all_text(_tab(run_id, "Plan"))  # as soon as it is made
@@ -151,7 +140,7 @@ def test_report_tab_grows_as_sections_are_written(dash_env: Store) -> None:
     live fragment reruns; no reload), and the final draft replaces the partial one."""
     from tests.dashboard_fixtures import DRAFT_2
 
-    run_id = _running_run(dash_env)
+    run_id = running_run(dash_env)
     at = _tab(run_id, "Report")
     assert "appears here as soon as the first part of it is written" in _all_text(at)
     first = "## Key findings\n\n- Storage is the bottleneck [1].\n"
