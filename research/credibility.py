@@ -9,6 +9,7 @@ being guessed.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -100,8 +101,10 @@ def is_official_domain(host: str) -> bool:
             or _matches(host, "/", _GOVERNMENT_DOMAINS))
 
 
+@functools.lru_cache(maxsize=4096)
 def source_kind(url: str, provider: str = "") -> str:
-    """The kind, from the address first (it is the firmest fact), then the provider."""
+    """The kind, from the address first (it is the firmest fact), then the provider (cached:
+    a pure function, asked for every source each time a source list is built)."""
     host = _host(url)
     try:
         path = urlsplit(url).path or "/"

@@ -118,6 +118,11 @@ class Fetcher:
     def close(self) -> None:
         self._client.close()
 
+    def _page_text(self, markup: str, url: str) -> tuple[str | None, str, str | None, str | None]:
+        """(title, text, published, author) of an HTML page: a method so that the tests'
+        in-process fetcher can parse each of the stand-in's pages once (tests/fakes.py)."""
+        return _html_to_text(markup, url)
+
     def __enter__(self) -> Fetcher:
         return self
 
@@ -193,7 +198,7 @@ class Fetcher:
         if kind == "pdf":
             title, text, published = _pdf_to_text(body, self.limits, deadline)
         elif kind == "html":
-            title, text, published, author = _html_to_text(
+            title, text, published, author = self._page_text(
                 _decode(body, charset, sniff_meta=True), final_url)
         else:
             title, text, published = None, _decode(body, charset, sniff_meta=False), None

@@ -20,6 +20,7 @@ addresses are allowed: they hand out credentials.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 import socket
@@ -70,8 +71,12 @@ _IPV4_COMPAT = ipaddress.ip_network("::/96")
 
 # --- canonical form -------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=8192)
 def canonical_url(url: str) -> str:
-    """The one spelling we store for a page, so the same page found twice is one source."""
+    """The one spelling we store for a page, so the same page found twice is one source.
+
+    Cached: a pure function of the text, asked again for the same addresses all through a
+    run (each section's citations are matched against every gathered source)."""
     url = url.strip()
     if url.startswith("//"):
         url = "https:" + url

@@ -16,6 +16,8 @@ Phase and pipeline-logic tests use these through the `runs` fixture (conftest.py
 
 from __future__ import annotations
 
+import hashlib
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -152,9 +154,30 @@ class _Chunks(httpx.SyncByteStream):
                 time.sleep(self._page.chunk_delay)
 
 
+class _ParsedOnce(Fetcher):
+    """The real Fetcher, except that a page it has parsed before in this test process (the
+    same address and the same markup) is not parsed again: the stand-in serves the same few
+    hundred pages to every run, and parsing them (trafilatura) was 60 % of an in-process
+    run's CPU. Each distinct page is still parsed by the real code once; the end-to-end tests
+    (`http_runs`, the CLI, the dashboard) parse every page they read."""
+
+    _parsed: dict[tuple[str, bytes], tuple[str | None, str, str | None, str | None]] = {}
+    _lock = threading.Lock()
+
+    def _page_text(self, markup: str, url: str) -> tuple[str | None, str, str | None, str | None]:
+        key = (url, hashlib.blake2b(markup.encode("utf-8", "surrogatepass")).digest())
+        with self._lock:
+            known = self._parsed.get(key)
+        if known is None:
+            known = super()._page_text(markup, url)
+            with self._lock:
+                self._parsed[key] = known
+        return known
+
+
 def fake_fetcher(standin: StandinServer, config: ResearchConfig) -> Fetcher:
-    """The real Fetcher (limits, redirects, address checks per hop, parsing), reading the
-    stand-in's pages in-process instead of over a socket."""
+    """The real Fetcher (limits, redirects, address checks per hop, parsing once per distinct
+    page: `_ParsedOnce`), reading the stand-in's pages in-process instead of over a socket."""
 
     def serve(request: httpx.Request) -> httpx.Response:
         target = request.url.raw_path.decode("ascii", "replace")
@@ -167,7 +190,7 @@ def fake_fetcher(standin: StandinServer, config: ResearchConfig) -> Fetcher:
 
     limits = FetchLimits(timeout_s=config.fetch_timeout_s, allow_private_hosts=config.allow_private_hosts,
                          allowed_ports=config.allowed_ports)
-    return Fetcher(limits, transport=httpx.MockTransport(serve))
+    return _ParsedOnce(limits, transport=httpx.MockTransport(serve))
 
 
 class Fakes:
