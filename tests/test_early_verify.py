@@ -1,16 +1,16 @@
 """Verification starts before the review cycles end (issue 11): every draft a review will read is
 checked while the review reads it, and the verify step reuses those outcomes for the claims no
-revision changed instead of judging the same claims again. Full runs over real
-HTTP against the stand-in; the order of events is read from the stand-in's request log."""
+revision changed instead of judging the same claims again. Full runs through the in-process
+fakes (engine logic, not transport); the order of events is read from the stand-in's request
+log, where each model call records when it was sent and answered."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
-from research import Credentials, build_config, resume, run_research
 from storage import Store
+from tests.runs import Runner
 from tests.standin import StandinServer
 from tests.standin.server import _task_of
 
@@ -18,12 +18,9 @@ QUESTION = "How is heat pump adoption changing in Europe?"
 CLAIM = re.compile(r'<claim id="[^"]+" section="([^"]*)">(.*?)</claim>', re.DOTALL)
 
 
-def _run(env: dict[str, str], db: Path) -> tuple[Store, str]:
-    credentials = Credentials.from_env(env)
-    store = Store(db, secrets=credentials.secrets())
-    config = build_config(env=env, fetch_timeout_s=3, subtopic_count=3, max_rounds=1,
-                          review_cycles=1)
-    return store, run_research(QUESTION, store=store, config=config, credentials=credentials)
+def _run(runs: Runner, review_cycles: int = 1) -> tuple[Store, str]:
+    return runs(QUESTION, fetch_timeout_s=3, subtopic_count=3, max_rounds=1,
+                review_cycles=review_cycles)
 
 
 def _calls(standin: StandinServer) -> list[dict[str, Any]]:
@@ -47,10 +44,10 @@ def _outcomes(store: Store, run_id: str) -> list[tuple[str, str, str]]:
 
 
 def test_the_draft_is_verified_while_it_is_reviewed_and_each_claim_is_judged_once(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
     standin.add_fault("openai", "hang", times=1, task="ReviewResult", seconds=1.0)  # reviewing takes a while
-    store, run_id = _run(standin_env, tmp_db)
+    store, run_id = _run(runs)
     assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
     review = store.get_reviews(run_id)[0]
     assert not review.approved  # the stand-in's first review flags key findings and summary
@@ -71,35 +68,29 @@ def test_the_draft_is_verified_while_it_is_reviewed_and_each_claim_is_judged_onc
     assert 0 < result["checked_early"] < len(checked)  # the revised claims were judged after
 
 
-def test_early_outcomes_are_the_ones_the_verify_step_would_reach(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
-) -> None:
+def test_early_outcomes_are_the_ones_the_verify_step_would_reach(runs: Runner) -> None:
     """The same run's verification done again, all of it at the end (a resume stores no early
     outcomes), reaches the same statuses and verdicts for every claim."""
-    store, run_id = _run(standin_env, tmp_db)
+    store, run_id = _run(runs)
     with_early = _outcomes(store, run_id)
     assert store.get_step(run_id, "verify").result["checked_early"] > 0
     store.fail_step(run_id, "verify", "checked again for the test")
     store.set_run_status(run_id, "failed", error="checked again for the test")
-    run = resume(run_id, store=store, credentials=Credentials.from_env(standin_env))
+    run = runs.resume(run_id)
     assert run.status == "completed"
     assert store.get_step(run_id, "verify").result["checked_early"] == 0
     assert with_early and _outcomes(store, run_id) == with_early
 
 
 def test_a_revision_is_checked_while_the_next_review_reads_it(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, runs: Runner
 ) -> None:
     """Two review cycles: the stand-in's first review flags sections, its second approves the
     revision. The revision's claims are judged while the second review reads it, and the verify
     step judges none itself: every outcome is the early one, each claim judged once."""
     standin.add_fault("openai", "hang", times=1, task="ReviewResult", seconds=1.0)  # review 1
     standin.add_fault("openai", "hang", times=1, task="ReviewResult", seconds=1.0)  # review 2
-    credentials = Credentials.from_env(standin_env)
-    store = Store(tmp_db, secrets=credentials.secrets())
-    config = build_config(env=standin_env, fetch_timeout_s=3, subtopic_count=3, max_rounds=1,
-                          review_cycles=2)
-    run_id = run_research(QUESTION, store=store, config=config, credentials=credentials)
+    store, run_id = _run(runs, review_cycles=2)
     assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
     first, second = store.get_reviews(run_id)
     assert not first.approved and second.approved
