@@ -118,6 +118,18 @@ def launch(worker: Worker, *, listen: bool = True, concurrency: int = WORKER_CON
         _launched_url = key
 
 
+def stop() -> None:
+    """Stop this process's DBOS instance, if it runs: its queue polling and threads end, and
+    a later `launch` starts it again. For a process done with the queue for a while (a test
+    process moving on to tests that do not use it: an idle instance polls its database about
+    four times a second)."""
+    global _worker, _launched_url, _queue
+    with _lock:
+        if _launched_url is not None:
+            DBOS.destroy()
+        _worker, _launched_url, _queue = None, None, None
+
+
 def enqueue(run_id: str, credentials: Credentials | None, prices: PriceTable | None, *,
             person: str = DEFAULT_PERSON) -> str:
     """Queue a (new or resumed) run of `person` for execution; returns the workflow id.

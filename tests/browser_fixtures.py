@@ -102,8 +102,9 @@ class SharedDashboard:
 _STARTED: list[SharedDashboard] = []  # the shared dashboards of this process (at most one)
 
 
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Stop the shared dashboard once the browser tests are done (see above)."""
+def stop_shared_dashboard(nextitem: pytest.Item | None) -> None:
+    """Stop the shared dashboard once the browser tests are done (see above; conftest.py's
+    `pytest_runtest_teardown` calls this after each test)."""
     if nextitem is not None and nextitem.get_closest_marker("browser") is not None:
         return
     for shared in _STARTED:

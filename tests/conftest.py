@@ -17,8 +17,8 @@ from tests.browser_fixtures import (  # noqa: F401 - fixtures (browser tests)
     _shared_dashboard,
     browser,
     dashboard_env,
-    pytest_runtest_teardown,
     shared_dashboard,
+    stop_shared_dashboard,
 )
 from tests.cli_helpers import RunCli, cli_in_process
 from tests.pg_server import db_target, pg_server, pg_url  # noqa: F401 - fixtures (PostgreSQL)
@@ -51,6 +51,34 @@ def pytest_configure(config: pytest.Config) -> None:
             compileall.compile_dir(path, quiet=2, workers=1)
         elif path.exists():
             compileall.compile_file(path, quiet=2)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After a test's fixtures are torn down: stop what the next tests do not need.
+
+    The shared dashboard stops once the browser tests are done (tests/browser_fixtures.py).
+    The job engine a dashboard or durable-jobs test launched in this process (DBOS, one per
+    process) stops when the next test is in another file, after this test's fixtures have
+    cancelled what it left queued: idle, it polls its database about four times a second (about
+    0.02 CPU-s a second, 0.04 on PostgreSQL) for the rest of the session. A later file that
+    needs it launches it again (about 0.2 CPU-s). At the session's end it stops first, while
+    its database is still up."""
+    last = nextitem is None
+    if last:
+        _stop_job_engine()
+    try:
+        return (yield)
+    finally:
+        stop_shared_dashboard(nextitem)
+        if not last and nextitem.path != item.path:  # type: ignore[union-attr]
+            _stop_job_engine()
+
+
+def _stop_job_engine() -> None:
+    durable = sys.modules.get("research.durable")
+    if durable is not None:
+        durable.stop()
 
 
 @pytest.fixture(autouse=True, scope="session")
