@@ -99,3 +99,33 @@ def test_worker_settings_are_read_at_the_edge_with_plain_errors() -> None:
                        ({"DEEP_RESEARCH_WORKER_CONCURRENCY": "0"}, "DEEP_RESEARCH_WORKER_CONCURRENCY")):
         with pytest.raises(ConfigError, match=named):
             WorkerSettings.from_env(env)
+
+
+def test_stop_ends_the_engines_threads_and_a_later_launch_takes_up_the_queue(tmp_path: Path) -> None:
+    """`durable.stop()` (a test process moving on to tests without the queue calls it): the
+    engine's polling threads end, and a run queued while it was stopped is executed once it
+    is launched again."""
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        run_id = create_run(store, "Question?", build_config(env={}, preset="quick"))
+    ran: list[str] = []
+    worker = durable.Worker(db, _ran(ran), lambda: Credentials.from_env({}), lambda: None)
+    durable.launch(worker, listen=False, executor_id="watcher")
+    durable.enqueue(run_id, None, None)
+    durable.stop()
+    deadline = time.monotonic() + 10
+    while _engine_threads() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _engine_threads() == []
+    durable.stop()  # stopping a stopped engine is nothing
+    durable.launch(worker, listen=True, executor_id="alive")
+    deadline = time.monotonic() + 20
+    while not ran and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ran == [run_id]
+
+
+def _engine_threads() -> list[str]:
+    """The engine's queue and background threads alive in this process."""
+    return [t.name for t in threading.enumerate() if t.is_alive()
+            and ("queue" in t.name or t.name.startswith("dbos"))]
