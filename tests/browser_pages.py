@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -38,11 +40,11 @@ def own_server(env: dict[str, str], name: str) -> StreamlitServer:
     return StreamlitServer(env=env, log_path=ARTIFACTS / f"{name}-streamlit.log")
 
 
-def open_page(browser: Any, dashboard: StreamlitServer, name: str | None = None) -> tuple[Any, Any, PageWatch]:
-    """A fresh browser context (no cookies or storage from other tests) and its watched page.
-
-    `name` is the test's failure-picture name; it defaults to the dashboard log's name."""
-    name = name or dashboard.log_path.stem.removesuffix("-streamlit")
+@contextmanager
+def watched_page(browser: Any, dashboard: StreamlitServer, name: str) -> Iterator[tuple[Any, PageWatch]]:
+    """A page in a fresh browser context (no cookies or storage from other tests), watched
+    for console errors and lost connections, closed afterwards. If the test fails inside,
+    `failure_shot` keeps a picture and a diagnosis as test-artifacts/browser/FAILED-<name>."""
     (ARTIFACTS / f"FAILED-{name}.png").unlink(missing_ok=True)
     context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
     context.set_default_timeout(30_000)
@@ -51,7 +53,14 @@ def open_page(browser: Any, dashboard: StreamlitServer, name: str | None = None)
     watch = PageWatch(origin=dashboard.url)
     watch.attach(page)
     _WATCHED[id(page)] = (dashboard, watch)
-    return context, page, watch
+    try:
+        yield page, watch
+    except BaseException:
+        failure_shot(page, f"FAILED-{name}")
+        raise
+    finally:
+        _WATCHED.pop(id(page), None)
+        context.close()
 
 
 def shot(page: Any, name: str, *, height: int | None = None) -> bytes:

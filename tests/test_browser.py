@@ -26,9 +26,7 @@ from tests.browser_pages import (
     RUN_TIMEOUT_MS,
     assert_clean,
     assert_plain_words,
-    failure_shot,
     main,
-    open_page,
     open_tab,
     own_server,
     publish,
@@ -36,6 +34,7 @@ from tests.browser_pages import (
     scroll_to_tabs,
     shot,
     sync_api,
+    watched_page,
 )
 from tests.dashboard_fixtures import finished_run
 
@@ -82,8 +81,7 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
     question = "How fast is wind power growing in Europe, and what holds it back?"
     shots: dict[str, bytes] = {}
     with own_server(dashboard_env, "e2e") as server:
-        context, page, watch = open_page(browser, server)
-        try:
+        with watched_page(browser, server, "e2e") as (page, watch):
             # New research: question, the three sliders, the estimate, Start.
             page.goto(server.url + "/")
             # Wait for the first run to be drawn in full: touching the form earlier can blank the
@@ -243,10 +241,5 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             shots["settings"] = shot(page, "settings")
 
             assert_clean(watch)
-        except BaseException:
-            failure_shot(page, "FAILED-e2e")
-            raise
-        finally:
-            context.close()
             store.close()
     publish(shots)

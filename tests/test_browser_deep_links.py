@@ -17,7 +17,7 @@ import pytest
 
 from storage import Store
 from tests.browser_helpers import wait_idle
-from tests.browser_pages import assert_clean, failure_shot, main, open_page, own_server, query, sync_api
+from tests.browser_pages import assert_clean, main, own_server, query, sync_api, watched_page
 from tests.dashboard_fixtures import finished_run
 
 pytestmark = [pytest.mark.browser]
@@ -35,8 +35,7 @@ def test_a_fresh_servers_first_link_to_a_run_opens_it_inside_the_app(
     finally:
         store.close()
     with own_server(dashboard_env, "deep-link-run") as server:
-        context, page, watch = open_page(browser, server)
-        try:
+        with watched_page(browser, server, "deep-link-run") as (page, watch):
             page.goto(f"{server.url}/run?run={run_id}")  # the first page this server serves
             content = main(page)
             sync_api.expect(content.get_by_role("heading", name="Research run")).to_be_visible()
@@ -64,11 +63,6 @@ def test_a_fresh_servers_first_link_to_a_run_opens_it_inside_the_app(
             assert urlsplit(page.url).path == "/library"
             sync_api.expect(content.get_by_text(QUESTION).first).to_be_attached()  # a table cell
             assert_clean(watch)
-        except BaseException:
-            failure_shot(page, "FAILED-deep-link-run")
-            raise
-        finally:
-            context.close()
 
 
 def test_a_fresh_servers_first_deep_link_gets_the_apps_database_check(
@@ -77,8 +71,7 @@ def test_a_fresh_servers_first_deep_link_gets_the_apps_database_check(
     missing = tmp_path / "no-such-folder" / "research.db"
     env = {**dashboard_env, "DEEP_RESEARCH_DB": str(missing)}
     with own_server(env, "deep-link-db") as server:
-        context, page, watch = open_page(browser, server)
-        try:
+        with watched_page(browser, server, "deep-link-db") as (page, watch):
             page.goto(f"{server.url}/library")  # the first page this server serves
             content = main(page)
             sync_api.expect(content.get_by_text("does not exist; create it first")).to_be_visible()
@@ -87,9 +80,4 @@ def test_a_fresh_servers_first_deep_link_gets_the_apps_database_check(
             sync_api.expect(page.get_by_test_id("stException")).to_have_count(0)
             assert not missing.parent.exists()  # nothing was created for a setting we refused
             assert_clean(watch)
-        except BaseException:
-            failure_shot(page, "FAILED-deep-link-db")
-            raise
-        finally:
-            context.close()
 

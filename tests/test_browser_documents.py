@@ -15,7 +15,7 @@ from storage import Store
 from storage import documents as docstore
 from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import CHROMIUM, wait_idle
-from tests.browser_pages import assert_clean, failure_shot, open_page, publish, shot, sync_api
+from tests.browser_pages import assert_clean, publish, shot, sync_api, watched_page
 from tests.document_files import docx_bytes, pdf_bytes, zip_bomb_docx_bytes
 
 pytestmark = [
@@ -34,8 +34,7 @@ def test_uploading_documents_in_the_browser_adds_the_good_and_names_the_bad(
         (tmp_path / name).write_bytes(data)
         paths.append(str(tmp_path / name))
     server = shared_dashboard.server
-    context, page, watch = open_page(browser, server, "documents")
-    try:
+    with watched_page(browser, server, "documents") as (page, watch):
         page.goto(server.url + "/documents")
         sync_api.expect(page.get_by_role("heading", name="Documents", exact=True)).to_be_visible()
         wait_idle(page)
@@ -54,11 +53,6 @@ def test_uploading_documents_in_the_browser_adds_the_good_and_names_the_bad(
         wait_idle(page)
         publish({"documents": shot(page, "documents", height=1500)})
         assert_clean(watch)
-    except Exception:
-        failure_shot(page, "FAILED-documents")
-        raise
-    finally:
-        context.close()
     store = Store(shared_dashboard.db)
     try:
         titles = sorted(d.title for d in docstore.list_documents(store, collection="Heat pumps"))

@@ -11,7 +11,7 @@ import pytest
 from storage import Store
 from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import wait_idle
-from tests.browser_pages import audit, failure_shot, main, open_page, sync_api
+from tests.browser_pages import audit, main, sync_api, watched_page
 from tests.dashboard_fixtures import finished_run
 
 pytestmark = [pytest.mark.browser]
@@ -31,8 +31,7 @@ def test_clicking_a_branch_of_the_map_opens_its_sources(
         store.close()
     assert costs and growth
     server = shared_dashboard.server
-    context, page, watch = open_page(browser, server, "map")
-    try:
+    with watched_page(browser, server, "map") as (page, watch):
         page.goto(f"{server.url}/run?run={run_id}")
         wait_idle(page)
         content = main(page)
@@ -52,8 +51,3 @@ def test_clicking_a_branch_of_the_map_opens_its_sources(
         table = content.locator('[data-testid="stDataFrame"]').last
         sync_api.expect(table).to_be_visible()
         audit(page, watch, "map branch")
-    except BaseException:
-        failure_shot(page, "FAILED-map")
-        raise
-    finally:
-        context.close()

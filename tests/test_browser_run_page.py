@@ -34,13 +34,12 @@ from tests.browser_pages import (
     assert_clean,
     assert_plain_words,
     audit,
-    failure_shot,
     main,
-    open_page,
     open_tab,
     scroll_to_tabs,
     shot,
     sync_api,
+    watched_page,
 )
 from tests.dashboard_fixtures import DRAFT_1, PLAN, running_run, source
 
@@ -134,8 +133,7 @@ def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, shared_da
     finally:
         store.close()
     server = shared_dashboard.server
-    context, page, watch = open_page(browser, server, "hostile")
-    try:
+    with watched_page(browser, server, "hostile") as (page, watch):
         started = time.monotonic()
         page.goto(f"{server.url}/run?run={run_id}")
         wait_idle(page)
@@ -194,11 +192,6 @@ def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, shared_da
         shot(page, "hostile-library")
         audit(page, watch, "library")
         assert time.monotonic() - started < 90
-    except BaseException:
-        failure_shot(page, "FAILED-hostile")
-        raise
-    finally:
-        context.close()
 
 
 # --- 2. live tabs while a run works, then the report first, on a laptop and a phone ----------
@@ -220,58 +213,54 @@ def test_tabs_fill_while_a_run_works_and_the_report_leads_when_it_completes(
     store = Store(shared_dashboard.db)
     run_id = running_run(store)
     server = shared_dashboard.server
-    context, page, watch = open_page(browser, server, f"live-{viewport['width']}")
-    page.set_viewport_size(viewport)
     try:
-        page.goto(f"{server.url}/run?run={run_id}")
-        sync_api.expect(page.get_by_role("heading", name="Research run")).to_be_visible()
-        wait_idle(page)
-        panel = open_tab(page, "Plan")
-        sync_api.expect(panel.get_by_text("appears here as soon as")).to_be_visible()
+        with watched_page(browser, server, f"live-{viewport['width']}") as (page, watch):
+            page.set_viewport_size(viewport)
+            page.goto(f"{server.url}/run?run={run_id}")
+            sync_api.expect(page.get_by_role("heading", name="Research run")).to_be_visible()
+            wait_idle(page)
+            panel = open_tab(page, "Plan")
+            sync_api.expect(panel.get_by_text("appears here as soon as")).to_be_visible()
 
-        # The page is not reloaded: each tab shows what the store holds within a refresh.
-        store.heartbeat(run_id, f"pid:{os.getpid()}@{socket.gethostname()}")
-        store.save_plan(run_id, PLAN)
-        sync_api.expect(panel.get_by_text(f"1. {PLAN[0].title}")).to_be_visible()
-        store.start_step(run_id, "research:t1", kind="research", label="Researching")
-        store.complete_research_step(run_id, "research:t1", sources=[source(1), source(2)],
-                                     findings=[], queries=[], skipped=[])
-        panel = open_tab(page, "Sources")
-        sync_api.expect(panel.get_by_text("2 of 2 sources")).to_be_visible()
-        store.save_draft(run_id, 1, "partial", DRAFT_1, {1: "s0001", 2: "s0002"}, 30)
-        panel = open_tab(page, "Report")
-        sync_api.expect(panel.get_by_text("Draft in progress")).to_be_visible()
-        sync_api.expect(panel.get_by_text("Solar capacity grew fast", exact=False)).to_be_visible()
-        store.save_verifications(run_id, [
-            Verdict("c1", "Solar grew fast.", ("s0001",), "SUPPORTED", status="supported",
-                    passage="grew", section="Executive summary")])
-        panel = open_tab(page, "Verification")
-        sync_api.expect(panel.get_by_text("1 of 1 claims")).to_be_visible()
-        assert_plain_words(page, "running run", run_id)
-        shot(page, f"run-live-tabs-{viewport['width']}")
+            # The page is not reloaded: each tab shows what the store holds within a refresh.
+            store.heartbeat(run_id, f"pid:{os.getpid()}@{socket.gethostname()}")
+            store.save_plan(run_id, PLAN)
+            sync_api.expect(panel.get_by_text(f"1. {PLAN[0].title}")).to_be_visible()
+            store.start_step(run_id, "research:t1", kind="research", label="Researching")
+            store.complete_research_step(run_id, "research:t1", sources=[source(1), source(2)],
+                                         findings=[], queries=[], skipped=[])
+            panel = open_tab(page, "Sources")
+            sync_api.expect(panel.get_by_text("2 of 2 sources")).to_be_visible()
+            store.save_draft(run_id, 1, "partial", DRAFT_1, {1: "s0001", 2: "s0002"}, 30)
+            panel = open_tab(page, "Report")
+            sync_api.expect(panel.get_by_text("Draft in progress")).to_be_visible()
+            sync_api.expect(panel.get_by_text("Solar capacity grew fast", exact=False)).to_be_visible()
+            store.save_verifications(run_id, [
+                Verdict("c1", "Solar grew fast.", ("s0001",), "SUPPORTED", status="supported",
+                        passage="grew", section="Executive summary")])
+            panel = open_tab(page, "Verification")
+            sync_api.expect(panel.get_by_text("1 of 1 claims")).to_be_visible()
+            assert_plain_words(page, "running run", run_id)
+            shot(page, f"run-live-tabs-{viewport['width']}")
 
-        # Completion: the report leads the page without any tab click or scrolling.
-        _finish(store, run_id, DRAFT_1, {1: "s0001", 2: "s0002"})
-        summary = main(page).locator('[data-testid="stAlertContentSuccess"]').first
-        sync_api.expect(summary).to_contain_text("sources cited", timeout=EXPECT_TIMEOUT_MS)
-        wait_idle(page)
-        page.evaluate("window.scrollTo(0, 0)")
-        for name in ("PDF", "Word", "Markdown"):
-            sync_api.expect(page.get_by_role("button", name=name, exact=True)).to_be_visible()
-        sync_api.expect(page.get_by_role("button", name="PDF", exact=True)).to_be_in_viewport()
-        sync_api.expect(main(page).get_by_role("heading", name="Executive summary").first) \
-            .to_be_visible()
-        # Nothing is clipped sideways: the page is no wider than the screen.
-        overflow = page.evaluate(
-            "() => document.querySelector('[data-testid=\"stMain\"]').scrollWidth"
-            " - document.documentElement.clientWidth")
-        assert overflow <= 1, f"the page is {overflow}px wider than the screen"
-        assert_plain_words(page, "finished run", run_id)
-        shot(page, f"report-first-{viewport['width']}")
-        assert_clean(watch)
-    except BaseException:
-        failure_shot(page, f"FAILED-live-{viewport['width']}")
-        raise
+            # Completion: the report leads the page without any tab click or scrolling.
+            _finish(store, run_id, DRAFT_1, {1: "s0001", 2: "s0002"})
+            summary = main(page).locator('[data-testid="stAlertContentSuccess"]').first
+            sync_api.expect(summary).to_contain_text("sources cited", timeout=EXPECT_TIMEOUT_MS)
+            wait_idle(page)
+            page.evaluate("window.scrollTo(0, 0)")
+            for name in ("PDF", "Word", "Markdown"):
+                sync_api.expect(page.get_by_role("button", name=name, exact=True)).to_be_visible()
+            sync_api.expect(page.get_by_role("button", name="PDF", exact=True)).to_be_in_viewport()
+            sync_api.expect(main(page).get_by_role("heading", name="Executive summary").first) \
+                .to_be_visible()
+            # Nothing is clipped sideways: the page is no wider than the screen.
+            overflow = page.evaluate(
+                "() => document.querySelector('[data-testid=\"stMain\"]').scrollWidth"
+                " - document.documentElement.clientWidth")
+            assert overflow <= 1, f"the page is {overflow}px wider than the screen"
+            assert_plain_words(page, "finished run", run_id)
+            shot(page, f"report-first-{viewport['width']}")
+            assert_clean(watch)
     finally:
-        context.close()
         store.close()

@@ -22,7 +22,7 @@ import pytest
 from storage import Store
 from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import free_port, wait_idle
-from tests.browser_pages import failure_shot, main, open_page, own_server, query, sync_api
+from tests.browser_pages import main, own_server, query, sync_api, watched_page
 from tests.dashboard_fixtures import finished_run
 
 oidc_mock = pytest.importorskip("oidc_provider_mock", reason="oidc-provider-mock is not installed")
@@ -94,8 +94,7 @@ def test_each_person_signs_in_and_sees_only_their_own_runs(
     server = own_server(env, "sign-in")
     _auth_secrets(streamlit_secrets, server.port, provider)
     with server:
-        context, page, _ = open_page(browser, server)
-        try:
+        with watched_page(browser, server, "sign-in-alice") as (page, _):
             # Alice: every page asks first; nothing of the app shows before she signs in.
             page.goto(f"{server.url}/library")
             sync_api.expect(main(page).get_by_role("heading", name=SIGN_IN)).to_be_visible()
@@ -126,14 +125,8 @@ def test_each_person_signs_in_and_sees_only_their_own_runs(
             sync_api.expect(content.get_by_text("2 run(s)")).to_be_visible()
             page.goto(f"{server.url}/run?run={alice_old}")
             sync_api.expect(main(page).get_by_text(ALICE_OLD).first).to_be_visible()
-        except BaseException:
-            failure_shot(page, "FAILED-sign-in-alice")
-            raise
-        finally:
-            context.close()
 
-        context, page, _ = open_page(browser, server)  # another browser: Bob
-        try:
+        with watched_page(browser, server, "sign-in-bob") as (page, _):  # another browser: Bob
             page.goto(f"{server.url}/run?run={alice_old}")  # Alice's link, before signing in
             sync_api.expect(main(page).get_by_role("heading", name=SIGN_IN)).to_be_visible()
             sync_api.expect(page.get_by_text(ALICE_OLD)).to_have_count(0)
@@ -150,11 +143,6 @@ def test_each_person_signs_in_and_sees_only_their_own_runs(
             wait_idle(page)
             sync_api.expect(page.get_by_text(ALICE_OLD)).to_have_count(0)
             sync_api.expect(page.get_by_text(NOBODYS)).to_have_count(0)
-        except BaseException:
-            failure_shot(page, "FAILED-sign-in-bob")
-            raise
-        finally:
-            context.close()
 
 
 def test_without_auth_one_person_is_never_asked_to_sign_in_and_sees_every_run(
@@ -168,8 +156,7 @@ def test_without_auth_one_person_is_never_asked_to_sign_in_and_sees_every_run(
     finally:
         store.close()
     server = shared_dashboard.server
-    context, page, _ = open_page(browser, server, "no-sign-in")
-    try:
+    with watched_page(browser, server, "no-sign-in") as (page, _):
         page.goto(f"{server.url}/library")
         content = main(page)
         # Every run is listed, Alice's and nobody's (the shared database holds other tests' too).
@@ -181,8 +168,3 @@ def test_without_auth_one_person_is_never_asked_to_sign_in_and_sees_every_run(
         for run_id, question in ((alice_old, ALICE_OLD), (nobodys, NOBODYS)):
             page.goto(f"{server.url}/run?run={run_id}")
             sync_api.expect(main(page).get_by_text(question).first).to_be_visible()
-    except BaseException:
-        failure_shot(page, "FAILED-no-sign-in")
-        raise
-    finally:
-        context.close()

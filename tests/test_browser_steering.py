@@ -18,7 +18,7 @@ import pytest
 from storage import Store
 from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import wait_idle
-from tests.browser_pages import RUN_TIMEOUT_MS, audit, failure_shot, main, open_page, sync_api
+from tests.browser_pages import RUN_TIMEOUT_MS, audit, main, sync_api, watched_page
 from tests.runs import Runner
 from tests.standin import StandinServer
 
@@ -45,8 +45,7 @@ def test_the_person_steers_the_next_round_in_the_browser(
 ) -> None:
     run_id = _waiting_run(standin, shared_dashboard.env)
     server = shared_dashboard.server
-    context, page, watch = open_page(browser, server, "steering")
-    try:
+    with watched_page(browser, server, "steering") as (page, watch):
         page.goto(f"{server.url}/run?run={run_id}")
         wait_idle(page)
         content = main(page)
@@ -65,11 +64,6 @@ def test_the_person_steers_the_next_round_in_the_browser(
             "Completed", timeout=RUN_TIMEOUT_MS)
         wait_idle(page)
         audit(page, watch, "steered run")
-    except BaseException:
-        failure_shot(page, "FAILED-steering")
-        raise
-    finally:
-        context.close()
     store = Store(shared_dashboard.db)
     try:
         [step] = [s for s in store.get_steps(run_id) if s.kind == "steer"]

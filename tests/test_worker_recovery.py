@@ -35,12 +35,17 @@ def _ran(log: list[str]) -> Any:
     return execute
 
 
-def test_a_dead_workers_run_is_handed_back_once_and_the_dead_worker_is_fenced(tmp_path: Path) -> None:
+def _a_run_and_a_recording_worker(tmp_path: Path) -> tuple[str, list[str], durable.Worker]:
+    """A new run, the list of runs executed, and a worker that records into it."""
     db = tmp_path / "r.db"
     with Store(db) as store:
         run_id = create_run(store, "Question?", build_config(env={}, preset="quick"))
     ran: list[str] = []
-    worker = durable.Worker(db, _ran(ran), lambda: Credentials.from_env({}), lambda: None)
+    return run_id, ran, durable.Worker(db, _ran(ran), lambda: Credentials.from_env({}), lambda: None)
+
+
+def test_a_dead_workers_run_is_handed_back_once_and_the_dead_worker_is_fenced(tmp_path: Path) -> None:
+    run_id, ran, worker = _a_run_and_a_recording_worker(tmp_path)
     durable.launch(worker, listen=False, executor_id="watcher")
     workflow_id = durable.enqueue(run_id, None, None, person="alice")
     jobs_db = tmp_path / "r-jobs.sqlite"
@@ -50,7 +55,7 @@ def test_a_dead_workers_run_is_handed_back_once_and_the_dead_worker_is_fenced(tm
                      "WHERE workflow_uuid = ?", [workflow_id])
     conn.close()
 
-    engine = beats_engine(durable.system_database_url(db))
+    engine = beats_engine(durable.system_database_url(worker.db_path))
     beat(engine, "ghost", first=True)
     beat(engine, "alive", first=True)
     assert carry_on_dead_workers(engine) == []  # both beat just now: nobody is dead
@@ -76,7 +81,7 @@ def test_a_dead_workers_run_is_handed_back_once_and_the_dead_worker_is_fenced(tm
     while durable.is_active(run_id) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert ran == [run_id]
-    with Store(db) as store:
+    with Store(worker.db_path) as store:
         assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
 
 
@@ -105,11 +110,7 @@ def test_stop_ends_the_engines_threads_and_a_later_launch_takes_up_the_queue(tmp
     """`durable.stop()` (a test process moving on to tests without the queue calls it): the
     engine's polling threads end, and a run queued while it was stopped is executed once it
     is launched again."""
-    db = tmp_path / "r.db"
-    with Store(db) as store:
-        run_id = create_run(store, "Question?", build_config(env={}, preset="quick"))
-    ran: list[str] = []
-    worker = durable.Worker(db, _ran(ran), lambda: Credentials.from_env({}), lambda: None)
+    run_id, ran, worker = _a_run_and_a_recording_worker(tmp_path)
     durable.launch(worker, listen=False, executor_id="watcher")
     durable.enqueue(run_id, None, None)
     durable.stop()
