@@ -12,7 +12,9 @@ DEV=0
 debs=(libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core)
 # postgresql: the tests start a throw-away server (tests/pg_server.py) to run the store on it.
 # nginx: the reverse proxy of scripts/team-demo.sh (and of its test).
-[ "$DEV" = 1 ] && debs+=(chromium postgresql nginx)
+# chromium-headless-shell: the browser tests' Chromium (tests/browser_helpers.py says why);
+# chromium: the full browser, to run them in with BROWSER_TESTS_CHROMIUM=/usr/bin/chromium.
+[ "$DEV" = 1 ] && debs+=(chromium chromium-headless-shell postgresql nginx)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

@@ -2,7 +2,7 @@
 
 The dashboard runs as a subprocess in its own process group (so stopping it also stops any
 child), with the database and secrets file in a temporary folder and the provider base URLs
-pointed at the local stand-in server. Chromium is Debian's `/usr/bin/chromium`, driven by
+pointed at the local stand-in server. Chromium is Debian's build (see CHROMIUM), driven by
 the Playwright Python package (Playwright cannot download its own browsers here).
 """
 
@@ -24,7 +24,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
+# Debian's headless build of Chromium (package `chromium-headless-shell`: the same source and
+# version as `chromium`, without the desktop browser's window layer), which is also what
+# Playwright itself drives for headless tests. It draws the same pages with about 40 % less
+# CPU than `chromium --headless=new` (two loads of the Run page: 3.4 against 5.8 CPU-s over
+# all its processes), and Chromium is a fifth of the suite's CPU. BROWSER_TESTS_CHROMIUM picks another build, such as the full
+# `/usr/bin/chromium` (scripts/setup.sh --dev installs both).
+HEADLESS_SHELL = "/usr/bin/chromium-headless-shell"
+CHROMIUM = os.environ.get("BROWSER_TESTS_CHROMIUM") or (
+    HEADLESS_SHELL if os.path.exists(HEADLESS_SHELL) else "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 # Settings from the outer environment that would change what the dashboard does.

@@ -40,7 +40,7 @@ from tests.dashboard_fixtures import finished_run
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing (scripts/setup.sh --dev installs it)"),
 ]
 
 # The very first page of a fresh server also checks the configuration (which imports the

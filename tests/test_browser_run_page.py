@@ -45,7 +45,7 @@ from tests.dashboard_fixtures import DRAFT_1, PLAN, running_run, source
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing (scripts/setup.sh --dev installs it)"),
 ]
 
 # --- 1. hostile content stays text ---------------------------------------------------------
