@@ -109,7 +109,10 @@ def test_total_time_limit_stops_the_run_with_a_clear_message(
 def test_step_time_limit_fails_slow_subtopics(
     standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
 ) -> None:
-    standin.set_delay(0.4)
+    # Only the research steps' query writing is slow, longer than the limit (1 s, the
+    # shortest a person may set); pre-flight and the plan answer at once.
+    for api in ("openai", "gemini"):
+        standin.add_fault(api, "hang", times=1000, seconds=1.3, task="SearchQueries")
     store, run_id, thread = _start(standin_env, tmp_db, preset="quick", STEP_TIMEOUT_MS=1_000)
     thread.join(180)
     research = [s for s in store.get_steps(run_id) if s.kind == "research"]
