@@ -121,13 +121,15 @@ def executor_id() -> str:
 
 def keep_alive(engine: sa.Engine, me: str, stop: threading.Event,
                on_fenced: Callable[[], None]) -> None:
-    """Beat every BEAT_S and carry on dead workers' runs, until `stop` is set."""
+    """Beat every BEAT_S and carry on dead workers' runs, until `stop` is set. Both
+    intervals are read from the module at each beat, not bound at import: the worker tests
+    set shorter ones in their worker processes rather than wait out the real ones."""
     while not stop.wait(BEAT_S):
         try:
             if not beat(engine, me):
                 on_fenced()
                 return
-            carry_on_dead_workers(engine)
+            carry_on_dead_workers(engine, dead_after_s=DEAD_AFTER_S)
         except Exception:  # noqa: BLE001 - a missed beat is retried; DEAD_AFTER_S allows many
             log.warning("could not reach the job database; retrying", exc_info=True)
 

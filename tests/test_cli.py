@@ -4,10 +4,14 @@ in-process (tests/cli_helpers.py); Ctrl-C and a full disk are in test_cli_interr
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
+import pytest
 from pypdf import PdfReader
 
+import research.cli as cli_module
+from research.config import build_config
 from storage import Store
 from tests.cli_helpers import ROOT, RunCli, cli  # noqa: F401 - ROOT: other files import it here
 from tests.standin import StandinServer
@@ -116,8 +120,13 @@ def test_cli_digs_deeper_into_a_section_of_an_earlier_report(
 
 
 def test_cli_hands_a_run_to_a_hosted_engine(
-    run_cli: RunCli, standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+    run_cli: RunCli, standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The CLI (in-process) polls the job every 0.05 s rather than every 5 s, as a person's
+    # would: there is no setting for it, so the configuration it builds gets it.
+    monkeypatch.setattr(cli_module, "build_config",
+                        functools.partial(build_config, hosted_poll_interval_s=0.05))
     standin.hosted.polls_to_complete = 1
     env = {**standin_env, "DEEP_RESEARCH_DB": str(tmp_path / "h.db")}
     result = run_cli(["Heat pump adoption in Europe", "--engine", "openai-deep-research",

@@ -90,7 +90,7 @@ def _wait_until_held(standin: StandinServer, task: str, died: Callable[[], str |
 KILL_POINTS = {
     # name: (the model call held open (schema title, or "writer"), API delay, when to kill)
     "planning": ("ResearchPlan", 0.0, _running("plan")),
-    "research": (None, 0.3, research_in_flight),
+    "research": (None, 0.15, research_in_flight),
     "writing": ("writer", 0.0, _running("write")),
     "review": ("ReviewResult", 0.0, _running("review:1")),
     "verifying": ("AuditVerdicts", 0.0, _running("verify")),

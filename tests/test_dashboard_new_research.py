@@ -9,6 +9,7 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from research import durable
 from research.constants import MAX_QUESTION_CHARS
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
@@ -141,7 +142,7 @@ def _start_and_see_it_complete(at: AppTest, store: Store) -> None:
     deadline = time.monotonic() + 120
     while store.get_run(run_id).status not in ("completed", "failed", "cancelled"):  # type: ignore[union-attr]
         assert time.monotonic() < deadline, "the run did not finish in time"
-        time.sleep(0.2)
+        time.sleep(0.05)
     assert store.get_run(run_id).status == "completed", store.get_run(run_id).error  # type: ignore[union-attr]
     at.run()
     assert at.progress[0].value == 100
@@ -164,11 +165,12 @@ def test_start_runs_in_the_background_and_the_run_page_sees_it_complete(
 
 @on_postgresql
 def test_on_postgresql_the_form_and_the_job_queue_work_the_same(
-    dash_env: Store, fake_engine: FakesEngine
+    dash_env: Store, fake_engine: FakesEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On a team's PostgreSQL the runs, and the job queue with them, live in that database:
     a started run executes from its queue (the engine on the in-process fakes), and the
     welcome-back links and "run again" read it back."""
+    monkeypatch.setattr(durable, "POLL_S", 0.1)  # the queue is polled more often than 0.5 s
     _start_and_see_it_complete(_page(), dash_env)
     test_welcome_back_lists_runs_in_progress_and_waiting(dash_env)
     test_run_again_fills_the_form_with_that_runs_settings(dash_env)

@@ -59,13 +59,13 @@ class _PagesHandler(BaseHTTPRequestHandler):
             pass  # the client hung up, as it should on hostile pages
 
     def _late_stall(self) -> None:
-        """Headers at once, one byte after two seconds, then silence."""
+        """Headers at once, one byte after a second, then silence."""
         try:
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
             self.end_headers()
             self.wfile.flush()
-            time.sleep(2.0)
+            time.sleep(1.0)
             self.wfile.write(b"<")
             self.wfile.flush()
             time.sleep(10)
@@ -250,14 +250,15 @@ def test_silent_server_is_cut_at_the_deadline(base_url: str) -> None:
 
 
 def test_every_socket_read_is_bounded_by_the_deadline(base_url: str) -> None:
-    # One byte at 2.0 s, then silence. A per-read timeout fixed when the request started
-    # (2.5 s) would wait until 4.5 s; the deadline-aware socket gives up at 2.5 s. (The bound
-    # sits between the two with room for a loaded machine running tests side by side.)
+    # One byte at 1.0 s, then silence. A per-read timeout fixed when the request started
+    # (1.2 s) would wait until 2.2 s at the earliest; the deadline-aware socket gives up at
+    # 1.2 s. (The bound sits between the two with 0.9 s of room for a loaded machine running
+    # tests side by side: a late wake-up can only make the wrong reading slower still.)
     started = time.monotonic()
-    with Fetcher(_local(base_url, timeout_s=2.5)) as f:
-        with pytest.raises(FetchError, match="took longer than 2.5 s"):
+    with Fetcher(_local(base_url, timeout_s=1.2)) as f:
+        with pytest.raises(FetchError, match="took longer than 1.2 s"):
             f.fetch(f"{base_url}/test/late-stall")
-    assert time.monotonic() - started < 4.0
+    assert time.monotonic() - started < 2.1
 
 
 def test_missing_page_is_an_http_error(fetcher: Fetcher, base_url: str) -> None:

@@ -292,7 +292,7 @@ def test_resumed_run_polls_the_same_remote_job_instead_of_starting_another(
 ) -> None:
     api = ENGINES[engine]
     standin.hosted.polls_to_complete = 10_000
-    with _context(standin_env, tmp_db, engine=engine, total_timeout_s=5.0) as ctx:
+    with _context(standin_env, tmp_db, engine=engine, total_timeout_s=2.0) as ctx:
         with pytest.raises(BudgetExceeded):  # the run hits its time limit mid-job
             run_hosted(ctx, engine, credentials=_creds(standin_env))
         run_id = ctx.run_id

@@ -145,7 +145,8 @@ def test_retries_faults_and_a_search_provider_down(
     standin.add_fault("openai", "invalid_json", times=1)
     standin.add_fault("openai", "hang", times=1, seconds=8)
     standin.add_fault("tavily", "status", times=1000, status=503)
-    store, run_id = http_runs(preset="quick", request_timeout_s=3)
+    # A call that hangs is given up after 2 s (room for a slow answer on a busy machine).
+    store, run_id = http_runs(preset="quick", request_timeout_s=2)
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
     types = [e.type for e in store.get_events(run_id)]
@@ -179,7 +180,9 @@ def test_no_working_search_provider_means_no_run(
 ) -> None:
     for api in ("tavily", "arxiv", "semanticscholar"):
         standin.add_fault(api, "status", times=1000, status=500)
-    store, run_id = http_runs(preset="quick")
+    # One retry per search before it counts as down (the default three, with their back-off,
+    # are the retries test's: its Tavily is down too).
+    store, run_id = http_runs(preset="quick", max_retries=1)
     run = store.get_run(run_id)
     assert run is not None and run.status == "failed"
     assert "No search provider could be reached" in run.error

@@ -21,7 +21,10 @@ from tests.standin.server import _task_of
 def test_first_wave_pages_are_read_while_the_second_wave_is_written(
     standin: StandinServer, runs: Runner
 ) -> None:
-    standin.set_latency(model=0.5)
+    # Writing queries takes the model half a second (the other calls answer at once: their
+    # speed proves nothing here), so a page read while the second wave is written shows.
+    for api in ("openai", "gemini"):
+        standin.add_fault(api, "hang", times=100, seconds=0.5, task="SearchQueries")
     store, run_id = runs(preset="quick", MAX_PARALLEL_WORKERS=1, SUBTOPIC_COUNT=3)
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error

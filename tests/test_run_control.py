@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from research import Credentials, build_config, cancel, create_run, execute, pause, unpause
+import pytest
+
+from research import Credentials, build_config, cancel, control, create_run, execute, pause, unpause
+from research.constants import CONSTANTS
+from research.errors import ConfigError
 from storage import Store
 from tests.standin import StandinServer
 
@@ -35,8 +40,10 @@ def _wait_for(predicate: Any, timeout: float = 30.0) -> None:
 
 
 def test_pause_holds_the_run_between_units_and_resume_finishes_it(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(control, "POLL_S", 0.1)  # a paused run looks for Resume more often
     standin.set_delay(0.05)
     store = Store(tmp_db)
     holder: dict[str, str] = {}
@@ -50,7 +57,7 @@ def test_pause_holds_the_run_between_units_and_resume_finishes_it(
     _wait_for(lambda: store.get_run(run_id).status == "paused")  # type: ignore[union-attr]
     before = len(store.get_steps(run_id))
     calls = standin.count("openai")
-    time.sleep(1.5)
+    time.sleep(1.0)  # unpaused, the run would have started several steps by now
     assert len(store.get_steps(run_id)) == before
     assert standin.count("openai") - calls <= 3  # at most the units already in flight
     unpause(store, run_id)
@@ -80,10 +87,17 @@ def test_cancel_stops_the_run_and_keeps_what_was_gathered(
 
 
 def test_total_time_limit_stops_the_run_with_a_clear_message(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # A person's shortest limit is 10 s; what is tested here is the limit itself, so this
+    # run may have a 3 s one rather than wait out 10.
+    with pytest.raises(ConfigError, match="TOTAL_TIMEOUT_MS"):
+        build_config(env=standin_env, TOTAL_TIMEOUT_MS=3_000)
+    monkeypatch.setitem(CONSTANTS, "TOTAL_TIMEOUT_MS",
+                        replace(CONSTANTS["TOTAL_TIMEOUT_MS"], minimum=1_000))
     standin.set_delay(0.5)
-    store, run_id, thread = _start(standin_env, tmp_db, TOTAL_TIMEOUT_MS=10_000,
+    store, run_id, thread = _start(standin_env, tmp_db, TOTAL_TIMEOUT_MS=3_000,
                                    MAX_PARALLEL_WORKERS=1)
     thread.join(120)
     run = store.get_run(run_id)
@@ -95,7 +109,10 @@ def test_total_time_limit_stops_the_run_with_a_clear_message(
 def test_step_time_limit_fails_slow_subtopics(
     standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
 ) -> None:
-    standin.set_delay(0.4)
+    # Only the research steps' query writing is slow, longer than the limit (1 s, the
+    # shortest a person may set); pre-flight and the plan answer at once.
+    for api in ("openai", "gemini"):
+        standin.add_fault(api, "hang", times=1000, seconds=1.3, task="SearchQueries")
     store, run_id, thread = _start(standin_env, tmp_db, preset="quick", STEP_TIMEOUT_MS=1_000)
     thread.join(180)
     research = [s for s in store.get_steps(run_id) if s.kind == "research"]

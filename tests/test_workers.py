@@ -6,6 +6,11 @@ run real research against the stand-in. The CLI never holds a key: only the work
 settings do, and the engine's database stores none. A worker killed with SIGKILL mid-run
 has its run carried on by the other live worker within CARRY_ON_WITHIN_S, from its last
 finished step, with the same result as an uninterrupted run.
+
+The processes run on a shorter clock than a deployment's (QUICK_CLOCK): the same code, with
+the liveness beat, the time after which a silent worker is dead, the queue's polling and the
+CLI's watching all shorter, so that the tests do not sit out the real intervals (a dead
+worker is noticed after 15 s in production). The relation between them is kept.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from research.workers import CARRY_ON_WITHIN_S
+from research.workers import CARRY_ON_WITHIN_S as REAL_CARRY_ON_WITHIN_S
+from research.workers import DEAD_AFTER_S as REAL_DEAD_AFTER_S
 from storage import Store
 from tests.crash_helpers import (
     ONE_WORKER,
@@ -34,10 +40,22 @@ from tests.crash_helpers import (
 from tests.standin import StandinServer
 from tests.test_crash import CLI_ARGS
 from tests.test_durable_jobs import _job_inputs
-from tests.warm_python import WarmProcess, WarmPython, warm_python  # noqa: F401 - a fixture
+from tests.warm_python import WarmProcess, WarmPython, patched_module, warm_python  # noqa: F401 - a fixture
 
 QUESTION = "How do heat pumps perform in cold climates?"
 KEY_NAMES = ("OPENAI_API_KEY", "GEMINI_API_KEY", "TAVILY_API_KEY")
+# About a quarter of the production intervals, with more beats per dead-worker limit than
+# there (10 rather than 7.5: a live worker on a busy two-core machine must never be taken for
+# dead, which the test would see as a fenced survivor).
+DEAD_AFTER_S = 4.0
+QUICK_CLOCK = {
+    "research.workers.BEAT_S": 0.4,
+    "research.workers.DEAD_AFTER_S": DEAD_AFTER_S,
+    "research.durable.POLL_S": 0.2,
+    "research.cli_jobs.WATCH_S": 0.2,
+}
+# Carried on within the same share of the dead-worker limit as in production.
+CARRY_ON_WITHIN_S = REAL_CARRY_ON_WITHIN_S * DEAD_AFTER_S / REAL_DEAD_AFTER_S
 
 
 def _env(base: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
@@ -46,8 +64,10 @@ def _env(base: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
 
 def _spawn(python: WarmPython, args: list[str], env: dict[str, str], cwd: Path,
            name: str) -> WarmProcess:
-    """`python -m research ARGS` in a session of its own; output in NAME.out and NAME.err."""
-    return python.spawn(["-m", "research", *args], env, cwd, cwd / f"{name}.out", cwd / f"{name}.err")
+    """`python -m research ARGS` on the QUICK_CLOCK, in a session of its own; output in
+    NAME.out and NAME.err."""
+    return python.spawn(patched_module("research", args, QUICK_CLOCK), env, cwd,
+                        cwd / f"{name}.out", cwd / f"{name}.err")
 
 
 def _worker(python: WarmPython, env: dict[str, str], cwd: Path, name: str) -> WarmProcess:
@@ -90,7 +110,7 @@ def _wait_until(ready: Callable[[], bool], timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not ready():
         assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
+        time.sleep(0.05)
 
 
 def _jobs_db(db: Path) -> Path:
@@ -154,8 +174,11 @@ def test_a_killed_workers_run_is_carried_on_by_another_worker_from_its_last_fini
     standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
     warm_python: WarmPython,  # noqa: F811 - the fixture
 ) -> None:
+    # silent for DEAD_AFTER_S, noticed at a live worker's next beat, taken at the next poll
+    assert DEAD_AFTER_S + 2 * QUICK_CLOCK["research.workers.BEAT_S"] \
+        + QUICK_CLOCK["research.durable.POLL_S"] < CARRY_ON_WITHIN_S / 2
     db, worker_env, cli_env = _setup(standin_env, tmp_path)
-    standin.set_delay(0.3)
+    standin.set_delay(0.15)  # slow enough to kill a worker with a research step in flight
     workers = {name: _worker(warm_python, worker_env, tmp_path, name) for name in ("w1", "w2")}
     try:
         detached = _cli(warm_python, [QUESTION, *CLI_ARGS, "--detach"], cli_env, tmp_path, "detach")
@@ -179,7 +202,7 @@ def test_a_killed_workers_run_is_carried_on_by_another_worker_from_its_last_fini
             if now_executor != executor and status in ("PENDING", "SUCCESS"):
                 carried_by = now_executor
                 print(f"carried on {time.monotonic() - killed_at:.1f} s after the kill")
-            time.sleep(0.5)
+            time.sleep(0.1)
         assert carried_by is not None and f"-{workers[survivor].pid}-" in carried_by, \
             (tmp_path / f"{survivor}.err").read_text()
 

@@ -140,6 +140,30 @@ while True:
 '''
 
 
+# `python -c PATCHED_MODULE SETTINGS MODULE ARGS`: `python -m MODULE ARGS` with some of its
+# modules' constants set first (SETTINGS: JSON of {"package.module.NAME": value}). For tests
+# that would otherwise wait out a production interval in a child (a worker's liveness beat,
+# a queue's polling): the child runs the same code, on a shorter clock. A name that does not
+# exist is an error, so a renamed constant cannot silently stop being shortened.
+PATCHED_MODULE = """
+import importlib, json, runpy, sys
+for name, value in json.loads(sys.argv[1]).items():
+    module_name, _, attribute = name.rpartition(".")
+    module = importlib.import_module(module_name)
+    if not hasattr(module, attribute):
+        raise SystemExit(f"no {attribute} in {module_name} to set for this test")
+    setattr(module, attribute, value)
+sys.argv = [sys.argv[2], *sys.argv[3:]]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+"""
+
+
+def patched_module(module: str, args: Sequence[str], constants: dict[str, float]) -> list[str]:
+    """The argv for `WarmPython.spawn` that runs `python -m MODULE ARGS` with `constants`
+    (dotted names) set first: see PATCHED_MODULE."""
+    return ["-c", PATCHED_MODULE, json.dumps(constants), module, *args]
+
+
 class WarmProcess:
     """A forked child, with the part of `subprocess.Popen`'s interface the tests use."""
 
