@@ -22,7 +22,12 @@ from tests.browser_fixtures import (  # noqa: F401 - fixtures (browser tests)
     stop_shared_dashboard,
 )
 from tests.cli_helpers import RunCli, cli_in_process
-from tests.pg_server import db_target, pg_server, pg_url  # noqa: F401 - fixtures (PostgreSQL)
+from tests.pg_server import (  # noqa: F401 - fixtures (PostgreSQL)
+    db_target,
+    pg_server,
+    pg_url,
+    stop_job_engine,
+)
 from tests.runs import Runner
 from tests.standin import StandinServer
 
@@ -63,17 +68,16 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     process) stops when the next test is in another file, after this test's fixtures have
     cancelled what it left queued: idle, it polls its database about four times a second (about
     0.02 CPU-s a second, 0.04 on PostgreSQL) for the rest of the session. A later file that
-    needs it launches it again (about 0.2 CPU-s). At the session's end it stops first, while
-    its database is still up."""
-    last = nextitem is None
-    if last:
-        _stop_job_engine()
+    needs it launches it again (about 0.2 CPU-s). After the session's last test it stops too;
+    if it ran on the session's PostgreSQL server, that server's fixture stopped it first
+    (tests/pg_server.py), after the test's own fixtures were done with it."""
     try:
         return (yield)
     finally:
         stop_shared_dashboard(nextitem)
-        if not last and nextitem.path != item.path:  # type: ignore[union-attr]
-            _stop_job_engine()
+        if nextitem is None or nextitem.path != item.path:
+            stop_job_engine()
+        if nextitem is not None and nextitem.path != item.path:
             _freeze_survivors()
 
 
@@ -92,12 +96,6 @@ def _freeze_survivors() -> None:
     it, and what the next tests create is collected as before."""
     gc.collect()
     gc.freeze()
-
-
-def _stop_job_engine() -> None:
-    durable = sys.modules.get("research.durable")
-    if durable is not None:
-        durable.stop()
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -19,6 +19,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -145,7 +146,15 @@ def pg_server() -> Iterator[PostgresServer]:
     try:
         yield server
     finally:
+        stop_job_engine()  # a job engine on this server stops while the server is still up
         server.stop()
+
+
+def stop_job_engine() -> None:
+    """Stop this process's job engine (DBOS), if a test launched it (tests/conftest.py)."""
+    durable = sys.modules.get("research.durable")
+    if durable is not None:
+        durable.stop()
 
 
 @pytest.fixture
