@@ -24,11 +24,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
-# Debian's headless build of Chromium (package `chromium-headless-shell`: the same source and
-# version as `chromium`, without the desktop browser's window layer), which is also what
-# Playwright itself drives for headless tests. It draws the same pages with about 40 % less
-# CPU than `chromium --headless=new` (two loads of the Run page: 3.4 against 5.8 CPU-s over
-# all its processes), and Chromium is a fifth of the suite's CPU. BROWSER_TESTS_CHROMIUM picks another build, such as the full
+# Debian's headless build of Chromium (package `chromium-headless-shell`, from the same source
+# and version as `chromium`), which is also what Playwright itself drives for headless tests.
+# It draws the same pages with about 40 % less CPU than `chromium --headless=new` (two loads
+# of the Run page: 3.4 against 5.8 CPU-s over all its processes), and Chromium was a fifth of
+# the suite's CPU. BROWSER_TESTS_CHROMIUM picks another build, such as the full browser,
 # `/usr/bin/chromium` (scripts/setup.sh --dev installs both).
 HEADLESS_SHELL = "/usr/bin/chromium-headless-shell"
 CHROMIUM = os.environ.get("BROWSER_TESTS_CHROMIUM") or (
