@@ -213,7 +213,7 @@ class Database:
     def fast_rows(self, statement: Executable, params: Params) -> list[Row]:
         """Rows of a statement built once (a module constant), run on the driver's cursor.
 
-        Why: the Run page polls four small queries every 100 ms while runs write; SQLAlchemy's
+        Why: each open Run page polls four small queries every 2 s while runs write; SQLAlchemy's
         execution path costs several times what SQLite spends answering them, and on a
         loaded machine that is the poll's latency (`storage.fastsql`)."""
         plan = self.plans.plan(statement)

@@ -1,7 +1,7 @@
 """The store's hot statements, compiled once and run on the driver's own cursor.
 
 Why: a running research run writes an event, a usage row or a heartbeat many times a second,
-and a dashboard polls four small queries every 100 ms. For statements this small,
+and each open Run page polls four small queries every 2 s. For statements this small,
 SQLAlchemy's execution path (cache key, execution context, result object) costs several
 times what the database spends on them, and on SQLite every writer holds the one write lock
 for that time, so the others queue behind it. The SQL stays SQLAlchemy's: each statement (a
