@@ -77,7 +77,6 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         stop_shared_dashboard(nextitem)
         if nextitem is None or nextitem.path != item.path:
             stop_job_engine()
-        if nextitem is not None and nextitem.path != item.path:
             _freeze_survivors()
 
 
