@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import codecs
 import datetime as dt
+import functools
 import html
 import re
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -465,18 +467,26 @@ class _GuardedBackend(httpcore.NetworkBackend):
         time.sleep(seconds)
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One TLS context per process for fetching pages: building one reads the whole CA bundle
+    (about 25 ms of CPU), and each run's fetcher built two. A context is safe to share between
+    connections and threads; it is httpx's default, without the environment's settings."""
+    return httpx.create_ssl_context(trust_env=False)
+
+
 def _guarded_transport(backend: httpcore.NetworkBackend) -> httpx.HTTPTransport:
     """httpx's own transport with our network backend in its connection pool.
 
     httpx 0.28 has no public hook for the backend, so we swap the pool it built for one that
     uses ours (same settings). tests/test_fetch.py checks that the swap takes effect.
     """
-    transport = httpx.HTTPTransport(trust_env=False)
+    transport = httpx.HTTPTransport(verify=_tls_context(), trust_env=False)
     pool = getattr(transport, "_pool", None)
     if not isinstance(pool, httpcore.ConnectionPool):
         raise RuntimeError("this httpx version has no connection pool to guard; pin httpx 0.28")
     transport._pool = httpcore.ConnectionPool(
-        ssl_context=httpx.create_ssl_context(trust_env=False),
+        ssl_context=_tls_context(),
         max_connections=200,  # room for 4 workers fetching 40 pages each (executor.task_threads)
         max_keepalive_connections=20,
         keepalive_expiry=5.0,
