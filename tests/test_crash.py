@@ -167,7 +167,10 @@ def _resume_in_browser(browser: Any, server: StreamlitServer, run_id: str, sync_
         sync_api.expect(page.locator('[data-testid="stProgress"]')).to_contain_text(
             "Interrupted", timeout=20_000)
         page.get_by_role("button", name="Resume").click()
-        wait_idle(page)
+        # The page says the run goes on before it closes: closing it the moment after the
+        # click (before the press reached the server) would end the session with the press.
+        sync_api.expect(page.locator('[data-testid="stProgress"]')).not_to_contain_text(
+            "Interrupted", timeout=20_000)
     finally:
         page.close()
 

@@ -88,8 +88,11 @@ def child(request):
     os.environ.clear()
     os.environ.update(request["env"])
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
-        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+    os.dup2(os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 1)
+    if request["stderr"] == request["stdout"]:  # one log, as Popen's stderr=STDOUT
+        os.dup2(1, 2)
+    else:
+        os.dup2(os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 2)
     flag, target, *args = request["argv"]
     if flag == "-m":
         sys.argv = [target, *args]
@@ -228,7 +231,8 @@ class WarmPython:
 
     def spawn(self, argv: list[str], env: dict[str, str], cwd: Path, stdout: Path,
               stderr: Path) -> WarmProcess:
-        """Start `python *argv` (argv begins with "-m" or "-c") warm; output goes to files."""
+        """Start `python *argv` (argv begins with "-m" or "-c") warm; output goes to files
+        (one file if `stdout` and `stderr` are the same path)."""
         assert argv[0] in ("-m", "-c"), argv
         with self._changed:
             self._next_id += 1
