@@ -4,6 +4,7 @@ opens that branch's findings and sources below the map."""
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import pytest
@@ -40,9 +41,7 @@ def test_clicking_a_branch_of_the_map_opens_its_sources(
         label = page.locator("g.slice text.slicetext", has_text="Costs").first
         sync_api.expect(label).to_be_visible()
         label.scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
-        box = label.bounding_box()
-        assert box is not None
+        box = _settled_box(page, label)
         # The label ignores the pointer; the click lands on the slice beneath it.
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         wait_idle(page)
@@ -51,3 +50,18 @@ def test_clicking_a_branch_of_the_map_opens_its_sources(
         table = content.locator('[data-testid="stDataFrame"]').last
         sync_api.expect(table).to_be_visible()
         audit(page, watch, "map branch")
+
+
+def _settled_box(page: Any, label: Any, timeout_s: float = 10.0) -> dict[str, float]:
+    """The label's box once it stays put for 200 ms: the chart may still be drawn or moved
+    (a transition, the page settling after the tab opened), and a click aimed at where the
+    label was a moment ago lands on another slice or none."""
+    deadline = time.monotonic() + timeout_s
+    box = label.bounding_box()
+    while time.monotonic() < deadline:
+        page.wait_for_timeout(200)
+        again = label.bounding_box()
+        if box is not None and again == box:
+            return box
+        box = again
+    raise AssertionError(f"the map's label did not stay in place for 200 ms in {timeout_s:.0f} s: {box}")
