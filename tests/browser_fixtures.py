@@ -1,8 +1,9 @@
 """Fixtures for the browser tests (conftest.py imports them, so every test module can use them).
 
 Where the CPU of a browser test goes (measured, issue 15 point 6): a fresh `streamlit run`
-spends about 6 CPU-s starting and importing the dashboard for its first page, a fresh Chromium
-about 1 CPU-s starting, and each new browser context about 4 CPU-s loading Streamlit's page.
+spends about 2 CPU-s up to its first page (0.65 started warm, as browser_helpers.py does), a
+fresh Chromium about 1 CPU-s starting, each new browser context about 1.5 CPU-s of Chromium
+loading Streamlit's page, and an open page of a working run about 0.1-0.5 CPU-s a second.
 So one Chromium serves each test module; each test still opens a fresh context in it (no
 cookies or storage carry over). Not one for the whole pytest process: Playwright's sync API
 keeps an asyncio loop running in the test thread while it is open, and later tests that start

@@ -4,9 +4,10 @@ The dashboard runs as a child process in its own process group (so stopping it a
 child), with the database and secrets file in a temporary folder and the provider base URLs
 pointed at the local stand-in server. It is `python -m streamlit run app.py`, started warm
 (tests/warm_python.py): a fork of a server that has imported Streamlit and the dashboard's
-modules once per test process. Measured: a cold server spent 2.1 CPU-s to its first page,
-1.5 of them importing; a warm one 0.65, and a test run starts a dozen. Chromium is Debian's build (see CHROMIUM), driven by
-the Playwright Python package (Playwright cannot download its own browsers here).
+modules once per test process. Measured: a cold server spent 2.1 CPU-s up to its first page,
+1.5 of them importing; a warm one 0.65 (the imports, 1.4 CPU-s, are paid once per process),
+and the suite starts about ten. Chromium is Debian's build (see CHROMIUM), driven by the
+Playwright Python package (Playwright cannot download its own browsers here).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Python processes that start warm: a fork server for the tests' `python -m research` children.
+"""Python processes that start warm: a fork server for the tests' `python -m research` children
+(and, with its own preload, for their `streamlit run` dashboards: tests/browser_helpers.py).
 
 Why (measured, issue 15 point 6): a `python -m research` child of the crash tests spends about
 2.5 of its 4.5 CPU-seconds importing SQLAlchemy, pydantic, the OpenAI SDK, trafilatura and
