@@ -233,8 +233,8 @@ class RunsStore(StoreBase):
                        .values(control=action, updated_at=utc_now()))
 
     def get_control(self, run_id: str) -> str | None:
-        row = self._row(_GET_CONTROL, {"run_id": run_id})
-        return row["control"] if row else None
+        found = self._fast_rows(_GET_CONTROL, {"run_id": run_id})  # each checkpoint asks
+        return found[0]["control"] if found else None
 
     def latest_activity(self, run_id: str) -> Activity | None:
         """Cheap poll for a live dashboard: one indexed query. None if no such run."""

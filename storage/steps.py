@@ -24,6 +24,7 @@ PLAN_KINDS = frozenset({"original", "edited", "round"})
 
 # Built once: constructing a statement and its cache key costs more than running it.
 GET_STEPS = select(steps).where(steps.c.run_id == bindparam("run_id")).order_by(steps.c.id)
+_GET_STEP = select(steps).where(steps.c.run_id == bindparam("run_id"), steps.c.key == bindparam("key"))
 _STARTED_AT = select(steps.c.started_at).where(steps.c.run_id == bindparam("run_id"),
                                                steps.c.key == bindparam("key"))
 _FINISH = (update(steps).where(steps.c.run_id == bindparam("b_run"),
@@ -133,5 +134,5 @@ class StepsStore(StoreBase):
         return [mapped.step(row) for row in self._fast_rows(GET_STEPS, {"run_id": run_id})]
 
     def get_step(self, run_id: str, key: str) -> Step | None:
-        row = self._row(select(steps).where(steps.c.run_id == run_id, steps.c.key == key))
-        return mapped.step(row) if row else None
+        found = self._fast_rows(_GET_STEP, {"run_id": run_id, "key": key})  # each step asks
+        return mapped.step(found[0]) if found else None
