@@ -14,7 +14,7 @@ from storage.engine import Tx
 from storage.migrations import utc_now
 from storage.records import Finding, JsonObject, Query, SkippedPage, Source
 from storage.rows import Row
-from storage.schema import findings, queries, skipped_pages, sources
+from storage.schema import Json, findings, queries, skipped_pages, sources
 from storage.steps import StepsStore
 
 # Everything but the extracted page text, for listings.
@@ -30,6 +30,13 @@ _CLEAR_STEP = {table.name: delete(table).where(table.c.run_id == bindparam("run_
                                                table.c.step_key == bindparam("key"))
                for table in (findings, queries, skipped_pages)}
 _INSERT_ROW = {table.name: insert(table) for table in (findings, queries, skipped_pages)}
+# The citation map: every source uncited, then each cited one's sections (built once: one
+# statement per source cost more than its write).
+_UNCITE_ALL = (update(sources).where(sources.c.run_id == bindparam("b_run"))
+               .values(cited_in=bindparam("cited", type_=Json())))
+_CITE_ONE = (update(sources).where(sources.c.run_id == bindparam("b_run"),
+                                   sources.c.id == bindparam("b_id"))
+             .values(cited_in=bindparam("cited", type_=Json())))
 
 
 @cache
@@ -128,11 +135,9 @@ class ResultsStore(StepsStore):
     def set_citations(self, run_id: str, cited_in: Mapping[str, list[str]]) -> None:
         """Replace the run's citation map: sources not in `cited_in` become uncited."""
         with self._write() as tx:
-            tx.execute(update(sources).where(sources.c.run_id == run_id).values(cited_in=[]))
-            for source_id, sections in cited_in.items():
-                tx.execute(update(sources)
-                           .where(sources.c.run_id == run_id, sources.c.id == source_id)
-                           .values(cited_in=list(sections)))
+            tx.run(_UNCITE_ALL, {"b_run": run_id, "cited": []})
+            tx.run_many(_CITE_ONE, [{"b_run": run_id, "b_id": source_id, "cited": list(sections)}
+                                    for source_id, sections in cited_in.items()])
 
     def get_findings(self, run_id: str) -> list[Finding]:
         rows = self._rows(select(findings).where(findings.c.run_id == run_id)
