@@ -24,6 +24,8 @@ PLAN_KINDS = frozenset({"original", "edited", "round"})
 
 # Built once: constructing a statement and its cache key costs more than running it.
 GET_STEPS = select(steps).where(steps.c.run_id == bindparam("run_id")).order_by(steps.c.id)
+_LATEST_PLAN = (select(plans.c.subtopics).where(plans.c.run_id == bindparam("run_id"))
+                .order_by(plans.c.version.desc()).limit(1))
 _GET_STEP = select(steps).where(steps.c.run_id == bindparam("run_id"), steps.c.key == bindparam("key"))
 _STARTED_AT = select(steps.c.started_at).where(steps.c.run_id == bindparam("run_id"),
                                                steps.c.key == bindparam("key"))
@@ -68,9 +70,8 @@ class StepsStore(StoreBase):
 
     def get_plan(self, run_id: str) -> list[Subtopic] | None:
         """The subtopics of the latest plan version, or None before planning."""
-        row = self._row(select(plans.c.subtopics).where(plans.c.run_id == run_id)
-                        .order_by(plans.c.version.desc()).limit(1))
-        return list(mapped.subtopics(row["subtopics"])) if row else None
+        found = self._fast_rows(_LATEST_PLAN, {"run_id": run_id})
+        return list(mapped.subtopics(found[0]["subtopics"])) if found else None
 
     def get_plans(self, run_id: str) -> list[PlanVersion]:
         """Every version, oldest first."""
