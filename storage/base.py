@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
+from functools import cache
 from pathlib import Path
 from typing import Any, Self
 
-from sqlalchemy import text
+from sqlalchemy import Select, Table, bindparam, select, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.sql import Executable
@@ -30,6 +31,14 @@ from storage.db_value import postgres_url, redact_url
 from storage.engine import Database, Tx, sqlite_url
 from storage.engine import postgres_url as sa_postgres_url
 from storage.rows import Params, Row, plain_rows
+
+
+@cache
+def _of_run(table: Table, order: str | None) -> Select[Any]:
+    """Every row of one run in `table`, ordered by the column `order`: built once per table
+    (constructing a statement and its cache key costs SQLAlchemy more than running it)."""
+    query = select(table).where(table.c.run_id == bindparam("run_id"))
+    return query.order_by(table.c[order]) if order else query
 
 
 class DatabaseUnavailableError(RuntimeError):
@@ -95,6 +104,10 @@ class StoreBase:
     def _fast_rows(self, statement: Executable, params: Params) -> list[Row]:
         """`_rows` for a statement built once, on the driver's cursor (the poll's hot reads)."""
         return self._database.fast_rows(statement, params)
+
+    def _run_rows(self, table: Table, run_id: str, order: str | None = None) -> list[Row]:
+        """Every row of one run in `table`, ordered by the column `order`."""
+        return self._fast_rows(_of_run(table, order), {"run_id": run_id})
 
     def _row(self, statement: Executable | str, params: Any = None) -> Row | None:
         rows = self._rows(statement, params)

@@ -149,14 +149,10 @@ class ResultsStore(StepsStore):
                                     for source_id, sections in cited_in.items()])
 
     def get_findings(self, run_id: str) -> list[Finding]:
-        rows = self._rows(select(findings).where(findings.c.run_id == run_id)
-                          .order_by(findings.c.id))
-        return [mapped.finding(row) for row in rows]
+        return [mapped.finding(row) for row in self._run_rows(findings, run_id, "id")]
 
     def get_queries(self, run_id: str) -> list[Query]:
-        rows = self._rows(select(queries).where(queries.c.run_id == run_id)
-                          .order_by(queries.c.id))
-        return [mapped.query(row) for row in rows]
+        return [mapped.query(row) for row in self._run_rows(queries, run_id, "id")]
 
     def get_skipped(self, run_id: str) -> list[SkippedPage]:
         rows = self._rows(select(skipped_pages).where(skipped_pages.c.run_id == run_id)

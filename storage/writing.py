@@ -53,9 +53,7 @@ class WritingStore(StoreBase):
                 "word_count": int(word_count), "created_at": utc_now()})
 
     def get_drafts(self, run_id: str) -> list[Draft]:
-        rows = self._rows(select(drafts).where(drafts.c.run_id == run_id)
-                          .order_by(drafts.c.version))
-        return [mapped.draft(row) for row in rows]
+        return [mapped.draft(row) for row in self._run_rows(drafts, run_id, "version")]
 
     def save_review(self, run_id: str, cycle: int, *, draft_version: int, approved: bool,
                     model_approved: bool, issues: Sequence[ReviewIssue], strengths: Sequence[str],
@@ -69,9 +67,7 @@ class WritingStore(StoreBase):
                 "checks": self._plain(dict(checks)), "created_at": utc_now()})
 
     def get_reviews(self, run_id: str) -> list[Review]:
-        rows = self._rows(select(reviews).where(reviews.c.run_id == run_id)
-                          .order_by(reviews.c.cycle))
-        return [mapped.review(row) for row in rows]
+        return [mapped.review(row) for row in self._run_rows(reviews, run_id, "cycle")]
 
     def save_report(self, run_id: str, markdown: str, *, meta: JsonObject) -> None:
         """One report per run; saving again replaces it."""
@@ -81,7 +77,8 @@ class WritingStore(StoreBase):
                 "meta": self._plain(dict(meta)), "created_at": utc_now()})
 
     def get_report(self, run_id: str) -> Report | None:
-        return mapped.report(self._row(select(reports).where(reports.c.run_id == run_id)))
+        found = self._run_rows(reports, run_id)
+        return mapped.report(found[0] if found else None)
 
     # -- hosted engines ------------------------------------------------------------------
 
@@ -150,6 +147,4 @@ class WritingStore(StoreBase):
             tx.run_many(statement, rows)
 
     def get_verifications(self, run_id: str) -> list[Verdict]:
-        rows = self._rows(select(verifications).where(verifications.c.run_id == run_id)
-                          .order_by(verifications.c.id))
-        return [mapped.verdict(row) for row in rows]
+        return [mapped.verdict(row) for row in self._run_rows(verifications, run_id, "id")]
