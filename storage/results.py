@@ -155,6 +155,4 @@ class ResultsStore(StepsStore):
         return [mapped.query(row) for row in self._run_rows(queries, run_id, "id")]
 
     def get_skipped(self, run_id: str) -> list[SkippedPage]:
-        rows = self._rows(select(skipped_pages).where(skipped_pages.c.run_id == run_id)
-                          .order_by(skipped_pages.c.id))
-        return [mapped.skipped(row) for row in rows]
+        return [mapped.skipped(row) for row in self._run_rows(skipped_pages, run_id, "id")]
