@@ -34,7 +34,7 @@ from storage.rows import Params, Row, plain_rows
 
 
 @cache
-def _of_run(table: Table, order: str | None) -> Select[Any]:
+def of_run(table: Table, order: str | None = None) -> Select[Any]:
     """Every row of one run in `table`, ordered by the column `order`: built once per table
     (constructing a statement and its cache key costs SQLAlchemy more than running it)."""
     query = select(table).where(table.c.run_id == bindparam("run_id"))
@@ -107,7 +107,7 @@ class StoreBase:
 
     def _run_rows(self, table: Table, run_id: str, order: str | None = None) -> list[Row]:
         """Every row of one run in `table`, ordered by the column `order`."""
-        return self._fast_rows(_of_run(table, order), {"run_id": run_id})
+        return self._fast_rows(of_run(table, order), {"run_id": run_id})
 
     def _row(self, statement: Executable | str, params: Any = None) -> Row | None:
         rows = self._rows(statement, params)

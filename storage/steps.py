@@ -8,7 +8,7 @@ from functools import cache
 from sqlalchemy import Insert, bindparam, func, insert, select, update
 
 from storage import rows as mapped
-from storage.base import StoreBase
+from storage.base import StoreBase, of_run
 from storage.dialects import insert_for
 from storage.engine import Tx
 from storage.migrations import utc_now
@@ -23,7 +23,7 @@ PLAN_KINDS = frozenset({"original", "edited", "round"})
 
 
 # Built once: constructing a statement and its cache key costs more than running it.
-GET_STEPS = select(steps).where(steps.c.run_id == bindparam("run_id")).order_by(steps.c.id)
+GET_STEPS = of_run(steps, "id")
 _LATEST_PLAN = (select(plans.c.subtopics).where(plans.c.run_id == bindparam("run_id"))
                 .order_by(plans.c.version.desc()).limit(1))
 _GET_STEP = select(steps).where(steps.c.run_id == bindparam("run_id"), steps.c.key == bindparam("key"))
@@ -132,7 +132,7 @@ class StepsStore(StoreBase):
     def get_steps(self, run_id: str) -> list[Step]:
         """In the order steps were first started (read on the live panel's hot path, as
         `storage.live` does: a statement built once, on the driver's cursor)."""
-        return [mapped.step(row) for row in self._fast_rows(GET_STEPS, {"run_id": run_id})]
+        return [mapped.step(row) for row in self._run_rows(steps, run_id, "id")]
 
     def get_step(self, run_id: str, key: str) -> Step | None:
         found = self._fast_rows(_GET_STEP, {"run_id": run_id, "key": key})  # each step asks

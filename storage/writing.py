@@ -23,10 +23,10 @@ _VERIFICATION_TEXT = ("passage", "section", "subtopic", "verifier_verdict", "aud
 
 @cache
 def _upsert(dialect: str, table: Table, conflict: tuple[str, ...], names: tuple[str, ...]) -> Any:
-    """INSERT `names`, or overwrite them (but the `conflict` columns) in the row that has the
-    same `conflict` values. Built once per dialect, table and column set: a statement built
-    for each row cost SQLAlchemy more CPU than the database spent writing it (a run's
-    verdicts were about 3 % of a whole run's CPU)."""
+    """INSERT the columns given (the parameters' names), or, in the row that has the same
+    `conflict` values, overwrite `names` (but the `conflict` columns). Built once per dialect,
+    table and column set: a statement built for each row cost SQLAlchemy about 30 times what
+    the database spent writing it (50 verdicts: 31 ms of CPU, against 1 ms)."""
     statement = insert_for(dialect, table)
     return statement.on_conflict_do_update(
         index_elements=list(conflict),
@@ -96,14 +96,11 @@ class WritingStore(StoreBase):
         now = utc_now()
         with self._write() as tx:
             merged = self._engine_meta(tx, run_id, engine, meta)
-            statement = insert_for(self.dialect, engine_reports).values(
-                run_id=run_id, engine=engine, remote_id=remote_id, status=status,
-                meta=self._plain(merged), error=self._redact(error), created_at=now,
-                updated_at=now)
-            tx.execute(statement.on_conflict_do_update(
-                index_elements=["run_id", "engine"],
-                set_={name: statement.excluded[name]
-                      for name in ("remote_id", "status", "meta", "error", "updated_at")}))
+            tx.run(_upsert(self.dialect, engine_reports, ("run_id", "engine"),
+                           ("remote_id", "status", "meta", "error", "updated_at")),
+                   {"run_id": run_id, "engine": engine, "remote_id": remote_id, "status": status,
+                    "meta": self._plain(merged), "error": self._redact(error), "created_at": now,
+                    "updated_at": now})
 
     def save_engine_report(self, run_id: str, engine: str, markdown: str, *,
                            numbering: Mapping[int, str], meta: JsonObject,
@@ -112,14 +109,11 @@ class WritingStore(StoreBase):
         now = utc_now()
         with self._write() as tx:
             merged = self._engine_meta(tx, run_id, engine, meta)
-            statement = insert_for(self.dialect, engine_reports).values(
-                run_id=run_id, engine=engine, status=status, markdown=self._plain(markdown),
-                numbering=mapped.numbering_in(numbering), meta=self._plain(merged), error=None,
-                created_at=now, updated_at=now)
-            tx.execute(statement.on_conflict_do_update(
-                index_elements=["run_id", "engine"],
-                set_={name: statement.excluded[name] for name in
-                      ("status", "markdown", "numbering", "meta", "error", "updated_at")}))
+            tx.run(_upsert(self.dialect, engine_reports, ("run_id", "engine"),
+                           ("status", "markdown", "numbering", "meta", "error", "updated_at")),
+                   {"run_id": run_id, "engine": engine, "status": status,
+                    "markdown": self._plain(markdown), "numbering": mapped.numbering_in(numbering),
+                    "meta": self._plain(merged), "error": None, "created_at": now, "updated_at": now})
 
     def get_engine_reports(self, run_id: str) -> list[EngineReport]:
         """Every hosted engine row of the run (oldest first), numbering keys as ints."""
