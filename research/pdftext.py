@@ -5,7 +5,8 @@ to 5 MB of text-drawing commands kept pypdf busy for 16 s and 409 MB in the rese
 Here it runs in a child with a memory cap, killed when the page's deadline passes; reading
 also stops at `max_pages` pages or once `max_chars` characters of text are in hand.
 
-This module imports only pypdf and the standard library: it is what the child loads.
+This module imports only pypdf and the standard library: it is what the child loads,
+imported once by the sandbox's starter before it forks the child.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ import datetime as dt
 import io
 from typing import TYPE_CHECKING
 
+import pypdf
+
 if TYPE_CHECKING:  # the child loads this module alone: nothing of research at run time
     from research.sandbox import ChildAnswer
 
 
 def extract(payload: bytes, max_pages: str, max_chars: str) -> ChildAnswer:
     """{"title", "text", "published"} or {"error": plain words}."""
-    import pypdf
-
     pages, chars = int(max_pages), int(max_chars)
     try:
         reader = pypdf.PdfReader(io.BytesIO(payload))

@@ -391,9 +391,10 @@ def test_fetcher_refuses_everything_even_if_markup_reached_weasyprint(
 
 
 def test_pdf_failure_is_a_research_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    import research.sandbox as sandbox
+    import research.export.pdf as pdf_module
 
-    # WeasyPrint runs in a child process: make that child fail the way a crashing library would.
-    monkeypatch.setattr(sandbox, "_CHILD_CODE", "raise RuntimeError('cairo exploded')")
-    with pytest.raises(ResearchError, match="Could not create the PDF"):
+    # WeasyPrint runs in a child process: make that child die the way a crashing library would.
+    monkeypatch.setattr(pdf_module, "RENDER_TARGET", "tests.sandbox_targets:crash")
+    with pytest.raises(ResearchError, match=r"^Could not create the PDF: the layout engine "
+                                            r"stopped unexpectedly \(exit code 3\)"):
         to_pdf(make("Text [1]."))

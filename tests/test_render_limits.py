@@ -9,12 +9,10 @@ PDF whose text extraction would take seconds and hundreds of MB, read in a child
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,9 +21,10 @@ import pytest
 import research.sandbox as sandbox
 from research.errors import FetchError, FetchRefused, ResearchError
 from research.export.document import ReportDocument, ReportSource
-from research.export.pdf import DEFAULT_LIMITS, RENDER_TARGET, PdfLimits, render_pdf, to_pdf
+from research.export.pdf import DEFAULT_LIMITS, PdfLimits, render_pdf, to_pdf
 from research.fetch import Fetcher, FetchLimits
 from tests.runs import Runner
+from tests.sandbox_targets import children_alive as _children_alive
 from tests.standin import StandinServer, pdfs
 from tests.standin.pdfs import inflating_pdf
 
@@ -41,23 +40,6 @@ def _doc(body: str) -> ReportDocument:
         sources=(ReportSource(1, "s1", "Alpha", "https://alpha.example/a", "alpha.example",
                               None, None),),
     )
-
-
-def _children_alive(target: bytes = RENDER_TARGET.encode()) -> list[int]:
-    """Our own child processes that are still running `target` (by default the PDF renderer)."""
-    alive = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == os.getpid() and target in cmdline:
-            alive.append(int(entry.name))
-    return alive
 
 
 def test_defaults_are_a_minute_and_one_and_a_half_gigabytes() -> None:
@@ -136,14 +118,14 @@ def test_deep_nesting_is_reported_in_plain_words() -> None:
 def test_the_renderer_child_gets_no_api_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-should-not-reach-the-child-0000")
     monkeypatch.setenv("TAVILY_API_KEY", "tvly-test-should-not-reach-0000")
-    monkeypatch.setattr(sandbox, "_CHILD_CODE", (
-        "import json, os, sys\n"
-        "sys.stdout.write(json.dumps({'error': ' '.join(sorted(os.environ))}))\n"))
-    with pytest.raises(ResearchError) as caught:
-        render_pdf("<p>x</p>")
-    names = str(caught.value)
+    monkeypatch.setenv("DEEP_RESEARCH_PASSWORD", "should-not-reach-0000")
+    sandbox.stop_starter()  # the next child's starter starts with the environment as it is now
+    # Every child (the renderer's too) is forked from the starter and has its environment.
+    names = sandbox.run_child("tests.sandbox_targets:environment", b"",
+                              sandbox.ChildLimits(timeout_s=30, memory_mb=1024))["names"]
     assert "PATH" in names
-    assert "OPENAI_API_KEY" not in names and "TAVILY_API_KEY" not in names
+    assert not {"OPENAI_API_KEY", "TAVILY_API_KEY", "DEEP_RESEARCH_PASSWORD"} & set(names)
+    assert to_pdf(_doc("Still renders [1].")).startswith(b"%PDF")
 
 
 # --- fetch caps tests/test_fetch.py does not cover -----------------------------------------------
@@ -269,4 +251,4 @@ def test_a_run_goes_on_past_an_inflating_pdf(
 
 def _extractors_alive() -> list[int]:
     """Our own child processes still extracting PDF text."""
-    return _children_alive(b"research.pdftext:extract")
+    return _children_alive()

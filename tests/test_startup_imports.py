@@ -1,5 +1,5 @@
 """What a fresh process imports as it starts: the CLI, a store opening a current database, and
-the PDF renderer's sandboxed child.
+the PDF renderer's sandboxed child (forked from a starter that loads only the layout engine).
 
 Every test, every worker and every `python -m research` pays these imports again, so the heavy
 libraries load only on the path that needs them (Alembic when a migration is pending, an LLM
@@ -10,16 +10,12 @@ it fails as soon as someone moves such an import back to the top of a module.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import research.sandbox as sandbox
-from research.export.pdf import RENDER_TARGET
+from research.export.pdf import render_pdf
 from storage import Store
-from tests.cli_helpers import ROOT, cli
+from tests.cli_helpers import cli
 
 MIGRATIONS = {"alembic", "mako"}
 ONLY_WHEN_USED = {"openai", "google.genai", "trafilatura", "lxml", "weasyprint", "pypdf",
@@ -66,18 +62,17 @@ def test_a_new_database_is_still_built_by_alembic(tmp_path: Path) -> None:
     assert "alembic" in imported(result.stderr)
 
 
-def test_the_pdf_renderer_child_imports_only_the_layout_engine() -> None:
-    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
-    child = subprocess.run(
-        [sys.executable, "-c", sandbox._CHILD_CODE, str(ROOT), RENDER_TARGET, "1536", "5"],
-        input=b"<h1>Report</h1><p>One claim [1].</p>", capture_output=True, env=env,
-        timeout=120)
-    assert child.returncode == 0, child.stderr.decode()[-2000:]
-    assert "pdf" in json.loads(child.stdout)
-    modules = imported(child.stderr.decode())
-    assert "weasyprint" in modules
-    # The target module itself (research.export.weasy) is loaded by importlib.import_module,
-    # which the log does not show; everything it imports is shown.
+def test_the_pdf_renderer_child_loads_the_layout_engine_and_nothing_of_the_engine() -> None:
+    sandbox.stop_starter()  # a starter of this test's own: it loads only what this test asks
+    assert render_pdf("<h1>Report</h1><p>One claim [1].</p>").startswith(b"%PDF")
+    answer = sandbox.run_child("tests.sandbox_targets:modules", b"",
+                               sandbox.ChildLimits(timeout_s=60, memory_mb=1536))
+    modules = set(answer["modules"])
+    # The starter imported the renderer before it forked: the next child has WeasyPrint loaded.
+    assert {"weasyprint", "research.export.weasy"} <= modules
+    assert answer["research_init_ran"] is False  # research/__init__.py: the whole engine
     ours = {m for m in modules if m.split(".")[0] in ("research", "storage")}
-    assert ours == {"research.errors", "research.sandbox"}
-    assert modules & {"sqlalchemy", "pydantic", "markdown_it", "nh3", *MIGRATIONS} == set()
+    assert ours == {"research", "research.export", "research.export.weasy", "research.errors",
+                    "research.sandbox"}
+    heavy = {"sqlalchemy", "pydantic", "markdown_it", "nh3", "openai", "streamlit", "httpx"}
+    assert modules & (heavy | MIGRATIONS) == set()

@@ -6,7 +6,8 @@ far), but a DOCX within those limits can still hold XML that takes a lot of memo
 here that costs a child process under a memory cap, never the dashboard. python-docx parses
 with entity resolution off, so no entity expansion or external entity is followed.
 
-This module imports only python-docx and the standard library: it is what the child loads.
+This module imports only python-docx and the standard library: it is what the child loads,
+imported once by the sandbox's starter before it forks the child.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
+import docx
+
 if TYPE_CHECKING:  # the child loads this module alone: nothing of research at run time
     from research.sandbox import ChildAnswer
 
 
 def extract_docx(payload: bytes) -> ChildAnswer:
     """{"title", "sections": [[heading, text], ...]} or {"error": plain words}."""
-    import docx
-
     try:
         document = docx.Document(io.BytesIO(payload))
         sections: list[list[str]] = []

@@ -4,7 +4,8 @@ Like `research.pdftext` (a fetched PDF), but keeps the page boundaries so a cita
 "p. 12". A PDF is small on disk and can be huge inside, so this runs under the child's memory
 cap and wall-clock limit; reading stops after `max_pages` pages.
 
-This module imports only pypdf and the standard library: it is what the child loads.
+This module imports only pypdf and the standard library: it is what the child loads,
+imported once by the sandbox's starter before it forks the child.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
+import pypdf
+
 if TYPE_CHECKING:  # the child loads this module alone: nothing of research at run time
     from research.sandbox import ChildAnswer
 
 
 def extract_pages(payload: bytes, max_pages: str) -> ChildAnswer:
     """{"title", "pages": [text of page 1, page 2, ...], "total_pages"} or {"error": words}."""
-    import pypdf
-
     try:
         reader = pypdf.PdfReader(io.BytesIO(payload))
         if reader.is_encrypted and not reader.decrypt(""):

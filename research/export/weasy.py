@@ -3,8 +3,8 @@ URL fetcher that refuses everything.
 
 Kept apart from `research.export.pdf` so that importing the engine (the CLI, the dashboard, a
 worker) does not load WeasyPrint and its font libraries, which only the rendering child needs;
-and so that the child, a fresh interpreter, imports only this module, `research.errors` and
-`research.sandbox` (all light) besides WeasyPrint.
+and so that the sandbox's starter, which the child is forked from, imports only this module,
+`research.errors` and `research.sandbox` (all light) besides WeasyPrint.
 """
 
 from __future__ import annotations
