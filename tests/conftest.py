@@ -30,6 +30,7 @@ from tests.pg_server import (  # noqa: F401 - fixtures (PostgreSQL)
 )
 from tests.runs import Runner
 from tests.standin import StandinServer
+from tests.store_files import migrated_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 # pytest rewrites the asserts of every test module on import and caches the result beside it,
@@ -156,7 +157,7 @@ def tmp_db(tmp_path: Path) -> Path:
 
 
 def _runner(standin: StandinServer, env: dict[str, str], db: Path, *, fakes: bool) -> Iterator[Runner]:
-    runner = Runner(standin, env, db, fakes=fakes)
+    runner = Runner(standin, env, migrated_copy(db), fakes=fakes)
     try:
         yield runner
     finally:

@@ -4,7 +4,6 @@ written straight through Store methods (no engine, no network)."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from research.records import Query, ReviewIssue, Run, SkippedPage, Source, Subto
 from storage import Store
 from tests.fakes import Fakes, take_misuses
 from tests.standin import StandinServer
+from tests.store_files import migrated_copy
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 KEY_VARS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "TAVILY_API_KEY",
@@ -55,7 +55,7 @@ def dash_env_fixture(request: pytest.FixtureRequest, tmp_path: Path,
     """
     database = getattr(request, "param", "sqlite")
     if database == "sqlite":
-        db = str(_copy_of_a_migrated_store(request, tmp_path / "data" / "research.db"))
+        db = str(migrated_copy(tmp_path / "data" / "research.db"))
         queue = request.getfixturevalue("tmp_path_factory").getbasetemp() / "dashboard-jobs.sqlite"
         monkeypatch.setenv("DEEP_RESEARCH_JOBS_DB", f"sqlite:///{queue}")
     else:
@@ -69,20 +69,6 @@ def dash_env_fixture(request: pytest.FixtureRequest, tmp_path: Path,
     yield store
     _cancel_runs_left_queued()
     store.close()
-
-
-def _copy_of_a_migrated_store(request: pytest.FixtureRequest, target: Path) -> Path:
-    """`target`, a copy of an empty store this process migrated once: a new SQLite file runs
-    every Alembic revision (about ten times the cost of opening a current one). Opening the
-    copy still checks its revision (storage/migrate.py); migrating is test_migrations.py's."""
-    base = request.getfixturevalue("tmp_path_factory").getbasetemp()
-    template = base / "dashboard-template.db"
-    if not template.exists():
-        Store(base / "dashboard-template-new.db").close()
-        (base / "dashboard-template-new.db").replace(template)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(template, target)
-    return target
 
 
 def _cancel_runs_left_queued(wait_s: float = 10.0) -> None:

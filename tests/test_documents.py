@@ -32,11 +32,12 @@ from tests.document_files import (
     scanned_pdf_bytes,
     zip_bomb_docx_bytes,
 )
+from tests.store_files import migrated_copy
 
 
 @pytest.fixture
 def store(tmp_db: Path) -> Store:
-    return Store(tmp_db)
+    return Store(migrated_copy(tmp_db))
 
 
 def test_pdf_passages_keep_their_page_numbers(store: Store) -> None:

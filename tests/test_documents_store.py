@@ -5,6 +5,7 @@ deletes and free-text queries behave the same. (Ingesting files: tests/test_docu
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -12,11 +13,12 @@ from research.documents import ingest
 from storage import Store
 from storage import documents as docstore
 from tests.document_files import markdown_bytes, pdf_bytes
+from tests.store_files import migrated_copy
 
 
 @pytest.fixture
 def store(db_target: str) -> Iterator[Store]:
-    s = Store(db_target)
+    s = Store(db_target if "://" in db_target else migrated_copy(Path(db_target)))
     yield s
     s.close()
 

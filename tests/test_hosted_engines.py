@@ -47,6 +47,7 @@ from storage import Store
 from tests.standin import OPENAI_INSUFFICIENT_QUOTA, StandinServer
 from tests.standin import hosted as remote
 from tests.standin.pages import article_meta
+from tests.store_files import migrated_copy
 
 QUESTION = "How is heat pump adoption changing in Europe?"
 ENGINES = {"openai-deep-research": "openai_responses", "gemini-deep-research": "gemini_interactions"}
@@ -57,7 +58,7 @@ def _context(env: dict[str, str], db: Path, *, run_id: str | None = None, engine
              total_timeout_s: float | None = None) -> Iterator[RunContext]:
     """A RunContext as `pipeline.execute` builds one (new run, or `run_id` to resume)."""
     credentials = Credentials.from_env(env)
-    store = Store(db, secrets=credentials.secrets())
+    store = Store(db if db.exists() else migrated_copy(db), secrets=credentials.secrets())
     if run_id is None:
         config = build_config(env=env, engine=engine, fetch_timeout_s=3, hosted_poll_interval_s=0.05,
                               max_retries=2)

@@ -25,11 +25,12 @@ from research.records import (
 )
 from storage import Store
 from storage.schema import sources as sources_table
+from tests.store_files import migrated_copy
 
 
 @pytest.fixture
 def store(tmp_db: Path) -> Store:
-    return Store(tmp_db)
+    return Store(migrated_copy(tmp_db))
 
 
 def test_a_stored_plan_reads_back_as_the_same_records(store: Store) -> None:

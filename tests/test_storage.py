@@ -30,19 +30,21 @@ from storage import MIGRATIONS, Store, default_db_path
 from storage.migrate import head_revision
 from storage.schema import metadata, runs
 from storage.schema import steps as steps_table
+from tests.store_files import migrated_copy
 
 
 @pytest.fixture
 def store(db_target: str) -> Iterator[Store]:
-    """A new store on SQLite, then on PostgreSQL."""
-    s = Store(db_target)
+    """A new store on SQLite (a copy of one migrated once: tests/store_files.py), then on
+    PostgreSQL."""
+    s = Store(db_target if "://" in db_target else migrated_copy(Path(db_target)))
     yield s
     s.close()
 
 
 @pytest.fixture
 def sqlite_store(tmp_path: Path) -> Iterator[Store]:
-    s = Store(tmp_path / "db" / "research.db")
+    s = Store(migrated_copy(tmp_path / "db" / "research.db"))
     yield s
     s.close()
 
