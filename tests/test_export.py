@@ -13,7 +13,6 @@ from pypdf import PdfReader
 
 from research.errors import ResearchError
 from research.export import (
-    RefusingURLFetcher,
     ReportDocument,
     ReportSource,
     build_document,
@@ -363,6 +362,8 @@ def test_hostile_body_renders_with_no_successful_fetch(no_network: list[str]) ->
         "html",
     }
     assert not any("style" in attrs or "src" in attrs for _, attrs in tags)
+    from research.export import RefusingURLFetcher  # loads WeasyPrint: here, not at collection
+
     fetcher = RefusingURLFetcher()
     pdf = to_pdf(doc, fetcher=fetcher)
     assert fetcher.served == 0
@@ -381,6 +382,8 @@ def test_fetcher_refuses_everything_even_if_markup_reached_weasyprint(
         "</head><body><p>Hello</p><img src='file:///etc/passwd'><img src='http://127.0.0.1:9/t.png'>"
         "<img src='data:image/png;base64,iVBORw0KGgo='></body></html>"
     )
+    from research.export import RefusingURLFetcher  # loads WeasyPrint: here, not at collection
+
     fetcher = RefusingURLFetcher()
     pdf = render_pdf(raw, fetcher)
     assert fetcher.attempts, "the hostile markup should have tried to load something"

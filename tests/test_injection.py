@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from pypdf import PdfReader
 
-from research.export import RefusingURLFetcher, to_markdown, to_pdf
+from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.fetch import Fetcher, FetchLimits, clean_text
 from research.prompts import INVISIBLE, clean_untrusted, new_nonce, untrusted_block
@@ -210,6 +210,8 @@ def test_a_run_over_hostile_pages_follows_no_page_instruction(
         assert "![" not in text and "<img" not in text.lower() and "<iframe" not in text.lower()
         for url in re.findall(r"https?://[^\s)>\]\"']+", text):
             assert canonical_url(url) in gathered, url
+
+    from research.export import RefusingURLFetcher  # loads WeasyPrint: here, not at collection
 
     fetcher = RefusingURLFetcher()
     pdf = to_pdf(doc, fetcher=fetcher)

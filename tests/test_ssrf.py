@@ -17,7 +17,6 @@ import httpx
 import pytest
 
 from research.errors import FetchError, FetchRefused
-from research.export import RefusingURLFetcher
 from research.export.document import ReportDocument, ReportSource
 from research.export.pdf import render_pdf, to_pdf
 from research.fetch import Fetcher, FetchLimits
@@ -249,6 +248,8 @@ div {{ border-image: url("{net}/border.png") 30; cursor: url("{net}/cur.cur"), a
 def test_the_pdf_renderer_loads_no_url_and_no_file_whatever_the_html_says(
     listener: str, secret_file: Path
 ) -> None:
+    from research.export import RefusingURLFetcher  # loads WeasyPrint: here, not at collection
+
     fetcher = RefusingURLFetcher()
     pdf = render_pdf(_every_loader(listener, secret_file.as_uri()), fetcher)
     assert pdf.startswith(b"%PDF")
@@ -271,6 +272,8 @@ def test_a_report_body_with_every_loader_makes_no_request_at_all(
         sources=(ReportSource(1, "s", f"T <img src='{listener}/t.png'>", "https://a.example/x",
                               "a.example", None, None),),
     )
+    from research.export import RefusingURLFetcher  # loads WeasyPrint: here, not at collection
+
     fetcher = RefusingURLFetcher()
     pdf = to_pdf(doc, fetcher=fetcher)
     assert fetcher.attempts == []  # sanitised: the layout engine is not even asked
