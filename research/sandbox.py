@@ -20,7 +20,10 @@ Per call the starter forks a *keeper*, which forks the child and waits for it: t
 kills the child at the deadline or as soon as the parent hangs up, and reports how it ended,
 so the parent gets the child's exit code without being its parent. The child's stdin, stdout
 and stderr are memory files the parent made, so nobody pumps pipes. Its address space is capped
-with RLIMIT_AS before it reads its input.
+with RLIMIT_AS before it reads its input. One thing a fork does not renew: the children of one
+starter share its address-space layout (randomised per program start, not per fork). A child
+holds nothing but its own input and is gone at its deadline, so a layout learnt from one child
+opens nothing worth taking in another.
 
 Protocol: the target `module:function` is called as `function(payload: bytes, *args: str)`
 and returns a JSON-able dict, written to stdout; `run_child` returns that dict or raises
