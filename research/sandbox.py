@@ -167,8 +167,8 @@ class _Starter:
             keeper, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             try:
                 self._send(request, [*files, keeper.fileno()])
-                keeper.close()
-                ending = _await_ending(ours, deadline)
+                keeper.close()  # now only the starter's side holds it: its end means an answer
+                ending = self._await(ours, deadline)
             finally:
                 keeper.close()
                 ours.close()
@@ -178,6 +178,25 @@ class _Starter:
             if attempt == 2 or time.monotonic() > deadline + _REPLY_SLACK_S:
                 break
         raise ChildFailed("start", "the sandbox starter did not take the work")
+
+    def _await(self, reply: socket.socket, deadline: float) -> _Ending | None:
+        """The keeper's report, or None when the starter never took the request."""
+        started = False
+        while True:
+            reply.settimeout(max(0.0, deadline - time.monotonic()) + _REPLY_SLACK_S)
+            try:
+                message = reply.recv(4096)
+            except TimeoutError:  # the keeper missed its own deadline: the starter is stuck
+                self.stop()
+                raise ChildFailed("timeout") from None
+            if not message:
+                if started:  # the keeper died (the system killed it): the child's fate is unknown
+                    raise ChildFailed("killed", "the keeper of the child ended")
+                return None
+            word = json.loads(message)
+            if "code" in word:
+                return _Ending(int(word["code"]), bool(word["timed_out"]))
+            started = True
 
     def _send(self, request: bytes, fds: list[int]) -> None:
         with self._lock:
@@ -242,26 +261,6 @@ class _Starter:
         if self._control is not None:
             self._control.close()
         self._control, self._proc = None, None
-
-
-def _await_ending(reply: socket.socket, deadline: float) -> _Ending | None:
-    """The keeper's report, or None when the starter never took the request."""
-    started = False
-    while True:
-        reply.settimeout(max(0.0, deadline - time.monotonic()) + _REPLY_SLACK_S)
-        try:
-            message = reply.recv(4096)
-        except TimeoutError:  # the keeper missed its own deadline: the starter is stuck
-            _STARTER.stop()
-            raise ChildFailed("timeout") from None
-        if not message:
-            if started:  # the keeper died (the system killed it): the child's fate is unknown
-                raise ChildFailed("killed", "the keeper of the child ended")
-            return None
-        word = json.loads(message)
-        if "code" in word:
-            return _Ending(int(word["code"]), bool(word["timed_out"]))
-        started = True
 
 
 _STARTER = _Starter()

@@ -105,6 +105,11 @@ class StoreBase:
         """`_rows` for a statement built once, on the driver's cursor (the poll's hot reads)."""
         return self._database.fast_rows(statement, params)
 
+    def _fast_row(self, statement: Executable, params: Params) -> Row | None:
+        """The first row of `_fast_rows`, or None."""
+        rows = self._database.fast_rows(statement, params)
+        return rows[0] if rows else None
+
     def _run_rows(self, table: Table, run_id: str, order: str | None = None) -> list[Row]:
         """Every row of one run in `table`, ordered by the column `order`."""
         return self._fast_rows(of_run(table, order), {"run_id": run_id})

@@ -92,10 +92,10 @@ class RunsStore(StoreBase):
     def get_run(self, run_id: str, *, person: str | None = None) -> Run | None:
         """The run, or None when there is none, or (`person` given) it is someone else's."""
         if person is None:
-            found = self._fast_rows(GET_RUN, {"run_id": run_id})
+            row = self._fast_row(GET_RUN, {"run_id": run_id})
         else:
-            found = self._fast_rows(_GET_OWN_RUN, {"run_id": run_id, "person": person})
-        return mapped.run(found[0]) if found else None
+            row = self._fast_row(_GET_OWN_RUN, {"run_id": run_id, "person": person})
+        return mapped.run(row) if row else None
 
     def _run_filter(self, search: str | None, status: str | None,
                     person: str | None = None) -> list[ColumnElement[bool]]:
@@ -233,10 +233,9 @@ class RunsStore(StoreBase):
                        .values(control=action, updated_at=utc_now()))
 
     def get_control(self, run_id: str) -> str | None:
-        found = self._fast_rows(_GET_CONTROL, {"run_id": run_id})  # each checkpoint asks
-        return found[0]["control"] if found else None
+        row = self._fast_row(_GET_CONTROL, {"run_id": run_id})  # each checkpoint asks
+        return row["control"] if row else None
 
     def latest_activity(self, run_id: str) -> Activity | None:
         """Cheap poll for a live dashboard: one indexed query. None if no such run."""
-        found = self._fast_rows(LATEST_ACTIVITY, {"run_id": run_id})
-        return mapped.activity(found[0] if found else None)
+        return mapped.activity(self._fast_row(LATEST_ACTIVITY, {"run_id": run_id}))

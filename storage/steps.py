@@ -70,8 +70,8 @@ class StepsStore(StoreBase):
 
     def get_plan(self, run_id: str) -> list[Subtopic] | None:
         """The subtopics of the latest plan version, or None before planning."""
-        found = self._fast_rows(_LATEST_PLAN, {"run_id": run_id})
-        return list(mapped.subtopics(found[0]["subtopics"])) if found else None
+        row = self._fast_row(_LATEST_PLAN, {"run_id": run_id})
+        return list(mapped.subtopics(row["subtopics"])) if row else None
 
     def get_plans(self, run_id: str) -> list[PlanVersion]:
         """Every version, oldest first."""
@@ -132,8 +132,8 @@ class StepsStore(StoreBase):
     def get_steps(self, run_id: str) -> list[Step]:
         """In the order steps were first started (read on the live panel's hot path, as
         `storage.live` does: a statement built once, on the driver's cursor)."""
-        return [mapped.step(row) for row in self._run_rows(steps, run_id, "id")]
+        return [mapped.step(row) for row in self._fast_rows(GET_STEPS, {"run_id": run_id})]
 
     def get_step(self, run_id: str, key: str) -> Step | None:
-        found = self._fast_rows(_GET_STEP, {"run_id": run_id, "key": key})  # each step asks
-        return mapped.step(found[0]) if found else None
+        row = self._fast_row(_GET_STEP, {"run_id": run_id, "key": key})  # each step asks
+        return mapped.step(row) if row else None

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Table, select
 
 from storage import rows as mapped
-from storage.base import StoreBase
+from storage.base import StoreBase, of_run
 from storage.dialects import insert_for
 from storage.engine import Tx
 from storage.migrations import utc_now
@@ -77,8 +77,7 @@ class WritingStore(StoreBase):
                 "meta": self._plain(dict(meta)), "created_at": utc_now()})
 
     def get_report(self, run_id: str) -> Report | None:
-        found = self._run_rows(reports, run_id)
-        return mapped.report(found[0] if found else None)
+        return mapped.report(self._fast_row(of_run(reports), {"run_id": run_id}))
 
     # -- hosted engines ------------------------------------------------------------------
 
