@@ -7,6 +7,7 @@ import compileall
 import functools
 import gc
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -52,12 +53,26 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if hasattr(config, "workerinput"):  # an xdist worker: the controller has done it
         return
+    _take_ctrl_c_as_a_terminal_would()
     for name in _COMPILED:
         path = ROOT / name
         if path.is_dir():
             compileall.compile_dir(path, quiet=2, workers=1)
         elif path.exists():
             compileall.compile_file(path, quiet=2)
+
+
+def _take_ctrl_c_as_a_terminal_would() -> None:
+    """Give Ctrl-C back its usual meaning when the suite was started with it ignored.
+
+    A shell starts a command it runs in the background (`./test.sh &`, nohup, some CI
+    runners) with SIGINT ignored, and an ignored signal stays ignored in every process
+    started from there: the tests' `python -m research` children then never see the Ctrl-C
+    the Ctrl-C tests send (a quick run finished with status 0), and the team demo's shell
+    cannot trap it. Set back here, before the xdist workers start, every test process and
+    child starts as it would from a terminal."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(wrapper=True)
