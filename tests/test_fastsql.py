@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from sqlalchemy.dialects import postgresql, sqlite
@@ -76,3 +77,20 @@ def test_hot_writes_round_trip_on_both_databases(db_target: str) -> None:
         [step] = store.get_steps(run_id)
         assert step.status == "done" and step.result == {"kept": 1}
         assert store.get_sources(run_id)[0].signals == ("peer",)
+
+
+def test_databases_of_one_kind_share_their_plans_once_connected(tmp_path: Path) -> None:
+    """A store opened per run compiles nothing its kind of database has compiled before; a
+    dialect that has not met its server yet (what it compiles may still change) keeps its own."""
+    first, second = (Store(tmp_path / f"{name}.db") for name in ("first", "second"))
+    try:
+        assert first._database.plans.plan(_FINISH, FINISH_KEYS) is second._database.plans.plan(_FINISH, FINISH_KEYS)
+    finally:
+        first.close()
+        second.close()
+    unconnected = [Plans(sqlite.dialect()), Plans(sqlite.dialect())]
+    assert unconnected[0].plan(_FINISH, FINISH_KEYS) is not unconnected[1].plan(_FINISH, FINISH_KEYS)
+    connected_elsewhere = sqlite.dialect()
+    connected_elsewhere.server_version_info = (1, 0, 0)  # another SQLite library
+    assert Plans(connected_elsewhere).plan(_FINISH, FINISH_KEYS) \
+        is not Plans(first._database.plans.dialect).plan(_FINISH, FINISH_KEYS)
