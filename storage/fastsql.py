@@ -69,7 +69,9 @@ _Compiled = dict[tuple[int, tuple[str, ...]], tuple[Executable, "Plan"]]
 # opens a fresh store for nearly every test: three test files went from 1,045 compilations
 # (0.38 CPU-s) to 82, and the whole suite spent about 4 CPU-s there. Every engine is made by
 # storage.engine.Database with the same settings (JSON serializer included), so a plan holds
-# for any database of its key.
+# for any database of its key. It stays small because only statements built once (module
+# constants and `functools.cache`d builders, as the module docstring asks) are planned here:
+# each is kept for the life of the process.
 _SHARED: dict[tuple[object, ...], _Compiled] = {}
 
 
