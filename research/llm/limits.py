@@ -1,0 +1,53 @@
+"""What an account or a model server allows: the facts the run paces itself by (issue 31).
+
+One `Account` is one provider account as the provider counts it: provider, base URL, a hash of
+the key (never the key) and model, since OpenAI and Gemini meter each model apart. Its
+`AccountLimits` are learned as the run goes (rate-limit headers, 429 bodies, a local server's
+own settings) and are shared by every role and every run of the process, and through the store
+by every process on the same key. A field left None is not known yet: nothing is assumed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class Account:
+    provider: str   # "openai", "gemini", ...
+    base_url: str   # as configured ("" for the provider's default)
+    key_hash: str   # key_hash(key): the key itself never leaves the credentials
+    model: str
+
+    @property
+    def id(self) -> str:
+        """One stable text naming the account, fit for a store key or a log line."""
+        return f"{self.provider}|{self.base_url}|{self.key_hash}|{self.model}"
+
+
+def key_hash(key: str | None) -> str:
+    """A short, one-way name for an API key (empty for none): enough to tell accounts apart,
+    useless for calling the provider."""
+    if not key:
+        return ""
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class AccountLimits:
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    requests_per_day: int | None = None
+    parallel: int | None = None          # answers the server generates at once (local servers)
+    context_tokens: int | None = None    # the model's context window, prompt and answer together
+    source: str = ""                     # where these came from, in plain words
+
+    def merged(self, newer: AccountLimits) -> AccountLimits:
+        """These limits with every field `newer` knows taken from it."""
+        known = {k: v for k, v in vars(newer).items() if v not in (None, "")}
+        return replace(self, **known)
+
+    @property
+    def known(self) -> bool:
+        return any(v is not None for k, v in vars(self).items() if k != "source")
