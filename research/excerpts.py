@@ -34,9 +34,9 @@ def _figures(text: str) -> set[str]:
 
 def without_title(text: str, title: str | None) -> str:
     """The page's text without its first line when that line only repeats the title (the title
-    is sent beside it already)."""
+    is sent beside it already); the text as it is when nothing else is left."""
     head, _, rest = text.lstrip().partition("\n")
-    if title and head.strip() and " ".join(head.split()) == " ".join(title.split()):
+    if title and rest.strip() and " ".join(head.split()) == " ".join(title.split()):
         return rest
     return text
 

@@ -34,20 +34,16 @@ from research.records import Finding, FindingKind, Source, Subtopic
 FINDINGS_CONTEXT_CHARS = 40_000  # page text for the whole unit, shared out among its sources
 MIN_SHARE_CHARS = 800
 FINDINGS_GROUP = 2  # sources per findings call: an answer of a few findings, not twenty
-OPEN_QUESTIONS_CHARS = 240  # of each kept source the gaps call reads: its passage nearest the subtopic
+OPEN_QUESTIONS_CHARS = 120  # of each kept source the gaps call reads: its passage nearest the subtopic
 
 # How many items an answer may hold (answer_limits.py adds a small margin).
 FINDINGS_PER_SOURCE = 5
 OPEN_QUESTIONS_CAPS = {"gaps": 10, "follow_up_questions": 10}
 
-FINDINGS_PROMPT = """Report what the sources below establish about one subtopic of a research
-question. They are some of the sources kept for the subtopic; colleagues report on the others.
-
-Rules:
-- Each finding is one factual claim with the ids of the sources that support it.
-- Use only these sources; cite them by their id. Keep numbers, dates and names exact.
-- Keep fact and opinion apart: say "according to ..." for opinions and forecasts.
-- Confidence is 0-1: how well the cited sources support the claim.
+FINDINGS_PROMPT = """Report what the sources below (some of those kept for one subtopic of a
+research question) establish about it: each finding one factual claim with the ids of the
+sources that support it, from these sources only, numbers, dates and names exact, opinions and
+forecasts as "according to ...", and a confidence of 0-1 (how well the sources support it).
 
 The research question: "{question}"
 <subtopic>{title}</subtopic>
@@ -57,12 +53,9 @@ Research questions of the subtopic:
 {blocks}"""
 
 OPEN_QUESTIONS_PROMPT = """Below are the sources kept for one subtopic of a research question,
-each by its title and its passage nearest the subtopic. Name what they leave open.
-
-Rules:
-- Gaps: research questions or important aspects the sources do not answer.
-- Follow-up questions: specific questions worth researching next, each answerable by web
-  searches. Only what matters to the research question; a few, not a long list.
+each by its title and its passage nearest the subtopic. Name the gaps (research questions or
+important aspects they do not answer) and a few follow-up questions worth researching next,
+each answerable by web searches and mattering to the research question.
 
 The research question: "{question}"
 <subtopic>{title}</subtopic>
@@ -118,11 +111,11 @@ def _head(ctx: RunContext, sub: Subtopic) -> dict[str, str]:
 
 def _blocks(sources: list[Source], chars: int, about: str = "") -> str:
     """Each source's text (without a first line that repeats its title) up to `chars`, or,
-    given what the call is `about`, its passages nearest that. No address: the model cites
-    by id, and the title says what the page is."""
+    given what the call is `about`, its passages nearest that (without a date: only the
+    findings need it). No address: the model cites by id, and the title says what it is."""
     nonce = new_nonce()
     return "\n\n".join(
-        untrusted_block(s.id, {"title": s.title, "published": s.published},
+        untrusted_block(s.id, {"title": s.title, "published": None if about else s.published},
                         excerpt(without_title(s.text, s.title), about, chars) if about
                         else without_title(s.text, s.title)[:chars], nonce)
         for s in sources)

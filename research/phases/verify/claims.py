@@ -16,7 +16,7 @@ from research.checks import CITATION, cited_numbers, claim_sentences, data_rows,
 from research.excerpts import excerpt as passages
 from research.excerpts import words
 
-PASSAGE_CHARS = 600           # excerpt of each cited source shown with a claim: its passages
+PASSAGE_CHARS = 500           # excerpt of each cited source shown with a claim: its passages
                               # nearest the claim (the deciding one is one or two sentences)
 MAX_SOURCES_PER_CLAIM = 3     # a claim citing more is judged against its most relevant three
 

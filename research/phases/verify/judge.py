@@ -43,18 +43,16 @@ VERIFIER_ROLE = (
     "the text of the sources it cites, and against nothing else."
 )
 
-VERIFY_PROMPT = """Check the claims below from a research report answering:
-<question>{question}</question>
-
-Excerpts of the sources the claims cite come with them, each source once, its id the number the
-claims cite it by ([3] -> id 3). For every claim decide, by the excerpts of its own sources:
+VERIFY_PROMPT = """Check these claims of a report answering <question>{question}</question>
+Each cited source's excerpt comes once, its id the number claims cite it by ([3] -> id 3).
+For every claim decide, by the excerpts of its own sources only (not what you know; a citation
+number is not evidence):
 - SUPPORTED: an excerpt states it (figures, dates, direction and strength all match)
 - OVERSTATED: an excerpt supports only a weaker, narrower or less certain version
 - CONTRADICTED: an excerpt says otherwise
 - UNSUPPORTED: the excerpts do not say it
-Quote word for word the passage (one or two sentences) that decides the verdict and give the
-id of the excerpt you quoted. Judge only by the excerpts, never by what you know; a citation
-number is not evidence. Answer once for every claim id.
+Quote word for word the deciding passage (one or two sentences) and give its excerpt's id.
+Answer once for every claim id.
 
 CLAIMS:
 {claims}"""
@@ -64,17 +62,14 @@ AUDITOR_ROLE = (
     "report before. You assume a claim is unproven until a source excerpt proves it."
 )
 
-AUDIT_PROMPT = """Audit these claims one by one. For each, read the excerpts of the sources it
-cites (each source's excerpt comes once, before the first claim citing it; its id is the number
-claims cite it by), then the claim, and ask: would a careful reader of only these excerpts accept
-the claim exactly as written?
-
-Verdicts:
+AUDIT_PROMPT = """Audit these claims one by one: read the excerpts of the sources a claim cites
+(each comes once, before the first claim citing it; its id is the number claims cite it by),
+then the claim, and ask: would a careful reader of only these excerpts accept it as written?
 - UNSUPPORTED when no excerpt says it (the default when in doubt)
 - CONTRADICTED when an excerpt says the opposite or gives a different figure
 - OVERSTATED when the claim is stronger, broader or more certain than the excerpt
 - SUPPORTED only when an excerpt says it; then copy that passage exactly as "quote"
-Give the excerpt id you relied on. Do not use outside knowledge. Every claim id needs an answer.
+Give the excerpt id you relied on; no outside knowledge. Every claim id needs an answer.
 
 The report answers: <question>{question}</question>
 
