@@ -359,6 +359,25 @@ def test_a_local_server_answers_parallel_requests_at_a_time_and_queues_the_rest(
     assert [r["time"] for r in sorted(log, key=lambda r: r["started"])] == sorted(r["time"] for r in log)
 
 
+def test_a_queued_request_whose_client_gave_up_is_dropped_unanswered(standin_env, standin):
+    standin.set_local_server("ollama", tokens_per_second=50)
+    first = threading.Thread(target=_at_once, args=(standin, 1))
+    first.start()
+    while not any("started" in r for r in standin.requests_for("openai")):
+        threading.Event().wait(0.01)
+    impatient = openai.OpenAI(base_url=f"{standin.base_url}/v1", api_key="unused", max_retries=0,
+                              timeout=0.5)
+    with pytest.raises(openai.APITimeoutError):
+        impatient.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi"}])
+    first.join()
+    for _ in range(100):  # the server notices at its next look at the waiting line
+        dropped = standin.requests_for("openai")[1]
+        if dropped.get("client_gone"):
+            break
+        threading.Event().wait(0.05)
+    assert dropped.get("client_gone") and "started" not in dropped and "status" not in dropped
+
+
 def test_ollama_cuts_a_long_prompt_silently_and_says_its_window(standin_env, standin):
     standin.set_local_server("ollama", context_tokens=200, tokens_per_second=1_000)
     answer = _local(standin).chat.completions.create(

@@ -83,6 +83,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import select
+import socket
 import threading
 import time
 from collections.abc import Mapping
@@ -598,12 +600,25 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         gen = self._gen
         standin = self.standin
-        if not standin.slots.acquire(lambda: standin._stopping.is_set() or gen != standin._generation):
+        # A real server drops a queued request whose client gave up (its time limit passed).
+        if not standin.slots.acquire(lambda: standin._stopping.is_set()
+                                     or gen != standin._generation or self._client_gone()):
             self.close_connection = True
             return False
         self._gates.append("slot")
         self._entry["started"] = time.time()
         return True
+
+    def _client_gone(self) -> bool:
+        """Whether the client closed the connection while waiting (logged as `client_gone`)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            gone = bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            gone = True
+        if gone:
+            self._entry["client_gone"] = True
+        return gone
 
     def _after_limits(self, api: str) -> None:
         if "slot" in self._gates:
@@ -694,6 +709,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return False
         self._entry["answered"] = time.time()
+        if self.standin.local_server is not None and self._client_gone():
+            self.close_connection = True
+            return False
         return True
 
     def _api_openai(self, path: str, query: str, body: Any) -> None:
