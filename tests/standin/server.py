@@ -798,6 +798,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _api_local(self, path: str, query: str, body: Any) -> None:
         answer = local.info(self.standin.local_server, self.command, path, body)
+        if answer is not None and self.standin.local_server is None and not str(
+                self.headers.get("Authorization", "")).startswith("Bearer "):
+            answer = 401, _default_error_body("openai", 401)  # OpenAI's own /v1/models
         if answer is None:
             self._send_json(404, {"error": f"No route for {self.command} {path}"})
         elif isinstance(answer[1], str):
