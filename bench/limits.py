@@ -252,6 +252,8 @@ def figures(scenario: Scenario, run: dict[str, Any], search_pacing: bool) -> dic
         "failed_calls": failed_calls(requests),
         "client_gone": sum(1 for r in llm if r.get("client_gone")),
         "refused_context": sum(1 for r in llm if r.get("status") == 400),
+        "over_window": (sum(1 for r in llm if _prompt_tokens(r) > scenario.local["context_tokens"])
+                        if scenario.local is not None else 0),
         "wait_lines": lines,
         "wait_minutes": max(1.0, wall / 60),
     }
@@ -269,8 +271,8 @@ def report(kit: Kit, scenario: Scenario, preset: str, run: dict[str, Any],
     say(f"    wall {f['wall']:.1f} s; floor {f['floor']:.1f} s ({f['why']}); ratio "
         f"{f['ratio']:.2f} (target <= {WALL_TARGET})")
     say(f"    model requests {f['llm_requests']} ({f['answered']} answered, {f['rate_limited']} "
-        f"rate-limit answers, {f['refused_context']} refused for length, {f['client_gone']} given "
-        f"up by the client); failed model calls {f['failed_calls']}; failed steps "
+        f"rate-limit answers, {f['refused_context']} refused for length, {f['over_window']} over "
+        f"the window, {f['client_gone']} given up by the client); failed model calls {f['failed_calls']}; failed steps "
         f"{run.get('failed_steps', 0)}; failed searches {run.get('failed_searches', 0)}; search "
         f"requests refused for pace {f['search_refused']}")
     say(f"    waiting lines shown {f['wait_lines']} in the events, "
