@@ -38,6 +38,8 @@ _MAX_RANGE = 30
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL | re.IGNORECASE)
 _THINK_END = re.compile(r"^.*</think>\s*", re.DOTALL | re.IGNORECASE)  # the opening tag was left out
+# Hidden markup (Perplexity's export repeats every footnote in a span no one sees): never shown.
+_HIDDEN = re.compile(r"<(span|div)\b[^>]*display\s*:\s*none[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
 _ANSWER_TAG = re.compile(r"^[ \t]*</?answer>[ \t]*\n?", re.IGNORECASE | re.MULTILINE)
 _FN_REF = re.compile(r"\[\^([\w.-]+)\]")
 _LINK_TEXT = r"(?:\\[\[\]]|[^\[\]\n])*"  # a link's words; escaped brackets allowed: [Report \[PDF\]](url)
@@ -90,7 +92,7 @@ def normalise(text: str, numbering: Mapping[Any, str],
               sources: Mapping[str, Source]) -> Normalised:
     """The text with every citation in the house `[n]` form (see the module docstring)."""
     gathered = Gathered.of(numbering, sources)
-    state = Normalised(_ANSWER_TAG.sub("", _THINK_END.sub("", _THINK.sub("", text))))
+    state = Normalised(_ANSWER_TAG.sub("", _HIDDEN.sub("", _THINK_END.sub("", _THINK.sub("", text)))))
     own, body = read_references(state.text, gathered)
     body = map_prose(body, lambda chunk: _prose(chunk, gathered, own, state))
     state.text = _finish(body)

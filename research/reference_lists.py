@@ -118,7 +118,9 @@ _ANY_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]")
 _FENCE = re.compile(r"^ {0,3}(?:`{3,}|~{3,})")
 _CLOSING_TAG = re.compile(r"^[ \t]*</[\w ]{1,40}>[ \t]*$")
 _NUMBERED = re.compile(r"^ {0,3}(?:[-*+][ \t]+)?(?:\\?\[(\d{1,4})\\?\]|(\d{1,4})\\?[.)])[ \t]+(.*)$")
-_LINK_ENTRY = re.compile(r"^ {0,3}[-*+•][ \t]+(?:\[[^\]\n]*\]\(\s*<?" + URL + r">?\s*\)|<?" + URL + r">?)")
+# A bullet that is a link or a URL, with at most a note after a dash or colon: `- [Title](url) - note`
+_LINK_ENTRY = re.compile(r"^ {0,3}[-*+•][ \t]+(?:\[[^\]\n]*\]\(\s*<?" + URL + r">?\s*\)|<?" + URL
+                         + r">?)[ \t]*(?:[-–—:,|][^\n]{0,300})?$")
 _URL_LINE = re.compile(r"^[ \t]*<?" + URL + r">?[ \t]*$")
 _LINK_IN = re.compile(r"\]\(\s*<?(" + URL + r")>?\s*\)|<(" + URL + r")>|(" + URL + r")")
 _COLLECTED = re.compile(r"\(?\s*reference\s+(\d{1,4})\s+from\s+(?:the\s+)?collected\s+information\s*\)?",
@@ -198,6 +200,9 @@ def _trailing(lines: list[str]) -> set[int]:
     one `[n] url` line."""
     block: list[int] = []
     entries: list[str] = []
+    # `1. Title, url` lines are a list of references only when the text cites by number (or
+    # they are bare links): a closing list of advice that gives its sources' URLs is prose.
+    markers = any(re.search(r"\[\^?\d{1,4}\]|\\\[\d{1,4}\\\]|<sup>", line) for line in lines)
     footer = 0  # a short closing line below the list ("---", "Answer from ...") stays
     for i in range(len(lines) - 1, -1, -1):
         line = lines[i].strip()
@@ -205,7 +210,8 @@ def _trailing(lines: list[str]) -> set[int]:
             block.append(i)
             continue
         numbered = _NUMBERED.match(line)
-        if not ((numbered and (numbered.group(1) or re.search(URL, line)))
+        if not ((numbered and (numbered.group(1) or (re.search(URL, line) and (
+                    markers or _bracketed_url(line) or _LINK_ENTRY.match("- " + numbered.group(3))))))
                 or _LINK_ENTRY.match(line) or _URL_LINE.match(line)):
             if not entries and footer < 2 and len(line) <= 80 and not line.startswith("#"):
                 footer += 1

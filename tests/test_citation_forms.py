@@ -36,6 +36,7 @@ SOURCES = {
 }
 NUMBERING = {1: "heat", 2: "cold", 3: "stats", 4: "grid"}
 GHOST = "https://ghost.example/never-gathered"
+REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "real-outputs"
 
 
 def cite(text: str) -> tuple[str, int]:
@@ -55,7 +56,7 @@ def resolved(text: str) -> list[str]:
 
 # --- in-text forms, one example (or more) per style key ---------------------------------------
 
-@pytest.mark.parametrize(("style", "written", "expected"), [
+FORMS = [
     ("br_n", "Heat pumps sold well [3].", "Heat pumps sold well [3]."),
     ("br_adj", "Heat pumps sold well.[1][3] Prices fell.", "Heat pumps sold well [1][3]. Prices fell."),
     ("br_list", "Heat pumps sold well [1, 3].", "Heat pumps sold well [1][3]."),
@@ -67,6 +68,10 @@ def resolved(text: str) -> list[str]:
     ("num_link", "Heat pumps sold well [(9)](https://stats.example.com/data).", "Heat pumps sold well [3]."),
     ("paren_domain_link", "Heat pumps sold well ([stats.example.com](https://stats.example.com/data?utm_source=openai)).",
      "Heat pumps sold well [3]."),
+    ("utm_openai", "Sales grew ([grid.example.net](https://grid.example.net/load?utm_source=chatgpt.com)).",
+     "Sales grew [4]."),
+    ("hidden_fn_span", 'Sales grew[^2].<span style="display:none">[^1][^2][^3]</span>\n\n'
+     "[^2]: https://example.org/study?id=3\n", "Sales grew [2]."),
     ("paren_title_link", "Heat pumps sold well ([Nordic Field Notes, 2022](https://example.org/study?id=3)).",
      "Heat pumps sold well [2]."),
     ("paren_title_link", r"Heat pumps sold well ([Field study \[PDF\]](https://example.org/study?id=3)).",
@@ -96,7 +101,10 @@ def resolved(text: str) -> list[str]:
     ("author_year", "Sales grew (Lindqvist, 2022). Prices fell (Halvorsen et al., 2023).",
      "Sales grew [2]. Prices fell [1]."),
     ("author_year", "Halvorsen (2023) found that sales grew.", "Halvorsen (2023) [1] found that sales grew."),
-])
+]
+
+
+@pytest.mark.parametrize(("style", "written", "expected"), FORMS)
 def test_each_in_text_form_becomes_a_citation_of_the_gathered_source(style: str, written: str,
                                                                       expected: str) -> None:
     text, removed = cite(written)
@@ -189,6 +197,16 @@ def test_a_closing_numbered_list_of_advice_is_not_taken_for_a_reference_list() -
     assert cite(written)[0] == written.strip()
 
 
+def test_a_closing_list_of_advice_giving_urls_or_starting_with_links_stays_prose() -> None:
+    written = ("Sales grew.\n\n## Recommendations\n"
+               "1. Insulate first, as the field study shows https://example.org/study?id=3\n"
+               "2. Size the pump to the house https://grid.example.net/load\n"
+               "- [Apply for the grant](https://energy.example/reports/heat-pumps) before March, when it closes.\n")
+    assert cite(written)[0] == (
+        "Sales grew.\n\n## Recommendations\n1. Insulate first, as the field study shows [2]\n"
+        "2. Size the pump to the house [4]\n- Apply for the grant [1] before March, when it closes.")
+
+
 def test_a_lone_closing_think_tag_and_answer_tags_are_not_part_of_the_report() -> None:
     text, _ = cite("draft with [9] and https://ghost.example/x\n</think>\n<answer>\nSales grew [2].\n</answer>\n")
     assert text == "Sales grew [2]."
@@ -206,6 +224,7 @@ def test_a_lone_closing_think_tag_and_answer_tags_are_not_part_of_the_report() -
     f"Sales grew[^1].\n\n[^1]: {GHOST}\n",
     f"Sales grew [1].\n\n## References\n[1] {GHOST}\n",
     "Sales grew [12].",
+    "Sales grew \ue200cite\ue202turn0search3\ue201.",  # chatgpt_token: its own search turns, never ours
 ])
 def test_a_citation_of_a_page_never_gathered_is_removed_and_counted(written: str) -> None:
     text, removed = cite(written)
@@ -216,9 +235,24 @@ def test_a_citation_of_a_page_never_gathered_is_removed_and_counted(written: str
     assert not re.search(r"\s[.,]", text)  # no space left where the citation was
 
 
+# Style keys covered by the tests above other than by name in the first one's table.
+COVERED_ELSEWHERE = {
+    "fn_ref": "footnotes with a turn prefix", "fn_def": "footnotes with a turn prefix",
+    "md_link_list": "key citations list", "bare_url_list": "own lists", "ref_heading": "own lists",
+    "reflist_bracket": "own lists", "reflist_numbered": "own lists", "accessed": "works cited",
+    "chatgpt_token": "never gathered",
+}
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="the real-outputs folder is not on this machine")
+def test_every_style_of_the_real_outputs_table_has_an_example_here() -> None:
+    keys = {key for key, _, _ in _styles().STYLES} - {"truncated"}
+    named = {style for style, _, _ in FORMS}
+    assert keys - named - set(COVERED_ELSEWHERE) == set()
+
+
 # --- every real text ------------------------------------------------------------------------
 
-REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "real-outputs"
 _URL = re.compile(r"https?://[^\s<>\"'`\]\)]+(?:\([^\s()<>]*\)[^\s<>\"'`\]\)]*)*")
 _ENTRY = re.compile(r"^\s*\\?\[(\d{1,3})\\?\][ \t]+(.{12,200}?)\s*$", re.MULTILINE)
 _GATHER_EVERY = 4  # every fourth URL a text cites is one this run never gathered
