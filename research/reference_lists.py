@@ -121,6 +121,8 @@ _NUMBERED = re.compile(r"^ {0,3}(?:[-*+][ \t]+)?(?:\\?\[(\d{1,4})\\?\]|(\d{1,4})
 # A bullet that is a link or a URL, with at most a note after a dash or colon: `- [Title](url) - note`
 _LINK_ENTRY = re.compile(r"^ {0,3}[-*+•][ \t]+(?:\[[^\]\n]*\]\(\s*<?" + URL + r">?\s*\)|<?" + URL
                          + r">?)[ \t]*(?:[-–—:,|][^\n]{0,300})?$")
+# DeepScholar's list: `\[[Author' 2020-03-04](url)\] Title` lines, the in-text form leading a title.
+_BRACKETED_LINK = re.compile(r"^ {0,3}\\?\[\[[^\]\n]*\]\(\s*<?" + URL + r">?\s*\)\\?\]")
 _URL_LINE = re.compile(r"^[ \t]*<?" + URL + r">?[ \t]*$")
 _LINK_IN = re.compile(r"\]\(\s*<?(" + URL + r")>?\s*\)|<(" + URL + r")>|(" + URL + r")")
 _COLLECTED = re.compile(r"\(?\s*reference\s+(\d{1,4})\s+from\s+(?:the\s+)?collected\s+information\s*\)?",
@@ -212,7 +214,7 @@ def _trailing(lines: list[str]) -> set[int]:
         numbered = _NUMBERED.match(line)
         if not ((numbered and (numbered.group(1) or (re.search(URL, line) and (
                     markers or _bracketed_url(line) or _LINK_ENTRY.match("- " + numbered.group(3))))))
-                or _LINK_ENTRY.match(line) or _URL_LINE.match(line)):
+                or _LINK_ENTRY.match(line) or _URL_LINE.match(line) or _BRACKETED_LINK.match(line)):
             if not entries and footer < 2 and len(line) <= 80 and not line.startswith("#"):
                 footer += 1
                 if re.fullmatch(r"(?:[-*_][ \t]*){3,}", line):

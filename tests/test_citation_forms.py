@@ -166,6 +166,13 @@ def test_links_in_prose_are_the_citations_and_the_key_citations_list_goes() -> N
     assert resolved(written) == ["cold", "grid"]
 
 
+def test_a_closing_list_of_bracketed_links_with_titles_goes() -> None:
+    written = ("Sales grew \\[[Lindqvist' 2022-11-20](https://example.org/study?id=3)\\].\n\n"
+               "\\[[Lindqvist' 2022-11-20](https://example.org/study?id=3)\\] Cold climate field study\n"
+               "\\[[Grid' 2024-01-02](https://grid.example.net/load)\\] Winter grid load\n")
+    assert cite(written) == ("Sales grew [2].", 0)
+
+
 def test_author_year_citations_find_their_entry_in_the_models_list() -> None:
     text, removed = cite("Sales grew (Moreau & Petit, 2024). Prices fell (Berg et al., 2021; Moreau & Petit, 2024).\n\n"
                          "## References\n"
