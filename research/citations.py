@@ -39,10 +39,10 @@ _MAX_RANGE = 30
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL | re.IGNORECASE)
 _THINK_END = re.compile(r"^.*</think>\s*", re.DOTALL | re.IGNORECASE)  # the opening tag was left out
 # Hidden markup (Perplexity's export repeats every footnote in a span no one sees): never shown.
-_HIDDEN = re.compile(r"<(span|div)\b[^>]*display\s*:\s*none[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_HIDDEN = re.compile(r"<(span|div)\b[^>]{0,200}display\s*:\s*none[^>]{0,200}>", re.IGNORECASE)
 _ANSWER_TAG = re.compile(r"^[ \t]*</?answer>[ \t]*\n?", re.IGNORECASE | re.MULTILINE)
 _FN_REF = re.compile(r"\[\^([\w.-]+)\]")
-_LINK_TEXT = r"(?:\\[\[\]]|[^\[\]\n])*"  # a link's words; escaped brackets allowed: [Report \[PDF\]](url)
+_LINK_TEXT = r"(?:[^\[\]\n\\]|\\.){0,300}"  # a link's words; escaped brackets allowed: [Report \[PDF\]](url)
 _NUM_LINK = re.compile(r"\\?\[\s*\\?[\[(]?(\d{1,4})\\?[\])]?\s*\\?\]\(\s*<?(" + URL + r")>?\s*\)")
 _MD_LINK = re.compile(
     r"(?P<open>\\?\[\s*)?(?P<paren>\(\s*)?\[(?P<text>" + _LINK_TEXT + r")\]\(\s*<?(?P<url>" + URL
@@ -92,11 +92,26 @@ def normalise(text: str, numbering: Mapping[Any, str],
               sources: Mapping[str, Source]) -> Normalised:
     """The text with every citation in the house `[n]` form (see the module docstring)."""
     gathered = Gathered.of(numbering, sources)
-    state = Normalised(_ANSWER_TAG.sub("", _HIDDEN.sub("", _THINK_END.sub("", _THINK.sub("", text)))))
+    state = Normalised(_ANSWER_TAG.sub("", _without_hidden(_THINK_END.sub("", _THINK.sub("", text)))))
     own, body = read_references(state.text, gathered)
     body = map_prose(body, lambda chunk: _prose(chunk, gathered, own, state))
     state.text = _finish(body)
     return state
+
+
+def _without_hidden(text: str) -> str:
+    """The text without its hidden spans, each up to its closing tag (found without a regex
+    scanning back and forth: a text can hold thousands of openings and no closing)."""
+    out, pos, low = [], 0, text.lower()
+    for m in _HIDDEN.finditer(text):
+        if m.start() < pos:
+            continue
+        end = low.find(f"</{m.group(1).lower()}", m.end())
+        if end < 0:
+            break
+        out.append(text[pos:m.start()])
+        pos = text.find(">", end) + 1 or len(text)
+    return "".join(out) + text[pos:]
 
 
 def _prose(chunk: str, gathered: Gathered, own: OwnReferences, state: Normalised) -> str:
