@@ -53,7 +53,7 @@ _AUTOLINK = re.compile(r"(\()?<(" + URL + r")>(?(1)\))")
 _BARE = re.compile(r"(?<![\w/=\[<])(?P<paren>\(\s*)?(?P<url>" + URL + r")(?P<close>\s*\))?")
 _LABEL = re.compile(
     r"[ \t]*(?:\(|\[|（)\s*(?:sources?|refs?\.?|references?|cite|citations?)[\s:#.]*(?P<n>" + _NUMS
-    + r")\s*(?:\)|\]|）)|(?<![\w\[])[ \t]*\b(?-i:Source|Sources)\s+#?(?P<m>\d{1,3}(?:\s*(?:,|and|&)\s*\d{1,3})*)\b",
+    + r")\s*(?:\)|\]|）)|(?<![\w\[])[ \t]*\b(?-i:Source|Sources)[ \t]+#?(?P<m>\d{1,3}(?:[ \t]*(?:,|and|&)[ \t]*\d{1,3})*)\b",
     re.IGNORECASE)
 _FULLWIDTH = re.compile(r"[ \t]*【\s*(?P<n>" + _NUMS + r")(?:[:：]\d+)?(?:\s*†[^】]*)?\s*】")
 _CITE_TAG = re.compile(r"\[cite_(?:start|end)\]", re.IGNORECASE)

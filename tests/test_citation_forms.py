@@ -214,6 +214,11 @@ def test_a_closing_list_of_advice_giving_urls_or_starting_with_links_stays_prose
         "2. Size the pump to the house [4]\n- Apply for the grant [1] before March, when it closes.")
 
 
+def test_a_heading_ending_in_sources_before_a_numbered_line_is_no_citation() -> None:
+    written = "### Industry Sources\n\n3. **Grid operators** - load data\n"
+    assert cite(written)[0] == written.strip()
+
+
 def test_a_lone_closing_think_tag_and_answer_tags_are_not_part_of_the_report() -> None:
     text, _ = cite("draft with [9] and https://ghost.example/x\n</think>\n<answer>\nSales grew [2].\n</answer>\n")
     assert text == "Sales grew [2]."
