@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 from research.records import Source
 from research.urls import canonical_url
@@ -50,8 +51,8 @@ class Gathered:
             n = int(str(key))
             numbers.add(n)
             for url in (source.url, source.canonical_url):
-                if url:
-                    by_url.setdefault(canonical_url(url), n)
+                for key in _url_keys(url) if url else ():
+                    by_url.setdefault(key, n)
             title = title_key(source.title)
             if len(title) >= 12 and len(title.split()) >= 3:
                 by_title.setdefault(title, n)
@@ -61,7 +62,10 @@ class Gathered:
         return cls(frozenset(numbers), by_url, by_title, by_author)
 
     def url(self, url: str) -> int | None:
-        return self.by_url.get(canonical_url(url.strip().strip("<>")))
+        for key in _url_keys(url.strip().strip("<>")):
+            if key in self.by_url:
+                return self.by_url[key]
+        return None
 
     def title(self, text: str) -> int | None:
         return self.by_title.get(title_key(text))
@@ -100,6 +104,26 @@ class OwnReferences:
         if key in self.authors:
             return self.authors[key]
         return gathered.by_author.get(key)
+
+
+_ARXIV = re.compile(r"^https://(?:export\.)?arxiv\.org/(?:abs|pdf)/([a-z.-]*/?\d{4}\.\d{4,5}|[a-z.-]+/\d{7})"
+                    r"(?:v\d+)?(?:\.pdf)?$", re.IGNORECASE)
+_DOI = re.compile(r"^https://(?:dx\.)?doi\.org/(10\.\S+)$", re.IGNORECASE)
+
+
+def _url_keys(url: str) -> list[str]:
+    """The forms a page's address is matched in: canonical, with its escapes decoded (a model
+    writes `Café` for `Caf%C3%A9`), and one key per paper for arXiv (any version, abstract or
+    PDF) and DOI links."""
+    keys = list(dict.fromkeys([canonical_url(url), canonical_url(unquote(url))]))
+    for key in list(keys):
+        paper = _ARXIV.match(key)
+        if paper:
+            keys.append("arxiv:" + paper.group(1).lower())
+        doi = _DOI.match(key)
+        if doi:
+            keys.append("doi:" + unquote(doi.group(1)).lower())
+    return keys
 
 
 # --- finding the lists ----------------------------------------------------------------------

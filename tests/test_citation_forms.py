@@ -112,6 +112,19 @@ def test_each_in_text_form_becomes_a_citation_of_the_gathered_source(style: str,
     assert removed == 0
 
 
+def test_a_link_matches_its_page_however_the_address_is_spelled() -> None:
+    sources = {"paper": Source("paper", "http://arxiv.org/abs/2108.02755v1", title="A paper"),
+               "doi": Source("doi", "https://doi.org/10.1000/XYZ.12", title="A journal article"),
+               "wiki": Source("wiki", "https://en.wikipedia.org/wiki/Caf%C3%A9", title="Café")}
+    numbering = {1: "paper", 2: "doi", 3: "wiki"}
+    written = ("Policy learned [a](https://arxiv.org/pdf/2108.02755v2.pdf), "
+               "[b](https://dx.doi.org/10.1000/xyz.12) and [c](https://en.wikipedia.org/wiki/Café). "
+               "Not [d](https://arxiv.org/abs/2108.02756).")
+    result = normalise(written, numbering, sources)
+    assert result.text == "Policy learned a [1], b [2] and c [3]. Not d."
+    assert result.removed == 1
+
+
 def test_footnotes_with_a_turn_prefix_map_through_their_definitions() -> None:
     text, removed = cite("Sales grew[^1_4]. Prices fell[^1_9].\n\n"
                          "[^1_4]: https://grid.example.net/load\n"
