@@ -78,12 +78,12 @@ CITE_IN_TEXT = ReviewIssue(
     suggestion="Cite every factual sentence in the text itself with the numbers of the listed "
                "sources, like [3] or [2][5]. A list of sources or links at the end is not a "
                "citation: it is removed, and the report's Sources section is added automatically.")
-UNCITED_NOTE = ("The writing model did not cite its claims: no statement of this report is tied to a "
-                "source gathered in this run, although every draft asked for citations. Treat its "
-                "statements as unchecked.")
-UNCITED_WARNING = ("The writing model did not cite its claims in the text, even when asked to: the "
-                   "report's statements are marked as citing no source and could not be checked "
-                   "against what was gathered.")
+UNCITED_NOTE = ("The writing model did not cite its claims with the sources gathered in this run: no "
+                "statement of this report is tied to one, although every draft asked for citations. "
+                "Treat its statements as unchecked.")
+UNCITED_WARNING = ("The writing model did not cite its claims in the text with the gathered sources, even "
+                   "when asked to: the report's statements are marked as citing no source and could not "
+                   "be checked against what was gathered.")
 
 
 def cites_nothing(checks: DraftChecks) -> bool:
