@@ -41,7 +41,7 @@ _THINK_END = re.compile(r"^.*</think>\s*", re.DOTALL | re.IGNORECASE)  # the ope
 # Hidden markup (Perplexity's export repeats every footnote in a span no one sees): never shown.
 _HIDDEN = re.compile(r"<(span|div)\b[^>]{0,200}display\s*:\s*none[^>]{0,200}>", re.IGNORECASE)
 _ANSWER_TAG = re.compile(r"^[ \t]*</?answer>[ \t]*\n?", re.IGNORECASE | re.MULTILINE)
-_FN_REF = re.compile(r"\[\^([\w.-]+)\]")
+_FN_REF = re.compile(r"\[\^([\w.-]+)\^?\]")  # [^1], Kimi's [^1^]
 _LINK_TEXT = r"(?:[^\[\]\n\\]|\\.){0,300}"  # a link's words; escaped brackets allowed: [Report \[PDF\]](url)
 _NUM_LINK = re.compile(r"\\?\[\s*\\?[\[(]?(\d{1,4})\\?[\])]?\s*\\?\]\(\s*<?(" + URL + r")>?\s*\)")
 _MD_LINK = re.compile(
@@ -56,6 +56,7 @@ _LABEL = re.compile(
     + r")\s*(?:\)|\]|）)|(?<![\w\[])[ \t]*\b(?-i:Source|Sources)[ \t]+#?(?P<m>\d{1,3}(?:[ \t]*(?:,|and|&)[ \t]*\d{1,3})*)\b",
     re.IGNORECASE)
 _FULLWIDTH = re.compile(r"[ \t]*【\s*(?P<n>" + _NUMS + r")(?:[:：]\d+)?(?:\s*†[^】]*)?\s*】")
+_DAGGER = re.compile(r"[ \t]*\[\s*(?P<n>" + _NUMS + r")\s*†[^\]\n]{0,40}\]")  # [1†source]
 _CITE_TAG = re.compile(r"\[cite_(?:start|end)\]", re.IGNORECASE)
 # ChatGPT's raw citation tokens name its own search turns, never our numbers: removed, counted.
 _RAW_TOKEN = re.compile("[ \t]*\ue200(?:cite|filecite|navlist)\ue202[^\ue201]*\ue201")
@@ -142,7 +143,7 @@ def _prose(chunk: str, gathered: Gathered, own: OwnReferences, state: Normalised
     chunk = _MD_LINK.sub(lambda m: _md_link(m, gathered, place, state), chunk)
     chunk = _AUTOLINK.sub(lambda m: place([gathered.url(m.group(2))], m.group(0)), chunk)
     chunk = _BARE.sub(lambda m: _bare(m, gathered, place), chunk)
-    for pattern in (_LABEL, _FULLWIDTH, _SUP, _CARET, _ESCAPED):
+    for pattern in (_LABEL, _FULLWIDTH, _DAGGER, _SUP, _CARET, _ESCAPED):
         chunk = pattern.sub(lambda m: ours(m.group("n") or m.group("m") or "", m.group(0)), chunk)
     chunk = _SOURCE_TITLE.sub(lambda m: _source_title(m, gathered, place), chunk)
     if own.authors or gathered.by_author:
@@ -286,6 +287,8 @@ def _finish(text: str) -> str:
         return "".join(f"[{n}]" for n in dict.fromkeys(found))
 
     text = _PLACEHOLDER.sub(numbers, text)
+    # `([1](u1), [2](u2))`: a parenthesis that held only citations is those citations
+    text = re.sub(r"\(\s*((?:\[\d+\][ \t,;]*)+)\)", lambda m: "".join(re.findall(r"\[\d+\]", m.group(1))), text)
     text = re.sub(r"^\x01[ \t]*|[ \t]*\x01", "", text, flags=re.MULTILINE)
     text = re.sub(r"(?:\[\d+\])(?:[ \t]*\[\d+\])+", lambda m: "".join(
         f"[{n}]" for n in dict.fromkeys(re.findall(r"\d+", m.group(0)))), text)
