@@ -204,6 +204,8 @@ def _sections(lines: list[str]) -> set[int]:
         if level is not None:
             if heading is not None and len(heading.group(1)) <= level and not _HEADING.match(line):
                 level = None
+            elif level == 7 and _prose_after_list(lines, i):
+                level = None  # a label's list ended and the text goes on
             elif not in_fence and re.match(r"^[ \t]*</(?:references|sources|citations|bibliography)>",
                                            line, re.IGNORECASE):
                 dropped.add(i)
@@ -218,6 +220,18 @@ def _sections(lines: list[str]) -> set[int]:
                 level = len(found.group("hashes")) if found.group("hashes") else 7
                 dropped.add(i)
     return dropped
+
+
+_ENTRY_START = re.compile(r"^(?:[ \t]+\S|[ \t]*(?:\\?\[|\d{1,4}\\?[.)][ \t]|[-*+•][ \t]|<|https?://|</))")
+
+
+def _prose_after_list(lines: list[str], i: int) -> bool:
+    """Line i starts a paragraph that is not a list entry, after a blank line that follows one."""
+    line = lines[i].rstrip("\n")
+    if not line.strip() or _ENTRY_START.match(line) or i < 2 or lines[i - 1].strip():
+        return False
+    above = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+    return bool(_ENTRY_START.match(above.rstrip("\n")))
 
 
 def _trailing(lines: list[str]) -> set[int]:

@@ -231,6 +231,12 @@ def test_a_closing_list_of_advice_giving_urls_or_starting_with_links_stays_prose
         "2. Size the pump to the house [4]\n- Apply for the grant [1] before March, when it closes.")
 
 
+def test_prose_after_a_labelled_list_of_sources_stays() -> None:
+    text, _ = cite("Sales grew [1].\n\nSources:\n[1] https://example.org/study?id=3\n\n"
+                   "Prices are expected to fall next year [1].\n")
+    assert text == "Sales grew [2].\n\nPrices are expected to fall next year [2]."
+
+
 def test_a_heading_ending_in_sources_before_a_numbered_line_is_no_citation() -> None:
     written = "### Industry Sources\n\n3. **Grid operators** - load data\n"
     assert cite(written)[0] == written.strip()
