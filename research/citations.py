@@ -67,7 +67,7 @@ _SUP_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹˒", "0123456789,")
 _ESCAPED = re.compile(r"\\\[(?P<n>" + _NUMS + r")\\\]")
 _PAREN_NUM = re.compile(r"(?<=[\w%)])[ \t]*\((?P<n>\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\)(?=[.!?;,]|[ \t]*$)",
                         re.MULTILINE)
-_GLUED = re.compile(r"(?<=[a-z%)][.!?])(?P<n>\d{1,3}(?:,\d{1,3})*)(?=\s|$)", re.MULTILINE)
+_GLUED = re.compile(r"(?<=[a-z%)”\"'][.!?])(?P<n>\d{1,3}(?:,\d{1,3})*)(?=\s|$)", re.MULTILINE)
 _BRACKET = re.compile(r"[ \t]*\[(?P<n>" + _NUMS + r")\](?!\(|:)")
 _TITLE_BRACKET = re.compile(r"[ \t]*\[(?P<t>[^\[\]\n]{12,200})\](?![(:])")
 _NAME = r"[A-Z][\w'’-]+"

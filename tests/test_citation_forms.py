@@ -97,6 +97,7 @@ FORMS = [
     ("sup_html", "Sales grew.<sup>4</sup> Prices fell.", "Sales grew [4]. Prices fell."),
     ("sup_unicode", "Sales grew.³ Prices fell.", "Sales grew [3]. Prices fell."),
     ("trailing_num", "Sales grew in Norway.2 Prices fell.", "Sales grew in Norway [2]. Prices fell."),
+    ("trailing_num", "Sales were “strong”.3,4 Prices fell.", "Sales were “strong” [3][4]. Prices fell."),
     ("cite_tag", "[cite_start]Sales grew [cite: 3].", "Sales grew [3]."),
     ("paren_source_n", "Sales grew (Source 4). Prices fell (Ref. 2).", "Sales grew [4]. Prices fell [2]."),
     ("source_label", "Sales grew (Source: Heat pump sales statistics 2024).", "Sales grew [3]."),
