@@ -116,6 +116,10 @@ def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
         judged, errors = judged + late, errors + errs + more
     by_id = {**known, **{o.claim.id: o for o in judged}}
     outcomes = [by_id[c.id] for c in claims]
+    if not any(c.source_ids or c.invalid for c in claims):  # the writer cited nothing at all:
+        for o in outcomes:  # its claims are marked as citing no source, not all cut (issue 32)
+            if o.status == "removed":
+                o.status, o.note = "uncited", "It cites no source; marked as such."
 
     failed_titles = [s.title for s in failed]
     text, unverified = apply(base.text, outcomes, numbering=numbering, sources=sources,
