@@ -105,13 +105,12 @@ def mutate(kind: str, text: str) -> str:
 
 
 def texts() -> list[Text]:
-    """The real texts, then each mutation of three of them (spread over the list)."""
+    """The real texts, then each mutation of one of them (spread over the list)."""
     real = real_texts()
     out = list(real)
     for m, kind in enumerate(MUTATIONS):
-        for k in range(3):
-            base = real[(m * 29 + k * 71) % len(real)]
-            out.append(Text(f"{kind} of {base.label}", mutate(kind, base.text)))
+        base = real[(m * 29 + 11) % len(real)]
+        out.append(Text(f"{kind} of {base.label}", mutate(kind, base.text)))
     return out
 
 
@@ -150,6 +149,11 @@ NEVER_APPROVED = json.dumps({"approved": False, "issues": [{
     "severity": "high", "section": "general",
     "issue": "Several statements need a second look.", "suggestion": "Check each part again."}],
     "strengths": []})
+# A run playing only the frame: the review asks for the summary again, and nothing else.
+FRAME_REVIEW = json.dumps({"approved": False, "issues": [{
+    "severity": "high", "section": "Executive summary",
+    "issue": "The summary does not answer the question.", "suggestion": "Answer it first."}],
+    "strengths": []})
 
 
 class Script:
@@ -164,16 +168,21 @@ class Script:
         self.covered: dict[str, set[int]] = {role: set() for role in (*ROLES, "whole")}
         self.urls: list[str] = []               # every gathered URL a prompt listed
         self.run_labels: list[str] = []         # what the current run was given
+        self.roles: tuple[str, ...] = ROLES      # the roles the current run answers from the list
 
     def answer(self, system: str, user: str, schema: dict | None) -> str | None:
         if schema is not None:
-            return NEVER_APPROVED if schema.get("title") == "ReviewResult" else None
+            if schema.get("title") != "ReviewResult":
+                return None
+            return FRAME_REVIEW if self.roles == ("frame",) else NEVER_APPROVED
         role = role_of(user)
         listed = [url for _, url in _LISTED.findall(user)]
         with self._lock:
             for url in listed:
                 if url not in self.urls:
                     self.urls.append(url)
+            if role not in self.roles:
+                return None
             index = self.cursor[role] % len(self.items)
             self.cursor[role] += 1
             self.served[role] += 1
@@ -183,11 +192,14 @@ class Script:
             urls = listed or list(self.urls)
         return move_urls(item.text, urls)
 
-    def done(self) -> bool:
-        return all(len(self.covered[role]) >= len(self.items) for role in ROLES)
+    def left(self, role: str) -> int:
+        """How many texts have not played `role` yet."""
+        return len(self.items) - len(self.covered[role])
 
-    def start_run(self) -> None:
+    def start_run(self, roles: tuple[str, ...]) -> None:
+        """The next run: these roles answer from the list, the others are the stand-in's."""
         with self._lock:
+            self.roles = roles
             self.run_labels = []
             self.urls = []
 
@@ -255,26 +267,33 @@ def prose_citations(body: str) -> set[int]:
     return found
 
 
-SWEEP_CONFIG: dict[str, Any] = {
-    "preset": "quick", "review_cycles": 5, "report_max_words": 300,
+# Every role in each run: one review cycle, every part over its share (so shortened).
+ALL_ROLES_CONFIG: dict[str, Any] = {
+    "preset": "quick", "subtopic_count": 5, "review_cycles": 1, "report_max_words": 300,
     "include_academic_sources": False, "search_other_side": False,
     "searches_per_subtopic": 1, "sources_per_subtopic": 5,
 }
+# The frame only (a run writes it once a cycle): five cycles in which only the summary is
+# revised; the stand-in writes the rest, within the length limit.
+FRAME_CONFIG: dict[str, Any] = {**ALL_ROLES_CONFIG, "subtopic_count": 3, "review_cycles": 5,
+                                "report_max_words": 20000}
 
 
-def sweep(standin: Any, start_run: Callable[[], tuple[Any, str]], items: list[Text],
+def sweep(standin: Any, start_run: Callable[..., tuple[Any, str]], items: list[Text],
           *, max_runs: int = 200) -> Iterator[RunFigures]:
-    """Complete runs (`start_run()` -> (store, run_id)) with `Script(items)` answering, until
-    every text has played every role; yields each run's figures."""
+    """Complete runs (`start_run(**config)` -> (store, run_id)) with `Script(items)` answering,
+    until every text has played every role; yields each run's figures."""
     script = Script(items)
     for _ in range(max_runs):
-        if script.done():
+        if not any(script.left(role) for role in ROLES):
             return
+        frame_only = not any(script.left(role) for role in ROLES if role != "frame")
+        roles, config = (("frame",), FRAME_CONFIG) if frame_only else (ROLES, ALL_ROLES_CONFIG)
         standin.reset()
         standin.script = script.answer
-        script.start_run()
+        script.start_run(roles)
         started = time.process_time()
-        store, run_id = start_run()
+        store, run_id = start_run(**config)
         figures = figures_of(store, run_id, script.run_labels)
         figures.cpu_s = time.process_time() - started
         yield figures
