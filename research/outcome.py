@@ -15,7 +15,7 @@ from research.phases.review import UNCITED_WARNING
 
 def completion_warnings(ctx: RunContext) -> list[str]:
     """Plain sentences for a completed run whose report is weaker than a plain success."""
-    warnings: list[str] = []
+    warnings: list[str] = ctx.losses.sentences()
     budget = ctx.budget_reason()
     if budget:
         warnings.append(f"Research was stopped by the budget: {budget}. The report covers only "

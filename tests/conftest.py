@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from research.errors import raise_unexpected
 from tests.browser_fixtures import (  # noqa: F401 - fixtures (browser tests)
     _shared_dashboard,
     browser,
@@ -34,6 +35,9 @@ from tests.standin import StandinServer
 from tests.store_files import migrated_copy
 
 ROOT = Path(__file__).resolve().parent.parent
+# A programming error inside one unit of work (a section, a page's scoring, a claim's check)
+# costs only that piece in a real run; in the tests it is raised, so the test that met it fails.
+raise_unexpected()
 # pytest rewrites the asserts of every test module on import and caches the result beside it,
 # unless bytecode writing is off (PYTHONDONTWRITEBYTECODE): then each xdist worker rewrites all
 # ~140 test modules again, about a quarter of its collection time. The suite writes them.

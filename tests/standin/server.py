@@ -85,7 +85,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -217,6 +217,8 @@ class StandinServer:
         self.off_topic_results = 0
         self._extra_results: list[str] = []
         self.behaviour = "house"  # see set_behaviour
+        # A test's own answers: script(system, user, schema) -> text, or None for the brain's.
+        self.script: Callable[[str, str, dict | None], str | None] | None = None
         self._stopping = threading.Event()
         self._generation = 0  # bumped by reset(): requests from before it are abandoned
         self._httpd: ThreadingHTTPServer | None = None
@@ -291,6 +293,7 @@ class StandinServer:
             self.off_topic_results = 0
             self._extra_results.clear()
             self.behaviour = "house"
+            self.script = None
             self._generation += 1
             self.requests.clear()
             brain.UNKNOWN_TASKS.clear()
