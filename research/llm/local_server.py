@@ -71,6 +71,7 @@ SIDE_BY_SIDE_SLOWER = 1.5      # work per second this much slower side by side =
 PROMPT_TOKEN_WORK = 0.1        # a prompt token costs a local server about a tenth of an answer
                                # token (prompt processing is batched, generation is not)
 SILENT_CUT_RATIO = 0.6         # usage.prompt_tokens below this share of what we sent = cut
+ROUND_CUT_RATIO = 0.9          # ... or below this share and a round window size
 CHARS_PER_TOKEN_SENT = 4       # our estimate of the tokens we sent, to compare with usage
 MIN_CUT_TOKENS = 1000          # a cut prompt keeps about a window: never fewer than this
 ADVISED_CONTEXT = 16_384       # the window we ask people to give a local model
@@ -373,12 +374,7 @@ class LocalServer:
         to its window without saying so (Ollama does): learn that window and return the reason
         in plain words, with the fix."""
         sent = sent_chars // CHARS_PER_TOKEN_SENT
-        if prompt_tokens <= 0 or prompt_tokens >= SILENT_CUT_RATIO * sent:
-            return None
-        window = self.context_tokens(model)
-        # A prompt that reused a cached prefix may count only its new tokens: a cut is a count
-        # near a window (at least Ollama's smallest, 2048) for a prompt longer than it.
-        if (window and sent < 0.8 * window) or (not window and prompt_tokens < MIN_CUT_TOKENS):
+        if not _looks_cut(sent, prompt_tokens):
             return None
         self.learn_window(model, prompt_tokens)
         fix = ("set OLLAMA_CONTEXT_LENGTH=16384 where Ollama is started, or num_ctx 16384 in "
@@ -482,6 +478,18 @@ class _Waits:
 
     def credit(self, key: float | None) -> float:
         return self._credit.get(key, 0.0) if key is not None else 0.0
+
+
+def _looks_cut(sent: int, read: int) -> bool:
+    """Whether a server that read `read` prompt tokens of about `sent` cut the prompt. Ollama
+    cuts to its window exactly (a round number: 2048, 4096, 8192...); a prompt that reused a
+    cached prefix may count only its new tokens, so a small count alone is no cut."""
+    if read <= 0 or sent <= 0:
+        return False
+    if read < SILENT_CUT_RATIO * sent and read >= MIN_CUT_TOKENS:
+        return True
+    near_round = read >= 2048 and (read % 1024 == 0 or read % 1024 >= 1024 - 16)
+    return near_round and read < ROUND_CUT_RATIO * sent
 
 
 # --- one per server, for the whole process ---------------------------------------------------
