@@ -55,7 +55,8 @@ def window_chars(llm: object) -> int | None:
     window = find() if callable(find) else None
     if not isinstance(window, int) or window <= 0:
         return None
-    answer = min(ANSWER_MAX_TOKENS, max(ANSWER_MIN_TOKENS, int(window * ANSWER_SHARE)))
+    answer = min(ANSWER_MAX_TOKENS, max(ANSWER_MIN_TOKENS, int(window * ANSWER_SHARE)),
+                 window // 2)
     return max(MIN_SOURCE_CHARS * 4, int((window - answer) * WINDOW_CHARS_PER_TOKEN))
 
 

@@ -353,7 +353,10 @@ class LocalServer:
             parallel=self.parallel.level, context_tokens=self.context_tokens(model)))
 
     def learn_window(self, model: str, tokens: int) -> None:
-        if tokens > 0:
+        """A window the server showed (a refusal, a cut): for every role, for the rest of the
+        run. Only for a server that said what it is: to one that did not, prompts are sent as
+        today, and each role trims its own after a refusal (research/llm/base.py)."""
+        if tokens > 0 and self.kind:
             with self._lock:
                 known = self._windows.get(model)
                 self._windows[model] = min(known, tokens) if known else tokens
