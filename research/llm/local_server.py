@@ -297,7 +297,7 @@ class LocalServer:
         self._api_key = api_key
         self._get = get
         self._lock = threading.Condition()
-        self._found: dict[str, Discovery] = {}  # by model
+        self._found: dict[str, tuple[Discovery, float]] = {}  # by model: answer, when
         self._windows: dict[str, int] = {}       # by model: learned from refusals and cuts
         self.kind = ""
         self.parallel = Parallelism()
@@ -313,31 +313,39 @@ class LocalServer:
 
     # -- what it allows --
 
-    def discovery(self, model: str) -> Discovery:
-        """What the server said about `model`, asked once per process (the first caller asks;
-        others wait for its answer)."""
+    def discovery(self, model: str, *, since: float = 0.0) -> Discovery:
+        """What the server said about `model`: asked once, then again only for a model built
+        after the last answer (`since`, monotonic time; each run builds its models, so a server
+        restarted with other settings between runs is seen by the next run). The first caller
+        asks; the others wait for its answer."""
         with self._lock:
             found = self._found.get(model)
-        if found is not None:
-            return found
+        if found is not None and found[1] >= since:
+            return found[0]
         with self._asking:
             with self._lock:
                 found = self._found.get(model)
-            if found is None:
-                found = discover(self.base_url, model, self._api_key, self._get)
-            return self._keep(model, found)
+            if found is not None and found[1] >= since:
+                return found[0]
+            return self._keep(model, discover(self.base_url, model, self._api_key, self._get))
 
     def _keep(self, model: str, found: Discovery) -> Discovery:
+        """Keep a new answer; one that differs from the last (a server restarted with other
+        settings) also drops what was learned and measured before."""
         with self._lock:
-            if model not in self._found:
-                self._found[model] = found
-                if found.kind and not self.kind:
-                    self.kind = found.kind
-                told = found.limits.parallel
-                if told and not self.parallel.fixed:
-                    self.parallel = Parallelism(level=told, fixed=True)
-                self._lock.notify_all()
-            return self._found[model]
+            before = self._found.get(model)
+            self._found[model] = (found, time.monotonic())
+            if before is not None and before[0] != found:
+                self._windows.pop(model, None)
+                self.parallel = Parallelism()
+                self.kind = ""
+            if found.kind:
+                self.kind = found.kind
+            told = found.limits.parallel
+            if told and (not self.parallel.fixed or self.parallel.level != told):
+                self.parallel = Parallelism(level=told, fixed=True)
+            self._lock.notify_all()
+            return found
 
     def context_tokens(self, model: str) -> int | None:
         """The window prompts for `model` must fit (prompt and answer together), if known."""

@@ -72,6 +72,7 @@ class OpenAIChat(LLM):
         self._timeout = timeout
         self._server: LocalServer | None = None
         self._looked = False  # for a local server: on first use
+        self._built = time.monotonic()
 
     def local_server(self) -> LocalServer | None:
         """The model server of one's own behind the base URL (research/llm/local_server.py),
@@ -79,6 +80,8 @@ class OpenAIChat(LLM):
         if not self._looked:
             self._server = local_server(self._base_url if self._base_url != DEFAULT_BASE_URL
                                         else None, api_key=self._api_key)
+            if self._server is not None:  # asked again for each run's models
+                self._server.discovery(self.model, since=self._built)
             self._looked = True
         return self._server
 
