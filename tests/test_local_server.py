@@ -25,6 +25,7 @@ from research.llm.base import Message, RoleLLM, UsageMeter
 from research.llm.fitting import DROP_NOTE, fit_prompt, window_chars
 from research.llm.local_server import (
     ADVISED_CONTEXT,
+    SAMPLES_PER_LEVEL,
     LocalServer,
     Parallelism,
     discover,
@@ -296,30 +297,45 @@ def test_without_a_server_a_step_out_of_time_still_stops_the_wait() -> None:
             pass
 
 
+def _serve(measured: Parallelism, answers: int, seconds_each: float, at_once: int,
+           clock: list[float]) -> None:
+    """`answers` answers of 100 units of work, `at_once` of ours in flight all along, the server
+    finishing one every `seconds_each`."""
+    measured.in_flight(at_once, clock[0])
+    for _ in range(answers):
+        clock[0] += seconds_each
+        measured.answered(100, clock[0])
+        measured.in_flight(at_once - 1, clock[0])  # released, and the next one let in
+        measured.in_flight(at_once, clock[0])
+
+
 def test_measuring_settles_at_one_for_a_server_that_queues() -> None:
-    measured = Parallelism()
-    for _ in range(3):
-        measured.record(1, 2.0, 100)   # alone: 0.02 s per unit of work
+    measured, clock = Parallelism(), [0.0]
+    _serve(measured, SAMPLES_PER_LEVEL, 2.0, 1, clock)   # alone: one answer every 2 s
     assert measured.level == 2
-    for _ in range(3):
-        measured.record(2, 4.0, 100)   # two in flight, each twice as slow: served in turn
+    _serve(measured, SAMPLES_PER_LEVEL, 2.0, 2, clock)   # two in flight: still one every 2 s
     assert (measured.level, measured.settled) == (1, True)
-    measured.record(1, 0.1, 100)
+    _serve(measured, 10, 0.1, 1, clock)
     assert measured.level == 1
 
 
 def test_measuring_grows_for_a_server_that_batches() -> None:
-    measured = Parallelism()
-    for level in (1, 2, 3):
-        for _ in range(3):
-            measured.record(level, 2.2 if level > 1 else 2.0, 100)
+    measured, clock = Parallelism(), [0.0]
+    for level in (1, 2, 3):  # each level finishes `level` answers in the time of one
+        _serve(measured, SAMPLES_PER_LEVEL, 2.0 / level, level, clock)
     assert measured.level == 4 and not measured.settled
+
+
+def test_time_with_fewer_of_ours_in_flight_than_the_level_says_nothing() -> None:
+    measured, clock = Parallelism(), [0.0]
+    _serve(measured, SAMPLES_PER_LEVEL, 2.0, 1, clock)
+    _serve(measured, 10, 2.0, 1, clock)  # level 2, but only one request to send
+    assert (measured.level, measured.settled) == (2, False)
 
 
 def test_a_server_that_reports_its_slots_is_not_measured() -> None:
     told = Parallelism(level=2, fixed=True)
-    for _ in range(10):
-        told.record(1, 1.0, 100)
+    _serve(told, 10, 2.0, 2, [0.0])
     assert told.level == 2
 
 

@@ -48,7 +48,6 @@ import ipaddress
 import json
 import re
 import socket
-import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -66,8 +65,11 @@ PROBE_TIMEOUT_S = 2.0          # each discovery request; a server that is slower
 PROBE_MAX_BYTES = 1_000_000    # what we read of one discovery answer
 GATE_POLL_S = 0.25             # how often a request waiting its turn looks at cancellation
 MAX_MEASURED_PARALLEL = 16     # the most answers at once the gate grows to by measuring
-SAMPLES_PER_LEVEL = 3          # answers seen at a level before deciding to try the next
-SIDE_BY_SIDE_SLOWER = 1.5      # work per second this much slower side by side = one at a time
+# One more at once must bring this share of the extra work an answer alone gets through: a
+# server that queues still gains a little (it works while we read an answer and send the next:
+# up to half as much again when answers are quick), one that batches gains nearly all.
+GROWTH_SHARE = 0.75
+SAMPLES_PER_LEVEL = 6          # answers seen at a level before deciding to try the next
 PROMPT_TOKEN_WORK = 0.1        # a prompt token costs a local server about a tenth of an answer
                                # token (prompt processing is batched, generation is not)
 SILENT_CUT_RATIO = 0.6         # usage.prompt_tokens below this share of what we sent = cut
@@ -255,35 +257,55 @@ def _http_getter(api_key: str) -> Getter:
 class Parallelism:
     """How many answers the server generates at once: told (`fixed`), or measured.
 
-    Measured: the gate starts at one answer at a time. Each answer is recorded with the work it
-    took (answer tokens, plus a tenth of its prompt tokens) and how many of ours were in flight
-    beside it. Once a few answers at the current level are in, one more is let in if answers
-    side by side got through their work at nearly the rate of answers alone; a server that
-    queues them shows each one taking about as many times longer as there are in flight, and
-    the level goes back down and stays.
+    Measured by throughput: the gate starts at one answer at a time and counts the work the
+    server gets through (answer tokens, plus a tenth of the prompt's) per second while it has
+    as many of ours as the level allows ("full"). After a few answers at a level, one more is
+    let in; if the next level is full for a few answers without getting through most of the
+    extra work that one more answer at once would bring (GROWTH_SHARE), the server is queueing
+    them: the level goes back down and stays. Only full time counts, so a run that had fewer requests to
+    send than the level says nothing about the server.
     """
 
     level: int = 1
     fixed: bool = False
     settled: bool = False
     ceiling: int = MAX_MEASURED_PARALLEL
-    _rates: dict[int, list[float]] = field(default_factory=dict)  # seconds per unit of work
+    _throughput: dict[int, float] = field(default_factory=dict)  # work per full second, by level
+    _full_since: float | None = None
+    _full_time: float = 0.0
+    _full_work: float = 0.0
+    _answers: int = 0
 
-    def record(self, beside: int, seconds: float, work: float) -> None:
-        if self.fixed or self.settled or seconds <= 0 or work <= 0:
+    def in_flight(self, count: int, now: float) -> None:
+        """The gate's count changed (before an answer's `answered`, after its release)."""
+        if self._full_since is not None:
+            self._full_time += now - self._full_since
+            self._full_since = None
+        if count >= self.level:
+            self._full_since = now
+
+    def answered(self, work: float, now: float) -> None:
+        """An answer came back, the gate's count still including it."""
+        if self.fixed or self.settled or work <= 0 or self._full_since is None:
             return
-        self._rates.setdefault(max(1, beside), []).append(seconds / work)
-        alone = self._rates.get(1, [])
-        here = self._rates.get(self.level, [])
-        if len(alone) < SAMPLES_PER_LEVEL or (self.level > 1 and len(here) < SAMPLES_PER_LEVEL):
+        self._full_time += now - self._full_since
+        self._full_since = now
+        self._full_work += work
+        self._answers += 1
+        if self._answers < SAMPLES_PER_LEVEL or self._full_time <= 0:
             return
-        if self.level > 1 and statistics.median(here) > SIDE_BY_SIDE_SLOWER * statistics.median(alone):
+        here = self._full_work / self._full_time
+        before = self._throughput.get(self.level - 1)
+        gain = 1 + GROWTH_SHARE / max(1, self.level - 1)
+        if before is not None and here < before * gain:
             self.level -= 1
             self.settled = True
-        elif self.level < self.ceiling:
-            self.level += 1
-        else:
+        elif self.level >= self.ceiling:
             self.settled = True
+        else:
+            self._throughput[self.level] = here
+            self.level += 1
+        self._full_since, self._full_time, self._full_work, self._answers = None, 0.0, 0.0, 0
 
 
 # --- the server as the process knows it ------------------------------------------------------
@@ -436,22 +458,21 @@ class LocalServer:
             finally:
                 self._waits.end(deadline, time.monotonic())
             self._in_flight += 1
+            self.parallel.in_flight(self._in_flight, time.monotonic())
             credit = self._waits.credit(deadline)
         try:
             yield credit
         finally:
             with self._lock:
                 self._in_flight -= 1
+                self.parallel.in_flight(self._in_flight, time.monotonic())
                 self._lock.notify_all()
 
-    def record_answer(self, seconds: float, prompt_tokens: int, answer_tokens: int,
-                      beside: int | None = None) -> None:
-        """One answer's time and size, for measuring how many the server gives at once; `beside`
-        is how many of ours it had in flight (by default, as many as now, this one included)."""
+    def record_answer(self, prompt_tokens: int, answer_tokens: int) -> None:
+        """One answer's size, for measuring how many the server gives at once."""
         with self._lock:
-            level = beside if beside is not None else max(1, self._in_flight)
-            self.parallel.record(level, seconds,
-                                 answer_tokens + PROMPT_TOKEN_WORK * prompt_tokens + 1)
+            self.parallel.answered(answer_tokens + PROMPT_TOKEN_WORK * prompt_tokens + 1,
+                                   time.monotonic())
             self._lock.notify_all()
 
     @property

@@ -112,12 +112,11 @@ class OpenAIChat(LLM):
                     "strict": False,
                 },
             }
-        started = time.monotonic()
         try:
             response = self._client.chat.completions.create(**kwargs)
         except openai.OpenAIError as exc:
             raise self._map_error(exc) from None
-        self._observe(messages, response, time.monotonic() - started)
+        self._observe(messages, response)
         if not response.choices:
             raise ProviderError(
                 f"OpenAI model {self.model} returned no answer (empty choices).",
@@ -153,15 +152,15 @@ class OpenAIChat(LLM):
             model=response.model or self.model,
         )
 
-    def _observe(self, messages: Sequence[Message], response: Any, seconds: float) -> None:
-        """A local server's answer: its time (how many it gives at once) and whether it read
+    def _observe(self, messages: Sequence[Message], response: Any) -> None:
+        """A local server's answer: its size (how many it gives at once) and whether it read
         the whole prompt (Ollama cuts a longer one silently: then it is sent again, shorter)."""
         server = self.local_server()
         usage = response.usage
         if server is None or usage is None:
             return
         prompt, answer = int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
-        server.record_answer(seconds, prompt, answer)
+        server.record_answer(prompt, answer)
         sent = prompt_chars(messages)
         cut = server.silent_cut(self.model, sent, prompt)
         if cut is not None:  # the counts below are read by research.llm.fitting.harder_limit
