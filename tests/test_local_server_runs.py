@@ -13,7 +13,10 @@ from typing import Any
 
 import pytest
 
+from research.executor import RequestSlots
 from research.llm import local_server as local
+from research.llm.base import Message, RoleLLM, UsageMeter
+from research.llm.openai_llm import OpenAIChat
 from tests.runs import Runner
 from tests.standin import StandinServer
 
@@ -69,22 +72,37 @@ def test_a_run_on_a_local_server_that_answers_one_at_a_time_completes(
         assert "OLLAMA_CONTEXT_LENGTH" in warned
 
 
-def test_an_ollama_that_cuts_prompts_silently_is_named_with_the_fix_and_the_run_goes_on(
-    standin: StandinServer, http_runs: Runner, monkeypatch: pytest.MonkeyPatch
+def test_an_ollama_that_cuts_prompts_silently_is_named_with_the_fix_and_asked_again(
+    standin: StandinServer, standin_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Ollama told us a bigger window than it runs with (as when OLLAMA_CONTEXT_LENGTH is
-    lower than the model's num_ctx says): its first long prompt is cut without a word."""
+    """Ollama told us a bigger window than it runs with (as when OLLAMA_CONTEXT_LENGTH is lower
+    than the model's num_ctx says): a long prompt is cut without a word. The step is not lost:
+    the prompt goes again with fewer sources, and every later one is fitted to the real window.
+    (A complete run's prompts fit the smallest window Ollama has, 2,048 tokens, or not at all:
+    the writer's notes are no sources to drop. So this is one role's call, not a run.)"""
     told = local.discover
 
     def overstated(*args: Any, **kwargs: Any) -> local.Discovery:
         found = told(*args, **kwargs)
-        return local.Discovery(found.kind, local.AccountLimits(context_tokens=16_384),
+        return local.Discovery(found.kind, local.AccountLimits(context_tokens=4 * WINDOW),
                                found.version)
 
     monkeypatch.setattr(local, "discover", overstated)
-    store, run_id = _local_run(standin, http_runs, "ollama", window=4096)
-    run = store.get_run(run_id)
-    assert run is not None and run.status == "completed", run and run.error
-    said = " ".join(e.message for e in store.get_events(run_id) if e.type == "retrying")
+    standin.set_local_server("ollama", parallel=1, tokens_per_second=400, context_tokens=WINDOW,
+                             model=MODEL)
+    notes: list[str] = []
+    role = RoleLLM(OpenAIChat(MODEL, base_url=standin_env["OPENAI_BASE_URL"], timeout=10),
+                   "worker", UsageMeter(), on_retry=notes.append, slots=RequestSlots(8))
+    sources = "".join(f'<untrusted_source id="S{i}" nonce="a{i}">\n{"Heat pumps. " * 300}\n'
+                      f'</untrusted_source nonce="a{i}">\n' for i in range(20))
+    messages = [Message("system", "Summarise the sources."), Message("user", sources)]
+    assert role.text(messages)
+    log = standin.requests_for("openai")
+    assert len(log) == 2 and all(r.get("status") == 200 for r in log)
+    sent = [sum(len(m["content"]) for m in r["json"]["messages"]) // 4 for r in log]
+    assert sent[0] > WINDOW >= sent[1]  # cut once; then sent to fit
+    said = " ".join(notes)
     assert "without saying so" in said and "at least 16,384" in said
     assert "OLLAMA_CONTEXT_LENGTH" in said
+    role.text(messages)  # the next prompt is fitted before it is sent
+    assert len(standin.requests_for("openai")) == 3

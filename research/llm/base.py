@@ -408,8 +408,8 @@ class RoleLLM:
             self.max_input_chars = min(self.max_input_chars, limit)
             if self._on_retry is not None:
                 self._on_retry(
-                    f"{self.role} model: the prompt was too long for {self.label}; sending it "
-                    f"again with the sources trimmed to {limit} characters"
+                    f"{self.role} model: the prompt was too long for {self.label} ({exc}); "
+                    f"sending it again with the sources trimmed to {limit} characters"
                 )
             try:
                 completion = self._attempts(harder, schema, name, deadline)

@@ -43,7 +43,7 @@ _BLOCK = re.compile(
 # for the answer, and a token is counted as 3.5 characters, not 4, because the prompts' URLs,
 # JSON and numbers take more tokens than prose.
 ANSWER_SHARE = 0.25
-ANSWER_MIN_TOKENS, ANSWER_MAX_TOKENS = 1024, 8192
+ANSWER_MIN_TOKENS, ANSWER_MAX_TOKENS = 512, 8192
 WINDOW_CHARS_PER_TOKEN = 3.5
 DROP_NOTE = "[sources left out to fit the model's context: {n}]"
 

@@ -73,7 +73,8 @@ SAMPLES_PER_LEVEL = 6          # answers seen at a level before deciding to try 
 PROMPT_TOKEN_WORK = 0.1        # a prompt token costs a local server about a tenth of an answer
                                # token (prompt processing is batched, generation is not)
 SILENT_CUT_RATIO = 0.6         # usage.prompt_tokens below this share of what we sent = cut
-ROUND_CUT_RATIO = 0.9          # ... or below this share and a round window size
+ROUND_CUT_RATIO = 0.9          # ... or below this share and about a round window size
+EXACT_CUT_RATIO = 0.98         # ... or below this share and exactly a window (2048, 4096...)
 CHARS_PER_TOKEN_SENT = 4       # our estimate of the tokens we sent, to compare with usage
 MIN_CUT_TOKENS = 1000          # a cut prompt keeps about a window: never fewer than this
 ADVISED_CONTEXT = 16_384       # the window we ask people to give a local model
@@ -520,7 +521,9 @@ def _looks_cut(sent: int, read: int) -> bool:
         return False
     if read < SILENT_CUT_RATIO * sent and read >= MIN_CUT_TOKENS:
         return True
-    near_round = read >= 2048 and (read % 1024 == 0 or read % 1024 >= 1024 - 16)
+    if read >= 2048 and read % 1024 == 0 and read < EXACT_CUT_RATIO * sent:
+        return True  # exactly a window: even a small cut (it took the prompt's start)
+    near_round = read >= 2048 and read % 1024 >= 1024 - 16
     return near_round and read < ROUND_CUT_RATIO * sent
 
 

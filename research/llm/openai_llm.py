@@ -163,10 +163,11 @@ class OpenAIChat(LLM):
         server.record_answer(prompt, answer)
         sent = prompt_chars(messages)
         cut = server.silent_cut(self.model, sent, prompt)
-        if cut is not None:  # the counts below are read by research.llm.fitting.harder_limit
+        if cut is not None:  # a refusal, as llama.cpp's and vLLM's (400), not an outage to retry;
+            # the counts below are read by research.llm.fitting.harder_limit
             raise ContextTooLong(
                 f"{cut} (The maximum context length is {prompt} tokens; the prompt resulted in "
-                f"{sent // 4} tokens, by our count.)", provider=self.provider, status=None)
+                f"{sent // 4} tokens, by our count.)", provider=self.provider, status=400)
 
     def _clean(self, text: str) -> str:
         return redact(text, [self._api_key])
