@@ -222,8 +222,33 @@ def test_which_addresses_are_ones_own() -> None:
         assert is_private_host(host), host
     for host in ("8.8.8.8", "169.254.169.254", "2001:4860:4860::8888", "0.0.0.0"):
         assert not is_private_host(host), host
-    assert local_server("http://8.8.8.8/v1") is None
     assert local_server(None) is None
+    assert local_server("https://api.openai.com/v1") is None  # a cloud: paced by its headers
+    assert local_server("http://169.254.169.254/v1") is None  # metadata: never asked
+    assert local_server("http://metadata.google.internal/v1") is None
+    public = local_server("http://8.8.8.8/v1")  # a GPU box: only if it says what it is
+    assert public is not None and not public.private
+
+
+def _answers(routes: dict[str, Any]) -> Any:
+    """A discovery getter answering from `routes` by path, without a network."""
+    def get(method: str, url: str, body: Any) -> Any:
+        return routes.get(url.split("/", 3)[-1])
+    return get
+
+
+def test_a_public_server_that_says_it_is_llamacpp_gets_a_gate() -> None:
+    server = LocalServer("http://203.0.113.5:8080/v1", private=False, get=_answers({
+        "props": {"default_generation_settings": {"n_ctx": 8192}, "total_slots": 2}}))
+    assert server.limits("m").parallel == 2 and server.context_tokens("m") == 8192
+    assert _through_gate([RequestSlots(16)], server, 6) == 2
+
+
+def test_a_public_server_that_says_nothing_is_a_cloud() -> None:
+    server = LocalServer("http://203.0.113.5/v1", private=False, get=_answers({}))
+    assert _through_gate([RequestSlots(16)], server, 6) > 1
+    assert server.silent_cut("m", 40_000, 4_096) is None
+    assert server.context_tokens("m") is None
 
 
 # --- the gate --------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 A local server is not a cloud account. It generates one answer, or a few, at a time and queues
 the rest; it has a context window of a few thousand tokens; Ollama even cuts a longer prompt to
 its window without a word. So for an OpenAI-compatible base URL on a loopback or private address
-(or one that says it is one of these servers) the run:
+(or another, not a known cloud, that says it is one of these servers) the run:
 
 - asks the server, once per process, what it allows (`discover`): cheap GETs and one POST to the
   configured host only, never following a redirect, each with a short time limit, and never
@@ -59,7 +59,7 @@ import httpx
 
 from research.errors import FetchRefused, RunCancelled
 from research.llm.limits import AccountLimits
-from research.urls import parse_ip, refusal_kind
+from research.urls import IPAddress, parse_ip, refusal_kind
 
 PROBE_TIMEOUT_S = 2.0          # each discovery request; a server that is slower is asked nothing
 PROBE_MAX_BYTES = 1_000_000    # what we read of one discovery answer
@@ -98,30 +98,40 @@ def is_private_host(host: str, resolve: bool = True) -> bool:
     """True for loopback, private (RFC 1918, unique-local), link-local and shared (CGNAT)
     addresses, and names that resolve only to those. Cloud metadata addresses are never local
     servers (research.urls refuses them everywhere)."""
-    host = host.strip("[]").lower()
+    addresses = host_addresses(host, resolve)
+    return bool(addresses) and all(
+        refusal_kind(a, allow_private=True) is None and refusal_kind(a, allow_private=False)
+        for a in addresses)
+
+
+def host_addresses(host: str, resolve: bool = True) -> list[IPAddress]:
+    """The addresses `host` stands for: itself when written as an IP, else what it resolves to
+    ([] when it does not; loopback for "localhost")."""
+    host = host.strip("[]").lower().rstrip(".")
     if not host:
-        return False
+        return []
     if host == "localhost" or host.endswith(".localhost"):
-        return True
+        return [ipaddress.ip_address("127.0.0.1")]
     try:
         literal = parse_ip(host)
     except FetchRefused:
-        return False
-    addresses: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+        return []
     if literal is not None:
-        addresses = [literal]
-    elif resolve:
-        with contextlib.suppress(OSError, UnicodeError, ValueError):
-            addresses = [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
-                         for info in socket.getaddrinfo(host, None)]
-    if not addresses:
-        return False
-    for address in addresses:
-        if refusal_kind(address, allow_private=True) is not None:  # metadata, reserved...
-            return False
-        if refusal_kind(address, allow_private=False) is None:  # public
-            return False
-    return True
+        return [literal]
+    if not resolve:
+        return []
+    with contextlib.suppress(OSError, UnicodeError, ValueError):
+        return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+                for info in socket.getaddrinfo(host, None)]
+    return []
+
+
+def never_asked(host: str) -> bool:
+    """A host no request of ours may reach outside what the person sends it: a cloud metadata
+    service (by name or address), or an address that is not a usable one."""
+    if host.lower().rstrip(".") in ("metadata", "metadata.google.internal"):
+        return True
+    return any(refusal_kind(a, allow_private=True) is not None for a in host_addresses(host))
 
 
 def server_root(base_url: str) -> str:
@@ -315,8 +325,10 @@ class LocalServer:
     """One model server, shared by every role and run of the process: what it allows (found
     once, then learned from its answers) and its gate."""
 
-    def __init__(self, base_url: str, *, api_key: str = "", get: Getter | None = None) -> None:
+    def __init__(self, base_url: str, *, api_key: str = "", get: Getter | None = None,
+                 private: bool = True) -> None:
         self.base_url = base_url
+        self.private = private  # on a loopback or private address
         self._api_key = api_key
         self._get = get
         self._lock = threading.Condition()
@@ -408,8 +420,8 @@ class LocalServer:
         to its window without saying so (Ollama does): learn that window and return the reason
         in plain words, with the fix."""
         sent = sent_chars // CHARS_PER_TOKEN_SENT
-        if not _looks_cut(sent, prompt_tokens):
-            return None
+        if not (self.private or self.kind) or not _looks_cut(sent, prompt_tokens):
+            return None  # a public server that did not say what it is: counts as a cloud
         self.learn_window(model, prompt_tokens)
         fix = ("set OLLAMA_CONTEXT_LENGTH=16384 where Ollama is started, or num_ctx 16384 in "
                "the model's Modelfile" if self.kind == "ollama" else
@@ -533,24 +545,36 @@ _servers: dict[str, LocalServer] = {}
 _servers_lock = threading.Lock()
 
 
+# OpenAI-compatible clouds: they pace by their own headers (research/llm/pacing.py), and
+# asking them what they are would only cost requests.
+CLOUD_HOSTS = ("api.openai.com", "openai.azure.com", "openrouter.ai", "api.groq.com",
+               "api.together.xyz", "api.deepseek.com", "api.mistral.ai", "api.fireworks.ai",
+               "googleapis.com", "api.anthropic.com", "api.x.ai", "api.perplexity.ai")
+
+
 def local_server(base_url: str | None, *, api_key: str = "") -> LocalServer | None:
-    """The process's one `LocalServer` for `base_url`, or None when the URL is not a model
-    server of one's own (not set, or a public host: a cloud provider paces by its own headers).
-    Deciding needs no network for an address written as an IP or "localhost"."""
+    """The process's one `LocalServer` for `base_url`, or None when it is not set or is a
+    known cloud. A host on a loopback or private address is a server of one's own whatever it
+    says; another (a GPU box with a public address) is one only if it says it is Ollama,
+    llama.cpp or vLLM: until then it is sent to as today."""
     if not base_url:
         return None
     parts = urlsplit(base_url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    host = (parts.hostname or "").lower().rstrip(".")
+    if parts.scheme not in ("http", "https") or not host:
+        return None
+    if any(host == cloud or host.endswith("." + cloud) for cloud in CLOUD_HOSTS):
         return None
     key = server_root(base_url).lower()
     with _servers_lock:
         server = _servers.get(key)
     if server is not None:
         return server
-    if not is_private_host(parts.hostname):
+    if never_asked(host):
         return None
+    made = LocalServer(base_url, api_key=api_key, private=is_private_host(host))
     with _servers_lock:
-        return _servers.setdefault(key, LocalServer(base_url, api_key=api_key))
+        return _servers.setdefault(key, made)
 
 
 def forget_servers() -> None:
