@@ -358,6 +358,12 @@ def test_time_with_fewer_of_ours_in_flight_than_the_level_says_nothing() -> None
     assert (measured.level, measured.settled) == (2, False)
 
 
+def test_a_server_whose_answers_are_slow_is_not_probed() -> None:
+    measured, clock = Parallelism(), [0.0]
+    _serve(measured, SAMPLES_PER_LEVEL, 40.0, 1, clock)  # a CPU at a few tokens a second
+    assert (measured.level, measured.settled) == (1, True)
+
+
 def test_a_server_that_reports_its_slots_is_not_measured() -> None:
     told = Parallelism(level=2, fixed=True)
     _serve(told, 10, 2.0, 2, [0.0])

@@ -69,6 +69,7 @@ MAX_MEASURED_PARALLEL = 16     # the most answers at once the gate grows to by m
 # server that queues still gains a little (it works while we read an answer and send the next:
 # up to half as much again when answers are quick), one that batches gains nearly all.
 GROWTH_SHARE = 0.75
+PROBE_MAX_ANSWER_S = 15.0      # slower answers than this: not measured further (stays as is)
 SAMPLES_PER_LEVEL = 6          # answers seen at a level before deciding to try the next
 PROMPT_TOKEN_WORK = 0.1        # a prompt token costs a local server about a tenth of an answer
                                # token (prompt processing is batched, generation is not)
@@ -307,6 +308,9 @@ class Parallelism:
             return
         here = self._full_work / self._full_time
         before = self._throughput.get(self.level - 1)
+        if before is None and self._full_time / self._answers > PROBE_MAX_ANSWER_S:
+            self.settled = True  # answers this slow: a request let in beside one would wait
+            return               # longer than is safe for its own time limit
         gain = 1 + GROWTH_SHARE / max(1, self.level - 1)
         if before is not None and here < before * gain:
             self.level -= 1
