@@ -1,4 +1,4 @@
-"""Local model servers (research/llm/local_server.py): what Ollama, llama.cpp and vLLM are
+"""Local model servers (research/llm/local_server.py, local_discovery.py): what Ollama, llama.cpp and vLLM are
 asked, the gate that sends them no more than they generate at once, prompts fitted to their
 window, and a silent cut named with its fix.
 
@@ -23,14 +23,13 @@ from research.errors import ContextTooLong, StepTimeLimit
 from research.executor import RequestSlots
 from research.llm.base import Message, RoleLLM, UsageMeter
 from research.llm.fitting import DROP_NOTE, fit_prompt, window_chars
+from research.llm.local_discovery import discover, is_private_host
 from research.llm.local_server import (
     ADVISED_CONTEXT,
     SAMPLES_PER_LEVEL,
     LocalServer,
     Parallelism,
-    discover,
     forget_servers,
-    is_private_host,
     local_server,
     server_of,
 )

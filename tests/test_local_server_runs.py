@@ -16,6 +16,7 @@ import pytest
 from research.executor import RequestSlots
 from research.llm import local_server as local
 from research.llm.base import Message, RoleLLM, UsageMeter
+from research.llm.limits import AccountLimits
 from research.llm.openai_llm import OpenAIChat
 from tests.runs import Runner
 from tests.standin import StandinServer
@@ -80,11 +81,11 @@ def test_an_ollama_that_cuts_prompts_silently_is_named_with_the_fix_and_asked_ag
     the prompt goes again with fewer sources, and every later one is fitted to the real window.
     (A complete run's prompts fit the smallest window Ollama has, 2,048 tokens, or not at all:
     the writer's notes are no sources to drop. So this is one role's call, not a run.)"""
-    told = local.discover
+    told = local.discover  # as the server's LocalServer calls it
 
     def overstated(*args: Any, **kwargs: Any) -> local.Discovery:
         found = told(*args, **kwargs)
-        return local.Discovery(found.kind, local.AccountLimits(context_tokens=4 * WINDOW),
+        return local.Discovery(found.kind, AccountLimits(context_tokens=4 * WINDOW),
                                found.version)
 
     monkeypatch.setattr(local, "discover", overstated)

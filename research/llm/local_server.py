@@ -1,68 +1,48 @@
-"""Model servers on your own machine or network (Ollama, llama.cpp, vLLM): their pace and window.
+"""Model servers of one's own (Ollama, llama.cpp, vLLM): their pace and their window.
 
 A local server is not a cloud account. It generates one answer, or a few, at a time and queues
-the rest; it has a context window of a few thousand tokens; Ollama even cuts a longer prompt to
-its window without a word. So for an OpenAI-compatible base URL on a loopback or private address
-(or another, not a known cloud, that says it is one of these servers) the run:
+the rest; its context window is a few thousand tokens; Ollama even cuts a longer prompt to its
+window without a word (https://docs.ollama.com/faq). So for an OpenAI-compatible base URL on a
+loopback or private address (or another, not a known cloud, that says it is one of these
+servers), one `LocalServer` per server in the process, shared by every role and every run:
 
-- asks the server, once per process, what it allows (`discover`): cheap GETs and one POST to the
-  configured host only, never following a redirect, each with a short time limit, and never
-  fatal (an unknown server keeps today's behaviour and is learned from its errors);
-- sends it no more requests at once than it generates (`ServerGate`, one per server, shared by
-  every role and every run of the process); a request's time limit starts when it is its turn,
-  not while it waits in our queue, and waiting there costs the step no time;
-- fits prompts to the window learned (research/llm/fitting.py `window_chars`), lowers that
-  window when the server refuses a prompt as too long, and names a server that cut a prompt
-  silently, with the fix.
-
-Where each fact comes from (the documentation each reading is modelled on):
-
-- Ollama, https://github.com/ollama/ollama/blob/main/docs/api.md: `POST /api/show` gives
-  `model_info["<arch>.context_length"]` (what the model was trained for: an upper bound) and
-  `parameters` ("num_ctx 8192" when the model sets its window); `GET /api/ps` gives the
-  `context_length` a loaded model really runs with; `GET /api/version` names the version. Its FAQ
-  (https://docs.ollama.com/faq, "How can I specify the context window size?" and "How does Ollama
-  handle concurrent requests?"): the window is `num_ctx` or `OLLAMA_CONTEXT_LENGTH`, by default
-  2048 tokens before v0.6.7, 4096 since (from v0.15.5 chosen by VRAM, 4096 below 24 GiB,
-  https://docs.ollama.com/context-length); `OLLAMA_NUM_PARALLEL` answers at once per model,
-  "default 1" (older versions: "4 or 1 based on available memory"), which no endpoint reports;
-  the rest wait in its queue (`OLLAMA_MAX_QUEUE`, 512) and a longer prompt is truncated.
-- llama.cpp, https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md: `GET
-  /props` gives `total_slots` ("defined by `--parallel`", `-np`) and
-  `default_generation_settings.n_ctx`, one slot's window (`--ctx-size` shared by the slots); a
-  longer prompt is refused with `exceed_context_size_error` and its `n_ctx`.
-- vLLM, https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html: `GET /v1/models`
-  lists each model with `owned_by: "vllm"` and `max_model_len` (`--max-model-len`); a longer
-  prompt is refused ("This model's maximum context length is N tokens"). How many sequences it
-  batches (`--max-num-seqs`) is not reported.
-
-Where no endpoint says how many answers the server generates at once, the gate measures it
-(`Parallelism`): it starts at one and lets one more in while answers given side by side take no
-longer, per unit of work, than answers given alone.
+- asks the server what it is and allows (research/llm/local_discovery.py), once, and again for
+  each run's models; an unknown server keeps today's behaviour and is learned from its errors;
+- sends it no more requests at once than it generates (`turn`, its gate): as many as it says
+  (llama.cpp's `total_slots`), else as many as measured (`Parallelism`: Ollama does not report
+  OLLAMA_NUM_PARALLEL, "default 1" in its FAQ; vLLM does not report --max-num-seqs). A request's
+  time limit starts at its turn, not while it waits in our queue, and the step gets that
+  waiting time back;
+- gives the window it learned to fitting (research/llm/fitting.py `window_chars`), lowers it
+  when the server refuses a prompt as too long (llama.cpp's `n_ctx`, vLLM's "maximum context
+  length is N tokens") or cuts one silently (its `usage.prompt_tokens` far below what was sent),
+  and says so in plain words with the fix ("set its context length to at least 16,384").
 """
 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
-import json
 import re
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
-from research.errors import FetchRefused, RunCancelled
+from research.errors import RunCancelled
 from research.llm.limits import AccountLimits
-from research.urls import IPAddress, parse_ip, refusal_kind
+from research.llm.local_discovery import (
+    KINDS,
+    Discovery,
+    Getter,
+    discover,
+    is_private_host,
+    never_asked,
+    positive,
+    server_root,
+)
 
-PROBE_TIMEOUT_S = 2.0          # each discovery request; a server that is slower is asked nothing
-PROBE_MAX_BYTES = 1_000_000    # what we read of one discovery answer
 GATE_POLL_S = 0.25             # how often a request waiting its turn looks at cancellation
 MAX_MEASURED_PARALLEL = 16     # the most answers at once the gate grows to by measuring
 # One more at once must bring this share of the extra work an answer alone gets through: a
@@ -79,188 +59,7 @@ EXACT_CUT_RATIO = 0.98         # ... or below this share and exactly a window (2
 CHARS_PER_TOKEN_SENT = 4       # our estimate of the tokens we sent, to compare with usage
 MIN_CUT_TOKENS = 1000          # a cut prompt keeps about a window: never fewer than this
 ADVISED_CONTEXT = 16_384       # the window we ask people to give a local model
-OLLAMA_DEFAULT_CONTEXT = 4096  # since v0.6.7; 2048 before (docs.ollama.com/faq)
-OLLAMA_OLD_DEFAULT_CONTEXT = 2048
-KINDS = {"ollama": "Ollama", "llamacpp": "llama.cpp", "vllm": "vLLM"}
 
-
-@dataclass(frozen=True)
-class Discovery:
-    """What one look at the server found: its kind ("" unknown) and what it allows."""
-
-    kind: str = ""
-    limits: AccountLimits = AccountLimits()
-    version: str = ""
-
-
-# --- where the server is ---------------------------------------------------------------------
-
-def is_private_host(host: str, resolve: bool = True) -> bool:
-    """True for loopback, private (RFC 1918, unique-local), link-local and shared (CGNAT)
-    addresses, and names that resolve only to those. Cloud metadata addresses are never local
-    servers (research.urls refuses them everywhere)."""
-    addresses = host_addresses(host, resolve)
-    return bool(addresses) and all(
-        refusal_kind(a, allow_private=True) is None and refusal_kind(a, allow_private=False)
-        for a in addresses)
-
-
-def host_addresses(host: str, resolve: bool = True) -> list[IPAddress]:
-    """The addresses `host` stands for: itself when written as an IP, else what it resolves to
-    ([] when it does not; loopback for "localhost")."""
-    host = host.strip("[]").lower().rstrip(".")
-    if not host:
-        return []
-    if host == "localhost" or host.endswith(".localhost"):
-        return [ipaddress.ip_address("127.0.0.1")]
-    try:
-        literal = parse_ip(host)
-    except FetchRefused:
-        return []
-    if literal is not None:
-        return [literal]
-    if not resolve:
-        return []
-    with contextlib.suppress(OSError, UnicodeError, ValueError):
-        return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
-                for info in socket.getaddrinfo(host, None)]
-    return []
-
-
-def never_asked(host: str) -> bool:
-    """A host no request of ours may reach outside what the person sends it: a cloud metadata
-    service (by name or address), or an address that is not a usable one."""
-    if host.lower().rstrip(".") in ("metadata", "metadata.google.internal"):
-        return True
-    return any(refusal_kind(a, allow_private=True) is not None for a in host_addresses(host))
-
-
-def server_root(base_url: str) -> str:
-    """The server's own address: the base URL without its OpenAI-compatible `/v1` part, where
-    Ollama's `/api/...` and llama.cpp's `/props` live."""
-    parts = urlsplit(base_url.strip())
-    path = parts.path.rstrip("/")
-    if path.endswith("/v1"):
-        path = path[: -len("/v1")]
-    return f"{parts.scheme}://{parts.netloc}{path}"
-
-
-# --- asking the server -----------------------------------------------------------------------
-
-Getter = Callable[[str, str, dict[str, Any] | None], Any]  # (method, url, json body) -> JSON
-
-
-def discover(base_url: str, model: str, api_key: str = "", get: Getter | None = None) -> Discovery:
-    """Ask the server at `base_url` what it is and what it allows for `model`. Every request
-    goes to that host, follows no redirect and is time-bounded; any failure means "not known"."""
-    ask = get or _http_getter(api_key)
-    base = base_url.rstrip("/")
-    root = server_root(base_url)
-
-    def fetch(method: str, url: str, body: dict[str, Any] | None = None) -> Any:
-        try:
-            return ask(method, url, body)
-        except Exception:  # noqa: BLE001 - discovery is never fatal: not known is an answer
-            return None
-
-    listed = fetch("GET", f"{base}/models")
-    entry = _model_entry(listed, model)
-    owner = str(entry.get("owned_by", "")).lower() if entry else ""
-    if owner == "vllm":
-        length = _positive(entry.get("max_model_len")) if entry else None
-        return Discovery("vllm", AccountLimits(context_tokens=length, source="vLLM's /v1/models"))
-    props = fetch("GET", f"{root}/props") if owner in ("llamacpp", "") else None
-    if isinstance(props, dict) and isinstance(props.get("default_generation_settings"), dict):
-        return _llamacpp(props)
-    version = fetch("GET", f"{root}/api/version")
-    if isinstance(version, dict) and isinstance(version.get("version"), str):
-        shown = fetch("POST", f"{root}/api/show", {"model": model})
-        running = fetch("GET", f"{root}/api/ps")
-        return _ollama(str(version["version"]), shown, running, model)
-    return Discovery()
-
-
-def _llamacpp(props: dict[str, Any]) -> Discovery:
-    settings = props["default_generation_settings"]
-    return Discovery("llamacpp", AccountLimits(
-        parallel=_positive(props.get("total_slots")),
-        context_tokens=_positive(settings.get("n_ctx")),
-        source="llama.cpp's /props"))
-
-
-def _ollama(version: str, shown: Any, running: Any, model: str) -> Discovery:
-    """Ollama's window for `model`: what the loaded model runs with, else its `num_ctx`, else
-    the version's default; never more than the model was trained for."""
-    trained = None
-    num_ctx = None
-    if isinstance(shown, dict):
-        info = shown.get("model_info")
-        if isinstance(info, dict):
-            arch = info.get("general.architecture")
-            trained = _positive(info.get(f"{arch}.context_length")) if arch else None
-            if trained is None:  # an architecture key we do not know: any "*.context_length"
-                trained = next((_positive(v) for k, v in info.items()
-                                if k.endswith(".context_length") and _positive(v)), None)
-        match = re.search(r"(?m)^\s*num_ctx\s+(\d+)", str(shown.get("parameters") or ""))
-        num_ctx = int(match.group(1)) if match else None
-    loaded = None
-    if isinstance(running, dict) and isinstance(running.get("models"), list):
-        for row in running["models"]:
-            if isinstance(row, dict) and model in (row.get("name"), row.get("model")):
-                loaded = _positive(row.get("context_length"))
-    window = loaded or num_ctx or _ollama_default(version)
-    if trained:
-        window = min(window, trained)
-    how = ("the loaded model's context_length (/api/ps)" if loaded else
-           "its num_ctx (/api/show)" if num_ctx else f"Ollama {version}'s default window")
-    return Discovery("ollama", AccountLimits(context_tokens=window, source=f"Ollama: {how}"),
-                     version=version)
-
-
-def _ollama_default(version: str) -> int:
-    numbers = [int(n) for n in re.findall(r"\d+", version)[:3]]
-    if numbers and tuple(numbers) < (0, 6, 7):
-        return OLLAMA_OLD_DEFAULT_CONTEXT
-    return OLLAMA_DEFAULT_CONTEXT
-
-
-def _model_entry(listed: Any, model: str) -> dict[str, Any] | None:
-    if not isinstance(listed, dict) or not isinstance(listed.get("data"), list):
-        return None
-    rows = [r for r in listed["data"] if isinstance(r, dict)]
-    for row in rows:
-        if row.get("id") == model:
-            return row
-    return rows[0] if len(rows) == 1 else None
-
-
-def _positive(value: Any) -> int | None:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        return None
-    return number if number > 0 else None
-
-
-def _http_getter(api_key: str) -> Getter:
-    """Plain HTTP to the configured host: no proxy from the environment, no redirects, a short
-    time limit, a capped answer."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-
-    def get(method: str, url: str, body: dict[str, Any] | None) -> Any:
-        with httpx.Client(timeout=PROBE_TIMEOUT_S, follow_redirects=False, trust_env=False,
-                          headers=headers) as client, \
-                client.stream(method, url, json=body) as response:
-            if response.status_code != 200:
-                return None
-            data = b""
-            for chunk in response.iter_bytes():
-                data += chunk
-                if len(data) > PROBE_MAX_BYTES:
-                    return None
-            return json.loads(data)
-
-    return get
 
 
 # --- how many at once ------------------------------------------------------------------------
@@ -411,7 +210,7 @@ class LocalServer:
     def learn_from_refusal(self, model: str, message: str, body: Any = None) -> None:
         """A prompt refused as too long tells the window: llama.cpp's `n_ctx` field, or the
         "maximum context length is N tokens" of vLLM and OpenAI."""
-        window = _positive(body.get("n_ctx")) if isinstance(body, dict) else None
+        window = positive(body.get("n_ctx")) if isinstance(body, dict) else None
         if window is None:
             match = (re.search(r"maximum context length is (\d+)", message)
                      or re.search(r"available context size \((\d+)", message))
