@@ -148,6 +148,17 @@ def _compiled_once(get_bytecode: Callable[[Any, str], Any]) -> Callable[[Any, st
     return cached
 
 
+@pytest.fixture(autouse=True)
+def _searches_unpaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """arXiv's and Semantic Scholar's pace (research.search.pacing) is off unless a test sets
+    it (tests/test_search_pacing.py): at 3 s a request, which academic results a run gets
+    would depend on timing. Each test starts with fresh pacers (no hold from another's 429)."""
+    from research.search import pacing
+
+    monkeypatch.setattr(pacing, "SCALE", 0.0)
+    pacing.forget()
+
+
 @pytest.fixture(scope="session")
 def standin() -> Iterator[StandinServer]:
     """One stand-in server for the whole test session (reset it per test via standin_env)."""

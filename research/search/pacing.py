@@ -1,0 +1,162 @@
+"""Search APIs paced by what they allow: one pacer per API host, shared by the whole process.
+
+arXiv's terms allow one request every 3 seconds on one connection
+(https://info.arxiv.org/help/api/tou.html), Semantic Scholar one a second, with or without a
+key (https://www.semanticscholar.org/product/api). A run's workers search at the same time and
+several runs share a process (the dashboard's job manager, a worker), so the pace is kept here,
+per API host, not per run: every search of the process waits for its turn at the host's pacer.
+
+Who goes first when several wait: the lowest `rank`, then the first to ask. Searching gives a
+unit's first queries the lowest ranks, so each subtopic's best query reaches arXiv before any
+subtopic's third one. A request may also withdraw while it waits (its unit no longer needs it):
+a withdrawn request is never sent, so it costs the host nothing.
+
+A 429 (or a Retry-After) from a host holds its pacer: no request of the process goes to that
+host before the time it said (or, without a time, before a back-off of a few intervals).
+
+Searching (research.phases.searching) takes the turn before a search's time limit starts and
+hands it to the thread that sends the request (`granted`); a caller that did not (pre-flight's
+ping, Settings' "Test connection") waits inside the provider (`take_turn`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+from research.errors import ProviderTimeout
+
+# Seconds between two requests to the host, as documented (links above). Tests scale them
+# down with SCALE (the default, 1, is the documented pace).
+INTERVALS = {"arxiv": 3.0, "semanticscholar": 1.0}
+SCALE = 1.0
+HOLD_WITHOUT_RETRY_AFTER = 4  # intervals a 429 without a Retry-After holds the host
+_POLL_S = 0.25  # how often a waiting request looks at its stop condition
+
+
+class Pacer:
+    """The turns of one API host: at most one request every `interval` seconds (0: any number,
+    but a 429's hold still applies)."""
+
+    def __init__(self, name: str, host: str) -> None:
+        self.name = name
+        self.host = host
+        self._cond = threading.Condition()
+        self._waiting: list[tuple[int, int]] = []  # heap of (rank, ticket)
+        self._tickets = itertools.count()
+        self._next = 0.0  # time.monotonic() before which no request may go
+
+    @property
+    def interval(self) -> float:
+        return INTERVALS.get(self.name, 0.0) * SCALE
+
+    @property
+    def paced(self) -> bool:
+        return self.interval > 0
+
+    def wait_turn(self, *, rank: int = 0, deadline: float | None = None,
+                  stop: Callable[[], bool] | None = None) -> bool:
+        """Wait until it is this request's turn (True), or until `deadline` (a monotonic time)
+        passes or `stop()` is true first (False: the request must not be sent)."""
+        with self._cond:
+            ticket = (rank, next(self._tickets))
+            heapq.heappush(self._waiting, ticket)
+            try:
+                while True:
+                    if stop is not None and stop():
+                        return False
+                    now = time.monotonic()
+                    if deadline is not None and now >= deadline:
+                        return False
+                    if self._waiting[0] == ticket and now >= self._next:
+                        self._next = now + self.interval
+                        return True
+                    wait = _POLL_S
+                    if self._waiting[0] == ticket:
+                        wait = min(wait, self._next - now)
+                    if deadline is not None:
+                        wait = min(wait, deadline - now)
+                    self._cond.wait(max(0.0, wait))
+            finally:
+                if ticket in self._waiting:
+                    self._waiting.remove(ticket)
+                    heapq.heapify(self._waiting)
+                self._cond.notify_all()
+
+    def hold(self, seconds: float | None) -> None:
+        """The host asked us to wait (a 429): no request goes before `seconds` from now (None:
+        it did not say how long, so a back-off of a few intervals, at least a second)."""
+        if seconds is None:
+            seconds = max(1.0, HOLD_WITHOUT_RETRY_AFTER * self.interval)
+        with self._cond:
+            self._next = max(self._next, time.monotonic() + seconds)
+            self._cond.notify_all()
+
+    def sent(self) -> None:
+        """A granted request goes out now: the next turn is an interval after this moment
+        (the hand-over from the thread that took the turn may have taken a little while)."""
+        with self._cond:
+            self._next = max(self._next, time.monotonic() + self.interval)
+
+    def wake(self) -> None:
+        """Let waiting requests look at their stop condition now."""
+        with self._cond:
+            self._cond.notify_all()
+
+
+_PACERS: dict[tuple[str, str], Pacer] = {}
+_LOCK = threading.Lock()
+_local = threading.local()
+
+
+def pacer(name: str, base_url: str) -> Pacer:
+    """The process's pacer for search API `name` at `base_url`'s host (one per pair, for the
+    process's life)."""
+    host = urlsplit(base_url).netloc.lower() or base_url
+    with _LOCK:
+        found = _PACERS.get((name, host))
+        if found is None:
+            found = _PACERS[(name, host)] = Pacer(name, host)
+        return found
+
+
+def forget() -> None:
+    """Start afresh, as a new process would (tests: no hold left by another test's 429)."""
+    with _LOCK:
+        _PACERS.clear()
+
+
+def pacer_of(provider: Any) -> Pacer | None:
+    """The pacer a search provider sends through, if it has one."""
+    found = getattr(provider, "pace", None)
+    return found if isinstance(found, Pacer) else None
+
+
+@contextmanager
+def granted(pace: Pacer | None) -> Iterator[None]:
+    """This thread's next request to `pace`'s host already has its turn (taken by the caller
+    before the request's time limit started)."""
+    _local.granted = pace
+    try:
+        yield
+    finally:
+        _local.granted = None
+
+
+def take_turn(pace: Pacer, timeout: float, label: str) -> None:
+    """Called by a provider just before it sends: use the turn granted to this thread, or
+    wait for one (at most `timeout` seconds)."""
+    if getattr(_local, "granted", None) is pace:
+        _local.granted = None
+        pace.sent()
+        return
+    if not pace.wait_turn(deadline=time.monotonic() + timeout):
+        raise ProviderTimeout(
+            f"{label} allows one request every {pace.interval:g} s, and this search's turn "
+            f"did not come within {timeout:.0f} s.", provider=pace.name)
