@@ -22,12 +22,12 @@ import logging
 import math
 import threading
 import time
+import weakref
 from concurrent.futures import Executor, Future
 from concurrent.futures import wait as wait_all
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel
 
@@ -100,13 +100,18 @@ class Outcome:
     carried: Pending = field(default_factory=list)
     searched: bool = False
 
+    def __post_init__(self) -> None:
+        # A unit that ends before its last collect (an error) withdraws what it carried.
+        weakref.finalize(self, _withdraw_all, self.carried)
+
 
 class NotSent(Exception):  # noqa: N818 - not an error: the search was withdrawn unsent
     """A paced search withdrawn while it waited for its turn: its unit no longer needs it."""
 
 
 # How to withdraw a paced search still waiting for its turn, by its future.
-_WITHDRAW: WeakKeyDictionary[Future[list[SearchResult]], threading.Event] = WeakKeyDictionary()
+_WITHDRAW: weakref.WeakKeyDictionary[Future[list[SearchResult]], threading.Event] = (
+    weakref.WeakKeyDictionary())
 
 
 def call(ctx: RunContext, fn: Any, deadline: float, what: str, *,
@@ -247,7 +252,7 @@ def collect(ctx: RunContext, sub: Subtopic, pending: Pending, out: Outcome, *,
     waited for and those still waiting for their turn are withdrawn."""
     last = last or out.searched
     pending = [*out.carried, *pending]
-    out.carried = []
+    out.carried.clear()
     unpaced = [f for _, p, f in pending if not _paced(p)]
     wait_all(unpaced)
     if last:
@@ -290,6 +295,11 @@ def collect(ctx: RunContext, sub: Subtopic, pending: Pending, out: Outcome, *,
 def _paced(provider: SearchProvider) -> bool:
     pace = pacing.pacer_of(provider)
     return pace is not None and pace.paced
+
+
+def _withdraw_all(pending: Pending) -> None:
+    for _, provider, future in pending:
+        _withdraw(provider, future)
 
 
 def _withdraw(provider: SearchProvider, future: Future[list[SearchResult]]) -> None:

@@ -36,7 +36,9 @@ from research.errors import ProviderTimeout
 # down with SCALE (the default, 1, is the documented pace).
 INTERVALS = {"arxiv": 3.0, "semanticscholar": 1.0}
 SCALE = 1.0
-HOLD_WITHOUT_RETRY_AFTER = 4  # intervals a 429 without a Retry-After holds the host
+# Intervals a 429 without a Retry-After holds the host (arXiv's "Rate exceeded." 429 says
+# nothing about how long).
+HOLD_WITHOUT_RETRY_AFTER = 4
 _POLL_S = 0.25  # how often a waiting request looks at its stop condition
 
 
