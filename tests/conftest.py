@@ -149,13 +149,11 @@ def _compiled_once(get_bytecode: Callable[[Any, str], Any]) -> Callable[[Any, st
 
 
 @pytest.fixture(autouse=True)
-def _searches_unpaced(monkeypatch: pytest.MonkeyPatch) -> None:
-    """arXiv's and Semantic Scholar's pace (research.search.pacing) is off unless a test sets
-    it (tests/test_search_pacing.py): at 3 s a request, which academic results a run gets
-    would depend on timing. Each test starts with fresh pacers (no hold from another's 429)."""
+def _fresh_search_pace() -> None:
+    """Each test starts with fresh search pacers (research.search.pacing), as a new process
+    would: no hold left by another test's 429."""
     from research.search import pacing
 
-    monkeypatch.setattr(pacing, "SCALE", 0.0)
     pacing.forget()
 
 
@@ -171,9 +169,11 @@ def standin() -> Iterator[StandinServer]:
 
 @pytest.fixture
 def standin_env(standin: StandinServer) -> dict[str, str]:
-    """A clean stand-in (no faults, no delay, empty request log) and the env pointing at it."""
+    """A clean stand-in (no faults, no delay, empty request log) and the env pointing at it.
+    arXiv's and Semantic Scholar's pace is off (tests/test_search_pacing.py turns it on): at 3 s
+    a request, which academic results a run gets would depend on timing."""
     standin.reset()
-    return standin.env()
+    return {**standin.env(), "DEEP_RESEARCH_SEARCH_PACE": "0"}
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """arXiv and Semantic Scholar are paced as their terms say, across every worker and run of the
 process, and a search API's 429 that says how long is a wait, not a failure.
 
-The documented pace (3 s, 1 s) is scaled down here (pacing.SCALE) so the runs stay short; the
-spacing is read from the stand-in's request log, over real HTTP through the real providers.
+The documented pace (3 s, 1 s) is scaled down here (DEEP_RESEARCH_SEARCH_PACE) so the runs stay
+short; the spacing is read from the stand-in's request log, over real HTTP through the real
+providers.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import time
 
 import pytest
 
-from research import run_research
+from research import Credentials, build_config, run_research
 from research.errors import RateLimited
-from research.search import pacing
+from research.search import build_search_providers, pacing
 from research.search.arxiv import ArxivSearch
 from research.search.semanticscholar import SemanticScholarSearch
 from research.search.tavily import TavilySearch
@@ -44,17 +45,23 @@ def _assert_paced(standin: StandinServer, api: str, least: int) -> None:
     assert sum(gaps) >= len(gaps) * interval - JITTER_S, shown
 
 
-def test_the_default_pace_is_the_documented_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pacing, "SCALE", 1.0)
-    assert ArxivSearch().pace.interval == 3.0
-    assert SemanticScholarSearch().pace.interval == 1.0
-    assert SemanticScholarSearch(api_key="k").pace is SemanticScholarSearch().pace
+def test_the_default_pace_is_the_documented_one() -> None:
+    config = build_config(env={})
+    assert config.search_pace == 1.0
+    arxiv, s2 = (p for p in build_search_providers(config, Credentials())
+                 if p.name in ("arxiv", "semanticscholar"))
+    assert pacing.pacer_of(arxiv).interval == 3.0  # type: ignore[union-attr]
+    assert pacing.pacer_of(s2).interval == 1.0  # type: ignore[union-attr]
+    assert SemanticScholarSearch(api_key="k").pace.interval == 1.0  # with a key too
     assert TavilySearch(TAVILY_KEY).pace.interval == 0.0  # Tavily sets no pace; its 429s do
+    # At arXiv's own address the pace can be made longer, never shorter.
+    assert ArxivSearch(pace=0).pace.interval == 3.0
+    assert ArxivSearch(pace=2).pace.interval == 6.0
+    assert ArxivSearch("http://127.0.0.1:9/arxiv", pace=0.5).pace.interval == 1.5
 
 
-def test_the_lowest_rank_goes_first_then_the_first_to_ask(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pacing, "SCALE", 0.1)  # arXiv every 0.3 s
-    pace = pacing.pacer("arxiv", "https://export.arxiv.org")
+def test_the_lowest_rank_goes_first_then_the_first_to_ask() -> None:
+    pace = pacing.pacer("arxiv", "http://127.0.0.1:9", 0.1)  # every 0.3 s
     assert pace.wait_turn()  # the first turn is taken: the rest queue behind it
     order: list[str] = []
     threads = []
@@ -69,9 +76,8 @@ def test_the_lowest_rank_goes_first_then_the_first_to_ask(monkeypatch: pytest.Mo
     assert order == ["first", "second", "late-1", "late-2"]
 
 
-def test_a_withdrawn_request_is_never_given_a_turn(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pacing, "SCALE", 10.0)  # arXiv every 30 s
-    pace = pacing.pacer("arxiv", "https://export.arxiv.org")
+def test_a_withdrawn_request_is_never_given_a_turn() -> None:
+    pace = pacing.pacer("arxiv", "https://export.arxiv.org")  # every 3 s
     assert pace.wait_turn()
     withdrawn = threading.Event()
     threading.Timer(0.1, lambda: (withdrawn.set(), pace.wake())).start()
@@ -83,20 +89,19 @@ def test_a_429_holds_the_host_for_every_search_of_the_process(
 ) -> None:
     standin.add_fault("arxiv", "status", status=429, headers={"Retry-After": "1"})
     with pytest.raises(RateLimited):
-        ArxivSearch(standin_env["ARXIV_BASE_URL"]).search("heat pumps", max_results=2,
+        ArxivSearch(standin_env["ARXIV_BASE_URL"], pace=0).search("heat pumps", max_results=2,
                                                           timeout=10)
     # Another provider object (another worker's, another run's): the same host, the same hold.
-    ArxivSearch(standin_env["ARXIV_BASE_URL"]).search("heat pumps", max_results=2, timeout=10)
+    ArxivSearch(standin_env["ARXIV_BASE_URL"], pace=0).search("heat pumps", max_results=2, timeout=10)
     [first, second] = [r["time"] for r in standin.requests_for("arxiv")]
     assert second - first >= 1.0 - JITTER_S
 
 
 def test_a_runs_academic_searches_keep_to_the_pace(
-    standin: StandinServer, http_runs: Runner, monkeypatch: pytest.MonkeyPatch
+    standin: StandinServer, http_runs: Runner
 ) -> None:
-    monkeypatch.setattr(pacing, "SCALE", SCALE)
     standin.set_latency(model=0.3, search=0.1)  # units long enough for a few turns
-    store, run_id = http_runs(preset="quick")
+    store, run_id = http_runs(preset="quick", search_pace=SCALE)
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
     _assert_paced(standin, "arxiv", least=2)
@@ -107,11 +112,13 @@ def test_a_runs_academic_searches_keep_to_the_pace(
 
 
 def test_two_runs_at_once_share_the_pace(
-    standin: StandinServer, http_runs: Runner, monkeypatch: pytest.MonkeyPatch
+    standin: StandinServer, http_runs: Runner
 ) -> None:
-    monkeypatch.setattr(pacing, "SCALE", SCALE)
     standin.set_latency(model=0.3, search=0.1)
-    config = http_runs.config(preset="quick")
+    # The setting's way in for a process: its environment.
+    config = http_runs.config({**http_runs.env, "DEEP_RESEARCH_SEARCH_PACE": str(SCALE)},
+                              preset="quick")
+    assert config.search_pace == SCALE
     run_ids: list[str] = []
 
     def one_run() -> None:

@@ -24,9 +24,9 @@ class ArxivSearch:
     name = "arxiv"
     academic = True
 
-    def __init__(self, base_url: str | None = None) -> None:
+    def __init__(self, base_url: str | None = None, *, pace: float = 1.0) -> None:
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.pace = pacing.pacer(self.name, self.base_url)
+        self.pace = pacing.pacer(self.name, self.base_url, pace, official=DEFAULT_BASE_URL)
 
     def search(self, query: str, *, max_results: int, timeout: float) -> list[SearchResult]:
         terms = _SPACES.sub(" ", _QUERY_NOISE.sub(" ", query)).strip()

@@ -27,36 +27,39 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from research.errors import ProviderTimeout
 
-# Seconds between two requests to the host, as documented (links above). Tests scale them
-# down with SCALE (the default, 1, is the documented pace).
+# Seconds between two requests to the host, as documented (links above). A run's
+# `search_pace` scales them (ResearchConfig: 1 as documented; tests shorten them).
 INTERVALS = {"arxiv": 3.0, "semanticscholar": 1.0}
-SCALE = 1.0
 # Intervals a 429 without a Retry-After holds the host (arXiv's "Rate exceeded." 429 says
 # nothing about how long).
 HOLD_WITHOUT_RETRY_AFTER = 4
 _POLL_S = 0.25  # how often a waiting request looks at its stop condition
 
 
+class _Host:
+    """The turns of one API host, shared by the whole process."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.waiting: list[tuple[int, int]] = []  # heap of (rank, ticket)
+        self.tickets = itertools.count()
+        self.next = 0.0  # time.monotonic() before which no request may go
+
+
+@dataclass(frozen=True, eq=False)
 class Pacer:
-    """The turns of one API host: at most one request every `interval` seconds (0: any number,
-    but a 429's hold still applies)."""
+    """A search provider's way to its host's turns: at most one request every `interval`
+    seconds (0: any number, but a 429's hold still applies)."""
 
-    def __init__(self, name: str, host: str) -> None:
-        self.name = name
-        self.host = host
-        self._cond = threading.Condition()
-        self._waiting: list[tuple[int, int]] = []  # heap of (rank, ticket)
-        self._tickets = itertools.count()
-        self._next = 0.0  # time.monotonic() before which no request may go
-
-    @property
-    def interval(self) -> float:
-        return INTERVALS.get(self.name, 0.0) * SCALE
+    name: str
+    interval: float
+    _host: _Host
 
     @property
     def paced(self) -> bool:
@@ -66,9 +69,10 @@ class Pacer:
                   stop: Callable[[], bool] | None = None) -> bool:
         """Wait until it is this request's turn (True), or until `deadline` (a monotonic time)
         passes or `stop()` is true first (False: the request must not be sent)."""
-        with self._cond:
-            ticket = (rank, next(self._tickets))
-            heapq.heappush(self._waiting, ticket)
+        host = self._host
+        with host.cond:
+            ticket = (rank, next(host.tickets))
+            heapq.heappush(host.waiting, ticket)
             try:
                 while True:
                     if stop is not None and stop():
@@ -76,62 +80,65 @@ class Pacer:
                     now = time.monotonic()
                     if deadline is not None and now >= deadline:
                         return False
-                    if self._waiting[0] == ticket and now >= self._next:
-                        self._next = now + self.interval
+                    if host.waiting[0] == ticket and now >= host.next:
+                        host.next = now + self.interval
                         return True
                     wait = _POLL_S
-                    if self._waiting[0] == ticket:
-                        wait = min(wait, self._next - now)
+                    if host.waiting[0] == ticket:
+                        wait = min(wait, host.next - now)
                     if deadline is not None:
                         wait = min(wait, deadline - now)
-                    self._cond.wait(max(0.0, wait))
+                    host.cond.wait(max(0.0, wait))
             finally:
-                if ticket in self._waiting:
-                    self._waiting.remove(ticket)
-                    heapq.heapify(self._waiting)
-                self._cond.notify_all()
+                if ticket in host.waiting:
+                    host.waiting.remove(ticket)
+                    heapq.heapify(host.waiting)
+                host.cond.notify_all()
 
     def hold(self, seconds: float | None) -> None:
         """The host asked us to wait (a 429): no request goes before `seconds` from now (None:
         it did not say how long, so a back-off of a few intervals, at least a second)."""
         if seconds is None:
             seconds = max(1.0, HOLD_WITHOUT_RETRY_AFTER * self.interval)
-        with self._cond:
-            self._next = max(self._next, time.monotonic() + seconds)
-            self._cond.notify_all()
+        with self._host.cond:
+            self._host.next = max(self._host.next, time.monotonic() + seconds)
+            self._host.cond.notify_all()
 
     def sent(self) -> None:
         """A granted request goes out now: the next turn is an interval after this moment
         (the hand-over from the thread that took the turn may have taken a little while)."""
-        with self._cond:
-            self._next = max(self._next, time.monotonic() + self.interval)
+        with self._host.cond:
+            self._host.next = max(self._host.next, time.monotonic() + self.interval)
 
     def wake(self) -> None:
         """Let waiting requests look at their stop condition now."""
-        with self._cond:
-            self._cond.notify_all()
+        with self._host.cond:
+            self._host.cond.notify_all()
 
 
-_PACERS: dict[tuple[str, str], Pacer] = {}
+_HOSTS: dict[tuple[str, str], _Host] = {}
 _LOCK = threading.Lock()
 _local = threading.local()
 
 
-def pacer(name: str, base_url: str) -> Pacer:
-    """The process's pacer for search API `name` at `base_url`'s host (one per pair, for the
-    process's life)."""
+def pacer(name: str, base_url: str, scale: float = 1.0, *, official: str = "") -> Pacer:
+    """Search API `name`'s way to the process's turns at `base_url`'s host, at `scale` times
+    the documented pace. At the API's `official` address the pace can be made longer, never
+    shorter (a scale below 1 is for a test's stand-in)."""
     host = urlsplit(base_url).netloc.lower() or base_url
+    if official and host == urlsplit(official).netloc.lower():
+        scale = max(1.0, scale)
     with _LOCK:
-        found = _PACERS.get((name, host))
+        found = _HOSTS.get((name, host))
         if found is None:
-            found = _PACERS[(name, host)] = Pacer(name, host)
-        return found
+            found = _HOSTS[(name, host)] = _Host()
+    return Pacer(name, INTERVALS.get(name, 0.0) * scale, found)
 
 
 def forget() -> None:
     """Start afresh, as a new process would (tests: no hold left by another test's 429)."""
     with _LOCK:
-        _PACERS.clear()
+        _HOSTS.clear()
 
 
 def pacer_of(provider: Any) -> Pacer | None:
