@@ -152,6 +152,15 @@ def _compiled_once(get_bytecode: Callable[[Any, str], Any]) -> Callable[[Any, st
     return cached
 
 
+@pytest.fixture(autouse=True)
+def _fresh_search_pace() -> None:
+    """Each test starts with fresh search pacers (research.search.pacing), as a new process
+    would: no hold left by another test's 429."""
+    from research.search import pacing
+
+    pacing.forget()
+
+
 @pytest.fixture(scope="session")
 def standin() -> Iterator[StandinServer]:
     """One stand-in server for the whole test session (reset it per test via standin_env)."""
@@ -164,9 +173,11 @@ def standin() -> Iterator[StandinServer]:
 
 @pytest.fixture
 def standin_env(standin: StandinServer) -> dict[str, str]:
-    """A clean stand-in (no faults, no delay, empty request log) and the env pointing at it."""
+    """A clean stand-in (no faults, no delay, empty request log) and the env pointing at it.
+    arXiv's and Semantic Scholar's pace is off (tests/test_search_pacing.py turns it on): at 3 s
+    a request, which academic results a run gets would depend on timing."""
     standin.reset()
-    return standin.env()
+    return {**standin.env(), "DEEP_RESEARCH_SEARCH_PACE": "0"}
 
 
 @pytest.fixture

@@ -91,7 +91,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.standin import brain, brain_behaviours, hosted, local, pages
+from tests.standin import brain, brain_behaviours, hosted, local, pages, protos
 from tests.standin.answers import (  # noqa: F401 - re-exported: tests import them from here
     _CONTENT_FAULTS,
     TRACKING_TEXT,
@@ -694,6 +694,11 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
         if not self.headers.get("x-goog-api-key") and "key=" not in query:
             self._send_json(403, gemini_error(403, "Method doesn't allow unregistered callers.",
                                               "PERMISSION_DENIED"))
+            return
+        contract = protos.contract(path.split("/")[1])  # a key its version lacks: refused
+        unknown = contract.unknown_names("GenerateContentRequest", body) if contract else []
+        if unknown:
+            self._send_json(400, protos.unknown_name_error(unknown))
             return
         model = match.group(1)
         system = _parts_text((body.get("systemInstruction") or {}).get("parts"))
