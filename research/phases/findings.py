@@ -6,9 +6,10 @@ long answer at the end of every research unit (issue 11). So the kept sources ar
 groups of FINDINGS_GROUP, in the order of their relevance, and every group's findings are
 asked for at the same time, each from the text of its own sources only: together they send
 the same page text as one call would, and each answer is a fraction of the length. Beside
-them one short call reads the opening of every kept source and names the gaps (what the
+them one short call reads a passage of every kept source and names the gaps (what the
 sources do not answer) and the follow-up questions worth researching: those need the view of
-the whole subtopic, which no single group has.
+the whole subtopic, which no single group has, but not the pages again (issue 31: the passage
+of each source nearest the subtopic, a few sentences).
 
 Prompts put what every call of the unit shares first (the rules, the question, the
 subtopic) and the sources last, so that a provider's prompt caching can reuse the start.
@@ -24,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from research.agents import Agent
 from research.context import RunContext
+from research.excerpts import excerpt, without_title
 from research.llm.base import Message
 from research.phases.searching import WORKER_ROLE
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
@@ -32,20 +34,16 @@ from research.records import Finding, FindingKind, Source, Subtopic
 FINDINGS_CONTEXT_CHARS = 40_000  # page text for the whole unit, shared out among its sources
 MIN_SHARE_CHARS = 800
 FINDINGS_GROUP = 2  # sources per findings call: an answer of a few findings, not twenty
-OPEN_QUESTIONS_CHARS = 500  # the opening of each kept source the gaps call reads
+OPEN_QUESTIONS_CHARS = 120  # of each kept source the gaps call reads: its passage nearest the subtopic
 
 # How many items an answer may hold (answer_limits.py adds a small margin).
 FINDINGS_PER_SOURCE = 5
 OPEN_QUESTIONS_CAPS = {"gaps": 10, "follow_up_questions": 10}
 
-FINDINGS_PROMPT = """Report what the sources below establish about one subtopic of a research
-question. They are some of the sources kept for the subtopic; colleagues report on the others.
-
-Rules:
-- Each finding is one factual claim with the ids of the sources that support it.
-- Use only these sources; cite them by their id. Keep numbers, dates and names exact.
-- Keep fact and opinion apart: say "according to ..." for opinions and forecasts.
-- Confidence is 0-1: how well the cited sources support the claim.
+FINDINGS_PROMPT = """Report what the sources below (some of those kept for one subtopic of a
+research question) establish about it: each finding one factual claim with the ids of the
+sources that support it, from these sources only, numbers, dates and names exact, opinions and
+forecasts as "according to ...", and a confidence of 0-1 (how well the sources support it).
 
 The research question: "{question}"
 <subtopic>{title}</subtopic>
@@ -54,13 +52,10 @@ Research questions of the subtopic:
 
 {blocks}"""
 
-OPEN_QUESTIONS_PROMPT = """Below are the openings of the sources kept for one subtopic of a
-research question. Name what they leave open.
-
-Rules:
-- Gaps: research questions or important aspects the sources do not answer.
-- Follow-up questions: specific questions worth researching next, each answerable by web
-  searches. Only what matters to the research question; a few, not a long list.
+OPEN_QUESTIONS_PROMPT = """Below are the sources kept for one subtopic of a research question,
+each by its title and its passage nearest the subtopic. Name the gaps (research questions or
+important aspects they do not answer) and a few follow-up questions worth researching next,
+each answerable by web searches and mattering to the research question.
 
 The research question: "{question}"
 <subtopic>{title}</subtopic>
@@ -114,11 +109,15 @@ def _head(ctx: RunContext, sub: Subtopic) -> dict[str, str]:
             "questions": "\n".join(f"- {q}" for q in sub.questions)}
 
 
-def _blocks(sources: list[Source], chars: int) -> str:
+def _blocks(sources: list[Source], chars: int, about: str = "") -> str:
+    """Each source's text (without a first line that repeats its title) up to `chars`, or,
+    given what the call is `about`, its passages nearest that (without a date: only the
+    findings need it). No address: the model cites by id, and the title says what it is."""
     nonce = new_nonce()
     return "\n\n".join(
-        untrusted_block(s.id, {"title": s.title, "url": s.url, "published": s.published},
-                        s.text[:chars], nonce)
+        untrusted_block(s.id, {"title": s.title, "published": None if about else s.published},
+                        excerpt(without_title(s.text, s.title), about, chars) if about
+                        else without_title(s.text, s.title)[:chars], nonce)
         for s in sources)
 
 
@@ -142,7 +141,8 @@ def _group_findings(ctx: RunContext, worker: Agent, sub: Subtopic, group: list[S
 def _open_questions(ctx: RunContext, worker: Agent, sub: Subtopic, kept: list[Source],
                     deadline: float) -> list[Finding]:
     messages = [system(WORKER_ROLE, ctx.today), Message("user", OPEN_QUESTIONS_PROMPT.format(
-        **_head(ctx, sub), blocks=_blocks(kept, OPEN_QUESTIONS_CHARS)))]
+        **_head(ctx, sub),
+        blocks=_blocks(kept, OPEN_QUESTIONS_CHARS, " ".join([sub.title, *sub.questions]))))]
     answer = worker.llm.structured(messages, OpenQuestions, deadline=deadline,
                                    caps=OPEN_QUESTIONS_CAPS)
     notes: list[tuple[str, FindingKind]] = [(g, "gap") for g in answer.gaps]
