@@ -189,8 +189,8 @@ def test_context_length_errors_during_a_run_are_trimmed_away(
     # A window below the prompts of the call that names a unit's gaps (about 3,300 characters
     # with the quick preset: a passage of each kept source) and of most findings groups
     # (2,300-3,050), above the scoring prompts (about 2,400-2,500). A prompt whose sources can
-    # be trimmed is trimmed; one of passages too short to trim is sent in halves (fewer
-    # sources a call); the writer's prompt has no sources to trim and is left alone.
+    # be trimmed is trimmed; one of passages too short to trim goes with fewer sources; the
+    # writer's prompt has no sources to trim and is left alone.
     limit = 2_600
     tasks = ("RelevanceScores", "SubtopicFindings", "OpenQuestions")
     for task in tasks:

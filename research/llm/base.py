@@ -42,7 +42,9 @@ from research.llm.fitting import (  # noqa: F401 - re-exported: the seam's publi
     fit_prompt,
     harder_limit,
     prompt_chars,
+    window_chars,
 )
+from research.llm.local_server import server_of
 from research.llm.pricing import PriceTable
 from research.retry import RetryPolicy, call_with_retries
 
@@ -376,6 +378,9 @@ class RoleLLM:
     ) -> Completion:
         """Refuse the call (BudgetStop from the meter's guard) when its estimate would take
         the run past a cost or token cap; otherwise hold that estimate while it runs."""
+        window = window_chars(self.llm)  # a local server's window, once known: for the run
+        if window is not None and window < self.max_input_chars:
+            self.max_input_chars = window
         chars = min(prompt_chars(messages), self.max_input_chars)
         with self.meter.reserve(self.role, self.llm.model, chars // CHARS_PER_TOKEN,
                                 self.meter.expected_output(self.role)):
@@ -403,8 +408,8 @@ class RoleLLM:
             self.max_input_chars = min(self.max_input_chars, limit)
             if self._on_retry is not None:
                 self._on_retry(
-                    f"{self.role} model: the prompt was too long for {self.label}; sending it "
-                    f"again with the sources trimmed to {limit} characters"
+                    f"{self.role} model: the prompt was too long for {self.label} ({exc}); "
+                    f"sending it again with the sources trimmed to {limit} characters"
                 )
             try:
                 completion = self._attempts(harder, schema, name, deadline)
@@ -431,10 +436,10 @@ class RoleLLM:
 
         def send() -> Completion:
             what = f"The {self.role} model ({self.label})"
-            with self._turn(what, deadline):  # its time limit starts once it is its turn
-                return ask(what)
+            with self._turn(what, deadline) as waited:  # its time limit starts at its turn
+                return ask(what, deadline + waited if deadline is not None and waited else deadline)
 
-        def ask(what: str) -> Completion:
+        def ask(what: str, deadline: float | None) -> Completion:
             limit = self.call_timeout
             step_bound = deadline is not None and deadline - time.monotonic() < limit
             if deadline is not None:
@@ -468,11 +473,14 @@ class RoleLLM:
             cancel=self._cancel,
         )
 
-    def _turn(self, what: str, deadline: float | None) -> AbstractContextManager[None]:
-        """The run's limit on model requests in flight (none outside a run)."""
+    def _turn(self, what: str, deadline: float | None) -> AbstractContextManager[float | None]:
+        """The run's limit on model requests in flight (none outside a run), and a local
+        server's own (research/llm/local_server.py); yields the seconds the step's calls waited
+        for a local server's turn, which the step's deadline gets back."""
         if self._slots is None:
             return nullcontext()
-        return self._slots.hold(what, cancel=self._cancel, deadline=deadline)
+        return self._slots.hold(what, cancel=self._cancel, deadline=deadline,
+                                server=server_of(self.llm), model=self.llm.model)
 
     def text(self, messages: Sequence[Message], *, deadline: float | None = None) -> str:
         completion = self._once(messages, None, None, deadline)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from research.agents import Agent
 from research.context import RunContext
-from research.errors import ContextTooLong, SchemaError
+from research.errors import ContextTooLong, ResearchError, RunStop, SchemaError
 from research.excerpts import excerpt, without_title
 from research.llm.base import Message
 from research.phases.counts import note_short
@@ -58,6 +58,22 @@ def note_scores_short(ctx: RunContext, sub: Subtopic, scored: int, asked: int) -
 
 
 def score_batch(
+    ctx: RunContext, worker: Agent, role: str, sub: Subtopic, batch: list[Source],
+    deadline: float,
+) -> dict[str, SourceScore]:
+    """The batch's scores. An unexpected error costs the batch (its pages are skipped as not
+    scored, and the run says so), not the research unit."""
+    try:
+        return _scored(ctx, worker, role, sub, batch, deadline)
+    except (ResearchError, RunStop):
+        raise  # a model that stays unreadable fails the unit, which is retried as a whole
+    except Exception as exc:  # noqa: BLE001 - ctx.lose raises it again in the test suite
+        ctx.lose(f"{len(batch)} page(s) could not be scored and were skipped", exc,
+                 step=f"research:{sub.id}")
+        return {}
+
+
+def _scored(
     ctx: RunContext, worker: Agent, role: str, sub: Subtopic, batch: list[Source],
     deadline: float,
 ) -> dict[str, SourceScore]:

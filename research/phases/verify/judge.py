@@ -363,6 +363,10 @@ def _collect(ctx: RunContext, futures: Sequence[Future[Any]]) -> tuple[dict[str,
             verdicts.update(future.result())
         except (ProviderError, SchemaError) as exc:
             errors.append(ctx.safe(str(exc)))
+        except Exception as exc:  # noqa: BLE001 - costs the batch's verdicts (ctx.lose decides)
+            ctx.lose("some claims could not be checked and are marked as not verified", exc,
+                     step="verify")
+            errors.append("a problem in the program itself")
     return verdicts, errors
 
 
@@ -452,6 +456,9 @@ def _challenge(ctx: RunContext, outcomes: Sequence[Outcome],
             found.update(future.result())
         except (ProviderError, SchemaError) as exc:
             errors.append(ctx.safe(str(exc)))
+        except Exception as exc:  # noqa: BLE001 - costs the batch's challenge (ctx.lose decides)
+            ctx.lose("some contested claims could not be challenged", exc, step="verify")
+            errors.append("a problem in the program itself")
     return found, errors
 
 
@@ -500,6 +507,10 @@ def _rewrite(ctx: RunContext, outcomes: Sequence[Outcome]) -> tuple[dict[str, st
         answer = writer.llm.structured(messages, ClaimRewrites, deadline=ctx.step_deadline())
     except (ProviderError, SchemaError) as exc:
         return {}, [ctx.safe(str(exc))]
+    except Exception as exc:  # noqa: BLE001 - costs the rewrites (ctx.lose decides)
+        ctx.lose("some qualified claims could not be rewritten and are marked instead", exc,
+                 step="verify")
+        return {}, ["a problem in the program itself"]
     wanted = {o.claim.id: o.claim.text for o in outcomes}
     accepted: dict[str, str] = {}
     for r in answer.rewrites:
