@@ -153,6 +153,8 @@ OWN_LISTS = {
     "chinese label": "参考文献：\n[1] https://example.org/study?id=3 - 田野研究\n[2] https://grid.example.net/load - 电网\n",
     "works cited": "#### Works cited\n1. Cold climate field study, accessed March 3, 2025, "
                    "<https://example.org/study?id=3>\n2. Grid, accessed March 3, 2025, <https://grid.example.net/load>\n",
+    "german heading": "## Quellen\n[1] https://example.org/study?id=3\n[2] https://grid.example.net/load\n",
+    "spanish label": "**Referencias:**\n1. https://example.org/study?id=3\n2. https://grid.example.net/load\n",
     "tag": "<references>\n[1] https://example.org/study?id=3\n[2] https://grid.example.net/load\n</references>\n",
     "no heading": "[1] https://example.org/study?id=3 - Cold climate field study\n"
                   "[2] https://grid.example.net/load - Grid load\n",
