@@ -115,6 +115,8 @@ def test_each_in_text_form_becomes_a_citation_of_the_gathered_source(style: str,
     text, removed = cite(written)
     assert text == expected, style
     assert removed == 0
+    meant = dict.fromkeys(NUMBERING[int(n)] for n in re.findall(r"\[(\d+)\]", expected))
+    assert resolved(written) == list(meant)  # the report's Sources: the gathered pages meant
 
 
 def test_a_link_matches_its_page_however_the_address_is_spelled() -> None:
