@@ -195,6 +195,11 @@ def test_a_closing_list_of_bracketed_links_with_titles_goes() -> None:
     assert cite(written) == ("Sales grew [2].", 0)
 
 
+def test_a_list_with_windows_line_ends_is_read_and_removed_too() -> None:
+    text, _ = cite("Sales grew [1].\r\n\r\n## References\r\n[1] https://grid.example.net/load\r\n")
+    assert text == "Sales grew [4]."
+
+
 def test_author_year_citations_find_their_entry_in_the_models_list() -> None:
     text, removed = cite("Sales grew (Moreau & Petit, 2024). Prices fell (Berg et al., 2021; Moreau & Petit, 2024).\n\n"
                          "## References\n"
