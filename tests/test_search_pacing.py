@@ -97,6 +97,32 @@ def test_a_429_holds_the_host_for_every_search_of_the_process(
     assert second - first >= 1.0 - JITTER_S
 
 
+def test_arxiv_gets_one_connection_at_a_time(
+    standin: StandinServer, standin_env: dict[str, str]
+) -> None:
+    # A pace far shorter than an answer: only the one-connection rule can space them out.
+    standin.set_latency(search=0.6)
+    searches = [threading.Thread(target=ArxivSearch(standin_env["ARXIV_BASE_URL"], pace=0.01)
+                                 .search, args=(f"heat pumps {i}",),
+                                 kwargs={"max_results": 1, "timeout": 20}) for i in range(3)]
+    for thread in searches:
+        thread.start()
+    for thread in searches:
+        thread.join(30)
+    gaps = _gaps(standin, "arxiv")
+    assert len(gaps) == 2 and min(gaps) >= 0.6 - JITTER_S, gaps
+    # Semantic Scholar sets no such rule: its requests may overlap.
+    searches = [threading.Thread(target=SemanticScholarSearch(
+        standin_env["SEMANTIC_SCHOLAR_BASE_URL"], pace=0.01).search, args=(f"heat pumps {i}",),
+        kwargs={"max_results": 1, "timeout": 20}) for i in range(3)]
+    for thread in searches:
+        thread.start()
+    for thread in searches:
+        thread.join(30)
+    assert len(_gaps(standin, "semanticscholar")) == 2
+    assert min(_gaps(standin, "semanticscholar")) < 0.6 - JITTER_S
+
+
 def test_a_runs_academic_searches_keep_to_the_pace(
     standin: StandinServer, http_runs: Runner
 ) -> None:
