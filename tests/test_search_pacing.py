@@ -8,13 +8,16 @@ providers.
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from research import Credentials, build_config, run_research
 from research.errors import RateLimited
+from research.phases import searching
 from research.search import build_search_providers, pacing
 from research.search.arxiv import ArxivSearch
 from research.search.semanticscholar import SemanticScholarSearch
@@ -82,6 +85,20 @@ def test_a_withdrawn_request_is_never_given_a_turn() -> None:
     withdrawn = threading.Event()
     threading.Timer(0.1, lambda: (withdrawn.set(), pace.wake())).start()
     assert pace.wait_turn(stop=withdrawn.is_set) is False
+
+
+def test_a_unit_that_ends_early_withdraws_the_academic_searches_it_carried() -> None:
+    arxiv = ArxivSearch()  # every 3 s
+    assert arxiv.pace.wait_turn()  # the host's turn is taken: the next waits 3 s
+    withdrawn = threading.Event()
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(arxiv.pace.wait_turn, stop=withdrawn.is_set)
+        searching._WITHDRAW[future] = withdrawn
+        out = searching.Outcome()
+        out.carried.append(("heat pumps", arxiv, future))
+        del out  # the unit failed before its last collect: nobody will collect it
+        gc.collect()
+        assert future.result(timeout=2) is False  # withdrawn: never given a turn
 
 
 def test_a_429_holds_the_host_for_every_search_of_the_process(
