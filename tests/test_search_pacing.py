@@ -148,7 +148,7 @@ def test_a_runs_academic_searches_keep_to_the_pace(
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
     _assert_paced(standin, "arxiv", least=2)
-    _assert_paced(standin, "semanticscholar", least=3)
+    _assert_paced(standin, "semanticscholar", least=2)
     # No academic search failed: those the run did not wait for were withdrawn, not sent.
     assert not [q for q in store.get_queries(run_id) if q.error]
     assert {q.provider for q in store.get_queries(run_id)} >= {"tavily", "arxiv"}
@@ -178,7 +178,7 @@ def test_two_runs_at_once_share_the_pace(
         run = http_runs.store.get_run(run_id)
         assert run is not None and run.status == "completed", run and run.error
     _assert_paced(standin, "arxiv", least=2)  # two pings at once, at least
-    _assert_paced(standin, "semanticscholar", least=3)
+    _assert_paced(standin, "semanticscholar", least=2)
 
 
 def test_a_search_429_that_says_how_long_is_waited_out_not_failed(
