@@ -134,7 +134,7 @@ def move_urls(text: str, urls: list[str]) -> str:
 
 def role_of(user: str) -> str:
     """Which free-text role a writer prompt asks for."""
-    if "The report below has" in user:
+    if user.lstrip().startswith("The report below has"):  # (a part may quote the words)
         return "shorten"
     if "YOUR PART: the title, the executive summary" in user:
         return "frame"
@@ -169,19 +169,22 @@ class Script:
         self.urls: list[str] = []               # every gathered URL a prompt listed
         self.run_labels: list[str] = []         # what the current run was given
         self.roles: tuple[str, ...] = ROLES      # the roles the current run answers from the list
+        # A role that has played every text is the stand-in's again (the sweep's runs stay cheap).
+        self.until_covered = False
 
     def answer(self, system: str, user: str, schema: dict | None) -> str | None:
         if schema is not None:
             if schema.get("title") != "ReviewResult":
                 return None
-            return FRAME_REVIEW if self.roles == ("frame",) else NEVER_APPROVED
+            wanted = "revise" in self.roles and not (self.until_covered and not self.left("revise"))
+            return NEVER_APPROVED if wanted else FRAME_REVIEW
         role = role_of(user)
         listed = [url for _, url in _LISTED.findall(user)]
         with self._lock:
             for url in listed:
                 if url not in self.urls:
                     self.urls.append(url)
-            if role not in self.roles:
+            if role not in self.roles or (self.until_covered and not self._left(role)):
                 return None
             index = self.cursor[role] % len(self.items)
             self.cursor[role] += 1
@@ -194,6 +197,10 @@ class Script:
 
     def left(self, role: str) -> int:
         """How many texts have not played `role` yet."""
+        with self._lock:
+            return self._left(role)
+
+    def _left(self, role: str) -> int:
         return len(self.items) - len(self.covered[role])
 
     def start_run(self, roles: tuple[str, ...]) -> None:
@@ -267,32 +274,35 @@ def prose_citations(body: str) -> set[int]:
     return found
 
 
-# Every role in each run: one review cycle, every part over its share (so shortened).
-ALL_ROLES_CONFIG: dict[str, Any] = {
-    "preset": "quick", "subtopic_count": 5, "review_cycles": 1, "report_max_words": 300,
+# Five review cycles: the title and summary are written once a cycle, the bottleneck of the
+# sweep; every part over its share of 300 words is shortened.
+SWEEP_CONFIG: dict[str, Any] = {
+    "preset": "quick", "review_cycles": 5, "report_max_words": 300,
     "include_academic_sources": False, "search_other_side": False,
     "searches_per_subtopic": 1, "sources_per_subtopic": 5,
 }
-# The frame only (a run writes it once a cycle): five cycles in which only the summary is
-# revised; the stand-in writes the rest, within the length limit.
-FRAME_CONFIG: dict[str, Any] = {**ALL_ROLES_CONFIG, "subtopic_count": 3, "review_cycles": 5,
-                                "report_max_words": 20000}
+
+
+# Once every text has been a shortening, the limit leaves every part as written.
+NO_SHORTENING: dict[str, Any] = {"report_max_words": 20000}
 
 
 def sweep(standin: Any, start_run: Callable[..., tuple[Any, str]], items: list[Text],
           *, max_runs: int = 200) -> Iterator[RunFigures]:
     """Complete runs (`start_run(**config)` -> (store, run_id)) with `Script(items)` answering,
-    until every text has played every role; yields each run's figures."""
+    until every text has played every role; yields each run's figures. A role that has played
+    them all goes back to the stand-in's answers, and so does the review: while revisions are
+    wanted it asks for every part again, then for the summary only."""
     script = Script(items)
+    script.until_covered = True
     for _ in range(max_runs):
         if not any(script.left(role) for role in ROLES):
             return
-        frame_only = not any(script.left(role) for role in ROLES if role != "frame")
-        roles, config = (("frame",), FRAME_CONFIG) if frame_only else (ROLES, ALL_ROLES_CONFIG)
         standin.reset()
         standin.script = script.answer
-        script.start_run(roles)
+        script.start_run(ROLES)
         started = time.process_time()
+        config = SWEEP_CONFIG if script.left("shorten") else {**SWEEP_CONFIG, **NO_SHORTENING}
         store, run_id = start_run(**config)
         figures = figures_of(store, run_id, script.run_labels)
         figures.cpu_s = time.process_time() - started
