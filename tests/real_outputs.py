@@ -307,3 +307,119 @@ def sweep(standin: Any, start_run: Callable[..., tuple[Any, str]], items: list[T
         figures = figures_of(store, run_id, script.run_labels)
         figures.cpu_s = time.process_time() - started
         yield figures
+
+
+# --- structured answers (issue 32, point 4) ---------------------------------------------------
+
+SHAPES = ("texts", "extra_keys", "nulls", "numbers_as_strings", "wrapped_in_a_list",
+          "nested_fences", "control_characters")
+_ID_LIKE = re.compile(r"(^|_)(id|ids|source|url|language|key)$")
+
+
+def _node(node: Any, root: dict) -> Any:
+    from tests.standin.brain import _resolve
+
+    return _resolve(node, root)
+
+
+def fill_texts(value: Any, node: Any, root: dict, next_text: Callable[[], str], name: str = "") -> Any:
+    """`value` (valid for the schema `node`) with every free-text string (no enum, not an id)
+    replaced by a real text: the answer stays valid, its words are a real system's."""
+    node = _node(node, root)
+    if not isinstance(node, dict):
+        return value
+    for key in ("anyOf", "oneOf"):
+        if node.get(key):
+            options = [_node(o, root) for o in node[key]]
+            node = next((o for o in options if o.get("type") != "null"), options[0])
+    if isinstance(value, dict):
+        props = node.get("properties", {})
+        return {k: fill_texts(v, props.get(k, {}), root, next_text, k) for k, v in value.items()}
+    if isinstance(value, list):
+        items = node.get("items", {})
+        return [fill_texts(v, items, root, next_text, name) for v in value]
+    free = (isinstance(value, str) and node.get("type") == "string" and "enum" not in node
+            and "const" not in node and "pattern" not in node and not _ID_LIKE.search(name))
+    if not free:
+        return value
+    text = next_text()
+    return text[: int(node["maxLength"])] if "maxLength" in node else text
+
+
+def reshape(kind: str, value: Any, node: Any, root: dict) -> str:
+    """A valid answer as real models send it (SHAPES), as the answer's text."""
+    if kind == "extra_keys":
+        value = _walk_objects(value, lambda obj: {**obj, "confidence_note": "high", "meta": {"n": 1}})
+    elif kind == "nulls":
+        value = _nulls_for_defaults(value, node, root)
+    elif kind == "numbers_as_strings":
+        value = _walk_values(value, lambda v: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
+    elif kind == "wrapped_in_a_list":
+        value = [value]
+    text = json.dumps(value, ensure_ascii=False)
+    if kind == "nested_fences":
+        return f"Here it is:\n```json\n```json\n{text}\n```\n```"
+    if kind == "control_characters":
+        return text.replace("\\n", "\n").replace("\\t", "\t") + "\n"
+    return text
+
+
+def _walk_objects(value: Any, change: Callable[[dict], dict]) -> Any:
+    if isinstance(value, dict):
+        return change({k: _walk_objects(v, change) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_walk_objects(v, change) for v in value]
+    return value
+
+
+def _walk_values(value: Any, change: Callable[[Any], Any]) -> Any:
+    if isinstance(value, dict):
+        return {k: _walk_values(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_walk_values(v, change) for v in value]
+    return change(value)
+
+
+def _nulls_for_defaults(value: Any, node: Any, root: dict) -> Any:
+    """Every field that has a default sent as null (models send null for "nothing here")."""
+    node = _node(node, root)
+    if isinstance(value, list):
+        items = node.get("items", {}) if isinstance(node, dict) else {}
+        return [_nulls_for_defaults(v, items, root) for v in value]
+    if not isinstance(value, dict) or not isinstance(node, dict):
+        return value
+    props = node.get("properties", {})
+    required = set(node.get("required", []))
+    out = {k: _nulls_for_defaults(v, props.get(k, {}), root) for k, v in value.items()}
+    for name in props:
+        if name not in required:
+            out[name] = None
+    return out
+
+
+class StructuredScript:
+    """The stand-in's structured answers in one of SHAPES, their free text from `items`."""
+
+    def __init__(self, items: list[Text], shape: str) -> None:
+        self.items, self.shape = items, shape
+        self._lock = threading.Lock()
+        self._next = 0
+        self.answered: Counter[str] = Counter()
+
+    def next_text(self) -> str:
+        with self._lock:
+            item = self.items[self._next % len(self.items)]
+            self._next += 1
+        return item.text
+
+    def answer(self, system: str, user: str, schema: dict | None) -> str | None:
+        from tests.standin import brain
+
+        if schema is None:
+            return None
+        value = json.loads(brain.respond(system, user, schema))
+        if self.shape == "texts" or self.shape == "control_characters":
+            value = fill_texts(value, schema, schema, self.next_text)
+        with self._lock:
+            self.answered[str(schema.get("title"))] += 1
+        return reshape(self.shape, value, schema, schema)
