@@ -1,6 +1,6 @@
-"""Local model servers (research/llm/local_server.py, local_discovery.py): what Ollama, llama.cpp and vLLM are
-asked, the gate that sends them no more than they generate at once, prompts fitted to their
-window, and a silent cut named with its fix.
+"""Local model servers (research/llm/local_server.py, local_discovery.py): what Ollama,
+llama.cpp and vLLM are asked, the gate that sends them no more than they generate at once,
+prompts fitted to their window, and a silent cut named with its fix.
 
 The servers here are tiny HTTP servers of this file that answer as each documents (Ollama's
 /api/show, /api/ps and /api/version; llama.cpp's /props and its exceed_context_size_error;
