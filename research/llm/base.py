@@ -520,14 +520,13 @@ class RoleLLM:
     def _paced(self, messages: Sequence[Message], send: Callable[[], Completion]) -> Completion:
         """One request in its account's turn (research.llm.pacing). A 429 is a wait, sent
         again in a later turn without using one of the call's tries; inside a run only
-        cancellation and the run's total time limit end such waits. Outside a run, the
-        retry policy's tries and longest Retry-After bound them, as before."""
+        cancellation and the run's total time limit end such waits. Outside a run (nothing
+        would end the wait), a 429 is one of the retry policy's tries, as before."""
         pacer = self._pacer
         if pacer is None:
             return send()
         tokens = (min(prompt_chars(messages), self.input_limit()) // CHARS_PER_TOKEN
                   + self.meter.expected_output(self.role))
-        refusals = 0
         while True:
             with self._waits.holding():
                 ticket = pacer.acquire(tokens, check=self._waits.check,
@@ -537,10 +536,7 @@ class RoleLLM:
             except RateLimited as exc:
                 pacer.refused(ticket, retry_after=exc.retry_after, report=exc.report,
                               limit=exc.limit)
-                refusals += 1
-                if not self._waits.bounded and (
-                        refusals >= self.policy.attempts
-                        or (exc.retry_after or 0.0) > self.policy.max_retry_after):
+                if not self._waits.bounded:  # a try of the retry policy, as before
                     raise
                 continue
             except AnswerCutOff as exc:  # answered, cut off: its tokens were spent

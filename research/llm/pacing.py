@@ -268,10 +268,11 @@ class Pacer:
             if retry_after is None:
                 self._refusals += 1
                 retry_after = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** (self._refusals - 1))
-            if self._requests is None and self._tokens is None:
-                # Limits unknown: fewer at once, growing back as answers come (AIMD).
+            if self._requests is None and self._tokens is None and now >= self._paused_until:
+                # Limits unknown: fewer at once, growing back as answers come (AIMD); halved
+                # once per burst (the refusals of one pause are one signal, not several).
                 self._window = max(1.0, in_flight / 2)
-                self._last_refusal = now
+            self._last_refusal = now
             for name, bucket in (("requests", self._requests), ("tokens", self._tokens)):
                 if bucket is not None and limit in (None, name):
                     bucket.refill(now)
