@@ -40,7 +40,42 @@ refused report, loosely quoted verdicts): see brain_behaviours.py for the list.
 Other controls: `set_delay(seconds)`, `set_latency(model=, search=, page=, tokens_per_second=)`,
 `set_answer_words(n)`, `set_off_topic(n)`, `set_extra_results(paths)`, `reset()`. `requests`
 logs every request as {api, method, path, query, headers (names in lower case), json, time};
-an LLM request's entry gains `completion_tokens` and `answered` (epoch seconds) once answered.
+an answer sent gives its entry `status`; an LLM request's entry gains `completion_tokens` and
+`answered` (epoch seconds) once answered.
+
+Limits, as the providers document them (limits.py, local.py; `reset()` clears them all):
+
+  set_account(provider, requests_per_minute=, tokens_per_minute=, requests_per_day=,
+              retry_after="none"|"seconds"|"ms", quota_requests=, free_tier=, model=)
+                provider "openai": RPM/TPM/RPD per key and model, `x-ratelimit-*` headers on
+                every answer, 429 with OpenAI's body ("... Please try again in 1.9s") and no
+                Retry-After unless `retry_after` (Azure's `retry-after` / `retry-after-ms`);
+                a request over the whole TPM gets "Request too large"; after `quota_requests`
+                requests, `insufficient_quota`. A request costs its prompt (characters / 4) plus
+                max_tokens, settled to prompt + completion once answered.
+                provider "gemini": RPM, input TPM, RPD; 429 RESOURCE_EXHAUSTED with QuotaFailure
+                (quotaId ...PerMinute... or ...PerDay..., "-FreeTier" with free_tier=True) and
+                RetryInfo.retryDelay; no headers.
+                e.g. OpenAI tier 1, gpt-4.1: set_account("openai", requests_per_minute=500,
+                tokens_per_minute=30_000); a free tier: requests_per_minute=10.
+  set_search_limit(api, min_interval=, requests_per_minute=, connections=, status=429)
+                tavily | arxiv | semanticscholar: a request sooner than `min_interval` s after
+                the last one let through, or over the RPM, or while `connections` are under way,
+                gets the API's own refusal (arXiv: status=503 "Rate exceeded." as it answers).
+                e.g. set_search_limit("arxiv", min_interval=3.0, connections=1, status=503).
+  set_local_server(kind="ollama"|"llamacpp"|"vllm", parallel=1, tokens_per_second=30,
+                   context_tokens=8192, model="llama3.1:8b")
+                /v1/chat/completions answers `parallel` requests at a time, the rest wait on
+                their open connection in arrival order (the entry's `started` says when its
+                turn came), writing at tokens_per_second; needs no key. Ollama cuts a longer
+                prompt silently (usage.prompt_tokens is the cut count) and serves /api/version,
+                /api/show (num_ctx), /api/ps; llama.cpp refuses it (400
+                exceed_context_size_error) and serves /props (n_ctx, total_slots), /health;
+                vLLM refuses prompt + max_tokens over max_model_len (400 "maximum context
+                length") and serves /v1/models with max_model_len, /version.
+  advance_limits(seconds)   move the limits' clock on (a minute's budget refills at once)
+  rate_limited(api=None)    how many answers were rate-limit refusals (429, or a search API's
+                            pacing refusal); such entries carry `rate_limited: True`
 """
 
 from __future__ import annotations
@@ -56,7 +91,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.standin import brain, brain_behaviours, hosted, pages
+from tests.standin import brain, brain_behaviours, hosted, local, pages
 from tests.standin.answers import (  # noqa: F401 - re-exported: tests import them from here
     _CONTENT_FAULTS,
     TRACKING_TEXT,
@@ -69,10 +104,12 @@ from tests.standin.answers import (  # noqa: F401 - re-exported: tests import th
     slug_for,
     tavily_results,
 )
+from tests.standin.gates import LimitGates
+from tests.standin.limits import AccountRule, Admission, Limits, RetryAfter, SearchRule
 
 log = logging.getLogger("standin.server")
 
-APIS = ("openai", "gemini", "tavily", "arxiv", "semanticscholar", "pages", *hosted.APIS)
+APIS = ("openai", "gemini", "tavily", "arxiv", "semanticscholar", "pages", "local", *hosted.APIS)
 FAULT_KINDS = ("status", "hang", "trickle", "invalid_json", "fenced_json", "think",
                "cite_invented", "refusal", "blocked", "context_limit", "tracking",
                "hidden", "finish")
@@ -186,6 +223,9 @@ class StandinServer:
         self._thread: threading.Thread | None = None
         self.requests: list[dict[str, Any]] = []
         self.hosted = hosted.HostedState()  # deep-research jobs: see hosted.py
+        self.limits = Limits()  # accounts' and search APIs' limits: see limits.py
+        self.local_server: local.LocalServer | None = None  # see set_local_server
+        self.slots = local.Slots()
 
     # lifecycle
     def start(self) -> StandinServer:
@@ -254,7 +294,54 @@ class StandinServer:
             self._generation += 1
             self.requests.clear()
             brain.UNKNOWN_TASKS.clear()
+            self.local_server = None
         self.hosted.reset()
+        self.limits.reset()
+        self.slots.clear()
+
+    def set_account(self, provider: str, *, requests_per_minute: int | None = None,
+                    tokens_per_minute: int | None = None, requests_per_day: int | None = None,
+                    retry_after: RetryAfter = "none", quota_requests: int | None = None,
+                    free_tier: bool = False, model: str | None = None) -> None:
+        """Limit the "openai" or "gemini" account as the provider does (see the docstring)."""
+        if provider not in ("openai", "gemini"):
+            raise ValueError(f"provider must be openai or gemini, not {provider!r}")
+        if retry_after not in ("none", "seconds", "ms"):
+            raise ValueError(f"retry_after must be none, seconds or ms, not {retry_after!r}")
+        self.limits.set_account(AccountRule(provider, requests_per_minute, tokens_per_minute,
+                                            requests_per_day, retry_after, quota_requests,
+                                            free_tier, model))
+
+    def set_search_limit(self, api: str, *, min_interval: float = 0.0,
+                         requests_per_minute: int | None = None, connections: int | None = None,
+                         status: int = 429) -> None:
+        """Refuse a search API's requests that come too fast (see the docstring)."""
+        if api not in ("tavily", "arxiv", "semanticscholar"):
+            raise ValueError(f"api must be tavily, arxiv or semanticscholar, not {api!r}")
+        self.limits.set_search(SearchRule(api, min_interval, requests_per_minute, connections,
+                                          status))
+
+    def set_local_server(self, kind: local.Kind = "ollama", *, parallel: int = 1,
+                         tokens_per_second: float = 30.0, context_tokens: int = 8192,
+                         model: str = "llama3.1:8b") -> None:
+        """Answer as a model server on a workstation (see the docstring and local.py)."""
+        if kind not in local.KINDS:
+            raise ValueError(f"kind must be one of {local.KINDS}, not {kind!r}")
+        with self._lock:
+            self.local_server = local.LocalServer(kind, max(1, parallel), tokens_per_second,
+                                                  context_tokens, model)
+            self._tokens_per_second = max(0.0, tokens_per_second)
+        self.slots.configure(max(1, parallel))
+
+    def advance_limits(self, seconds: float) -> None:
+        """Move the limits' clock on, as if `seconds` had passed (budgets refill)."""
+        self.limits.advance(seconds)
+
+    def rate_limited(self, api: str | None = None) -> int:
+        """How many answers (of this api) were rate-limit refusals."""
+        with self._lock:
+            return sum(1 for r in self.requests if (api is None or r["api"] == api)
+                       and (r.get("rate_limited") or r.get("status") == 429))
 
     def add_fault(self, api: str, kind: str, times: int = 1, **params: Any) -> None:
         if api not in APIS:
@@ -403,7 +490,7 @@ def _make_handler(server: StandinServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LimitGates, BaseHTTPRequestHandler):
     standin: StandinServer
     protocol_version = "HTTP/1.1"
     # Headers and body go out in separate writes: without this, Nagle plus the client's
@@ -439,10 +526,14 @@ class _Handler(BaseHTTPRequestHandler):
             "headers": {k.lower(): v for k, v in self.headers.items()}, "json": body, "time": time.time(),
         }
         self.standin._record(self._entry)
+        self._admission: Admission | None = None
+        self._gates: list[str] = []  # what `_pass_limits` took, for `_after_limits` to give back
         if api is None:
             self._send_json(404, {"error": {"message": f"No route for {method} {path}"}})
             return
         try:
+            if not self._pass_limits(api, method, path, body):
+                return
             task = hosted.task_of(api, method, path) if api in hosted.APIS else _task_of(api, body)
             if not self._http_faults(api, task):
                 return
@@ -454,10 +545,14 @@ class _Handler(BaseHTTPRequestHandler):
             if latency and not self.standin._sleep(latency, self._gen):
                 self.close_connection = True
                 return
+            if not self._local_turn(api, body):
+                return
             handler = getattr(self, f"_api_{api}")
             handler(path, split.query, body)
         except (TimeoutError, BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeouts in tests): nothing to do
+        finally:
+            self._after_limits(api)
 
     def _http_faults(self, api: str, task: str | None) -> bool:
         """Take this request's fault; False when the response has already been sent."""
@@ -500,10 +595,12 @@ class _Handler(BaseHTTPRequestHandler):
     # senders
     def _send(self, status: int, data: bytes, content_type: str,
               headers: Mapping[str, str] | None = None) -> None:
+        self._entry.setdefault("status", status)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
+        admission = getattr(self, "_admission", None)  # x-ratelimit-* on every answer (OpenAI)
+        for name, value in {**(admission.headers if admission else {}), **(headers or {})}.items():
             self.send_header(name, value)
         self.end_headers()
         interval = getattr(self, "_trickle", 0.0)
@@ -538,18 +635,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return False
         self._entry["answered"] = time.time()
+        if self.standin.local_server is not None and self._client_gone():
+            self.close_connection = True
+            return False
         return True
 
     def _api_openai(self, path: str, query: str, body: Any) -> None:
         if path != "/v1/chat/completions" or not isinstance(body, dict):
             self._send_json(404, openai_error(f"Unknown path {path}", type="invalid_request_error"))
             return
-        if not str(self.headers.get("Authorization", "")).startswith("Bearer "):
+        server = self.standin.local_server
+        if server is None and not str(self.headers.get("Authorization", "")).startswith("Bearer "):
             self._send_json(401, _default_error_body("openai", 401))
             return
         messages = body.get("messages") or []
         system = "\n\n".join(_content(m) for m in messages if m.get("role") in ("system", "developer"))
         user = "\n\n".join(_content(m) for m in messages if m.get("role") == "user")
+        if server is not None:
+            user = local.fit(server, system, user)  # Ollama reads only what fits its window
         schema = _openai_schema(body)
         text, special = self._llm_answer(system, user, schema)
         model = str(body.get("model") or "gpt-standin")
@@ -746,7 +849,13 @@ def _api_for(method: str, path: str) -> str | None:
         return "semanticscholar"
     if path.startswith("/pages/"):
         return "pages"
+    if path in _LOCAL_PATHS:
+        return "local"
     return None
+
+
+_LOCAL_PATHS = frozenset({"/", "/api/version", "/api/show", "/api/ps", "/props", "/health",
+                          "/v1/models", "/version"})
 
 
 def _task_of(api: str, body: Any) -> str | None:
