@@ -31,6 +31,13 @@ Sections (issue 3 point 9; the engine run of issue 2 point 12):
            live panel's poll p95 under that load; then a worker killed mid-run: time until
            another carried the run on, steps run twice (bench/scale.py). Targets: 4 workers at
            least 3x the runs/min of one; no run lost, none completed twice.
+  limits   A standard and a quick run on each account people really have (bench/limits.py):
+           OpenAI tier 1 for gpt-4.1 (500 RPM, 30,000 TPM), a free tier of 10 requests a minute,
+           a local Ollama server (one answer at a time, 30 tokens/s, 8,192-token window), with
+           arXiv and Semantic Scholar paced as documented: wall time against the floor the
+           limits imply, rate-limit answers, failed model calls, waiting lines shown. Targets:
+           every run completes, nothing failed, wall at most 1.3x the floor, no more waiting
+           lines than minutes. Each run is capped (--limits-timeout, default 30 min).
 
 Everything lives in a temporary directory; nothing touches data/ and nothing leaves 127.0.0.1.
 The exit status is 0 whatever the figures are (1 only if a section crashed).
@@ -68,7 +75,8 @@ if str(ROOT) not in sys.path:  # `python bench/benchmark.py` as well as `python 
 # spawned children must start from this benchmark instead (see `real_main`).
 _REAL_MAIN = sys.modules.get("__main__")
 APP = str(ROOT / "app.py")
-SECTIONS = ("run", "library", "poll", "engine", "latency", "models", "docs", "scale")
+SECTIONS = ("run", "library", "poll", "engine", "latency", "models", "docs", "scale", "limits")
+LONG_SECTIONS = ("scale", "limits")  # left out unless asked for by name
 
 
 def _db_errors() -> tuple[type[BaseException], ...]:
@@ -667,7 +675,7 @@ def bench_engine(args: argparse.Namespace, tmp: Path) -> list[Row]:
     return rows
 
 
-from bench import latency, scale  # noqa: E402 - the sections' code; they need the helpers above
+from bench import latency, limits, scale  # noqa: E402 - the sections' code; they need the helpers above
 
 
 def bench_scale(args: argparse.Namespace, tmp: Path) -> list[Row]:
@@ -681,6 +689,12 @@ def bench_latency(args: argparse.Namespace, tmp: Path) -> list[Row]:
     return latency.bench_latency(args, tmp, kit)
 
 
+def bench_limits(args: argparse.Namespace, tmp: Path) -> list[Row]:
+    """The limits section (bench/limits.py) with this module's run helpers."""
+    kit = limits.Kit(real_main=real_main, row=Row, say=say)
+    return limits.bench_limits(args, tmp, kit, QUESTION)
+
+
 # -- main -------------------------------------------------------------------------------------
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -688,9 +702,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="python -m bench.benchmark",
         description="Prints how fast the dashboard and the engine are with a lot of data "
                     "(figures only, no pass/fail on time).")
-    parser.add_argument("--only", default=",".join(s for s in SECTIONS if s != "scale"),
+    parser.add_argument("--only", default=",".join(s for s in SECTIONS if s not in LONG_SECTIONS),
                         help=f"comma-separated sections to run, from {', '.join(SECTIONS)} "
-                             "(default: all but scale, which takes about 15 minutes)")
+                             "(default: all but scale and limits, which take 15 minutes or more)")
     size = parser.add_argument_group("Run page")
     size.add_argument("--sources", type=int, default=1000, help="sources in the run (default 1000)")
     size.add_argument("--events", type=int, default=5000, help="events in the run (default 5000)")
@@ -729,6 +743,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                      help="give up on the engine run after this many seconds (default 600)")
     latency.add_arguments(parser)
     scale.add_arguments(parser)
+    limits.add_arguments(parser)
     parser.add_argument("--keep", action="store_true", help="keep the temporary databases and say where")
     args = parser.parse_args(argv)
     args.only = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -761,7 +776,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     runners = {"run": bench_run_page, "library": bench_library, "poll": bench_poll,
                "engine": bench_engine, "latency": bench_latency, "models": bench_models, "docs": bench_docs,
-               "scale": bench_scale}
+               "scale": bench_scale, "limits": bench_limits}
     rows: list[Row] = []
     crashed = False
     tmp_dir = tempfile.mkdtemp(prefix="drs-bench-")

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from research.llm.pacing import forget_pacers
 from tests.browser_fixtures import (  # noqa: F401 - fixtures (browser tests)
     _shared_dashboard,
     browser,
@@ -160,8 +161,10 @@ def standin() -> Iterator[StandinServer]:
 
 @pytest.fixture
 def standin_env(standin: StandinServer) -> dict[str, str]:
-    """A clean stand-in (no faults, no delay, empty request log) and the env pointing at it."""
+    """A clean stand-in (no faults, no delay, empty request log) and the env pointing at it;
+    no account limits learned from an earlier test (research.llm.pacing)."""
     standin.reset()
+    forget_pacers()
     return standin.env()
 
 

@@ -420,3 +420,10 @@ def test_vllm_refuses_prompt_and_max_tokens_over_max_model_len(standin_env, stan
 def test_durations_are_written_as_openai_writes_them():
     assert [duration(s) for s in (0.02, 1.9, 6.0, 360.0, 0.0004)] == ["20ms", "1.9s", "6s", "6m0s", "1ms"]
     assert [_seconds(duration(s)) for s in (0.02, 1.9, 63.777, 3_700)] == [0.02, 1.9, 63.777, 3_700]
+
+
+def test_openai_itself_lists_models_without_a_context_length(standin_env, standin):
+    listed = _openai(standin).models.list()
+    assert listed.data and all(getattr(m, "max_model_len", None) is None for m in listed.data)
+    assert httpx.get(f"{standin.base_url}/v1/models").status_code == 401  # needs the key
+    assert httpx.get(f"{standin.base_url}/api/version").status_code == 404  # not Ollama
