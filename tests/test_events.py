@@ -34,6 +34,8 @@ SAMPLES: list[ev.Event] = [
     ev.SearchFailed(RUN, "tavily failed", step="research:t1", provider="tavily", query="costs",
                     reason="HTTP 502"),
     ev.Retrying(RUN, "retry", step="engine:openai", attempt=1, delay_s=2.5),
+    ev.LimitWait(RUN, "Waiting for OpenAI's limit", provider="openai", model="gpt-4.1",
+                 wait_s=40.0),
     ev.RoundCompleted(RUN, "Round 1", step="triage:1", round=1, filter=2, answer=1, escalate=3,
                       stop_reason="MAX_ROUNDS reached."),
     ev.DraftStarted(RUN, "revising", step="revise:1", sources=12, revising=1),
