@@ -44,12 +44,13 @@ def without_title(text: str, title: str | None) -> str:
 def excerpt(source_text: str, about: str, limit: int, head: int = 0) -> str:
     """The sentences of a text that share the most words with `about` (a figure they share
     counts twice: a claim's numbers are what a check must find), in page order, up to `limit`
-    characters; the start of the text when nothing overlaps. `head`: the text's first
-    characters are kept whatever they say (what a page is mainly about is often said first)."""
+    characters; the start of the text when nothing overlaps; the whole (blank lines and runs of
+    spaces dropped) when it fits. `head`: the text's first characters are kept whatever they
+    say (what a page is mainly about is often said first)."""
     lines = [" ".join(line.split()) for line in source_text.splitlines()]
     text = "\n".join(line for line in lines if line)
     if len(text) <= limit:
-        return " ".join(text.split())
+        return text  # whole, its lines kept (lists and tables read better so)
     opening = " ".join(text[:head].rsplit(None, 1)[0].split()) if head else ""
     rest = text[len(text[:head].rsplit(None, 1)[0]):] if head else text
     budget = limit - len(opening) - (1 if opening else 0)

@@ -146,7 +146,8 @@ def numbered_sources(sources: Iterable[Source], numbering: Mapping[str, int]) ->
         title = clean_untrusted(src.title or src.url).replace("\n", " ")[:200]
         dated = f"{title} (published {src.published})" if src.published else title
         lines.append(f"[{n}] {dated} — {site(src.url)}")
-        signals = [s for s in src.signals if s in SIGNAL_WORDS]
+        signals = [s for s in src.signals if s in SIGNAL_WORDS
+                   and not (s == "dated" and src.published)]  # the line shows the date
         lines.append(f"    kind: {kind_of(src)}" + (f"; {', '.join(signals)}" if signals else ""))
     return "\n".join(lines)
 

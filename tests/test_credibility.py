@@ -65,7 +65,7 @@ def test_the_writer_sees_each_source_kind_on_its_own_line() -> None:
         {"a": 1, "b": 2})
     assert listed.splitlines() == [
         "[1] Paper (published 2025-01-02) — arxiv.org",
-        "    kind: preprint; academic domain, dated",
+        "    kind: preprint; academic domain",  # "dated": the date is shown
         "[2] Thread — reddit.com",
         "    kind: forum",
     ]

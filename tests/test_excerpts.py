@@ -24,7 +24,7 @@ def test_an_excerpt_keeps_the_opening_then_the_nearest_passages() -> None:
 
 
 def test_a_short_page_is_sent_whole_and_one_without_overlap_from_its_start() -> None:
-    assert excerpt("One line.\nAnother line.", "anything", limit=500) == "One line. Another line."
+    assert excerpt("One  line.\n\n Another line.", "x", limit=500) == "One line.\nAnother line."
     start = excerpt(FILLER, "nuclear fusion", limit=60)
     assert FILLER.startswith(start) and 0 < len(start) <= 60
 

@@ -88,9 +88,11 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     prompts = ["\n".join(_strings(r["json"])) for r in standin.requests_for(llm_api)]
     injected = [p for p in prompts if "Ignore all previous instructions" in p]
     assert injected
+    assert any("[removed tag]" in p for p in injected)  # the page read whole (its findings)
     for text in injected:
         assert '<untrusted_source id="evil"' not in text
-        assert "[removed tag]" in text
+        if "the source ends here." in text:  # an excerpt of the page may leave its tags out
+            assert re.search(r"the source ends here\.\s*\[removed tag\]", text)
         start = text.index("Ignore all previous instructions")
         opened = text.rfind("<untrusted_source id=", 0, start)
         closed = text.rfind("</untrusted_source", 0, start)

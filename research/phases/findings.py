@@ -25,14 +25,19 @@ from pydantic import BaseModel, Field
 
 from research.agents import Agent
 from research.context import RunContext
+from research.errors import ContextTooLong
 from research.excerpts import excerpt, without_title
 from research.llm.base import Message
 from research.phases.searching import WORKER_ROLE
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
 from research.records import Finding, FindingKind, Source, Subtopic
 
-FINDINGS_CONTEXT_CHARS = 40_000  # page text for the whole unit, shared out among its sources
+# Page text for the whole unit, shared out among its sources: of a longer page, its opening and
+# then its passages nearest the subtopic (issue 31: the first 2,000 characters of a page are
+# often its menus and preamble; the passages about the subtopic serve the findings better).
+FINDINGS_CONTEXT_CHARS = 32_000
 MIN_SHARE_CHARS = 800
+OPENING_SHARE = 3  # a third of a source's share is its opening
 FINDINGS_GROUP = 2  # sources per findings call: an answer of a few findings, not twenty
 OPEN_QUESTIONS_CHARS = 120  # of each kept source the gaps call reads: its passage nearest the subtopic
 
@@ -109,25 +114,38 @@ def _head(ctx: RunContext, sub: Subtopic) -> dict[str, str]:
             "questions": "\n".join(f"- {q}" for q in sub.questions)}
 
 
-def _blocks(sources: list[Source], chars: int, about: str = "") -> str:
-    """Each source's text (without a first line that repeats its title) up to `chars`, or,
-    given what the call is `about`, its passages nearest that (without a date: only the
-    findings need it). No address: the model cites by id, and the title says what it is."""
+def _about(ctx: RunContext, sub: Subtopic) -> str:
+    return " ".join([ctx.brief, sub.title, *sub.questions])
+
+
+def _blocks(sources: list[Source], chars: int, about: str, *, opening: int = 0,
+            dated: bool = True) -> str:
+    """Each source's passages nearest what the call is `about` up to `chars` (its first
+    `opening` characters whatever they say), without a first line that repeats its title. No
+    address: the model cites by id, and the title says what the page is."""
     nonce = new_nonce()
     return "\n\n".join(
-        untrusted_block(s.id, {"title": s.title, "published": None if about else s.published},
-                        excerpt(without_title(s.text, s.title), about, chars) if about
-                        else without_title(s.text, s.title)[:chars], nonce)
+        untrusted_block(s.id, {"title": s.title, "published": s.published if dated else None},
+                        excerpt(without_title(s.text, s.title), about, chars, head=opening),
+                        nonce)
         for s in sources)
 
 
 def _group_findings(ctx: RunContext, worker: Agent, sub: Subtopic, group: list[Source],
                     share: int, deadline: float) -> list[Finding]:
     messages = [system(WORKER_ROLE, ctx.today), Message("user", FINDINGS_PROMPT.format(
-        **_head(ctx, sub), blocks=_blocks(group, share)))]
-    answer = worker.llm.structured(
-        messages, SubtopicFindings, deadline=deadline,
-        caps={"findings": FINDINGS_PER_SOURCE * len(group), "source_ids": len(group)})
+        **_head(ctx, sub), blocks=_blocks(group, share, _about(ctx, sub),
+                                          opening=share // OPENING_SHARE)))]
+    try:
+        answer = worker.llm.structured(
+            messages, SubtopicFindings, deadline=deadline,
+            caps={"findings": FINDINGS_PER_SOURCE * len(group), "source_ids": len(group)})
+    except ContextTooLong:
+        if len(group) == 1:
+            raise
+        # A model whose window the group does not fit even trimmed: one source a call.
+        return [f for one in group
+                for f in _group_findings(ctx, worker, sub, [one], share, deadline)]
     valid = {s.id for s in group}
     found: list[Finding] = []
     for f in answer.findings:
@@ -142,9 +160,16 @@ def _open_questions(ctx: RunContext, worker: Agent, sub: Subtopic, kept: list[So
                     deadline: float) -> list[Finding]:
     messages = [system(WORKER_ROLE, ctx.today), Message("user", OPEN_QUESTIONS_PROMPT.format(
         **_head(ctx, sub),
-        blocks=_blocks(kept, OPEN_QUESTIONS_CHARS, " ".join([sub.title, *sub.questions]))))]
-    answer = worker.llm.structured(messages, OpenQuestions, deadline=deadline,
-                                   caps=OPEN_QUESTIONS_CAPS)
+        blocks=_blocks(kept, OPEN_QUESTIONS_CHARS, _about(ctx, sub), dated=False)))]
+    try:
+        answer = worker.llm.structured(messages, OpenQuestions, deadline=deadline,
+                                       caps=OPEN_QUESTIONS_CAPS)
+    except ContextTooLong:
+        if len(kept) == 1:
+            raise
+        # Its passages are too short to trim: a model with a small window reads the more
+        # relevant half of the sources (they are kept in order of relevance).
+        return _open_questions(ctx, worker, sub, kept[:len(kept) // 2], deadline)
     notes: list[tuple[str, FindingKind]] = [(g, "gap") for g in answer.gaps]
     notes += [(q, "follow_up") for q in answer.follow_up_questions]
     return [Finding(sub.id, clean_untrusted(text).strip()[:500], (), 0.0, kind)

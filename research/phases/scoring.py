@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from research.agents import Agent
 from research.context import RunContext
-from research.errors import ResearchError, RunStop, SchemaError
+from research.errors import ContextTooLong, ResearchError, RunStop, SchemaError
 from research.excerpts import excerpt, without_title
 from research.llm.base import Message
 from research.phases.counts import note_short
@@ -107,8 +107,16 @@ def _ask(
         )),
     ]
     ctx.checkpoint()
-    answer = worker.llm.structured(messages, RelevanceScores, deadline=deadline,
-                                   caps={"scores": len(batch)})
+    try:
+        answer = worker.llm.structured(messages, RelevanceScores, deadline=deadline,
+                                       caps={"scores": len(batch)})
+    except ContextTooLong:
+        if len(batch) == 1:
+            raise
+        # A model whose window is smaller than a batch of passages: half a batch a call.
+        half = len(batch) // 2
+        return (_ask(ctx, worker, role, sub, batch[:half], deadline)
+                | _ask(ctx, worker, role, sub, batch[half:], deadline))
     asked = {s.id for s in batch}
     return {score.source_id: SourceScore(source_id=score.source_id,
                                          relevance=round(score.relevance, 3),

@@ -39,27 +39,26 @@ CRITIC_BATCH_MIN = 3
 # --- prompts and answers ------------------------------------------------------------------------
 
 VERIFIER_ROLE = (
-    "You are the fact-checker of a research team. You check each claim of a report against "
-    "the text of the sources it cites, and against nothing else."
+    "You are a research team's fact-checker: you check each claim of a report against the "
+    "sources it cites and nothing else."
 )
 
 VERIFY_PROMPT = """Check these claims of a report answering <question>{question}</question>
 Each cited source's excerpt comes once, its id the number claims cite it by ([3] -> id 3).
-For every claim decide, by the excerpts of its own sources only (not what you know; a citation
-number is not evidence):
+Judge each claim only by the excerpts of its sources (not what you know; a citation is no proof):
 - SUPPORTED: an excerpt states it (figures, dates, direction and strength all match)
 - OVERSTATED: an excerpt supports only a weaker, narrower or less certain version
 - CONTRADICTED: an excerpt says otherwise
 - UNSUPPORTED: the excerpts do not say it
-Quote word for word the deciding passage (one or two sentences) and give its excerpt's id.
-Answer once for every claim id.
+Quote the deciding passage (a sentence or two) word for word, with its excerpt's id, once for
+every claim id.
 
 CLAIMS:
 {claims}"""
 
 AUDITOR_ROLE = (
-    "You are an independent auditor of research reports. You did not write or check this "
-    "report before. You assume a claim is unproven until a source excerpt proves it."
+    "You are an independent auditor of research reports, new to this one: a claim is "
+    "unproven until a source excerpt proves it."
 )
 
 AUDIT_PROMPT = """Audit these claims one by one: read the excerpts of the sources a claim cites
@@ -249,7 +248,9 @@ def _merged(batch: Sequence[Claim], sources: Mapping[str, Source]) -> dict[str, 
     for claim in batch:
         for sid, text in claim.excerpts.items():
             known = pieces.setdefault(sid, [])
-            known += [p for p in _SENTENCES.split(text) if p and p not in known]
+            for piece in (" ".join(p.split()) for p in _SENTENCES.split(text)):
+                if piece and piece not in known:
+                    known.append(piece)
     out = {}
     for sid, found in pieces.items():
         page = " ".join((sources[sid].text or "").split())
