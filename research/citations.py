@@ -93,6 +93,7 @@ def normalise(text: str, numbering: Mapping[Any, str],
               sources: Mapping[str, Source]) -> Normalised:
     """The text with every citation in the house `[n]` form (see the module docstring)."""
     gathered = Gathered.of(numbering, sources)
+    text = text.replace("\r\n", "\n")  # the lists are found line by line
     state = Normalised(_ANSWER_TAG.sub("", _without_hidden(_THINK_END.sub("", _THINK.sub("", text)))))
     own, body = read_references(state.text, gathered)
     body = map_prose(body, lambda chunk: _prose(chunk, gathered, own, state))

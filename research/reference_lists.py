@@ -132,7 +132,10 @@ _FN_DEF = re.compile(r"^ {0,3}\[\^([\w.-]+)\]:[ \t]*(.*)$", re.MULTILINE)
 _REF_DEF = re.compile(r"^ {0,3}\[(\d{1,4})\]:[ \t]*(.*)$\n?", re.MULTILINE)  # [3]: https://...
 _WORDS = (r"(?:references?|sources?(?:[ \t]+cited)?|bibliography|works[ \t]+cited|reference[ \t]+list|"
           r"citations|cited[ \t]+sources|key[ \t]+citations|further[ \t]+reading|"
-          r"参考文献|参考资料|参考来源|引用来源|引用文献|资料来源|数据来源|来源)")
+          r"参考文献|参考资料|参考来源|引用来源|引用文献|资料来源|数据来源|来源|出典|참고[ \t]*문헌|출처|"
+          # the writer writes in the report's language: its list's heading too
+          r"quellen|quellenverzeichnis|literatur|literaturverzeichnis|références|fuentes|referencias|"
+          r"bibliografía|fonti|riferimenti|bibliografia|referências|источники|литература)")
 _HEADING = re.compile(
     r"^ {0,3}(?:(?P<hashes>#{1,6})[ \t]+)?(?:\*\*|__)?[ \t]*(?:(?:\d{1,2}(?:\.\d{1,2})*|[IVXLC]{1,6})"
     r"[.)]?[ \t]+)?" + _WORDS + r"(?:[ \t]*(?:/|&|and|和|与)[ \t]*" + _WORDS + r")?"

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from research.errors import raise_unexpected
+from research.llm.pacing import forget_pacers
 from tests.browser_fixtures import (  # noqa: F401 - fixtures (browser tests)
     _shared_dashboard,
     browser,
@@ -173,10 +174,12 @@ def standin() -> Iterator[StandinServer]:
 
 @pytest.fixture
 def standin_env(standin: StandinServer) -> dict[str, str]:
-    """A clean stand-in (no faults, no delay, empty request log) and the env pointing at it.
-    arXiv's and Semantic Scholar's pace is off (tests/test_search_pacing.py turns it on): at 3 s
-    a request, which academic results a run gets would depend on timing."""
+    """A clean stand-in (no faults, no delay, empty request log) and the env pointing at it;
+    no account limits learned from an earlier test (research.llm.pacing). arXiv's and Semantic
+    Scholar's pace is off (tests/test_search_pacing.py turns it on): at 3 s a request, which
+    academic results a run gets would depend on timing."""
     standin.reset()
+    forget_pacers()
     return {**standin.env(), "DEEP_RESEARCH_SEARCH_PACE": "0"}
 
 

@@ -134,7 +134,7 @@ def move_urls(text: str, urls: list[str]) -> str:
 
 def role_of(user: str) -> str:
     """Which free-text role a writer prompt asks for."""
-    if "The report below has" in user:
+    if user.lstrip().startswith("The report below has"):  # (a part may quote the words)
         return "shorten"
     if "YOUR PART: the title, the executive summary" in user:
         return "frame"
@@ -169,19 +169,22 @@ class Script:
         self.urls: list[str] = []               # every gathered URL a prompt listed
         self.run_labels: list[str] = []         # what the current run was given
         self.roles: tuple[str, ...] = ROLES      # the roles the current run answers from the list
+        # A role that has played every text is the stand-in's again (the sweep's runs stay cheap).
+        self.until_covered = False
 
     def answer(self, system: str, user: str, schema: dict | None) -> str | None:
         if schema is not None:
             if schema.get("title") != "ReviewResult":
                 return None
-            return FRAME_REVIEW if self.roles == ("frame",) else NEVER_APPROVED
+            wanted = "revise" in self.roles and not (self.until_covered and not self.left("revise"))
+            return NEVER_APPROVED if wanted else FRAME_REVIEW
         role = role_of(user)
         listed = [url for _, url in _LISTED.findall(user)]
         with self._lock:
             for url in listed:
                 if url not in self.urls:
                     self.urls.append(url)
-            if role not in self.roles:
+            if role not in self.roles or (self.until_covered and not self._left(role)):
                 return None
             index = self.cursor[role] % len(self.items)
             self.cursor[role] += 1
@@ -194,6 +197,10 @@ class Script:
 
     def left(self, role: str) -> int:
         """How many texts have not played `role` yet."""
+        with self._lock:
+            return self._left(role)
+
+    def _left(self, role: str) -> int:
         return len(self.items) - len(self.covered[role])
 
     def start_run(self, roles: tuple[str, ...]) -> None:
@@ -267,33 +274,152 @@ def prose_citations(body: str) -> set[int]:
     return found
 
 
-# Every role in each run: one review cycle, every part over its share (so shortened).
-ALL_ROLES_CONFIG: dict[str, Any] = {
-    "preset": "quick", "subtopic_count": 5, "review_cycles": 1, "report_max_words": 300,
+# Five review cycles: the title and summary are written once a cycle, the bottleneck of the
+# sweep; every part over its share of 300 words is shortened.
+SWEEP_CONFIG: dict[str, Any] = {
+    "preset": "quick", "review_cycles": 5, "report_max_words": 300,
     "include_academic_sources": False, "search_other_side": False,
     "searches_per_subtopic": 1, "sources_per_subtopic": 5,
 }
-# The frame only (a run writes it once a cycle): five cycles in which only the summary is
-# revised; the stand-in writes the rest, within the length limit.
-FRAME_CONFIG: dict[str, Any] = {**ALL_ROLES_CONFIG, "subtopic_count": 3, "review_cycles": 5,
-                                "report_max_words": 20000}
+
+
+# Once every text has been a shortening, the limit leaves every part as written.
+NO_SHORTENING: dict[str, Any] = {"report_max_words": 20000}
 
 
 def sweep(standin: Any, start_run: Callable[..., tuple[Any, str]], items: list[Text],
           *, max_runs: int = 200) -> Iterator[RunFigures]:
     """Complete runs (`start_run(**config)` -> (store, run_id)) with `Script(items)` answering,
-    until every text has played every role; yields each run's figures."""
+    until every text has played every role; yields each run's figures. A role that has played
+    them all goes back to the stand-in's answers, and so does the review: while revisions are
+    wanted it asks for every part again, then for the summary only."""
     script = Script(items)
+    script.until_covered = True
     for _ in range(max_runs):
         if not any(script.left(role) for role in ROLES):
             return
-        frame_only = not any(script.left(role) for role in ROLES if role != "frame")
-        roles, config = (("frame",), FRAME_CONFIG) if frame_only else (ROLES, ALL_ROLES_CONFIG)
         standin.reset()
         standin.script = script.answer
-        script.start_run(roles)
+        script.start_run(ROLES)
         started = time.process_time()
+        config = SWEEP_CONFIG if script.left("shorten") else {**SWEEP_CONFIG, **NO_SHORTENING}
         store, run_id = start_run(**config)
         figures = figures_of(store, run_id, script.run_labels)
         figures.cpu_s = time.process_time() - started
         yield figures
+
+
+# --- structured answers (issue 32, point 4) ---------------------------------------------------
+
+SHAPES = ("texts", "extra_keys", "nulls", "numbers_as_strings", "wrapped_in_a_list",
+          "nested_fences", "control_characters")
+_ID_LIKE = re.compile(r"(^|_)(id|ids|source|url|language|key)$")
+
+
+def _node(node: Any, root: dict) -> Any:
+    from tests.standin.brain import _resolve
+
+    return _resolve(node, root)
+
+
+def fill_texts(value: Any, node: Any, root: dict, next_text: Callable[[], str], name: str = "") -> Any:
+    """`value` (valid for the schema `node`) with every free-text string (no enum, not an id)
+    replaced by a real text: the answer stays valid, its words are a real system's."""
+    node = _node(node, root)
+    if not isinstance(node, dict):
+        return value
+    for key in ("anyOf", "oneOf"):
+        if node.get(key):
+            options = [_node(o, root) for o in node[key]]
+            node = next((o for o in options if o.get("type") != "null"), options[0])
+    if isinstance(value, dict):
+        props = node.get("properties", {})
+        return {k: fill_texts(v, props.get(k, {}), root, next_text, k) for k, v in value.items()}
+    if isinstance(value, list):
+        items = node.get("items", {})
+        return [fill_texts(v, items, root, next_text, name) for v in value]
+    free = (isinstance(value, str) and node.get("type") == "string" and "enum" not in node
+            and "const" not in node and "pattern" not in node and not _ID_LIKE.search(name))
+    if not free:
+        return value
+    text = next_text()
+    return text[: int(node["maxLength"])] if "maxLength" in node else text
+
+
+def reshape(kind: str, value: Any, node: Any, root: dict) -> str:
+    """A valid answer as real models send it (SHAPES), as the answer's text."""
+    if kind == "extra_keys":
+        value = _walk_objects(value, lambda obj: {**obj, "confidence_note": "high", "meta": {"n": 1}})
+    elif kind == "nulls":
+        value = _nulls_for_defaults(value, node, root)
+    elif kind == "numbers_as_strings":
+        value = _walk_values(value, lambda v: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
+    elif kind == "wrapped_in_a_list":
+        value = [value]
+    text = json.dumps(value, ensure_ascii=False)
+    if kind == "nested_fences":
+        return f"Here it is:\n```json\n```json\n{text}\n```\n```"
+    if kind == "control_characters":
+        return text.replace("\\n", "\n").replace("\\t", "\t") + "\n"
+    return text
+
+
+def _walk_objects(value: Any, change: Callable[[dict], dict]) -> Any:
+    if isinstance(value, dict):
+        return change({k: _walk_objects(v, change) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_walk_objects(v, change) for v in value]
+    return value
+
+
+def _walk_values(value: Any, change: Callable[[Any], Any]) -> Any:
+    if isinstance(value, dict):
+        return {k: _walk_values(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_walk_values(v, change) for v in value]
+    return change(value)
+
+
+def _nulls_for_defaults(value: Any, node: Any, root: dict) -> Any:
+    """Every field that has a default sent as null (models send null for "nothing here")."""
+    node = _node(node, root)
+    if isinstance(value, list):
+        items = node.get("items", {}) if isinstance(node, dict) else {}
+        return [_nulls_for_defaults(v, items, root) for v in value]
+    if not isinstance(value, dict) or not isinstance(node, dict):
+        return value
+    props = node.get("properties", {})
+    required = set(node.get("required", []))
+    out = {k: _nulls_for_defaults(v, props.get(k, {}), root) for k, v in value.items()}
+    for name in props:
+        if name not in required:
+            out[name] = None
+    return out
+
+
+class StructuredScript:
+    """The stand-in's structured answers in one of SHAPES, their free text from `items`."""
+
+    def __init__(self, items: list[Text], shape: str) -> None:
+        self.items, self.shape = items, shape
+        self._lock = threading.Lock()
+        self._next = 0
+        self.answered: Counter[str] = Counter()
+
+    def next_text(self) -> str:
+        with self._lock:
+            item = self.items[self._next % len(self.items)]
+            self._next += 1
+        return item.text
+
+    def answer(self, system: str, user: str, schema: dict | None) -> str | None:
+        from tests.standin import brain
+
+        if schema is None:
+            return None
+        value = json.loads(brain.respond(system, user, schema))
+        if self.shape == "texts" or self.shape == "control_characters":
+            value = fill_texts(value, schema, schema, self.next_text)
+        with self._lock:
+            self.answered[str(schema.get("title"))] += 1
+        return reshape(self.shape, value, schema, schema)

@@ -115,6 +115,8 @@ def test_each_in_text_form_becomes_a_citation_of_the_gathered_source(style: str,
     text, removed = cite(written)
     assert text == expected, style
     assert removed == 0
+    meant = dict.fromkeys(NUMBERING[int(n)] for n in re.findall(r"\[(\d+)\]", expected))
+    assert resolved(written) == list(meant)  # the report's Sources: the gathered pages meant
 
 
 def test_a_link_matches_its_page_however_the_address_is_spelled() -> None:
@@ -153,6 +155,8 @@ OWN_LISTS = {
     "chinese label": "参考文献：\n[1] https://example.org/study?id=3 - 田野研究\n[2] https://grid.example.net/load - 电网\n",
     "works cited": "#### Works cited\n1. Cold climate field study, accessed March 3, 2025, "
                    "<https://example.org/study?id=3>\n2. Grid, accessed March 3, 2025, <https://grid.example.net/load>\n",
+    "german heading": "## Quellen\n[1] https://example.org/study?id=3\n[2] https://grid.example.net/load\n",
+    "spanish label": "**Referencias:**\n1. https://example.org/study?id=3\n2. https://grid.example.net/load\n",
     "tag": "<references>\n[1] https://example.org/study?id=3\n[2] https://grid.example.net/load\n</references>\n",
     "no heading": "[1] https://example.org/study?id=3 - Cold climate field study\n"
                   "[2] https://grid.example.net/load - Grid load\n",
@@ -189,6 +193,11 @@ def test_a_closing_list_of_bracketed_links_with_titles_goes() -> None:
                "\\[[Lindqvist' 2022-11-20](https://example.org/study?id=3)\\] Cold climate field study\n"
                "\\[[Grid' 2024-01-02](https://grid.example.net/load)\\] Winter grid load\n")
     assert cite(written) == ("Sales grew [2].", 0)
+
+
+def test_a_list_with_windows_line_ends_is_read_and_removed_too() -> None:
+    text, _ = cite("Sales grew [1].\r\n\r\n## References\r\n[1] https://grid.example.net/load\r\n")
+    assert text == "Sales grew [4]."
 
 
 def test_author_year_citations_find_their_entry_in_the_models_list() -> None:

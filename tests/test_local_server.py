@@ -1,6 +1,6 @@
-"""Local model servers (research/llm/local_server.py, local_discovery.py): what Ollama, llama.cpp and vLLM are
-asked, the gate that sends them no more than they generate at once, prompts fitted to their
-window, and a silent cut named with its fix.
+"""Local model servers (research/llm/local_server.py, local_discovery.py): what Ollama,
+llama.cpp and vLLM are asked, the gate that sends them no more than they generate at once,
+prompts fitted to their window, and a silent cut named with its fix.
 
 The servers here are tiny HTTP servers of this file that answer as each documents (Ollama's
 /api/show, /api/ps and /api/version; llama.cpp's /props and its exceed_context_size_error;
@@ -9,10 +9,12 @@ vLLM's /v1/models max_model_len); model calls go through the real openai SDK.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -50,6 +52,8 @@ class Fake:
     loaded_ctx: int | None = None  # Ollama: /api/ps context_length
     trained: int = 131072
     redirect_to: str | None = None  # every discovery GET answers 302 to here
+    seconds: float = 0.02          # how long one answer takes
+    one_at_a_time: threading.Lock = field(default_factory=threading.Lock)
     in_flight: int = 0
     most: int = 0
     chats: list[int] = field(default_factory=list)  # prompt tokens of each chat request
@@ -123,12 +127,15 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
                 return
             read = min(tokens, fake.window)  # Ollama (and "other") cut it without a word
             with fake.lock:
-                fake.in_flight += 1
-                fake.most = max(fake.most, fake.in_flight)
                 fake.chats.append(tokens)
-            time.sleep(0.02)
-            with fake.lock:
-                fake.in_flight -= 1
+            slot = fake.one_at_a_time if fake.kind == "ollama" else contextlib.nullcontext()
+            with slot:  # Ollama's default: one answer at a time, the rest queued
+                with fake.lock:
+                    fake.in_flight += 1
+                    fake.most = max(fake.most, fake.in_flight)
+                time.sleep(fake.seconds)
+                with fake.lock:
+                    fake.in_flight -= 1
             text = '{"ok": true}' if body.get("response_format") else "A plain answer."
             self._send(200, {
                 "id": "x", "object": "chat.completion", "created": 0, "model": "m",
@@ -312,6 +319,25 @@ def test_waiting_for_the_servers_turn_costs_the_step_no_time(serve: Any) -> None
     with slots.hold("second", deadline=deadline, server=server, model="m") as waited:
         assert deadline + waited > time.monotonic()  # the step still has its time
     thread.join()
+
+
+def test_a_requests_time_limit_starts_at_its_turn_not_in_the_servers_queue(serve: Any) -> None:
+    """Six calls at once to an Ollama that answers one at a time, each answer taking 0.4 s, each
+    call allowed 1.5 s: sent at once, the last ones would wait 2 s in its queue and time out."""
+    fake = Fake("ollama", seconds=0.4)
+    base_url = serve(fake)
+    notes: list[str] = []
+    slots = RequestSlots(16)
+
+    def call() -> str:
+        role = RoleLLM(OpenAIChat("m", base_url=base_url, timeout=10), "worker", UsageMeter(),
+                       policy=RetryPolicy(attempts=1), call_timeout=1.5, on_retry=notes.append,
+                       slots=slots)
+        return role.text([Message("user", "A short question.")])
+
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(lambda _: call(), range(6)))
+    assert answers == ["A plain answer."] * 6 and not notes
 
 
 def test_without_a_server_a_step_out_of_time_still_stops_the_wait() -> None:

@@ -2,7 +2,7 @@
 Ollama, a llama.cpp server or vLLM that generates one answer at a time, queues the rest and has
 an 8,192-token window; the run goes through the real openai SDK over HTTP.
 
-Each request has a short time limit (2 s) while the server takes a fraction of a second an
+Each request has a short time limit (4 s) while the server takes a fraction of a second an
 answer: a run that sent its requests all at once would leave most of them waiting in the
 server's queue past that limit. These runs must end with nothing failed.
 """
@@ -47,7 +47,7 @@ def _local_run(standin: StandinServer, http_runs: Runner, kind: str, window: int
     standin.set_local_server(kind, parallel=1, tokens_per_second=400, context_tokens=window,
                              model=MODEL)
     runner = http_runs.with_env(DEEP_RESEARCH_MODEL=MODEL)
-    return runner(preset="quick", request_timeout_s=2, max_retries=1, **overrides)
+    return runner(preset="quick", request_timeout_s=4, max_retries=1, **overrides)
 
 
 @pytest.mark.parametrize("kind", ["ollama", "llamacpp", "vllm"])

@@ -25,6 +25,7 @@ import ipaddress
 import json
 import re
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -112,7 +113,12 @@ Getter = Callable[[str, str, dict[str, Any] | None], Any]  # (method, url, json 
 def discover(base_url: str, model: str, api_key: str = "", get: Getter | None = None) -> Discovery:
     """Ask the server at `base_url` what it is and what it allows for `model`. Every request
     goes to that host, follows no redirect and is time-bounded; any failure means "not known"."""
-    ask = get or _http_getter(api_key)
+    if get is None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        with httpx.Client(timeout=PROBE_TIMEOUT_S, follow_redirects=False, trust_env=False,
+                          headers=headers) as client:
+            return discover(base_url, model, api_key, _http_getter(client))
+    ask = get
     base = base_url.rstrip("/")
     root = server_root(base_url)
 
@@ -201,21 +207,19 @@ def positive(value: Any) -> int | None:
     return number if number > 0 else None
 
 
-def _http_getter(api_key: str) -> Getter:
-    """Plain HTTP to the configured host: no proxy from the environment, no redirects, a short
-    time limit, a capped answer."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+def _http_getter(client: httpx.Client) -> Getter:
+    """Plain HTTP to the configured host on `client`: no redirects followed, a short time limit
+    for the whole answer (a server trickling bytes is not waited for), a capped answer."""
 
     def get(method: str, url: str, body: dict[str, Any] | None) -> Any:
-        with httpx.Client(timeout=PROBE_TIMEOUT_S, follow_redirects=False, trust_env=False,
-                          headers=headers) as client, \
-                client.stream(method, url, json=body) as response:
+        ends = time.monotonic() + 2 * PROBE_TIMEOUT_S
+        with client.stream(method, url, json=body) as response:
             if response.status_code != 200:
                 return None
             data = b""
             for chunk in response.iter_bytes():
                 data += chunk
-                if len(data) > PROBE_MAX_BYTES:
+                if len(data) > PROBE_MAX_BYTES or time.monotonic() > ends:
                     return None
             return json.loads(data)
 

@@ -61,7 +61,6 @@ MIN_CUT_TOKENS = 1000          # a cut prompt keeps about a window: never fewer 
 ADVISED_CONTEXT = 16_384       # the window we ask people to give a local model
 
 
-
 # --- how many at once ------------------------------------------------------------------------
 
 @dataclass
@@ -73,8 +72,8 @@ class Parallelism:
     as many of ours as the level allows ("full"). After a few answers at a level, one more is
     let in; if the next level is full for a few answers without getting through most of the
     extra work that one more answer at once would bring (GROWTH_SHARE), the server is queueing
-    them: the level goes back down and stays. Only full time counts, so a run that had fewer requests to
-    send than the level says nothing about the server.
+    them: the level goes back down and stays. Only full time counts, so a run that had fewer
+    requests to send than the level says nothing about the server.
     """
 
     level: int = 1

@@ -32,23 +32,23 @@ class ArxivSearch:
         terms = _SPACES.sub(" ", _QUERY_NOISE.sub(" ", query)).strip()
         if not terms:
             return []
-        pacing.take_turn(self.pace, timeout, "arXiv")
-        try:
-            _, body, _ = http_get(
-                f"{self.base_url}/api/query",
-                params={
-                    "search_query": f"all:{terms}",
-                    "start": 0,
-                    "max_results": max(1, max_results),
-                    "sortBy": "relevance",
-                },
-                timeout=timeout,
-                provider=self.name,
-                label="arXiv",
-            )
-        except RateLimited as exc:
-            self.pace.hold(exc.retry_after)
-            raise
+        with pacing.turn(self.pace, timeout, "arXiv"):
+            try:
+                _, body, _ = http_get(
+                    f"{self.base_url}/api/query",
+                    params={
+                        "search_query": f"all:{terms}",
+                        "start": 0,
+                        "max_results": max(1, max_results),
+                        "sortBy": "relevance",
+                    },
+                    timeout=timeout,
+                    provider=self.name,
+                    label="arXiv",
+                )
+            except RateLimited as exc:
+                self.pace.hold(exc.retry_after)
+                raise
         return parse_atom(body, self.name)[:max_results]
 
 

@@ -1,6 +1,6 @@
 """Search APIs paced by what they allow: one pacer per API host, shared by the whole process.
 
-arXiv's terms allow one request every 3 seconds on one connection
+arXiv's terms allow one request every 3 seconds, on one connection at a time
 (https://info.arxiv.org/help/api/tou.html), Semantic Scholar one a second, with or without a
 key (https://www.semanticscholar.org/product/api). A run's workers search at the same time and
 several runs share a process (the dashboard's job manager, a worker), so the pace is kept here,
@@ -16,7 +16,9 @@ host before the time it said (or, without a time, before a back-off of a few int
 
 Searching (research.phases.searching) takes the turn before a search's time limit starts and
 hands it to the thread that sends the request (`granted`); a caller that did not (pre-flight's
-ping, Settings' "Test connection") waits inside the provider (`take_turn`).
+ping, Settings' "Test connection") waits inside the provider. Either way the provider sends
+inside `turn`, which keeps the rules at the moment of sending: one connection at a time where
+the host asks it, and the interval counted from the previous request actually sent.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from research.errors import ProviderTimeout
 # Seconds between two requests to the host, as documented (links above). A run's
 # `search_pace` scales them (ResearchConfig: 1 as documented; tests shorten them).
 INTERVALS = {"arxiv": 3.0, "semanticscholar": 1.0}
+CONNECTIONS = {"arxiv": 1}  # requests in flight at once, where the host sets a number
 # Intervals a 429 without a Retry-After holds the host (arXiv's "Rate exceeded." 429 says
 # nothing about how long).
 HOLD_WITHOUT_RETRY_AFTER = 4
@@ -45,11 +48,13 @@ _POLL_S = 0.25  # how often a waiting request looks at its stop condition
 class _Host:
     """The turns of one API host, shared by the whole process."""
 
-    def __init__(self) -> None:
+    def __init__(self, connections: int | None) -> None:
         self.cond = threading.Condition()
         self.waiting: list[tuple[int, int]] = []  # heap of (rank, ticket)
         self.tickets = itertools.count()
-        self.next = 0.0  # time.monotonic() before which no request may go
+        self.next = 0.0  # time.monotonic() before which no turn is given
+        self.last_sent = float("-inf")  # when the last request went out
+        self.connections = threading.BoundedSemaphore(connections) if connections else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,11 +109,22 @@ class Pacer:
             self._host.next = max(self._host.next, time.monotonic() + seconds)
             self._host.cond.notify_all()
 
-    def sent(self) -> None:
-        """A granted request goes out now: the next turn is an interval after this moment
-        (the hand-over from the thread that took the turn may have taken a little while)."""
-        with self._host.cond:
-            self._host.next = max(self._host.next, time.monotonic() + self.interval)
+    def send_now(self, deadline: float) -> bool:
+        """Just before a request goes out: wait until the interval since the last request
+        sent has passed (a turn's hand-over to the sending thread may have taken a moment),
+        then count this one as sent. False if `deadline` comes first."""
+        host = self._host
+        with host.cond:
+            while True:
+                now = time.monotonic()
+                due = host.last_sent + self.interval
+                if now >= due:
+                    host.last_sent = now
+                    host.next = max(host.next, now + self.interval)
+                    return True
+                if now >= deadline:
+                    return False
+                host.cond.wait(min(due, deadline) - now)
 
     def wake(self) -> None:
         """Let waiting requests look at their stop condition now."""
@@ -131,7 +147,7 @@ def pacer(name: str, base_url: str, scale: float = 1.0, *, official: str = "") -
     with _LOCK:
         found = _HOSTS.get((name, host))
         if found is None:
-            found = _HOSTS[(name, host)] = _Host()
+            found = _HOSTS[(name, host)] = _Host(CONNECTIONS.get(name))
     return Pacer(name, INTERVALS.get(name, 0.0) * scale, found)
 
 
@@ -158,14 +174,31 @@ def granted(pace: Pacer | None) -> Iterator[None]:
         _local.granted = None
 
 
-def take_turn(pace: Pacer, timeout: float, label: str) -> None:
-    """Called by a provider just before it sends: use the turn granted to this thread, or
-    wait for one (at most `timeout` seconds)."""
+@contextmanager
+def turn(pace: Pacer, timeout: float, label: str) -> Iterator[None]:
+    """Send one request to `pace`'s host inside this block: with the turn granted to this
+    thread, or else after waiting for one; on a connection of its own where the host limits
+    them; never sooner than the interval after the previous request. ProviderTimeout if
+    that does not come within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
     if getattr(_local, "granted", None) is pace:
         _local.granted = None
-        pace.sent()
-        return
-    if not pace.wait_turn(deadline=time.monotonic() + timeout):
-        raise ProviderTimeout(
-            f"{label} allows one request every {pace.interval:g} s, and this search's turn "
-            f"did not come within {timeout:.0f} s.", provider=pace.name)
+    elif not pace.wait_turn(deadline=deadline):
+        raise _late(pace, timeout, label)
+    connections = pace._host.connections
+    if connections is not None and not connections.acquire(
+            timeout=max(0.0, deadline - time.monotonic())):
+        raise _late(pace, timeout, label)
+    try:
+        if not pace.send_now(deadline):
+            raise _late(pace, timeout, label)
+        yield
+    finally:
+        if connections is not None:
+            connections.release()
+
+
+def _late(pace: Pacer, timeout: float, label: str) -> ProviderTimeout:
+    return ProviderTimeout(
+        f"{label} allows one request every {pace.interval:g} s, and this search's turn did not "
+        f"come within {timeout:.0f} s.", provider=pace.name)

@@ -30,21 +30,21 @@ class SemanticScholarSearch:
     def search(self, query: str, *, max_results: int, timeout: float) -> list[SearchResult]:
         if not query.strip():
             return []
-        pacing.take_turn(self.pace, timeout, "Semantic Scholar")
-        try:
-            _, body, _ = http_get(
-                f"{self.base_url}/graph/v1/paper/search",
-                params={"query": query.strip(), "limit": max(1, min(100, max_results)),
-                        "fields": FIELDS},
-                headers={"x-api-key": self._api_key} if self._api_key else None,
-                timeout=timeout,
-                provider=self.name,
-                label="Semantic Scholar",
-                secrets=(self._api_key,) if self._api_key else (),
-            )
-        except RateLimited as exc:
-            self.pace.hold(exc.retry_after)
-            raise
+        with pacing.turn(self.pace, timeout, "Semantic Scholar"):
+            try:
+                _, body, _ = http_get(
+                    f"{self.base_url}/graph/v1/paper/search",
+                    params={"query": query.strip(), "limit": max(1, min(100, max_results)),
+                            "fields": FIELDS},
+                    headers={"x-api-key": self._api_key} if self._api_key else None,
+                    timeout=timeout,
+                    provider=self.name,
+                    label="Semantic Scholar",
+                    secrets=(self._api_key,) if self._api_key else (),
+                )
+            except RateLimited as exc:
+                self.pace.hold(exc.retry_after)
+                raise
         try:
             payload = json.loads(body)
         except ValueError:

@@ -46,15 +46,15 @@ class TavilySearch:
         self.pace = pacing.pacer(self.name, self.base_url or DEFAULT_BASE_URL)
 
     def search(self, query: str, *, max_results: int, timeout: float) -> list[SearchResult]:
-        pacing.take_turn(self.pace, timeout, "Tavily")
         # A socket timeout only bounds each read; the wall-clock limit covers trickling.
-        try:
-            return run_with_deadline(
-                lambda: self._search(query, max_results, timeout), timeout + 1.0, "Tavily search"
-            )
-        except RateLimited as exc:
-            self.pace.hold(exc.retry_after)
-            raise
+        with pacing.turn(self.pace, timeout, "Tavily"):
+            try:
+                return run_with_deadline(
+                    lambda: self._search(query, max_results, timeout), timeout + 1.0, "Tavily search"
+                )
+            except RateLimited as exc:
+                self.pace.hold(exc.retry_after)
+                raise
 
     def _search(self, query: str, max_results: int, timeout: float) -> list[SearchResult]:
         seen: list[requests.Response] = []

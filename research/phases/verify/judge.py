@@ -364,8 +364,8 @@ def _collect(ctx: RunContext, futures: Sequence[Future[Any]]) -> tuple[dict[str,
         except (ProviderError, SchemaError) as exc:
             errors.append(ctx.safe(str(exc)))
         except Exception as exc:  # noqa: BLE001 - costs the batch's verdicts (ctx.lose decides)
-            ctx.lose("some claims could not be checked and are marked as not verified", exc,
-                     step="verify")
+            ctx.lose("some claim checks could not be made; those claims rest on the other "
+                     "check, or are marked as not verified", exc, step="verify")
             errors.append("a problem in the program itself")
     return verdicts, errors
 
