@@ -10,7 +10,7 @@ measurements, so the figures are "about" and "at most" rather than promises.
 `pace` then says how long the run takes under what the account is known to allow (issue 31:
 tokens or requests a minute, requests a day, a local server's answers at once and speed), and
 which of those sets the pace. It is pure: the limits come in (`known_limits`, the one place
-that asks for them); with none known it says nothing about limits.
+that asks the process's pacers for them); with none known it says nothing about limits.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from research.config import Credentials, ResearchConfig
+from research.llm import pacing
 from research.llm.limits import Account, AccountLimits, key_hash
 from research.llm.pricing import PriceTable
 from research.phases.findings import (
@@ -229,11 +230,11 @@ def account_of(config: ResearchConfig, credentials: Credentials | None, provider
 
 
 def known_limits(account: Account) -> AccountLimits | None:
-    """What is known of an account's limits before a run starts.
-
-    The hook for the process's registry of learned limits (issue 31, point 1): it returns
-    None until that registry exists, and the estimate then says nothing about limits."""
-    return None
+    """What this process has learned of an account's limits before a run starts (its pacer,
+    research.llm.pacing: the provider's headers and refusals, a local server's settings), or
+    None when nothing is known: the estimate then says nothing about limits."""
+    found = pacing.known_limits(account)
+    return found if found.known else None
 
 
 def account_pace(guess: Estimate, config: ResearchConfig,

@@ -19,8 +19,11 @@ from research.estimate import (
     paced,
     spoken_duration,
 )
+from research.llm import pacing
 from research.llm.limits import Account, AccountLimits, key_hash
 from tests.cli_helpers import RunCli
+from tests.runs import Runner
+from tests.standin import StandinServer
 
 LOAD = ModelLoad("openai", "gpt-4.1", ("lead", "worker"), calls=300, input_tokens=270_000,
                  output_tokens=60_000)
@@ -95,10 +98,20 @@ def test_an_account_is_named_by_a_hash_of_its_key_never_the_key() -> None:
     assert "sk-secret-value" not in account.id
 
 
-def test_the_hook_returns_nothing_until_learned_limits_exist() -> None:
+def test_the_estimate_uses_what_the_process_learned_of_the_account() -> None:
     config = build_config(env={})
+    credentials = Credentials(openai_api_key="sk-tier-one")
     guess = estimate(config)
-    assert account_pace(guess, config, Credentials()) is None
+    pacing.forget_pacers()
+    try:
+        assert account_pace(guess, config, credentials) is None  # nothing learned yet
+        account = account_of(config, credentials, "openai", config.role("lead").model)
+        pacing.pacer_for(account).learn(AccountLimits(tokens_per_minute=30_000))
+        found = account_pace(guess, config, credentials)
+        assert found is not None and found.limit.endswith("30,000 tokens a minute")
+        assert account_pace(guess, config, Credentials(openai_api_key="sk-other")) is None
+    finally:
+        pacing.forget_pacers()
 
 
 def test_durations_are_spoken_in_words() -> None:
@@ -126,3 +139,23 @@ def test_the_cli_prints_the_estimate_with_the_accounts_pace(
     line = next(x for x in result.stderr.splitlines() if x.startswith("Estimate: about"))
     assert "with your account's limit of 30,000 tokens a minute" in line and "~$" in line
     assert seen and all(a.key_hash == key_hash(standin_env["OPENAI_API_KEY"]) for a in seen)
+
+
+def test_after_a_run_on_a_limited_key_the_next_estimate_knows_its_limits(
+    standin: StandinServer, http_runs: Runner,
+) -> None:
+    # The stand-in answers as OpenAI does for a limited account: x-ratelimit-* headers on every
+    # answer, which the run's pacer learns (research/llm/pacing.py). A small run, within one
+    # minute's tokens (a new account's allowance is whole at first), is not held back.
+    pacing.forget_pacers()
+    try:
+        standin.set_account("openai", requests_per_minute=500, tokens_per_minute=60_000)
+        store, run_id = http_runs(preset="quick", SOURCES_PER_SUBTOPIC=5)
+        assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
+        config = build_config(env=http_runs.env, preset="standard")
+        found = account_pace(estimate(config), config, http_runs.credentials)
+        assert found is not None and found.limit == (
+            "your account's limit of 60,000 tokens a minute")
+        assert found.seconds > estimate(config).seconds
+    finally:
+        pacing.forget_pacers()
