@@ -7,12 +7,13 @@ lines) and adds mutations of a few (cut in a link or a table, only headings, no 
 empty, 100,000 characters, HTML, right-to-left text). Nothing of them is copied here.
 
 `Script` answers the stand-in's writer calls from that list, role by role (a section, the
-title-and-summary frame, a shortening, a revision, a whole report), each role walking the list
-from its own offset so that over enough runs every text plays every role. The URLs a text
-cites are moved onto the run's gathered sources (the `[n] title — url` lines of the prompt),
-as a writer citing what it was given would. Structured answers stay the stand-in's, except the
-review, which never approves (so every cycle revises every part). `sweep` drives complete runs
-until every text has played every role and returns per-run figures (also the benchmark's).
+title-and-summary frame, a shortening, a revision; "whole" for a whole-report answer), each
+role walking the list from its own offset. The URLs a text cites are moved onto the run's
+gathered sources (the `[n] title — url` lines of the prompt), as a writer citing what it was
+given would. Structured answers stay the stand-in's, except the review, which never approves.
+`sweep` drives complete runs until every text has played every role and yields per-run
+figures (the test's and the benchmark's). `StructuredScript` does the same for the structured
+answers: valid ones with real texts in their free-text fields, in the shapes models send.
 """
 
 from __future__ import annotations
