@@ -7,12 +7,13 @@ lines) and adds mutations of a few (cut in a link or a table, only headings, no 
 empty, 100,000 characters, HTML, right-to-left text). Nothing of them is copied here.
 
 `Script` answers the stand-in's writer calls from that list, role by role (a section, the
-title-and-summary frame, a shortening, a revision, a whole report), each role walking the list
-from its own offset so that over enough runs every text plays every role. The URLs a text
-cites are moved onto the run's gathered sources (the `[n] title — url` lines of the prompt),
-as a writer citing what it was given would. Structured answers stay the stand-in's, except the
-review, which never approves (so every cycle revises every part). `sweep` drives complete runs
-until every text has played every role and returns per-run figures (also the benchmark's).
+title-and-summary frame, a shortening, a revision; "whole" for a whole-report answer), each
+role walking the list from its own offset. The URLs a text cites are moved onto the run's
+gathered sources (the `[n] title — url` lines of the prompt), as a writer citing what it was
+given would. Structured answers stay the stand-in's, except the review, which never approves.
+`sweep` drives complete runs until every text has played every role and yields per-run
+figures (the test's and the benchmark's). `StructuredScript` does the same for the structured
+answers: valid ones with real texts in their free-text fields, in the shapes models send.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.runs import Runner
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT.parent / "shared" / "real-outputs"
@@ -177,6 +180,8 @@ class Script:
             if schema.get("title") != "ReviewResult":
                 return None
             wanted = "revise" in self.roles and not (self.until_covered and not self.left("revise"))
+            if self.until_covered and "Review cycle 1 of" not in user:
+                wanted = False  # the sweep revises every part once a run, the summary each cycle
             return NEVER_APPROVED if wanted else FRAME_REVIEW
         role = role_of(user)
         listed = [url for _, url in _LISTED.findall(user)]
@@ -287,26 +292,76 @@ SWEEP_CONFIG: dict[str, Any] = {
 NO_SHORTENING: dict[str, Any] = {"report_max_words": 20000}
 
 
-def sweep(standin: Any, start_run: Callable[..., tuple[Any, str]], items: list[Text],
-          *, max_runs: int = 200) -> Iterator[RunFigures]:
-    """Complete runs (`start_run(**config)` -> (store, run_id)) with `Script(items)` answering,
-    until every text has played every role; yields each run's figures. A role that has played
-    them all goes back to the stand-in's answers, and so does the review: while revisions are
-    wanted it asks for every part again, then for the summary only."""
+def sweep(standin: Any, runner: Any, items: list[Text], *, max_runs: int = 200) -> Iterator[RunFigures]:
+    """Complete runs with `Script(items)` answering, until every text has played every role;
+    yields each run's figures. A role that has played them all goes back to the stand-in's
+    answers, and so does the review after the first cycle (it asks for the summary only).
+
+    The research is the same for every text, so it is done once per config: each run resumes
+    a copy of a run stopped as its writing started (`runner`: a tests.runs.Runner, whose
+    fakes and environment every copy uses)."""
     script = Script(items)
     script.until_covered = True
-    for _ in range(max_runs):
+    bases: dict[int, tuple[Path, str]] = {}
+    for i in range(max_runs):
         if not any(script.left(role) for role in ROLES):
             return
+        config = SWEEP_CONFIG if script.left("shorten") else {**SWEEP_CONFIG, **NO_SHORTENING}
+        words = int(config["report_max_words"])
+        if words not in bases:
+            bases[words] = stored_research(standin, runner, config)
+        base, run_id = bases[words]
         standin.reset()
         standin.script = script.answer
         script.start_run(ROLES)
         started = time.process_time()
-        config = SWEEP_CONFIG if script.left("shorten") else {**SWEEP_CONFIG, **NO_SHORTENING}
-        store, run_id = start_run(**config)
-        figures = figures_of(store, run_id, script.run_labels)
+        copy = Runner(standin, runner.env, base.with_name(f"{base.stem}-{i}.db"), fakes=True)
+        try:
+            _copy_store(base, copy.db)
+            copy.resume(run_id)
+            figures = figures_of(copy.store, run_id, script.run_labels)
+        finally:
+            copy.store.close()
+            copy.close()
+            for path in copy.db.parent.glob(f"{copy.db.name}*"):
+                path.unlink()
         figures.cpu_s = time.process_time() - started
         yield figures
+
+
+def stored_research(standin: Any, runner: Any, config: dict[str, Any]) -> tuple[Path, str]:
+    """A run of `config` stopped (cancelled) at its first writer call, in its own database
+    file: (the file, the run's id)."""
+    from research.errors import RunCancelled
+
+    def stop(system: str, user: str, schema: dict | None) -> str | None:
+        if schema is None:
+            raise RunCancelled("the sweep's runs resume from here")
+        return None
+
+    standin.reset()
+    standin.script = stop
+    base = Runner(standin, runner.env, runner.db.with_name(
+        f"research-{config['report_max_words']}.db"), fakes=True)
+    _copy_store(runner.db, base.db)
+    try:
+        store, run_id = base(**config)
+        run = store.get_run(run_id)
+        assert run is not None and run.status == "cancelled", run
+        return base.db, run_id
+    finally:
+        base.store.close()
+        base.close()
+
+
+def _copy_store(source: Path, target: Path) -> None:
+    """A consistent copy of a SQLite store (its WAL included)."""
+    import sqlite3
+
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+    src.close()
+    dst.close()
 
 
 # --- structured answers (issue 32, point 4) ---------------------------------------------------

@@ -131,7 +131,8 @@ class SectionJob:
         out.update(run_parts(self.ctx.executor.tasks, parts, redo, failed=failed))
         for part in parts:
             if part.key in failed:
-                self.ctx.lose(f"{part_name(part)} could not be revised and is kept as it was",
+                kept = "are kept as they were" if part.key == FRAME else "is kept as it was"
+                self.ctx.lose(f"{part_name(part)} could not be revised and {kept}",
                               failed[part.key])
         return self._shortened(out)
 

@@ -301,6 +301,7 @@ def shorten_parts(ctx: RunContext, writer: Agent, texts: dict[str, str],
     shortened = run_parts(ctx.executor.tasks, over, shorten, failed=failed)
     for part in over:
         if part.key in failed:
-            ctx.lose(f"{part_name(part)} could not be shortened and is longer than asked",
+            are = "are" if part.key == FRAME else "is"
+            ctx.lose(f"{part_name(part)} could not be shortened and {are} longer than asked",
                      failed[part.key])
     return {**texts, **shortened}
