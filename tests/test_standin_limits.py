@@ -214,6 +214,16 @@ def test_each_model_and_each_key_has_its_own_books(standin_env, standin):
     _ask(other)
 
 
+def test_a_model_can_have_limits_of_its_own(standin_env, standin):
+    standin.set_account("openai", requests_per_minute=1)
+    standin.set_account("openai", requests_per_minute=3, model="gpt-4.1-mini")
+    client = _openai(standin)
+    assert _ask(client, model="gpt-4.1-mini").headers["x-ratelimit-limit-requests"] == "3"
+    assert _ask(client).headers["x-ratelimit-limit-requests"] == "1"
+    _refused(client)
+    _ask(client, model="gpt-4.1-mini")
+
+
 def test_reset_lifts_every_limit(standin_env, standin):
     standin.set_account("openai", requests_per_minute=1)
     _ask(_openai(standin))

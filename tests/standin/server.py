@@ -55,7 +55,8 @@ Limits, as the providers document them (limits.py, local.py; `reset()` clears th
                 max_tokens, settled to prompt + completion once answered.
                 provider "gemini": RPM, input TPM, RPD; 429 RESOURCE_EXHAUSTED with QuotaFailure
                 (quotaId ...PerMinute... or ...PerDay..., "-FreeTier" with free_tier=True) and
-                RetryInfo.retryDelay; no headers.
+                RetryInfo.retryDelay; no headers. With model=, the limits of that model only
+                (a call later without it sets every other model's).
                 e.g. OpenAI tier 1, gpt-4.1: set_account("openai", requests_per_minute=500,
                 tokens_per_minute=30_000); a free tier: requests_per_minute=10.
   set_search_limit(api, min_interval=, requests_per_minute=, connections=, status=429)
