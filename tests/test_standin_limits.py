@@ -388,6 +388,32 @@ def test_a_queued_request_whose_client_gave_up_is_dropped_unanswered(standin_env
     assert dropped.get("client_gone") and "started" not in dropped and "status" not in dropped
 
 
+def test_past_its_waiting_line_ollama_answers_server_busy(standin_env, standin):
+    standin.set_local_server("ollama", tokens_per_second=100, max_queue=1)
+    client = _local(standin)
+    codes: list[int] = []
+
+    def ask(i: int) -> None:
+        try:
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"Hi {i}"}])
+            codes.append(200)
+        except openai.APIStatusError as error:
+            codes.append(error.status_code)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(codes) == [200, 200, 503]  # one answered, one waited, one turned away
+
+
+def test_search_requests_log_when_they_were_done_with(standin_env, standin):
+    httpx.get(f"{standin.base_url}/arxiv/api/query", params={"search_query": "all:coffee"})
+    entry = standin.requests_for("arxiv")[0]
+    assert entry["ended"] >= entry["time"]
+
+
 def test_ollama_cuts_a_long_prompt_silently_and_says_its_window(standin_env, standin):
     standin.set_local_server("ollama", context_tokens=200, tokens_per_second=1_000)
     answer = _local(standin).chat.completions.create(
