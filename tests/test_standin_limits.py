@@ -294,7 +294,8 @@ def test_arxiv_refuses_a_second_request_within_three_seconds(standin_env, standi
     assert httpx.get(url, params={"search_query": "all:tea"}).status_code == 200
     log = standin.requests_for("arxiv")
     assert [r.get("rate_limited", False) for r in log] == [False, True, False]
-    assert all(isinstance(r["time"], float) for r in log)  # times, for tests of the pacing
+    gaps = standin.gaps("arxiv")
+    assert len(gaps) == 2 and all(g >= 0 for g in gaps)  # times, for tests of the pacing
     assert standin.rate_limited("arxiv") == 1
 
 
@@ -326,6 +327,7 @@ def test_one_connection_at_a_time(standin_env, standin):
     for t in threads:
         t.join()
     assert sorted(codes) == [200, 429]
+    assert standin.most_at_once("arxiv") == 2  # the second came while the first was under way
 
 
 # --- local model servers -------------------------------------------------------------------
@@ -348,15 +350,6 @@ def _at_once(standin: StandinServer, n: int) -> list[Any]:
     return answers
 
 
-def _most_at_once(log: list[dict[str, Any]]) -> int:
-    events = sorted([(r["started"], 1) for r in log] + [(r["answered"], -1) for r in log])
-    most = now = 0
-    for _, step in events:
-        now += step
-        most = max(most, now)
-    return most
-
-
 @pytest.mark.parametrize("parallel", [1, 2])
 def test_a_local_server_answers_parallel_requests_at_a_time_and_queues_the_rest(
         standin_env, standin, parallel):
@@ -364,7 +357,8 @@ def test_a_local_server_answers_parallel_requests_at_a_time_and_queues_the_rest(
     assert len(_at_once(standin, 4)) == 4
     log = standin.requests_for("openai")
     assert len(log) == 4 and all("started" in r and "answered" in r for r in log)
-    assert _most_at_once(log) == parallel
+    assert standin.most_at_once("openai", "started", "answered") == parallel
+    assert standin.most_at_once("openai") == 4  # all four were under way, the others waiting
     # first come, first served
     assert [r["time"] for r in sorted(log, key=lambda r: r["started"])] == sorted(r["time"] for r in log)
 

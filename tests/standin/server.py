@@ -78,6 +78,8 @@ Limits, as the providers document them (limits.py, local.py; `reset()` clears th
   advance_limits(seconds)   move the limits' clock on (a minute's budget refills at once)
   rate_limited(api=None)    how many answers were rate-limit refusals (429, or a search API's
                             pacing refusal); such entries carry `rate_limited: True`
+  gaps(api), most_at_once(api, start="time", end="ended")
+                            seconds between successive requests; the most under way at once
 """
 
 from __future__ import annotations
@@ -338,6 +340,23 @@ class StandinServer:
     def advance_limits(self, seconds: float) -> None:
         """Move the limits' clock on, as if `seconds` had passed (budgets refill)."""
         self.limits.advance(seconds)
+
+    def gaps(self, api: str) -> list[float]:
+        """Seconds between one request of this api and the next, in arrival order (pacing)."""
+        times = sorted(float(r["time"]) for r in self.requests_for(api))
+        return [b - a for a, b in zip(times, times[1:], strict=False)]
+
+    def most_at_once(self, api: str, start: str = "time", end: str = "ended") -> int:
+        """The most requests of this api under way at once, from the log's `start` and `end`
+        times (a local server's answers: start="started", end="answered")."""
+        marks = sorted([(float(r[end]), -1) for r in self.requests_for(api) if start in r and end in r]
+                       + [(float(r[start]), 1) for r in self.requests_for(api)
+                          if start in r and end in r])
+        most = now = 0
+        for _, step in marks:
+            now += step
+            most = max(most, now)
+        return most
 
     def rate_limited(self, api: str | None = None) -> int:
         """How many answers (of this api) were rate-limit refusals."""
