@@ -163,6 +163,16 @@ class Retrying(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LimitWait(Event):
+    """Requests wait for the model account's rate limit: one per wait episode per account
+    (research.llm.pacing), not one per request or retry. A wait, not a failure."""
+    TYPE: ClassVar[str] = "limit_wait"
+    provider: str = ""
+    model: str = ""
+    wait_s: float | None = None  # the first request's expected wait
+
+
+@dataclass(frozen=True, kw_only=True)
 class RoundCompleted(Event):
     """A research round was assessed: coverage, follow-up triage, and whether to go on."""
     TYPE: ClassVar[str] = "round_completed"
@@ -232,6 +242,7 @@ class Warning(Event):  # noqa: A001 - an event name, not the builtin
     count_note: bool = False  # fewer items than asked for: deliver copies it into the report
     got: int | None = None
     asked: int | None = None
+    detail: str = ""  # what went wrong, for the log (a traceback): never shown as the message
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -274,7 +285,7 @@ class Other(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
     for cls in (Initiated, PlanCreated, StepStarted, StepCompleted, StepFailed, SourceFound,
-                SourceSkipped, SearchFailed, Retrying, RoundCompleted, DraftStarted, DraftCompleted, ReviewCycle,
+                SourceSkipped, SearchFailed, Retrying, LimitWait, RoundCompleted, DraftStarted, DraftCompleted, ReviewCycle,
                 Completed, Error, Warning, Cancelled, Paused, Waiting, Resumed)
 }
 

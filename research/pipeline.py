@@ -38,6 +38,7 @@ from research.events import (
     Error,
     EventSink,
     Initiated,
+    LimitWait,
     Resumed,
     Retrying,
     Waiting,
@@ -48,6 +49,7 @@ from research.executor import RunExecutor
 from research.fetch import Fetcher, FetchLimits, warm_up
 from research.llm import build_llm
 from research.llm.base import LLM, RoleLLM, UsageMeter
+from research.llm.pacing import RunWaits, Wait
 from research.llm.pricing import PriceTable
 from research.outcome import completion_warnings, nothing_gathered
 from research.phases import (
@@ -135,6 +137,12 @@ def execute(
             timeout_s=config.fetch_timeout_s, allow_private_hosts=config.allow_private_hosts,
             allowed_ports=config.allowed_ports))
 
+    def waited(wait: Wait) -> None:  # one line per wait episode per account
+        emit(LimitWait(run_id, redact(wait.text, secrets), provider=wait.account.provider,
+                       model=wait.account.model, wait_s=round(wait.seconds, 1)))
+
+    waits = RunWaits(waited, cancel=control.cancelled, until=lambda: control.deadline)
+
     def make_llm(role: Role) -> RoleLLM:
         spec = config.role(role.value)
         return RoleLLM(
@@ -146,6 +154,7 @@ def execute(
             on_failure=lambda label, exc: health.record(f"the model service {label}"),
             calls=lambda: executor.calls,
             slots=executor.model_slots,
+            waits=waits,
         )
 
     try:
@@ -186,7 +195,9 @@ def execute(
             _finish(store, run_id, meter, "interrupted", DISK_FULL_MESSAGE)
             return store.get_run(run_id) or run
         log.exception("run %s crashed", run_id)
-        message = redact(f"Unexpected error ({exc.__class__.__name__}): {exc}", secrets)
+        message = ("The run stopped because of a problem in the program itself (not in your "
+                   "question, settings or keys; the details are in the log). Everything gathered "
+                   "so far is kept: Resume tries again from where it stopped.")
         _finish(store, run_id, meter, "failed", message)
         emit(Error(run_id, message))
     finally:

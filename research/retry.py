@@ -5,6 +5,8 @@ tavily has none) so that there is exactly one retry layer, this one, with one po
 quota exhaustion, auth errors and blocked or cut-off answers fail at once (the same request
 would get the same answer; `RoleLLM` changes the request where that helps); rate limits wait
 for Retry-After (if it fits in the remaining time); timeouts and 5xx back off and try again.
+A model call inside a run meets no rate limit here: its 429s are waits in
+`research.llm.pacing`, which use neither its tries nor its step's time.
 A cancel during a back-off ends the wait at once with RunCancelled, which is a stop, not an
 error (see `research.errors`), so no caller reports it as a failure.
 """
@@ -12,6 +14,7 @@ error (see `research.errors`), so no caller reports it as a failure.
 from __future__ import annotations
 
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -57,6 +60,26 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(0.0, when.timestamp() - (now if now is not None else time.time()))
 
 
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|h|m|s))+$")
+
+
+def parse_duration(value: str | None) -> float | None:
+    """Seconds from OpenAI's durations: "20ms", "1.9s", "6m0s", "1h2m3s" (the reset headers
+    and the "Please try again in 1.9s" of a 429 body); a bare number is seconds."""
+    if value is None:
+        return None
+    text = value.strip().lower()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    if not _DURATION.match(text):
+        return None
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(n) * scale[unit] for n, unit in _DURATION_PART.findall(text))
+
+
 def is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, (QuotaExhausted, AuthError, AnswerBlocked, AnswerCutOff)):
         return False  # the same request would get the same answer
@@ -71,13 +94,15 @@ def call_with_retries(
     fn: Callable[[], T],
     *,
     policy: RetryPolicy = RetryPolicy(),  # noqa: B008 - frozen value object
-    deadline: float | None = None,
+    deadline: float | Callable[[], float | None] | None = None,
     on_retry: Callable[[int, BaseException, float], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> T:
     """Run `fn`; retry retryable ProviderErrors within `policy` and before `deadline`.
 
-    `deadline` is a time.monotonic() value. The last error is re-raised unchanged.
+    `deadline` is a time.monotonic() value, or a function giving it at each retry (a step's
+    deadline that time spent waiting for an account pushes back). The last error is re-raised
+    unchanged.
     """
     attempt = 0
     while True:
@@ -93,7 +118,8 @@ def call_with_retries(
                 if exc.retry_after > policy.max_retry_after:
                     raise
                 delay = max(delay, exc.retry_after)
-            if deadline is not None and time.monotonic() + delay >= deadline:
+            until = deadline() if callable(deadline) else deadline
+            if until is not None and time.monotonic() + delay >= until:
                 raise
             if on_retry is not None:
                 on_retry(attempt, exc, delay)

@@ -19,7 +19,7 @@ from research.export.run_document import build_document_for_run
 from research.urls import canonical_url
 from storage import Store
 from tests.runs import QUESTION, Runner
-from tests.standin import StandinServer
+from tests.standin import StandinServer, openai_error
 from tests.standin.pages import INJECTION_FACT
 
 # (A redirect to a private address is covered in test_fetch.py: with loopback allowed for
@@ -90,7 +90,9 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     assert injected
     for text in injected:
         assert '<untrusted_source id="evil"' not in text
-        assert "[removed tag]" in text
+        assert "</untrusted_source>" not in text  # ours always carry their nonce
+        if "the source ends here." in text:  # an excerpt of the page may leave its tags out
+            assert re.search(r"the source ends here\.\s*\[removed tag\]", text)
         start = text.index("Ignore all previous instructions")
         opened = text.rfind("<untrusted_source id=", 0, start)
         closed = text.rfind("</untrusted_source", 0, start)
@@ -140,7 +142,10 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
 def test_retries_faults_and_a_search_provider_down(
     standin: StandinServer, http_runs: Runner
 ) -> None:
-    standin.add_fault("openai", "status", times=1, status=429, headers={"Retry-After": "1"})
+    # A 429 that names no limit (one that does is paced by: research.llm.pacing).
+    standin.add_fault("openai", "status", times=1, status=429, headers={"Retry-After": "1"},
+                      body=openai_error("Rate limit reached. Please try again in 1s.",
+                                        type="requests", code="rate_limit_exceeded"))
     standin.add_fault("openai", "status", times=2, status=500)
     standin.add_fault("openai", "invalid_json", times=1)
     standin.add_fault("openai", "hang", times=1, seconds=8)

@@ -36,7 +36,7 @@ def _start(env: dict[str, str], db: Path, **overrides: Any) -> tuple[Store, str,
 def _wait_for_retry(store: Store, run_id: str, timeout: float = 30.0) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if any(e.type == "retrying" for e in store.get_events(run_id)):
+        if any(e.type in ("retrying", "limit_wait") for e in store.get_events(run_id)):
             return
         time.sleep(0.05)
     raise AssertionError("no retry happened")

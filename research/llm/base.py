@@ -1,8 +1,16 @@
 """The LLM seam: one Protocol with one method, plus what every provider shares.
 
 A provider only translates one request into one SDK call and maps its errors onto
-`research.errors`. Retries, wall-clock deadlines, usage accounting, `<think>` stripping
-and schema validation with one repair live here, once, for all providers.
+`research.errors`. Retries, wall-clock deadlines, usage accounting, `<think>` stripping,
+schema validation with one repair and pacing to the account (`research.llm.pacing`) live
+here, once, for all providers.
+
+A model call passes through these layers, outermost first (`RoleLLM`):
+`_once` (a spent quota stops the run; a cut-off or refused answer is asked for once more) ->
+`_budgeted` (the run's cost and token caps) -> `_fitted` (the prompt fits the model's context
+and the account's tokens a minute) -> `_attempts` (retries of failures) -> `_paced` (the
+account's turn: a 429 is a wait, not an attempt) -> `_turn` (the run's requests in flight) ->
+the provider's one request under its own time limit, counted from when it is sent.
 """
 
 from __future__ import annotations
@@ -30,6 +38,9 @@ from research.errors import (
     ProviderError,
     ProviderTimeout,
     QuotaExhausted,
+    QuotaSpent,
+    RateLimited,
+    RequestTooLarge,
     SchemaError,
     StepTimeLimit,
 )
@@ -42,7 +53,11 @@ from research.llm.fitting import (  # noqa: F401 - re-exported: the seam's publi
     fit_prompt,
     harder_limit,
     prompt_chars,
+    window_chars,
 )
+from research.llm.limits import Account, RateReport
+from research.llm.local_server import server_of
+from research.llm.pacing import Pacer, RunWaits, pacer_for
 from research.llm.pricing import PriceTable
 from research.retry import RetryPolicy, call_with_retries
 
@@ -90,6 +105,7 @@ class Completion:
     usage: Usage
     provider: str
     model: str
+    rate: RateReport | None = None  # what the answer said about the account's limits
 
 
 class LLM(Protocol):
@@ -295,8 +311,17 @@ class RoleLLM:
         on_failure: Callable[[str, ProviderError], None] | None = None,
         calls: Callable[[], Executor] | None = None,
         slots: RequestSlots | None = None,
+        waits: RunWaits | None = None,
+        pacer: Pacer | None = None,
     ) -> None:
         self.llm = llm
+        # The account's turn-taking, shared by every role and run on it (research.llm.pacing);
+        # a model without an account (a test's fake) is not paced.
+        account = getattr(llm, "account", None)
+        self._pacer = pacer or (pacer_for(account) if isinstance(account, Account) else None)
+        # The run's side of waiting (its line per wait, its stop check, the time it was held);
+        # outside a run, a wait of its own that nothing ends but a few refusals.
+        self._waits = waits or RunWaits()
         self._slots = slots  # the run's model requests in flight (research.executor)
         self._on_failure = on_failure
         # The run's `calls` layer (research.executor), looked up at each call: the executor
@@ -338,6 +363,12 @@ class RoleLLM:
                 return self._budgeted(messages, schema, name, deadline)
             except (AnswerCutOff, AnswerBlocked) as exc:
                 return self._changed_request(exc, messages, schema, name, deadline)
+        except QuotaExhausted as exc:
+            if self._waits.bounded:  # inside a run: no wait would help, so the run stops
+                raise QuotaSpent(
+                    f"{exc} The run has stopped; everything gathered so far is kept, and it "
+                    "continues where it stopped when resumed.") from None
+            raise
         except ProviderError as exc:
             if self._on_failure is not None and is_outage(exc):
                 self._on_failure(self.label, exc)
@@ -376,10 +407,23 @@ class RoleLLM:
     ) -> Completion:
         """Refuse the call (BudgetStop from the meter's guard) when its estimate would take
         the run past a cost or token cap; otherwise hold that estimate while it runs."""
-        chars = min(prompt_chars(messages), self.max_input_chars)
+        window = window_chars(self.llm)  # a local server's window, once known: for the run
+        if window is not None and window < self.max_input_chars:
+            self.max_input_chars = window
+        chars = min(prompt_chars(messages), self.input_limit())
         with self.meter.reserve(self.role, self.llm.model, chars // CHARS_PER_TOKEN,
                                 self.meter.expected_output(self.role)):
             return self._fitted(messages, schema, name, deadline)
+
+    def input_limit(self) -> int:
+        """The longest prompt to send, in characters: what the model's context takes and, under
+        a tokens-a-minute limit, what one request may carry (a larger one would be refused
+        however long it waited, so it is made smaller: fewer source characters)."""
+        most = self._pacer.max_request_tokens() if self._pacer is not None else None
+        if most is None:
+            return self.max_input_chars
+        room = max(0, most - self.meter.expected_output(self.role)) * CHARS_PER_TOKEN
+        return max(MIN_SOURCE_CHARS, min(self.max_input_chars, room))
 
     def _fitted(
         self, messages: Sequence[Message], schema: JsonSchema | None, name: str | None,
@@ -387,11 +431,13 @@ class RoleLLM:
     ) -> Completion:
         """One answer: the prompt trimmed to fit, retries, and one harder trim if the
         provider still says the prompt is too long."""
-        fitted = fit_prompt(messages, self.max_input_chars)
+        fitted = fit_prompt(messages, self.input_limit())
         try:
             completion = self._attempts(fitted, schema, name, deadline)
         except ContextTooLong as exc:
-            limit = harder_limit(min(prompt_chars(fitted), self.max_input_chars), str(exc))
+            limit = harder_limit(min(prompt_chars(fitted), self.input_limit()), str(exc))
+            if isinstance(exc, RequestTooLarge):  # the account's limit, now learned, not the model's
+                limit = min(limit, self.input_limit())
             try:
                 harder = fit_prompt(messages, limit)
             except ContextTooLong:
@@ -400,11 +446,12 @@ class RoleLLM:
                     "and its sources cannot be trimmed further.",
                     provider=exc.provider, status=exc.status,
                 ) from None
-            self.max_input_chars = min(self.max_input_chars, limit)
+            if not isinstance(exc, RequestTooLarge):
+                self.max_input_chars = min(self.max_input_chars, limit)
             if self._on_retry is not None:
                 self._on_retry(
-                    f"{self.role} model: the prompt was too long for {self.label}; sending it "
-                    f"again with the sources trimmed to {limit} characters"
+                    f"{self.role} model: the prompt was too long for {self.label} ({exc}); "
+                    f"sending it again with the sources trimmed to {limit} characters"
                 )
             try:
                 completion = self._attempts(harder, schema, name, deadline)
@@ -429,13 +476,22 @@ class RoleLLM:
                     self.meter.record(self.role, self.llm.provider, self.llm.model, exc.usage)
                 raise
 
+        def step_deadline() -> float | None:  # waits for the account do not use the step's time
+            return self._waits.shifted(deadline)
+
         def send() -> Completion:
             what = f"The {self.role} model ({self.label})"
-            with self._turn(what, deadline):  # its time limit starts once it is its turn
-                return ask(what)
+            return self._paced(messages, lambda: turn(what))
 
-        def ask(what: str) -> Completion:
+        def turn(what: str) -> Completion:
+            with self._turn(what, step_deadline()) as waited:  # its time limit starts at its turn
+                return ask(what, waited or 0.0)
+
+        def ask(what: str, waited: float) -> Completion:
             limit = self.call_timeout
+            deadline = step_deadline()  # and the time its calls waited for a local server:
+            if deadline is not None:
+                deadline += waited
             step_bound = deadline is not None and deadline - time.monotonic() < limit
             if deadline is not None:
                 limit = min(limit, deadline - time.monotonic())
@@ -464,15 +520,52 @@ class RoleLLM:
                 )
 
         return call_with_retries(
-            attempt, policy=self.policy, deadline=deadline, on_retry=retried,
+            attempt, policy=self.policy, deadline=step_deadline, on_retry=retried,
             cancel=self._cancel,
         )
 
-    def _turn(self, what: str, deadline: float | None) -> AbstractContextManager[None]:
-        """The run's limit on model requests in flight (none outside a run)."""
+    def _paced(self, messages: Sequence[Message], send: Callable[[], Completion]) -> Completion:
+        """One request in its account's turn (research.llm.pacing). A 429 is a wait, sent
+        again in a later turn without using one of the call's tries; inside a run only
+        cancellation and the run's total time limit end such waits. Outside a run (nothing
+        would end the wait), a 429 is one of the retry policy's tries, as before."""
+        pacer = self._pacer
+        if pacer is None:
+            return send()
+        tokens = (min(prompt_chars(messages), self.input_limit()) // CHARS_PER_TOKEN
+                  + self.meter.expected_output(self.role))
+        while True:
+            with self._waits.holding():
+                ticket = pacer.acquire(tokens, check=self._waits.check,
+                                       on_wait=self._waits.notice)
+            try:
+                completion = send()
+            except RateLimited as exc:
+                pacer.refused(ticket, retry_after=exc.retry_after, report=exc.report,
+                              limit=exc.limit)
+                if not self._waits.bounded:  # a try of the retry policy, as before
+                    raise
+                continue
+            except AnswerCutOff as exc:  # answered, cut off: its tokens were spent
+                pacer.settle(ticket, _tokens(exc.usage) or ticket.tokens)
+                raise
+            except BaseException as exc:
+                pacer.release(ticket)
+                report: RateReport | None = getattr(exc, "report", None)
+                if isinstance(exc, RequestTooLarge) and report is not None:
+                    pacer.learn(report.limits)  # the next prompts are fitted to it
+                raise
+            pacer.settle(ticket, _tokens(completion.usage) or ticket.tokens, completion.rate)
+            return completion
+
+    def _turn(self, what: str, deadline: float | None) -> AbstractContextManager[float | None]:
+        """The run's limit on model requests in flight (none outside a run), and a local
+        server's own (research/llm/local_server.py); yields the seconds the step's calls waited
+        for a local server's turn, which the step's deadline gets back."""
         if self._slots is None:
             return nullcontext()
-        return self._slots.hold(what, cancel=self._cancel, deadline=deadline)
+        return self._slots.hold(what, cancel=self._cancel, deadline=deadline,
+                                server=server_of(self.llm), model=self.llm.model)
 
     def text(self, messages: Sequence[Message], *, deadline: float | None = None) -> str:
         completion = self._once(messages, None, None, deadline)
@@ -530,6 +623,10 @@ def schema_of(model: type[BaseModel]) -> JsonSchema:
     which an SDK may change as it likes."""
     schema: JsonSchema = json.loads(_schema(model))
     return schema
+
+
+def _tokens(usage: Usage | None) -> int:
+    return usage.input_tokens + usage.output_tokens if usage is not None else 0
 
 
 def _short_error(exc: Exception) -> str:

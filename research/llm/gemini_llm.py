@@ -1,7 +1,15 @@
 """Gemini through `google-genai`: one `generate_content` request per `complete` call.
 
 No `retry_options` are given, so the SDK makes one attempt and `RoleLLM` owns retries.
-Errors become `research.errors` errors with plain messages that never contain the key.
+Errors become `research.errors` errors with plain messages that never contain the key; a 429
+also says how long to wait (RetryInfo) and which quota was met (QuotaFailure: per minute or
+per day, https://ai.google.dev/gemini-api/docs/rate-limits), which `research.llm.pacing` reads.
+
+The API version is chosen here, not left to the SDK: google-genai 3.x sends to `v1` by
+default, whose published contract (googleapis `google/ai/generativelanguage/v1`) has no
+`systemInstruction` or `generationConfig.responseMimeType`, and Google refuses a body with
+a field its version lacks (400 "Unknown name ... Cannot find field"). `v1beta` has every
+field we send; tests/test_gemini_contract.py checks the bodies against both versions' protos.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from research.errors import (
     redact,
 )
 from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
+from research.llm.limits import Account, AccountLimits, RateReport, key_hash
 from research.llm.tls import shared_tls_context
 from research.retry import parse_retry_after
 
@@ -52,6 +61,10 @@ _BLOCK_REASONS = _SAFETY_REASONS | {"RECITATION", "LANGUAGE", "IMAGE_PROHIBITED_
 _CONTEXT_WORDS = ("exceeds the maximum number of tokens", "input token count",
                   "context window", "too many tokens")
 _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)s\s*$")
+# The Gemini API version every request goes to (see the module docstring); the Interactions
+# API of the deep-research engine is documented under it too
+# (https://ai.google.dev/api/interactions-api: POST /v1beta/interactions).
+API_VERSION = "v1beta"
 
 
 class GeminiChat(LLM):
@@ -69,9 +82,11 @@ class GeminiChat(LLM):
     ) -> None:
         self.model = model
         self._api_key = api_key
+        self.account = Account("gemini", base_url or "", key_hash(api_key), model)
         self._timeout = timeout
         tls = shared_tls_context()  # "ssl": the SDK's websocket context, read from the async args
-        options = types.HttpOptions(base_url=base_url, timeout=_millis(timeout),
+        options = types.HttpOptions(base_url=base_url, api_version=API_VERSION,
+                                    timeout=_millis(timeout),
                                     client_args={"verify": tls},
                                     async_client_args={"verify": tls, "ssl": tls})
         self._client = genai.Client(vertexai=False, api_key=api_key, http_options=options)
@@ -177,9 +192,11 @@ class GeminiChat(LLM):
                     "Wait for the quota to reset, enable billing, or use another key.",
                     provider=self.provider, status=status,
                 )
+            limits, limit = _minute_quota(exc)
             return RateLimited(
                 f"{where} is rate limiting requests{suffix}",
                 provider=self.provider, retry_after=_retry_delay(exc),
+                report=RateReport(limits=limits) if limits.known else None, limit=limit,
             )
         if status in (401, 403) or (status == 400 and "API key" in detail):
             return AuthError(
@@ -240,6 +257,34 @@ def _is_quota_exhausted(exc: genai_errors.APIError) -> bool:
         or "credit" in message
         or ("exceeded your current quota" in message and "check your plan" in message)
     )
+
+
+def _minute_quota(exc: genai_errors.APIError) -> tuple[AccountLimits, str | None]:
+    """The per-minute quotas a 429 names (QuotaFailure violations), with their values where
+    Google gives them (`quotaValue`), and which kind was met ("tokens", "requests")."""
+    learned: dict[str, int] = {}
+    kinds: set[str] = set()
+    for detail in _error_details(exc):
+        for violation in detail.get("violations") or []:
+            if not isinstance(violation, dict):
+                continue
+            quota = f"{violation.get('quotaId') or ''} {violation.get('quotaMetric') or ''}".lower()
+            if "perminute" not in quota:
+                continue
+            kind = "tokens" if "token" in quota else "requests"
+            kinds.add(kind)
+            try:
+                value = int(str(violation.get("quotaValue") or ""))
+            except ValueError:
+                continue
+            field = f"{kind}_per_minute"
+            learned[field] = min(value, learned.get(field, value))
+    limits = AccountLimits(
+        requests_per_minute=learned.get("requests_per_minute"),
+        tokens_per_minute=learned.get("tokens_per_minute"),
+        source="Gemini's quota details" if learned else "",
+    )
+    return limits, (kinds.pop() if len(kinds) == 1 else None)
 
 
 def _retry_delay(exc: genai_errors.APIError) -> float | None:

@@ -41,6 +41,7 @@ class AccountLimits:
     requests_per_day: int | None = None
     parallel: int | None = None          # answers the server generates at once (local servers)
     context_tokens: int | None = None    # the model's context window, prompt and answer together
+    tokens_per_second: float | None = None  # how fast one answer is written (local servers)
     source: str = ""                     # where these came from, in plain words
 
     def merged(self, newer: AccountLimits) -> AccountLimits:
@@ -51,3 +52,21 @@ class AccountLimits:
     @property
     def known(self) -> bool:
         return any(v is not None for k, v in vars(self).items() if k != "source")
+
+
+@dataclass(frozen=True)
+class RateReport:
+    """What one answer (or one refusal) said about the account: its limits and, where the
+    provider tells them (OpenAI's `x-ratelimit-*` headers), how much of each is left and in
+    how many seconds it is whole again."""
+
+    limits: AccountLimits = AccountLimits()
+    remaining_requests: int | None = None
+    remaining_tokens: int | None = None
+    reset_requests_s: float | None = None
+    reset_tokens_s: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.limits.known and self.remaining_requests is None \
+            and self.remaining_tokens is None

@@ -1,0 +1,462 @@
+"""Pacing model requests to what the account allows (issue 31): the model call's `paced` layer.
+
+Outside calls are paced by what the other side allows, the way smolagents' `ApiModel` composes
+a rate limiter, instead of being left to retries. One `Pacer` per `Account` in the process
+(`pacer_for`), shared by every role of every run on that account:
+
+- Before a request goes out it takes its turn (`acquire`): a token bucket for requests and one
+  for tokens (the prompt's estimate plus the answer expected), each refilled continuously at
+  the account's per-minute limit, which is how OpenAI documents its own limiter
+  (https://platform.openai.com/docs/guides/rate-limits: limits "replenish continuously",
+  requests are counted with their estimated tokens, and refused requests count too). A
+  request that would be refused waits here, in order, where no time limit of its own runs.
+- After the answer, `settle` gives back what the estimate over-counted and learns from what
+  the provider said (OpenAI's `x-ratelimit-*` headers on every answer: limits, what is left,
+  when it is whole again).
+- A refusal (429) pauses the account for as long as the provider asked (Retry-After,
+  `retry-after-ms`, "Please try again in 1.9s", Gemini's RetryInfo), else a doubling back-off;
+  while the limits are unknown it also halves the requests in flight, which then grow back
+  one per answered window (AIMD), and are forgotten after a quiet minute.
+
+Waiting our turn is not failing: `acquire` waits as long as it takes, stopped only by its
+`check` (the run's cancellation and total time limit: `RunWaits.check`). `RunWaits` is one
+run's view of the waits: one line per wait episode per account, and how long the run's calls
+were held, which a step's time limit does not count.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from research.errors import BudgetExceeded, RunCancelled
+from research.llm.limits import Account, AccountLimits, RateReport
+
+MINUTE_S = 60.0
+POLL_S = 0.25              # how often a waiting request looks at cancellation and the time limit
+WAIT_LINE_MIN_S = 5.0      # a shorter wait is not worth a line of its own
+EPISODE_GAP_S = 60.0       # a wait this soon after the last one continues its episode (no new line)
+BACKOFF_FIRST_S = 1.0      # the pause after a refusal that did not say how long to wait, doubled
+BACKOFF_MAX_S = 60.0       # per refusal in a row, up to this
+WINDOW_FORGET_S = 60.0     # the in-flight cap learned from refusals lapses after a quiet minute
+WINDOW_MAX = 256.0
+PROMPT_SHARE = 0.9         # of the per-minute tokens, what one request's prompt and answer may use
+
+Clock = Callable[[], float]
+_LIMIT_REASONS = ("tokens", "requests", "refused")
+_NAMES = {"openai": "OpenAI", "gemini": "Gemini"}
+
+
+@dataclass(frozen=True)
+class Wait:
+    """One wait episode of one account, as the person is told about it."""
+
+    account: Account
+    episode: int
+    seconds: float
+    text: str
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """One request's turn: what it reserved, and the pacer's reservation counts just after it,
+    so a later answer's headers can be read against what was sent since."""
+
+    tokens: int
+    sent: float
+    tokens_mark: float
+    requests_mark: int
+
+
+class _Bucket:
+    """A per-minute allowance that refills continuously up to its capacity."""
+
+    def __init__(self, capacity: float, now: float) -> None:
+        self.capacity = capacity
+        self.level = capacity
+        self.stamp = now
+
+    @property
+    def rate(self) -> float:
+        return self.capacity / MINUTE_S
+
+    def refill(self, now: float) -> None:
+        if now > self.stamp:
+            self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+        self.stamp = max(self.stamp, now)
+
+    def seconds_until(self, amount: float) -> float:
+        """How long until `amount` fits (a request larger than the whole bucket waits for a
+        full one: the fitting layer keeps such requests from being made at all)."""
+        need = min(amount, self.capacity)
+        return 0.0 if self.level >= need else (need - self.level) / self.rate
+
+
+class Pacer:
+    """The turn-taking of one account's requests (see the module docstring); thread-safe."""
+
+    def __init__(self, account: Account, *, clock: Clock = time.monotonic,
+                 limits: AccountLimits | None = None) -> None:
+        self.account = account
+        self._clock = clock
+        self._cond = threading.Condition()
+        self.limits = AccountLimits()
+        self._requests: _Bucket | None = None
+        self._tokens: _Bucket | None = None
+        self._paused_until = 0.0
+        self._refusals = 0                 # refusals in a row that did not say how long to wait
+        self._window: float | None = None  # requests in flight allowed, learned from refusals
+        self._last_refusal = -math.inf
+        self._in_flight = 0
+        self._queue: deque[object] = deque()
+        self._reserved_tokens = 0.0        # every reservation ever made (headers are read against it)
+        self._reserved_requests = 0
+        self.episode = 0
+        self._notice: Wait | None = None
+        self._last_wait = -math.inf
+        self.refused_total = 0             # refusals received (the benchmark shows them)
+        if limits is not None and limits.known:
+            self.learn(limits)
+
+    # -- what the account allows ---------------------------------------------------------
+
+    def learn(self, limits: AccountLimits) -> None:
+        """Take in what is now known about the account's limits (headers, a refusal's body,
+        a local server's settings, another process through the store)."""
+        with self._cond:
+            self._learn(limits, self._clock())
+            self._cond.notify_all()
+
+    def _learn(self, limits: AccountLimits, now: float) -> None:
+        self.limits = self.limits.merged(limits)
+        self._requests = _sized(self._requests, self.limits.requests_per_minute, now)
+        self._tokens = _sized(self._tokens, self.limits.tokens_per_minute, now)
+
+    def max_request_tokens(self) -> int | None:
+        """The most tokens (prompt and answer) one request may carry: a request larger than
+        the per-minute token limit would be refused however long it waited."""
+        tpm = self.limits.tokens_per_minute
+        return None if tpm is None else int(tpm * PROMPT_SHARE)
+
+    # -- taking a turn ---------------------------------------------------------------------
+
+    def try_acquire(self, tokens: int) -> Ticket | float:
+        """A turn now, or the seconds until one may be free (math.inf: when a request in
+        flight ends). Never waits; `acquire` is the waiting form."""
+        with self._cond:
+            now = self._clock()
+            seconds, _ = self._delay(tokens, now)
+            if seconds > 0 or self._queue:
+                return seconds if seconds > 0 else POLL_S
+            return self._reserve(tokens, now)
+
+    def acquire(self, tokens: int, *, check: Callable[[], None] | None = None,
+                on_wait: Callable[[Wait], None] | None = None) -> Ticket:
+        """Wait, in order of arrival, until a request of `tokens` fits what the account allows;
+        reserve it. `check` may end the wait by raising (cancellation, the run's time limit);
+        `on_wait` hears of the wait episode this one belongs to (called outside the lock)."""
+        me = object()
+        with self._cond:
+            self._queue.append(me)
+        try:
+            while True:
+                with self._cond:
+                    now = self._clock()
+                    if self._queue[0] is me:
+                        seconds, reason = self._delay(tokens, now)
+                        if seconds <= 0:
+                            return self._reserve(tokens, now)
+                    else:
+                        seconds, reason = math.inf, "queue"
+                    notice = self._noticed(seconds, reason, now)
+                if notice is not None and on_wait is not None:
+                    on_wait(notice)
+                if check is not None:
+                    check()
+                with self._cond:
+                    self._cond.wait(max(0.001, min(seconds, POLL_S)))
+        finally:
+            with self._cond:
+                if me in self._queue:
+                    self._queue.remove(me)
+                self._cond.notify_all()
+
+    def _delay(self, tokens: int, now: float) -> tuple[float, str]:
+        """Seconds until a request of `tokens` may go, and which limit holds it."""
+        if self._paused_until > now:
+            return self._paused_until - now, "refused"
+        cap = self._cap(now)
+        if cap is not None and self._in_flight >= cap:
+            return math.inf, "parallel"
+        if self._requests is not None:
+            self._requests.refill(now)
+            wait = self._requests.seconds_until(1)
+            if wait > 0:
+                return wait, "requests"
+        if self._tokens is not None:
+            self._tokens.refill(now)
+            wait = self._tokens.seconds_until(tokens)
+            if wait > 0:
+                return wait, "tokens"
+        return 0.0, ""
+
+    def _cap(self, now: float) -> int | None:
+        """Requests in flight allowed: the server's own bound and what refusals taught."""
+        if self._window is not None and now - self._last_refusal > WINDOW_FORGET_S:
+            self._window = None
+        caps = [c for c in (self.limits.parallel,
+                            None if self._window is None else int(self._window)) if c]
+        return max(1, min(caps)) if caps else None
+
+    def _reserve(self, tokens: int, now: float) -> Ticket:
+        if self._requests is not None:
+            self._requests.level -= 1
+        if self._tokens is not None:
+            self._tokens.level -= tokens
+        self._in_flight += 1
+        self._reserved_tokens += tokens
+        self._reserved_requests += 1
+        return Ticket(tokens, now, self._reserved_tokens, self._reserved_requests)
+
+    # -- after the answer ------------------------------------------------------------------
+
+    def settle(self, ticket: Ticket, used_tokens: int, report: RateReport | None = None) -> None:
+        """The request was answered: it used `used_tokens` (prompt and answer), and the
+        provider said `report` about the account."""
+        with self._cond:
+            now = self._clock()
+            self._in_flight = max(0, self._in_flight - 1)
+            if self._tokens is not None:
+                self._tokens.refill(now)
+                self._tokens.level = min(self._tokens.capacity,
+                                         self._tokens.level + ticket.tokens - used_tokens)
+            self._refusals = 0
+            if self._window is not None:
+                self._window += 1 / self._window
+                if self._window >= WINDOW_MAX:
+                    self._window = None
+            if report is not None:
+                self._read(report, ticket, now)
+            self._cond.notify_all()
+
+    def release(self, ticket: Ticket) -> None:
+        """The request failed for a reason that says nothing about the limits: it counts as
+        sent (refused requests count towards OpenAI's limits too), as estimated."""
+        with self._cond:
+            self._in_flight = max(0, self._in_flight - 1)
+            self._cond.notify_all()
+
+    def refused(self, ticket: Ticket | None, *, retry_after: float | None = None,
+                report: RateReport | None = None, limit: str | None = None) -> float:
+        """The provider refused a request for its rate limit (429): pause the account for
+        as long as it asked, or a doubling back-off; `limit` ("tokens", "requests") says
+        which one it named. Returns the pause in seconds."""
+        with self._cond:
+            now = self._clock()
+            in_flight = self._in_flight
+            if ticket is not None:
+                self._in_flight = max(0, self._in_flight - 1)
+            self.refused_total += 1
+            if report is not None:
+                self._read(report, ticket, now)
+            if retry_after is None:
+                self._refusals += 1
+                retry_after = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** (self._refusals - 1))
+            if self._requests is None and self._tokens is None and now >= self._paused_until:
+                # Limits unknown: fewer at once, growing back as answers come (AIMD); halved
+                # once per burst (the refusals of one pause are one signal, not several).
+                self._window = max(1.0, in_flight / 2)
+            self._last_refusal = now
+            for name, bucket in (("requests", self._requests), ("tokens", self._tokens)):
+                if bucket is not None and limit in (None, name):
+                    bucket.refill(now)
+                    bucket.level = min(bucket.level, 0.0)  # someone else spent it
+            self._paused_until = max(self._paused_until, now + retry_after)
+            self._cond.notify_all()
+            return retry_after
+
+    def _read(self, report: RateReport, ticket: Ticket | None, now: float) -> None:
+        """Take the provider's count of what is left as the truth, moved on by what refilled
+        since the request was counted and less what was reserved after it."""
+        self._learn(report.limits, now)
+        sent = ticket.sent if ticket is not None else now
+        for bucket, left, since in (
+            (self._requests, report.remaining_requests,
+             self._reserved_requests - ticket.requests_mark if ticket else 0),
+            (self._tokens, report.remaining_tokens,
+             self._reserved_tokens - ticket.tokens_mark if ticket else 0),
+        ):
+            if bucket is None or left is None:
+                continue
+            bucket.refill(now)
+            bucket.level = min(bucket.capacity, left + bucket.rate * (now - sent) - since)
+
+    # -- telling the person ----------------------------------------------------------------
+
+    def _noticed(self, seconds: float, reason: str, now: float) -> Wait | None:
+        """The wait episode a waiting request belongs to, if it is worth a line: one opens
+        when a request must wait WAIT_LINE_MIN_S or more for a limit, and goes on while
+        requests keep waiting (less than EPISODE_GAP_S apart)."""
+        if reason in _LIMIT_REASONS:
+            fresh = self._notice is None or now - self._last_wait > EPISODE_GAP_S
+            self._last_wait = now
+            if fresh and seconds >= WAIT_LINE_MIN_S:
+                self.episode += 1
+                self._notice = Wait(self.account, self.episode, seconds,
+                                    self._wait_text(seconds, reason))
+        if self._notice is not None and now - self._last_wait <= EPISODE_GAP_S:
+            return self._notice
+        return None
+
+    def _wait_text(self, seconds: float, reason: str) -> str:
+        who, model = provider_name(self.account), self.account.model
+        limits = self.limits
+        if reason == "tokens" or (reason == "refused" and limits.tokens_per_minute):
+            what = f"limit of {limits.tokens_per_minute:,} tokens a minute"
+        elif reason == "requests" or (reason == "refused" and limits.requests_per_minute):
+            what = f"limit of {limits.requests_per_minute:,} requests a minute"
+        else:
+            what = "rate limit"
+        return f"Waiting for {who}'s {what} on {model}: {about(seconds)}"
+
+
+def provider_name(account: Account) -> str:
+    """The provider as the person knows it: its name, or the host of a server of their own."""
+    host = urlsplit(account.base_url).hostname or ""
+    if account.provider == "openai" and host and host != "api.openai.com":
+        return f"the model server at {host}"
+    return _NAMES.get(account.provider, account.provider)
+
+
+def about(seconds: float) -> str:
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    return f"about {round(seconds / 60)} min"
+
+
+# -- one run's view of the waits ------------------------------------------------------------
+
+class RunWaits:
+    """One run's side of waiting for accounts: the line said once per wait episode per account
+    (`say`), the stop check (`cancel`, `until`: the run's total time limit as monotonic time),
+    and how long the run's requests were held, which `shifted` adds to a step's time limit."""
+
+    def __init__(self, say: Callable[[Wait], None] | None = None, *,
+                 cancel: threading.Event | None = None, until: Callable[[], float] | None = None,
+                 clock: Clock = time.monotonic) -> None:
+        self._say = say
+        self._cancel = cancel
+        self._until = until
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._seen: set[tuple[str, int]] = set()
+        self._holding = 0
+        self._since = 0.0
+        self._held = 0.0
+        self._first_seen: dict[float, float] = {}  # a step's deadline -> held time when first seen
+        self.lines = 0
+
+    @property
+    def bounded(self) -> bool:
+        """True inside a run, whose total time limit ends any wait."""
+        return self._until is not None
+
+    def notice(self, wait: Wait) -> None:
+        with self._lock:
+            key = (wait.account.id, wait.episode)
+            if key in self._seen:
+                return
+            self._seen.add(key)
+            self.lines += 1
+        if self._say is not None:
+            self._say(wait)
+
+    def check(self) -> None:
+        """End a wait: the run was cancelled, or its total time limit has come."""
+        if self._cancel is not None and self._cancel.is_set():
+            raise RunCancelled("The run was cancelled.")
+        if self._until is not None and self._clock() >= self._until():
+            raise BudgetExceeded(
+                "The run reached its total time limit (TOTAL_TIMEOUT_MS) while it waited for "
+                "the model account's rate limit. Everything gathered so far is saved; you can "
+                "resume it.")
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """A request of the run waiting for its account's turn."""
+        with self._lock:
+            if self._holding == 0:
+                self._since = self._clock()
+            self._holding += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._holding -= 1
+                if self._holding == 0:
+                    self._held += self._clock() - self._since
+
+    def held(self) -> float:
+        """Seconds during which at least one request of the run was held by an account."""
+        with self._lock:
+            return self._held + (self._clock() - self._since if self._holding else 0.0)
+
+    def shifted(self, deadline: float | None) -> float | None:
+        """A step's deadline pushed back by the time the run was held since the step began:
+        waiting for the account does not use the step's time limit. A step's deadline is
+        first seen at its first model call, made as the step begins; never past `until`."""
+        if deadline is None:
+            return None
+        held = self.held()
+        with self._lock:
+            first = self._first_seen.setdefault(deadline, held)
+            if len(self._first_seen) > 1024:
+                self._first_seen.pop(next(iter(self._first_seen)))
+        later = deadline + held - first
+        return min(later, self._until()) if self._until is not None else later
+
+
+# -- the process's pacers ---------------------------------------------------------------------
+
+_PACERS: dict[str, Pacer] = {}
+_PACERS_LOCK = threading.Lock()
+
+
+def pacer_for(account: Account) -> Pacer:
+    """The one pacer of `account` in this process."""
+    with _PACERS_LOCK:
+        pacer = _PACERS.get(account.id)
+        if pacer is None:
+            pacer = _PACERS[account.id] = Pacer(account)
+        return pacer
+
+
+def known_limits(account: Account) -> AccountLimits:
+    """The best-known limits of `account` in this process (nothing known: all None)."""
+    with _PACERS_LOCK:
+        pacer = _PACERS.get(account.id)
+    return pacer.limits if pacer is not None else AccountLimits()
+
+
+def forget_pacers() -> None:
+    """Forget every account's learned limits and pauses (tests start from a clean process)."""
+    with _PACERS_LOCK:
+        _PACERS.clear()
+
+
+def _sized(bucket: _Bucket | None, limit: int | None, now: float) -> _Bucket | None:
+    """`bucket` for a per-minute `limit` (a new one, full, when first learned)."""
+    if not limit or limit <= 0:
+        return bucket
+    if bucket is None:
+        return _Bucket(float(limit), now)
+    bucket.refill(now)
+    bucket.capacity = float(limit)
+    bucket.level = min(bucket.level, bucket.capacity)
+    return bucket
