@@ -405,6 +405,10 @@ def test_past_its_waiting_line_ollama_answers_server_busy(standin_env, standin):
 def test_search_requests_log_when_they_were_done_with(standin_env, standin):
     httpx.get(f"{standin.base_url}/arxiv/api/query", params={"search_query": "all:coffee"})
     entry = standin.requests_for("arxiv")[0]
+    for _ in range(200):  # set once the handler is through, a moment after the client has read
+        if "ended" in entry:
+            break
+        threading.Event().wait(0.01)
     assert entry["ended"] >= entry["time"]
 
 
