@@ -414,10 +414,12 @@ class RoleLLM:
         """The longest prompt to send, in characters: what the model's context takes and, under
         a tokens-a-minute limit, what one request may carry (a larger one would be refused
         however long it waited, so it is made smaller: fewer source characters)."""
-        most = self._pacer.max_request_tokens() if self._pacer is not None else None
-        if most is None:
+        pacer = self._pacer
+        most = pacer.max_request_tokens() if pacer is not None else None
+        if pacer is None or most is None:
             return self.max_input_chars
-        room = max(0, most - self.meter.expected_output(self.role)) * CHARS_PER_TOKEN
+        room = max(0, most - pacer.metered(0, self.meter.expected_output(self.role)))
+        room *= CHARS_PER_TOKEN
         return max(MIN_SOURCE_CHARS, min(self.max_input_chars, room))
 
     def _fitted(
@@ -525,8 +527,8 @@ class RoleLLM:
         pacer = self._pacer
         if pacer is None:
             return send()
-        tokens = (min(prompt_chars(messages), self.input_limit()) // CHARS_PER_TOKEN
-                  + self.meter.expected_output(self.role))
+        tokens = pacer.metered(min(prompt_chars(messages), self.input_limit()) // CHARS_PER_TOKEN,
+                               self.meter.expected_output(self.role))
         while True:
             with self._waits.holding():
                 ticket = pacer.acquire(tokens, check=self._waits.check,
@@ -540,7 +542,7 @@ class RoleLLM:
                     raise
                 continue
             except AnswerCutOff as exc:  # answered, cut off: its tokens were spent
-                pacer.settle(ticket, _tokens(exc.usage) or ticket.tokens)
+                pacer.settle(ticket, _metered(pacer, exc.usage) or ticket.tokens)
                 raise
             except BaseException as exc:
                 pacer.release(ticket)
@@ -548,7 +550,8 @@ class RoleLLM:
                 if isinstance(exc, RequestTooLarge) and report is not None:
                     pacer.learn(report.limits)  # the next prompts are fitted to it
                 raise
-            pacer.settle(ticket, _tokens(completion.usage) or ticket.tokens, completion.rate)
+            pacer.settle(ticket, _metered(pacer, completion.usage) or ticket.tokens,
+                         completion.rate)
             return completion
 
     def _turn(self, what: str, deadline: float | None) -> AbstractContextManager[None]:
@@ -615,8 +618,8 @@ def schema_of(model: type[BaseModel]) -> JsonSchema:
     return schema
 
 
-def _tokens(usage: Usage | None) -> int:
-    return usage.input_tokens + usage.output_tokens if usage is not None else 0
+def _metered(pacer: Pacer, usage: Usage | None) -> int:
+    return pacer.metered(usage.input_tokens, usage.output_tokens) if usage is not None else 0
 
 
 def _short_error(exc: Exception) -> str:

@@ -55,6 +55,7 @@ _BLOCK_REASONS = _SAFETY_REASONS | {"RECITATION", "LANGUAGE", "IMAGE_PROHIBITED_
 _CONTEXT_WORDS = ("exceeds the maximum number of tokens", "input token count",
                   "context window", "too many tokens")
 _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)s\s*$")
+_RETRY_IN = re.compile(r"retry in ([0-9]+(?:\.[0-9]+)?)s\b", re.I)
 
 
 class GeminiChat(LLM):
@@ -286,6 +287,10 @@ def _retry_delay(exc: genai_errors.APIError) -> float | None:
             value = None
         if value is not None:
             return value
+    # "... Please retry in 12.345678s.": the exact figure RetryInfo rounds up to whole seconds.
+    exact = _RETRY_IN.search(str(exc.message or ""))
+    if exact:
+        return float(exact.group(1))
     for detail in _error_details(exc):
         if str(detail.get("@type", "")).endswith("RetryInfo"):
             match = _DURATION.match(str(detail.get("retryDelay", "")))

@@ -74,6 +74,13 @@ class Ticket:
     requests_mark: int
 
 
+class _Waiter:
+    """A request waiting its turn (its place in the queue)."""
+
+    def __init__(self, tokens: int) -> None:
+        self.tokens = tokens
+
+
 class _Bucket:
     """A per-minute allowance that refills continuously up to its capacity."""
 
@@ -114,7 +121,7 @@ class Pacer:
         self._window: float | None = None  # requests in flight allowed, learned from refusals
         self._last_refusal = -math.inf
         self._in_flight = 0
-        self._queue: deque[object] = deque()
+        self._queue: deque[_Waiter] = deque()
         self._reserved_tokens = 0.0        # every reservation ever made (headers are read against it)
         self._reserved_requests = 0
         self.episode = 0
@@ -137,6 +144,12 @@ class Pacer:
         self.limits = self.limits.merged(limits)
         self._requests = _sized(self._requests, self.limits.requests_per_minute, now)
         self._tokens = _sized(self._tokens, self.limits.tokens_per_minute, now)
+
+    def metered(self, input_tokens: int, output_tokens: int) -> int:
+        """The tokens a request counts against the account's tokens a minute: Gemini counts
+        input tokens only ("TPM (input tokens per minute)",
+        https://ai.google.dev/gemini-api/docs/rate-limits), OpenAI prompt and answer."""
+        return input_tokens + (0 if self.account.provider == "gemini" else output_tokens)
 
     def max_request_tokens(self) -> int | None:
         """The most tokens (prompt and answer) one request may carry: a request larger than
@@ -161,7 +174,7 @@ class Pacer:
         """Wait, in order of arrival, until a request of `tokens` fits what the account allows;
         reserve it. `check` may end the wait by raising (cancellation, the run's time limit);
         `on_wait` hears of the wait episode this one belongs to (called outside the lock)."""
-        me = object()
+        me = _Waiter(tokens)
         with self._cond:
             self._queue.append(me)
         try:
@@ -301,9 +314,11 @@ class Pacer:
 
     def _noticed(self, seconds: float, reason: str, now: float) -> Wait | None:
         """The wait episode a waiting request belongs to, if it is worth a line: one opens
-        when a request must wait WAIT_LINE_MIN_S or more for a limit, and goes on while
+        when the requests waiting must wait WAIT_LINE_MIN_S or more for a limit (all of
+        them: each one's own wait may be short while the queue's is long), and goes on while
         requests keep waiting (less than EPISODE_GAP_S apart)."""
         if reason in _LIMIT_REASONS:
+            seconds = max(seconds, self._drain_s(now))
             fresh = self._notice is None or now - self._last_wait > EPISODE_GAP_S
             self._last_wait = now
             if fresh and seconds >= WAIT_LINE_MIN_S:
@@ -313,6 +328,16 @@ class Pacer:
         if self._notice is not None and now - self._last_wait <= EPISODE_GAP_S:
             return self._notice
         return None
+
+    def _drain_s(self, now: float) -> float:
+        """Seconds until every request waiting now could have gone, by the known limits."""
+        longest = 0.0
+        for bucket, wanted in ((self._requests, float(len(self._queue))),
+                               (self._tokens, float(sum(w.tokens for w in self._queue)))):
+            if bucket is not None:
+                bucket.refill(now)
+                longest = max(longest, (wanted - bucket.level) / bucket.rate)
+        return longest
 
     def _wait_text(self, seconds: float, reason: str) -> str:
         who, model = provider_name(self.account), self.account.model
