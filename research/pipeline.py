@@ -141,7 +141,8 @@ def execute(
         emit(LimitWait(run_id, redact(wait.text, secrets), provider=wait.account.provider,
                        model=wait.account.model, wait_s=round(wait.seconds, 1)))
 
-    waits = RunWaits(waited, cancel=control.cancelled, until=lambda: control.deadline)
+    waits = RunWaits(waited, cancel=control.cancelled, until=lambda: control.deadline,
+                     books=store)
 
     def make_llm(role: Role) -> RoleLLM:
         spec = config.role(role.value)

@@ -527,6 +527,8 @@ class RoleLLM:
         pacer = self._pacer
         if pacer is None:
             return send()
+        if self._waits.books is not None:
+            pacer.share(self._waits.books)
         tokens = pacer.metered(min(prompt_chars(messages), self.input_limit()) // CHARS_PER_TOKEN,
                                self.meter.expected_output(self.role))
         while True:

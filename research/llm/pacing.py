@@ -18,6 +18,11 @@ a rate limiter, instead of being left to retries. One `Pacer` per `Account` in t
   while the limits are unknown it also halves the requests in flight, which then grow back
   one per answered window (AIMD), and are forgotten after a quiet minute.
 
+Several processes on one key (a team's workers and dashboards) share its limits through the
+store's books (`storage.accounts`, `AccountBooks` here): once a pacer is `share`d with them it
+takes each turn there too, in one short transaction, and tells them what it learns; if the
+books fail, it goes on alone.
+
 Waiting our turn is not failing: `acquire` waits as long as it takes, stopped only by its
 `check` (the run's cancellation and total time limit: `RunWaits.check`). `RunWaits` is one
 run's view of the waits: one line per wait episode per account, and how long the run's calls
@@ -26,17 +31,21 @@ were held, which a step's time limit does not count.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from research.errors import BudgetExceeded, RunCancelled
 from research.llm.limits import Account, AccountLimits, RateReport
+
+log = logging.getLogger(__name__)
 
 MINUTE_S = 60.0
 POLL_S = 0.25              # how often a waiting request looks at cancellation and the time limit
@@ -51,6 +60,24 @@ PROMPT_SHARE = 0.9         # of the per-minute tokens, what one request's prompt
 Clock = Callable[[], float]
 _LIMIT_REASONS = ("tokens", "requests", "refused")
 _NAMES = {"openai": "OpenAI", "gemini": "Gemini"}
+
+
+class AccountBooks(Protocol):
+    """The store's shared books of the accounts (storage.accounts.AccountsStore); Unix time."""
+
+    def account_limits(self, account_id: str) -> dict[str, Any] | None: ...
+
+    def learn_account(self, account_id: str, limits: Mapping[str, int | None], source: str = "",
+                      *, remaining_requests: float | None = None,
+                      remaining_tokens: float | None = None, now: float) -> None: ...
+
+    def take_account_turn(self, account_id: str, tokens: int, now: float
+                          ) -> tuple[float, str]: ...
+
+    def give_back_tokens(self, account_id: str, tokens: float, now: float) -> None: ...
+
+    def pause_account(self, account_id: str, until: float, *, now: float,
+                      drain: str | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -109,9 +136,11 @@ class Pacer:
     """The turn-taking of one account's requests (see the module docstring); thread-safe."""
 
     def __init__(self, account: Account, *, clock: Clock = time.monotonic,
-                 limits: AccountLimits | None = None) -> None:
+                 limits: AccountLimits | None = None, wall: Clock = time.time) -> None:
         self.account = account
         self._clock = clock
+        self._wall = wall                  # the books' clock (Unix time, shared by processes)
+        self._books: AccountBooks | None = None
         self._cond = threading.Condition()
         self.limits = AccountLimits()
         self._requests: _Bucket | None = None
@@ -139,6 +168,42 @@ class Pacer:
         with self._cond:
             self._learn(limits, self._clock())
             self._cond.notify_all()
+        self._to_books(lambda books: books.learn_account(
+            self.account.id, _limit_values(limits), limits.source, now=self._wall()))
+
+    def share(self, books: AccountBooks) -> None:
+        """Take turns through the store's books from now on (the same books: nothing to do),
+        starting from what they already know of the account."""
+        if books is self._books:
+            return
+        try:
+            known = books.account_limits(self.account.id)
+        except Exception:  # noqa: BLE001 - the books are an aid: without them, pace alone
+            log.warning("the account books could not be read; pacing %s alone",
+                        self.account.model, exc_info=True)
+            return
+        with self._cond:
+            self._books = books
+            if known:
+                self._learn(_limits_of(known), self._clock())
+        if self.limits.known and not known:
+            self._to_books(lambda b: b.learn_account(
+                self.account.id, _limit_values(self.limits), self.limits.source,
+                now=self._wall()))
+
+    def _to_books(self, write: Callable[[AccountBooks], None]) -> None:
+        """One write to the books, if shared; a failing store leaves this pacer alone."""
+        books = self._books
+        if books is None:
+            return
+        try:
+            write(books)
+        except Exception:  # noqa: BLE001 - the books are an aid: without them, pace alone
+            log.warning("the account books failed; pacing %s alone", self.account.model,
+                        exc_info=True)
+            with self._cond:
+                if self._books is books:
+                    self._books = None
 
     def _learn(self, limits: AccountLimits, now: float) -> None:
         self.limits = self.limits.merged(limits)
@@ -217,6 +282,13 @@ class Pacer:
             wait = self._tokens.seconds_until(tokens)
             if wait > 0:
                 return wait, "tokens"
+        if self._books is not None:  # the other processes on the key: their turns too
+            try:
+                return self._books.take_account_turn(self.account.id, tokens, self._wall())
+            except Exception:  # noqa: BLE001 - the books are an aid: without them, pace alone
+                log.warning("the account books failed; pacing %s alone", self.account.model,
+                            exc_info=True)
+                self._books = None
         return 0.0, ""
 
     def _cap(self, now: float) -> int | None:
@@ -257,6 +329,27 @@ class Pacer:
             if report is not None:
                 self._read(report, ticket, now)
             self._cond.notify_all()
+        if self._books is not None:
+            spare = ticket.tokens - used_tokens
+            if spare:
+                self._to_books(lambda b: b.give_back_tokens(self.account.id, spare, self._wall()))
+            if report is not None:
+                self._report_to_books(report, self._clock() - ticket.sent)
+
+    def _report_to_books(self, report: RateReport, since_s: float) -> None:
+        """What the provider said, for the other processes: the limits, and what was left
+        when it counted the request, refilled since (`since_s` seconds ago)."""
+        rpm, tpm = self.limits.requests_per_minute, self.limits.tokens_per_minute
+
+        def left(count: int | None, limit: int | None) -> float | None:
+            if count is None:
+                return None
+            return count + (limit or 0) * since_s / MINUTE_S
+
+        self._to_books(lambda b: b.learn_account(
+            self.account.id, _limit_values(report.limits), report.limits.source,
+            remaining_requests=left(report.remaining_requests, rpm),
+            remaining_tokens=left(report.remaining_tokens, tpm), now=self._wall()))
 
     def release(self, ticket: Ticket) -> None:
         """The request failed for a reason that says nothing about the limits: it counts as
@@ -292,7 +385,13 @@ class Pacer:
                     bucket.level = min(bucket.level, 0.0)  # someone else spent it
             self._paused_until = max(self._paused_until, now + retry_after)
             self._cond.notify_all()
-            return retry_after
+        if self._books is not None:
+            if report is not None:
+                self._report_to_books(report, 0.0)
+            pause = retry_after
+            self._to_books(lambda b: b.pause_account(self.account.id, self._wall() + pause,
+                                                     now=self._wall(), drain=limit))
+        return retry_after
 
     def _read(self, report: RateReport, ticket: Ticket | None, now: float) -> None:
         """Take the provider's count of what is left as the truth, moved on by what refilled
@@ -370,11 +469,13 @@ def about(seconds: float) -> str:
 class RunWaits:
     """One run's side of waiting for accounts: the line said once per wait episode per account
     (`say`), the stop check (`cancel`, `until`: the run's total time limit as monotonic time),
-    and how long the run's requests were held, which `shifted` adds to a step's time limit."""
+    how long the run's requests were held, which `shifted` adds to a step's time limit, and
+    the run's store (`books`), through which its pacers share the key with other processes."""
 
     def __init__(self, say: Callable[[Wait], None] | None = None, *,
                  cancel: threading.Event | None = None, until: Callable[[], float] | None = None,
-                 clock: Clock = time.monotonic) -> None:
+                 clock: Clock = time.monotonic, books: AccountBooks | None = None) -> None:
+        self.books = books  # the store's books, shared by the processes on a key
         self._say = say
         self._cancel = cancel
         self._until = until
@@ -462,17 +563,38 @@ def pacer_for(account: Account) -> Pacer:
         return pacer
 
 
-def known_limits(account: Account) -> AccountLimits:
-    """The best-known limits of `account` in this process (nothing known: all None)."""
+def known_limits(account: Account, books: AccountBooks | None = None) -> AccountLimits:
+    """The best-known limits of `account`: this process's pacer's, else the store's books
+    (another process learned them), else nothing (all None)."""
     with _PACERS_LOCK:
         pacer = _PACERS.get(account.id)
-    return pacer.limits if pacer is not None else AccountLimits()
+    if pacer is not None and pacer.limits.known:
+        return pacer.limits
+    if books is not None:
+        try:
+            known = books.account_limits(account.id)
+        except Exception:  # noqa: BLE001 - an estimate without the store's help
+            log.warning("the account books could not be read", exc_info=True)
+            known = None
+        if known:
+            return _limits_of(known)
+    return AccountLimits()
 
 
 def forget_pacers() -> None:
     """Forget every account's learned limits and pauses (tests start from a clean process)."""
     with _PACERS_LOCK:
         _PACERS.clear()
+
+
+def _limit_values(limits: AccountLimits) -> dict[str, int | None]:
+    return {f.name: getattr(limits, f.name) for f in fields(AccountLimits) if f.name != "source"}
+
+
+def _limits_of(row: Mapping[str, Any]) -> AccountLimits:
+    """AccountLimits from the books' row (its limit fields and `source`)."""
+    values = {f.name: row.get(f.name) for f in fields(AccountLimits) if f.name in row}
+    return AccountLimits(**{k: v for k, v in values.items() if v is not None})
 
 
 def _sized(bucket: _Bucket | None, limit: int | None, now: float) -> _Bucket | None:
