@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -37,6 +39,8 @@ from research.llm.pacing import (
     pacer_for,
 )
 from research.retry import RetryPolicy
+from storage import Store
+from tests.store_files import migrated_copy
 
 ACCOUNT = Account("openai", "", "abc123", "gpt-4.1")
 
@@ -422,3 +426,62 @@ def test_gemini_per_day_quota_is_spent_not_waited_for() -> None:
     error = chat._map_api_error(_gemini_429("GenerateRequestsPerDayPerProjectPerModel-FreeTier",
                                             "250"))
     assert isinstance(error, QuotaExhausted)
+
+
+# -- several processes, one key: the store's books ------------------------------------------
+
+def test_two_processes_on_one_key_share_its_minute_through_the_store(tmp_db: Path) -> None:
+    clock = Clock()
+    with Store(migrated_copy(tmp_db)) as store:
+        first = Pacer(ACCOUNT, clock=clock, wall=clock)   # two processes' pacers of one account
+        second = Pacer(ACCOUNT, clock=clock, wall=clock)
+        first.share(store)
+        second.share(store)
+        first.learn(AccountLimits(tokens_per_minute=6_000, requests_per_minute=600))
+        ticket(first.try_acquire(5_000))
+        # The second learned nothing itself, and has sent nothing: the books hold it back.
+        assert second.try_acquire(2_000) == pytest.approx(10.0)
+        clock.advance(10.0)
+        ticket(second.try_acquire(2_000))
+        assert not isinstance(first.try_acquire(500), Ticket)
+
+
+def test_a_refusal_one_process_met_pauses_the_others(tmp_db: Path) -> None:
+    clock = Clock()
+    with Store(migrated_copy(tmp_db)) as store:
+        first, second = (Pacer(ACCOUNT, clock=clock, wall=clock) for _ in range(2))
+        first.share(store)
+        second.share(store)
+        first.learn(AccountLimits(requests_per_minute=600))
+        first.refused(ticket(first.try_acquire(10)), retry_after=4.0)
+        assert second.try_acquire(10) == pytest.approx(4.0)
+
+
+def test_a_new_process_starts_from_the_limits_the_store_knows(tmp_db: Path) -> None:
+    with Store(migrated_copy(tmp_db)) as store:
+        Pacer(ACCOUNT).share(store)
+        Pacer(ACCOUNT, limits=AccountLimits(tokens_per_minute=30_000)).share(store)
+        assert known_limits(Account("openai", "", "abc123", "gpt-4.1"),
+                            store).tokens_per_minute == 30_000
+        later = Pacer(ACCOUNT)
+        later.share(store)
+        assert later.limits.tokens_per_minute == 30_000
+        row = store.account_limits(ACCOUNT.id)
+        assert row is not None and "abc123" in ACCOUNT.id  # a hash names it, never a key
+
+
+def test_a_failing_store_leaves_the_pacer_pacing_alone(tmp_db: Path) -> None:
+    class Broken:
+        def account_limits(self, account_id: str) -> None:
+            return None
+
+        def __getattr__(self, name: str) -> Any:
+            def fail(*args: Any, **kwargs: Any) -> None:
+                raise OSError("disk gone")
+            return fail
+
+    clock = Clock()
+    p = Pacer(ACCOUNT, clock=clock, wall=clock, limits=AccountLimits(tokens_per_minute=6_000))
+    p.share(Broken())  # type: ignore[arg-type]
+    ticket(p.try_acquire(5_000))
+    assert p.try_acquire(2_000) == pytest.approx(10.0)

@@ -10,14 +10,21 @@ resumable. How fast is the benchmark's business (bench/limits.py), never asserte
 
 from __future__ import annotations
 
-from research import Credentials, resume
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from research import Credentials, build_config, resume
 from research.executor import model_requests
 from research.llm.limits import Account, key_hash
 from research.llm.pacing import known_limits
 from research.records import Run
 from storage import Store
-from tests.runs import Runner
-from tests.standin import GEMINI_KEY, StandinServer
+from tests.runs import QUESTION, Runner
+from tests.standin import GEMINI_KEY, OPENAI_KEY, StandinServer
+from tests.store_files import migrated_copy
 
 FAILED = ("error", "step_failed", "search_failed")
 
@@ -88,3 +95,41 @@ def test_a_spent_daily_quota_stops_the_run_at_once_and_resume_carries_on(
     assert resumed.status == "completed", resumed.error
     assert store.count_sources(run_id) >= kept
     assert isinstance(http_runs.credentials, Credentials)
+
+
+_WORKER = """
+import json, sys
+from research import Credentials, build_config, run_research
+from storage import Store
+db, env, question = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+credentials = Credentials.from_env(env)
+with Store(db, secrets=credentials.secrets()) as store:
+    config = build_config(env=env, preset="quick", fetch_timeout_s=5)
+    print(run_research(question, store=store, config=config, credentials=credentials))
+"""
+
+
+def test_workers_on_one_key_share_its_limits_through_the_store(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
+) -> None:
+    # Three worker processes, one key, one store: together they need more than a minute of
+    # the account, and they share it through the store's books (storage/accounts.py).
+    standin.set_account("openai", requests_per_minute=240, tokens_per_minute=240_000)
+    db = migrated_copy(tmp_db)
+    workers = [subprocess.Popen(
+        [sys.executable, "-c", _WORKER, str(db), json.dumps(standin_env), f"{QUESTION} ({n})"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    ) for n in range(3)]
+    outputs = [w.communicate(timeout=240) for w in workers]
+    assert all(w.returncode == 0 for w in workers), [err[-2000:] for _, err in outputs]
+    # The books hold each process back before the account refuses it: at most the few sent
+    # by processes that had not read them yet.
+    assert standin.rate_limited("openai") <= 6, standin.rate_limited("openai")
+    with Store(db) as store:
+        for out, _ in outputs:
+            _completed(store, out.strip().splitlines()[-1])
+        account = Account("openai", standin_env["OPENAI_BASE_URL"], key_hash(OPENAI_KEY),
+                          build_config(env=standin_env, preset="quick").role("lead").model)
+        known = known_limits(account, store)
+        assert known.tokens_per_minute == 240_000 and known.requests_per_minute == 240
