@@ -446,8 +446,10 @@ class RoleLLM:
             if not isinstance(exc, RequestTooLarge):
                 self.max_input_chars = min(self.max_input_chars, limit)
             if self._on_retry is not None:
+                what = ("larger than the account allows in a minute" if
+                        isinstance(exc, RequestTooLarge) else "too long")
                 self._on_retry(
-                    f"{self.role} model: the prompt was too long for {self.label}; sending it "
+                    f"{self.role} model: the prompt was {what} for {self.label}; sending it "
                     f"again with the sources trimmed to {limit} characters"
                 )
             try:

@@ -500,6 +500,7 @@ class RunWaits:
                 return
             self._seen.add(key)
             self.lines += 1
+        log.info("%s", wait.text)  # the process's log: one line per wait episode, as shown
         if self._say is not None:
             self._say(wait)
 
