@@ -21,7 +21,10 @@ than taking a second thread (see research.llm.base).
 
 Beside the layers, `model_slots` bounds the run's model requests in flight, whatever their
 role (16 per MAX_PARALLEL_WORKERS): the pressure a run puts on a provider, as opposed to the
-threads that wait on it.
+threads that wait on it. What the provider's account allows (requests and tokens a minute,
+answers at once on a local server) is the account's pacer's business, in front of these
+slots and shared by every run of the process (research.llm.pacing); a request waits there
+before it takes a slot, and its time limit starts only once it is sent.
 
 Threads are started only as work needs them and reused, so the sizes are upper bounds, not
 costs. A pool keeps its threads once started, though, and each keeps the stack it touched: so
