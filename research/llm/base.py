@@ -317,8 +317,8 @@ class RoleLLM:
         # a model without an account (a test's fake) is not paced.
         account = getattr(llm, "account", None)
         self._pacer = pacer or (pacer_for(account) if isinstance(account, Account) else None)
-        # The run's side of waiting (its line per wait, its stop check, the time it was held);
-        # outside a run, a wait of its own that nothing ends but a few refusals.
+        # The run's side of waiting (its line per wait, its stop check, the time it was held,
+        # its store); outside a run, one of its own with no time limit, so a 429 stays a try.
         self._waits = waits or RunWaits()
         self._slots = slots  # the run's model requests in flight (research.executor)
         self._on_failure = on_failure
@@ -433,8 +433,8 @@ class RoleLLM:
             completion = self._attempts(fitted, schema, name, deadline)
         except ContextTooLong as exc:
             limit = harder_limit(min(prompt_chars(fitted), self.input_limit()), str(exc))
-            if isinstance(exc, RequestTooLarge):  # the account's limit, now learned, not the model's
-                limit = min(limit, self.input_limit())
+            if isinstance(exc, RequestTooLarge) and exc.report is not None:
+                limit = self.input_limit()  # the account's minute, now learned, sets it
             try:
                 harder = fit_prompt(messages, limit)
             except ContextTooLong:
