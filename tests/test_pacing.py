@@ -485,3 +485,19 @@ def test_a_failing_store_leaves_the_pacer_pacing_alone(tmp_db: Path) -> None:
     p.share(Broken())  # type: ignore[arg-type]
     ticket(p.try_acquire(5_000))
     assert p.try_acquire(2_000) == pytest.approx(10.0)
+
+
+def test_the_wait_line_names_the_provider_or_the_server() -> None:
+    clock = Clock()
+    for base, expected in (
+        ("", "Waiting for OpenAI's limit of 500 requests a minute on gpt-4.1: about 30 s"),
+        ("https://team.openai.azure.com/openai/v1",
+         "Waiting for Azure OpenAI's limit of 500 requests a minute on gpt-4.1: about 30 s"),
+        ("http://127.0.0.1:11434/v1", "Waiting for the limit of 500 requests a minute of the "
+                                      "model server at 127.0.0.1 (gpt-4.1): about 30 s"),
+    ):
+        p = Pacer(Account("openai", base, "k", "gpt-4.1"), clock=clock,
+                  limits=AccountLimits(requests_per_minute=500))
+        with p._cond:
+            notice = p._noticed(30.0, "requests", clock())
+        assert notice is not None and notice.text == expected

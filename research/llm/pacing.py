@@ -447,12 +447,16 @@ class Pacer:
             what = f"limit of {limits.requests_per_minute:,} requests a minute"
         else:
             what = "rate limit"
+        if who.startswith("the "):  # a server of their own: "the limit ... of the model server"
+            return f"Waiting for the {what} of {who} ({model}): {about(seconds)}"
         return f"Waiting for {who}'s {what} on {model}: {about(seconds)}"
 
 
 def provider_name(account: Account) -> str:
     """The provider as the person knows it: its name, or the host of a server of their own."""
     host = urlsplit(account.base_url).hostname or ""
+    if account.provider == "openai" and host.endswith(".openai.azure.com"):
+        return "Azure OpenAI"
     if account.provider == "openai" and host and host != "api.openai.com":
         return f"the model server at {host}"
     return _NAMES.get(account.provider, account.provider)
