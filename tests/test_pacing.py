@@ -430,9 +430,9 @@ def test_gemini_per_day_quota_is_spent_not_waited_for() -> None:
 
 # -- several processes, one key: the store's books ------------------------------------------
 
-def test_two_processes_on_one_key_share_its_minute_through_the_store(tmp_db: Path) -> None:
+def test_two_processes_on_one_key_share_its_minute_through_the_store(db_target: str) -> None:
     clock = Clock()
-    with Store(migrated_copy(tmp_db)) as store:
+    with Store(db_target) as store:  # SQLite, then PostgreSQL (its row locked FOR UPDATE)
         first = Pacer(ACCOUNT, clock=clock, wall=clock)   # two processes' pacers of one account
         second = Pacer(ACCOUNT, clock=clock, wall=clock)
         first.share(store)
