@@ -7,6 +7,7 @@ tests use tiny real waits and assert what happened (tries, lines, stops), never 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -501,3 +502,12 @@ def test_the_wait_line_names_the_provider_or_the_server() -> None:
         with p._cond:
             notice = p._noticed(30.0, "requests", clock())
         assert notice is not None and notice.text == expected
+
+
+def test_a_wait_for_the_account_does_not_use_the_steps_time_limit() -> None:
+    # The account asks for 1.5 s; the step has 1 s left: waiting our turn is not the step's time.
+    llm = Scripted(limited(after=1.5))
+    waits = RunWaits(until=lambda: time.monotonic() + 3600)
+    step = time.monotonic() + 1.0
+    assert role(llm, waits).text([Message("user", "hi")], deadline=step) == "answer"
+    assert len(llm.calls) == 2
