@@ -33,12 +33,12 @@ from research.llm.pacing import (
     EPISODE_GAP_S,
     WINDOW_FORGET_S,
     Pacer,
-    RunWaits,
     Ticket,
     Wait,
     known_limits,
     pacer_for,
 )
+from research.llm.waits import RunWaits
 from research.retry import RetryPolicy
 from storage import Store
 from tests.store_files import migrated_copy

@@ -55,8 +55,9 @@ from research.llm.fitting import (  # noqa: F401 - re-exported: the seam's publi
     prompt_chars,
 )
 from research.llm.limits import Account, RateReport
-from research.llm.pacing import Pacer, RunWaits, pacer_for
+from research.llm.pacing import Pacer, pacer_for
 from research.llm.pricing import PriceTable
+from research.llm.waits import RunWaits
 from research.retry import RetryPolicy, call_with_retries
 
 if TYPE_CHECKING:
