@@ -511,3 +511,12 @@ def test_a_wait_for_the_account_does_not_use_the_steps_time_limit() -> None:
     step = time.monotonic() + 1.0
     assert role(llm, waits).text([Message("user", "hi")], deadline=step) == "answer"
     assert len(llm.calls) == 2
+
+
+def test_the_chat_models_and_account_of_name_the_same_account() -> None:
+    assert OpenAIChat("gpt-4.1", api_key="sk-test").account == Account.of(
+        "openai", None, "sk-test", "gpt-4.1")
+    gemini = GeminiChat("gemini-2.5-flash", api_key="AIza-test-key", base_url="http://h:1")
+    assert gemini.account == Account.of("gemini", "http://h:1", "AIza-test-key",
+                                        "gemini-2.5-flash")
+    assert "sk-test" not in gemini.account.id and "AIza-test-key" not in gemini.account.id

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from research import Credentials, build_config, resume
 from research.executor import model_requests
-from research.llm.limits import Account, key_hash
+from research.llm.limits import Account
 from research.llm.pacing import known_limits
 from research.records import Run
 from storage import Store
@@ -72,8 +72,7 @@ def test_a_run_on_a_gemini_account_learns_its_limit_from_the_first_refusal(
     # Refused: only requests already in flight when the first refusal taught the limit.
     config = http_runs.config(preset="quick", provider="gemini")
     assert refused <= model_requests(config)
-    account = Account("gemini", config.gemini_base_url or "", key_hash(GEMINI_KEY),
-                      config.role("lead").model)
+    account = Account.of("gemini", config.gemini_base_url, GEMINI_KEY, config.role("lead").model)
     assert known_limits(account).requests_per_minute == 90
     assert len(_lines(store, run_id)) <= 2
 
@@ -129,7 +128,8 @@ def test_workers_on_one_key_share_its_limits_through_the_store(
     with Store(db) as store:
         for out, _ in outputs:
             _completed(store, out.strip().splitlines()[-1])
-        account = Account("openai", standin_env["OPENAI_BASE_URL"], key_hash(OPENAI_KEY),
-                          build_config(env=standin_env, preset="quick").role("lead").model)
+        config = build_config(env=standin_env, preset="quick")
+        account = Account.of("openai", config.openai_base_url, OPENAI_KEY,
+                             config.role("lead").model)
         known = known_limits(account, store)
         assert known.tokens_per_minute == 240_000 and known.requests_per_minute == 240

@@ -30,7 +30,7 @@ from research.errors import (
     redact,
 )
 from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
-from research.llm.limits import Account, AccountLimits, RateReport, key_hash
+from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.tls import shared_tls_context
 from research.retry import parse_retry_after
 
@@ -73,7 +73,7 @@ class GeminiChat(LLM):
     ) -> None:
         self.model = model
         self._api_key = api_key
-        self.account = Account("gemini", base_url or "", key_hash(api_key), model)
+        self.account = Account.of("gemini", base_url, api_key, model)
         self._timeout = timeout
         tls = shared_tls_context()  # "ssl": the SDK's websocket context, read from the async args
         options = types.HttpOptions(base_url=base_url, timeout=_millis(timeout),
