@@ -5,7 +5,8 @@ earlier figures), then, unless `--tokens-per-second 0`, the same run where a mod
 takes its completion tokens at that rate and the writer answers at report length
 (`--report-words`), as a real model writes. Each prints its wall time against the lower bound
 worked out from the run's own record with the same model (see bench/README.md), the per-phase
-table (step, starts at s, takes s) and where the prompt tokens go, per phase and per page read.
+table (step, starts at s, takes s) and where the prompt tokens go: per phase, per page read,
+per role (the run's usage record) and per task (the prompts the stand-in saw).
 """
 
 from __future__ import annotations
@@ -366,9 +367,59 @@ def _one_run(args: argparse.Namespace, tmp: Path, kit: Kit, lat: Latency, words:
                                int(result["max_parallel_workers"]), result["began_at"],
                                result["ended_at"])
         kept = store.count_sources(result["run_id"])
+        roles = role_usage(store.get_usage(result["run_id"]))
     finally:
         store.close()
-    return {**result, "phases": phases, "kept": kept, "requests": requests}
+    return {**result, "phases": phases, "kept": kept, "requests": requests, "roles": roles,
+            "tasks": task_usage(_calls(requests, lat))}
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Model calls and tokens under one name (a role, or a task: the answer's schema)."""
+    name: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def role_usage(rows: Sequence[Any]) -> list[Usage]:
+    """Per role, as the run's usage record counts it (the provider's own token counts), most
+    prompt tokens first."""
+    by_role: dict[str, list[int]] = {}
+    for row in rows:
+        acc = by_role.setdefault(str(row.role), [0, 0, 0])
+        acc[0] += int(row.calls)
+        acc[1] += int(row.input_tokens)
+        acc[2] += int(row.output_tokens)
+    return sorted((Usage(k, *v) for k, v in by_role.items()), key=lambda u: -u.prompt_tokens)
+
+
+def task_usage(calls: Sequence[Call]) -> list[Usage]:
+    """Per task (the answer's schema, "writer" for free text), as the stand-in saw the
+    prompts, most prompt tokens first."""
+    by_task: dict[str, list[int]] = {}
+    for call in calls:
+        acc = by_task.setdefault(call.task, [0, 0])
+        acc[0] += 1
+        acc[1] += call.prompt_tokens
+    return sorted((Usage(k, n, t, 0) for k, (n, t) in by_task.items()),
+                  key=lambda u: -u.prompt_tokens)
+
+
+def usage_table(say: Callable[[str], None], title: str, rows: Sequence[Usage],
+                completion: bool = True) -> None:
+    """One markdown table of where the tokens go."""
+    total = sum(u.prompt_tokens for u in rows) or 1
+    head = "| prompt tok | share | per call |" + (" completion tok |" if completion else "")
+    say(f"  | {title} | calls {head}")
+    say("  | --- | --- | --- | --- | --- |" + (" --- |" if completion else ""))
+    for u in [*rows, Usage("total", sum(u.calls for u in rows),
+                           sum(u.prompt_tokens for u in rows),
+                           sum(u.completion_tokens for u in rows))]:
+        say(f"  | {u.name} | {u.calls} | {u.prompt_tokens:,} | {u.prompt_tokens / total:.0%} | "
+            f"{u.prompt_tokens // max(1, u.calls):,} |"
+            + (f" {u.completion_tokens:,} |" if completion else ""))
 
 
 def _report(kit: Kit, label: str, lat: Latency, words: int, run: dict[str, Any]) -> list[Any]:
@@ -427,6 +478,10 @@ def _report(kit: Kit, label: str, lat: Latency, words: int, run: dict[str, Any])
         say(f"  | {p.name} | {p.start - run['began_at']:.1f} | {p.measured:.1f} |")
     say(f"  | total | | {wall:.1f} s, {run['calls']} model calls, {run['input_tokens']:,} prompt "
         f"tokens, {pages} pages read |")
+    say("")
+    usage_table(say, "role", run["roles"])
+    say("")
+    usage_table(say, "task (as the stand-in saw the prompts)", run["tasks"], completion=False)
     say("")
     rows = [
         Row("latency", f"{label}: wall time / lower bound", f"{wall:.1f} s / {bound:.1f} s"),

@@ -7,6 +7,10 @@ styles, <think> blocks, fences, extra keys, fewer or more items, a cut-off or re
 loose quotes. Per behaviour this prints whether the run completed, how many claims verification
 found, the share of them cited, the share verified as supported, how many were removed or left
 unchecked, and every disagreement between the report (header, Sources, body) and the run status.
+Then the real-outputs sweep (issue 32; skipped when ../shared/real-outputs is absent): complete
+runs in which each text real research systems wrote, and mutations of them, is in turn the
+answer of every free-text writer role (tests/real_outputs.py): runs, completed, completed with
+warnings, unexpected errors (target 0), reports citing at least three sources.
 Figures only: nothing here passes or fails.
 """
 
@@ -26,7 +30,6 @@ COLUMNS = ("behaviour", "completed", "claims", "cited", "supported", "removed", 
 
 
 def bench_models(args: argparse.Namespace, tmp: Path) -> list[Row]:
-    from bench.benchmark import Row
     from tests.standin import StandinServer
     from tests.standin.brain_behaviours import BEHAVIOURS
 
@@ -43,6 +46,12 @@ def bench_models(args: argparse.Namespace, tmp: Path) -> list[Row]:
     finally:
         server.stop()
     print_models(table)
+    return [*behaviour_rows(table), *bench_real_outputs(tmp)]
+
+
+def behaviour_rows(table: list[dict[str, str]]) -> list[Row]:
+    from bench.benchmark import Row
+
     return [Row("models", r["behaviour"],
                 f"{r['completed']}; {r['claims']} claims, {r['cited']} cited, {r['supported']} "
                 f"supported, {r['removed']} removed, {r['unchecked']} unchecked",
@@ -125,3 +134,41 @@ def print_models(table: list[dict[str, str]]) -> None:
     say("  ".join(c.ljust(widths[c]) for c in COLUMNS))
     for row in table:
         say("  ".join(row.get(c, "").ljust(widths[c]) for c in COLUMNS).rstrip())
+
+
+def bench_real_outputs(tmp: Path) -> list[Row]:
+    """The real-outputs sweep's figures (no rows when the folder is absent)."""
+    from bench.benchmark import Row, say
+    from tests import real_outputs
+    from tests.runs import Runner
+    from tests.standin import StandinServer
+    from tests.store_files import migrated_copy
+
+    if not real_outputs.available():
+        say("real-outputs sweep: skipped (../shared/real-outputs is not here)")
+        return []
+    server = StandinServer().start()
+    runner = Runner(server, server.env(), migrated_copy(tmp / "real-outputs.db"), fakes=True)
+    started, cpu = time.perf_counter(), time.process_time()
+    try:
+        runs = list(real_outputs.sweep(server, runner, real_outputs.texts()))
+    finally:
+        runner.close()
+        server.stop()
+    completed = [f for f in runs if f.status == "completed"]
+    figures = {
+        "runs": len(runs), "completed": len(completed),
+        "with warnings": sum(1 for f in completed if f.warnings),
+        "unexpected errors": sum(1 for f in runs if f.unexpected),
+        "unresolved citations": sum(len(f.unresolved) for f in runs),
+        ">=3 cited sources": sum(1 for f in runs if f.cited_sources >= 3),
+    }
+    say("real-outputs sweep: " + ", ".join(f"{k} {v}" for k, v in figures.items())
+        + f" ({time.perf_counter() - started:.0f} s, {time.process_time() - cpu:.0f} CPU-s)")
+    for f in runs:
+        if f.unexpected or f.status != "completed":
+            say(f"  run {f.run_id}: {f.status}: {' '.join(f.error.split())[:160]}")
+    return [Row("models", "real-outputs sweep",
+                ", ".join(f"{k} {v}" for k, v in figures.items()),
+                "0 unexpected errors",
+                "ok" if not figures["unexpected errors"] else "UNEXPECTED")]

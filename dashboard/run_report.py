@@ -49,7 +49,7 @@ def cached_export(key: tuple[str, ...], build: Callable[[], bytes]) -> bytes:
     except Exception as exc:  # noqa: BLE001 - remembered and shown in plain words on the page
         with _lock:
             _failures[key] = (str(exc) if isinstance(exc, ResearchError)
-                              else f"an unexpected {exc.__class__.__name__}")
+                              else "a problem in the program itself")
         raise
     with _lock:
         _failures.pop(key, None)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import budget, form, readiness, ui, views
-from dashboard.estimate import describe_duration, estimate
 from dashboard.settings_files import configured_llm_providers, defaults_path, load_defaults
 from research import validate_question
 from research.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
 from research.constants import CONSTANTS, MAX_QUESTION_CHARS, PRESET_LABELS, PRESETS
 from research.errors import ConfigError
+from research.estimate import account_pace, describe_duration, estimate
 from research.export.method import plain_name
 from research.phases.preflight import check_configuration
 from research.related import similar_runs
@@ -366,16 +366,19 @@ with right:
                if config.max_cost_usd else "set a cost cap under Budget to limit it.")))
     else:
         guess = estimate(config, ui.prices())
+        paced_by = account_pace(guess, config, ui.credentials())  # None: no limit known
         cols = st.columns(2)
         cols[0].metric("Web searches", f"~{guess.searches}")
         cols[1].metric("Model calls", f"~{guess.model_calls}")
-        cols[0].metric("Time", f"~{describe_duration(guess.seconds)}")
+        cols[0].metric("Time", f"~{describe_duration(paced_by.seconds if paced_by else guess.seconds)}")
         cols[1].metric("Cost", views.dollars(f"~${guess.cost_usd:.2f}" + (
             f" (cap ${config.max_cost_usd:.2f})" if config.max_cost_usd else "")))
         st.caption(f"About {guess.pages_fetched} pages read and "
                    f"{(guess.input_tokens + guess.output_tokens) / 1000:.0f}k tokens. Rough figures "
                    "from typical sizes; the real run may differ. "
                    + views.dollars(budget.cap_caption(config)))
+        if paced_by is not None:
+            st.caption(f":material/speed: {paced_by.text}")
         if config.engine == "all":
             st.caption("The hosted engines' cost is not included: it is known when they finish, "
                        "and it counts toward the cost cap.")

@@ -3,8 +3,9 @@
 Models cite in many ways whatever the prompt says: `[1][2]` glued after the full stop, `[1, 3-5]`,
 footnotes `[^1]` with `[^1]: url` definitions, `[[7]](url)` and `([Title](url))` links, bare URLs,
 `(Source 3)`, `【3†source】`, `<sup>3</sup>`, `^3^`, numbers glued after a sentence (`growth.12`),
-and their own reference lists whose numbers are not ours. This module turns all of them into the
-house form before any check, so the checks, the verifier and the exports see one form.
+author-year `(Smith et al., 2020)`, `(Source: Title)`, and their own reference lists whose numbers
+are not ours (read and removed by research/reference_lists.py). This module turns all of them
+into the house form before any check, so the checks, the verifier and the exports see one form.
 
 Anything that points at nothing gathered in this run is removed and counted (a link keeps its
 words as plain text, never a live link). A bracketed number that cannot be a citation because it
@@ -18,43 +19,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from research.export.document import map_prose, strip_reference_sections
+from research.export.document import map_prose
 from research.records import Source
-from research.urls import canonical_url
-
-
-@dataclass(frozen=True)
-class Gathered:
-    """What a citation may point at: the run's numbers, by URL and by title."""
-    numbers: frozenset[int]
-    by_url: Mapping[str, int]
-    by_title: Mapping[str, int]
-
-    @classmethod
-    def of(cls, numbering: Mapping[Any, str], sources: Mapping[str, Source]) -> Gathered:
-        """`numbering` maps citation numbers (int or numeric str) to source ids."""
-        numbers: set[int] = set()
-        by_url: dict[str, int] = {}
-        by_title: dict[str, int] = {}
-        for key, sid in sorted(numbering.items(), key=lambda kv: int(str(kv[0]))):
-            source = sources.get(str(sid))
-            if source is None or not str(key).strip().isdigit():
-                continue
-            n = int(str(key))
-            numbers.add(n)
-            for url in (source.url, source.canonical_url):
-                if url:
-                    by_url.setdefault(canonical_url(url), n)
-            title = _title_key(source.title)
-            if len(title) >= 12 and len(title.split()) >= 3:
-                by_title.setdefault(title, n)
-        return cls(frozenset(numbers), by_url, by_title)
-
-    def url(self, url: str) -> int | None:
-        return self.by_url.get(canonical_url(url.strip().strip("<>")))
-
-    def title(self, text: str) -> int | None:
-        return self.by_title.get(_title_key(text))
+from research.reference_lists import TRAILING, URL, Gathered, OwnReferences, read_references, title_key
 
 
 @dataclass
@@ -66,34 +33,30 @@ class Normalised:
 
 
 _YEAR = range(1900, 2101)
-_URL = r"https?://[^\s<>\"'`\]\)]+(?:\([^\s()<>]*\)[^\s<>\"'`\]\)]*)*"
-_TRAILING = ".,;:!?*_~'\""
 _NUMS = r"\d{1,4}(?:\s*[-\u2013\u2014]\s*\d{1,4})?(?:\s*[,;]\s*\d{1,4}(?:\s*[-\u2013\u2014]\s*\d{1,4})?)*"
 _MAX_RANGE = 30
 
 _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL | re.IGNORECASE)
-_FN_DEF = re.compile(r"^ {0,3}\[\^([\w-]+)\]:[ \t]*(.*)$", re.MULTILINE)
-_REF_DEF = re.compile(r"^ {0,3}\[(\d{1,4})\]:[ \t]*(.*)$\n?", re.MULTILINE)  # [3]: https://...
-_FN_REF = re.compile(r"\[\^([\w-]+)\]")
-_REF_HEADING = re.compile(
-    r"^ {0,3}(?:#{1,6}[ \t]+|\*\*|__)?(?:sources|references|bibliography|works\s+cited|"
-    r"reference\s+list|sources\s+cited|citations|cited\s+sources|key\s+citations|参考文献|来源)"
-    r"[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*:?[ \t]*$", re.IGNORECASE | re.MULTILINE)
-_REF_LINE = re.compile(r"^ {0,3}(?:[-*+][ \t]+)?(?:\[(\d{1,4})\]|(\d{1,4})[.)])[ \t]+(.*)$")
-_LINK_IN = re.compile(r"\]\(\s*<?(" + _URL + r")>?\s*\)|<(" + _URL + r")>|(" + _URL + r")")
-_NUM_LINK = re.compile(r"\\?\[\s*\\?[\[(]?(\d{1,4})\\?[\])]?\s*\\?\]\(\s*<?(" + _URL + r")>?\s*\)")
+_THINK_END = re.compile(r"^.*</think>\s*", re.DOTALL | re.IGNORECASE)  # the opening tag was left out
+# Hidden markup (Perplexity's export repeats every footnote in a span no one sees): never shown.
+_HIDDEN = re.compile(r"<(span|div)\b[^>]{0,200}display\s*:\s*none[^>]{0,200}>", re.IGNORECASE)
+_ANSWER_TAG = re.compile(r"^[ \t]*</?answer>[ \t]*\n?", re.IGNORECASE | re.MULTILINE)
+_FN_REF = re.compile(r"\[\^([\w.-]+)\^?\]")  # [^1], Kimi's [^1^]
+_LINK_TEXT = r"(?:[^\[\]\n\\]|\\.){0,300}"  # a link's words; escaped brackets allowed: [Report \[PDF\]](url)
+_NUM_LINK = re.compile(r"\\?\[\s*\\?[\[(]?(\d{1,4})\\?[\])]?\s*\\?\]\(\s*<?(" + URL + r")>?\s*\)")
 _MD_LINK = re.compile(
-    r"(?P<open>\\?\[\s*)?(?P<paren>\(\s*)?\[(?P<text>[^\[\]\n]*)\]\(\s*<?(?P<url>" + _URL
+    r"(?P<open>\\?\[\s*)?(?P<paren>\(\s*)?\[(?P<text>" + _LINK_TEXT + r")\]\(\s*<?(?P<url>" + URL
     + r")>?(?:\s+\"[^\"]*\")?\s*\)(?P<close>\s*\))?(?P<bclose>\s*\\?\])?")
-_ONE_LINK = r"\[[^\[\]\n]*\]\(\s*<?" + _URL + r">?\s*\)"
+_ONE_LINK = r"\[" + _LINK_TEXT + r"\]\(\s*<?" + URL + r">?\s*\)"
 _LINK_GROUP = re.compile(r"\(\s*" + _ONE_LINK + r"(?:\s*[;,]\s*" + _ONE_LINK + r")+\s*\)")
-_AUTOLINK = re.compile(r"(\()?<(" + _URL + r")>(?(1)\))")
-_BARE = re.compile(r"(?<![\w/=\[<])(?P<paren>\(\s*)?(?P<url>" + _URL + r")(?P<close>\s*\))?")
+_AUTOLINK = re.compile(r"(\()?<(" + URL + r")>(?(1)\))")
+_BARE = re.compile(r"(?<![\w/=\[<])(?P<paren>\(\s*)?(?P<url>" + URL + r")(?P<close>\s*\))?")
 _LABEL = re.compile(
     r"[ \t]*(?:\(|\[|（)\s*(?:sources?|refs?\.?|references?|cite|citations?)[\s:#.]*(?P<n>" + _NUMS
-    + r")\s*(?:\)|\]|）)|(?<![\w\[])[ \t]*\b(?-i:Source|Sources)\s+#?(?P<m>\d{1,3}(?:\s*(?:,|and|&)\s*\d{1,3})*)\b",
+    + r")\s*(?:\)|\]|）)|(?<![\w\[])[ \t]*\b(?-i:Source|Sources)[ \t]+#?(?P<m>\d{1,3}(?:[ \t]*(?:,|and|&)[ \t]*\d{1,3})*)\b",
     re.IGNORECASE)
 _FULLWIDTH = re.compile(r"[ \t]*【\s*(?P<n>" + _NUMS + r")(?:[:：]\d+)?(?:\s*†[^】]*)?\s*】")
+_DAGGER = re.compile(r"[ \t]*\[\s*(?P<n>" + _NUMS + r")\s*†[^\]\n]{0,40}\]")  # [1†source]
 _CITE_TAG = re.compile(r"\[cite_(?:start|end)\]", re.IGNORECASE)
 # ChatGPT's raw citation tokens name its own search turns, never our numbers: removed, counted.
 _RAW_TOKEN = re.compile("[ \t]*\ue200(?:cite|filecite|navlist)\ue202[^\ue201]*\ue201")
@@ -104,10 +67,23 @@ _SUP_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹˒", "0123456789,")
 _ESCAPED = re.compile(r"\\\[(?P<n>" + _NUMS + r")\\\]")
 _PAREN_NUM = re.compile(r"(?<=[\w%)])[ \t]*\((?P<n>\d{1,3}(?:\s*[,;]\s*\d{1,3})*)\)(?=[.!?;,]|[ \t]*$)",
                         re.MULTILINE)
-_GLUED = re.compile(r"(?<=[a-z%)][.!?])(?P<n>\d{1,3}(?:,\d{1,3})*)(?=\s|$)", re.MULTILINE)
+_GLUED = re.compile(r"(?<=[a-z%)”\"'][.!?])(?P<n>\d{1,3}(?:,\d{1,3})*)(?=\s|$)", re.MULTILINE)
 _BRACKET = re.compile(r"[ \t]*\[(?P<n>" + _NUMS + r")\](?!\(|:)")
 _TITLE_BRACKET = re.compile(r"[ \t]*\[(?P<t>[^\[\]\n]{12,200})\](?![(:])")
+_NAME = r"[A-Z][\w'’-]+"
+_AUTHOR_ITEM = (_NAME + r"(?:\s+et\s+al\.?|\s+(?:and|&)\s+" + _NAME + r")?,?\s+(?P<y>(?:19|20)\d\d)[a-z]?")
+# (Smith et al., 2020) / (Smith & Lee, 2019; Chen, 2021): an entry of the model's list, or a
+# gathered source by that author in that year.
+_AUTHOR_YEAR = re.compile(r"[ \t]*\((?P<items>" + _AUTHOR_ITEM.replace("(?P<y>", "(?:")
+                          + r"(?:\s*;\s*" + _AUTHOR_ITEM.replace("(?P<y>", "(?:") + r")*)\)")
+_ONE_AUTHOR = re.compile(r"(?P<name>" + _NAME + r")\b.*?\b(?P<y>(?:19|20)\d\d)")
+_AUTHOR_NARRATIVE = re.compile(r"\b(?P<name>" + _NAME + r")(?:\s+et\s+al\.?|\s+(?:and|&)\s+" + _NAME
+                               + r")?\s+\((?P<y>(?:19|20)\d\d)[a-z]?\)")
+# (Source: Title) / (来源：Title): the label names a gathered source by its title.
+_SOURCE_TITLE = re.compile(r"[ \t]*[(（]\s*(?:sources?|来源|数据来源|资料来源|via)\s*[:：]\s*"
+                           r"(?P<t>[^()（）\n]{3,300})[)）]", re.IGNORECASE)
 _PLACE = "\x00{}\x00"
+_GONE = "\x01"  # where a citation to nothing gathered was: it takes the space before it along
 _PLACEHOLDER = re.compile(r"\x00([\d,]*)\x00")
 _CITE_WORDS = {"source", "sources", "link", "here", "ref", "reference", "citation", "cite", "pdf",
                "web", "website", "article", "page", "report", "study", "paper"}
@@ -117,52 +93,30 @@ def normalise(text: str, numbering: Mapping[Any, str],
               sources: Mapping[str, Source]) -> Normalised:
     """The text with every citation in the house `[n]` form (see the module docstring)."""
     gathered = Gathered.of(numbering, sources)
-    state = Normalised(_THINK.sub("", text))
-    own = _own_references(state.text, gathered)
-    body = _REF_DEF.sub("", _FN_DEF.sub("", state.text))
-    if own or _REF_HEADING.search(state.text):
-        body = strip_reference_sections(body)
+    text = text.replace("\r\n", "\n")  # the lists are found line by line
+    state = Normalised(_ANSWER_TAG.sub("", _without_hidden(_THINK_END.sub("", _THINK.sub("", text)))))
+    own, body = read_references(state.text, gathered)
     body = map_prose(body, lambda chunk: _prose(chunk, gathered, own, state))
     state.text = _finish(body)
     return state
 
 
-def _own_references(text: str, gathered: Gathered) -> dict[str, int | None]:
-    """The model's own numbering: footnote definitions and reference-list lines -> our number
-    (None: its entry points at nothing gathered)."""
-    own: dict[str, int | None] = {}
-    for key, rest in _FN_DEF.findall(text):
-        _record(own, "^" + key, rest, gathered)
-    for key, rest in _REF_DEF.findall(text):
-        _record(own, key, rest, gathered)
-    headings = list(_REF_HEADING.finditer(text))
-    if headings:
-        heading = headings[-1]
-        for line in text[heading.end():].splitlines():
-            match = _REF_LINE.match(line)
-            if match and (match.group(1) or match.group(2)) not in own:
-                _record(own, match.group(1) or match.group(2), match.group(3), gathered)
-    return own
+def _without_hidden(text: str) -> str:
+    """The text without its hidden spans, each up to its closing tag (found without a regex
+    scanning back and forth: a text can hold thousands of openings and no closing)."""
+    out, pos, low = [], 0, text.lower()
+    for m in _HIDDEN.finditer(text):
+        if m.start() < pos:
+            continue
+        end = low.find(f"</{m.group(1).lower()}", m.end())
+        if end < 0:
+            break
+        out.append(text[pos:m.start()])
+        pos = text.find(">", end) + 1 or len(text)
+    return "".join(out) + text[pos:]
 
 
-def _record(own: dict[str, int | None], key: str, entry: str, gathered: Gathered) -> None:
-    """An entry naming a gathered URL or title maps to its number; one naming only other URLs
-    maps to nothing; one naming neither is left out (the model's number is taken as ours)."""
-    urls = [(m.group(1) or m.group(2) or m.group(3) or "").rstrip(_TRAILING)
-            for m in _LINK_IN.finditer(entry)]
-    for url in urls:
-        found = gathered.url(url)
-        if found is not None:
-            own[key] = found
-            return
-    title = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", entry)
-    title = re.split(r",\s*accessed\b|\s+[—–-]\s+|\s+https?://", title)[0].strip(" *_\"'“”.")
-    found = gathered.title(title)
-    if found is not None or urls:
-        own[key] = found
-
-
-def _prose(chunk: str, gathered: Gathered, own: dict[str, int | None], state: Normalised) -> str:
+def _prose(chunk: str, gathered: Gathered, own: OwnReferences, state: Normalised) -> str:
     """One stretch of prose (no code): every style -> placeholders -> [n]."""
 
     def place(numbers: list[int | None], what: str, *, converted: bool = True) -> str:
@@ -172,30 +126,34 @@ def _prose(chunk: str, gathered: Gathered, own: dict[str, int | None], state: No
             state.removed_items.append(what)
         if good and converted:
             state.converted += 1
-        return " " + _PLACE.format(",".join(str(n) for n in good)) if good else ""
+        return " " + _PLACE.format(",".join(str(n) for n in good)) if good else _GONE
 
     def ours(items: str, what: str, *, converted: bool = True) -> str:
         numbers = _expand(items)
         if len(numbers) == 1 and numbers[0] not in gathered.numbers and numbers[0] in _YEAR \
-                and str(numbers[0]) not in own:
+                and str(numbers[0]) not in own.numbers:
             return f" ({numbers[0]})"  # a year in brackets, not a citation
         return place([_mapped(n, gathered, own) for n in numbers], what, converted=converted)
 
     chunk = _CITE_TAG.sub("", chunk)
     chunk = _RAW_TOKEN.sub(lambda m: place([None], m.group(0)), chunk)
-    chunk = _FN_REF.sub(lambda m: place([own.get("^" + m.group(1), _num_or_none(m.group(1), gathered))],
+    chunk = _FN_REF.sub(lambda m: place([own.numbers.get("^" + m.group(1), _num_or_none(m.group(1), gathered))],
                                         m.group(0)), chunk)
     chunk = _NUM_LINK.sub(lambda m: place([gathered.url(m.group(2))], m.group(0)), chunk)
     chunk = _LINK_GROUP.sub(lambda m: _link_group(m.group(0), gathered, place, state), chunk)
     chunk = _MD_LINK.sub(lambda m: _md_link(m, gathered, place, state), chunk)
     chunk = _AUTOLINK.sub(lambda m: place([gathered.url(m.group(2))], m.group(0)), chunk)
     chunk = _BARE.sub(lambda m: _bare(m, gathered, place), chunk)
-    for pattern in (_LABEL, _FULLWIDTH, _SUP, _CARET, _ESCAPED):
+    for pattern in (_LABEL, _FULLWIDTH, _DAGGER, _SUP, _CARET, _ESCAPED):
         chunk = pattern.sub(lambda m: ours(m.group("n") or m.group("m") or "", m.group(0)), chunk)
+    chunk = _SOURCE_TITLE.sub(lambda m: _source_title(m, gathered, place), chunk)
+    if own.authors or gathered.by_author:
+        chunk = _AUTHOR_YEAR.sub(lambda m: _author_year(m, gathered, own, place), chunk)
+        chunk = _AUTHOR_NARRATIVE.sub(lambda m: _author_year(m, gathered, own, place), chunk)
     chunk = _UNICODE_SUP.sub(lambda m: ours(m.group("n").translate(_SUP_DIGITS), m.group(0)), chunk)
     chunk = _PAREN_NUM.sub(lambda m: _if_ours(m, gathered, ours), chunk)
     chunk = _GLUED.sub(lambda m: _if_ours(m, gathered, ours), chunk)
-    chunk = _BRACKET.sub(lambda m: ours(m.group("n"), m.group(0), converted=bool(own)), chunk)
+    chunk = _BRACKET.sub(lambda m: ours(m.group("n"), m.group(0), converted=bool(own.numbers)), chunk)
     chunk = _TITLE_BRACKET.sub(lambda m: _titled(m, gathered, place), chunk)
     return _cite_titles(chunk, gathered, state)
 
@@ -214,7 +172,7 @@ def _md_link(m: re.Match[str], gathered: Gathered, place: Callable[..., str], st
     if n is None:
         state.removed += 1
         state.removed_items.append(m.group("url"))
-        words = "" if citation_like else text
+        words = _GONE if citation_like else text
         return outer_open + lead + words + tail + outer_close
     marker = place([n], m.group(0))
     if citation_like:
@@ -240,7 +198,7 @@ def _citation_text(text: str, url: str) -> bool:
 def _bare(m: re.Match[str], gathered: Gathered, place: Callable[..., str]) -> str:
     url = m.group("url")
     tail = ""
-    while url and url[-1] in _TRAILING + ")":
+    while url and url[-1] in TRAILING + ")":
         if url[-1] == ")" and url.count("(") >= url.count(")"):
             break
         tail, url = url[-1] + tail, url[:-1]
@@ -248,6 +206,35 @@ def _bare(m: re.Match[str], gathered: Gathered, place: Callable[..., str]) -> st
     if paren and close:
         paren, close = "", ""
     return paren + place([gathered.url(url)], url) + tail + close
+
+
+def _source_title(m: re.Match[str], gathered: Gathered, place: Callable[..., str]) -> str:
+    """`(Source: Title; Other title)`: citations when every title is a gathered one; a label
+    around links already read (`(Source: [3])`) keeps only the citations."""
+    inside = m.group("t")
+    if not _PLACEHOLDER.sub("", inside).strip(" ,;、，"):
+        return " " + "".join(_PLACE.format(n) for n in _PLACEHOLDER.findall(inside))
+    found = [gathered.title_in(t) for t in re.split(r"\s*[;；]\s*", inside.strip()) if t.strip()]
+    if found and None not in found:
+        return place(found, m.group(0))
+    return m.group(0)
+
+
+def _author_year(m: re.Match[str], gathered: Gathered, own: OwnReferences, place: Callable[..., str]) -> str:
+    """An author-year citation: [n] for each author found in the model's list or among the
+    gathered sources; the words stay when some are not found (nothing is invented)."""
+    whole = m.group(0)
+    if "items" in m.groupdict():
+        items = [_ONE_AUTHOR.search(item) for item in m.group("items").split(";")]
+        found = [own.author(i.group("name"), i.group("y"), gathered) if i else None for i in items]
+    else:
+        found = [own.author(m.group("name"), m.group("y"), gathered)]
+    good = [n for n in found if n is not None]
+    if not good:
+        return whole
+    if len(good) == len(found) and "items" in m.groupdict():
+        return place(good, whole)
+    return whole + place(good, whole)
 
 
 def _titled(m: re.Match[str], gathered: Gathered, place: Callable[..., str]) -> str:
@@ -283,7 +270,7 @@ _SENTENCE_GAP = re.compile(r"(?<=[.!?])[ \t]+(?=[A-Z\"“(*])")
 def _cite_title(sentence: str, gathered: Gathered, state: Normalised) -> str:
     if "\x00" in sentence:
         return sentence
-    low = _title_key(sentence)
+    low = title_key(sentence)
     found = [n for title, n in gathered.by_title.items() if title in low]
     if not found:
         return sentence
@@ -301,12 +288,15 @@ def _finish(text: str) -> str:
         return "".join(f"[{n}]" for n in dict.fromkeys(found))
 
     text = _PLACEHOLDER.sub(numbers, text)
+    # `([1](u1), [2](u2))`: a parenthesis that held only citations is those citations
+    text = re.sub(r"\(\s*((?:\[\d+\][ \t,;]*)+)\)", lambda m: "".join(re.findall(r"\[\d+\]", m.group(1))), text)
+    text = re.sub(r"^\x01[ \t]*|[ \t]*\x01", "", text, flags=re.MULTILINE)
     text = re.sub(r"(?:\[\d+\])(?:[ \t]*\[\d+\])+", lambda m: "".join(
         f"[{n}]" for n in dict.fromkeys(re.findall(r"\d+", m.group(0)))), text)
     text = re.sub(r"([.!?])[ \t]*((?:\[\d+\])+)(?=[ \t]*(?:$|\n|[A-Z\"“(*]))", r" \2\1", text)
     text = re.sub(r"[ \t]+((?:\[\d+\])+)", r" \1", text)
     text = re.sub(r"(?<=[^\s\[\]])(\[\d+\])", r" \1", text)
-    text = re.sub(r"\(\s*\)|\[\s*\]", "", text)
+    text = re.sub(r"[ \t]*(?:\(\s*\)|\[\s*\])", "", text)
     text = re.sub(r"(\[\d+\])[ \t]+([.,;:!?])", r"\1\2", text)
     text = re.sub(r"^[ \t]+(\[\d)", r"\1", text, flags=re.MULTILINE)
     return re.sub(r"(?<=\S)[ \t]{2,}(?=\S)", " ", text)
@@ -323,17 +313,13 @@ def _expand(items: str) -> list[int]:
     return numbers
 
 
-def _mapped(n: int, gathered: Gathered, own: Mapping[str, int | None]) -> int | None:
+def _mapped(n: int, gathered: Gathered, own: OwnReferences) -> int | None:
     """The model's own reference list wins; otherwise the number is ours if gathered."""
-    if str(n) in own:
-        return own[str(n)]
+    if str(n) in own.numbers:
+        return own.numbers[str(n)]
     return n if n in gathered.numbers else None
 
 
 def _num_or_none(key: str, gathered: Gathered) -> int | None:
     digits = re.sub(r"^\d+_", "", key)  # Perplexity's turn prefix: [^1_12]
     return int(digits) if digits.isdigit() and int(digits) in gathered.numbers else None
-
-
-def _title_key(text: str) -> str:
-    return " ".join(re.sub(r"[^\w]+", " ", text.lower()).split())

@@ -25,6 +25,7 @@ from research.config import Credentials, ResearchConfig, WorkerSettings, build_c
 from research.documents import ingest_paths
 from research.documents.choice import with_sources
 from research.errors import ConfigError, ResearchError, redact
+from research.estimate import account_pace, estimate, estimate_line
 from research.events import Event, SourceFound
 from research.export.formats import FORMATS, export_run
 from research.llm.pricing import PriceTable
@@ -267,6 +268,9 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                 config = _documents_config(store, config, args)
             if not queued:  # a worker checks its own keys and providers
                 check_configuration(config, credentials)
+            if config.engine == "pipeline" and not args.quiet:  # a hosted engine: no estimate
+                guess = estimate(config, prices)
+                _say(estimate_line(guess, account_pace(guess, config, credentials)))
             run_id = session.run_id = create_run(store, args.question, config, parent_run_id=parent,
                                                  person=owner)
             _say(f"Run id: {run_id}")

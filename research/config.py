@@ -97,6 +97,9 @@ class ResearchConfig(BaseModel):
     tavily_base_url: str | None = None
     arxiv_base_url: str | None = None
     semanticscholar_base_url: str | None = None
+    # arXiv's and Semantic Scholar's documented pace times this (research.search.pacing): 1 as
+    # documented; tests make it shorter (DEEP_RESEARCH_SEARCH_PACE=0 turns it off).
+    search_pace: float = Field(default=1.0, ge=0.0, le=10.0)
     allow_private_hosts: bool = False
     allowed_ports: tuple[int, ...] = ()  # fetched besides 80, 443, 8080, 8443
     request_timeout_s: float = 60.0
@@ -287,6 +290,7 @@ def _env_settings(env: Mapping[str, str]) -> Settings:
         ("max_cost_usd", "DEEP_RESEARCH_MAX_COST_USD"),
         ("max_tokens", "DEEP_RESEARCH_MAX_TOKENS"),
         ("max_sources", "DEEP_RESEARCH_MAX_SOURCES"),
+        ("search_pace", "DEEP_RESEARCH_SEARCH_PACE"),
     ):
         value = (env.get(var) or "").strip()
         if value:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,8 +14,8 @@ from datetime import date
 from research.agents import Agent
 from research.config import Credentials, ResearchConfig
 from research.control import RunControl
-from research.errors import BudgetStop, ResearchError, RunStop, redact
-from research.events import EventSink, StepCompleted, StepFailed, StepStarted
+from research.errors import BudgetStop, ResearchError, RunStop, contained, is_unexpected, redact
+from research.events import EventSink, StepCompleted, StepFailed, StepStarted, Warning
 from research.executor import RunExecutor
 from research.fetch import Fetcher
 from research.llm.base import UsageMeter
@@ -41,6 +43,29 @@ class ServiceHealth:
             return self._failures.most_common()
 
 
+log = logging.getLogger(__name__)
+UNEXPECTED_SHORT = "a problem in the program itself"
+
+
+class Losses:
+    """The pieces a run lost to an error while the rest went on (`RunContext.lose`), as plain
+    sentences for the completed run's warnings, counted when the same piece was lost again."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lost: Counter[str] = Counter()
+
+    def add(self, what: str) -> None:
+        with self._lock:
+            self._lost[what] += 1
+
+    def sentences(self) -> list[str]:
+        with self._lock:
+            items = list(self._lost.items())
+        return [f"{what[:1].upper()}{what[1:]}" + (f" ({n} times)." if n > 1 else ".")
+                for what, n in items]
+
+
 @dataclass
 class RunContext:
     run_id: str
@@ -58,6 +83,7 @@ class RunContext:
     credentials: Credentials | None = None
     usage_before: UsageTotals = field(default_factory=UsageTotals)  # earlier sessions of this run
     health: ServiceHealth = field(default_factory=ServiceHealth)
+    losses: Losses = field(default_factory=Losses)
     # The run's threads (research.executor): the pipeline passes the one it closes at the end;
     # a context built without one (a test driving a phase) gets its own.
     executor: RunExecutor = None  # type: ignore[assignment]  # set in __post_init__
@@ -165,6 +191,25 @@ class RunContext:
 
     def safe(self, text: str) -> str:
         return redact(text, self.secrets)
+
+    def lose(self, what: str, exc: BaseException, *, step: str | None = None) -> None:
+        """One piece of the run is lost to `exc` and the rest goes on: `what` says in plain
+        words what was lost ("a section could not be shortened and is longer than asked").
+        The run completes with that warning. Raised again instead: a stop (cancel, the time
+        limit), and an unexpected error while the test suite's switch is on
+        (errors.raise_unexpected). The traceback goes to the debug log and the warning
+        event's data, never into a message a person reads."""
+        if not contained(exc):
+            raise exc
+        unexpected = is_unexpected(exc)
+        said = f"{what[:1].upper()}{what[1:]}"
+        said += (f", because of {UNEXPECTED_SHORT}." if unexpected
+                 else f": {self.safe(str(exc))[:300]}")
+        log.warning("run %s: %s", self.run_id, said)
+        log.debug("run %s: %s", self.run_id, what, exc_info=exc)
+        detail = "".join(traceback.format_exception(exc)) if unexpected else str(exc)
+        self.losses.add(what)
+        self.emit(Warning(self.run_id, said, step=step, detail=self.safe(detail)[-4000:]))
 
     def stored_result(self, key: str) -> JsonObject | None:
         """The stored result of a finished step, or None if it must (re)run."""

@@ -240,7 +240,7 @@ def _guarded(worker: Worker, store: Store, run_id: str, credentials: Credentials
         worker.executor(run_id, store=store, credentials=credentials, prices=prices)
     except Exception as exc:  # noqa: BLE001 - the run must end in a stored, readable state
         log.exception("run %s stopped unexpectedly", run_id)
-        message = redact(f"The run stopped unexpectedly ({exc.__class__.__name__}: {exc}).",
+        message = redact(f"The run stopped because of a problem in the program itself: {exc}.",
                          credentials.secrets())
         worker.crashes[run_id] = message
         _record_failure(store, run_id, message)

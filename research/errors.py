@@ -40,6 +40,11 @@ RunStop
 
 Every message is plain words meant for the person running the research, and never
 contains an API key (see `redact`).
+
+Anything else raised inside the engine is a programming error ("unexpected"). Inside one unit
+of work (a section, a page's scoring, a claim's check) it costs that piece, not the run
+(`RunContext.lose`), unless `raise_unexpected` is on: the test suite turns it on, so such an
+error still fails the test that met it.
 """
 
 from __future__ import annotations
@@ -185,6 +190,29 @@ class QuotaSpent(BudgetExceeded):
     """The model account's daily quota or its credit is spent (Gemini's requests per day,
     OpenAI's insufficient_quota): no wait within the run would help, so the run stops at once,
     resumable when the quota renews or credit is added."""
+
+
+_raise_unexpected = False
+
+
+def raise_unexpected(on: bool = True) -> None:
+    """The test suite's switch: an unexpected error inside a unit of work is raised (and fails
+    the test) instead of costing only that piece."""
+    global _raise_unexpected
+    _raise_unexpected = on
+
+
+def is_unexpected(exc: BaseException) -> bool:
+    """A programming error, not a failure the engine raises on purpose nor a stop."""
+    return not isinstance(exc, ResearchError | RunStop)
+
+
+def contained(exc: BaseException) -> bool:
+    """May a unit of work swallow `exc` (and lose its piece)? Never a stop; an unexpected
+    error only when the test suite's switch is off."""
+    if isinstance(exc, RunStop) or not isinstance(exc, Exception):
+        return False
+    return not (_raise_unexpected and is_unexpected(exc))
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:

@@ -242,6 +242,7 @@ class Warning(Event):  # noqa: A001 - an event name, not the builtin
     count_note: bool = False  # fewer items than asked for: deliver copies it into the report
     got: int | None = None
     asked: int | None = None
+    detail: str = ""  # what went wrong, for the log (a traceback): never shown as the message
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,10 +21,12 @@ than taking a second thread (see research.llm.base).
 
 Beside the layers, `model_slots` bounds the run's model requests in flight, whatever their
 role (16 per MAX_PARALLEL_WORKERS): the pressure a run puts on a provider, as opposed to the
-threads that wait on it. What the provider's account allows (requests and tokens a minute,
-answers at once on a local server) is the account's pacer's business, in front of these
-slots and shared by every run of the process (research.llm.pacing); a request waits there
-before it takes a slot, and its time limit starts only once it is sent.
+threads that wait on it. What the provider's account allows (requests and tokens a minute)
+is the account's pacer's business, in front of these slots and shared by every run of the
+process (research.llm.pacing); a model server of one's own (Ollama, llama.cpp, vLLM) has its
+own gate for the whole process too (research/llm/local_server.py): as many requests in flight
+as it generates answers at once, whichever run they come from. A request waits there before
+it takes a slot, and its time limit starts only once it is sent.
 
 Threads are started only as work needs them and reused, so the sizes are upper bounds, not
 costs. A pool keeps its threads once started, though, and each keeps the stack it touched: so
@@ -41,10 +43,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from research.config import ResearchConfig
 from research.errors import RunCancelled, StepTimeLimit
+
+if TYPE_CHECKING:
+    from research.llm.local_server import LocalServer
 
 T = TypeVar("T")
 
@@ -85,8 +90,23 @@ class RequestSlots:
 
     @contextmanager
     def hold(self, what: str, *, cancel: threading.Event | None = None,
-             deadline: float | None = None) -> Iterator[None]:
-        """One request's turn; a cancelled run or a step out of time stops the wait."""
+             deadline: float | None = None, server: LocalServer | None = None,
+             model: str = "") -> Iterator[float]:
+        """One request's turn; a cancelled run or a step out of time stops the wait. A request
+        to a model server of one's own first waits for the server's turn (its gate is shared by
+        every run of the process), holding none of the run's slots meanwhile; yields how long
+        the step's calls waited there, time the step's deadline gets back."""
+        if server is None:
+            with self._slot(what, cancel, deadline):
+                yield 0.0
+            return
+        with server.turn(model, cancel=cancel, deadline=deadline) as waited, \
+                self._slot(what, cancel, None if deadline is None else deadline + waited):
+            yield waited
+
+    @contextmanager
+    def _slot(self, what: str, cancel: threading.Event | None,
+              deadline: float | None) -> Iterator[None]:
         while not self._free.acquire(timeout=SLOT_POLL_S):
             if cancel is not None and cancel.is_set():
                 raise RunCancelled("The run was cancelled.")

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from research.context import RunContext
 from research.phases import verify
+from research.phases.review import UNCITED_WARNING
 
 
 def completion_warnings(ctx: RunContext) -> list[str]:
     """Plain sentences for a completed run whose report is weaker than a plain success."""
-    warnings: list[str] = []
+    warnings: list[str] = ctx.losses.sentences()
     budget = ctx.budget_reason()
     if budget:
         warnings.append(f"Research was stopped by the budget: {budget}. The report covers only "
@@ -28,7 +29,9 @@ def completion_warnings(ctx: RunContext) -> list[str]:
         detail = f" ({unchecked} claims could not be checked)" if unchecked else ""
         warnings.append(f"Verification could not be completed{detail}: treat the report's "
                         "claims with care.")
-    if report and not meta.get("cited_sources"):
+    if meta.get("writer_cited_nothing"):
+        warnings.append(UNCITED_WARNING)
+    elif report and not meta.get("cited_sources"):
         warnings.append("The report cites no sources: none of its statements could be "
                         "checked against what was gathered.")
     elif verified and not summary.supported:

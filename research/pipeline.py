@@ -197,7 +197,9 @@ def execute(
             _finish(store, run_id, meter, "interrupted", DISK_FULL_MESSAGE)
             return store.get_run(run_id) or run
         log.exception("run %s crashed", run_id)
-        message = redact(f"Unexpected error ({exc.__class__.__name__}): {exc}", secrets)
+        message = ("The run stopped because of a problem in the program itself (not in your "
+                   "question, settings or keys; the details are in the log). Everything gathered "
+                   "so far is kept: Resume tries again from where it stopped.")
         _finish(store, run_id, meter, "failed", message)
         emit(Error(run_id, message))
     finally:

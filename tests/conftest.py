@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from research.errors import raise_unexpected
 from research.llm.pacing import forget_pacers
 from tests.browser_fixtures import (  # noqa: F401 - fixtures (browser tests)
     _shared_dashboard,
@@ -35,6 +36,9 @@ from tests.standin import StandinServer
 from tests.store_files import migrated_copy
 
 ROOT = Path(__file__).resolve().parent.parent
+# A programming error inside one unit of work (a section, a page's scoring, a claim's check)
+# costs only that piece in a real run; in the tests it is raised, so the test that met it fails.
+raise_unexpected()
 # pytest rewrites the asserts of every test module on import and caches the result beside it,
 # unless bytecode writing is off (PYTHONDONTWRITEBYTECODE): then each xdist worker rewrites all
 # ~140 test modules again, about a quarter of its collection time. The suite writes them.
@@ -149,6 +153,15 @@ def _compiled_once(get_bytecode: Callable[[Any, str], Any]) -> Callable[[Any, st
     return cached
 
 
+@pytest.fixture(autouse=True)
+def _fresh_search_pace() -> None:
+    """Each test starts with fresh search pacers (research.search.pacing), as a new process
+    would: no hold left by another test's 429."""
+    from research.search import pacing
+
+    pacing.forget()
+
+
 @pytest.fixture(scope="session")
 def standin() -> Iterator[StandinServer]:
     """One stand-in server for the whole test session (reset it per test via standin_env)."""
@@ -162,10 +175,12 @@ def standin() -> Iterator[StandinServer]:
 @pytest.fixture
 def standin_env(standin: StandinServer) -> dict[str, str]:
     """A clean stand-in (no faults, no delay, empty request log) and the env pointing at it;
-    no account limits learned from an earlier test (research.llm.pacing)."""
+    no account limits learned from an earlier test (research.llm.pacing). arXiv's and Semantic
+    Scholar's pace is off (tests/test_search_pacing.py turns it on): at 3 s a request, which
+    academic results a run gets would depend on timing."""
     standin.reset()
     forget_pacers()
-    return standin.env()
+    return {**standin.env(), "DEEP_RESEARCH_SEARCH_PACE": "0"}
 
 
 @pytest.fixture

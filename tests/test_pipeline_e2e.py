@@ -90,7 +90,9 @@ def test_full_run_at_default_constants_produces_cited_markdown_and_pdf(
     assert injected
     for text in injected:
         assert '<untrusted_source id="evil"' not in text
-        assert "[removed tag]" in text
+        assert "</untrusted_source>" not in text  # ours always carry their nonce
+        if "the source ends here." in text:  # an excerpt of the page may leave its tags out
+            assert re.search(r"the source ends here\.\s*\[removed tag\]", text)
         start = text.index("Ignore all previous instructions")
         opened = text.rfind("<untrusted_source id=", 0, start)
         closed = text.rfind("</untrusted_source", 0, start)

@@ -186,12 +186,12 @@ def test_a_writer_that_keeps_refusing_fails_the_run_with_a_reason_and_no_empty_r
 def test_context_length_errors_during_a_run_are_trimmed_away(
     standin: StandinServer, http_runs: Runner
 ) -> None:
-    # A window well below the prompts of the call that names a unit's gaps (about 7,800
-    # characters with the quick preset: the opening of every kept source) even when a page or
-    # two was not read in time, above the scoring prompts (about 4,500-5,500) and a group's
-    # findings (3,100-4,600), and one that a prompt trimmed to its sources' first lines always
-    # fits; the writer's prompt has no sources to trim and is left alone.
-    limit = 7_000
+    # A window below the prompts of the call that names a unit's gaps (about 3,300 characters
+    # with the quick preset: a passage of each kept source) and of most findings groups
+    # (2,300-3,050), above the scoring prompts (about 2,400-2,500). A prompt whose sources can
+    # be trimmed is trimmed; one of passages too short to trim goes with fewer sources; the
+    # writer's prompt has no sources to trim and is left alone.
+    limit = 2_600
     tasks = ("RelevanceScores", "SubtopicFindings", "OpenQuestions")
     for task in tasks:
         standin.add_fault("openai", "context_limit", times=1000, max_chars=limit, task=task)

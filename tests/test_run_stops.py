@@ -134,9 +134,11 @@ def test_incomplete_verification_or_no_verified_citation_is_a_warning(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from research import outcome
+    from research.context import Losses
 
     class Ctx:
         run_id = "r1"
+        losses = Losses()  # no piece lost
 
         def budget_reason(self) -> None:
             return None

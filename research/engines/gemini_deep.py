@@ -2,11 +2,13 @@
 
 google-genai 3.3.0 has the Interactions API (`client.interactions`), which sends:
 
-    POST /v1/interactions {agent, input, background: true}
-    GET  /v1/interactions/{id}?stream=false   (polled until completed / failed / cancelled)
-    POST /v1/interactions/{id}/cancel
+    POST /v1beta/interactions {agent, input, background: true}
+    GET  /v1beta/interactions/{id}?stream=false   (polled until completed / failed / cancelled)
+    POST /v1beta/interactions/{id}/cancel
 
-with the key in `x-goog-api-key` and the version prefix from `HttpOptions.api_version`.
+with the key in `x-goog-api-key` and the version prefix from `HttpOptions.api_version`,
+pinned to `gemini_llm.API_VERSION` (the SDK's own default, `v1`, is not where Google
+documents the Interactions API).
 An `Interaction` has `steps`; the report is the text content of the last run of
 `model_output` steps, whose `url_citation` annotations give url, title and the span they
 attribute, measured in UTF-8 bytes (turned into character offsets here).
@@ -32,7 +34,7 @@ from research.config import Credentials, ResearchConfig
 from research.engines.base import Citation, RemoteJob
 from research.errors import ConfigError, ProviderError, ProviderTimeout
 from research.llm import build_llm
-from research.llm.gemini_llm import _TIMEOUTS, _TRANSPORT, GeminiChat
+from research.llm.gemini_llm import _TIMEOUTS, _TRANSPORT, API_VERSION, GeminiChat
 
 ENGINE = "gemini-deep-research"
 
@@ -57,7 +59,8 @@ class GeminiDeepResearch:
         self.model = agent
         self._chat = chat
         options = types.HttpOptions(
-            base_url=config.gemini_base_url, timeout=max(1, int(config.request_timeout_s * 1000)),
+            base_url=config.gemini_base_url, api_version=API_VERSION,
+            timeout=max(1, int(config.request_timeout_s * 1000)),
             retry_options=types.HttpRetryOptions(attempts=1),
         )
         # Keep the Client: dropping it closes the HTTP connection its resources share.

@@ -6,9 +6,11 @@ live here too, so the dashboard's download buttons and the CLI's --format choice
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from research.errors import ResearchError, contained, is_unexpected
 from research.export.bibliography import to_bibtex, to_ris
 from research.export.document import ReportDocument
 from research.export.evidence import EvidenceRow, evidence_rows, to_csv, to_xlsx
@@ -17,6 +19,8 @@ from research.export.pdf import to_pdf
 from research.export.run_document import build_document_for_run
 from research.export.safe_links import clean_document
 from storage import Store
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -67,10 +71,25 @@ _BUILDERS: dict[str, Callable[[Store, str, ReportDocument], bytes]] = {
 }
 
 
+class ExportFailed(ResearchError):
+    """One format could not be made because of a programming error; the others still can."""
+
+
 def export_document(store: Store, run_id: str, doc: ReportDocument, fmt: str) -> bytes:
     """The bytes of `fmt` for a document already built (the dashboard builds it once).
-    Every format is written from the document with terminal control characters stripped."""
-    return _BUILDERS[fmt](store, run_id, clean_document(doc))
+    Every format is written from the document with terminal control characters stripped.
+    A programming error in one format costs that format only, said in plain words
+    (ExportFailed; the traceback goes to the debug log); the test suite gets it raised."""
+    try:
+        return _BUILDERS[fmt](store, run_id, clean_document(doc))
+    except Exception as exc:
+        if not is_unexpected(exc) or not contained(exc):
+            raise
+        log.debug("the %s export of run %s failed", fmt, run_id, exc_info=exc)
+        label = FORMATS[fmt].label if fmt in FORMATS else fmt
+        raise ExportFailed(f"The {label} file could not be made because of a problem in the "
+                           "program itself; the report and the other formats are not "
+                           "affected.") from None
 
 
 def export_run(store: Store, run_id: str, fmt: str) -> bytes:

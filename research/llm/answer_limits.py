@@ -62,15 +62,37 @@ def cap_lists(value: Any, caps: Mapping[str, int], field: str = "") -> tuple[Any
     return value, 0
 
 
+def without_nulls(value: Any) -> Any:
+    """`value` with every null member of an object left out (a field with a default then
+    takes it; a required one is still missing). Nulls inside lists stay."""
+    if isinstance(value, dict):
+        return {key: without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [without_nulls(item) for item in value]
+    return value
+
+
 def validate_capped(model: type[M], text: str, caps: Mapping[str, int], who: str) -> M:
-    """Parse a structured answer, cap its lists, then validate it against `model`."""
+    """Parse a structured answer, cap its lists, then validate it against `model`.
+
+    Shapes real models return for a valid answer are read as meant: a fence inside a fence,
+    raw control characters (a line break) inside a string, a null where a field has a default
+    (as if left out), and the object wrapped in a one-item list. Numbers as strings and extra
+    keys pydantic reads itself. Anything else stays a ValueError or ValidationError."""
     from research.llm.base import extract_json  # base imports this module
 
     check_answer_size(text, who)
     payload = extract_json(text)
+    for _ in range(3):  # ```json inside ```json
+        if not payload.startswith("```"):
+            break
+        payload = extract_json(payload)
     if not payload:
         raise ValueError("the answer was empty")
-    capped, dropped = cap_lists(json.loads(payload), caps)
+    value = json.loads(payload, strict=False)
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
+        value = value[0]
+    capped, dropped = cap_lists(without_nulls(value), caps)
     if dropped:
         log.warning("%s: %d list items beyond what the step asked for were dropped (%s).",
                     who, dropped, model.__name__)

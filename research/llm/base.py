@@ -53,8 +53,10 @@ from research.llm.fitting import (  # noqa: F401 - re-exported: the seam's publi
     fit_prompt,
     harder_limit,
     prompt_chars,
+    window_chars,
 )
 from research.llm.limits import Account, RateReport
+from research.llm.local_server import server_of
 from research.llm.pacing import Pacer, pacer_for
 from research.llm.pricing import PriceTable
 from research.llm.waits import RunWaits
@@ -406,6 +408,9 @@ class RoleLLM:
     ) -> Completion:
         """Refuse the call (BudgetStop from the meter's guard) when its estimate would take
         the run past a cost or token cap; otherwise hold that estimate while it runs."""
+        window = window_chars(self.llm)  # a local server's window, once known: for the run
+        if window is not None and window < self.max_input_chars:
+            self.max_input_chars = window
         chars = min(prompt_chars(messages), self.input_limit())
         with self.meter.reserve(self.role, self.llm.model, chars // CHARS_PER_TOKEN,
                                 self.meter.expected_output(self.role)):
@@ -450,8 +455,8 @@ class RoleLLM:
                 what = ("larger than the account allows in a minute" if
                         isinstance(exc, RequestTooLarge) else "too long")
                 self._on_retry(
-                    f"{self.role} model: the prompt was {what} for {self.label}; sending it "
-                    f"again with the sources trimmed to {limit} characters"
+                    f"{self.role} model: the prompt was {what} for {self.label} ({exc}); "
+                    f"sending it again with the sources trimmed to {limit} characters"
                 )
             try:
                 completion = self._attempts(harder, schema, name, deadline)
@@ -484,12 +489,14 @@ class RoleLLM:
             return self._paced(messages, lambda: turn(what))
 
         def turn(what: str) -> Completion:
-            with self._turn(what, step_deadline()):  # its time limit starts once it is its turn
-                return ask(what)
+            with self._turn(what, step_deadline()) as waited:  # its time limit starts at its turn
+                return ask(what, waited or 0.0)
 
-        def ask(what: str) -> Completion:
+        def ask(what: str, waited: float) -> Completion:
             limit = self.call_timeout
-            deadline = step_deadline()
+            deadline = step_deadline()  # and the time its calls waited for a local server:
+            if deadline is not None:
+                deadline += waited
             step_bound = deadline is not None and deadline - time.monotonic() < limit
             if deadline is not None:
                 limit = min(limit, deadline - time.monotonic())
@@ -559,11 +566,14 @@ class RoleLLM:
                          completion.rate)
             return completion
 
-    def _turn(self, what: str, deadline: float | None) -> AbstractContextManager[None]:
-        """The run's limit on model requests in flight (none outside a run)."""
+    def _turn(self, what: str, deadline: float | None) -> AbstractContextManager[float | None]:
+        """The run's limit on model requests in flight (none outside a run), and a local
+        server's own (research/llm/local_server.py); yields the seconds the step's calls waited
+        for a local server's turn, which the step's deadline gets back."""
         if self._slots is None:
             return nullcontext()
-        return self._slots.hold(what, cancel=self._cancel, deadline=deadline)
+        return self._slots.hold(what, cancel=self._cancel, deadline=deadline,
+                                server=server_of(self.llm), model=self.llm.model)
 
     def text(self, messages: Sequence[Message], *, deadline: float | None = None) -> str:
         completion = self._once(messages, None, None, deadline)

@@ -38,6 +38,28 @@ _BLOCK = re.compile(
 )
 
 
+# A model server's own window (research/llm/local_server.py), in tokens, becomes a character
+# budget for the prompt: a quarter of the window (at least 1,024 tokens, at most 8,192) is left
+# for the answer, and a token is counted as 3.5 characters, not 4, because the prompts' URLs,
+# JSON and numbers take more tokens than prose.
+ANSWER_SHARE = 0.25
+ANSWER_MIN_TOKENS, ANSWER_MAX_TOKENS = 512, 8192
+WINDOW_CHARS_PER_TOKEN = 3.5
+DROP_NOTE = "[sources left out to fit the model's context: {n}]"
+
+
+def window_chars(llm: object) -> int | None:
+    """The prompt budget, in characters, that `llm`'s context window leaves once room is kept
+    for the answer; None when the window is not known (cloud models: DEFAULT_MAX_INPUT_CHARS)."""
+    find = getattr(llm, "context_window", None)
+    window = find() if callable(find) else None
+    if not isinstance(window, int) or window <= 0:
+        return None
+    answer = min(ANSWER_MAX_TOKENS, max(ANSWER_MIN_TOKENS, int(window * ANSWER_SHARE)),
+                 window // 2)
+    return max(MIN_SOURCE_CHARS * 4, int((window - answer) * WINDOW_CHARS_PER_TOKEN))
+
+
 def prompt_chars(messages: Sequence[Message]) -> int:
     return sum(len(m.content) for m in messages)
 
@@ -47,8 +69,9 @@ def fit_prompt(messages: Sequence[Message], max_chars: int) -> list[Message]:
 
     Only the bodies of `<untrusted_source>` blocks are cut (their ends, longest first, each
     keeping at least MIN_SOURCE_CHARS): instructions, the question and the block tags are
-    never touched. Returns the messages unchanged when they already fit; raises
-    ContextTooLong when even fully trimmed sources leave the prompt too long.
+    never touched. When even that is not enough (a small local model's window), whole sources
+    are left out, the last ones first, rather than fail the step. Returns the messages unchanged
+    when they already fit; raises ContextTooLong when the prompt is too long without any source.
     """
     total = prompt_chars(messages)
     if total <= max_chars:
@@ -57,10 +80,7 @@ def fit_prompt(messages: Sequence[Message], max_chars: int) -> list[Message]:
     excess = total - max_chars
     cap = _water_level(bodies, excess + len(TRIM_NOTE) * len(bodies))
     if cap is None:
-        raise ContextTooLong(
-            f"The prompt ({total} characters) is too long for the model even with every "
-            f"source cut to {MIN_SOURCE_CHARS} characters (limit {max_chars})."
-        )
+        return _drop_sources(messages, max_chars, total)
 
     def trim(match: re.Match[str]) -> str:
         body = match.group("body")
@@ -69,6 +89,35 @@ def fit_prompt(messages: Sequence[Message], max_chars: int) -> list[Message]:
         return match.group(1) + body[:cap].rstrip() + TRIM_NOTE + match.group(4)
 
     return [replace(m, content=_BLOCK.sub(trim, m.content)) for m in messages]
+
+
+def _drop_sources(messages: Sequence[Message], max_chars: int, total: int) -> list[Message]:
+    """The prompt with its last sources left out (and the rest trimmed) until it fits."""
+    blocks = [(i, m) for i, msg in enumerate(messages) for m in _BLOCK.finditer(msg.content)]
+    for keep in range(len(blocks) - 1, -1, -1):
+        dropped = blocks[keep:]
+        gone = {(i, m.start()) for i, m in dropped}
+
+        note = DROP_NOTE.format(n=len(dropped))
+        last = max(i for i, _ in dropped)
+        shorter = [replace(m, content=_without(m.content, i, gone)
+                           + ("\n" + note if i == last else ""))
+                   for i, m in enumerate(messages)]
+        if prompt_chars(shorter) <= max_chars:
+            return shorter
+        kept = [len(m.group("body")) for msg in shorter for m in _BLOCK.finditer(msg.content)]
+        excess = prompt_chars(shorter) - max_chars
+        if _water_level(kept, excess + len(TRIM_NOTE) * len(kept)) is not None:
+            return fit_prompt(shorter, max_chars)
+    raise ContextTooLong(
+        f"The prompt ({total} characters) is too long for the model even without its sources "
+        f"(limit {max_chars})."
+    )
+
+
+def _without(text: str, index: int, gone: set[tuple[int, int]]) -> str:
+    """Message `index`'s text without its source blocks that start where `gone` says."""
+    return _BLOCK.sub(lambda m: "" if (index, m.start()) in gone else m.group(0), text)
 
 
 def _water_level(lengths: list[int], excess: int) -> int | None:

@@ -4,6 +4,12 @@ No `retry_options` are given, so the SDK makes one attempt and `RoleLLM` owns re
 Errors become `research.errors` errors with plain messages that never contain the key; a 429
 also says how long to wait (RetryInfo) and which quota was met (QuotaFailure: per minute or
 per day, https://ai.google.dev/gemini-api/docs/rate-limits), which `research.llm.pacing` reads.
+
+The API version is chosen here, not left to the SDK: google-genai 3.x sends to `v1` by
+default, whose published contract (googleapis `google/ai/generativelanguage/v1`) has no
+`systemInstruction` or `generationConfig.responseMimeType`, and Google refuses a body with
+a field its version lacks (400 "Unknown name ... Cannot find field"). `v1beta` has every
+field we send; tests/test_gemini_contract.py checks the bodies against both versions' protos.
 """
 
 from __future__ import annotations
@@ -56,6 +62,10 @@ _CONTEXT_WORDS = ("exceeds the maximum number of tokens", "input token count",
                   "context window", "too many tokens")
 _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)s\s*$")
 _RETRY_IN = re.compile(r"retry in ([0-9]+(?:\.[0-9]+)?)s\b", re.I)
+# The Gemini API version every request goes to (see the module docstring); the Interactions
+# API of the deep-research engine is documented under it too
+# (https://ai.google.dev/api/interactions-api: POST /v1beta/interactions).
+API_VERSION = "v1beta"
 
 
 class GeminiChat(LLM):
@@ -76,7 +86,8 @@ class GeminiChat(LLM):
         self.account = Account.of("gemini", base_url, api_key, model)
         self._timeout = timeout
         tls = shared_tls_context()  # "ssl": the SDK's websocket context, read from the async args
-        options = types.HttpOptions(base_url=base_url, timeout=_millis(timeout),
+        options = types.HttpOptions(base_url=base_url, api_version=API_VERSION,
+                                    timeout=_millis(timeout),
                                     client_args={"verify": tls},
                                     async_client_args={"verify": tls, "ssl": tls})
         self._client = genai.Client(vertexai=False, api_key=api_key, http_options=options)

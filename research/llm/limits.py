@@ -49,6 +49,7 @@ class AccountLimits:
     requests_per_day: int | None = None
     parallel: int | None = None          # answers the server generates at once (local servers)
     context_tokens: int | None = None    # the model's context window, prompt and answer together
+    tokens_per_second: float | None = None  # how fast one answer is written (local servers)
     source: str = ""                     # where these came from, in plain words
 
     def merged(self, newer: AccountLimits) -> AccountLimits:

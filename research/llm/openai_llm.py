@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,7 +30,9 @@ from research.errors import (
     redact,
 )
 from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
+from research.llm.fitting import prompt_chars
 from research.llm.limits import Account, AccountLimits, RateReport
+from research.llm.local_server import LocalServer, local_server
 from research.llm.tls import shared_tls_context
 from research.retry import parse_duration, parse_retry_after
 
@@ -73,6 +76,25 @@ class OpenAIChat(LLM):
         )
         self._timeout = timeout
         self.account = Account.of("openai", base_url, api_key, model)
+        self._server: LocalServer | None = None
+        self._looked = False  # for a local server: on first use
+        self._built = time.monotonic()
+
+    def local_server(self) -> LocalServer | None:
+        """The model server of one's own behind the base URL (research/llm/local_server.py),
+        looked at on first use, not when the model is built (that needs no network)."""
+        if not self._looked:
+            self._server = local_server(self._base_url if self._base_url != DEFAULT_BASE_URL
+                                        else None, api_key=self._api_key)
+            if self._server is not None:  # asked again for each run's models
+                self._server.discovery(self.model, since=self._built)
+            self._looked = True
+        return self._server
+
+    def context_window(self) -> int | None:
+        """The model's context window in tokens, when its server told or showed it."""
+        server = self.local_server()
+        return server.context_tokens(self.model) if server else None
 
     def complete(
         self,
@@ -102,6 +124,7 @@ class OpenAIChat(LLM):
         except openai.OpenAIError as exc:
             raise self._map_error(exc) from None
         rate = rate_report(raw.headers)
+        self._observe(messages, response)
         if not response.choices:
             raise ProviderError(
                 f"OpenAI model {self.model} returned no answer (empty choices).",
@@ -137,6 +160,23 @@ class OpenAIChat(LLM):
             model=response.model or self.model, rate=rate,
         )
 
+    def _observe(self, messages: Sequence[Message], response: Any) -> None:
+        """A local server's answer: its size (how many it gives at once) and whether it read
+        the whole prompt (Ollama cuts a longer one silently: then it is sent again, shorter)."""
+        server = self.local_server()
+        usage = response.usage
+        if server is None or usage is None:
+            return
+        prompt, answer = int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
+        server.record_answer(prompt, answer)
+        sent = prompt_chars(messages)
+        cut = server.silent_cut(self.model, sent, prompt)
+        if cut is not None:  # a refusal, as llama.cpp's and vLLM's (400), not an outage to retry;
+            # the counts below are read by research.llm.fitting.harder_limit
+            raise ContextTooLong(
+                f"{cut} (The maximum context length is {prompt} tokens; the prompt resulted in "
+                f"{sent // 4} tokens, by our count.)", provider=self.provider, status=400)
+
     def _clean(self, text: str) -> str:
         return redact(text, [self._api_key])
 
@@ -165,6 +205,9 @@ class OpenAIChat(LLM):
                     f"{where} timed out on the server side.", provider=self.provider, status=408
                 )
             if status in (400, 413) and _is_context_length(exc, detail):
+                server = self.local_server()
+                if server is not None:  # the window it refused beyond, for the whole run
+                    server.learn_from_refusal(self.model, detail, exc.body)
                 return ContextTooLong(
                     f"{where}: the prompt is longer than the model's context window{suffix}",
                     provider=self.provider, status=status,
@@ -272,11 +315,14 @@ def _schema_name(name: str) -> str:
     return cleaned[:64] or "answer"
 
 
+# llama.cpp says type "exceed_context_size_error", "... exceeds the available context size"
+# (tools/server/README.md); vLLM "This model's maximum context length is N tokens".
 _CONTEXT_WORDS = ("context_length_exceeded", "maximum context length", "context window",
-                  "too many tokens", "prompt is too long")
+                  "too many tokens", "prompt is too long", "exceed_context_size",
+                  "available context size")
 
 
 def _is_context_length(exc: openai.APIStatusError, detail: str) -> bool:
     """OpenAI says code "context_length_exceeded"; compatible servers (vLLM...) only say it in words."""
-    text = f"{exc.code} {detail}".lower()
+    text = f"{exc.code} {exc.type} {detail}".lower()
     return any(word in text for word in _CONTEXT_WORDS)

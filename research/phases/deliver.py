@@ -20,7 +20,7 @@ from research.export.markdown import format_date
 from research.export.method import METHOD_TITLE, method_lines, reading_time_line
 from research.llm.base import Message
 from research.phases import counts, verify
-from research.phases.review import current_checks
+from research.phases.review import UNCITED_NOTE, current_checks, writer_cited_nothing
 from research.phases.write import is_english
 from research.prompts import system
 from research.records import Draft, FailedSubtopic, JsonObject, Source
@@ -58,6 +58,8 @@ def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
             notes.insert(0, f"Stopped by the budget: research ended early because {budget}. "
                             "This report covers only what was gathered until then, without review.")
         notes += _search_notes(ctx) + counts.report_notes(ctx)
+        uncited = writer_cited_nothing(ctx)
+        notes += [UNCITED_NOTE] if uncited else []
         run = ctx.store.get_run(ctx.run_id)
         verification = verify.summary(ctx, ctx.run_id).line
         record = run_record(ctx)
@@ -91,6 +93,7 @@ def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
             "labels": dict(doc.labels), "language": ctx.config.report_language,
             "translations": translations, "reading_time": doc.reading_time,
             "method_title": doc.method_title, "method": list(doc.method),
+            "writer_cited_nothing": uncited,
         }
         ctx.store.save_report(ctx.run_id, markdown, meta=meta)
         return {"cited_sources": len(doc.sources), "words": meta["words"]}

@@ -6,9 +6,10 @@ long answer at the end of every research unit (issue 11). So the kept sources ar
 groups of FINDINGS_GROUP, in the order of their relevance, and every group's findings are
 asked for at the same time, each from the text of its own sources only: together they send
 the same page text as one call would, and each answer is a fraction of the length. Beside
-them one short call reads the opening of every kept source and names the gaps (what the
+them one short call reads a passage of every kept source and names the gaps (what the
 sources do not answer) and the follow-up questions worth researching: those need the view of
-the whole subtopic, which no single group has.
+the whole subtopic, which no single group has, but not the pages again (issue 31: the passage
+of each source nearest the subtopic, a few sentences).
 
 Prompts put what every call of the unit shares first (the rules, the question, the
 subtopic) and the sources last, so that a provider's prompt caching can reuse the start.
@@ -24,28 +25,30 @@ from pydantic import BaseModel, Field
 
 from research.agents import Agent
 from research.context import RunContext
+from research.errors import ContextTooLong
+from research.excerpts import excerpt, without_title
 from research.llm.base import Message
 from research.phases.searching import WORKER_ROLE
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
 from research.records import Finding, FindingKind, Source, Subtopic
 
-FINDINGS_CONTEXT_CHARS = 40_000  # page text for the whole unit, shared out among its sources
+# Page text for the whole unit, shared out among its sources: of a longer page, its opening and
+# then its passages nearest the subtopic (issue 31: the first 2,000 characters of a page are
+# often its menus and preamble; the passages about the subtopic serve the findings better).
+FINDINGS_CONTEXT_CHARS = 32_000
 MIN_SHARE_CHARS = 800
+OPENING_SHARE = 3  # a third of a source's share is its opening
 FINDINGS_GROUP = 2  # sources per findings call: an answer of a few findings, not twenty
-OPEN_QUESTIONS_CHARS = 500  # the opening of each kept source the gaps call reads
+OPEN_QUESTIONS_CHARS = 120  # of each kept source the gaps call reads: its passage nearest the subtopic
 
 # How many items an answer may hold (answer_limits.py adds a small margin).
 FINDINGS_PER_SOURCE = 5
 OPEN_QUESTIONS_CAPS = {"gaps": 10, "follow_up_questions": 10}
 
-FINDINGS_PROMPT = """Report what the sources below establish about one subtopic of a research
-question. They are some of the sources kept for the subtopic; colleagues report on the others.
-
-Rules:
-- Each finding is one factual claim with the ids of the sources that support it.
-- Use only these sources; cite them by their id. Keep numbers, dates and names exact.
-- Keep fact and opinion apart: say "according to ..." for opinions and forecasts.
-- Confidence is 0-1: how well the cited sources support the claim.
+FINDINGS_PROMPT = """Report what the sources below (some of those kept for one subtopic of a
+research question) establish about it: each finding one factual claim with the ids of the
+sources that support it, from these sources only, numbers, dates and names exact, opinions and
+forecasts as "according to ...", and a confidence of 0-1 (how well the sources support it).
 
 The research question: "{question}"
 <subtopic>{title}</subtopic>
@@ -54,13 +57,10 @@ Research questions of the subtopic:
 
 {blocks}"""
 
-OPEN_QUESTIONS_PROMPT = """Below are the openings of the sources kept for one subtopic of a
-research question. Name what they leave open.
-
-Rules:
-- Gaps: research questions or important aspects the sources do not answer.
-- Follow-up questions: specific questions worth researching next, each answerable by web
-  searches. Only what matters to the research question; a few, not a long list.
+OPEN_QUESTIONS_PROMPT = """Below are the sources kept for one subtopic of a research question,
+each by its title and its passage nearest the subtopic. Name the gaps (research questions or
+important aspects they do not answer) and a few follow-up questions worth researching next,
+each answerable by web searches and mattering to the research question.
 
 The research question: "{question}"
 <subtopic>{title}</subtopic>
@@ -114,21 +114,38 @@ def _head(ctx: RunContext, sub: Subtopic) -> dict[str, str]:
             "questions": "\n".join(f"- {q}" for q in sub.questions)}
 
 
-def _blocks(sources: list[Source], chars: int) -> str:
+def _about(ctx: RunContext, sub: Subtopic) -> str:
+    return " ".join([ctx.brief, sub.title, *sub.questions])
+
+
+def _blocks(sources: list[Source], chars: int, about: str, *, opening: int = 0,
+            dated: bool = True) -> str:
+    """Each source's passages nearest what the call is `about` up to `chars` (its first
+    `opening` characters whatever they say), without a first line that repeats its title. No
+    address: the model cites by id, and the title says what the page is."""
     nonce = new_nonce()
     return "\n\n".join(
-        untrusted_block(s.id, {"title": s.title, "url": s.url, "published": s.published},
-                        s.text[:chars], nonce)
+        untrusted_block(s.id, {"title": s.title, "published": s.published if dated else None},
+                        excerpt(without_title(s.text, s.title), about, chars, head=opening),
+                        nonce)
         for s in sources)
 
 
 def _group_findings(ctx: RunContext, worker: Agent, sub: Subtopic, group: list[Source],
                     share: int, deadline: float) -> list[Finding]:
     messages = [system(WORKER_ROLE, ctx.today), Message("user", FINDINGS_PROMPT.format(
-        **_head(ctx, sub), blocks=_blocks(group, share)))]
-    answer = worker.llm.structured(
-        messages, SubtopicFindings, deadline=deadline,
-        caps={"findings": FINDINGS_PER_SOURCE * len(group), "source_ids": len(group)})
+        **_head(ctx, sub), blocks=_blocks(group, share, _about(ctx, sub),
+                                          opening=share // OPENING_SHARE)))]
+    try:
+        answer = worker.llm.structured(
+            messages, SubtopicFindings, deadline=deadline,
+            caps={"findings": FINDINGS_PER_SOURCE * len(group), "source_ids": len(group)})
+    except ContextTooLong:
+        if len(group) == 1:
+            raise
+        # A model whose window the group does not fit even trimmed: one source a call.
+        return [f for one in group
+                for f in _group_findings(ctx, worker, sub, [one], share, deadline)]
     valid = {s.id for s in group}
     found: list[Finding] = []
     for f in answer.findings:
@@ -142,9 +159,17 @@ def _group_findings(ctx: RunContext, worker: Agent, sub: Subtopic, group: list[S
 def _open_questions(ctx: RunContext, worker: Agent, sub: Subtopic, kept: list[Source],
                     deadline: float) -> list[Finding]:
     messages = [system(WORKER_ROLE, ctx.today), Message("user", OPEN_QUESTIONS_PROMPT.format(
-        **_head(ctx, sub), blocks=_blocks(kept, OPEN_QUESTIONS_CHARS)))]
-    answer = worker.llm.structured(messages, OpenQuestions, deadline=deadline,
-                                   caps=OPEN_QUESTIONS_CAPS)
+        **_head(ctx, sub),
+        blocks=_blocks(kept, OPEN_QUESTIONS_CHARS, _about(ctx, sub), dated=False)))]
+    try:
+        answer = worker.llm.structured(messages, OpenQuestions, deadline=deadline,
+                                       caps=OPEN_QUESTIONS_CAPS)
+    except ContextTooLong:
+        if len(kept) == 1:
+            raise
+        # Its passages are too short to trim: a model with a small window reads the more
+        # relevant half of the sources (they are kept in order of relevance).
+        return _open_questions(ctx, worker, sub, kept[:len(kept) // 2], deadline)
     notes: list[tuple[str, FindingKind]] = [(g, "gap") for g in answer.gaps]
     notes += [(q, "follow_up") for q in answer.follow_up_questions]
     return [Finding(sub.id, clean_untrusted(text).strip()[:500], (), 0.0, kind)

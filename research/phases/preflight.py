@@ -25,9 +25,10 @@ from research.errors import (
     ResearchError,
     SchemaError,
 )
-from research.events import SearchFailed
+from research.events import SearchFailed, Warning
 from research.llm import build_llm
 from research.llm.base import Message, run_with_deadline
+from research.llm.local_server import server_of
 from research.records import JsonObject
 from research.retry import RetryPolicy, call_with_retries
 from research.search import build_search_providers
@@ -133,6 +134,10 @@ def _check_models(ctx: RunContext) -> set[tuple[str, str]]:
             )
         except ResearchError as exc:
             raise PreflightError(model_failure(agent.role, key, exc, ctx.safe(str(exc)))) from None
+        server = server_of(agent.llm.llm)  # a model server of one's own: its window, said once
+        notice = server.small_window_notice(key[1]) if server is not None else None
+        if notice:
+            ctx.emit(Warning(ctx.run_id, ctx.safe(notice), step="preflight"))
     return checked
 
 

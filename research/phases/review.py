@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from research.agents import Role
-from research.checks import DraftChecks, problems, run_checks
+from research.checks import DraftChecks, cited_numbers, claim_sentences, problems, run_checks
 from research.context import RunContext
 from research.events import IssueCounts, ReviewCycle
 from research.llm.base import Message
@@ -67,6 +67,40 @@ class ReviewResult(BaseModel):
     approved: bool
     issues: list[ReviewIssue] = Field(default_factory=list)
     strengths: list[str] = Field(default_factory=list)
+
+
+# A draft that cites nothing in its text (a writer that cites only in an end list, or not at
+# all): the review asks every part for in-text citations, whatever the reviewer said.
+CITE_IN_TEXT = ReviewIssue(
+    severity="high", section="",
+    issue="The report cites none of the gathered sources in its text, so no claim can be checked "
+          "against a source.",
+    suggestion="Cite every factual sentence in the text itself with the numbers of the listed "
+               "sources, like [3] or [2][5]. A list of sources or links at the end is not a "
+               "citation: it is removed, and the report's Sources section is added automatically.")
+UNCITED_NOTE = ("The writing model did not cite its claims with the sources gathered in this run: no "
+                "statement of this report is tied to one, although every draft asked for citations. "
+                "Treat its statements as unchecked.")
+UNCITED_WARNING = ("The writing model did not cite its claims in the text with the gathered sources, even "
+                   "when asked to: the report's statements are marked as citing no source and could not "
+                   "be checked against what was gathered.")
+
+
+def cites_nothing(checks: DraftChecks) -> bool:
+    """A draft that states things and cites no gathered source in its text."""
+    return checks.sentences > 0 and checks.cited_sources == 0
+
+
+def writer_cited_nothing(ctx: RunContext) -> bool:
+    """Whether the writer's last draft or revision (before verification edits it) states things
+    and cites no gathered source in its text: the review's request was not met."""
+    drafts = [d for d in ctx.store.get_drafts(ctx.run_id) if d.kind in ("draft", "revision")]
+    if not drafts:
+        return False
+    last = drafts[-1]
+    gathered = {s.id for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
+    cited = [n for n in cited_numbers(last.text) if last.numbering.get(n) in gathered]
+    return not cited and bool(claim_sentences(last.text))
 
 
 def current_checks(ctx: RunContext) -> tuple[Draft, DraftChecks]:
@@ -151,6 +185,8 @@ def _review(ctx: RunContext, cycle: int, cycles: int,
         reading(current)
     review = reviewer.llm.structured(messages, ReviewResult, deadline=ctx.step_deadline())
     issues = [i.model_dump() for i in review.issues]
+    if cites_nothing(checks):
+        issues.append(CITE_IN_TEXT.model_dump())
     high = [i for i in issues if i["severity"] == "high"]
     raised = [StoredIssue(**i) for i in issues]
     approved = review.approved and not high and checks.passed

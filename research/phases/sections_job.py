@@ -26,6 +26,7 @@ from research.phases.write_sections import (
     frame_section,
     frame_sources,
     outline_text,
+    part_name,
     prompt,
     run_parts,
     sections,
@@ -64,6 +65,7 @@ class SectionJob:
         return self.finish(part, answer)
 
     def finish(self, part: Section, answer: str) -> str:
+        part = self.parts.get(part.key, part)  # (a shortening names the part by its key)
         cleaned, converted, removed = clean_part(answer, part, self.numbers, self.sources)
         with self._lock:
             self.counts["citations_converted"] += converted
@@ -88,9 +90,23 @@ class SectionJob:
                 save_partial(self.ctx, version, self.report(texts), self.numbers)
             return text
 
-        run_parts(self.ctx.executor.tasks, list(self.parts.values()), one)
-        texts[FRAME] = self._frame(texts)
-        return shorten_parts(self.ctx, self.writer, texts, self.weights, self.finish)
+        failed: dict[str, BaseException] = {}
+        run_parts(self.ctx.executor.tasks, list(self.parts.values()), one, failed=failed)
+        if failed and len(failed) == len(self.parts):  # nothing written: the writer is down
+            raise next(iter(failed.values()))
+        for key, exc in failed.items():
+            self.ctx.lose(f"{part_name(self.parts[key])} could not be written and is left out "
+                          "of the report", exc, step="write")
+        try:
+            texts[FRAME] = self._frame(texts)
+        except Exception as exc:  # noqa: BLE001 - costs the title and summary (lose decides)
+            self.ctx.lose("the title and executive summary could not be written and are left "
+                          "out of the report", exc, step="write")
+        return self._shortened(texts)
+
+    def _shortened(self, texts: dict[str, str]) -> dict[str, str]:
+        parts = {**self.parts, FRAME: frame_section(texts)}
+        return shorten_parts(self.ctx, self.writer, texts, parts, self.weights, self.finish)
 
     def revise(self, texts: Mapping[str, str], flagged: Mapping[str, Sequence[str]]) -> dict[str, str]:
         """The flagged sections rewritten at the same time. The frame is revised beside the key
@@ -111,8 +127,14 @@ class SectionJob:
 
         parts = [self.parts[k] if k != FRAME else frame_section(texts) for k in flagged
                  if k in self.parts or k == FRAME]
-        out.update(run_parts(self.ctx.executor.tasks, parts, redo))
-        return shorten_parts(self.ctx, self.writer, out, self.weights, self.finish)
+        failed: dict[str, BaseException] = {}
+        out.update(run_parts(self.ctx.executor.tasks, parts, redo, failed=failed))
+        for part in parts:
+            if part.key in failed:
+                kept = "are kept as they were" if part.key == FRAME else "is kept as it was"
+                self.ctx.lose(f"{part_name(part)} could not be revised and {kept}",
+                              failed[part.key])
+        return self._shortened(out)
 
     def report(self, texts: Mapping[str, str]) -> str:
         return assemble(texts, self.order)

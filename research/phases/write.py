@@ -255,7 +255,12 @@ def written(ctx: RunContext, writer: Agent, text: str, numbers: dict[str, int],
     numbering = {n: sid for sid, n in numbers.items()}
     by_id = {s.id: s for s in sources}
     first = normalise(text, numbering, by_id)
-    final = normalise(fit_length(ctx, writer, first.text), numbering, by_id)
+    try:
+        shorter = fit_length(ctx, writer, first.text)
+    except Exception as exc:  # noqa: BLE001 - costs the length, not the report (lose decides)
+        ctx.lose("the report could not be shortened and is longer than asked", exc)
+        shorter = first.text
+    final = normalise(shorter, numbering, by_id)
     return final.text, {"citations_converted": first.converted + final.converted,
                         "citations_removed": first.removed + final.removed}
 

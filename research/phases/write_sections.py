@@ -26,6 +26,7 @@ from research.agents import Agent
 from research.checks import word_count
 from research.citations import normalise
 from research.context import RunContext
+from research.errors import contained
 from research.llm.base import Message
 from research.prompts import clean_untrusted, numbered_sources, system
 from research.records import Finding, Source, Subtopic
@@ -198,10 +199,13 @@ def frame_sources(done: Mapping[str, str], numbers: Mapping[str, int],
 
 
 def run_parts(pool: Executor, parts: Sequence[Section], call: Callable[[Section], str],
-              on_done: Callable[[str, str], None] | None = None) -> dict[str, str]:
-    """Each part's text, the calls made at the same time (tasks of the run's executor, `pool`);
-    the first failure is raised once all have ended (nothing half-written is kept in its
-    place)."""
+              on_done: Callable[[str, str], None] | None = None,
+              failed: dict[str, BaseException] | None = None) -> dict[str, str]:
+    """Each part's text, the calls made at the same time (tasks of the run's executor, `pool`).
+    A part that fails is left out: with `failed`, its error is kept there (the caller decides
+    what the piece's loss means); without, the first failure is raised once all have ended
+    (nothing half-written is kept in its place). A stop, and an error the test suite wants
+    raised (errors.contained), is always raised once all have ended."""
     out: dict[str, str] = {}
     if not parts:
         return out
@@ -211,13 +215,24 @@ def run_parts(pool: Executor, parts: Sequence[Section], call: Callable[[Section]
         try:
             out[key] = future.result()
         except BaseException as exc:  # noqa: BLE001 - re-raised below, after the others end
-            error = error or exc
+            if failed is not None and contained(exc):
+                failed[key] = exc
+            else:
+                error = error or exc
             continue
         if on_done is not None:
             on_done(key, out[key])
     if error is not None:
         raise error
     return out
+
+
+def part_name(part: Section) -> str:
+    """How the warnings name a part: its headings, or the title and summary."""
+    if part.key == FRAME:
+        return "the title and executive summary"
+    names = [h.lstrip("#").strip() for h in part.headings if h.strip()]
+    return f"the section \u201c{' and '.join(names)}\u201d" if names else "a section"
 
 
 def assemble(texts: Mapping[str, str], order: Sequence[str]) -> str:
@@ -255,22 +270,24 @@ def clean_part(text: str, part: Section, numbers: Mapping[str, int],
     numbering = {n: sid for sid, n in numbers.items()}
     result = normalise(text, numbering, dict(sources))
     body = result.text.strip()
-    if part.key != FRAME and not body.lstrip().startswith("#"):
+    if part.key != FRAME and part.headings and not body.lstrip().startswith("#"):
         body = f"{part.headings[0]}\n\n{body}"
     return body, result.converted, result.removed
 
 
 def shorten_parts(ctx: RunContext, writer: Agent, texts: dict[str, str],
-                  weights: Mapping[str, float], finish: Callable[[Section, str], str]) -> dict[str, str]:
+                  parts: Mapping[str, Section], weights: Mapping[str, float],
+                  finish: Callable[[Section, str], str]) -> dict[str, str]:
     """When the whole runs over REPORT_MAX_WORDS, shorten (in parallel) only the parts over
-    their share of it; the rest stays as written."""
+    their share of it; the rest stays as written, and so does a part whose shortening failed
+    (the run says it is longer than asked)."""
     from research.phases.write import SHORTEN_PROMPT, WRITER_ROLE
 
     limit = ctx.config.report_max_words
     if word_count("\n\n".join(texts.values())) <= limit:
         return texts
     total = sum(weights.values()) or 1.0
-    over = [Section(k, "", [], 0) for k, text in texts.items()
+    over = [parts.get(k) or Section(k, "", [], 0) for k, text in texts.items()
             if word_count(text) > limit * weights.get(k, 1.0) / total]
 
     def shorten(part: Section) -> str:
@@ -280,4 +297,11 @@ def shorten_parts(ctx: RunContext, writer: Agent, texts: dict[str, str],
             words=word_count(text), max_words=share, draft=text))]
         return finish(part, writer.llm.text(messages, deadline=ctx.step_deadline()))
 
-    return {**texts, **run_parts(ctx.executor.tasks, over, shorten)}
+    failed: dict[str, BaseException] = {}
+    shortened = run_parts(ctx.executor.tasks, over, shorten, failed=failed)
+    for part in over:
+        if part.key in failed:
+            are = "are" if part.key == FRAME else "is"
+            ctx.lose(f"{part_name(part)} could not be shortened and {are} longer than asked",
+                     failed[part.key])
+    return {**texts, **shortened}

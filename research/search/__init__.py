@@ -34,14 +34,15 @@ def _web(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
 def _arxiv(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.arxiv import ArxivSearch
 
-    return ArxivSearch(config.arxiv_base_url)
+    return ArxivSearch(config.arxiv_base_url, pace=config.search_pace)
 
 
 def _semanticscholar(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.semanticscholar import SemanticScholarSearch
 
     return SemanticScholarSearch(
-        config.semanticscholar_base_url, api_key=credentials.get("semanticscholar")
+        config.semanticscholar_base_url, api_key=credentials.get("semanticscholar"),
+        pace=config.search_pace,
     )
 
 

@@ -1,11 +1,15 @@
-"""arXiv through its public Atom API (export.arxiv.org/api/query); no key needed."""
+"""arXiv through its public Atom API (export.arxiv.org/api/query); no key needed.
+
+At most one request every 3 seconds from the whole process (arXiv's terms; see
+research.search.pacing)."""
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
 
-from research.errors import ProviderError
+from research.errors import ProviderError, RateLimited
+from research.search import pacing
 from research.search._http import http_get
 from research.search.base import SearchResult
 
@@ -20,25 +24,31 @@ class ArxivSearch:
     name = "arxiv"
     academic = True
 
-    def __init__(self, base_url: str | None = None) -> None:
+    def __init__(self, base_url: str | None = None, *, pace: float = 1.0) -> None:
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.pace = pacing.pacer(self.name, self.base_url, pace, official=DEFAULT_BASE_URL)
 
     def search(self, query: str, *, max_results: int, timeout: float) -> list[SearchResult]:
         terms = _SPACES.sub(" ", _QUERY_NOISE.sub(" ", query)).strip()
         if not terms:
             return []
-        _, body, _ = http_get(
-            f"{self.base_url}/api/query",
-            params={
-                "search_query": f"all:{terms}",
-                "start": 0,
-                "max_results": max(1, max_results),
-                "sortBy": "relevance",
-            },
-            timeout=timeout,
-            provider=self.name,
-            label="arXiv",
-        )
+        with pacing.turn(self.pace, timeout, "arXiv"):
+            try:
+                _, body, _ = http_get(
+                    f"{self.base_url}/api/query",
+                    params={
+                        "search_query": f"all:{terms}",
+                        "start": 0,
+                        "max_results": max(1, max_results),
+                        "sortBy": "relevance",
+                    },
+                    timeout=timeout,
+                    provider=self.name,
+                    label="arXiv",
+                )
+            except RateLimited as exc:
+                self.pace.hold(exc.retry_after)
+                raise
         return parse_atom(body, self.name)[:max_results]
 
 

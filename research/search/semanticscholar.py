@@ -1,11 +1,15 @@
-"""Semantic Scholar's Graph API paper search; a key (x-api-key) is optional."""
+"""Semantic Scholar's Graph API paper search; a key (x-api-key) is optional.
+
+At most one request a second from the whole process, with or without a key (see
+research.search.pacing)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from research.errors import ProviderError
+from research.errors import ProviderError, RateLimited
+from research.search import pacing
 from research.search._http import http_get
 from research.search.base import SearchResult
 
@@ -17,23 +21,30 @@ class SemanticScholarSearch:
     name = "semanticscholar"
     academic = True
 
-    def __init__(self, base_url: str | None = None, api_key: str | None = None) -> None:
+    def __init__(self, base_url: str | None = None, api_key: str | None = None, *,
+                 pace: float = 1.0) -> None:
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self._api_key = api_key
+        self.pace = pacing.pacer(self.name, self.base_url, pace, official=DEFAULT_BASE_URL)
 
     def search(self, query: str, *, max_results: int, timeout: float) -> list[SearchResult]:
         if not query.strip():
             return []
-        _, body, _ = http_get(
-            f"{self.base_url}/graph/v1/paper/search",
-            params={"query": query.strip(), "limit": max(1, min(100, max_results)),
-                    "fields": FIELDS},
-            headers={"x-api-key": self._api_key} if self._api_key else None,
-            timeout=timeout,
-            provider=self.name,
-            label="Semantic Scholar",
-            secrets=(self._api_key,) if self._api_key else (),
-        )
+        with pacing.turn(self.pace, timeout, "Semantic Scholar"):
+            try:
+                _, body, _ = http_get(
+                    f"{self.base_url}/graph/v1/paper/search",
+                    params={"query": query.strip(), "limit": max(1, min(100, max_results)),
+                            "fields": FIELDS},
+                    headers={"x-api-key": self._api_key} if self._api_key else None,
+                    timeout=timeout,
+                    provider=self.name,
+                    label="Semantic Scholar",
+                    secrets=(self._api_key,) if self._api_key else (),
+                )
+            except RateLimited as exc:
+                self.pace.hold(exc.retry_after)
+                raise
         try:
             payload = json.loads(body)
         except ValueError:

@@ -2,7 +2,8 @@
 
 tavily-python turns HTTP statuses into its own exceptions and drops the response; a
 response hook on our own `requests.Session` keeps the status and Retry-After so that a
-rate limit (429) and a used-up plan (432/433) are told apart.
+rate limit (429) and a used-up plan (432/433) are told apart. A 429 holds every Tavily
+search of the process for the time it names (research.search.pacing; Tavily sets no pace).
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from research.errors import (
 )
 from research.llm.base import run_with_deadline
 from research.retry import parse_retry_after
+from research.search import pacing
 from research.search.base import SearchResult
+
+DEFAULT_BASE_URL = "https://api.tavily.com"
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _QUOTA_WORDS = ("plan", "credit", "upgrade", "pay-as-you-go", "paygo", "billing")
@@ -39,12 +43,18 @@ class TavilySearch:
     def __init__(self, api_key: str, base_url: str | None = None) -> None:
         self._api_key = api_key
         self.base_url = base_url.rstrip("/") if base_url else None
+        self.pace = pacing.pacer(self.name, self.base_url or DEFAULT_BASE_URL)
 
     def search(self, query: str, *, max_results: int, timeout: float) -> list[SearchResult]:
         # A socket timeout only bounds each read; the wall-clock limit covers trickling.
-        return run_with_deadline(
-            lambda: self._search(query, max_results, timeout), timeout + 1.0, "Tavily search"
-        )
+        with pacing.turn(self.pace, timeout, "Tavily"):
+            try:
+                return run_with_deadline(
+                    lambda: self._search(query, max_results, timeout), timeout + 1.0, "Tavily search"
+                )
+            except RateLimited as exc:
+                self.pace.hold(exc.retry_after)
+                raise
 
     def _search(self, query: str, max_results: int, timeout: float) -> list[SearchResult]:
         seen: list[requests.Response] = []

@@ -83,6 +83,9 @@ def llm_answer(standin: StandinServer, fault: Fault | None, system: str, user: s
     """
     options: dict[str, Any] = {}
     special: Fault | None = None
+    scripted = standin.script(system, user, schema) if standin.script is not None else None
+    if scripted is not None:
+        return scripted, None, "stop"
     if fault is not None and fault.kind in _CONTENT_FAULTS:
         if fault.kind == "invalid_json":
             options["invalid_json"] = str(fault.params.get("mode", "text"))

@@ -47,7 +47,8 @@ def _norm(text: str) -> str:
 
 
 def _judge(claim_id: str, text: str, blocks: list[tuple[str, str]], *, auditor: bool) -> dict[str, Any]:
-    mine = [(bid, t) for bid, t in blocks if bid.startswith(claim_id + "/")]
+    cited = set(re.findall(r"\[(\d+)\]", text))  # an excerpt is named by its citation number
+    mine = [(bid, t) for bid, t in blocks if bid.startswith(claim_id + "/") or bid in cited]
     answer: dict[str, Any] = {"claim_id": claim_id, "verdict": "UNSUPPORTED", "quote": "",
                               "source": mine[0][0] if mine else "", "reason": ""}
     if not mine:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +104,8 @@ class HostedState:
     polls_to_complete: int = 3
     fail_message: str | None = None
     jobs: dict[str, Job] = field(default_factory=dict)
+    # A test's own report text: report_text(question, base_url) -> text (no annotations).
+    report_text: Callable[[str, str], str] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _counter: int = 0
 
@@ -111,6 +113,7 @@ class HostedState:
         with self._lock:
             self.polls_to_complete = 3
             self.fail_message = None
+            self.report_text = None
             self.jobs.clear()
 
     # --- dispatch ---------------------------------------------------------------------
@@ -187,8 +190,8 @@ class HostedState:
 
     def _render(self, job: Job, base_url: str) -> dict[str, Any]:
         if job.api == "openai_responses":
-            return _openai_response(job, base_url)
-        return _gemini_interaction(job, base_url)
+            return _openai_response(job, base_url, self.report_text)
+        return _gemini_interaction(job, base_url, self.report_text)
 
 
 # --- question and report text ---------------------------------------------------------------
@@ -289,7 +292,8 @@ def _gemini_report(question: str, base_url: str) -> tuple[str, list[dict[str, An
     return "".join(parts), annotations
 
 
-def _openai_response(job: Job, base_url: str) -> dict[str, Any]:
+def _openai_response(job: Job, base_url: str,
+                     own: Callable[[str, str], str] | None = None) -> dict[str, Any]:
     output: list[dict[str, Any]] = []
     usage = None
     error = None
@@ -298,7 +302,8 @@ def _openai_response(job: Job, base_url: str) -> dict[str, Any]:
         output.append({"type": "web_search_call", "id": f"ws_{job.id}", "status": "completed",
                        "action": {"type": "search", "query": job.question}})
     if job.status == "completed":
-        text, annotations = _openai_report(job.question, base_url)
+        text, annotations = ((own(job.question, base_url), []) if own
+                             else _openai_report(job.question, base_url))
         output.append({"type": "message", "id": f"msg_{job.id}", "status": "completed",
                        "role": "assistant", "content": [{"type": "output_text", "text": text,
                                                          "annotations": annotations, "logprobs": []}]})
@@ -317,7 +322,8 @@ def _openai_response(job: Job, base_url: str) -> dict[str, Any]:
     }
 
 
-def _gemini_interaction(job: Job, base_url: str) -> dict[str, Any]:
+def _gemini_interaction(job: Job, base_url: str,
+                        own: Callable[[str, str], str] | None = None) -> dict[str, Any]:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(job.created))
     steps: list[dict[str, Any]] = []
     body: dict[str, Any] = {"id": job.id, "status": job.status, "agent": job.model,
@@ -327,7 +333,8 @@ def _gemini_interaction(job: Job, base_url: str) -> dict[str, Any]:
         steps.append({"type": "google_search_call", "id": f"gs_{job.id}",
                       "arguments": {"queries": [job.question, f"{job.question} statistics"]}})
     if job.status == "completed":
-        text, annotations = _gemini_report(job.question, base_url)
+        text, annotations = ((own(job.question, base_url), []) if own
+                             else _gemini_report(job.question, base_url))
         steps.append({"type": "model_output",
                       "content": [{"type": "text", "text": text, "annotations": annotations}]})
         body["usage"] = {"total_input_tokens": 3100, "total_output_tokens": 6200,

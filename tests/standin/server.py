@@ -85,13 +85,13 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.standin import brain, brain_behaviours, hosted, local, pages
+from tests.standin import brain, brain_behaviours, hosted, local, pages, protos
 from tests.standin.answers import (  # noqa: F401 - re-exported: tests import them from here
     _CONTENT_FAULTS,
     TRACKING_TEXT,
@@ -217,6 +217,8 @@ class StandinServer:
         self.off_topic_results = 0
         self._extra_results: list[str] = []
         self.behaviour = "house"  # see set_behaviour
+        # A test's own answers: script(system, user, schema) -> text, or None for the brain's.
+        self.script: Callable[[str, str, dict | None], str | None] | None = None
         self._stopping = threading.Event()
         self._generation = 0  # bumped by reset(): requests from before it are abandoned
         self._httpd: ThreadingHTTPServer | None = None
@@ -291,6 +293,7 @@ class StandinServer:
             self.off_topic_results = 0
             self._extra_results.clear()
             self.behaviour = "house"
+            self.script = None
             self._generation += 1
             self.requests.clear()
             brain.UNKNOWN_TASKS.clear()
@@ -691,6 +694,11 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
         if not self.headers.get("x-goog-api-key") and "key=" not in query:
             self._send_json(403, gemini_error(403, "Method doesn't allow unregistered callers.",
                                               "PERMISSION_DENIED"))
+            return
+        contract = protos.contract(path.split("/")[1])  # a key its version lacks: refused
+        unknown = contract.unknown_names("GenerateContentRequest", body) if contract else []
+        if unknown:
+            self._send_json(400, protos.unknown_name_error(unknown))
             return
         model = match.group(1)
         system = _parts_text((body.get("systemInstruction") or {}).get("parts"))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from research.checks import word_count
 from research.context import RunContext
+from research.errors import ResearchError
 from research.events import DraftCompleted
 from research.events import Warning as WarningEvent
 from research.phases.verify.apply import (
@@ -85,6 +86,12 @@ def run(ctx: RunContext, failed: Sequence[FailedSubtopic],
     try:
         done = ctx.run_step(STEP_KEY, "verify", "Verifying claims against their sources",
                             lambda: _verify(ctx, failed, early))
+    except Exception as exc:  # noqa: BLE001 - costs the verification, not the report
+        if not isinstance(exc, ResearchError):  # (run_step marked a ResearchError's step)
+            ctx.store.fail_step(ctx.run_id, STEP_KEY, "a problem in the program itself")
+        ctx.lose("the claims could not be verified; the report is delivered unverified", exc,
+                 step=STEP_KEY)
+        return VerifyResult(0, 0, 0, "")
     finally:
         if early is not None:
             early.close()
@@ -116,6 +123,10 @@ def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
         judged, errors = judged + late, errors + errs + more
     by_id = {**known, **{o.claim.id: o for o in judged}}
     outcomes = [by_id[c.id] for c in claims]
+    if not any(c.source_ids or c.invalid for c in claims):  # the writer cited nothing at all:
+        for o in outcomes:  # its claims are marked as citing no source, not all cut (issue 32)
+            if o.status == "removed":
+                o.status, o.note = "uncited", "It cites no source; marked as such."
 
     failed_titles = [s.title for s in failed]
     text, unverified = apply(base.text, outcomes, numbering=numbering, sources=sources,

@@ -13,8 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from research.checks import CITATION, cited_numbers, claim_sentences, data_rows, factual_row, has_figure
+from research.excerpts import excerpt as passages
+from research.excerpts import words
 
-PASSAGE_CHARS = 1500          # excerpt of each cited source shown with a claim
+PASSAGE_CHARS = 500           # excerpt of each cited source shown with a claim: its passages
+                              # nearest the claim (the deciding one is one or two sentences)
 MAX_SOURCES_PER_CLAIM = 3     # a claim citing more is judged against its most relevant three
 
 # --- claims ---------------------------------------------------------------------------------
@@ -161,44 +164,11 @@ def is_factual(sentence: str, kind: str) -> bool:
 
 # --- excerpts and the quote guard ---------------------------------------------------------------
 
-_STOP = frozenset(
-    "the a an and or of to in on for by with from at as is are was were be been this that these "
-    "those it its their there than then into over under about between more most less least "
-    "also which who what when where how not no has have had can could may might will would "
-    "report reports source sources according".split()
-)
-_WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
-_SENTENCES = re.compile(r"(?<=[.!?])\s+")
-_ELLIPSIS = re.compile(r"\[\s*(?:\.\.\.|…)\s*\]|\.\.\.|…")
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP}
+_words = words
 
 
 def excerpt(source_text: str, claim: str, limit: int = PASSAGE_CHARS) -> str:
-    """The sentences of a source that share the most words with the claim, in page order,
-    up to `limit` characters (the start of the page when nothing overlaps)."""
-    text = " ".join(source_text.split())
-    if len(text) <= limit:
-        return text
-    sentences = [s for s in _SENTENCES.split(text) if s]
-    wanted = _words(CITATION.sub("", claim))
-    scored = sorted(
-        ((len(wanted & _words(s)), -i, i) for i, s in enumerate(sentences)), reverse=True
-    )
-    if not scored or scored[0][0] == 0:
-        return text[:limit].rsplit(" ", 1)[0]
-    chosen: list[int] = []
-    used = 0
-    for score, _, i in scored:
-        if score == 0:
-            break
-        piece = sentences[i][: limit - used] if not chosen else sentences[i]
-        if used + len(piece) + 1 > limit:
-            continue
-        chosen.append(i)
-        used += len(piece) + 1
-    chosen.sort()
-    return " ".join(sentences[i][:limit] for i in chosen)
+    """The sentences of a source that share the most words and figures with the claim, in page
+    order, up to `limit` characters (the start of the page when nothing overlaps)."""
+    return passages(source_text, claim, limit)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
@@ -33,45 +33,42 @@ from research.records import Source
 BATCH_CLAIMS = 4
 BATCH_CHARS = 18_000
 MIN_QUOTE_WORDS = 4
+CRITIC_BATCH_MIN = 3
 
 
 # --- prompts and answers ------------------------------------------------------------------------
 
 VERIFIER_ROLE = (
-    "You are the fact-checker of a research team. You check each claim of a report against "
-    "the text of the sources it cites, and against nothing else."
+    "You are a research team's fact-checker: you check each claim of a report against the "
+    "sources it cites and nothing else."
 )
 
-VERIFY_PROMPT = """Check the claims below from a research report answering:
-<question>{question}</question>
-
-Each claim comes with excerpts of the sources it cites. For every claim decide:
+VERIFY_PROMPT = """Check these claims of a report answering <question>{question}</question>
+Each cited source's excerpt comes once, its id the number claims cite it by ([3] -> id 3).
+Judge each claim only by the excerpts of its sources (not what you know; a citation is no proof):
 - SUPPORTED: an excerpt states it (figures, dates, direction and strength all match)
 - OVERSTATED: an excerpt supports only a weaker, narrower or less certain version
 - CONTRADICTED: an excerpt says otherwise
 - UNSUPPORTED: the excerpts do not say it
-Quote word for word the passage (one or two sentences) that decides the verdict and give the
-id of the excerpt you quoted. Judge only by the excerpts, never by what you know; citation
-numbers like [3] are not evidence. Answer once for every claim id.
+Quote the deciding passage (a sentence or two) word for word, with its excerpt's id, once for
+every claim id.
 
 CLAIMS:
 {claims}"""
 
 AUDITOR_ROLE = (
-    "You are an independent auditor of research reports. You did not write or check this "
-    "report before. You assume a claim is unproven until a source excerpt proves it."
+    "You are an independent auditor of research reports, new to this one: a claim is "
+    "unproven until a source excerpt proves it."
 )
 
-AUDIT_PROMPT = """Audit these claims one by one. For each, first read the source excerpts that
-come with it, then the claim, and ask: would a careful reader of only these excerpts accept the
-claim exactly as written?
-
-Verdicts:
+AUDIT_PROMPT = """Audit these claims one by one: read the excerpts of the sources a claim cites
+(each comes once, before the first claim citing it; its id is the number claims cite it by),
+then the claim, and ask: would a careful reader of only these excerpts accept it as written?
 - UNSUPPORTED when no excerpt says it (the default when in doubt)
 - CONTRADICTED when an excerpt says the opposite or gives a different figure
 - OVERSTATED when the claim is stronger, broader or more certain than the excerpt
 - SUPPORTED only when an excerpt says it; then copy that passage exactly as "quote"
-Give the excerpt id you relied on. Do not use outside knowledge. Every claim id needs an answer.
+Give the excerpt id you relied on; no outside knowledge. Every claim id needs an answer.
 
 The report answers: <question>{question}</question>
 
@@ -143,7 +140,8 @@ CRITIC_ROLE = (
 )
 
 CRITIC_PROMPT = """Challenge each claim below once. You see the claim, where it sits in the
-report, what two independent fact-checkers said, and excerpts of the sources it cites.
+report, what two independent fact-checkers said, and excerpts of the sources it cites (each
+source once, its id the number claims cite it by).
 
 - SURVIVES: the excerpts carry the claim as written
 - DOWNGRADE: the excerpts carry only a more cautious version; the claim must be qualified
@@ -238,21 +236,57 @@ def _attr(text: str) -> str:
     return _claim_text(text).replace('"', "'").replace("\n", " ")
 
 
-def _blocks(claim: Claim, sources: Mapping[str, Source], nonce: str) -> list[str]:
-    by_id = {sid: n for n, sid in zip(claim.numbers, claim.source_ids, strict=False)}
-    return [
-        untrusted_block(f"{claim.id}/{by_id.get(sid, '?')}",
-                        {"title": sources[sid].title, "published": sources[sid].published},
-                        text, nonce)
-        for sid, text in claim.excerpts.items()
-    ]
+def _claim_head(claim: Claim, extra: str = "") -> str:
+    return (f'<claim id="{claim.id}" section="{_attr(claim.section)}">{_claim_text(claim.text)}'
+            f"{extra}</claim>")
 
 
-def _item(claim: Claim, sources: Mapping[str, Source], nonce: str, *,
-          sources_first: bool) -> str:
-    head = f'<claim id="{claim.id}" section="{_attr(claim.section)}">{_claim_text(claim.text)}</claim>'
-    blocks = "\n".join(_blocks(claim, sources, nonce))
-    return f"{blocks}\n{head}" if sources_first else f"{head}\n{blocks}"
+def _merged(batch: Sequence[Claim], sources: Mapping[str, Source]) -> dict[str, str]:
+    """Each cited source's excerpt for the whole batch: the passages every claim of the batch
+    needs from it, each once, in page order."""
+    pieces: dict[str, list[str]] = {}
+    for claim in batch:
+        for sid, text in claim.excerpts.items():
+            known = pieces.setdefault(sid, [])
+            for piece in (" ".join(p.split()) for p in _SENTENCES.split(text)):
+                if piece and piece not in known:
+                    known.append(piece)
+    out = {}
+    for sid, found in pieces.items():
+        page = " ".join((sources[sid].text or "").split())
+        found.sort(key=lambda p: page.find(p) if p in page else len(page))  # stable
+        out[sid] = " ".join(found)
+    return out
+
+
+def _items(batch: Sequence[Claim], sources: Mapping[str, Source], nonce: str, *,
+           sources_first: bool, head: Callable[[Claim], str] = _claim_head) -> str:
+    """The batch's claims, each with the excerpts of the sources it cites that no claim before
+    it brought. A source several claims cite is sent once (issue 31: claims sit in batches by
+    the sources they cite), with the passages each of them needs; an excerpt's id is the
+    source's citation number, as the claims cite it."""
+    excerpts = _merged(batch, sources)
+    numbers = {sid: n for c in batch for n, sid in zip(c.numbers, c.source_ids, strict=False)}
+    shown: set[str] = set()
+    items = []
+    for claim in batch:
+        new = [sid for sid in claim.excerpts if sid not in shown]
+        shown.update(new)
+        blocks = [untrusted_block(str(numbers.get(sid, "?")),
+                                  {"title": sources[sid].title, "published": sources[sid].published},
+                                  excerpts[sid], nonce) for sid in new]
+        parts = [*blocks, head(claim)] if sources_first else [head(claim), *blocks]
+        items.append("\n".join(parts))
+    return "\n\n".join(items)
+
+
+def by_source(claims: Sequence[Claim]) -> list[Claim]:
+    """The claims with those citing the same source next to each other (so that they share a
+    batch, and the source's excerpt is sent once), otherwise in order."""
+    first: dict[str, int] = {}
+    for i, claim in enumerate(claims):
+        first.setdefault(claim.source_ids[0] if claim.source_ids else "", i)
+    return sorted(claims, key=lambda c: first[c.source_ids[0] if c.source_ids else ""])
 
 
 def batch_size(claims: int, calls: int) -> int:
@@ -296,7 +330,7 @@ def _judge_batch(ctx: RunContext, agent: Agent, spec: _Pass, batch: list[Claim],
     ctx.control.checkpoint()
     nonce = new_nonce()
     ordered = list(reversed(batch)) if spec.reverse else batch
-    items = "\n\n".join(_item(c, sources, nonce, sources_first=spec.sources_first) for c in ordered)
+    items = _items(ordered, sources, nonce, sources_first=spec.sources_first)
     messages = [
         system(spec.persona, ctx.today),
         Message("user", spec.prompt.format(question=clean_untrusted(ctx.question), claims=items)),
@@ -317,7 +351,7 @@ def _submit_pass(ctx: RunContext, spec: _Pass, claims: Sequence[Claim],
     # Both passes go out at once: each gets half the run's requests in flight.
     most = batch_size(len(claims), ctx.executor.model_slots.size // 2)
     return [pool.submit(_judge_batch, ctx, agent, spec, batch, sources)
-            for batch in _batches(claims, most)]
+            for batch in _batches(by_source(claims), most)]
 
 
 def _collect(ctx: RunContext, futures: Sequence[Future[Any]]) -> tuple[dict[str, PassVerdict], list[str]]:
@@ -329,6 +363,10 @@ def _collect(ctx: RunContext, futures: Sequence[Future[Any]]) -> tuple[dict[str,
             verdicts.update(future.result())
         except (ProviderError, SchemaError) as exc:
             errors.append(ctx.safe(str(exc)))
+        except Exception as exc:  # noqa: BLE001 - costs the batch's verdicts (ctx.lose decides)
+            ctx.lose("some claim checks could not be made; those claims rest on the other "
+                     "check, or are marked as not verified", exc, step="verify")
+            errors.append("a problem in the program itself")
     return verdicts, errors
 
 
@@ -364,11 +402,15 @@ def combine(first: str, second: str) -> str:
 # --- the critic and the writer -------------------------------------------------------------------
 
 
-def _pass_line(name: str, v: PassVerdict) -> str:
+def _pass_line(name: str, v: PassVerdict, quoted: str = "") -> str:
+    """One check's verdict for the critic; a passage the other check quoted already
+    (`quoted`) is not sent twice."""
     if not v.verdict:
         return f"{name}: no verdict"
     line = f"{name}: {v.verdict}"
-    if v.quote:
+    if v.quote and " ".join(v.quote.split()) == " ".join(quoted.split()):
+        line += " — quoted the same passage"
+    elif v.quote:
         line += f' — quoted "{clean_untrusted(v.quote)[:400]}"'
     if v.note:
         line += f" ({v.note})"
@@ -385,15 +427,13 @@ def _challenge(ctx: RunContext, outcomes: Sequence[Outcome],
     def judge(batch: list[Claim]) -> dict[str, CriticJudgement]:
         ctx.control.checkpoint()
         nonce = new_nonce()
-        items = []
-        for claim in batch:
+
+        def head(claim: Claim) -> str:
             o = by_id[claim.id]
-            items.append(
-                f'<claim id="{claim.id}" section="{_attr(claim.section)}">'
-                f"{_claim_text(claim.text)}\n{_pass_line('First check', o.first)}\n"
-                f"{_pass_line('Second check', o.second)}</claim>\n"
-                + "\n".join(_blocks(claim, sources, nonce))
-            )
+            return _claim_head(claim, f"\n{_pass_line('First check', o.first)}\n"
+                               f"{_pass_line('Second check', o.second, o.first.quote)}")
+
+        items = [_items(batch, sources, nonce, sources_first=False, head=head)]
         messages = [
             system(CRITIC_ROLE, ctx.today),
             Message("user", CRITIC_PROMPT.format(question=clean_untrusted(ctx.question),
@@ -403,8 +443,10 @@ def _challenge(ctx: RunContext, outcomes: Sequence[Outcome],
         wanted = {c.id for c in batch}
         return {j.claim_id: j for j in answer.judgements if j.claim_id in wanted and j.verdict}
 
-    batches = _batches([o.claim for o in outcomes],
-                       batch_size(len(outcomes), ctx.executor.model_slots.size))
+    # A challenge's answer is a word and a reason: a few claims a call cost little time, and
+    # each call repeats the instructions (issue 31).
+    batches = _batches(by_source([o.claim for o in outcomes]),
+                       max(CRITIC_BATCH_MIN, batch_size(len(outcomes), ctx.executor.model_slots.size)))
     found: dict[str, CriticJudgement] = {}
     errors: list[str] = []
     # The batches are independent: all at once, tasks of the run's executor.
@@ -414,6 +456,9 @@ def _challenge(ctx: RunContext, outcomes: Sequence[Outcome],
             found.update(future.result())
         except (ProviderError, SchemaError) as exc:
             errors.append(ctx.safe(str(exc)))
+        except Exception as exc:  # noqa: BLE001 - costs the batch's challenge (ctx.lose decides)
+            ctx.lose("some contested claims could not be challenged", exc, step="verify")
+            errors.append("a problem in the program itself")
     return found, errors
 
 
@@ -462,6 +507,10 @@ def _rewrite(ctx: RunContext, outcomes: Sequence[Outcome]) -> tuple[dict[str, st
         answer = writer.llm.structured(messages, ClaimRewrites, deadline=ctx.step_deadline())
     except (ProviderError, SchemaError) as exc:
         return {}, [ctx.safe(str(exc))]
+    except Exception as exc:  # noqa: BLE001 - costs the rewrites (ctx.lose decides)
+        ctx.lose("some qualified claims could not be rewritten and are marked instead", exc,
+                 step="verify")
+        return {}, ["a problem in the program itself"]
     wanted = {o.claim.id: o.claim.text for o in outcomes}
     accepted: dict[str, str] = {}
     for r in answer.rewrites:

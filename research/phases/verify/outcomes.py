@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from research.context import RunContext
+from research.excerpts import without_title
 from research.phases.verify.apply import decide
 from research.phases.verify.claims import (
     CRITICAL_KINDS,
@@ -52,7 +53,8 @@ def attach_excerpts(claims: Sequence[Claim], sources: Mapping[str, Source]) -> N
     """Each claim's excerpts: the passage of each cited source nearest the claim, the most
     relevant MAX_SOURCES_PER_CLAIM kept."""
     for claim in claims:
-        found = {sid: excerpt(source_text(sources[sid]), claim.text) for sid in claim.source_ids}
+        found = {sid: excerpt(without_title(source_text(sources[sid]), sources[sid].title),
+                              claim.text) for sid in claim.source_ids}  # the title comes beside it
         wanted = _words(claim.text)
         ranked = sorted(found, key=lambda sid: -len(wanted & _words(found[sid])))  # stable
         claim.excerpts = {sid: found[sid] for sid in ranked[:MAX_SOURCES_PER_CLAIM]}
