@@ -2,7 +2,7 @@
 to the stand-in, which limits them as the providers document (tests/standin/limits.py).
 
 The limits are scaled down from the real tiers so a run takes seconds, yet still bind: a quick
-run sends about 100 requests and 100,000 tokens, more than a minute's worth of each below.
+run sends about 100 requests and 65,000 tokens, more than a minute's worth of each below.
 What is checked is what the person sees: the run completes with nothing failed, the waits are
 a line or two (not a line per request), and a spent daily quota stops the run at once,
 resumable. How fast is the benchmark's business (bench/limits.py), never asserted here.
@@ -48,14 +48,14 @@ def test_a_run_on_an_openai_account_paces_itself_by_its_headers(
 ) -> None:
     # Tier 1 is 500 requests and 30,000 tokens a minute; a quick run here needs more than a
     # minute's worth of both of these.
-    standin.set_account("openai", requests_per_minute=90, tokens_per_minute=80_000)
+    standin.set_account("openai", requests_per_minute=80, tokens_per_minute=55_000)
     store, run_id = http_runs(preset="quick")
     _completed(store, run_id)
     # Every answer carried the limits, the first one too: nothing was sent to be refused.
     assert standin.rate_limited("openai") == 0
     lines = _lines(store, run_id)
     assert 1 <= len(lines) <= 2, lines
-    assert all("limit of 80,000 tokens a minute" in line or "limit of 90 requests a minute"
+    assert all("limit of 55,000 tokens a minute" in line or "limit of 80 requests a minute"
                in line for line in lines), lines
 
 
@@ -63,7 +63,7 @@ def test_a_run_on_a_gemini_account_learns_its_limit_from_the_first_refusal(
     standin: StandinServer, http_runs: Runner
 ) -> None:
     # Gemini sends no rate-limit headers: its 429 names the quota and its value.
-    standin.set_account("gemini", requests_per_minute=90, tokens_per_minute=1_000_000,
+    standin.set_account("gemini", requests_per_minute=80, tokens_per_minute=1_000_000,
                         free_tier=True)
     store, run_id = http_runs(preset="quick", provider="gemini")
     _completed(store, run_id)
@@ -73,7 +73,7 @@ def test_a_run_on_a_gemini_account_learns_its_limit_from_the_first_refusal(
     config = http_runs.config(preset="quick", provider="gemini")
     assert refused <= model_requests(config)
     account = Account.of("gemini", config.gemini_base_url, GEMINI_KEY, config.role("lead").model)
-    assert known_limits(account).requests_per_minute == 90
+    assert known_limits(account).requests_per_minute == 80
     assert len(_lines(store, run_id)) <= 2
 
 
