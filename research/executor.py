@@ -21,9 +21,12 @@ than taking a second thread (see research.llm.base).
 
 Beside the layers, `model_slots` bounds the run's model requests in flight, whatever their
 role (16 per MAX_PARALLEL_WORKERS): the pressure a run puts on a provider, as opposed to the
-threads that wait on it. A model server of one's own (Ollama, llama.cpp, vLLM) has, beside it,
-its own gate for the whole process (research/llm/local_server.py): as many requests in flight
-as it generates answers at once, whichever run they come from.
+threads that wait on it. What the provider's account allows (requests and tokens a minute)
+is the account's pacer's business, in front of these slots and shared by every run of the
+process (research.llm.pacing); a model server of one's own (Ollama, llama.cpp, vLLM) has its
+own gate for the whole process too (research/llm/local_server.py): as many requests in flight
+as it generates answers at once, whichever run they come from. A request waits there before
+it takes a slot, and its time limit starts only once it is sent.
 
 Threads are started only as work needs them and reused, so the sizes are upper bounds, not
 costs. A pool keeps its threads once started, though, and each keeps the stack it touched: so

@@ -49,8 +49,9 @@ from research.executor import RunExecutor
 from research.fetch import Fetcher, FetchLimits, warm_up
 from research.llm import build_llm
 from research.llm.base import LLM, RoleLLM, UsageMeter
-from research.llm.pacing import RunWaits, Wait
+from research.llm.pacing import Wait
 from research.llm.pricing import PriceTable
+from research.llm.waits import RunWaits
 from research.outcome import completion_warnings, nothing_gathered
 from research.phases import (
     clarify,
@@ -141,7 +142,8 @@ def execute(
         emit(LimitWait(run_id, redact(wait.text, secrets), provider=wait.account.provider,
                        model=wait.account.model, wait_s=round(wait.seconds, 1)))
 
-    waits = RunWaits(waited, cancel=control.cancelled, until=lambda: control.deadline)
+    waits = RunWaits(waited, cancel=control.cancelled, until=lambda: control.deadline,
+                     books=store)
 
     def make_llm(role: Role) -> RoleLLM:
         spec = config.role(role.value)

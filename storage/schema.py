@@ -2,7 +2,7 @@
 
 The SQLite file's tables were made by the hand-written steps in `storage.migrations` (m001 to
 m006) before the store moved to Alembic; this metadata describes exactly that schema plus the
-later Alembic revisions (0002: `runs.person`), so a file made by an older version needs only
+later Alembic revisions (0002: `runs.person`; 0003: `account_books`), so a file made by an older version needs only
 those, and a PostgreSQL database is created from it
 (`storage/alembic/versions/0001_baseline.py`). `tests/test_migrations.py` compares the two.
 
@@ -278,5 +278,18 @@ RUN_TABLES: tuple[Table, ...] = (
     plans, steps, sources, findings, queries, skipped_pages, drafts, reviews, reports,
     verifications, usage, events, engine_reports,
 )
+# What each model account allows and how much of its minute is spoken for, shared by every
+# process on the key (issue 31; storage.accounts). Its own, not a run's: never copied.
+account_books = Table(
+    "account_books", metadata,
+    Column("account_id", Text, primary_key=True),  # research.llm.limits.Account.id (a key hash)
+    Column("requests_per_minute", Integer), Column("tokens_per_minute", Integer),
+    Column("requests_per_day", Integer), Column("parallel", Integer),
+    Column("context_tokens", Integer), _txt("source", ""),
+    _real("requests_level", 0), _real("tokens_level", 0),
+    _real("stamp", 0), _real("paused_until", 0),  # Unix time: processes share no other clock
+    _txt("updated_at", nullable=False),
+)
+
 # The person's library, copied after the runs.
 LIBRARY_TABLES: tuple[Table, ...] = (documents, collections, collection_documents, passages)

@@ -3,8 +3,8 @@
 The Store's methods live in modules by table group, each a small class the facade combines:
 `storage.runs` (runs), `storage.steps` (plan, steps), `storage.results` (sources, findings,
 queries, skipped pages), `storage.writing` (drafts, reviews, report, hosted engines,
-verifications), `storage.log` (events, usage) and `storage.live` (the live panel's one
-read), over `storage.base` (the database,
+verifications), `storage.log` (events, usage), `storage.live` (the live panel's one
+read) and `storage.accounts` (the model accounts' shared books), over `storage.base` (the database,
 transactions, redaction). Queries are SQLAlchemy Core, written once for both databases;
 `storage.dialects` holds what differs. Callers only ever see Python values.
 
@@ -19,6 +19,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from storage.accounts import AccountsStore
 from storage.base import DatabaseUnavailableError
 from storage.db_value import db_path_from_env, resolve_db
 from storage.live import LiveStore
@@ -35,7 +36,7 @@ _PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DB = _PROJECT_ROOT / "data" / "research.db"
 
 
-class Store(RunsStore, ResultsStore, WritingStore, LogStore, LiveStore):
+class Store(RunsStore, ResultsStore, WritingStore, LogStore, LiveStore, AccountsStore):
     """All persistence for Deep Research Studio. Safe to share between threads."""
 
 

@@ -7,7 +7,10 @@ tests use tiny real waits and assert what happened (tries, lines, stops), never 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -30,13 +33,15 @@ from research.llm.pacing import (
     EPISODE_GAP_S,
     WINDOW_FORGET_S,
     Pacer,
-    RunWaits,
     Ticket,
     Wait,
     known_limits,
     pacer_for,
 )
+from research.llm.waits import RunWaits
 from research.retry import RetryPolicy
+from storage import Store
+from tests.store_files import migrated_copy
 
 ACCOUNT = Account("openai", "", "abc123", "gpt-4.1")
 
@@ -422,3 +427,96 @@ def test_gemini_per_day_quota_is_spent_not_waited_for() -> None:
     error = chat._map_api_error(_gemini_429("GenerateRequestsPerDayPerProjectPerModel-FreeTier",
                                             "250"))
     assert isinstance(error, QuotaExhausted)
+
+
+# -- several processes, one key: the store's books ------------------------------------------
+
+def test_two_processes_on_one_key_share_its_minute_through_the_store(db_target: str) -> None:
+    clock = Clock()
+    with Store(db_target) as store:  # SQLite, then PostgreSQL (its row locked FOR UPDATE)
+        first = Pacer(ACCOUNT, clock=clock, wall=clock)   # two processes' pacers of one account
+        second = Pacer(ACCOUNT, clock=clock, wall=clock)
+        first.share(store)
+        second.share(store)
+        first.learn(AccountLimits(tokens_per_minute=6_000, requests_per_minute=600))
+        ticket(first.try_acquire(5_000))
+        # The second learned nothing itself, and has sent nothing: the books hold it back.
+        assert second.try_acquire(2_000) == pytest.approx(10.0)
+        clock.advance(10.0)
+        ticket(second.try_acquire(2_000))
+        assert not isinstance(first.try_acquire(500), Ticket)
+
+
+def test_a_refusal_one_process_met_pauses_the_others(tmp_db: Path) -> None:
+    clock = Clock()
+    with Store(migrated_copy(tmp_db)) as store:
+        first, second = (Pacer(ACCOUNT, clock=clock, wall=clock) for _ in range(2))
+        first.share(store)
+        second.share(store)
+        first.learn(AccountLimits(requests_per_minute=600))
+        first.refused(ticket(first.try_acquire(10)), retry_after=4.0)
+        assert second.try_acquire(10) == pytest.approx(4.0)
+
+
+def test_a_new_process_starts_from_the_limits_the_store_knows(tmp_db: Path) -> None:
+    with Store(migrated_copy(tmp_db)) as store:
+        Pacer(ACCOUNT).share(store)
+        Pacer(ACCOUNT, limits=AccountLimits(tokens_per_minute=30_000)).share(store)
+        assert known_limits(Account("openai", "", "abc123", "gpt-4.1"),
+                            store).tokens_per_minute == 30_000
+        later = Pacer(ACCOUNT)
+        later.share(store)
+        assert later.limits.tokens_per_minute == 30_000
+        row = store.account_limits(ACCOUNT.id)
+        assert row is not None and "abc123" in ACCOUNT.id  # a hash names it, never a key
+
+
+def test_a_failing_store_leaves_the_pacer_pacing_alone(tmp_db: Path) -> None:
+    class Broken:
+        def account_limits(self, account_id: str) -> None:
+            return None
+
+        def __getattr__(self, name: str) -> Any:
+            def fail(*args: Any, **kwargs: Any) -> None:
+                raise OSError("disk gone")
+            return fail
+
+    clock = Clock()
+    p = Pacer(ACCOUNT, clock=clock, wall=clock, limits=AccountLimits(tokens_per_minute=6_000))
+    p.share(Broken())  # type: ignore[arg-type]
+    ticket(p.try_acquire(5_000))
+    assert p.try_acquire(2_000) == pytest.approx(10.0)
+
+
+def test_the_wait_line_names_the_provider_or_the_server() -> None:
+    clock = Clock()
+    for base, expected in (
+        ("", "Waiting for OpenAI's limit of 500 requests a minute on gpt-4.1: about 30 s"),
+        ("https://team.openai.azure.com/openai/v1",
+         "Waiting for Azure OpenAI's limit of 500 requests a minute on gpt-4.1: about 30 s"),
+        ("http://127.0.0.1:11434/v1", "Waiting for the limit of 500 requests a minute of the "
+                                      "model server at 127.0.0.1 (gpt-4.1): about 30 s"),
+    ):
+        p = Pacer(Account("openai", base, "k", "gpt-4.1"), clock=clock,
+                  limits=AccountLimits(requests_per_minute=500))
+        with p._cond:
+            notice = p._noticed(30.0, "requests", clock())
+        assert notice is not None and notice.text == expected
+
+
+def test_a_wait_for_the_account_does_not_use_the_steps_time_limit() -> None:
+    # The account asks for 1.5 s; the step has 1 s left: waiting our turn is not the step's time.
+    llm = Scripted(limited(after=1.5))
+    waits = RunWaits(until=lambda: time.monotonic() + 3600)
+    step = time.monotonic() + 1.0
+    assert role(llm, waits).text([Message("user", "hi")], deadline=step) == "answer"
+    assert len(llm.calls) == 2
+
+
+def test_the_chat_models_and_account_of_name_the_same_account() -> None:
+    assert OpenAIChat("gpt-4.1", api_key="sk-test").account == Account.of(
+        "openai", None, "sk-test", "gpt-4.1")
+    gemini = GeminiChat("gemini-2.5-flash", api_key="AIza-test-key", base_url="http://h:1")
+    assert gemini.account == Account.of("gemini", "http://h:1", "AIza-test-key",
+                                        "gemini-2.5-flash")
+    assert "sk-test" not in gemini.account.id and "AIza-test-key" not in gemini.account.id

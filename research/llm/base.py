@@ -57,8 +57,9 @@ from research.llm.fitting import (  # noqa: F401 - re-exported: the seam's publi
 )
 from research.llm.limits import Account, RateReport
 from research.llm.local_server import server_of
-from research.llm.pacing import Pacer, RunWaits, pacer_for
+from research.llm.pacing import Pacer, pacer_for
 from research.llm.pricing import PriceTable
+from research.llm.waits import RunWaits
 from research.retry import RetryPolicy, call_with_retries
 
 if TYPE_CHECKING:
@@ -319,8 +320,8 @@ class RoleLLM:
         # a model without an account (a test's fake) is not paced.
         account = getattr(llm, "account", None)
         self._pacer = pacer or (pacer_for(account) if isinstance(account, Account) else None)
-        # The run's side of waiting (its line per wait, its stop check, the time it was held);
-        # outside a run, a wait of its own that nothing ends but a few refusals.
+        # The run's side of waiting (its line per wait, its stop check, the time it was held,
+        # its store); outside a run, one of its own with no time limit, so a 429 stays a try.
         self._waits = waits or RunWaits()
         self._slots = slots  # the run's model requests in flight (research.executor)
         self._on_failure = on_failure
@@ -419,10 +420,12 @@ class RoleLLM:
         """The longest prompt to send, in characters: what the model's context takes and, under
         a tokens-a-minute limit, what one request may carry (a larger one would be refused
         however long it waited, so it is made smaller: fewer source characters)."""
-        most = self._pacer.max_request_tokens() if self._pacer is not None else None
-        if most is None:
+        pacer = self._pacer
+        most = pacer.max_request_tokens() if pacer is not None else None
+        if pacer is None or most is None:
             return self.max_input_chars
-        room = max(0, most - self.meter.expected_output(self.role)) * CHARS_PER_TOKEN
+        room = max(0, most - pacer.metered(0, self.meter.expected_output(self.role)))
+        room *= CHARS_PER_TOKEN
         return max(MIN_SOURCE_CHARS, min(self.max_input_chars, room))
 
     def _fitted(
@@ -436,8 +439,8 @@ class RoleLLM:
             completion = self._attempts(fitted, schema, name, deadline)
         except ContextTooLong as exc:
             limit = harder_limit(min(prompt_chars(fitted), self.input_limit()), str(exc))
-            if isinstance(exc, RequestTooLarge):  # the account's limit, now learned, not the model's
-                limit = min(limit, self.input_limit())
+            if isinstance(exc, RequestTooLarge) and exc.report is not None:
+                limit = self.input_limit()  # the account's minute, now learned, sets it
             try:
                 harder = fit_prompt(messages, limit)
             except ContextTooLong:
@@ -449,8 +452,10 @@ class RoleLLM:
             if not isinstance(exc, RequestTooLarge):
                 self.max_input_chars = min(self.max_input_chars, limit)
             if self._on_retry is not None:
+                what = ("larger than the account allows in a minute" if
+                        isinstance(exc, RequestTooLarge) else "too long")
                 self._on_retry(
-                    f"{self.role} model: the prompt was too long for {self.label} ({exc}); "
+                    f"{self.role} model: the prompt was {what} for {self.label} ({exc}); "
                     f"sending it again with the sources trimmed to {limit} characters"
                 )
             try:
@@ -530,8 +535,10 @@ class RoleLLM:
         pacer = self._pacer
         if pacer is None:
             return send()
-        tokens = (min(prompt_chars(messages), self.input_limit()) // CHARS_PER_TOKEN
-                  + self.meter.expected_output(self.role))
+        if self._waits.books is not None:
+            pacer.share(self._waits.books)
+        tokens = pacer.metered(min(prompt_chars(messages), self.input_limit()) // CHARS_PER_TOKEN,
+                               self.meter.expected_output(self.role))
         while True:
             with self._waits.holding():
                 ticket = pacer.acquire(tokens, check=self._waits.check,
@@ -545,7 +552,7 @@ class RoleLLM:
                     raise
                 continue
             except AnswerCutOff as exc:  # answered, cut off: its tokens were spent
-                pacer.settle(ticket, _tokens(exc.usage) or ticket.tokens)
+                pacer.settle(ticket, _metered(pacer, exc.usage) or ticket.tokens)
                 raise
             except BaseException as exc:
                 pacer.release(ticket)
@@ -553,7 +560,8 @@ class RoleLLM:
                 if isinstance(exc, RequestTooLarge) and report is not None:
                     pacer.learn(report.limits)  # the next prompts are fitted to it
                 raise
-            pacer.settle(ticket, _tokens(completion.usage) or ticket.tokens, completion.rate)
+            pacer.settle(ticket, _metered(pacer, completion.usage) or ticket.tokens,
+                         completion.rate)
             return completion
 
     def _turn(self, what: str, deadline: float | None) -> AbstractContextManager[float | None]:
@@ -624,8 +632,8 @@ def schema_of(model: type[BaseModel]) -> JsonSchema:
     return schema
 
 
-def _tokens(usage: Usage | None) -> int:
-    return usage.input_tokens + usage.output_tokens if usage is not None else 0
+def _metered(pacer: Pacer, usage: Usage | None) -> int:
+    return pacer.metered(usage.input_tokens, usage.output_tokens) if usage is not None else 0
 
 
 def _short_error(exc: Exception) -> str:

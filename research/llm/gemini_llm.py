@@ -36,7 +36,7 @@ from research.errors import (
     redact,
 )
 from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
-from research.llm.limits import Account, AccountLimits, RateReport, key_hash
+from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.tls import shared_tls_context
 from research.retry import parse_retry_after
 
@@ -61,6 +61,7 @@ _BLOCK_REASONS = _SAFETY_REASONS | {"RECITATION", "LANGUAGE", "IMAGE_PROHIBITED_
 _CONTEXT_WORDS = ("exceeds the maximum number of tokens", "input token count",
                   "context window", "too many tokens")
 _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)s\s*$")
+_RETRY_IN = re.compile(r"retry in ([0-9]+(?:\.[0-9]+)?)s\b", re.I)
 # The Gemini API version every request goes to (see the module docstring); the Interactions
 # API of the deep-research engine is documented under it too
 # (https://ai.google.dev/api/interactions-api: POST /v1beta/interactions).
@@ -82,7 +83,7 @@ class GeminiChat(LLM):
     ) -> None:
         self.model = model
         self._api_key = api_key
-        self.account = Account("gemini", base_url or "", key_hash(api_key), model)
+        self.account = Account.of("gemini", base_url, api_key, model)
         self._timeout = timeout
         tls = shared_tls_context()  # "ssl": the SDK's websocket context, read from the async args
         options = types.HttpOptions(base_url=base_url, api_version=API_VERSION,
@@ -297,6 +298,10 @@ def _retry_delay(exc: genai_errors.APIError) -> float | None:
             value = None
         if value is not None:
             return value
+    # "... Please retry in 12.345678s.": the exact figure RetryInfo rounds up to whole seconds.
+    exact = _RETRY_IN.search(str(exc.message or ""))
+    if exact:
+        return float(exact.group(1))
     for detail in _error_details(exc):
         if str(detail.get("@type", "")).endswith("RetryInfo"):
             match = _DURATION.match(str(detail.get("retryDelay", "")))

@@ -20,6 +20,14 @@ class Account:
     key_hash: str   # key_hash(key): the key itself never leaves the credentials
     model: str
 
+    @classmethod
+    def of(cls, provider: str, base_url: str | None, key: str | None, model: str) -> Account:
+        """The account a provider's client with these settings talks to: the one way to name
+        it, so the chat models, the estimate and the store's books all find the same one
+        (for the configured ones: `provider`, `config.<provider>_base_url`,
+        `credentials.get(provider)` and the role's model)."""
+        return cls(provider, base_url or "", key_hash(key), model)
+
     @property
     def id(self) -> str:
         """One stable text naming the account, fit for a store key or a log line."""

@@ -31,7 +31,7 @@ from research.errors import (
 )
 from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
 from research.llm.fitting import prompt_chars
-from research.llm.limits import Account, AccountLimits, RateReport, key_hash
+from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.local_server import LocalServer, local_server
 from research.llm.tls import shared_tls_context
 from research.retry import parse_duration, parse_retry_after
@@ -75,7 +75,7 @@ class OpenAIChat(LLM):
             http_client=_HttpClient(verify=shared_tls_context(), timeout=timeout),
         )
         self._timeout = timeout
-        self.account = Account("openai", base_url or "", key_hash(api_key), model)
+        self.account = Account.of("openai", base_url, api_key, model)
         self._server: LocalServer | None = None
         self._looked = False  # for a local server: on first use
         self._built = time.monotonic()

@@ -18,25 +18,32 @@ a rate limiter, instead of being left to retries. One `Pacer` per `Account` in t
   while the limits are unknown it also halves the requests in flight, which then grow back
   one per answered window (AIMD), and are forgotten after a quiet minute.
 
+Several processes on one key (a team's workers and dashboards) share its limits through the
+store's books (`storage.accounts`, `AccountBooks` here): once a pacer is `share`d with them it
+takes each turn there too, in one short transaction, and tells them what it learns; if the
+books fail, it goes on alone.
+
 Waiting our turn is not failing: `acquire` waits as long as it takes, stopped only by its
-`check` (the run's cancellation and total time limit: `RunWaits.check`). `RunWaits` is one
-run's view of the waits: one line per wait episode per account, and how long the run's calls
-were held, which a step's time limit does not count.
+`check` (the run's cancellation and total time limit: `research.llm.waits.RunWaits.check`,
+one run's view of the waits: one line per wait episode per account, and how long the run's
+calls were held, which a step's time limit does not count).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from research.errors import BudgetExceeded, RunCancelled
 from research.llm.limits import Account, AccountLimits, RateReport
+
+log = logging.getLogger(__name__)
 
 MINUTE_S = 60.0
 POLL_S = 0.25              # how often a waiting request looks at cancellation and the time limit
@@ -51,6 +58,24 @@ PROMPT_SHARE = 0.9         # of the per-minute tokens, what one request's prompt
 Clock = Callable[[], float]
 _LIMIT_REASONS = ("tokens", "requests", "refused")
 _NAMES = {"openai": "OpenAI", "gemini": "Gemini"}
+
+
+class AccountBooks(Protocol):
+    """The store's shared books of the accounts (storage.accounts.AccountsStore); Unix time."""
+
+    def account_limits(self, account_id: str) -> dict[str, Any] | None: ...
+
+    def learn_account(self, account_id: str, limits: Mapping[str, int | None], source: str = "",
+                      *, remaining_requests: float | None = None,
+                      remaining_tokens: float | None = None, now: float) -> None: ...
+
+    def take_account_turn(self, account_id: str, tokens: int, now: float
+                          ) -> tuple[float, str]: ...
+
+    def give_back_tokens(self, account_id: str, tokens: float, now: float) -> None: ...
+
+    def pause_account(self, account_id: str, until: float, *, now: float,
+                      drain: str | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -72,6 +97,13 @@ class Ticket:
     sent: float
     tokens_mark: float
     requests_mark: int
+
+
+class _Waiter:
+    """A request waiting its turn (its place in the queue)."""
+
+    def __init__(self, tokens: int) -> None:
+        self.tokens = tokens
 
 
 class _Bucket:
@@ -102,9 +134,11 @@ class Pacer:
     """The turn-taking of one account's requests (see the module docstring); thread-safe."""
 
     def __init__(self, account: Account, *, clock: Clock = time.monotonic,
-                 limits: AccountLimits | None = None) -> None:
+                 limits: AccountLimits | None = None, wall: Clock = time.time) -> None:
         self.account = account
         self._clock = clock
+        self._wall = wall                  # the books' clock (Unix time, shared by processes)
+        self._books: AccountBooks | None = None
         self._cond = threading.Condition()
         self.limits = AccountLimits()
         self._requests: _Bucket | None = None
@@ -114,7 +148,7 @@ class Pacer:
         self._window: float | None = None  # requests in flight allowed, learned from refusals
         self._last_refusal = -math.inf
         self._in_flight = 0
-        self._queue: deque[object] = deque()
+        self._queue: deque[_Waiter] = deque()
         self._reserved_tokens = 0.0        # every reservation ever made (headers are read against it)
         self._reserved_requests = 0
         self.episode = 0
@@ -132,11 +166,53 @@ class Pacer:
         with self._cond:
             self._learn(limits, self._clock())
             self._cond.notify_all()
+        self._to_books(lambda books: books.learn_account(
+            self.account.id, _limit_values(limits), limits.source, now=self._wall()))
+
+    def share(self, books: AccountBooks) -> None:
+        """Take turns through the store's books from now on (the same books: nothing to do),
+        starting from what they already know of the account."""
+        if books is self._books:
+            return
+        try:
+            known = books.account_limits(self.account.id)
+        except Exception:  # noqa: BLE001 - the books are an aid: without them, pace alone
+            log.warning("the account books could not be read; pacing %s alone",
+                        self.account.model, exc_info=True)
+            return
+        with self._cond:
+            self._books = books
+            if known:
+                self._learn(_limits_of(known), self._clock())
+        if self.limits.known and not known:
+            self._to_books(lambda b: b.learn_account(
+                self.account.id, _limit_values(self.limits), self.limits.source,
+                now=self._wall()))
+
+    def _to_books(self, write: Callable[[AccountBooks], None]) -> None:
+        """One write to the books, if shared; a failing store leaves this pacer alone."""
+        books = self._books
+        if books is None:
+            return
+        try:
+            write(books)
+        except Exception:  # noqa: BLE001 - the books are an aid: without them, pace alone
+            log.warning("the account books failed; pacing %s alone", self.account.model,
+                        exc_info=True)
+            with self._cond:
+                if self._books is books:
+                    self._books = None
 
     def _learn(self, limits: AccountLimits, now: float) -> None:
         self.limits = self.limits.merged(limits)
         self._requests = _sized(self._requests, self.limits.requests_per_minute, now)
         self._tokens = _sized(self._tokens, self.limits.tokens_per_minute, now)
+
+    def metered(self, input_tokens: int, output_tokens: int) -> int:
+        """The tokens a request counts against the account's tokens a minute: Gemini counts
+        input tokens only ("TPM (input tokens per minute)",
+        https://ai.google.dev/gemini-api/docs/rate-limits), OpenAI prompt and answer."""
+        return input_tokens + (0 if self.account.provider == "gemini" else output_tokens)
 
     def max_request_tokens(self) -> int | None:
         """The most tokens (prompt and answer) one request may carry: a request larger than
@@ -161,7 +237,7 @@ class Pacer:
         """Wait, in order of arrival, until a request of `tokens` fits what the account allows;
         reserve it. `check` may end the wait by raising (cancellation, the run's time limit);
         `on_wait` hears of the wait episode this one belongs to (called outside the lock)."""
-        me = object()
+        me = _Waiter(tokens)
         with self._cond:
             self._queue.append(me)
         try:
@@ -204,6 +280,13 @@ class Pacer:
             wait = self._tokens.seconds_until(tokens)
             if wait > 0:
                 return wait, "tokens"
+        if self._books is not None:  # the other processes on the key: their turns too
+            try:
+                return self._books.take_account_turn(self.account.id, tokens, self._wall())
+            except Exception:  # noqa: BLE001 - the books are an aid: without them, pace alone
+                log.warning("the account books failed; pacing %s alone", self.account.model,
+                            exc_info=True)
+                self._books = None
         return 0.0, ""
 
     def _cap(self, now: float) -> int | None:
@@ -244,6 +327,27 @@ class Pacer:
             if report is not None:
                 self._read(report, ticket, now)
             self._cond.notify_all()
+        if self._books is not None:
+            spare = ticket.tokens - used_tokens
+            if spare:
+                self._to_books(lambda b: b.give_back_tokens(self.account.id, spare, self._wall()))
+            if report is not None:
+                self._report_to_books(report, self._clock() - ticket.sent)
+
+    def _report_to_books(self, report: RateReport, since_s: float) -> None:
+        """What the provider said, for the other processes: the limits, and what was left
+        when it counted the request, refilled since (`since_s` seconds ago)."""
+        rpm, tpm = self.limits.requests_per_minute, self.limits.tokens_per_minute
+
+        def left(count: int | None, limit: int | None) -> float | None:
+            if count is None:
+                return None
+            return count + (limit or 0) * since_s / MINUTE_S
+
+        self._to_books(lambda b: b.learn_account(
+            self.account.id, _limit_values(report.limits), report.limits.source,
+            remaining_requests=left(report.remaining_requests, rpm),
+            remaining_tokens=left(report.remaining_tokens, tpm), now=self._wall()))
 
     def release(self, ticket: Ticket) -> None:
         """The request failed for a reason that says nothing about the limits: it counts as
@@ -279,7 +383,13 @@ class Pacer:
                     bucket.level = min(bucket.level, 0.0)  # someone else spent it
             self._paused_until = max(self._paused_until, now + retry_after)
             self._cond.notify_all()
-            return retry_after
+        if self._books is not None:
+            if report is not None:
+                self._report_to_books(report, 0.0)
+            pause = retry_after
+            self._to_books(lambda b: b.pause_account(self.account.id, self._wall() + pause,
+                                                     now=self._wall(), drain=limit))
+        return retry_after
 
     def _read(self, report: RateReport, ticket: Ticket | None, now: float) -> None:
         """Take the provider's count of what is left as the truth, moved on by what refilled
@@ -301,9 +411,11 @@ class Pacer:
 
     def _noticed(self, seconds: float, reason: str, now: float) -> Wait | None:
         """The wait episode a waiting request belongs to, if it is worth a line: one opens
-        when a request must wait WAIT_LINE_MIN_S or more for a limit, and goes on while
+        when the requests waiting must wait WAIT_LINE_MIN_S or more for a limit (all of
+        them: each one's own wait may be short while the queue's is long), and goes on while
         requests keep waiting (less than EPISODE_GAP_S apart)."""
         if reason in _LIMIT_REASONS:
+            seconds = max(seconds, self._drain_s(now))
             fresh = self._notice is None or now - self._last_wait > EPISODE_GAP_S
             self._last_wait = now
             if fresh and seconds >= WAIT_LINE_MIN_S:
@@ -314,6 +426,16 @@ class Pacer:
             return self._notice
         return None
 
+    def _drain_s(self, now: float) -> float:
+        """Seconds until every request waiting now could have gone, by the known limits."""
+        longest = 0.0
+        for bucket, wanted in ((self._requests, float(len(self._queue))),
+                               (self._tokens, float(sum(w.tokens for w in self._queue)))):
+            if bucket is not None:
+                bucket.refill(now)
+                longest = max(longest, (wanted - bucket.level) / bucket.rate)
+        return longest
+
     def _wait_text(self, seconds: float, reason: str) -> str:
         who, model = provider_name(self.account), self.account.model
         limits = self.limits
@@ -323,12 +445,16 @@ class Pacer:
             what = f"limit of {limits.requests_per_minute:,} requests a minute"
         else:
             what = "rate limit"
+        if who.startswith("the "):  # a server of their own: "the limit ... of the model server"
+            return f"Waiting for the {what} of {who} ({model}): {about(seconds)}"
         return f"Waiting for {who}'s {what} on {model}: {about(seconds)}"
 
 
 def provider_name(account: Account) -> str:
     """The provider as the person knows it: its name, or the host of a server of their own."""
     host = urlsplit(account.base_url).hostname or ""
+    if account.provider == "openai" and host.endswith(".openai.azure.com"):
+        return "Azure OpenAI"
     if account.provider == "openai" and host and host != "api.openai.com":
         return f"the model server at {host}"
     return _NAMES.get(account.provider, account.provider)
@@ -338,88 +464,6 @@ def about(seconds: float) -> str:
     if seconds < 90:
         return f"about {max(1, round(seconds))} s"
     return f"about {round(seconds / 60)} min"
-
-
-# -- one run's view of the waits ------------------------------------------------------------
-
-class RunWaits:
-    """One run's side of waiting for accounts: the line said once per wait episode per account
-    (`say`), the stop check (`cancel`, `until`: the run's total time limit as monotonic time),
-    and how long the run's requests were held, which `shifted` adds to a step's time limit."""
-
-    def __init__(self, say: Callable[[Wait], None] | None = None, *,
-                 cancel: threading.Event | None = None, until: Callable[[], float] | None = None,
-                 clock: Clock = time.monotonic) -> None:
-        self._say = say
-        self._cancel = cancel
-        self._until = until
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._seen: set[tuple[str, int]] = set()
-        self._holding = 0
-        self._since = 0.0
-        self._held = 0.0
-        self._first_seen: dict[float, float] = {}  # a step's deadline -> held time when first seen
-        self.lines = 0
-
-    @property
-    def bounded(self) -> bool:
-        """True inside a run, whose total time limit ends any wait."""
-        return self._until is not None
-
-    def notice(self, wait: Wait) -> None:
-        with self._lock:
-            key = (wait.account.id, wait.episode)
-            if key in self._seen:
-                return
-            self._seen.add(key)
-            self.lines += 1
-        if self._say is not None:
-            self._say(wait)
-
-    def check(self) -> None:
-        """End a wait: the run was cancelled, or its total time limit has come."""
-        if self._cancel is not None and self._cancel.is_set():
-            raise RunCancelled("The run was cancelled.")
-        if self._until is not None and self._clock() >= self._until():
-            raise BudgetExceeded(
-                "The run reached its total time limit (TOTAL_TIMEOUT_MS) while it waited for "
-                "the model account's rate limit. Everything gathered so far is saved; you can "
-                "resume it.")
-
-    @contextmanager
-    def holding(self) -> Iterator[None]:
-        """A request of the run waiting for its account's turn."""
-        with self._lock:
-            if self._holding == 0:
-                self._since = self._clock()
-            self._holding += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._holding -= 1
-                if self._holding == 0:
-                    self._held += self._clock() - self._since
-
-    def held(self) -> float:
-        """Seconds during which at least one request of the run was held by an account."""
-        with self._lock:
-            return self._held + (self._clock() - self._since if self._holding else 0.0)
-
-    def shifted(self, deadline: float | None) -> float | None:
-        """A step's deadline pushed back by the time the run was held since the step began:
-        waiting for the account does not use the step's time limit. A step's deadline is
-        first seen at its first model call, made as the step begins; never past `until`."""
-        if deadline is None:
-            return None
-        held = self.held()
-        with self._lock:
-            first = self._first_seen.setdefault(deadline, held)
-            if len(self._first_seen) > 1024:
-                self._first_seen.pop(next(iter(self._first_seen)))
-        later = deadline + held - first
-        return min(later, self._until()) if self._until is not None else later
 
 
 # -- the process's pacers ---------------------------------------------------------------------
@@ -437,17 +481,38 @@ def pacer_for(account: Account) -> Pacer:
         return pacer
 
 
-def known_limits(account: Account) -> AccountLimits:
-    """The best-known limits of `account` in this process (nothing known: all None)."""
+def known_limits(account: Account, books: AccountBooks | None = None) -> AccountLimits:
+    """The best-known limits of `account`: this process's pacer's, else the store's books
+    (another process learned them), else nothing (all None)."""
     with _PACERS_LOCK:
         pacer = _PACERS.get(account.id)
-    return pacer.limits if pacer is not None else AccountLimits()
+    if pacer is not None and pacer.limits.known:
+        return pacer.limits
+    if books is not None:
+        try:
+            known = books.account_limits(account.id)
+        except Exception:  # noqa: BLE001 - an estimate without the store's help
+            log.warning("the account books could not be read", exc_info=True)
+            known = None
+        if known:
+            return _limits_of(known)
+    return AccountLimits()
 
 
 def forget_pacers() -> None:
     """Forget every account's learned limits and pauses (tests start from a clean process)."""
     with _PACERS_LOCK:
         _PACERS.clear()
+
+
+def _limit_values(limits: AccountLimits) -> dict[str, int | None]:
+    return {f.name: getattr(limits, f.name) for f in fields(AccountLimits) if f.name != "source"}
+
+
+def _limits_of(row: Mapping[str, Any]) -> AccountLimits:
+    """AccountLimits from the books' row (its limit fields and `source`)."""
+    values = {f.name: row.get(f.name) for f in fields(AccountLimits) if f.name in row}
+    return AccountLimits(**{k: v for k, v in values.items() if v is not None})
 
 
 def _sized(bucket: _Bucket | None, limit: int | None, now: float) -> _Bucket | None:
