@@ -51,8 +51,7 @@ SECTION_RULES = """Rules:
   repeat what the other sections cover and do not write a Sources or References section.
 - Use the same terms as the outline and the question."""
 
-OUTLINE_HEAD = """OUTLINE OF THE WHOLE REPORT (several writers write its sections at the same time;
-the title and the executive summary are written last, from the finished sections):
+OUTLINE_HEAD = """OUTLINE OF THE REPORT (several writers write its sections at once; the title and summary last):
 # <a clear title>
 ## Executive summary      (the answer first, in a few sentences)
 ## Key findings           (by theme, across subtopics)
