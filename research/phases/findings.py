@@ -45,10 +45,9 @@ OPEN_QUESTIONS_CHARS = 120  # of each kept source the gaps call reads: its passa
 FINDINGS_PER_SOURCE = 5
 OPEN_QUESTIONS_CAPS = {"gaps": 10, "follow_up_questions": 10}
 
-FINDINGS_PROMPT = """Report what the sources below establish about the subtopic: each finding
-one factual claim with the ids of the sources that support it, from these sources only;
-numbers, dates and names exact; opinions and forecasts as "according to ..."; a confidence of
-0-1 (how well the sources support it).
+FINDINGS_PROMPT = """Report what the sources below establish about the subtopic: one factual
+claim a finding, from these sources only, with the ids of those supporting it and a confidence
+of 0-1; numbers, dates and names exact; opinions and forecasts as "according to ...".
 
 The research question: "{question}"
 <subtopic>{title}</subtopic>

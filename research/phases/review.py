@@ -28,8 +28,8 @@ from research.records import ReviewIssue as StoredIssue
 from storage.rows import review_issue
 
 REVIEWER_ROLE = (
-    "You are the reviewer of a research team. You check research reports for accuracy, "
-    "sourcing, balance, structure and clarity. You have no tools: judge only what you see."
+    "You are a research team's reviewer: you check reports for accuracy, sourcing, balance, "
+    "structure and clarity, judging only what you see."
 )
 
 REVIEW_PROMPT = """Review the research report below, written to answer:

@@ -38,11 +38,14 @@ COMPARISON = "comparison"
 CLOSING = "closing"
 GAPS = "gaps"
 DIGEST_PER_SUBTOPIC = 4  # findings per subtopic the cross-cutting sections see
+# ...and the closing ones (disagreements and recommendations; gaps and confidence), which weigh
+# the evidence rather than report it (issue 31: each part's prompt carries its digest)
+CLOSING_DIGEST_PER_SUBTOPIC = 3
 
 SECTION_RULES = """Rules:
 - Cite every factual sentence with the numbers of the sources listed with your findings, like
-  [3] or [2][5]. Cite ONLY those numbers; never invent a source, a URL or a number.
-- Use only the findings and sources given here, not your own memory. When the data is
+  [3] or [2][5]; ONLY those numbers, never an invented source, URL or number.
+- Use only the findings and sources given here, not your memory; when the data is
   insufficient, say "insufficient data" instead of guessing.
 - Keep fact, inference and opinion apart ("according to ...", "this suggests ...").
 - Mark a key claim that rests on one source with "(single source)".
@@ -73,7 +76,7 @@ YOUR PART: {task}
 {headings}
 Length: at most {words} words (of a report of at most {total} words).
 {missing}
-FINDINGS (claims with the sources that support them):
+FINDINGS (claims with the sources that support them and a confidence of 0-1):
 {findings}
 
 SOURCES YOUR FINDINGS CITE (cite by number):
@@ -114,6 +117,8 @@ def sections(plan: Sequence[Subtopic], findings: Sequence[Finding],
     per_subtopic = max(8, 300 // max(1, len(plan)))
     digest_lines: list[str] = []
     digest_ids: list[str] = []
+    closing_lines: list[str] = []
+    closing_ids: list[str] = []
     out = []
     for sub in plan:
         title = clean_untrusted(sub.title).replace("\n", " ")
@@ -126,6 +131,10 @@ def sections(plan: Sequence[Subtopic], findings: Sequence[Finding],
         top, top_ids = _finding_lines(by_sub.get(sub.id, [])[:DIGEST_PER_SUBTOPIC], numbers)
         digest_lines += [f"### Subtopic: {title}", *(top or ["- No findings."])]
         digest_ids += top_ids
+        few, few_ids = _finding_lines(by_sub.get(sub.id, [])[:CLOSING_DIGEST_PER_SUBTOPIC],
+                                      numbers)
+        closing_lines += [f"### Subtopic: {title}", *(few or ["- No findings."])]
+        closing_ids += few_ids
     digest = "\n".join(digest_lines)
     cross = [
         Section(KEY_FINDINGS, "the key findings, by theme across the subtopics",
@@ -139,7 +148,10 @@ def sections(plan: Sequence[Subtopic], findings: Sequence[Finding],
             "## Open questions and gaps", "## Confidence assessment"], 1.0),
     ]
     for part in cross:
-        part.findings, part.cited = digest, list(dict.fromkeys(digest_ids))
+        if part.key in (CLOSING, GAPS):
+            part.findings, part.cited = "\n".join(closing_lines), list(dict.fromkeys(closing_ids))
+        else:
+            part.findings, part.cited = digest, list(dict.fromkeys(digest_ids))
     return [cross[0], *out, *cross[1:]]
 
 
@@ -161,7 +173,7 @@ def _finding_lines(findings: Sequence[Finding],
             cited = [i for i in f.source_ids if i in numbers]
             if cited:
                 lines.append(f"- {text} {''.join(f'[{numbers[i]}]' for i in cited)} "
-                             f"(confidence {f.confidence:.1f})")
+                             f"({f.confidence:.1f})")
                 ids += cited
         elif f.kind == "gap":
             lines.append(f"- Gap: {text}")

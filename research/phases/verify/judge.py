@@ -44,21 +44,20 @@ VERIFIER_ROLE = (
 )
 
 VERIFY_PROMPT = """Check each claim of a report answering <question>{question}</question> only
-by the excerpts of the sources it cites, not by what you know (a citation is no proof). Each
-excerpt comes once; its id is the number claims cite it by ([3] -> id 3).
+by the excerpts of the sources it cites (each once, its id the number claims cite: [3] -> id
+3), not by what you know; a citation is no proof.
 - SUPPORTED: an excerpt states it (figures, dates, direction and strength all match)
 - OVERSTATED: an excerpt supports only a weaker, narrower or less certain version
 - CONTRADICTED: an excerpt says otherwise
 - UNSUPPORTED: the excerpts do not say it
-For every claim id: the verdict, and the deciding passage (a sentence or two) quoted word for
-word with its excerpt's id.
+For every claim id: the verdict and the deciding passage quoted word for word, with its id.
 
 CLAIMS:
 {claims}"""
 
 AUDITOR_ROLE = (
-    "You are an independent auditor of research reports, new to this one: a claim is "
-    "unproven until a source excerpt proves it."
+    "You are an independent auditor of research reports: a claim is unproven until a source "
+    "excerpt proves it."
 )
 
 AUDIT_PROMPT = """Audit these claims one by one: read the excerpts of the sources a claim cites
@@ -68,7 +67,7 @@ the claim: would a careful reader of only these excerpts accept it as written?
 - CONTRADICTED when an excerpt says the opposite or gives a different figure
 - OVERSTATED when the claim is stronger, broader or more certain than the excerpt
 - SUPPORTED only when an excerpt says it; then copy that passage exactly as "quote"
-Give the excerpt id you relied on; no outside knowledge. Every claim id needs an answer.
+Answer every claim id, with the excerpt id you relied on; no outside knowledge.
 
 The report answers: <question>{question}</question>
 
@@ -135,8 +134,8 @@ class AuditVerdicts(ClaimVerdicts):
 
 
 CRITIC_ROLE = (
-    "You are the critic of a research team. You challenge the claims a report's conclusions "
-    "rest on, and the claims its two fact-checkers disagreed about."
+    "You are a research team's critic: you challenge the claims a report's conclusions rest on "
+    "and those its fact-checkers disagreed about."
 )
 
 CRITIC_PROMPT = """Challenge each claim below once. You see the claim, where it sits in the
