@@ -39,7 +39,7 @@ FINDINGS_CONTEXT_CHARS = 32_000
 MIN_SHARE_CHARS = 800
 OPENING_SHARE = 3  # a third of a source's share is its opening
 FINDINGS_GROUP = 2  # sources per findings call: an answer of a few findings, not twenty
-OPEN_QUESTIONS_CHARS = 120  # of each kept source the gaps call reads: its passage nearest the subtopic
+OPEN_QUESTIONS_CHARS = 100  # of each kept source the gaps call reads: its passage nearest the subtopic
 
 # How many items an answer may hold (answer_limits.py adds a small margin).
 FINDINGS_PER_SOURCE = 5

@@ -24,7 +24,7 @@ SCORE_BATCH = 4  # small batches, all at once: each answer (a score and a reason
 # What of a page a score reads: its opening (what the page is mainly about) and then its
 # passages nearest the subtopic, not the page (issue 31: every page fetched is scored, so this
 # is the run's largest share of prompt tokens; the findings read the kept pages in full).
-SCORE_CHARS = 240
+SCORE_CHARS = 220
 SCORE_HEAD_CHARS = 120
 NOT_SCORED = "not scored by the model"
 

@@ -37,10 +37,11 @@ KEY_FINDINGS = "key_findings"
 COMPARISON = "comparison"
 CLOSING = "closing"
 GAPS = "gaps"
-DIGEST_PER_SUBTOPIC = 4  # findings per subtopic the cross-cutting sections see
-# ...and the closing ones (disagreements and recommendations; gaps and confidence), which weigh
-# the evidence rather than report it (issue 31: each part's prompt carries its digest)
-CLOSING_DIGEST_PER_SUBTOPIC = 3
+DIGEST_PER_SUBTOPIC = 4  # findings per subtopic the key findings see
+# ...and the other cross-cutting sections (comparison, disagreements and recommendations, gaps
+# and confidence), which set the subtopics side by side or weigh them rather than report them
+# (issue 31: each of the four prompts carries its digest and the sources it cites)
+BRIEF_DIGEST_PER_SUBTOPIC = 3
 
 SECTION_RULES = """Rules:
 - Cite every factual sentence with the numbers of the sources listed with your findings, like
@@ -50,21 +51,21 @@ SECTION_RULES = """Rules:
 - Keep fact, inference and opinion apart ("according to ...", "this suggests ...").
 - Mark a key claim that rests on one source with "(single source)".
 - Prefer recent sources; say when a figure is old.
-- Write only your part, starting with its heading line(s) as the outline gives them; do not
-  repeat what the other sections cover and do not write a Sources or References section.
-- Use the same terms as the outline and the question."""
+- Write only your part, starting with its heading line(s) as the outline gives them; repeat
+  nothing the other sections cover; no Sources or References section.
+- Use the terms of the outline and the question."""
 
 OUTLINE_HEAD = """OUTLINE OF THE REPORT (several writers write its sections at once; the title and summary last):
 # <a clear title>
-## Executive summary      (the answer first, in a few sentences)
-## Key findings           (by theme, across subtopics)
-## Analysis by subtopic   (one or two sentences leading into the subtopics)
+## Executive summary    (the answer first, in a few sentences)
+## Key findings         (by theme, across subtopics)
+## Analysis by subtopic (one or two sentences leading into the subtopics)
 {subtopics}
-## Comparison             (a Markdown table where a comparison helps)
+## Comparison           (a Markdown table where a comparison helps)
 ## Where sources disagree (both sides and why; say so if they agree)
 ## Recommendations
 ## Open questions and gaps
-## Confidence assessment  (how sure, and why)"""
+## Confidence assessment (how sure, and why)"""
 
 SECTION_PROMPT = """Question: <question>{question}</question>
 
@@ -117,8 +118,8 @@ def sections(plan: Sequence[Subtopic], findings: Sequence[Finding],
     per_subtopic = max(8, 300 // max(1, len(plan)))
     digest_lines: list[str] = []
     digest_ids: list[str] = []
-    closing_lines: list[str] = []
-    closing_ids: list[str] = []
+    brief_lines: list[str] = []
+    brief_ids: list[str] = []
     out = []
     for sub in plan:
         title = clean_untrusted(sub.title).replace("\n", " ")
@@ -131,10 +132,10 @@ def sections(plan: Sequence[Subtopic], findings: Sequence[Finding],
         top, top_ids = _finding_lines(by_sub.get(sub.id, [])[:DIGEST_PER_SUBTOPIC], numbers)
         digest_lines += [f"### Subtopic: {title}", *(top or ["- No findings."])]
         digest_ids += top_ids
-        few, few_ids = _finding_lines(by_sub.get(sub.id, [])[:CLOSING_DIGEST_PER_SUBTOPIC],
+        few, few_ids = _finding_lines(by_sub.get(sub.id, [])[:BRIEF_DIGEST_PER_SUBTOPIC],
                                       numbers)
-        closing_lines += [f"### Subtopic: {title}", *(few or ["- No findings."])]
-        closing_ids += few_ids
+        brief_lines += [f"### Subtopic: {title}", *(few or ["- No findings."])]
+        brief_ids += few_ids
     digest = "\n".join(digest_lines)
     cross = [
         Section(KEY_FINDINGS, "the key findings, by theme across the subtopics",
@@ -148,8 +149,8 @@ def sections(plan: Sequence[Subtopic], findings: Sequence[Finding],
             "## Open questions and gaps", "## Confidence assessment"], 1.0),
     ]
     for part in cross:
-        if part.key in (CLOSING, GAPS):
-            part.findings, part.cited = "\n".join(closing_lines), list(dict.fromkeys(closing_ids))
+        if part.key != KEY_FINDINGS:
+            part.findings, part.cited = "\n".join(brief_lines), list(dict.fromkeys(brief_ids))
         else:
             part.findings, part.cited = digest, list(dict.fromkeys(digest_ids))
     return [cross[0], *out, *cross[1:]]

@@ -39,13 +39,12 @@ CRITIC_BATCH_MIN = 3
 # --- prompts and answers ------------------------------------------------------------------------
 
 VERIFIER_ROLE = (
-    "You are a research team's fact-checker: you check each claim of a report against the "
-    "sources it cites and nothing else."
+    "You are a fact-checker: you check a report's claims only against the sources they cite."
 )
 
-VERIFY_PROMPT = """Check each claim of a report answering <question>{question}</question> only
-by the excerpts of the sources it cites (each once, its id the number claims cite: [3] -> id
-3), not by what you know; a citation is no proof.
+VERIFY_PROMPT = """Check each claim of a report only by the excerpts of the sources it cites
+(each once, its id the number claims cite: [3] -> id 3), not by what you know; a citation is
+no proof.
 - SUPPORTED: an excerpt states it (figures, dates, direction and strength all match)
 - OVERSTATED: an excerpt supports only a weaker, narrower or less certain version
 - CONTRADICTED: an excerpt says otherwise
@@ -68,8 +67,6 @@ the claim: would a careful reader of only these excerpts accept it as written?
 - OVERSTATED when the claim is stronger, broader or more certain than the excerpt
 - SUPPORTED only when an excerpt says it; then copy that passage exactly as "quote"
 Answer every claim id, with the excerpt id you relied on; no outside knowledge.
-
-The report answers: <question>{question}</question>
 
 ITEMS:
 {claims}"""
@@ -134,8 +131,8 @@ class AuditVerdicts(ClaimVerdicts):
 
 
 CRITIC_ROLE = (
-    "You are a research team's critic: you challenge the claims a report's conclusions rest on "
-    "and those its fact-checkers disagreed about."
+    "You are a critic: you challenge the claims a report's conclusions rest on and those its "
+    "fact-checkers disagreed about."
 )
 
 CRITIC_PROMPT = """Challenge each claim below once. You see the claim, where it sits in the
@@ -341,7 +338,7 @@ def _judge_batch(ctx: RunContext, agent: Agent, spec: _Pass, batch: list[Claim],
     items = _items(ordered, sources, nonce, sources_first=spec.sources_first)
     messages = [
         system(spec.persona, ctx.today),
-        Message("user", spec.prompt.format(question=clean_untrusted(ctx.question), claims=items)),
+        Message("user", spec.prompt.format(claims=items)),  # the claims, not the question, are checked
     ]
     answer = agent.llm.structured(messages, spec.answer, deadline=ctx.step_deadline())
     wanted = {c.id for c in batch}
