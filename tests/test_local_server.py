@@ -36,7 +36,7 @@ from research.llm.local_server import (
     server_of,
 )
 from research.llm.openai_llm import OpenAIChat
-from research.llm.pacing import RunWaits
+from research.llm.waits import RunWaits
 from research.retry import RetryPolicy
 
 
