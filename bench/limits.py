@@ -7,8 +7,9 @@ its status, wall time against the floor its limits imply, the rate-limit answers
 its failed model calls and steps, and the waiting lines it showed. See bench/README.md.
 
 The floor is worked out from what the stand-in answered:
-  an account    the most of: tokens / tokens-per-minute (OpenAI: prompt + completion; Gemini:
-                input only) and calls / requests-per-minute, in minutes;
+  an account    the most of: tokens past the first minute's allowance / tokens-per-minute
+                (OpenAI: prompt + completion; Gemini: input only) and calls past it /
+                requests-per-minute, in minutes (the minute starts full);
   a local server  every answer one after another at its token rate (completion tokens / rate);
 and, beside either, the searches at the search APIs' pace (arXiv one every 3 s, Semantic
 Scholar one a second) when `--limits-search-pacing` is on (the default).
@@ -61,12 +62,15 @@ class Scenario:
         input_only = self.provider == "gemini"
         tokens = sum(_prompt_tokens(r) + (0 if input_only else int(r.get("completion_tokens") or 0))
                      for r in answered)
+        # An account's minute starts full and refills continuously (tests/standin/limits.py):
+        # what goes past the first minute's allowance takes its time at the refill rate.
         floors = [(0.0, "no limit")]
         if rpm:
-            floors.append((len(answered) / rpm * 60, f"{len(answered)} calls at {rpm:,} a minute"))
+            floors.append((max(0, len(answered) - rpm) / rpm * 60,
+                           f"{len(answered)} calls at {rpm:,} a minute"))
         if tpm:
             what = "input tokens" if input_only else "tokens"
-            floors.append((tokens / tpm * 60, f"{tokens:,} {what} at {tpm:,} a minute"))
+            floors.append((max(0, tokens - tpm) / tpm * 60, f"{tokens:,} {what} at {tpm:,} a minute"))
         return max(floors)
 
 

@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 from research.config import ResearchConfig
@@ -91,16 +91,17 @@ class RequestSlots:
     @contextmanager
     def hold(self, what: str, *, cancel: threading.Event | None = None,
              deadline: float | None = None, server: LocalServer | None = None,
-             model: str = "") -> Iterator[float]:
+             model: str = "", holding: Callable[[], AbstractContextManager[None]] | None = None,
+             ) -> Iterator[float]:
         """One request's turn; a cancelled run or a step out of time stops the wait. A request
         to a model server of one's own first waits for the server's turn (its gate is shared by
-        every run of the process), holding none of the run's slots meanwhile; yields how long
-        the step's calls waited there, time the step's deadline gets back."""
+        every run of the process), holding none of the run's slots meanwhile, inside `holding`
+        (the run's held time, which steps get back); yields how long it waited there."""
         if server is None:
             with self._slot(what, cancel, deadline):
                 yield 0.0
             return
-        with server.turn(model, cancel=cancel, deadline=deadline) as waited, \
+        with server.turn(model, cancel=cancel, holding=holding) as waited, \
                 self._slot(what, cancel, None if deadline is None else deadline + waited):
             yield waited
 

@@ -35,10 +35,15 @@ def test_every_kept_source_is_read_for_findings_in_small_groups_beside_one_gaps_
         # Every kept source in exactly one findings call, a few per call.
         assert sorted(sid for g in groups for sid, _ in g) == sorted(mine)
         assert all(1 <= len(g) <= FINDINGS_GROUP for g in groups)
-        # One gaps call, reading the opening of every kept source.
+        # One gaps call, reading a passage of every kept source: a line each, in one block.
         gaps = [_BLOCK.findall(p) for p in calls["OpenQuestions"] if tag in p]
-        assert len(gaps) == 1 and {sid for sid, _ in gaps[0]} == mine
-        assert all(len(text) <= OPEN_QUESTIONS_CHARS for _, text in gaps[0])
+        assert len(gaps) == 1 and len(gaps[0]) == 1
+        lines = gaps[0][0][1].splitlines()
+        assert len(lines) == len(mine)
+        for sid in mine:
+            title = " ".join((kept[sid].title or "").split())
+            line = next(x for x in lines if x.startswith(f"- {title}: "))
+            assert len(line) <= len(f"- {title}: ") + OPEN_QUESTIONS_CHARS
         # The findings of every group are kept, with the gaps and follow-ups after them.
         rows = [f for f in findings if f.subtopic_id == sub.id]
         cited = {sid for f in rows if f.kind == "finding" for sid in f.source_ids}

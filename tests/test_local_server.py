@@ -36,6 +36,7 @@ from research.llm.local_server import (
     server_of,
 )
 from research.llm.openai_llm import OpenAIChat
+from research.llm.waits import RunWaits
 from research.retry import RetryPolicy
 
 
@@ -314,10 +315,15 @@ def test_waiting_for_the_servers_turn_costs_the_step_no_time(serve: Any) -> None
     thread = threading.Thread(target=first)
     thread.start()
     holding.wait(5)
+    waits = RunWaits()  # the run's held time, which steps get back
     deadline = time.monotonic() + 0.05  # the step's limit passes while the call waits its turn
+    waits.shifted(deadline)  # the step's first call: from here its held time counts
     threading.Timer(0.3, release.set).start()
-    with slots.hold("second", deadline=deadline, server=server, model="m") as waited:
+    with slots.hold("second", deadline=deadline, server=server, model="m",
+                    holding=waits.holding) as waited:
         assert deadline + waited > time.monotonic()  # the step still has its time
+        shifted = waits.shifted(deadline)
+        assert shifted is not None and shifted > time.monotonic()
     thread.join()
 
 

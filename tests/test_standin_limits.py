@@ -214,6 +214,16 @@ def test_each_model_and_each_key_has_its_own_books(standin_env, standin):
     _ask(other)
 
 
+def test_a_model_can_have_limits_of_its_own(standin_env, standin):
+    standin.set_account("openai", requests_per_minute=1)
+    standin.set_account("openai", requests_per_minute=3, model="gpt-4.1-mini")
+    client = _openai(standin)
+    assert _ask(client, model="gpt-4.1-mini").headers["x-ratelimit-limit-requests"] == "3"
+    assert _ask(client).headers["x-ratelimit-limit-requests"] == "1"
+    _refused(client)
+    _ask(client, model="gpt-4.1-mini")
+
+
 def test_reset_lifts_every_limit(standin_env, standin):
     standin.set_account("openai", requests_per_minute=1)
     _ask(_openai(standin))
@@ -284,7 +294,8 @@ def test_arxiv_refuses_a_second_request_within_three_seconds(standin_env, standi
     assert httpx.get(url, params={"search_query": "all:tea"}).status_code == 200
     log = standin.requests_for("arxiv")
     assert [r.get("rate_limited", False) for r in log] == [False, True, False]
-    assert all(isinstance(r["time"], float) for r in log)  # times, for tests of the pacing
+    gaps = standin.gaps("arxiv")
+    assert len(gaps) == 2 and all(g >= 0 for g in gaps)  # times, for tests of the pacing
     assert standin.rate_limited("arxiv") == 1
 
 
@@ -316,6 +327,7 @@ def test_one_connection_at_a_time(standin_env, standin):
     for t in threads:
         t.join()
     assert sorted(codes) == [200, 429]
+    assert standin.most_at_once("arxiv") == 2  # the second came while the first was under way
 
 
 # --- local model servers -------------------------------------------------------------------
@@ -338,15 +350,6 @@ def _at_once(standin: StandinServer, n: int) -> list[Any]:
     return answers
 
 
-def _most_at_once(log: list[dict[str, Any]]) -> int:
-    events = sorted([(r["started"], 1) for r in log] + [(r["answered"], -1) for r in log])
-    most = now = 0
-    for _, step in events:
-        now += step
-        most = max(most, now)
-    return most
-
-
 @pytest.mark.parametrize("parallel", [1, 2])
 def test_a_local_server_answers_parallel_requests_at_a_time_and_queues_the_rest(
         standin_env, standin, parallel):
@@ -354,7 +357,8 @@ def test_a_local_server_answers_parallel_requests_at_a_time_and_queues_the_rest(
     assert len(_at_once(standin, 4)) == 4
     log = standin.requests_for("openai")
     assert len(log) == 4 and all("started" in r and "answered" in r for r in log)
-    assert _most_at_once(log) == parallel
+    assert standin.most_at_once("openai", "started", "answered") == parallel
+    assert standin.most_at_once("openai") == 4  # all four were under way, the others waiting
     # first come, first served
     assert [r["time"] for r in sorted(log, key=lambda r: r["started"])] == sorted(r["time"] for r in log)
 
@@ -376,6 +380,36 @@ def test_a_queued_request_whose_client_gave_up_is_dropped_unanswered(standin_env
             break
         threading.Event().wait(0.05)
     assert dropped.get("client_gone") and "started" not in dropped and "status" not in dropped
+
+
+def test_past_its_waiting_line_ollama_answers_server_busy(standin_env, standin):
+    standin.set_local_server("ollama", tokens_per_second=100, max_queue=1)
+    client = _local(standin)
+    codes: list[int] = []
+
+    def ask(i: int) -> None:
+        try:
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": f"Hi {i}"}])
+            codes.append(200)
+        except openai.APIStatusError as error:
+            codes.append(error.status_code)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(codes) == [200, 200, 503]  # one answered, one waited, one turned away
+
+
+def test_search_requests_log_when_they_were_done_with(standin_env, standin):
+    httpx.get(f"{standin.base_url}/arxiv/api/query", params={"search_query": "all:coffee"})
+    entry = standin.requests_for("arxiv")[0]
+    for _ in range(200):  # set once the handler is through, a moment after the client has read
+        if "ended" in entry:
+            break
+        threading.Event().wait(0.01)
+    assert entry["ended"] >= entry["time"]
 
 
 def test_ollama_cuts_a_long_prompt_silently_and_says_its_window(standin_env, standin):

@@ -489,14 +489,12 @@ class RoleLLM:
             return self._paced(messages, lambda: turn(what))
 
         def turn(what: str) -> Completion:
-            with self._turn(what, step_deadline()) as waited:  # its time limit starts at its turn
-                return ask(what, waited or 0.0)
+            with self._turn(what, step_deadline()):  # its time limit starts once it is its turn
+                return ask(what)
 
-        def ask(what: str, waited: float) -> Completion:
+        def ask(what: str) -> Completion:
             limit = self.call_timeout
-            deadline = step_deadline()  # and the time its calls waited for a local server:
-            if deadline is not None:
-                deadline += waited
+            deadline = step_deadline()
             step_bound = deadline is not None and deadline - time.monotonic() < limit
             if deadline is not None:
                 limit = min(limit, deadline - time.monotonic())
@@ -568,12 +566,13 @@ class RoleLLM:
 
     def _turn(self, what: str, deadline: float | None) -> AbstractContextManager[float | None]:
         """The run's limit on model requests in flight (none outside a run), and a local
-        server's own (research/llm/local_server.py); yields the seconds the step's calls waited
-        for a local server's turn, which the step's deadline gets back."""
+        server's own (research/llm/local_server.py), whose queue is held time of the run: the
+        step's deadline gets it back (`step_deadline` in `_attempts`)."""
         if self._slots is None:
             return nullcontext()
         return self._slots.hold(what, cancel=self._cancel, deadline=deadline,
-                                server=server_of(self.llm), model=self.llm.model)
+                                server=server_of(self.llm), model=self.llm.model,
+                                holding=self._waits.holding)
 
     def text(self, messages: Sequence[Message], *, deadline: float | None = None) -> str:
         completion = self._once(messages, None, None, deadline)

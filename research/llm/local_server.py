@@ -12,7 +12,7 @@ servers), one `LocalServer` per server in the process, shared by every role and 
   (llama.cpp's `total_slots`), else as many as measured (`Parallelism`: Ollama does not report
   OLLAMA_NUM_PARALLEL, "default 1" in its FAQ; vLLM does not report --max-num-seqs). A request's
   time limit starts at its turn, not while it waits in our queue, and the step gets that
-  waiting time back;
+  waiting time back (it is held time of the run, research/llm/pacing.py `RunWaits`);
 - gives the window it learned to fitting (research/llm/fitting.py `window_chars`), lowers it
   when the server refuses a prompt as too long (llama.cpp's `n_ctx`, vLLM's "maximum context
   length is N tokens") or cuts one silently (its `usage.prompt_tokens` far below what was sent),
@@ -25,7 +25,8 @@ import contextlib
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -140,7 +141,6 @@ class LocalServer:
         self.parallel = Parallelism()
         self._in_flight = 0
         self.notices: list[str] = []            # plain sentences for the person, each once
-        self._waits = _Waits()
         self._asking = threading.Lock()  # one discovery at a time; the others wait for it
 
     @property
@@ -254,29 +254,26 @@ class LocalServer:
 
     @contextlib.contextmanager
     def turn(self, model: str, *, cancel: threading.Event | None = None,
-             deadline: float | None = None) -> Iterator[float]:
+             holding: Callable[[], AbstractContextManager[None]] | None = None,
+             ) -> Iterator[float]:
         """Wait until the server has room for one more answer, then hold its place while the
-        request runs. Yields the time the step's calls have waited in this queue so far (the
-        credit added to the step's deadline): waiting our turn is not the step's time."""
+        request runs. The wait is inside `holding` (the run's `RunWaits.holding`, which gives
+        the step its time back: waiting our turn is not the step's time); yields how long this
+        request waited."""
         self.discovery(model)
         if not self.kind and not self.parallel.fixed:  # a server that did not say what it is
             yield 0.0                                   # is sent to as today
             return
         started = time.monotonic()
-        with self._lock:
-            self._waits.begin(deadline, started)
-            try:
-                while self._in_flight >= self.parallel.level:
-                    if cancel is not None and cancel.is_set():
-                        raise RunCancelled("The run was cancelled.")
-                    self._lock.wait(GATE_POLL_S)
-            finally:
-                self._waits.end(deadline, time.monotonic())
+        with holding() if holding is not None else contextlib.nullcontext(), self._lock:
+            while self._in_flight >= self.parallel.level:
+                if cancel is not None and cancel.is_set():
+                    raise RunCancelled("The run was cancelled.")
+                self._lock.wait(GATE_POLL_S)
             self._in_flight += 1
             self.parallel.in_flight(self._in_flight, time.monotonic())
-            credit = self._waits.credit(deadline)
         try:
-            yield credit
+            yield time.monotonic() - started
         finally:
             with self._lock:
                 self._in_flight -= 1
@@ -294,37 +291,6 @@ class LocalServer:
     def in_flight(self) -> int:
         with self._lock:
             return self._in_flight
-
-
-class _Waits:
-    """Per step (its deadline identifies it), the time during which at least one of its calls
-    waited in the server's queue: a step whose calls wait their turn gets that time back."""
-
-    def __init__(self) -> None:
-        self._waiting: dict[float, int] = {}
-        self._since: dict[float, float] = {}
-        self._credit: dict[float, float] = {}
-
-    def begin(self, key: float | None, now: float) -> None:
-        if key is None:
-            return
-        if self._waiting.get(key, 0) == 0:
-            self._since[key] = now
-        self._waiting[key] = self._waiting.get(key, 0) + 1
-        if len(self._credit) > 1000:  # steps long over: forget them
-            for old in [k for k in self._credit if k + self._credit[k] < now - 3600]:
-                self._credit.pop(old, None)
-
-    def end(self, key: float | None, now: float) -> None:
-        if key is None:
-            return
-        self._waiting[key] -= 1
-        if self._waiting[key] == 0:
-            del self._waiting[key]
-            self._credit[key] = self._credit.get(key, 0.0) + now - self._since.pop(key, now)
-
-    def credit(self, key: float | None) -> float:
-        return self._credit.get(key, 0.0) if key is not None else 0.0
 
 
 def _looks_cut(sent: int, read: int) -> bool:

@@ -9,7 +9,7 @@ the same page text as one call would, and each answer is a fraction of the lengt
 them one short call reads a passage of every kept source and names the gaps (what the
 sources do not answer) and the follow-up questions worth researching: those need the view of
 the whole subtopic, which no single group has, but not the pages again (issue 31: the passage
-of each source nearest the subtopic, a few sentences).
+of each source nearest the subtopic, a line per source in one block).
 
 Prompts put what every call of the unit shares first (the rules, the question, the
 subtopic) and the sources last, so that a provider's prompt caching can reuse the start.
@@ -39,32 +39,31 @@ FINDINGS_CONTEXT_CHARS = 32_000
 MIN_SHARE_CHARS = 800
 OPENING_SHARE = 3  # a third of a source's share is its opening
 FINDINGS_GROUP = 2  # sources per findings call: an answer of a few findings, not twenty
-OPEN_QUESTIONS_CHARS = 120  # of each kept source the gaps call reads: its passage nearest the subtopic
+OPEN_QUESTIONS_CHARS = 100  # of each kept source the gaps call reads: its passage nearest the subtopic
 
 # How many items an answer may hold (answer_limits.py adds a small margin).
 FINDINGS_PER_SOURCE = 5
 OPEN_QUESTIONS_CAPS = {"gaps": 10, "follow_up_questions": 10}
 
-FINDINGS_PROMPT = """Report what the sources below (some of those kept for one subtopic of a
-research question) establish about it: each finding one factual claim with the ids of the
-sources that support it, from these sources only, numbers, dates and names exact, opinions and
-forecasts as "according to ...", and a confidence of 0-1 (how well the sources support it).
+FINDINGS_PROMPT = """Report what the sources below establish about the subtopic: one factual
+claim a finding, from these sources only, with the ids of those supporting it and a confidence
+of 0-1; numbers, dates and names exact; opinions and forecasts as "according to ...".
 
 The research question: "{question}"
 <subtopic>{title}</subtopic>
-Research questions of the subtopic:
+Its research questions:
 {questions}
 
 {blocks}"""
 
-OPEN_QUESTIONS_PROMPT = """Below are the sources kept for one subtopic of a research question,
-each by its title and its passage nearest the subtopic. Name the gaps (research questions or
-important aspects they do not answer) and a few follow-up questions worth researching next,
-each answerable by web searches and mattering to the research question.
+OPEN_QUESTIONS_PROMPT = """Below, one line per source kept for the subtopic: its title and its
+passage nearest the subtopic. Name the gaps (research questions or important aspects they do
+not answer) and a few follow-up questions worth researching next, each answerable by web
+searches and mattering to the research question.
 
 The research question: "{question}"
 <subtopic>{title}</subtopic>
-Research questions of the subtopic:
+Its research questions:
 {questions}
 
 {blocks}"""
@@ -118,14 +117,13 @@ def _about(ctx: RunContext, sub: Subtopic) -> str:
     return " ".join([ctx.brief, sub.title, *sub.questions])
 
 
-def _blocks(sources: list[Source], chars: int, about: str, *, opening: int = 0,
-            dated: bool = True) -> str:
+def _blocks(sources: list[Source], chars: int, about: str, *, opening: int = 0) -> str:
     """Each source's passages nearest what the call is `about` up to `chars` (its first
     `opening` characters whatever they say), without a first line that repeats its title. No
     address: the model cites by id, and the title says what the page is."""
     nonce = new_nonce()
     return "\n\n".join(
-        untrusted_block(s.id, {"title": s.title, "published": s.published if dated else None},
+        untrusted_block(s.id, {"title": s.title, "published": s.published},
                         excerpt(without_title(s.text, s.title), about, chars, head=opening),
                         nonce)
         for s in sources)
@@ -156,11 +154,22 @@ def _group_findings(ctx: RunContext, worker: Agent, sub: Subtopic, group: list[S
     return found
 
 
+def _passage_lines(sources: list[Source], chars: int, about: str) -> str:
+    """One untrusted block with a line per source: its title and its passage nearest what the
+    call is `about`. For a call whose answer names no source (the gaps): a block per source
+    would cost more in tags than its passage (issue 31), and no id is needed."""
+    lines = []
+    for s in sources:
+        title = " ".join((s.title or "").split())
+        passage = " ".join(excerpt(without_title(s.text, s.title), about, chars).split())
+        lines.append(f"- {title}: {passage}" if title else f"- {passage}")
+    return untrusted_block("kept", {}, "\n".join(lines), new_nonce())
+
+
 def _open_questions(ctx: RunContext, worker: Agent, sub: Subtopic, kept: list[Source],
                     deadline: float) -> list[Finding]:
     messages = [system(WORKER_ROLE, ctx.today), Message("user", OPEN_QUESTIONS_PROMPT.format(
-        **_head(ctx, sub),
-        blocks=_blocks(kept, OPEN_QUESTIONS_CHARS, _about(ctx, sub), dated=False)))]
+        **_head(ctx, sub), blocks=_passage_lines(kept, OPEN_QUESTIONS_CHARS, _about(ctx, sub))))]
     try:
         answer = worker.llm.structured(messages, OpenQuestions, deadline=deadline,
                                        caps=OPEN_QUESTIONS_CAPS)

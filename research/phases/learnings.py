@@ -21,7 +21,7 @@ MAX_EARLIER_QUERIES = 30
 
 @dataclass
 class Prior:
-    """Earlier rounds' learnings (claim with its source ids) and queries."""
+    """Earlier rounds' learnings (their claims) and queries."""
 
     learnings: list[str] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
@@ -38,9 +38,8 @@ def prior(ctx: RunContext, sub: Subtopic) -> Prior:
     def earlier(subtopic_id: str | None) -> bool:
         return rounds.get(subtopic_id or "", 1) < level
 
-    learnings = [
-        f"{' '.join(clean_untrusted(f.claim).split())[:LEARNING_CHARS]} "
-        f"[{', '.join(f.source_ids)}]"
+    learnings = [  # the claim alone: a query writer has no use for its source ids (issue 31)
+        " ".join(clean_untrusted(f.claim).split())[:LEARNING_CHARS]
         for f in ctx.store.get_findings(ctx.run_id)
         if f.kind == "finding" and earlier(f.subtopic_id)
     ][:MAX_LEARNINGS]

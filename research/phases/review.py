@@ -21,15 +21,15 @@ from research.events import IssueCounts, ReviewCycle
 from research.llm.base import Message
 from research.phases import write
 from research.phases.verify.early import EarlyCheck
-from research.phases.write_sections import CITED
+from research.phases.write_sections import CITED, assemble
 from research.prompts import clean_untrusted, numbered_sources, system
 from research.records import Draft, JsonObject, ResearchResult
 from research.records import ReviewIssue as StoredIssue
 from storage.rows import review_issue
 
 REVIEWER_ROLE = (
-    "You are the reviewer of a research team. You check research reports for accuracy, "
-    "sourcing, balance, structure and clarity. You have no tools: judge only what you see."
+    "You are a research team's reviewer: you check reports for accuracy, sourcing, balance, "
+    "structure and clarity, judging only what you see."
 )
 
 REVIEW_PROMPT = """Review the research report below, written to answer:
@@ -45,7 +45,7 @@ each issue by its heading, so that only that section is revised.
 Approve only if no high-severity issue remains. Severity is high, medium or low.
 
 Review cycle {cycle} of {cycles}.
-
+{previous}
 Automatic checks already found:
 {checks}
 
@@ -54,6 +54,14 @@ SOURCES THE REPORT CITES:
 
 REPORT:
 {draft}"""
+
+
+REREAD = """The sections the last revision left as they were are shown by their headings and
+first lines only, marked "(unchanged)": the last review read them whole. Judge the revised
+sections in full, and whether they fix these issues of the last review:
+{issues}
+"""
+UNCHANGED_MARK = "(unchanged)"
 
 
 class ReviewIssue(BaseModel):
@@ -170,15 +178,16 @@ def _review(ctx: RunContext, cycle: int, cycles: int,
     current, checks = current_checks(ctx)
     sources = ctx.store.get_sources(ctx.run_id, with_text=False)
     numbers = {sid: n for n, sid in current.numbering.items()}
-    cited = {int(n) for n in CITED.findall(current.text)}
-    listed = [s for s in sources if numbers.get(s.id) in cited]  # only what the report cites
+    shown, previous = reread(ctx, current, cycle)
+    cited = {int(n) for n in CITED.findall(shown)}
+    listed = [s for s in sources if numbers.get(s.id) in cited]  # only what the text shown cites
     found = problems(checks) or ["none"]
     messages = [
         system(REVIEWER_ROLE, ctx.today),
         Message("user", REVIEW_PROMPT.format(
-            cycle=cycle, cycles=cycles, question=clean_untrusted(ctx.brief),
+            cycle=cycle, cycles=cycles, question=clean_untrusted(ctx.brief), previous=previous,
             checks="\n".join(f"- {p}" for p in found),
-            sources=numbered_sources(listed, numbers), draft=current.text,
+            sources=numbered_sources(listed, numbers), draft=shown,
         )),
     ]
     if reading is not None:
@@ -212,3 +221,35 @@ def _review(ctx: RunContext, cycle: int, cycles: int,
     ] + [f"- [check] {p}" for p in problems(checks)]
     return {"approved": approved, "draft_version": current.version, "issues": issues,
             "feedback": "\n".join(feedback_lines) or "- No specific issues; polish the report."}
+
+
+def reread(ctx: RunContext, current: Draft, cycle: int) -> tuple[str, str]:
+    """The draft as a review reads it, and what the prompt says of the last review. After a
+    revision of some sections, the unchanged ones are shown by their headings and first lines,
+    with the last review's issues (issue 31: the reviewer read them whole a cycle ago); the
+    whole draft otherwise (the first review, a draft revised whole, an older run)."""
+    last = ctx.stored_result(f"review:{cycle - 1}") if cycle > 1 else None
+    written = (ctx.stored_result(write.draft_step(current.version)) or {}
+               if current.kind == "revision" else {})
+    texts, order, revised = written.get("sections"), written.get("order"), written.get("revised")
+    if not (last and isinstance(texts, dict) and isinstance(order, list)
+            and isinstance(revised, list)):
+        return current.text, ""
+    if assemble(texts, order).strip() != current.text.strip():
+        return current.text, ""  # the stored parts are not this draft's text: read it whole
+    shown = {key: text if key in revised else unchanged(text) for key, text in texts.items()}
+    issues = [f"- [{i.get('severity')}] {i.get('section') or 'general'}: "
+              f"{clean_untrusted(str(i.get('issue') or ''))}" for i in last.get("issues") or ()]
+    return assemble(shown, order), REREAD.format(issues="\n".join(issues) or "- none")
+
+
+def unchanged(text: str) -> str:
+    """A part left as it was: each heading with the first line under it, marked unchanged."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        if line.startswith("#"):
+            out.append(line)
+            if i + 1 < len(lines) and not lines[i + 1].startswith("#"):
+                out.append(f"{lines[i + 1][:200]} … {UNCHANGED_MARK}")
+    return "\n".join(out) or f"{text.strip()[:200]} … {UNCHANGED_MARK}"

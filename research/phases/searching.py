@@ -56,8 +56,7 @@ from research.search.base import SearchProvider, SearchResult
 log = logging.getLogger(__name__)
 
 WORKER_ROLE = (  # in every worker call's system prompt (issue 31: kept short)
-    "You are a research worker: you research one subtopic of a larger question from web "
-    "sources and report only what they say."
+    "You are a research worker: you report only what web sources say."
 )
 
 QUERIES_PROMPT = """Write exactly {count} search queries for web search engines to research

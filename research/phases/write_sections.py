@@ -37,32 +37,35 @@ KEY_FINDINGS = "key_findings"
 COMPARISON = "comparison"
 CLOSING = "closing"
 GAPS = "gaps"
-DIGEST_PER_SUBTOPIC = 4  # findings per subtopic the cross-cutting sections see
+DIGEST_PER_SUBTOPIC = 4  # findings per subtopic the key findings see
+# ...and the other cross-cutting sections (comparison, disagreements and recommendations, gaps
+# and confidence), which set the subtopics side by side or weigh them rather than report them
+# (issue 31: each of the four prompts carries its digest and the sources it cites)
+BRIEF_DIGEST_PER_SUBTOPIC = 3
 
 SECTION_RULES = """Rules:
 - Cite every factual sentence with the numbers of the sources listed with your findings, like
-  [3] or [2][5]. Cite ONLY those numbers; never invent a source, a URL or a number.
-- Use only the findings and sources given here, not your own memory. When the data is
+  [3] or [2][5]; ONLY those numbers, never an invented source, URL or number.
+- Use only the findings and sources given here, not your memory; when the data is
   insufficient, say "insufficient data" instead of guessing.
 - Keep fact, inference and opinion apart ("according to ...", "this suggests ...").
 - Mark a key claim that rests on one source with "(single source)".
 - Prefer recent sources; say when a figure is old.
-- Write only your part, starting with its heading line(s) as the outline gives them; do not
-  repeat what the other sections cover and do not write a Sources or References section.
-- Use the same terms as the outline and the question."""
+- Write only your part, starting with its heading line(s) as the outline gives them; repeat
+  nothing the other sections cover; no Sources or References section.
+- Use the terms of the outline and the question."""
 
-OUTLINE_HEAD = """OUTLINE OF THE WHOLE REPORT (several writers write its sections at the same time;
-the title and the executive summary are written last, from the finished sections):
+OUTLINE_HEAD = """OUTLINE OF THE REPORT (several writers write its sections at once; the title and summary last):
 # <a clear title>
-## Executive summary      (the answer first, in a few sentences)
-## Key findings           (by theme, across subtopics)
-## Analysis by subtopic   (one or two sentences leading into the subtopics)
+## Executive summary    (the answer first, in a few sentences)
+## Key findings         (by theme, across subtopics)
+## Analysis by subtopic (one or two sentences leading into the subtopics)
 {subtopics}
-## Comparison             (a Markdown table where a comparison helps)
+## Comparison           (a Markdown table where a comparison helps)
 ## Where sources disagree (both sides and why; say so if they agree)
 ## Recommendations
 ## Open questions and gaps
-## Confidence assessment  (how sure, and why)"""
+## Confidence assessment (how sure, and why)"""
 
 SECTION_PROMPT = """Question: <question>{question}</question>
 
@@ -74,7 +77,7 @@ YOUR PART: {task}
 {headings}
 Length: at most {words} words (of a report of at most {total} words).
 {missing}
-FINDINGS (claims with the sources that support them):
+FINDINGS (claims with the sources that support them and a confidence of 0-1):
 {findings}
 
 SOURCES YOUR FINDINGS CITE (cite by number):
@@ -115,6 +118,8 @@ def sections(plan: Sequence[Subtopic], findings: Sequence[Finding],
     per_subtopic = max(8, 300 // max(1, len(plan)))
     digest_lines: list[str] = []
     digest_ids: list[str] = []
+    brief_lines: list[str] = []
+    brief_ids: list[str] = []
     out = []
     for sub in plan:
         title = clean_untrusted(sub.title).replace("\n", " ")
@@ -127,6 +132,10 @@ def sections(plan: Sequence[Subtopic], findings: Sequence[Finding],
         top, top_ids = _finding_lines(by_sub.get(sub.id, [])[:DIGEST_PER_SUBTOPIC], numbers)
         digest_lines += [f"### Subtopic: {title}", *(top or ["- No findings."])]
         digest_ids += top_ids
+        few, few_ids = _finding_lines(by_sub.get(sub.id, [])[:BRIEF_DIGEST_PER_SUBTOPIC],
+                                      numbers)
+        brief_lines += [f"### Subtopic: {title}", *(few or ["- No findings."])]
+        brief_ids += few_ids
     digest = "\n".join(digest_lines)
     cross = [
         Section(KEY_FINDINGS, "the key findings, by theme across the subtopics",
@@ -140,7 +149,10 @@ def sections(plan: Sequence[Subtopic], findings: Sequence[Finding],
             "## Open questions and gaps", "## Confidence assessment"], 1.0),
     ]
     for part in cross:
-        part.findings, part.cited = digest, list(dict.fromkeys(digest_ids))
+        if part.key != KEY_FINDINGS:
+            part.findings, part.cited = "\n".join(brief_lines), list(dict.fromkeys(brief_ids))
+        else:
+            part.findings, part.cited = digest, list(dict.fromkeys(digest_ids))
     return [cross[0], *out, *cross[1:]]
 
 
@@ -162,7 +174,7 @@ def _finding_lines(findings: Sequence[Finding],
             cited = [i for i in f.source_ids if i in numbers]
             if cited:
                 lines.append(f"- {text} {''.join(f'[{numbers[i]}]' for i in cited)} "
-                             f"(confidence {f.confidence:.1f})")
+                             f"({f.confidence:.1f})")
                 ids += cited
         elif f.kind == "gap":
             lines.append(f"- Gap: {text}")

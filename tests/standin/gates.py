@@ -75,8 +75,12 @@ class LimitGates:
         gen = self._gen
         standin = self.standin
         # A real server drops a queued request whose client gave up (its time limit passed).
-        if not standin.slots.acquire(lambda: standin._stopping.is_set()
-                                     or gen != standin._generation or self._client_gone()):
+        turn = standin.slots.acquire(lambda: standin._stopping.is_set()
+                                     or gen != standin._generation or self._client_gone())
+        if turn == "full":
+            self._send_json(*local.BUSY)
+            return False
+        if turn != "ok":
             self.close_connection = True
             return False
         self._gates.append("slot")
@@ -95,6 +99,7 @@ class LimitGates:
         return gone
 
     def _after_limits(self, api: str) -> None:
+        self._entry["ended"] = time.time()
         if "slot" in self._gates:
             self.standin.slots.release()
         if "search" in self._gates:

@@ -104,7 +104,7 @@ class AccountRule:
     retry_after: RetryAfter = "none"    # openai: add Azure's retry-after headers to a 429
     quota_requests: int | None = None   # openai: requests let through before insufficient_quota
     free_tier: bool = False             # gemini: the free tier's quota ids
-    model: str | None = None            # only this model (None: every model, each apart)
+    model: str | None = None            # this model's limits (None: every other model, each apart)
 
 
 @dataclass
@@ -147,7 +147,7 @@ class Limits:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._offset = 0.0
-        self._rules: dict[str, AccountRule] = {}
+        self._rules: dict[tuple[str, str | None], AccountRule] = {}  # (provider, model or None)
         self._books: dict[tuple[str, str, str], _Books] = {}
         self._search: dict[str, SearchRule] = {}
         self._last: dict[str, float] = {}
@@ -172,8 +172,9 @@ class Limits:
 
     def set_account(self, rule: AccountRule) -> None:
         with self._lock:
-            self._rules[rule.provider] = rule
-            self._books = {k: b for k, b in self._books.items() if k[0] != rule.provider}
+            self._rules[(rule.provider, rule.model)] = rule
+            self._books = {k: b for k, b in self._books.items()
+                           if k[0] != rule.provider or rule.model not in (None, k[2])}
 
     def set_search(self, rule: SearchRule) -> None:
         with self._lock:
@@ -183,7 +184,7 @@ class Limits:
 
     def limited(self, provider: str) -> bool:
         with self._lock:
-            return provider in self._rules or provider in self._search
+            return any(p == provider for p, _ in self._rules) or provider in self._search
 
     # --- model APIs ----------------------------------------------------------------------
 
@@ -191,8 +192,8 @@ class Limits:
               max_tokens: int = 0) -> Admission:
         """Take one request off the account's books, or refuse it as the provider would."""
         with self._lock:
-            rule = self._rules.get(provider)
-            if rule is None or (rule.model is not None and rule.model != model):
+            rule = self._rules.get((provider, model)) or self._rules.get((provider, None))
+            if rule is None:
                 return Admission()
             books_key = (provider, key, model)
             books = self._books.get(books_key)

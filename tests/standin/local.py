@@ -46,6 +46,7 @@ class LocalServer:
     tokens_per_second: float = 30.0
     context_tokens: int = 8192
     model: str = "llama3.1:8b"
+    max_queue: int | None = None  # requests waiting at most; past it 503 (Ollama: OLLAMA_MAX_QUEUE)
 
 
 class Slots:
@@ -54,21 +55,27 @@ class Slots:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._parallel = 0  # 0: no limit
+        self._max_queue: int | None = None
         self._busy = 0
         self._queue: deque[int] = deque()
         self._tickets = 0
 
-    def configure(self, parallel: int) -> None:
+    def configure(self, parallel: int, max_queue: int | None = None) -> None:
         with self._cond:
             self._parallel = max(0, parallel)
+            self._max_queue = max_queue
             self._cond.notify_all()
 
-    def acquire(self, abandoned: Callable[[], bool]) -> bool:
-        """Wait for a slot; False when `abandoned()` turns true meanwhile (reset, shutdown)."""
+    def acquire(self, abandoned: Callable[[], bool]) -> str:
+        """Wait for a slot: "ok"; "abandoned" when `abandoned()` turns true meanwhile (reset,
+        shutdown, the client gone); "full" when the waiting line is already at its maximum."""
         with self._cond:
             if not self._parallel:
                 self._busy += 1
-                return True
+                return "ok"
+            waits = bool(self._queue) or self._busy >= self._parallel
+            if waits and self._max_queue is not None and len(self._queue) >= self._max_queue:
+                return "full"
             self._tickets += 1
             ticket = self._tickets
             self._queue.append(ticket)
@@ -76,12 +83,12 @@ class Slots:
                 if abandoned():
                     self._queue.remove(ticket)
                     self._cond.notify_all()
-                    return False
+                    return "abandoned"
                 self._cond.wait(0.05)
             self._queue.popleft()
             self._busy += 1
             self._cond.notify_all()
-            return True
+            return "ok"
 
     def release(self) -> None:
         with self._cond:
@@ -163,6 +170,10 @@ def info(server: LocalServer | None, method: str, path: str,
                 {"id": name, "object": "model", "created": now, "owned_by": "vllm",
                  "root": name, "parent": None, "max_model_len": ctx, "permission": []}]}
     return None
+
+
+# Ollama's answer when its waiting line is full (server/sched.go, ErrMaxQueue).
+BUSY = (503, {"error": "server busy, please try again.  maximum pending requests exceeded"})
 
 
 def refusal(server: LocalServer, prompt_tokens: int, max_tokens: int) -> tuple[int, Any] | None:

@@ -40,8 +40,8 @@ refused report, loosely quoted verdicts): see brain_behaviours.py for the list.
 Other controls: `set_delay(seconds)`, `set_latency(model=, search=, page=, tokens_per_second=)`,
 `set_answer_words(n)`, `set_off_topic(n)`, `set_extra_results(paths)`, `reset()`. `requests`
 logs every request as {api, method, path, query, headers (names in lower case), json, time};
-an answer sent gives its entry `status`; an LLM request's entry gains `completion_tokens` and
-`answered` (epoch seconds) once answered.
+an answer sent gives its entry `status`, and `ended` (epoch seconds) is when the stand-in was
+done with it; an LLM request's entry gains `completion_tokens` and `answered` once answered.
 
 Limits, as the providers document them (limits.py, local.py; `reset()` clears them all):
 
@@ -55,7 +55,8 @@ Limits, as the providers document them (limits.py, local.py; `reset()` clears th
                 max_tokens, settled to prompt + completion once answered.
                 provider "gemini": RPM, input TPM, RPD; 429 RESOURCE_EXHAUSTED with QuotaFailure
                 (quotaId ...PerMinute... or ...PerDay..., "-FreeTier" with free_tier=True) and
-                RetryInfo.retryDelay; no headers.
+                RetryInfo.retryDelay; no headers. With model=, the limits of that model only
+                (a call later without it sets every other model's).
                 e.g. OpenAI tier 1, gpt-4.1: set_account("openai", requests_per_minute=500,
                 tokens_per_minute=30_000); a free tier: requests_per_minute=10.
   set_search_limit(api, min_interval=, requests_per_minute=, connections=, status=429)
@@ -64,10 +65,11 @@ Limits, as the providers document them (limits.py, local.py; `reset()` clears th
                 gets the API's own refusal (arXiv: status=503 "Rate exceeded." as it answers).
                 e.g. set_search_limit("arxiv", min_interval=3.0, connections=1, status=503).
   set_local_server(kind="ollama"|"llamacpp"|"vllm", parallel=1, tokens_per_second=30,
-                   context_tokens=8192, model="llama3.1:8b")
+                   context_tokens=8192, model="llama3.1:8b", max_queue=None)
                 /v1/chat/completions answers `parallel` requests at a time, the rest wait on
                 their open connection in arrival order (the entry's `started` says when its
-                turn came), writing at tokens_per_second; needs no key. Ollama cuts a longer
+                turn came; past `max_queue` waiting, 503 "server busy" as Ollama answers),
+                writing at tokens_per_second; needs no key. Ollama cuts a longer
                 prompt silently (usage.prompt_tokens is the cut count) and serves /api/version,
                 /api/show (num_ctx), /api/ps; llama.cpp refuses it (400
                 exceed_context_size_error) and serves /props (n_ctx, total_slots), /health;
@@ -76,6 +78,8 @@ Limits, as the providers document them (limits.py, local.py; `reset()` clears th
   advance_limits(seconds)   move the limits' clock on (a minute's budget refills at once)
   rate_limited(api=None)    how many answers were rate-limit refusals (429, or a search API's
                             pacing refusal); such entries carry `rate_limited: True`
+  gaps(api), most_at_once(api, start="time", end="ended")
+                            seconds between successive requests; the most under way at once
 """
 
 from __future__ import annotations
@@ -326,19 +330,36 @@ class StandinServer:
 
     def set_local_server(self, kind: local.Kind = "ollama", *, parallel: int = 1,
                          tokens_per_second: float = 30.0, context_tokens: int = 8192,
-                         model: str = "llama3.1:8b") -> None:
+                         model: str = "llama3.1:8b", max_queue: int | None = None) -> None:
         """Answer as a model server on a workstation (see the docstring and local.py)."""
         if kind not in local.KINDS:
             raise ValueError(f"kind must be one of {local.KINDS}, not {kind!r}")
         with self._lock:
             self.local_server = local.LocalServer(kind, max(1, parallel), tokens_per_second,
-                                                  context_tokens, model)
+                                                  context_tokens, model, max_queue)
             self._tokens_per_second = max(0.0, tokens_per_second)
-        self.slots.configure(max(1, parallel))
+        self.slots.configure(max(1, parallel), max_queue)
 
     def advance_limits(self, seconds: float) -> None:
         """Move the limits' clock on, as if `seconds` had passed (budgets refill)."""
         self.limits.advance(seconds)
+
+    def gaps(self, api: str) -> list[float]:
+        """Seconds between one request of this api and the next, in arrival order (pacing)."""
+        times = sorted(float(r["time"]) for r in self.requests_for(api))
+        return [b - a for a, b in zip(times, times[1:], strict=False)]
+
+    def most_at_once(self, api: str, start: str = "time", end: str = "ended") -> int:
+        """The most requests of this api under way at once, from the log's `start` and `end`
+        times (a local server's answers: start="started", end="answered")."""
+        marks = sorted([(float(r[end]), -1) for r in self.requests_for(api) if start in r and end in r]
+                       + [(float(r[start]), 1) for r in self.requests_for(api)
+                          if start in r and end in r])
+        most = now = 0
+        for _, step in marks:
+            now += step
+            most = max(most, now)
+        return most
 
     def rate_limited(self, api: str | None = None) -> int:
         """How many answers (of this api) were rate-limit refusals."""

@@ -39,38 +39,34 @@ CRITIC_BATCH_MIN = 3
 # --- prompts and answers ------------------------------------------------------------------------
 
 VERIFIER_ROLE = (
-    "You are a research team's fact-checker: you check each claim of a report against the "
-    "sources it cites and nothing else."
+    "You are a fact-checker: you check a report's claims only against the sources they cite."
 )
 
-VERIFY_PROMPT = """Check these claims of a report answering <question>{question}</question>
-Each cited source's excerpt comes once, its id the number claims cite it by ([3] -> id 3).
-Judge each claim only by the excerpts of its sources (not what you know; a citation is no proof):
+VERIFY_PROMPT = """Check each claim of a report only by the excerpts of the sources it cites
+(each once, its id the number claims cite: [3] -> id 3), not by what you know; a citation is
+no proof.
 - SUPPORTED: an excerpt states it (figures, dates, direction and strength all match)
 - OVERSTATED: an excerpt supports only a weaker, narrower or less certain version
 - CONTRADICTED: an excerpt says otherwise
 - UNSUPPORTED: the excerpts do not say it
-Quote the deciding passage (a sentence or two) word for word, with its excerpt's id, once for
-every claim id.
+For every claim id: the verdict and the deciding passage quoted word for word, with its id.
 
 CLAIMS:
 {claims}"""
 
 AUDITOR_ROLE = (
-    "You are an independent auditor of research reports, new to this one: a claim is "
-    "unproven until a source excerpt proves it."
+    "You are an independent auditor of research reports: a claim is unproven until a source "
+    "excerpt proves it."
 )
 
 AUDIT_PROMPT = """Audit these claims one by one: read the excerpts of the sources a claim cites
-(each comes once, before the first claim citing it; its id is the number claims cite it by),
-then the claim, and ask: would a careful reader of only these excerpts accept it as written?
+(each once, before the first claim citing it; its id is the number claims cite it by), then
+the claim: would a careful reader of only these excerpts accept it as written?
 - UNSUPPORTED when no excerpt says it (the default when in doubt)
 - CONTRADICTED when an excerpt says the opposite or gives a different figure
 - OVERSTATED when the claim is stronger, broader or more certain than the excerpt
 - SUPPORTED only when an excerpt says it; then copy that passage exactly as "quote"
-Give the excerpt id you relied on; no outside knowledge. Every claim id needs an answer.
-
-The report answers: <question>{question}</question>
+Answer every claim id, with the excerpt id you relied on; no outside knowledge.
 
 ITEMS:
 {claims}"""
@@ -135,8 +131,8 @@ class AuditVerdicts(ClaimVerdicts):
 
 
 CRITIC_ROLE = (
-    "You are the critic of a research team. You challenge the claims a report's conclusions "
-    "rest on, and the claims its two fact-checkers disagreed about."
+    "You are a critic: you challenge the claims a report's conclusions rest on and those its "
+    "fact-checkers disagreed about."
 )
 
 CRITIC_PROMPT = """Challenge each claim below once. You see the claim, where it sits in the
@@ -236,7 +232,14 @@ def _attr(text: str) -> str:
     return _claim_text(text).replace('"', "'").replace("\n", " ")
 
 
-def _claim_head(claim: Claim, extra: str = "") -> str:
+def _claim_head(claim: Claim) -> str:
+    """A claim as the two checks see it: its words alone (where it sits in the report does not
+    change what its sources say; issue 31)."""
+    return f'<claim id="{claim.id}">{_claim_text(claim.text)}</claim>'
+
+
+def _placed_claim(claim: Claim, extra: str = "") -> str:
+    """A claim with its section, as the critic sees it (the claims conclusions rest on)."""
     return (f'<claim id="{claim.id}" section="{_attr(claim.section)}">{_claim_text(claim.text)}'
             f"{extra}</claim>")
 
@@ -253,6 +256,8 @@ def _merged(batch: Sequence[Claim], sources: Mapping[str, Source]) -> dict[str, 
                     known.append(piece)
     out = {}
     for sid, found in pieces.items():
+        # A passage cut short at one claim's length limit, where another claim brought it whole.
+        found = [p for p in found if not any(q != p and q.startswith(p) for q in found)]
         page = " ".join((sources[sid].text or "").split())
         found.sort(key=lambda p: page.find(p) if p in page else len(page))  # stable
         out[sid] = " ".join(found)
@@ -333,7 +338,7 @@ def _judge_batch(ctx: RunContext, agent: Agent, spec: _Pass, batch: list[Claim],
     items = _items(ordered, sources, nonce, sources_first=spec.sources_first)
     messages = [
         system(spec.persona, ctx.today),
-        Message("user", spec.prompt.format(question=clean_untrusted(ctx.question), claims=items)),
+        Message("user", spec.prompt.format(claims=items)),  # the claims, not the question, are checked
     ]
     answer = agent.llm.structured(messages, spec.answer, deadline=ctx.step_deadline())
     wanted = {c.id for c in batch}
@@ -402,14 +407,22 @@ def combine(first: str, second: str) -> str:
 # --- the critic and the writer -------------------------------------------------------------------
 
 
-def _pass_line(name: str, v: PassVerdict, quoted: str = "") -> str:
+QUOTE_LEAD_WORDS = 8  # how a quote found in the excerpts the critic reads is pointed at
+
+
+def _pass_line(name: str, v: PassVerdict, quoted: str = "", shown: str = "") -> str:
     """One check's verdict for the critic; a passage the other check quoted already
-    (`quoted`) is not sent twice."""
+    (`quoted`) is not sent twice, and one that is in the excerpts the critic reads (`shown`)
+    is pointed at by its first words (issue 31: the critic reads the passage there)."""
     if not v.verdict:
         return f"{name}: no verdict"
     line = f"{name}: {v.verdict}"
-    if v.quote and " ".join(v.quote.split()) == " ".join(quoted.split()):
+    words = v.quote.split()
+    if v.quote and " ".join(words) == " ".join(quoted.split()):
         line += " — quoted the same passage"
+    elif len(words) > QUOTE_LEAD_WORDS + 4 and quote_found(v.quote, [shown]):
+        lead = clean_untrusted(" ".join(words[:QUOTE_LEAD_WORDS]))
+        line += f' — quoted the excerpt\'s passage that begins "{lead} …"'
     elif v.quote:
         line += f' — quoted "{clean_untrusted(v.quote)[:400]}"'
     if v.note:
@@ -428,10 +441,13 @@ def _challenge(ctx: RunContext, outcomes: Sequence[Outcome],
         ctx.control.checkpoint()
         nonce = new_nonce()
 
+        shown = " ".join(_merged(batch, sources).values())
+
         def head(claim: Claim) -> str:
             o = by_id[claim.id]
-            return _claim_head(claim, f"\n{_pass_line('First check', o.first)}\n"
-                               f"{_pass_line('Second check', o.second, o.first.quote)}")
+            return _placed_claim(
+                claim, f"\n{_pass_line('First check', o.first, shown=shown)}\n"
+                f"{_pass_line('Second check', o.second, o.first.quote, shown)}")
 
         items = [_items(batch, sources, nonce, sources_first=False, head=head)]
         messages = [
