@@ -11,7 +11,6 @@ import secrets
 import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import date
-from urllib.parse import urlsplit
 
 from research.credibility import SIGNAL_WORDS, kind_of
 from research.llm.base import Message
@@ -134,17 +133,18 @@ def system(role_text: str, today: date, *extra: str) -> Message:
 
 
 def numbered_sources(sources: Iterable[Source], numbering: Mapping[str, int]) -> str:
-    """Lines `[n] Title (published date) — site` for the writer and reviewer, each followed by
+    """Lines `[n] Title (published date) — URL` for the writer and reviewer, each followed by
     an indented `kind: ...` line (research.credibility) so the writer can prefer stronger
     sources (no line where nothing is known of it); the kind comes from the address and metadata, never from the page's own words.
-    The site, not the whole address: they cite by number, and the report's source list gives
-    the addresses (issue 31: fewer tokens)."""
+    The whole address, though they cite by number: many real models cite by link whatever
+    they are asked (issue 32), and a link to an address they were given resolves to its
+    source, where one they made up from a site's name resolves to nothing."""
     lines = []
     for src in sources:
         n = numbering[src.id]
         title = clean_untrusted(src.title or src.url).replace("\n", " ")[:200]
         dated = f"{title} (published {src.published})" if src.published else title
-        lines.append(f"[{n}] {dated} — {site(src.url)}")
+        lines.append(f"[{n}] {dated} — {src.url}")
         signals = [s for s in src.signals if s in SIGNAL_WORDS
                    and not (s == "dated" and src.published)]  # the line shows the date
         kind = kind_of(src)
@@ -153,8 +153,3 @@ def numbered_sources(sources: Iterable[Source], numbering: Mapping[str, int]) ->
             lines.append(f"    {'; '.join(known + signals)}")
     return "\n".join(lines)
 
-
-def site(url: str) -> str:
-    """The host of an address without "www." (the address itself when it has none)."""
-    host = urlsplit(url).hostname or ""
-    return clean_untrusted(host.removeprefix("www.") or url).replace(" ", "") or "-"

@@ -64,9 +64,9 @@ def test_the_writer_sees_each_source_kind_on_its_own_line() -> None:
          Source("b", "https://www.reddit.com/r/x", title="Thread")],
         {"a": 1, "b": 2})
     assert listed.splitlines() == [
-        "[1] Paper (published 2025-01-02) — arxiv.org",
+        "[1] Paper (published 2025-01-02) — https://arxiv.org/abs/1",
         "    kind: preprint; academic domain",  # "dated": the date is shown
-        "[2] Thread — reddit.com",
+        "[2] Thread — https://www.reddit.com/r/x",
         "    kind: forum",
     ]
 
