@@ -353,7 +353,9 @@ def _at_once(standin: StandinServer, n: int) -> list[Any]:
 @pytest.mark.parametrize("parallel", [1, 2])
 def test_a_local_server_answers_parallel_requests_at_a_time_and_queues_the_rest(
         standin_env, standin, parallel):
-    standin.set_local_server("ollama", parallel=parallel, tokens_per_second=400)
+    # Slow enough that all four are in before the first answer is through, even on a busy
+    # machine (at 400 tokens/s one answer took a quarter of a second: once only three were in).
+    standin.set_local_server("ollama", parallel=parallel, tokens_per_second=100)
     assert len(_at_once(standin, 4)) == 4
     log = standin.requests_for("openai")
     assert len(log) == 4 and all("started" in r and "answered" in r for r in log)
