@@ -366,7 +366,7 @@ with right:
                if config.max_cost_usd else "set a cost cap under Budget to limit it.")))
     else:
         guess = estimate(config, ui.prices())
-        paced_by = account_pace(guess, config, ui.credentials())  # None: no limit known
+        paced_by = account_pace(guess, config, ui.credentials(), ui.store())  # None: none known
         cols = st.columns(2)
         cols[0].metric("Web searches", f"~{guess.searches}")
         cols[1].metric("Model calls", f"~{guess.model_calls}")

@@ -270,7 +270,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                 check_configuration(config, credentials)
             if config.engine == "pipeline" and not args.quiet:  # a hosted engine: no estimate
                 guess = estimate(config, prices)
-                _say(estimate_line(guess, account_pace(guess, config, credentials)))
+                _say(estimate_line(guess, account_pace(guess, config, credentials, store)))
             run_id = session.run_id = create_run(store, args.question, config, parent_run_id=parent,
                                                  person=owner)
             _say(f"Run id: {run_id}")

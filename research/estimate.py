@@ -229,20 +229,23 @@ def account_of(config: ResearchConfig, credentials: Credentials | None, provider
     return Account(provider, base_url, key_hash(key), model)
 
 
-def known_limits(account: Account) -> AccountLimits | None:
-    """What this process has learned of an account's limits before a run starts (its pacer,
-    research.llm.pacing: the provider's headers and refusals, a local server's settings), or
-    None when nothing is known: the estimate then says nothing about limits."""
-    found = pacing.known_limits(account)
+def known_limits(account: Account, books: pacing.AccountBooks | None = None
+                 ) -> AccountLimits | None:
+    """What is known of an account's limits before a run starts: this process's pacer's
+    (research.llm.pacing: the provider's headers and refusals, a local server's settings), else
+    what an earlier run or another process wrote in the store's books; None when nothing is
+    known: the estimate then says nothing about limits."""
+    found = pacing.known_limits(account, books)
     return found if found.known else None
 
 
-def account_pace(guess: Estimate, config: ResearchConfig,
-                 credentials: Credentials | None) -> Pace | None:
+def account_pace(guess: Estimate, config: ResearchConfig, credentials: Credentials | None,
+                 books: pacing.AccountBooks | None = None) -> Pace | None:
     """`pace` under the known limits of the accounts this configuration's roles use: what the
-    New research page and the CLI show beside the estimate."""
+    New research page and the CLI show beside the estimate (`books`: the store, so limits
+    learned by an earlier run, in this process or not, count too)."""
     return pace(guess, lambda load: known_limits(
-        account_of(config, credentials, load.provider, load.model)))
+        account_of(config, credentials, load.provider, load.model), books))
 
 
 def estimate_line(guess: Estimate, paced_by: Pace | None) -> str:

@@ -35,7 +35,8 @@ def test_a_tier_one_key_shows_the_time_its_token_limit_allows_and_names_that_lim
     unpaced, _ = _time_and_captions()
     asked: list[Account] = []
 
-    def tier_one(account: Account) -> AccountLimits:
+    def tier_one(account: Account, books: object = None) -> AccountLimits:
+        assert isinstance(books, Store)  # what earlier runs and other processes learned
         asked.append(account)
         return AccountLimits(requests_per_minute=500, tokens_per_minute=30_000)
 

@@ -127,7 +127,7 @@ def test_the_cli_prints_the_estimate_with_the_accounts_pace(
 ) -> None:
     seen: list[Account] = []
 
-    def tier_one(account: Account) -> AccountLimits:
+    def tier_one(account: Account, books: object = None) -> AccountLimits:
         seen.append(account)
         return AccountLimits(requests_per_minute=500, tokens_per_minute=30_000)
 
@@ -157,5 +157,11 @@ def test_after_a_run_on_a_limited_key_the_next_estimate_knows_its_limits(
         assert found is not None and found.limit == (
             "your account's limit of 60,000 tokens a minute")
         assert found.seconds > estimate(config).seconds
+        # A new process (the dashboard restarted, the next CLI command) knows nothing of its
+        # own, but the run wrote what it learned in the store's books (never the key).
+        pacing.forget_pacers()
+        assert account_pace(estimate(config), config, http_runs.credentials) is None
+        again = account_pace(estimate(config), config, http_runs.credentials, store)
+        assert again is not None and again.limit == found.limit
     finally:
         pacing.forget_pacers()
