@@ -39,13 +39,16 @@ def _gaps(standin: StandinServer, api: str) -> list[float]:
 
 def _assert_paced(standin: StandinServer, api: str, least: int) -> None:
     """At most one request every interval: no two close together, and n requests span at
-    least n - 1 intervals (the jitter of the log's times only counts at the two ends)."""
+    least n - 1 intervals (the lateness of the log's times only counts at the two ends)."""
     interval = pacing.INTERVALS[api] * SCALE
     gaps = _gaps(standin, api)
     shown = (api, interval, [round(g, 3) for g in gaps])
     assert len(gaps) + 1 >= least, shown
-    assert min(gaps) >= interval - JITTER_S, shown
-    assert sum(gaps) >= len(gaps) * interval - JITTER_S, shown
+    # One gap can look short when the request before it was logged late (a busy machine
+    # delays the stand-in's handler: 1.12 s was seen for a 1.5 s pace); requests sent unpaced
+    # arrive milliseconds apart, which this still refuses.
+    assert min(gaps) >= 0.6 * interval, shown
+    assert sum(gaps) >= len(gaps) * interval - 2 * JITTER_S, shown
 
 
 def test_the_default_pace_is_the_documented_one() -> None:
