@@ -148,3 +148,23 @@ def test_cli_asks_for_answers_with_flags(
                     str(tmp_path / "r.md")], env, tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "r.md").read_text().count("## Sources") == 1
+
+
+@pytest.mark.xfail(run=False, reason=(
+    "issue 40, point 2, open: on main this run does not finish (seen twice, 300 s): after the "
+    "early plan call's 429 every model call waits in Pacer.acquire (research/llm/pacing.py) "
+    "long after the 7 s pause; unblock it and drop this mark"))
+def test_an_early_plan_call_refused_with_retry_after_is_not_sent_again_sooner(
+    standin: StandinServer, http_runs: Runner
+) -> None:
+    """Issue 40, point 2: the plan's early call answered 429 with `Retry-After: 7` is asked
+    again only once the 7 s have passed, whichever road (the early call or the plan step)
+    asks again: one retry path, which honours what the provider said."""
+    standin.add_fault("openai", "status", times=1, status=429, headers={"retry-after": "7"},
+                      task="ResearchPlan")
+    store, run_id = http_runs(QUESTION, preset="quick")
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "completed", run and run.error
+    plans = _calls_by_task(standin)["ResearchPlan"]
+    assert len(plans) == 2 and plans[0].get("status") == 429
+    assert plans[1]["time"] - plans[0]["ended"] >= 7 - 0.05, "sent again before Retry-After"
