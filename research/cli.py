@@ -51,6 +51,7 @@ from storage import (
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
+MARK_TRIES, MARK_RETRY_S = 20, 0.25  # the interrupted mark on a full disk: ~5 s of tries
 
 
 def parser() -> argparse.ArgumentParser:
@@ -178,19 +179,28 @@ class _Session:
         return DISK_FULL_MESSAGE.replace("RUN_ID", self.run_id or "RUN_ID")
 
     def mark_interrupted(self, why: str) -> None:
-        """Best effort: with the disk still full this write fails too, and the run is put
-        right the next time it is opened (--resume continues a run left "running")."""
+        """With the disk full this write may fail too (issue 40: in 3 of 5 tries the run
+        stayed "running"): it is tried again for a few seconds, as space freed by the failed
+        transaction's rollback or by another process often lets so small a write land. If it
+        never does, the run is put right the next time it is opened (--resume continues a run
+        left "running")."""
         if self.store is None or self.run_id is None or self.watching:
             return  # a worker's run is the worker's to stop (Cancel in the dashboard)
-        try:
-            # A fresh connection: Ctrl-C may have landed inside a transaction of this
-            # thread's connection, which closing rolls back.
-            self.store.close()
-            run = self.store.get_run(self.run_id)
-            if run is not None and run.status not in TERMINAL_STATUSES:
-                self.store.set_run_status(self.run_id, "interrupted", error=why)
-        except BaseException:  # noqa: BLE001 - e.g. the disk is full: nothing more can be stored
-            pass
+        for _ in range(MARK_TRIES):
+            try:
+                # A fresh connection: Ctrl-C may have landed inside a transaction of this
+                # thread's connection, which closing rolls back.
+                self.store.close()
+                run = self.store.get_run(self.run_id)
+                if run is not None and run.status not in TERMINAL_STATUSES:
+                    self.store.set_run_status(self.run_id, "interrupted", error=why)
+                return
+            except Exception as exc:  # noqa: BLE001 - e.g. the disk is full: tried again
+                if not is_disk_full(exc):
+                    return
+            except BaseException:  # noqa: BLE001 - a second Ctrl-C: give up at once
+                return
+            time.sleep(MARK_RETRY_S)
 
 
 def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credentials,

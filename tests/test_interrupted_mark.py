@@ -1,0 +1,36 @@
+"""A full disk never leaves a run "running" (issue 40, point 4): the CLI's interrupted mark is
+itself a write to the full disk, so it is tried again rather than once."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from research.cli import _Session
+from storage import DISK_FULL_MESSAGE, Store
+
+
+def test_the_interrupted_mark_is_tried_again_until_the_full_disk_lets_it_land(
+    tmp_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store(tmp_db)
+    run_id = store.create_run("How do heat pumps perform in cold climates?", {})
+    store.set_run_status(run_id, "running")
+    real = store.set_run_status
+    refusals = iter(range(3))
+
+    def full_for_a_while(*args: Any, **kwargs: Any) -> None:
+        if next(refusals, None) is not None:  # the first three writes find the disk full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(store, "set_run_status", full_for_a_while)
+    monkeypatch.setattr("research.cli.MARK_RETRY_S", 0.0)
+    session = _Session()
+    session.store, session.run_id = store, run_id
+    session.mark_interrupted(DISK_FULL_MESSAGE)
+    run = Store(tmp_db).get_run(run_id)
+    assert run is not None and run.status == "interrupted" and run.error == DISK_FULL_MESSAGE
