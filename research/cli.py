@@ -22,6 +22,7 @@ from research import (
     resume,
 )
 from research.config import Credentials, ResearchConfig, WorkerSettings, build_config
+from research.control import owner_is_dead
 from research.documents import ingest_paths
 from research.documents.choice import with_sources
 from research.errors import ConfigError, ResearchError, redact
@@ -51,6 +52,7 @@ from storage import (
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
+STALE_AFTER_S = 24 * 3600.0  # at start only dead owners count, not a slow heartbeat
 MARK_TRIES, MARK_RETRY_S = 20, 0.25  # the interrupted mark on a full disk: ~5 s of tries
 
 
@@ -203,6 +205,20 @@ class _Session:
             time.sleep(MARK_RETRY_S)
 
 
+def _put_right_abandoned(store: Store) -> None:
+    """Before anything else: a run left "running" by a process of this machine that is gone
+    (a full disk refused even its interrupted mark, a crash) is marked interrupted, with the
+    reason, so --resume and the dashboard show what happened (issue 40, point 4). Other
+    machines' runs are left to the dashboard's heartbeat rule."""
+    try:
+        dead = [owner for owner in store.active_owners() if owner_is_dead(owner)]
+        if dead:
+            store.mark_interrupted(stale_after_s=STALE_AFTER_S, dead_owners=dead)
+    except Exception as exc:  # noqa: BLE001 - the disk may still be full: the next start tries
+        if not is_disk_full(exc):
+            raise
+
+
 def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credentials,
           session: _Session) -> int:
     secrets = credentials.secrets()
@@ -219,6 +235,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             raise
         return _fail(f"Could not open the database: {redact_url(str(exc))}", secrets, EXIT_FAILED)
     session.store = store
+    _put_right_abandoned(store)
     printer = _Printer(store, quiet=args.quiet)
     owner = (args.owner or env.get("DEEP_RESEARCH_OWNER") or "").strip() or None
     try:

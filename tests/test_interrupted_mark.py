@@ -4,12 +4,16 @@ itself a write to the full disk, so it is tried again rather than once."""
 from __future__ import annotations
 
 import errno
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from research.cli import _Session
+from research.cli import _Session, main
 from storage import DISK_FULL_MESSAGE, Store
 
 
@@ -34,3 +38,25 @@ def test_the_interrupted_mark_is_tried_again_until_the_full_disk_lets_it_land(
     session.mark_interrupted(DISK_FULL_MESSAGE)
     run = Store(tmp_db).get_run(run_id)
     assert run is not None and run.status == "interrupted" and run.error == DISK_FULL_MESSAGE
+
+
+def test_a_run_left_running_by_a_gone_process_is_interrupted_with_its_reason_at_the_next_start(
+    tmp_db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The process that ran it died with the disk full: its run is still "running".
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    store = Store(tmp_db)
+    run_id = store.create_run("How do heat pumps perform in cold climates?", {})
+    store.set_run_status(run_id, "running")
+    store.heartbeat(run_id, f"pid:{gone.pid}@{socket.gethostname()}")
+    alive = store.create_run("A run this machine's live process runs", {})
+    store.set_run_status(alive, "running")
+    store.heartbeat(alive, f"pid:{os.getpid()}@{socket.gethostname()}")
+
+    main(["--resume", "no-such-run", "--db", str(tmp_db)])  # any command: the start puts it right
+
+    run = Store(tmp_db).get_run(run_id)
+    assert run is not None and run.status == "interrupted"
+    assert run.error and "stopped" in run.error and "Resume" in run.error
+    assert Store(tmp_db).get_run(alive).status == "running"  # type: ignore[union-attr]
