@@ -265,7 +265,8 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             if found.status != "completed":  # a completed run: write its report again
                 if not queued:
                     check_configuration(ResearchConfig(**found.config), credentials)
-                _say(f"Resuming run {args.resume}")
+                why = found.error if found.status == "interrupted" and found.error else ""
+                _say(f"Resuming run {args.resume}" + (f" (it was interrupted: {why})" if why else ""))
                 run = go(run_id) if queued else resume(
                     args.resume, store=store, credentials=credentials, on_event=printer,
                     prices=prices)

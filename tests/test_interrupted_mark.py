@@ -15,6 +15,7 @@ import pytest
 
 from research.cli import _Session, main
 from storage import DISK_FULL_MESSAGE, Store
+from tests.cli_helpers import RunCli
 
 
 def test_the_interrupted_mark_is_tried_again_until_the_full_disk_lets_it_land(
@@ -60,3 +61,24 @@ def test_a_run_left_running_by_a_gone_process_is_interrupted_with_its_reason_at_
     assert run is not None and run.status == "interrupted"
     assert run.error and "stopped" in run.error and "Resume" in run.error
     assert Store(tmp_db).get_run(alive).status == "running"  # type: ignore[union-attr]
+
+
+def test_resume_says_why_a_run_left_running_by_a_gone_process_stopped(
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    db = tmp_path / "r.db"
+    env = {**standin_env, "DEEP_RESEARCH_DB": str(db)}
+    first = run_cli(["Heat pump adoption in Europe", "--preset", "quick"], env, tmp_path)
+    assert first.returncode == 0, first.stderr
+    run_id = first.stdout.strip().splitlines()[-1]
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    store = Store(db)
+    with store._write() as conn:  # noqa: SLF001 - test-only surgery: its process died mid-run
+        conn.execute("DELETE FROM steps WHERE run_id = ? AND kind IN ('deliver')", [run_id])
+        conn.execute("DELETE FROM reports WHERE run_id = ?", [run_id])
+        conn.execute("UPDATE runs SET status = 'running', error = NULL WHERE id = ?", [run_id])
+    store.heartbeat(run_id, f"pid:{gone.pid}@{socket.gethostname()}")
+    resumed = run_cli(["--resume", run_id, "--out", str(tmp_path / "r.md")], env, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "it was interrupted: The process running this research stopped" in resumed.stderr
