@@ -22,6 +22,7 @@ from research import (
     resume,
 )
 from research.config import Credentials, ResearchConfig, WorkerSettings, build_config
+from research.control import owner_is_dead
 from research.documents import ingest_paths
 from research.documents.choice import with_sources
 from research.errors import ConfigError, ResearchError, redact
@@ -51,6 +52,8 @@ from storage import (
 )
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
+STALE_AFTER_S = 24 * 3600.0  # at start only dead owners count, not a slow heartbeat
+MARK_TRIES, MARK_RETRY_S = 20, 0.25  # the interrupted mark on a full disk: ~5 s of tries
 
 
 def parser() -> argparse.ArgumentParser:
@@ -178,19 +181,42 @@ class _Session:
         return DISK_FULL_MESSAGE.replace("RUN_ID", self.run_id or "RUN_ID")
 
     def mark_interrupted(self, why: str) -> None:
-        """Best effort: with the disk still full this write fails too, and the run is put
-        right the next time it is opened (--resume continues a run left "running")."""
+        """With the disk full this write may fail too (issue 40: in 3 of 5 tries the run
+        stayed "running"): it is tried again for a few seconds, as space freed by the failed
+        transaction's rollback or by another process often lets so small a write land. If it
+        never does, the run is put right the next time it is opened (--resume continues a run
+        left "running")."""
         if self.store is None or self.run_id is None or self.watching:
             return  # a worker's run is the worker's to stop (Cancel in the dashboard)
-        try:
-            # A fresh connection: Ctrl-C may have landed inside a transaction of this
-            # thread's connection, which closing rolls back.
-            self.store.close()
-            run = self.store.get_run(self.run_id)
-            if run is not None and run.status not in TERMINAL_STATUSES:
-                self.store.set_run_status(self.run_id, "interrupted", error=why)
-        except BaseException:  # noqa: BLE001 - e.g. the disk is full: nothing more can be stored
-            pass
+        for _ in range(MARK_TRIES):
+            try:
+                # A fresh connection: Ctrl-C may have landed inside a transaction of this
+                # thread's connection, which closing rolls back.
+                self.store.close()
+                run = self.store.get_run(self.run_id)
+                if run is not None and run.status not in TERMINAL_STATUSES:
+                    self.store.set_run_status(self.run_id, "interrupted", error=why)
+                return
+            except Exception as exc:  # noqa: BLE001 - e.g. the disk is full: tried again
+                if not is_disk_full(exc):
+                    return
+            except BaseException:  # noqa: BLE001 - a second Ctrl-C: give up at once
+                return
+            time.sleep(MARK_RETRY_S)
+
+
+def _put_right_abandoned(store: Store) -> None:
+    """Before anything else: a run left "running" by a process of this machine that is gone
+    (a full disk refused even its interrupted mark, a crash) is marked interrupted, with the
+    reason, so --resume and the dashboard show what happened (issue 40, point 4). Other
+    machines' runs are left to the dashboard's heartbeat rule."""
+    try:
+        dead = [owner for owner in store.active_owners() if owner_is_dead(owner)]
+        if dead:
+            store.mark_interrupted(stale_after_s=STALE_AFTER_S, dead_owners=dead)
+    except Exception as exc:  # noqa: BLE001 - the disk may still be full: the next start tries
+        if not is_disk_full(exc):
+            raise
 
 
 def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credentials,
@@ -209,6 +235,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             raise
         return _fail(f"Could not open the database: {redact_url(str(exc))}", secrets, EXIT_FAILED)
     session.store = store
+    _put_right_abandoned(store)
     printer = _Printer(store, quiet=args.quiet)
     owner = (args.owner or env.get("DEEP_RESEARCH_OWNER") or "").strip() or None
     try:
@@ -238,7 +265,8 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             if found.status != "completed":  # a completed run: write its report again
                 if not queued:
                     check_configuration(ResearchConfig(**found.config), credentials)
-                _say(f"Resuming run {args.resume}")
+                why = found.error if found.status == "interrupted" and found.error else ""
+                _say(f"Resuming run {args.resume}" + (f" (it was interrupted: {why})" if why else ""))
                 run = go(run_id) if queued else resume(
                     args.resume, store=store, credentials=credentials, on_event=printer,
                     prices=prices)

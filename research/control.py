@@ -101,3 +101,18 @@ class RunControl:
         if action != "cancel":
             self.store.set_run_status(self.run_id, "running")
             self.emit(Resumed(self.run_id, "Resumed."))
+
+
+def owner_is_dead(owner: str) -> bool:
+    """True when `owner` ("pid:N@host", as RunControl writes it) names a process of this host
+    that no longer runs; other hosts' owners are left to the heartbeat rule."""
+    pid_part, _, host = owner.removeprefix("pid:").partition("@")
+    if host != socket.gethostname() or not pid_part.isdigit():
+        return False
+    try:
+        os.kill(int(pid_part), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False

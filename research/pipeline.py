@@ -12,6 +12,8 @@ way once they have answered.
 from __future__ import annotations
 
 import logging
+import re
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import wait
 from datetime import UTC, date, datetime
@@ -70,6 +72,7 @@ from research.retry import RetryPolicy
 from research.search import build_search_providers
 from research.search.base import SearchProvider
 from research.search.documents import bind_store
+from research.textclean import strip_hidden_controls
 from storage import DISK_FULL_MESSAGE, Store, is_disk_full
 
 log = logging.getLogger(__name__)
@@ -87,7 +90,23 @@ def validate_question(question: str) -> str:
             f"The question is too long ({len(text)} characters); the limit is "
             f"{MAX_QUESTION_CHARS}. Shorten it or move details into separate runs."
         )
+    if hidden := _hidden_characters(text):
+        raise ConfigError(
+            f"The question contains invisible control characters ({', '.join(hidden)}); "
+            "they would be removed where the question is stored. Retype it without them."
+        )
     return text
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _hidden_characters(text: str) -> list[str]:
+    """The control characters in `text` (line breaks and tabs are fine) and the invisible
+    formatting controls the store removes (`strip_hidden_controls`), named as code points, so
+    a question is refused rather than stored and researched as something else."""
+    found = set(_CONTROL.findall(text)) | set(Counter(text) - Counter(strip_hidden_controls(text)))
+    return [f"U+{ord(c):04X}" for c in sorted(found)]
 
 
 def create_run(store: Store, question: str, config: ResearchConfig, **kwargs: Any) -> str:

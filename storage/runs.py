@@ -36,6 +36,12 @@ from storage.migrations import utc_now
 from storage.run_records import Activity, JsonObject, Run, RunTotals
 from storage.schema import RUN_TABLES, runs
 
+# Said of a run whose process stopped without marking it (a full disk, a crash, a restart).
+ABANDONED_MESSAGE = (
+    "The process running this research stopped before it could mark it (for example the disk "
+    "was full or the computer restarted). Everything stored so far is kept; Resume continues it."
+)
+
 RUN_STATUSES = frozenset(
     {"queued", "running", "paused", "waiting", "completed", "failed", "cancelled", "interrupted"}
 )
@@ -199,11 +205,13 @@ class RunsStore(StoreBase):
                                               "b_beat": utc_now()})
 
     def mark_interrupted(
-        self, *, stale_after_s: float = 30.0, dead_owners: Iterable[str] = ()
+        self, *, stale_after_s: float = 30.0, dead_owners: Iterable[str] = (),
+        reason: str = ABANDONED_MESSAGE,
     ) -> list[str]:
         """Runs left running/paused by a process that stopped heartbeating become
         `interrupted`, so the UI can offer to resume them; so do runs whose owner is known
-        to be dead (`dead_owners`), without waiting for the heartbeat to go stale.
+        to be dead (`dead_owners`), without waiting for the heartbeat to go stale. A run
+        without an error of its own gets `reason`, so the Run page and --resume say why.
         Returns their ids."""
         cutoff = ts(datetime.now(UTC) - timedelta(seconds=stale_after_s))
         dead = list(dead_owners)
@@ -215,7 +223,8 @@ class RunsStore(StoreBase):
                 .order_by(runs.c.created_at).with_for_update())]
             if ids:
                 tx.execute(update(runs).where(runs.c.id.in_(ids))
-                           .values(status="interrupted", updated_at=utc_now()))
+                           .values(status="interrupted", updated_at=utc_now(),
+                                   error=func.coalesce(runs.c.error, reason)))
         return ids
 
     def active_owners(self) -> set[str]:

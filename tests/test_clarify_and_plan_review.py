@@ -17,6 +17,7 @@ from research.records import Subtopic
 from tests.cli_helpers import RunCli
 from tests.runs import Runner
 from tests.standin import StandinServer
+from tests.standin.server import openai_error
 
 QUESTION = "How is heat pump adoption changing in Europe?"
 
@@ -148,3 +149,23 @@ def test_cli_asks_for_answers_with_flags(
                     str(tmp_path / "r.md")], env, tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "r.md").read_text().count("## Sources") == 1
+
+
+def test_an_early_plan_call_refused_with_retry_after_is_not_sent_again_sooner(
+    standin: StandinServer, http_runs: Runner
+) -> None:
+    """Issue 40, point 2: the plan's early call answered 429 with `Retry-After: 7` is asked
+    again only once the 7 s have passed, whichever road (the early call or the plan step)
+    asks again: one retry path, which honours what the provider said."""
+    # The body names no limit (the stand-in's default one says "Limit 3" RPM, which the
+    # account's pacer would rightly learn and keep to for the rest of the run).
+    body = openai_error("Rate limit reached for requests.", type="requests",
+                        code="rate_limit_exceeded")
+    standin.add_fault("openai", "status", times=1, status=429, headers={"retry-after": "7"},
+                      body=body, task="ResearchPlan")
+    store, run_id = http_runs(QUESTION, preset="quick")
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "completed", run and run.error
+    plans = _calls_by_task(standin)["ResearchPlan"]
+    assert len(plans) == 2 and plans[0].get("status") == 429
+    assert plans[1]["time"] - plans[0]["ended"] >= 7 - 0.05, "sent again before Retry-After"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -120,3 +121,34 @@ def test_a_hosted_engine_report_is_cleaned_at_the_store_too(tmp_db: Path) -> Non
     for text in _strings(report):
         assert not _hidden_in(text), text
     assert LEGIT in report.markdown and "Claim 10 holds [1]." in report.markdown
+
+
+_BLOCK = re.compile(r'<untrusted_source [^>]*nonce="(\w+)">.*?</untrusted_source nonce="\1">', re.DOTALL)
+
+
+def _prompt_texts(request: Mapping[str, Any]) -> list[str]:
+    texts = []
+    for message in (request.get("json") or {}).get("messages") or []:
+        content = message.get("content")
+        parts = content if isinstance(content, list) else [{"text": content}]
+        texts += [p.get("text") or "" for p in parts if isinstance(p, dict)]
+    return texts
+
+
+def test_hidden_controls_a_model_wrote_never_reach_a_later_prompt_outside_an_untrusted_block(
+    standin: StandinServer, runs: Runner
+) -> None:
+    # Issue 40, point 3: the in-memory draft goes back to the model (shorten, revise, review,
+    # verify); it must be cleaned as the store cleans it, whatever road it takes.
+    standin.add_fault("openai", "hidden", times=1000)
+    runs.completed("How do heat pumps perform in cold climates?", preset="quick",
+                   REVIEW_CYCLES=1, fetch_timeout_s=20)
+    prompts = standin.requests_for("openai")[1:]
+    assert len(prompts) > 5
+    found = []
+    for n, request in enumerate(prompts, start=1):
+        for text in _prompt_texts(request):
+            outside = _BLOCK.sub("", text)
+            if hidden := _hidden_in(outside):
+                found.append((n, sorted(hidden), outside[:120]))
+    assert not found, found

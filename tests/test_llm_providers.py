@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -311,3 +312,30 @@ def test_unknown_provider_is_refused_with_the_known_ones() -> None:
 def test_missing_key_names_the_variable_to_set(provider: str, variable: str) -> None:
     with pytest.raises(ConfigError, match=variable):
         build_llm(provider, MODELS[provider], build_config(env={}), Credentials())
+
+
+@PROVIDERS
+def test_a_trickling_answer_ends_at_the_calls_own_deadline_without_an_outer_thread(
+    provider: str, standin: StandinServer, standin_env: dict[str, str]
+) -> None:
+    """Issue 40, point 1: the SDK's timeout restarts with every byte, so the request itself
+    must end at its overall deadline (and close its connection); otherwise the thread an
+    outer limit abandoned reads on, and the CLI cannot exit."""
+    standin.add_fault(provider, "trickle", interval=0.05)
+    with pytest.raises(ProviderTimeout):
+        make_llm(provider, standin_env).complete(WRITER_MESSAGES, timeout=1.0)
+
+
+@PROVIDERS
+def test_no_thread_reads_on_after_a_trickling_call_was_given_up(
+    provider: str, standin: StandinServer, standin_env: dict[str, str]
+) -> None:
+    """The call's thread ends with its deadline, not when the trickle ends (minutes later):
+    a thread left reading is what kept the CLI from exiting (issue 40, point 1)."""
+    standin.add_fault(provider, "trickle", interval=0.2)
+    with pytest.raises(ProviderTimeout):
+        role_llm(provider, standin_env, attempts=1, call_timeout=1.0).text(WRITER_MESSAGES)
+    callers = [t for t in threading.enumerate() if t.name.startswith("deadline:")]
+    for thread in callers:
+        thread.join(timeout=30)  # far longer than the deadline, far shorter than the trickle
+    assert not [t.name for t in callers if t.is_alive()]

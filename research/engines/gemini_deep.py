@@ -34,6 +34,7 @@ from research.config import Credentials, ResearchConfig
 from research.engines.base import Citation, RemoteJob
 from research.errors import ConfigError, ProviderError, ProviderTimeout
 from research.llm import build_llm
+from research.llm.deadline import DeadlineTransport
 from research.llm.gemini_llm import _TIMEOUTS, _TRANSPORT, API_VERSION, GeminiChat
 
 ENGINE = "gemini-deep-research"
@@ -62,6 +63,7 @@ class GeminiDeepResearch:
             base_url=config.gemini_base_url, api_version=API_VERSION,
             timeout=max(1, int(config.request_timeout_s * 1000)),
             retry_options=types.HttpRetryOptions(attempts=1),
+            client_args={"transport": DeadlineTransport()},  # a trickle ends at its deadline
         )
         # Keep the Client: dropping it closes the HTTP connection its resources share.
         self._client = genai.Client(vertexai=False, api_key=credentials.get("gemini"), http_options=options)

@@ -61,6 +61,7 @@ from research.llm.pacing import Pacer, pacer_for
 from research.llm.pricing import PriceTable
 from research.llm.waits import RunWaits
 from research.retry import RetryPolicy, call_with_retries
+from research.textclean import strip_hidden_controls
 
 if TYPE_CHECKING:
     from research.executor import RequestSlots
@@ -358,7 +359,10 @@ class RoleLLM:
         deadline: float | None,
     ) -> Completion:
         """One answer, checked against the budget first; an answer cut off at the length
-        limit is asked for once more, shorter, because the same request would be cut again."""
+        limit is asked for once more, shorter, because the same request would be cut again.
+        Every prompt is cleaned as the store cleans text (research.textclean): model text that
+        comes back in a later prompt (a draft, a plan, a repair) carries no hidden controls."""
+        messages = [Message(m.role, strip_hidden_controls(m.content)) for m in messages]
         try:
             try:
                 return self._budgeted(messages, schema, name, deadline)
@@ -577,7 +581,7 @@ class RoleLLM:
     def text(self, messages: Sequence[Message], *, deadline: float | None = None) -> str:
         completion = self._once(messages, None, None, deadline)
         check_answer_size(completion.text, self._who)
-        text = strip_think(completion.text)
+        text = strip_hidden_controls(strip_think(completion.text))
         if not text:
             raise ProviderError(f"The {self.role} model ({self.label}) returned an empty answer.")
         return text

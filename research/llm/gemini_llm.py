@@ -36,6 +36,7 @@ from research.errors import (
     redact,
 )
 from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
+from research.llm.deadline import DeadlineTransport
 from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.tls import shared_tls_context
 from research.retry import parse_retry_after
@@ -88,7 +89,7 @@ class GeminiChat(LLM):
         tls = shared_tls_context()  # "ssl": the SDK's websocket context, read from the async args
         options = types.HttpOptions(base_url=base_url, api_version=API_VERSION,
                                     timeout=_millis(timeout),
-                                    client_args={"verify": tls},
+                                    client_args={"verify": tls, "transport": DeadlineTransport()},
                                     async_client_args={"verify": tls, "ssl": tls})
         self._client = genai.Client(vertexai=False, api_key=api_key, http_options=options)
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import openai
+from openai._constants import DEFAULT_CONNECTION_LIMITS
 
 from research.errors import (
     AnswerBlocked,
@@ -30,6 +31,7 @@ from research.errors import (
     redact,
 )
 from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
+from research.llm.deadline import DeadlineTransport
 from research.llm.fitting import prompt_chars
 from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.local_server import LocalServer, local_server
@@ -72,7 +74,8 @@ class OpenAIChat(LLM):
             base_url=self._base_url,
             max_retries=0,
             timeout=timeout,
-            http_client=_HttpClient(verify=shared_tls_context(), timeout=timeout),
+            http_client=_HttpClient(verify=shared_tls_context(), timeout=timeout,
+                                    transport=DeadlineTransport(limits=DEFAULT_CONNECTION_LIMITS)),
         )
         self._timeout = timeout
         self.account = Account.of("openai", base_url, api_key, model)
