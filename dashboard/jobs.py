@@ -31,6 +31,7 @@ from typing import Any
 from dashboard.settings_files import current_env
 from research import durable
 from research.config import DEFAULT_PERSON, Credentials, ResearchConfig, WorkerSettings
+from research.control import owner_is_dead  # noqa: F401 - the dashboard's name for it too
 from research.errors import ConfigError
 from research.llm.pricing import PriceTable
 from research.pipeline import create_run, execute
@@ -185,21 +186,6 @@ def _settings_prices() -> PriceTable | None:
         return PriceTable.load(prices_path(current_env()))
     except ConfigError:  # a broken prices file: the run uses the built-in prices
         return None
-
-
-def owner_is_dead(owner: str) -> bool:
-    """True when `owner` ("pid:N@host") names a process of this host that no longer runs.
-    Other hosts' owners are left to the heartbeat rule."""
-    pid_part, _, host = owner.removeprefix("pid:").partition("@")
-    if host != socket.gethostname() or not pid_part.isdigit():
-        return False
-    try:
-        os.kill(int(pid_part), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 def status_of(run: Run | None, alive: bool) -> str:
