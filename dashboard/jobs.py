@@ -31,7 +31,7 @@ from typing import Any
 from dashboard.settings_files import current_env
 from research import durable
 from research.config import DEFAULT_PERSON, Credentials, ResearchConfig, WorkerSettings
-from research.control import owner_is_dead  # noqa: F401 - the dashboard's name for it too
+from research.control import owner_is_dead
 from research.errors import ConfigError
 from research.llm.pricing import PriceTable
 from research.pipeline import create_run, execute
