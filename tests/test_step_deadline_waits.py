@@ -20,6 +20,8 @@ from research.control import RunControl
 from research.errors import StepTimeLimit
 from research.events import fan_out
 from research.fetch import Fetcher, FetchLimits
+from research.llm.limits import Account, AccountLimits, RateReport
+from research.llm.pacing import Pacer, Ticket
 from research.llm.waits import RunWaits
 from research.phases import searching
 from research.pipeline import create_run
@@ -103,3 +105,53 @@ def test_the_held_time_never_takes_a_step_past_the_runs_total_time_limit(
     _held(ctx, clock, 3600)
     assert ctx.until(deadline) == ctx.control.deadline
     assert ctx.until(deadline) > deadline
+
+
+# -- after a refusal, the next request goes when the provider said ----------------------------
+
+GEMINI = Account("gemini", "", "abc123", "gemini-2.5-flash")
+
+
+def _turn(result: Ticket | float) -> Ticket:
+    assert isinstance(result, Ticket), f"expected a turn, got a wait of {result} s"
+    return result
+
+
+def test_a_refusal_on_the_requests_a_minute_holds_the_next_no_longer_than_it_said() -> None:
+    """Gemini's free tier (10 a minute) refused one request and said "retry in 2s" (RetryInfo
+    counts the wait for one request): the next goes in 2 s, not a whole request's refill (6 s)
+    after the pause."""
+    clock = Clock()
+    p = Pacer(GEMINI, clock=clock, limits=AccountLimits(requests_per_minute=10))
+    p.refused(_turn(p.try_acquire(100)), retry_after=2.0, limit="requests")
+    assert p.try_acquire(100) == pytest.approx(2.0)
+    clock.now += 2.0
+    _turn(p.try_acquire(100))
+    assert not isinstance(p.try_acquire(100), Ticket)  # then one every 6 s, as before
+
+
+def test_the_first_refusal_that_teaches_the_limit_lets_no_burst_through() -> None:
+    """The limit learned from the refusal (QuotaFailure's quotaValue) comes with a spent minute:
+    after the pause one request goes, not ten."""
+    clock = Clock()
+    p = Pacer(GEMINI, clock=clock)
+    flying = [_turn(p.try_acquire(100)) for _ in range(12)]
+    p.refused(flying.pop(), retry_after=6.0, limit="requests",
+              report=RateReport(limits=AccountLimits(requests_per_minute=10)))
+    clock.now += 6.0
+    _turn(p.try_acquire(100))
+    assert not isinstance(p.try_acquire(100), Ticket)
+
+
+def test_the_store_lets_the_next_request_go_when_the_refusal_said(tmp_path: Path) -> None:
+    """Processes sharing the key through the store's books: the same, for every process."""
+    clock = Clock()
+    with Store(tmp_path / "books.db") as store:
+        first, second = (Pacer(GEMINI, clock=clock, wall=clock) for _ in range(2))
+        first.share(store)
+        second.share(store)
+        first.learn(AccountLimits(requests_per_minute=10))
+        first.refused(_turn(first.try_acquire(100)), retry_after=2.0, limit="requests")
+        assert second.try_acquire(100) == pytest.approx(2.0)
+        clock.now += 2.0
+        _turn(second.try_acquire(100))
