@@ -24,7 +24,11 @@ from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.pacing import Pacer, Ticket
 from research.llm.waits import RunWaits
 from research.phases import searching
+from research.phases.reading import Reading
+from research.phases.searching import Candidate, Outcome
 from research.pipeline import create_run
+from research.search.base import SearchResult
+from research.search.documents import DOCUMENTS, SCHEME
 from storage import Store
 
 
@@ -105,6 +109,20 @@ def test_the_held_time_never_takes_a_step_past_the_runs_total_time_limit(
     _held(ctx, clock, 3600)
     assert ctx.until(deadline) == ctx.control.deadline
     assert ctx.until(deadline) > deadline
+
+
+
+def test_a_page_read_after_held_model_calls_gets_the_held_time_back(ctx: RunContext,
+                                                                    clock: Clock) -> None:
+    """A page of the run's own documents (its text in hand, nothing fetched from the web)."""
+    deadline = ctx.step_deadline()
+    _held(ctx, clock, 30)
+    _past(deadline)
+    result = SearchResult(url=f"{SCHEME}report-1", title="Heat pumps in 2025", snippet="",
+                          provider=DOCUMENTS, content="Heat pump sales rose. " * 40)
+    reading = Reading(ctx, None, None, Outcome(), deadline, None)  # type: ignore[arg-type]
+    page = reading._fetch(Candidate(result, result.url, "heat pumps"))
+    assert page.text.startswith("Heat pump sales rose.")
 
 
 # -- after a refusal, the next request goes when the provider said ----------------------------
