@@ -19,6 +19,7 @@ from research.events import EventSink, StepCompleted, StepFailed, StepStarted, W
 from research.executor import RunExecutor
 from research.fetch import Fetcher
 from research.llm.base import UsageMeter
+from research.llm.waits import RunWaits
 from research.records import JsonObject, UsageTotals
 from research.search.base import SearchProvider
 from storage import Store
@@ -84,6 +85,9 @@ class RunContext:
     usage_before: UsageTotals = field(default_factory=UsageTotals)  # earlier sessions of this run
     health: ServiceHealth = field(default_factory=ServiceHealth)
     losses: Losses = field(default_factory=Losses)
+    # How long the run's model calls waited their turn at an account or a local server's
+    # gate: a step's time limit does not count it, in any part of the step (`until`).
+    waits: RunWaits = field(default_factory=RunWaits)
     # The run's threads (research.executor): the pipeline passes the one it closes at the end;
     # a context built without one (a test driving a phase) gets its own.
     executor: RunExecutor = None  # type: ignore[assignment]  # set in __post_init__
@@ -186,8 +190,21 @@ class RunContext:
             raise BudgetStop(f"Research stopped because {reason}.")
 
     def step_deadline(self) -> float:
-        """monotonic() time by which the current step must end (STEP_TIMEOUT_MS)."""
-        return min(time.monotonic() + self.config.step_timeout_ms / 1000, self.control.deadline)
+        """monotonic() time by which the current step must end (STEP_TIMEOUT_MS), before the
+        run's waits for its model accounts push it back: every check of it goes through
+        `until`, as the step's model calls do (RoleLLM), so the held time counts from here."""
+        deadline = min(time.monotonic() + self.config.step_timeout_ms / 1000,
+                       self.control.deadline)
+        self.waits.shifted(deadline)  # the step begins: the time held from now on is its own
+        return deadline
+
+    def until(self, deadline: float) -> float:
+        """A step's deadline as it stands now: later by the time the run's model calls were
+        held back (an account's rate limit, a local server's gate) since the step began, so
+        a search or page read after held model calls fails only for the step's own slowness,
+        never for waiting its turn; never past the run's total time limit."""
+        later = self.waits.shifted(deadline)
+        return min(deadline if later is None else later, self.control.deadline)
 
     def safe(self, text: str) -> str:
         return redact(text, self.secrets)

@@ -187,7 +187,7 @@ def execute(
                 search=bind_store(search_factory(config, credentials), store), fetcher=fetcher,
                 today=today or datetime.now(UTC).date(), secrets=secrets,
                 meter=meter, usage_before=store.usage_totals(run_id), credentials=credentials,
-                health=health,
+                health=health, waits=waits,
             )
             if config.engine in HOSTED_ENGINES:
                 _hosted_only(ctx, config.engine)

@@ -121,8 +121,9 @@ class AccountsStore(StoreBase):
             if row is None:
                 return
             requests, tokens_left = _refilled(row, now)
-            if drain in (None, "requests"):
-                requests = min(requests, 0.0)
+            if drain in (None, "requests"):  # spent until `until`, when the next one fits
+                rpm = row["requests_per_minute"]
+                requests = min(requests, 1.0 - (until - now) * rpm / MINUTE_S if rpm else 0.0)
             if drain in (None, "tokens"):
                 tokens_left = min(tokens_left, 0.0)
             tx.execute(update(account_books).where(_BOOK.account_id == account_id).values(

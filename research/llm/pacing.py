@@ -377,10 +377,17 @@ class Pacer:
                 # once per burst (the refusals of one pause are one signal, not several).
                 self._window = max(1.0, in_flight / 2)
             self._last_refusal = now
-            for name, bucket in (("requests", self._requests), ("tokens", self._tokens)):
-                if bucket is not None and limit in (None, name):
-                    bucket.refill(now)
-                    bucket.level = min(bucket.level, 0.0)  # someone else spent it
+            if self._requests is not None and limit in (None, "requests"):
+                # The minute's requests are spent until the pause ends, when the next one
+                # fits: the provider's wait is for one request (Gemini's RetryInfo, OpenAI's
+                # "try again in"), so the bucket holds it no longer than that (emptied, it
+                # would hold it a whole request's refill past the pause: 6 s at 10 a minute).
+                self._requests.refill(now)
+                self._requests.level = min(self._requests.level,
+                                           1.0 - retry_after * self._requests.rate)
+            if self._tokens is not None and limit in (None, "tokens"):
+                self._tokens.refill(now)
+                self._tokens.level = min(self._tokens.level, 0.0)  # someone else spent it
             self._paused_until = max(self._paused_until, now + retry_after)
             self._cond.notify_all()
         if self._books is not None:

@@ -144,7 +144,7 @@ class Reading:
 
     def _fetch(self, cand: Candidate) -> FetchedPage:
         self._ctx.checkpoint()
-        if time.monotonic() >= self._deadline:
+        if time.monotonic() >= self._ctx.until(self._deadline):  # held model calls give time back
             raise ProviderTimeout("the step ran out of time (STEP_TIMEOUT_MS)")
         if is_document_result(cand.result):  # its text is in hand: nothing to fetch
             return page_of(cand.result)

@@ -124,16 +124,21 @@ def call(ctx: RunContext, fn: Any, deadline: float, what: str, *,
     def stopped() -> bool:
         return ctx.control.cancelled.is_set() or (withdrawn is not None and withdrawn.is_set())
 
+    def until() -> float:  # the step's deadline, later by the time its model calls were held
+        return ctx.until(deadline)
+
     def attempt() -> Any:
         while True:
-            if pace is not None and not pace.wait_turn(rank=rank, deadline=deadline,
+            if pace is not None and not pace.wait_turn(rank=rank, deadline=until(),
                                                        stop=stopped):
                 ctx.checkpoint()
                 if withdrawn is not None and withdrawn.is_set():
                     raise NotSent(what)
+                if time.monotonic() < until():  # held model calls moved the deadline meanwhile
+                    continue
                 raise StepTimeLimit(f"{what}: the step ran out of time (STEP_TIMEOUT_MS) while "
                                     "waiting for its turn at the search service's pace.")
-            limit = min(ctx.config.request_timeout_s, deadline - time.monotonic())
+            limit = min(ctx.config.request_timeout_s, until() - time.monotonic())
             if limit <= 0:
                 raise StepTimeLimit(f"{what}: the step ran out of time (STEP_TIMEOUT_MS).")
             try:
@@ -150,7 +155,7 @@ def call(ctx: RunContext, fn: Any, deadline: float, what: str, *,
                 if exc.retry_after is None:
                     raise
                 wait = max(exc.retry_after, MIN_RATE_LIMIT_WAIT_S)
-                if time.monotonic() + wait >= deadline:
+                if time.monotonic() + wait >= until():
                     raise
                 if pace is not None:
                     pace.hold(wait)
@@ -159,7 +164,7 @@ def call(ctx: RunContext, fn: Any, deadline: float, what: str, *,
 
     return call_with_retries(
         attempt, policy=RetryPolicy(attempts=ctx.config.max_retries + 1),
-        deadline=deadline, cancel=ctx.control.cancelled,
+        deadline=until, cancel=ctx.control.cancelled,
     )
 
 
