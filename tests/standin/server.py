@@ -351,7 +351,14 @@ class StandinServer:
 
     def most_at_once(self, api: str, start: str = "time", end: str = "ended") -> int:
         """The most requests of this api under way at once, from the log's `start` and `end`
-        times (a local server's answers: start="started", end="answered")."""
+        times (a local server's answers: start="started", end="answered").
+
+        A client has its answer a moment before the server's thread marks the request ended, so
+        this first waits (up to 5 s) until every request of this api is marked."""
+        deadline = time.monotonic() + 5.0
+        while (any("ended" not in r for r in self.requests_for(api))
+               and time.monotonic() < deadline):
+            time.sleep(0.01)
         marks = sorted([(float(r[end]), -1) for r in self.requests_for(api) if start in r and end in r]
                        + [(float(r[start]), 1) for r in self.requests_for(api)
                           if start in r and end in r])
