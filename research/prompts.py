@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from datetime import date
 
 from research.credibility import SIGNAL_WORDS, kind_of
-from research.llm.base import Message
+from research.llm.messages import Message
 from research.records import Source
 
 # Characters that render as nothing (or reorder what is shown) and so can hide or disguise

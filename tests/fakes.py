@@ -27,7 +27,7 @@ import httpx
 from research.config import Credentials, ResearchConfig
 from research.errors import AnswerBlocked, AnswerCutOff, ContextTooLong, ProviderTimeout
 from research.fetch import Fetcher, FetchLimits
-from research.llm.base import Completion, Message, Usage
+from research.llm.messages import Completion, Message, Usage
 from research.search.base import SearchProvider, SearchResult
 from research.search.tavily import iso_date
 from tests.standin import brain, pages

@@ -6,7 +6,8 @@ import pytest
 
 from research.agents import Agent, Role, Workflow
 from research.errors import DelegationError
-from research.llm.base import Completion, RoleLLM, Usage, UsageMeter
+from research.llm.base import RoleLLM, UsageMeter
+from research.llm.messages import Completion, Usage
 
 
 class _Echo:

@@ -18,8 +18,8 @@ from dashboard.connection import check_llm
 from research.config import build_config
 from research.errors import ProviderError
 from research.llm import gemini_llm
-from research.llm.base import Message
 from research.llm.gemini_llm import GeminiChat
+from research.llm.messages import Message
 from tests.runs import Runner
 from tests.standin import StandinServer, protos
 from tests.standin.server import GEMINI_KEY

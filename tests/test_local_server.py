@@ -23,7 +23,7 @@ import pytest
 
 from research.errors import ContextTooLong, StepTimeLimit
 from research.executor import RequestSlots
-from research.llm.base import Message, RoleLLM, UsageMeter
+from research.llm.base import RoleLLM, UsageMeter
 from research.llm.fitting import DROP_NOTE, fit_prompt, window_chars
 from research.llm.local_discovery import discover, is_private_host
 from research.llm.local_server import (
@@ -35,6 +35,7 @@ from research.llm.local_server import (
     local_server,
     server_of,
 )
+from research.llm.messages import Message
 from research.llm.openai_llm import OpenAIChat
 from research.llm.waits import RunWaits
 from research.retry import RetryPolicy

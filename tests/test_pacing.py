@@ -25,9 +25,10 @@ from research.errors import (
     RequestTooLarge,
     RunCancelled,
 )
-from research.llm.base import Completion, JsonSchema, Message, RoleLLM, Usage, UsageMeter
+from research.llm.base import RoleLLM, UsageMeter
 from research.llm.gemini_llm import GeminiChat
 from research.llm.limits import Account, AccountLimits, RateReport
+from research.llm.messages import Completion, JsonSchema, Message, Usage
 from research.llm.openai_llm import OpenAIChat, rate_report
 from research.llm.pacing import (
     EPISODE_GAP_S,

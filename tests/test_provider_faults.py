@@ -14,15 +14,9 @@ from pydantic import BaseModel
 from research import Credentials, build_config
 from research.errors import ContextTooLong, ProviderError, ProviderTimeout
 from research.llm import build_llm
-from research.llm.base import (
-    MIN_SOURCE_CHARS,
-    TRIM_NOTE,
-    Message,
-    RoleLLM,
-    UsageMeter,
-    fit_prompt,
-    prompt_chars,
-)
+from research.llm.base import RoleLLM, UsageMeter
+from research.llm.fitting import MIN_SOURCE_CHARS, TRIM_NOTE, fit_prompt, prompt_chars
+from research.llm.messages import Message
 from research.prompts import untrusted_block
 from research.retry import RetryPolicy
 from storage import Store

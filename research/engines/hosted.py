@@ -48,7 +48,7 @@ from research.events import Retrying, SourceFound, StepCompleted, StepFailed, St
 from research.executor import submit_limited
 from research.export.document import CITATION_RE, map_prose
 from research.fetch import FetchedPage
-from research.llm.base import Usage
+from research.llm.messages import Usage
 from research.llm.pricing import PriceTable
 from research.phases.research import source_id
 from research.prompts import clean_untrusted, date_line

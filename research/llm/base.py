@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -26,7 +25,7 @@ from concurrent.futures import Executor, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -45,11 +44,9 @@ from research.errors import (
     StepTimeLimit,
 )
 from research.llm.answer_limits import check_answer_size, validate_capped
-from research.llm.fitting import (  # noqa: F401 - re-exported: the seam's public names
+from research.llm.fitting import (
     DEFAULT_MAX_INPUT_CHARS,
-    HARDER_TRIM,
     MIN_SOURCE_CHARS,
-    TRIM_NOTE,
     fit_prompt,
     harder_limit,
     prompt_chars,
@@ -57,6 +54,7 @@ from research.llm.fitting import (  # noqa: F401 - re-exported: the seam's publi
 )
 from research.llm.limits import Account, RateReport
 from research.llm.local_server import server_of
+from research.llm.messages import Completion, JsonSchema, Message, Usage, strip_think
 from research.llm.pacing import Pacer, pacer_for
 from research.llm.pricing import PriceTable
 from research.llm.waits import RunWaits
@@ -68,23 +66,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class Message:
-    role: Literal["system", "user", "assistant"]
-    content: str
-
-
-# A JSON Schema document (pydantic's `model_json_schema()`), as the provider SDKs take it: raw
-# provider JSON, the edge where our typed answers meet the services, so it stays untyped.
-JsonSchema = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
 
 
 @dataclass
@@ -101,15 +82,6 @@ class Tally:
         return self.input_tokens + self.output_tokens
 
 
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    usage: Usage
-    provider: str
-    model: str
-    rate: RateReport | None = None  # what the answer said about the account's limits
-
-
 class LLM(Protocol):
     """One chat model. `complete` makes exactly one attempt and raises ProviderError."""
 
@@ -124,32 +96,6 @@ class LLM(Protocol):
         schema_name: str | None = None,
         timeout: float | None = None,
     ) -> Completion: ...
-
-
-_THINK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL | re.IGNORECASE)
-_OPEN_THINK = re.compile(r"^\s*<think(?:ing)?>.*", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
-
-
-def strip_think(text: str) -> str:
-    """Drop reasoning-model scratchpad (`<think>...</think>`), even when left unclosed."""
-    text = _THINK.sub("", text)
-    if _OPEN_THINK.match(text):
-        # An unterminated think block swallows everything after it: nothing usable.
-        return ""
-    return text.strip()
-
-
-def extract_json(text: str) -> str:
-    """The JSON object inside a model answer: fences removed, surrounding prose cut."""
-    text = strip_think(text)
-    fenced = _FENCE.match(text)
-    if fenced:
-        return fenced.group(1).strip()
-    start, end = text.find("{"), text.rfind("}")
-    if start != -1 and end > start:
-        return text[start : end + 1]
-    return text
 
 
 _bounded = threading.local()  # set in a thread while it runs a call under a wall-clock limit

@@ -1,20 +1,13 @@
-"""Fitting a prompt into the model's context window: only fetched sources are trimmed.
-
-Kept apart from `research.llm.base` (which re-exports these names) because it is one job:
-character budgets, the water-level trim, and the harder trim after a context-length error.
-"""
+"""Fitting a prompt into the model's context window: only fetched sources are trimmed."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from research.errors import ContextTooLong
-
-if TYPE_CHECKING:
-    from research.llm.base import Message
+from research.llm.messages import Message
 
 # --- fitting a prompt into the model's context ---------------------------------------------
 

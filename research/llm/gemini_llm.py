@@ -35,9 +35,10 @@ from research.errors import (
     RateLimited,
     redact,
 )
-from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
+from research.llm.base import LLM
 from research.llm.deadline import DeadlineTransport
 from research.llm.limits import Account, AccountLimits, RateReport
+from research.llm.messages import Completion, JsonSchema, Message, Usage
 from research.llm.tls import shared_tls_context
 from research.retry import parse_retry_after
 

@@ -30,11 +30,12 @@ from research.errors import (
     RequestTooLarge,
     redact,
 )
-from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
+from research.llm.base import LLM
 from research.llm.deadline import DeadlineTransport
 from research.llm.fitting import prompt_chars
 from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.local_server import LocalServer, local_server
+from research.llm.messages import Completion, JsonSchema, Message, Usage
 from research.llm.tls import shared_tls_context
 from research.retry import parse_duration, parse_retry_after
 

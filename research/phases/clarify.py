@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from research.context import RunContext
 from research.errors import ConfigError, NeedsInput
-from research.llm.base import Message
+from research.llm.messages import Message
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system
 from research.records import JsonObject

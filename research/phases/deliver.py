@@ -18,7 +18,7 @@ from research.export import build_document, to_markdown
 from research.export.document import LABELS
 from research.export.markdown import format_date
 from research.export.method import METHOD_TITLE, method_lines, reading_time_line
-from research.llm.base import Message
+from research.llm.messages import Message
 from research.phases import counts, verify
 from research.phases.review import UNCITED_NOTE, current_checks, writer_cited_nothing
 from research.phases.write import is_english

@@ -27,7 +27,7 @@ from research.agents import Agent
 from research.context import RunContext
 from research.errors import ContextTooLong
 from research.excerpts import excerpt, without_title
-from research.llm.base import Message
+from research.llm.messages import Message
 from research.phases.searching import WORKER_ROLE
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
 from research.records import Finding, FindingKind, Source, Subtopic

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from research.context import RunContext
-from research.llm.base import Message
+from research.llm.messages import Message
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
 from research.records import JsonObject
 

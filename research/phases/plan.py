@@ -14,7 +14,8 @@ from pydantic import BaseModel, Field
 from research.context import RunContext
 from research.errors import ConfigError, NeedsInput, ProviderError, SchemaError
 from research.events import PlanCreated
-from research.llm.base import Message, RoleLLM
+from research.llm.base import RoleLLM
+from research.llm.messages import Message
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
 from research.records import JsonObject, Subtopic

@@ -27,8 +27,9 @@ from research.errors import (
 )
 from research.events import SearchFailed, Warning
 from research.llm import build_llm
-from research.llm.base import Message, run_with_deadline
+from research.llm.base import run_with_deadline
 from research.llm.local_server import server_of
+from research.llm.messages import Message
 from research.records import JsonObject
 from research.retry import RetryPolicy, call_with_retries
 from research.search import build_search_providers

@@ -18,7 +18,7 @@ from research.agents import Role
 from research.checks import DraftChecks, cited_numbers, claim_sentences, problems, run_checks
 from research.context import RunContext
 from research.events import IssueCounts, ReviewCycle
-from research.llm.base import Message
+from research.llm.messages import Message
 from research.phases import write
 from research.phases.verify.early import EarlyCheck
 from research.phases.write_sections import CITED, assemble

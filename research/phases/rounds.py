@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from research.context import RunContext
 from research.errors import BudgetStop, ResearchError, SchemaError
 from research.events import RoundCompleted
-from research.llm.base import Message
+from research.llm.messages import Message
 from research.phases import goal, research, steer
 from research.phases.counts import note_short
 from research.prompts import clean_untrusted, system

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from research.agents import Agent
 from research.checks import MIN_CITED_SHARE, run_checks, word_count
 from research.context import RunContext
-from research.llm.base import Message
+from research.llm.messages import Message
 from research.phases.write import WRITER_ROLE, missing_text, save
 from research.phases.write_sections import (
     FRAME,

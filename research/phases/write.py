@@ -14,7 +14,7 @@ from research.checks import word_count
 from research.citations import normalise
 from research.context import RunContext
 from research.events import DraftCompleted, DraftStarted
-from research.llm.base import Message
+from research.llm.messages import Message
 from research.prompts import clean_untrusted, numbered_sources, system
 from research.records import (
     Draft,

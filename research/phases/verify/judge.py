@@ -21,7 +21,7 @@ from research.agents import Agent, Role
 from research.checks import CITATION, cited_numbers
 from research.context import RunContext
 from research.errors import ProviderError, SchemaError
-from research.llm.base import Message
+from research.llm.messages import Message
 from research.phases.verify.claims import Claim, Outcome, PassVerdict
 from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
 from research.records import Source
