@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from research.config import Credentials, ResearchConfig
 from research.llm import pacing
-from research.llm.limits import Account, AccountLimits, key_hash
+from research.llm.limits import Account, AccountBooks, AccountLimits, key_hash
 from research.llm.pricing import PriceTable
 from research.phases.findings import (
     FINDINGS_CONTEXT_CHARS,
@@ -229,7 +229,7 @@ def account_of(config: ResearchConfig, credentials: Credentials | None, provider
     return Account(provider, base_url, key_hash(key), model)
 
 
-def known_limits(account: Account, books: pacing.AccountBooks | None = None
+def known_limits(account: Account, books: AccountBooks | None = None
                  ) -> AccountLimits | None:
     """What is known of an account's limits before a run starts: this process's pacer's
     (research.llm.pacing: the provider's headers and refusals, a local server's settings), else
@@ -240,7 +240,7 @@ def known_limits(account: Account, books: pacing.AccountBooks | None = None
 
 
 def account_pace(guess: Estimate, config: ResearchConfig, credentials: Credentials | None,
-                 books: pacing.AccountBooks | None = None) -> Pace | None:
+                 books: AccountBooks | None = None) -> Pace | None:
     """`pace` under the known limits of the accounts this configuration's roles use: what the
     New research page and the CLI show beside the estimate (`books`: the store, so limits
     learned by an earlier run, in this process or not, count too)."""

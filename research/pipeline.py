@@ -51,9 +51,8 @@ from research.executor import RunExecutor
 from research.fetch import Fetcher, FetchLimits, warm_up
 from research.llm import build_llm
 from research.llm.base import LLM, RoleLLM, UsageMeter
-from research.llm.pacing import Wait
 from research.llm.pricing import PriceTable
-from research.llm.waits import RunWaits
+from research.llm.waits import RunWaits, Wait
 from research.outcome import completion_warnings, nothing_gathered
 from research.phases import (
     clarify,

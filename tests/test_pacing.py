@@ -35,11 +35,10 @@ from research.llm.pacing import (
     WINDOW_FORGET_S,
     Pacer,
     Ticket,
-    Wait,
     known_limits,
     pacer_for,
 )
-from research.llm.waits import RunWaits
+from research.llm.waits import RunWaits, Wait
 from research.retry import RetryPolicy
 from storage import Store
 from tests.store_files import migrated_copy
