@@ -19,12 +19,10 @@ import copy
 import functools
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Executor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -35,7 +33,6 @@ from research.errors import (
     AuthError,
     ContextTooLong,
     ProviderError,
-    ProviderTimeout,
     QuotaExhausted,
     QuotaSpent,
     RateLimited,
@@ -44,6 +41,7 @@ from research.errors import (
     StepTimeLimit,
 )
 from research.llm.answer_limits import check_answer_size, validate_capped
+from research.llm.deadline import Deadline
 from research.llm.fitting import (
     DEFAULT_MAX_INPUT_CHARS,
     MIN_SOURCE_CHARS,
@@ -54,7 +52,7 @@ from research.llm.fitting import (
 )
 from research.llm.limits import Account, RateReport
 from research.llm.local_server import server_of
-from research.llm.messages import Completion, JsonSchema, Message, Usage, strip_think
+from research.llm.messages import Completion, JsonSchema, Message, Request, Usage, strip_think
 from research.llm.pacing import Pacer, pacer_for
 from research.llm.pricing import PriceTable
 from research.llm.waits import RunWaits
@@ -96,57 +94,6 @@ class LLM(Protocol):
         schema_name: str | None = None,
         timeout: float | None = None,
     ) -> Completion: ...
-
-
-_bounded = threading.local()  # set in a thread while it runs a call under a wall-clock limit
-
-
-def run_with_deadline(fn: Callable[[], T], seconds: float, what: str,
-                      pool: Executor | None = None) -> T:
-    """Run `fn` with a wall-clock limit, so a trickling or hung socket cannot stall a step.
-
-    Socket timeouts only bound each read; a server that sends a byte every few seconds
-    never trips them (nor do the SDKs' own `timeout` options: openai's and google-genai's
-    are httpx timeouts, per read). So the call runs in another thread: the run's `calls`
-    layer (`pool`, see research.executor) or, outside a run, a daemon thread of its own. If
-    the limit passes we stop waiting; the abandoned call ends when its socket times out.
-    Already inside such a call (a provider bounding its own request), `fn` runs inline: the
-    outer limit covers it, and a second thread would be a call waiting on a call.
-    """
-    if getattr(_bounded, "active", False):
-        return fn()
-
-    def target() -> T:
-        _bounded.active = True
-        try:
-            return fn()
-        finally:
-            _bounded.active = False
-
-    future: Future[T]
-    if pool is not None:
-        future = pool.submit(target)
-    else:
-        future = Future()
-        threading.Thread(target=_settle, args=(future, target), name=f"deadline:{what}",
-                         daemon=True).start()
-    try:
-        return future.result(timeout=max(0.0, seconds))
-    except FutureTimeout:
-        future.cancel()  # not started yet (a full layer): it never will be
-        shown = f"{seconds:.0f}" if seconds >= 10 else f"{seconds:.1f}"
-        raise ProviderTimeout(f"{what} did not answer within {shown} s.") from None
-
-
-def _settle(future: Future[T], fn: Callable[[], T]) -> None:
-    """`fn`'s value or error into `future` (the thread of a call run outside a run); nothing
-    if the caller gave up before the thread began."""
-    if not future.set_running_or_notify_cancel():
-        return
-    try:
-        future.set_result(fn())
-    except BaseException as exc:  # noqa: BLE001 - re-raised by future.result in the caller
-        future.set_exception(exc)
 
 
 class UsageMeter:
@@ -300,20 +247,18 @@ class RoleLLM:
         twin._on_failure = None
         return twin
 
-    def _once(
-        self, messages: Sequence[Message], schema: JsonSchema | None, name: str | None,
-        deadline: float | None,
-    ) -> Completion:
+    def _once(self, request: Request) -> Completion:
         """One answer, checked against the budget first; an answer cut off at the length
         limit is asked for once more, shorter, because the same request would be cut again.
         Every prompt is cleaned as the store cleans text (research.textclean): model text that
         comes back in a later prompt (a draft, a plan, a repair) carries no hidden controls."""
-        messages = [Message(m.role, strip_hidden_controls(m.content)) for m in messages]
+        request = replace(request, messages=[Message(m.role, strip_hidden_controls(m.content))
+                                             for m in request.messages])
         try:
             try:
-                return self._budgeted(messages, schema, name, deadline)
+                return self._budgeted(request)
             except (AnswerCutOff, AnswerBlocked) as exc:
-                return self._changed_request(exc, messages, schema, name, deadline)
+                return self._changed_request(exc, request)
         except QuotaExhausted as exc:
             if self._waits.bounded:  # inside a run: no wait would help, so the run stops
                 raise QuotaSpent(
@@ -325,10 +270,7 @@ class RoleLLM:
                 self._on_failure(self.label, exc)
             raise
 
-    def _changed_request(
-        self, exc: AnswerCutOff | AnswerBlocked, messages: Sequence[Message],
-        schema: JsonSchema | None, name: str | None, deadline: float | None,
-    ) -> Completion:
+    def _changed_request(self, exc: AnswerCutOff | AnswerBlocked, request: Request) -> Completion:
         """The one retry that can help a cut-off or withheld answer: the same request with a
         nudge (be concise; do only the research task). A second refusal is final."""
         cut = isinstance(exc, AnswerCutOff)
@@ -337,9 +279,9 @@ class RoleLLM:
                     f"was refused or blocked ({exc})")
             self._on_retry(f"{self.role} model: the answer {what}; asking once more with a "
                            "changed request")
-        nudged = [*messages, Message("user", CONCISE_NUDGE if cut else RECONSIDER_NUDGE)]
+        nudged = [*request.messages, Message("user", CONCISE_NUDGE if cut else RECONSIDER_NUDGE)]
         try:
-            return self._budgeted(nudged, schema, name, deadline)
+            return self._budgeted(replace(request, messages=nudged))
         except AnswerCutOff as again:
             raise AnswerCutOff(
                 f"The {self.role} model ({self.label}) stopped at its output length limit "
@@ -352,19 +294,16 @@ class RoleLLM:
                 f"again: {again}", provider=again.provider, reason=again.reason,
             ) from None
 
-    def _budgeted(
-        self, messages: Sequence[Message], schema: JsonSchema | None, name: str | None,
-        deadline: float | None,
-    ) -> Completion:
+    def _budgeted(self, request: Request) -> Completion:
         """Refuse the call (BudgetStop from the meter's guard) when its estimate would take
         the run past a cost or token cap; otherwise hold that estimate while it runs."""
         window = window_chars(self.llm)  # a local server's window, once known: for the run
         if window is not None and window < self.max_input_chars:
             self.max_input_chars = window
-        chars = min(prompt_chars(messages), self.input_limit())
+        chars = min(prompt_chars(request.messages), self.input_limit())
         with self.meter.reserve(self.role, self.llm.model, chars // CHARS_PER_TOKEN,
                                 self.meter.expected_output(self.role)):
-            return self._fitted(messages, schema, name, deadline)
+            return self._fitted(request)
 
     def input_limit(self) -> int:
         """The longest prompt to send, in characters: what the model's context takes and, under
@@ -378,15 +317,13 @@ class RoleLLM:
         room *= CHARS_PER_TOKEN
         return max(MIN_SOURCE_CHARS, min(self.max_input_chars, room))
 
-    def _fitted(
-        self, messages: Sequence[Message], schema: JsonSchema | None, name: str | None,
-        deadline: float | None,
-    ) -> Completion:
+    def _fitted(self, request: Request) -> Completion:
         """One answer: the prompt trimmed to fit, retries, and one harder trim if the
         provider still says the prompt is too long."""
+        messages = request.messages
         fitted = fit_prompt(messages, self.input_limit())
         try:
-            completion = self._attempts(fitted, schema, name, deadline)
+            completion = self._attempts(replace(request, messages=fitted))
         except ContextTooLong as exc:
             limit = harder_limit(min(prompt_chars(fitted), self.input_limit()), str(exc))
             if isinstance(exc, RequestTooLarge) and exc.report is not None:
@@ -409,7 +346,7 @@ class RoleLLM:
                     f"sending it again with the sources trimmed to {limit} characters"
                 )
             try:
-                completion = self._attempts(harder, schema, name, deadline)
+                completion = self._attempts(replace(request, messages=harder))
             except ContextTooLong as again:
                 raise ContextTooLong(
                     f"The prompt for the {self.role} model is longer than {self.label} accepts, "
@@ -419,52 +356,17 @@ class RoleLLM:
         self.meter.record(self.role, completion.provider, completion.model, completion.usage)
         return completion
 
-    def _attempts(
-        self, messages: Sequence[Message], schema: JsonSchema | None, name: str | None,
-        deadline: float | None,
-    ) -> Completion:
+    def _attempts(self, request: Request) -> Completion:
         def attempt() -> Completion:
             try:
-                return send()
+                return self._paced(request)
             except AnswerCutOff as exc:  # tokens were spent on the cut-off answer
                 if exc.usage is not None:
                     self.meter.record(self.role, self.llm.provider, self.llm.model, exc.usage)
                 raise
 
         def step_deadline() -> float | None:  # waits for the account do not use the step's time
-            return self._waits.shifted(deadline)
-
-        def send() -> Completion:
-            what = f"The {self.role} model ({self.label})"
-            return self._paced(messages, lambda: turn(what))
-
-        def turn(what: str) -> Completion:
-            with self._turn(what, step_deadline()):  # its time limit starts once it is its turn
-                return ask(what)
-
-        def ask(what: str) -> Completion:
-            limit = self.call_timeout
-            deadline = step_deadline()
-            step_bound = deadline is not None and deadline - time.monotonic() < limit
-            if deadline is not None:
-                limit = min(limit, deadline - time.monotonic())
-            if limit <= 0:
-                raise StepTimeLimit(f"{what} could not be asked: the step's time limit "
-                                    "(STEP_TIMEOUT_MS) had run out.")
-            try:
-                return run_with_deadline(
-                    lambda: self.llm.complete(
-                        messages, json_schema=schema, schema_name=name, timeout=limit
-                    ),
-                    limit,
-                    what,
-                    self._calls() if self._calls is not None else None,
-                )
-            except ProviderTimeout:
-                if step_bound:  # the step's limit, not the model, cut the call short
-                    raise StepTimeLimit(f"{what} did not answer before the step's time "
-                                        "limit (STEP_TIMEOUT_MS) ran out.") from None
-                raise
+            return self._waits.shifted(request.deadline)
 
         def retried(n: int, exc: BaseException, delay: float) -> None:
             if self._on_retry is not None:
@@ -477,24 +379,25 @@ class RoleLLM:
             cancel=self._cancel,
         )
 
-    def _paced(self, messages: Sequence[Message], send: Callable[[], Completion]) -> Completion:
+    def _paced(self, request: Request) -> Completion:
         """One request in its account's turn (research.llm.pacing). A 429 is a wait, sent
         again in a later turn without using one of the call's tries; inside a run only
         cancellation and the run's total time limit end such waits. Outside a run (nothing
         would end the wait), a 429 is one of the retry policy's tries, as before."""
         pacer = self._pacer
         if pacer is None:
-            return send()
+            return self._in_turn(request)
         if self._waits.books is not None:
             pacer.share(self._waits.books)
-        tokens = pacer.metered(min(prompt_chars(messages), self.input_limit()) // CHARS_PER_TOKEN,
-                               self.meter.expected_output(self.role))
+        tokens = pacer.metered(
+            min(prompt_chars(request.messages), self.input_limit()) // CHARS_PER_TOKEN,
+            self.meter.expected_output(self.role))
         while True:
             with self._waits.holding():
                 ticket = pacer.acquire(tokens, check=self._waits.check,
                                        on_wait=self._waits.notice)
             try:
-                completion = send()
+                completion = self._in_turn(request)
             except RateLimited as exc:
                 pacer.refused(ticket, retry_after=exc.retry_after, report=exc.report,
                               limit=exc.limit)
@@ -514,10 +417,20 @@ class RoleLLM:
                          completion.rate)
             return completion
 
-    def _turn(self, what: str, deadline: float | None) -> AbstractContextManager[float | None]:
+    def _in_turn(self, request: Request) -> Completion:
         """The run's limit on model requests in flight (none outside a run), and a local
         server's own (research/llm/local_server.py), whose queue is held time of the run: the
-        step's deadline gets it back (`step_deadline` in `_attempts`)."""
+        step's deadline gets it back (`RunWaits.shifted`). The request's own time limit starts
+        once it is its turn."""
+        with self._turn(self._who, self._waits.shifted(request.deadline)):
+            return Deadline(self._request, self._who, self.call_timeout, self._waits,
+                            self._calls)(request)
+
+    def _request(self, request: Request, timeout: float) -> Completion:
+        return self.llm.complete(request.messages, json_schema=request.schema,
+                                 schema_name=request.schema_name, timeout=timeout)
+
+    def _turn(self, what: str, deadline: float | None) -> AbstractContextManager[float | None]:
         if self._slots is None:
             return nullcontext()
         return self._slots.hold(what, cancel=self._cancel, deadline=deadline,
@@ -525,7 +438,7 @@ class RoleLLM:
                                 holding=self._waits.holding)
 
     def text(self, messages: Sequence[Message], *, deadline: float | None = None) -> str:
-        completion = self._once(messages, None, None, deadline)
+        completion = self._once(Request(messages, deadline=deadline))
         check_answer_size(completion.text, self._who)
         text = strip_hidden_controls(strip_think(completion.text))
         if not text:
@@ -544,7 +457,7 @@ class RoleLLM:
         by field name, how many items the step asked for in a list (answer_limits.py)."""
         schema = schema_of(model)
         limits = caps or {}
-        completion = self._once(messages, schema, model.__name__, deadline)
+        completion = self._once(Request(messages, schema, model.__name__, deadline))
         try:
             return validate_capped(model, completion.text, limits, self._who)
         except (ValidationError, ValueError) as first_error:
@@ -559,7 +472,7 @@ class RoleLLM:
                 f"no prose and no code fences:\n{json.dumps(schema)}",
             ),
         ]
-        completion = self._once(repair, schema, model.__name__, deadline)
+        completion = self._once(Request(repair, schema, model.__name__, deadline))
         try:
             return validate_capped(model, completion.text, limits, self._who)
         except (ValidationError, ValueError) as second_error:

@@ -27,7 +27,7 @@ from research.errors import (
 )
 from research.events import SearchFailed, Warning
 from research.llm import build_llm
-from research.llm.base import run_with_deadline
+from research.llm.deadline import run_with_deadline
 from research.llm.local_server import server_of
 from research.llm.messages import Message
 from research.records import JsonObject

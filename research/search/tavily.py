@@ -25,7 +25,7 @@ from research.errors import (
     RateLimited,
     redact,
 )
-from research.llm.base import run_with_deadline
+from research.llm.deadline import run_with_deadline
 from research.retry import parse_retry_after
 from research.search import pacing
 from research.search.base import SearchResult
