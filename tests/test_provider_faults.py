@@ -92,7 +92,7 @@ def test_a_context_length_error_retries_once_with_a_harder_trim_and_remembers_it
     llm = _role_llm(provider, standin_env, on_retry=notes.append)  # default: 400k characters
     assert llm.text(_messages(40_000, 20_000, 1_000))
     assert standin.count(provider) == 2
-    assert llm.max_input_chars <= 30_000 and notes and "too long" in notes[0]
+    assert llm.room.max_chars <= 30_000 and notes and "too long" in notes[0]
     llm.text(_messages(40_000, 20_000, 1_000))  # the next prompt is trimmed before sending
     assert standin.count(provider) == 3
 

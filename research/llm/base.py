@@ -42,14 +42,7 @@ from research.errors import (
 )
 from research.llm.answer_limits import check_answer_size, validate_capped
 from research.llm.deadline import Deadline
-from research.llm.fitting import (
-    DEFAULT_MAX_INPUT_CHARS,
-    MIN_SOURCE_CHARS,
-    fit_prompt,
-    harder_limit,
-    prompt_chars,
-    window_chars,
-)
+from research.llm.fitting import DEFAULT_MAX_INPUT_CHARS, Fitting, PromptRoom
 from research.llm.limits import Account, RateReport
 from research.llm.local_server import server_of
 from research.llm.messages import Completion, JsonSchema, Message, Request, Usage, strip_think
@@ -168,7 +161,6 @@ class UsageMeter:
             return sum(r.tokens for r in self.totals.values())
 
 
-CHARS_PER_TOKEN = 4            # the estimate used for the budget check before each call
 EXPECTED_OUTPUT_FIRST = 800    # output tokens assumed for a role's first call
 EXPECTED_OUTPUT_MIN = 100
 RECONSIDER_NUDGE = ("Your previous answer was refused or withheld by a content filter. The "
@@ -230,7 +222,8 @@ class RoleLLM:
         self._cancel = cancel
         # Lowered (for this model, for the rest of the run) when the provider says a prompt
         # was too long: the next prompts are trimmed before sending, not after failing.
-        self.max_input_chars = max_input_chars
+        self.room = PromptRoom(max_input_chars, self._pacer,
+                               functools.partial(meter.expected_output, role))
 
     @property
     def label(self) -> str:
@@ -245,6 +238,7 @@ class RoleLLM:
         twin.policy = RetryPolicy(attempts=1)
         twin._on_retry = None
         twin._on_failure = None
+        twin.room = copy.copy(self.room)
         return twin
 
     def _once(self, request: Request) -> Completion:
@@ -297,64 +291,13 @@ class RoleLLM:
     def _budgeted(self, request: Request) -> Completion:
         """Refuse the call (BudgetStop from the meter's guard) when its estimate would take
         the run past a cost or token cap; otherwise hold that estimate while it runs."""
-        window = window_chars(self.llm)  # a local server's window, once known: for the run
-        if window is not None and window < self.max_input_chars:
-            self.max_input_chars = window
-        chars = min(prompt_chars(request.messages), self.input_limit())
-        with self.meter.reserve(self.role, self.llm.model, chars // CHARS_PER_TOKEN,
+        self.room.learn_window(self.llm)  # a local server's window, once known: for the run
+        with self.meter.reserve(self.role, self.llm.model, self.room.tokens(request.messages),
                                 self.meter.expected_output(self.role)):
-            return self._fitted(request)
-
-    def input_limit(self) -> int:
-        """The longest prompt to send, in characters: what the model's context takes and, under
-        a tokens-a-minute limit, what one request may carry (a larger one would be refused
-        however long it waited, so it is made smaller: fewer source characters)."""
-        pacer = self._pacer
-        most = pacer.max_request_tokens() if pacer is not None else None
-        if pacer is None or most is None:
-            return self.max_input_chars
-        room = max(0, most - pacer.metered(0, self.meter.expected_output(self.role)))
-        room *= CHARS_PER_TOKEN
-        return max(MIN_SOURCE_CHARS, min(self.max_input_chars, room))
-
-    def _fitted(self, request: Request) -> Completion:
-        """One answer: the prompt trimmed to fit, retries, and one harder trim if the
-        provider still says the prompt is too long."""
-        messages = request.messages
-        fitted = fit_prompt(messages, self.input_limit())
-        try:
-            completion = self._attempts(replace(request, messages=fitted))
-        except ContextTooLong as exc:
-            limit = harder_limit(min(prompt_chars(fitted), self.input_limit()), str(exc))
-            if isinstance(exc, RequestTooLarge) and exc.report is not None:
-                limit = self.input_limit()  # the account's minute, now learned, sets it
-            try:
-                harder = fit_prompt(messages, limit)
-            except ContextTooLong:
-                raise ContextTooLong(
-                    f"The prompt for the {self.role} model is longer than {self.label} accepts, "
-                    "and its sources cannot be trimmed further.",
-                    provider=exc.provider, status=exc.status,
-                ) from None
-            if not isinstance(exc, RequestTooLarge):
-                self.max_input_chars = min(self.max_input_chars, limit)
-            if self._on_retry is not None:
-                what = ("larger than the account allows in a minute" if
-                        isinstance(exc, RequestTooLarge) else "too long")
-                self._on_retry(
-                    f"{self.role} model: the prompt was {what} for {self.label} ({exc}); "
-                    f"sending it again with the sources trimmed to {limit} characters"
-                )
-            try:
-                completion = self._attempts(replace(request, messages=harder))
-            except ContextTooLong as again:
-                raise ContextTooLong(
-                    f"The prompt for the {self.role} model is longer than {self.label} accepts, "
-                    f"even with its sources trimmed to {limit} characters.",
-                    provider=again.provider, status=again.status,
-                ) from None
-        self.meter.record(self.role, completion.provider, completion.model, completion.usage)
-        return completion
+            completion = Fitting(self.room, self.role, self.label, self._on_retry)(
+                request, self._attempts)
+            self.meter.record(self.role, completion.provider, completion.model, completion.usage)
+            return completion
 
     def _attempts(self, request: Request) -> Completion:
         def attempt() -> Completion:
@@ -389,9 +332,8 @@ class RoleLLM:
             return self._in_turn(request)
         if self._waits.books is not None:
             pacer.share(self._waits.books)
-        tokens = pacer.metered(
-            min(prompt_chars(request.messages), self.input_limit()) // CHARS_PER_TOKEN,
-            self.meter.expected_output(self.role))
+        tokens = pacer.metered(self.room.tokens(request.messages),
+                               self.meter.expected_output(self.role))
         while True:
             with self._waits.holding():
                 ticket = pacer.acquire(tokens, check=self._waits.check,
