@@ -324,7 +324,7 @@ def test_the_answers_headers_teach_the_accounts_pacer() -> None:
     llm = Scripted(rate=RateReport(limits=AccountLimits(tokens_per_minute=30_000)))
     model = role(llm)
     model.text([Message("user", "hi")])
-    assert model._pacer is not None and model._pacer.limits.tokens_per_minute == 30_000
+    assert model.pacer is not None and model.pacer.limits.tokens_per_minute == 30_000
 
 
 def _source_prompt(chars: int) -> list[Message]:
@@ -336,8 +336,8 @@ def _source_prompt(chars: int) -> list[Message]:
 def test_a_prompt_over_a_minutes_tokens_is_sent_with_fewer_source_characters() -> None:
     llm = Scripted()
     model = role(llm)
-    assert model._pacer is not None
-    model._pacer.learn(AccountLimits(tokens_per_minute=6_000))
+    assert model.pacer is not None
+    model.pacer.learn(AccountLimits(tokens_per_minute=6_000))
     model.text(_source_prompt(100_000))
     sent = sum(len(m.content) for m in llm.calls[0])
     assert sent < 6_000 * 4

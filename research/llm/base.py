@@ -21,7 +21,7 @@ import json
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -35,19 +35,18 @@ from research.errors import (
     ProviderError,
     QuotaExhausted,
     QuotaSpent,
-    RateLimited,
-    RequestTooLarge,
     SchemaError,
     StepTimeLimit,
 )
 from research.llm.answer_limits import check_answer_size, validate_capped
 from research.llm.deadline import Deadline
 from research.llm.fitting import DEFAULT_MAX_INPUT_CHARS, Fitting, PromptRoom
-from research.llm.limits import Account, RateReport
+from research.llm.limits import Account
 from research.llm.local_server import server_of
 from research.llm.messages import Completion, JsonSchema, Message, Request, Usage, strip_think
 from research.llm.pacing import Pacer, pacer_for
 from research.llm.pricing import PriceTable
+from research.llm.turns import AccountTurn, RunTurn
 from research.llm.waits import RunWaits
 from research.retry import RetryPolicy, call_with_retries
 from research.textclean import strip_hidden_controls
@@ -205,7 +204,7 @@ class RoleLLM:
         # The account's turn-taking, shared by every role and run on it (research.llm.pacing);
         # a model without an account (a test's fake) is not paced.
         account = getattr(llm, "account", None)
-        self._pacer = pacer or (pacer_for(account) if isinstance(account, Account) else None)
+        self.pacer = pacer or (pacer_for(account) if isinstance(account, Account) else None)
         # The run's side of waiting (its line per wait, its stop check, the time it was held,
         # its store); outside a run, one of its own with no time limit, so a 429 stays a try.
         self._waits = waits or RunWaits()
@@ -222,7 +221,7 @@ class RoleLLM:
         self._cancel = cancel
         # Lowered (for this model, for the rest of the run) when the provider says a prompt
         # was too long: the next prompts are trimmed before sending, not after failing.
-        self.room = PromptRoom(max_input_chars, self._pacer,
+        self.room = PromptRoom(max_input_chars, self.pacer,
                                functools.partial(meter.expected_output, role))
 
     @property
@@ -323,61 +322,19 @@ class RoleLLM:
         )
 
     def _paced(self, request: Request) -> Completion:
-        """One request in its account's turn (research.llm.pacing). A 429 is a wait, sent
-        again in a later turn without using one of the call's tries; inside a run only
-        cancellation and the run's total time limit end such waits. Outside a run (nothing
-        would end the wait), a 429 is one of the retry policy's tries, as before."""
-        pacer = self._pacer
-        if pacer is None:
-            return self._in_turn(request)
-        if self._waits.books is not None:
-            pacer.share(self._waits.books)
-        tokens = pacer.metered(self.room.tokens(request.messages),
-                               self.meter.expected_output(self.role))
-        while True:
-            with self._waits.holding():
-                ticket = pacer.acquire(tokens, check=self._waits.check,
-                                       on_wait=self._waits.notice)
-            try:
-                completion = self._in_turn(request)
-            except RateLimited as exc:
-                pacer.refused(ticket, retry_after=exc.retry_after, report=exc.report,
-                              limit=exc.limit)
-                if not self._waits.bounded:  # a try of the retry policy, as before
-                    raise
-                continue
-            except AnswerCutOff as exc:  # answered, cut off: its tokens were spent
-                pacer.settle(ticket, _metered(pacer, exc.usage) or ticket.tokens)
-                raise
-            except BaseException as exc:
-                pacer.release(ticket)
-                report: RateReport | None = getattr(exc, "report", None)
-                if isinstance(exc, RequestTooLarge) and report is not None:
-                    pacer.learn(report.limits)  # the next prompts are fitted to it
-                raise
-            pacer.settle(ticket, _metered(pacer, completion.usage) or ticket.tokens,
-                         completion.rate)
-            return completion
+        return AccountTurn(self.pacer, self._waits, self.room,
+                           functools.partial(self.meter.expected_output, self.role))(
+            request, self._in_turn)
 
     def _in_turn(self, request: Request) -> Completion:
-        """The run's limit on model requests in flight (none outside a run), and a local
-        server's own (research/llm/local_server.py), whose queue is held time of the run: the
-        step's deadline gets it back (`RunWaits.shifted`). The request's own time limit starts
-        once it is its turn."""
-        with self._turn(self._who, self._waits.shifted(request.deadline)):
-            return Deadline(self._request, self._who, self.call_timeout, self._waits,
-                            self._calls)(request)
+        return RunTurn(self._slots, self._who, self.llm.model, server_of(self.llm), self._waits,
+                       self._cancel)(
+            request, Deadline(self._request, self._who, self.call_timeout, self._waits,
+                              self._calls))
 
     def _request(self, request: Request, timeout: float) -> Completion:
         return self.llm.complete(request.messages, json_schema=request.schema,
                                  schema_name=request.schema_name, timeout=timeout)
-
-    def _turn(self, what: str, deadline: float | None) -> AbstractContextManager[float | None]:
-        if self._slots is None:
-            return nullcontext()
-        return self._slots.hold(what, cancel=self._cancel, deadline=deadline,
-                                server=server_of(self.llm), model=self.llm.model,
-                                holding=self._waits.holding)
 
     def text(self, messages: Sequence[Message], *, deadline: float | None = None) -> str:
         completion = self._once(Request(messages, deadline=deadline))
@@ -435,10 +392,6 @@ def schema_of(model: type[BaseModel]) -> JsonSchema:
     which an SDK may change as it likes."""
     schema: JsonSchema = json.loads(_schema(model))
     return schema
-
-
-def _metered(pacer: Pacer, usage: Usage | None) -> int:
-    return pacer.metered(usage.input_tokens, usage.output_tokens) if usage is not None else 0
 
 
 def _short_error(exc: Exception) -> str:
