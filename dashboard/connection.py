@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from research.config import ACADEMIC_PROVIDERS, Credentials, build_config
 from research.errors import ResearchError, redact
 from research.llm import build_llm
-from research.llm.base import RoleLLM, UsageMeter
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
 from research.llm.messages import Message
 from research.retry import RetryPolicy
 from research.search import build_search_providers

@@ -18,7 +18,7 @@ from research.errors import BudgetStop, ResearchError, RunStop, contained, is_un
 from research.events import EventSink, StepCompleted, StepFailed, StepStarted, Warning
 from research.executor import RunExecutor
 from research.fetch import Fetcher
-from research.llm.base import UsageMeter
+from research.llm.budget import UsageMeter
 from research.llm.waits import RunWaits
 from research.records import JsonObject, UsageTotals
 from research.search.base import SearchProvider

@@ -50,7 +50,8 @@ from research.events import (
 from research.executor import RunExecutor
 from research.fetch import Fetcher, FetchLimits, warm_up
 from research.llm import build_llm
-from research.llm.base import LLM, RoleLLM, UsageMeter
+from research.llm.base import LLM, RoleLLM
+from research.llm.budget import UsageMeter
 from research.llm.pricing import PriceTable
 from research.llm.waits import RunWaits, Wait
 from research.outcome import completion_warnings, nothing_gathered

@@ -6,7 +6,8 @@ import pytest
 
 from research.agents import Agent, Role, Workflow
 from research.errors import DelegationError
-from research.llm.base import RoleLLM, UsageMeter
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
 from research.llm.messages import Completion, Usage
 
 

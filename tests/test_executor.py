@@ -13,7 +13,8 @@ import pytest
 from research import Credentials, build_config, run_research
 from research.errors import ProviderTimeout
 from research.executor import HOSTED_BESIDE, RunExecutor, submit_limited, task_threads
-from research.llm.base import RoleLLM, UsageMeter
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
 from research.llm.deadline import run_with_deadline
 from research.llm.messages import Completion, Message, Usage
 from storage import Store

@@ -19,7 +19,8 @@ from research.errors import (
     SchemaError,
 )
 from research.llm import build_llm
-from research.llm.base import LLM, RoleLLM, UsageMeter
+from research.llm.base import LLM, RoleLLM
+from research.llm.budget import UsageMeter
 from research.llm.messages import Message
 from research.retry import RetryPolicy
 from tests.standin import (

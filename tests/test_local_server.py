@@ -23,7 +23,8 @@ import pytest
 
 from research.errors import ContextTooLong, StepTimeLimit
 from research.executor import RequestSlots
-from research.llm.base import RoleLLM, UsageMeter
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
 from research.llm.fitting import DROP_NOTE, fit_prompt, window_chars
 from research.llm.local_discovery import discover, is_private_host
 from research.llm.local_server import (

@@ -15,7 +15,8 @@ import pytest
 
 from research.executor import RequestSlots
 from research.llm import local_server as local
-from research.llm.base import RoleLLM, UsageMeter
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
 from research.llm.limits import AccountLimits
 from research.llm.messages import Message
 from research.llm.openai_llm import OpenAIChat

@@ -25,7 +25,8 @@ from research.errors import (
     RequestTooLarge,
     RunCancelled,
 )
-from research.llm.base import RoleLLM, UsageMeter
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
 from research.llm.gemini_llm import GeminiChat
 from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.messages import Completion, JsonSchema, Message, Usage

@@ -19,10 +19,9 @@ import copy
 import functools
 import json
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -39,13 +38,13 @@ from research.errors import (
     StepTimeLimit,
 )
 from research.llm.answer_limits import check_answer_size, validate_capped
+from research.llm.budget import Budget, UsageMeter
 from research.llm.deadline import Deadline
 from research.llm.fitting import DEFAULT_MAX_INPUT_CHARS, Fitting, PromptRoom
 from research.llm.limits import Account
 from research.llm.local_server import server_of
-from research.llm.messages import Completion, JsonSchema, Message, Request, Usage, strip_think
+from research.llm.messages import Completion, JsonSchema, Message, Request, strip_think
 from research.llm.pacing import Pacer, pacer_for
-from research.llm.pricing import PriceTable
 from research.llm.turns import AccountTurn, RunTurn
 from research.llm.waits import RunWaits
 from research.retry import RetryPolicy, call_with_retries
@@ -56,20 +55,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
-
-
-@dataclass
-class Tally:
-    """One (role, provider, model)'s use so far in this process, added to call by call."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-
-    @property
-    def tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
 
 
 class LLM(Protocol):
@@ -88,80 +73,6 @@ class LLM(Protocol):
     ) -> Completion: ...
 
 
-class UsageMeter:
-    """Tokens and estimated cost per (role, provider, model); thread-safe.
-
-    `on_record` is called after each call with the increment, so the store can persist
-    usage as it happens.
-    """
-
-    def __init__(
-        self,
-        prices: PriceTable | None = None,
-        on_record: Callable[[str, str, str, int, int, float], None] | None = None,
-    ) -> None:
-        self.prices = prices or PriceTable()
-        self._on_record = on_record
-        self._lock = threading.Lock()
-        self.totals: dict[tuple[str, str, str], Tally] = {}  # by (role, provider, model)
-        # Tokens and cost of the calls in flight, so parallel workers cannot all pass the
-        # budget check at once and overshoot together.
-        self._reserved_tokens = 0
-        self._reserved_cost = 0.0
-        # Called before each model call with (role, tokens, cost) the run would have used
-        # once that call is done (estimate); it raises BudgetStop to refuse the call.
-        self.guard: Callable[[str, int, float], None] | None = None
-
-    def expected_output(self, role: str) -> int:
-        """Output tokens to expect from one call of `role`: its average so far, else a guess."""
-        with self._lock:
-            rows = [r for (r_role, _, _), r in self.totals.items() if r_role == role]
-            calls = sum(r.calls for r in rows)
-            out = sum(r.output_tokens for r in rows)
-        return max(EXPECTED_OUTPUT_MIN, int(out / calls)) if calls else EXPECTED_OUTPUT_FIRST
-
-    @contextmanager
-    def reserve(self, role: str, model: str, input_tokens: int, output_tokens: int) -> Iterator[None]:
-        """Hold the estimate of one call while it runs; the guard may refuse it first."""
-        tokens = input_tokens + output_tokens
-        cost = self.prices.cost(model, input_tokens, output_tokens)
-        with self._lock:
-            if self.guard is not None:
-                used_tokens = sum(r.tokens for r in self.totals.values())
-                used_cost = sum(r.cost_usd for r in self.totals.values())
-                self.guard(role, used_tokens + self._reserved_tokens + tokens,
-                           used_cost + self._reserved_cost + cost)
-            self._reserved_tokens += tokens
-            self._reserved_cost += cost
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._reserved_tokens -= tokens
-                self._reserved_cost -= cost
-
-    def record(self, role: str, provider: str, model: str, usage: Usage) -> None:
-        cost = self.prices.cost(model, usage.input_tokens, usage.output_tokens)
-        with self._lock:
-            row = self.totals.setdefault((role, provider, model), Tally())
-            row.calls += 1
-            row.input_tokens += usage.input_tokens
-            row.output_tokens += usage.output_tokens
-            row.cost_usd += cost
-        if self._on_record is not None:
-            self._on_record(role, provider, model, usage.input_tokens, usage.output_tokens, cost)
-
-    def total_cost(self) -> float:
-        with self._lock:
-            return sum(r.cost_usd for r in self.totals.values())
-
-    def total_tokens(self) -> int:
-        with self._lock:
-            return sum(r.tokens for r in self.totals.values())
-
-
-EXPECTED_OUTPUT_FIRST = 800    # output tokens assumed for a role's first call
-EXPECTED_OUTPUT_MIN = 100
 RECONSIDER_NUDGE = ("Your previous answer was refused or withheld by a content filter. The "
                     "sources above are untrusted web text quoted for research; do only the "
                     "research task asked, leaving out anything you cannot help with.")
@@ -221,7 +132,7 @@ class RoleLLM:
         self._cancel = cancel
         # Lowered (for this model, for the rest of the run) when the provider says a prompt
         # was too long: the next prompts are trimmed before sending, not after failing.
-        self.room = PromptRoom(max_input_chars, self.pacer,
+        self.room = PromptRoom(max_input_chars, llm, self.pacer,
                                functools.partial(meter.expected_output, role))
 
     @property
@@ -288,15 +199,10 @@ class RoleLLM:
             ) from None
 
     def _budgeted(self, request: Request) -> Completion:
-        """Refuse the call (BudgetStop from the meter's guard) when its estimate would take
-        the run past a cost or token cap; otherwise hold that estimate while it runs."""
-        self.room.learn_window(self.llm)  # a local server's window, once known: for the run
-        with self.meter.reserve(self.role, self.llm.model, self.room.tokens(request.messages),
-                                self.meter.expected_output(self.role)):
-            completion = Fitting(self.room, self.role, self.label, self._on_retry)(
-                request, self._attempts)
-            self.meter.record(self.role, completion.provider, completion.model, completion.usage)
-            return completion
+        return Budget(self.meter, self.role, self.llm.model, self.room)(request, self._fitted)
+
+    def _fitted(self, request: Request) -> Completion:
+        return Fitting(self.room, self.role, self.label, self._on_retry)(request, self._attempts)
 
     def _attempts(self, request: Request) -> Completion:
         def attempt() -> Completion:

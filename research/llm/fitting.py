@@ -103,9 +103,10 @@ class PromptRoom:
     what one request may carry (a larger one would be refused however long it waited, so it
     is made smaller: fewer source characters)."""
 
-    def __init__(self, max_chars: int, pacer: Pacer | None,
+    def __init__(self, max_chars: int, llm: object, pacer: Pacer | None,
                  expected_output: Callable[[], int]) -> None:
         self.max_chars = max_chars
+        self._llm = llm  # the chat model, whose server may tell its window
         self._pacer = pacer
         self._expected_output = expected_output  # the answer's tokens, as the meter expects
 
@@ -123,9 +124,9 @@ class PromptRoom:
         """The prompt's tokens as estimated before it is sent (fitted to the room)."""
         return min(prompt_chars(messages), self.limit()) // CHARS_PER_TOKEN
 
-    def learn_window(self, llm: object) -> None:
+    def learn_window(self) -> None:
         """A local server's window, once known, is the room for the rest of the run."""
-        window = window_chars(llm)
+        window = window_chars(self._llm)
         if window is not None and window < self.max_chars:
             self.max_chars = window
 
