@@ -45,9 +45,10 @@ from research.llm.limits import Account
 from research.llm.local_server import server_of
 from research.llm.messages import Completion, JsonSchema, Message, Request, strip_think
 from research.llm.pacing import Pacer, pacer_for
+from research.llm.retries import Retries
 from research.llm.turns import AccountTurn, RunTurn
 from research.llm.waits import RunWaits
-from research.retry import RetryPolicy, call_with_retries
+from research.retry import RetryPolicy
 from research.textclean import strip_hidden_controls
 
 if TYPE_CHECKING:
@@ -205,27 +206,8 @@ class RoleLLM:
         return Fitting(self.room, self.role, self.label, self._on_retry)(request, self._attempts)
 
     def _attempts(self, request: Request) -> Completion:
-        def attempt() -> Completion:
-            try:
-                return self._paced(request)
-            except AnswerCutOff as exc:  # tokens were spent on the cut-off answer
-                if exc.usage is not None:
-                    self.meter.record(self.role, self.llm.provider, self.llm.model, exc.usage)
-                raise
-
-        def step_deadline() -> float | None:  # waits for the account do not use the step's time
-            return self._waits.shifted(request.deadline)
-
-        def retried(n: int, exc: BaseException, delay: float) -> None:
-            if self._on_retry is not None:
-                self._on_retry(
-                    f"{self.role} model call failed ({exc}); retry {n} in {delay:.1f} s"
-                )
-
-        return call_with_retries(
-            attempt, policy=self.policy, deadline=step_deadline, on_retry=retried,
-            cancel=self._cancel,
-        )
+        return Retries(self.policy, self.meter, self.role, self.llm.provider, self.llm.model,
+                       self._waits, self._on_retry, self._cancel)(request, self._paced)
 
     def _paced(self, request: Request) -> Completion:
         return AccountTurn(self.pacer, self._waits, self.room,
