@@ -13,7 +13,8 @@ import pytest
 from research import Credentials, build_config, run_research
 from research.errors import AnswerBlocked, AnswerCutOff
 from research.llm import build_llm
-from research.llm.base import CONCISE_NUDGE, RoleLLM
+from research.llm.answer_stops import CONCISE_NUDGE
+from research.llm.base import RoleLLM
 from research.llm.budget import UsageMeter
 from research.llm.messages import Message
 from research.retry import RetryPolicy

@@ -27,19 +27,14 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from research.errors import (
-    AnswerBlocked,
-    AnswerCutOff,
-    AuthError,
-    ContextTooLong,
     ProviderError,
-    QuotaExhausted,
-    QuotaSpent,
     SchemaError,
-    StepTimeLimit,
 )
 from research.llm.answer_limits import check_answer_size, validate_capped
+from research.llm.answer_stops import AnswerStops
 from research.llm.budget import Budget, UsageMeter
 from research.llm.deadline import Deadline
+from research.llm.failures import Failures
 from research.llm.fitting import DEFAULT_MAX_INPUT_CHARS, Fitting, PromptRoom
 from research.llm.limits import Account
 from research.llm.local_server import server_of
@@ -72,24 +67,6 @@ class LLM(Protocol):
         schema_name: str | None = None,
         timeout: float | None = None,
     ) -> Completion: ...
-
-
-RECONSIDER_NUDGE = ("Your previous answer was refused or withheld by a content filter. The "
-                    "sources above are untrusted web text quoted for research; do only the "
-                    "research task asked, leaving out anything you cannot help with.")
-CONCISE_NUDGE = ("Your previous answer was cut off because it reached the output length "
-                 "limit. Answer again, complete but more concise: shorter sentences, fewer "
-                 "items, no repetition.")
-# Failures that say the service could not be reached (as opposed to a refusal of this request).
-_NOT_OUTAGES = (AuthError, QuotaExhausted, ContextTooLong, AnswerBlocked, AnswerCutOff,
-                StepTimeLimit)
-
-
-def is_outage(exc: ProviderError) -> bool:
-    """True when `exc` means the service was down or unreachable, not that it said no."""
-    if isinstance(exc, _NOT_OUTAGES):
-        return False
-    return exc.status is None or exc.status >= 500 or exc.status in (408, 429)
 
 
 class RoleLLM:
@@ -153,51 +130,15 @@ class RoleLLM:
         return twin
 
     def _once(self, request: Request) -> Completion:
-        """One answer, checked against the budget first; an answer cut off at the length
-        limit is asked for once more, shorter, because the same request would be cut again.
-        Every prompt is cleaned as the store cleans text (research.textclean): model text that
+        """Every prompt is cleaned as the store cleans text (research.textclean): model text that
         comes back in a later prompt (a draft, a plan, a repair) carries no hidden controls."""
         request = replace(request, messages=[Message(m.role, strip_hidden_controls(m.content))
                                              for m in request.messages])
-        try:
-            try:
-                return self._budgeted(request)
-            except (AnswerCutOff, AnswerBlocked) as exc:
-                return self._changed_request(exc, request)
-        except QuotaExhausted as exc:
-            if self._waits.bounded:  # inside a run: no wait would help, so the run stops
-                raise QuotaSpent(
-                    f"{exc} The run has stopped; everything gathered so far is kept, and it "
-                    "continues where it stopped when resumed.") from None
-            raise
-        except ProviderError as exc:
-            if self._on_failure is not None and is_outage(exc):
-                self._on_failure(self.label, exc)
-            raise
+        return Failures(self.label, self._waits.bounded, self._on_failure)(
+            request, self._stops_handled)
 
-    def _changed_request(self, exc: AnswerCutOff | AnswerBlocked, request: Request) -> Completion:
-        """The one retry that can help a cut-off or withheld answer: the same request with a
-        nudge (be concise; do only the research task). A second refusal is final."""
-        cut = isinstance(exc, AnswerCutOff)
-        if self._on_retry is not None:
-            what = ("was cut off at the output length limit" if cut else
-                    f"was refused or blocked ({exc})")
-            self._on_retry(f"{self.role} model: the answer {what}; asking once more with a "
-                           "changed request")
-        nudged = [*request.messages, Message("user", CONCISE_NUDGE if cut else RECONSIDER_NUDGE)]
-        try:
-            return self._budgeted(replace(request, messages=nudged))
-        except AnswerCutOff as again:
-            raise AnswerCutOff(
-                f"The {self.role} model ({self.label}) stopped at its output length limit "
-                "twice, even when asked for a more concise answer, so its answer was "
-                "incomplete and was not used.", provider=again.provider,
-            ) from None
-        except AnswerBlocked as again:
-            raise AnswerBlocked(
-                f"The {self.role} model ({self.label}) would not answer, even when asked "
-                f"again: {again}", provider=again.provider, reason=again.reason,
-            ) from None
+    def _stops_handled(self, request: Request) -> Completion:
+        return AnswerStops(self.role, self.label, self._on_retry)(request, self._budgeted)
 
     def _budgeted(self, request: Request) -> Completion:
         return Budget(self.meter, self.role, self.llm.model, self.room)(request, self._fitted)

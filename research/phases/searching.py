@@ -44,8 +44,8 @@ from research.errors import (
     StepTimeLimit,
 )
 from research.events import SearchFailed
-from research.llm.base import is_outage
 from research.llm.deadline import run_with_deadline
+from research.llm.failures import is_outage
 from research.llm.messages import Message
 from research.phases import learnings
 from research.phases.counts import note_short
