@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from research.llm.answer_limits import validate_capped
-from research.llm.base import schema_of
+from research.llm.repair import schema_of
 from research.phases.clarify import ClarifyingQuestions
 from research.phases.deliver import ReportLabels, Translations
 from research.phases.findings import OpenQuestions, SubtopicFindings

@@ -1,36 +1,36 @@
-"""The LLM seam: one Protocol with one method, plus what every provider shares.
+"""The LLM seam: one Protocol with one method, and the one chain every model call goes through.
 
-A provider only translates one request into one SDK call and maps its errors onto
-`research.errors`. Retries, wall-clock deadlines, usage accounting, `<think>` stripping,
-schema validation with one repair and pacing to the account (`research.llm.pacing`) live
-here, once, for all providers.
+A provider (research.llm.openai_llm, gemini_llm) only translates one request into one SDK call
+and maps its errors onto `research.errors`. Everything else a model call needs is done once,
+for all providers, by `RoleLLM`: a chat model bound to a role, whose calls pass through these
+layers, outermost first, each a module named by what it handles (`RoleLLM._send`):
 
-A model call passes through these layers, outermost first (`RoleLLM`):
-`_once` (a spent quota stops the run; a cut-off or refused answer is asked for once more) ->
-`_budgeted` (the run's cost and token caps) -> `_fitted` (the prompt fits the model's context
-and the account's tokens a minute) -> `_attempts` (retries of failures) -> `_paced` (the
-account's turn: a 429 is a wait, not an attempt) -> `_turn` (the run's requests in flight) ->
-the provider's one request under its own time limit, counted from when it is sent.
+1. failures      a spent quota stops the run; an outage is reported
+2. answer_stops  an answer cut off or withheld is asked for once more, nudged
+3. budget        the run's cost and token caps; what the call used is counted
+4. fitting       the prompt fits the model's context and the account's tokens a minute
+5. retries       failures worth another try are tried again, within the step's time
+6. turns         the account's turn (a 429 is a wait, not a try), then the run's
+7. deadline      the provider's one request, under its own time limit
+
+`text` and `structured` read the answer: its size and lists kept to what a step asks for
+(answer_limits), a structured answer validated and repaired once (repair).
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from research.errors import (
-    ProviderError,
-    SchemaError,
-)
-from research.llm.answer_limits import check_answer_size, validate_capped
+from research.errors import ProviderError
+from research.llm.answer_limits import check_answer_size
 from research.llm.answer_stops import AnswerStops
 from research.llm.budget import Budget, UsageMeter
 from research.llm.deadline import Deadline
@@ -38,8 +38,9 @@ from research.llm.failures import Failures
 from research.llm.fitting import DEFAULT_MAX_INPUT_CHARS, Fitting, PromptRoom
 from research.llm.limits import Account
 from research.llm.local_server import server_of
-from research.llm.messages import Completion, JsonSchema, Message, Request, strip_think
+from research.llm.messages import Completion, JsonSchema, Message, Request, Send, strip_think
 from research.llm.pacing import Pacer, pacer_for
+from research.llm.repair import answer_as, structured_request
 from research.llm.retries import Retries
 from research.llm.turns import AccountTurn, RunTurn
 from research.llm.waits import RunWaits
@@ -49,8 +50,10 @@ from research.textclean import strip_hidden_controls
 if TYPE_CHECKING:
     from research.executor import RequestSlots
 
-T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
+
+# A layer of the chain: it takes the request and sends it on, maybe changed, with `send`.
+Layer = Callable[[Request, Send], Completion]
 
 
 class LLM(Protocol):
@@ -70,7 +73,7 @@ class LLM(Protocol):
 
 
 class RoleLLM:
-    """An LLM bound to a role: adds retries, deadline, usage accounting and JSON parsing."""
+    """An LLM bound to a role: its calls pass through the seam's layers (`_send`)."""
 
     def __init__(
         self,
@@ -108,14 +111,19 @@ class RoleLLM:
         self.call_timeout = call_timeout
         self._on_retry = on_retry
         self._cancel = cancel
-        # Lowered (for this model, for the rest of the run) when the provider says a prompt
-        # was too long: the next prompts are trimmed before sending, not after failing.
+        # How long a prompt may be, as the run learns it (lowered when the provider says a
+        # prompt was too long: the next ones are trimmed before sending, not after failing).
         self.room = PromptRoom(max_input_chars, llm, self.pacer,
                                functools.partial(meter.expected_output, role))
 
     @property
     def label(self) -> str:
         return f"{self.llm.provider}/{self.llm.model}"
+
+    @property
+    def who(self) -> str:
+        """The model as messages name it: "The writer model (openai/gpt-5-mini)"."""
+        return f"The {self.role} model ({self.label})"
 
     def quiet(self) -> RoleLLM:
         """This model for a call made ahead of time, whose failure only means it is asked for
@@ -129,53 +137,15 @@ class RoleLLM:
         twin.room = copy.copy(self.room)
         return twin
 
-    def _once(self, request: Request) -> Completion:
-        """Every prompt is cleaned as the store cleans text (research.textclean): model text that
-        comes back in a later prompt (a draft, a plan, a repair) carries no hidden controls."""
-        request = replace(request, messages=[Message(m.role, strip_hidden_controls(m.content))
-                                             for m in request.messages])
-        return Failures(self.label, self._waits.bounded, self._on_failure)(
-            request, self._stops_handled)
-
-    def _stops_handled(self, request: Request) -> Completion:
-        return AnswerStops(self.role, self.label, self._on_retry)(request, self._budgeted)
-
-    def _budgeted(self, request: Request) -> Completion:
-        return Budget(self.meter, self.role, self.llm.model, self.room)(request, self._fitted)
-
-    def _fitted(self, request: Request) -> Completion:
-        return Fitting(self.room, self.role, self.label, self._on_retry)(request, self._attempts)
-
-    def _attempts(self, request: Request) -> Completion:
-        return Retries(self.policy, self.meter, self.role, self.llm.provider, self.llm.model,
-                       self._waits, self._on_retry, self._cancel)(request, self._paced)
-
-    def _paced(self, request: Request) -> Completion:
-        return AccountTurn(self.pacer, self._waits, self.room,
-                           functools.partial(self.meter.expected_output, self.role))(
-            request, self._in_turn)
-
-    def _in_turn(self, request: Request) -> Completion:
-        return RunTurn(self._slots, self._who, self.llm.model, server_of(self.llm), self._waits,
-                       self._cancel)(
-            request, Deadline(self._request, self._who, self.call_timeout, self._waits,
-                              self._calls))
-
-    def _request(self, request: Request, timeout: float) -> Completion:
-        return self.llm.complete(request.messages, json_schema=request.schema,
-                                 schema_name=request.schema_name, timeout=timeout)
-
     def text(self, messages: Sequence[Message], *, deadline: float | None = None) -> str:
-        completion = self._once(Request(messages, deadline=deadline))
-        check_answer_size(completion.text, self._who)
+        """A text answer, without a reasoning model's scratchpad or hidden controls; one far
+        larger than any step asks for, or empty, is refused."""
+        completion = self._send(Request(messages, deadline=deadline))
+        check_answer_size(completion.text, self.who)
         text = strip_hidden_controls(strip_think(completion.text))
         if not text:
-            raise ProviderError(f"The {self.role} model ({self.label}) returned an empty answer.")
+            raise ProviderError(f"{self.who} returned an empty answer.")
         return text
-
-    @property
-    def _who(self) -> str:
-        return f"The {self.role} model ({self.label})"
 
     def structured(
         self, messages: Sequence[Message], model: type[M], *, deadline: float | None = None,
@@ -183,49 +153,39 @@ class RoleLLM:
     ) -> M:
         """Ask for JSON matching `model`; one repair attempt, then SchemaError. `caps` gives,
         by field name, how many items the step asked for in a list (answer_limits.py)."""
-        schema = schema_of(model)
-        limits = caps or {}
-        completion = self._once(Request(messages, schema, model.__name__, deadline))
-        try:
-            return validate_capped(model, completion.text, limits, self._who)
-        except (ValidationError, ValueError) as first_error:
-            problem = _short_error(first_error)
-        repair = [
-            *messages,
-            Message("assistant", completion.text[:4000]),
-            Message(
-                "user",
-                "Your previous answer could not be used: "
-                f"{problem}. Reply again with only a JSON object that matches this schema, "
-                f"no prose and no code fences:\n{json.dumps(schema)}",
-            ),
-        ]
-        completion = self._once(Request(repair, schema, model.__name__, deadline))
-        try:
-            return validate_capped(model, completion.text, limits, self._who)
-        except (ValidationError, ValueError) as second_error:
-            raise SchemaError(
-                f"The {self.role} model ({self.label}) did not return a valid "
-                f"{model.__name__} after one repair attempt: {_short_error(second_error)}."
-            ) from None
+        request = structured_request(model, Request(messages, deadline=deadline))
+        return answer_as(model, request, self._send, caps or {}, self.who)
+
+    def _send(self, request: Request) -> Completion:
+        """One model call through the seam's layers, outermost first (see the module's
+        docstring). They are made for each call from the role's settings, so a `quiet` copy
+        of the role sends through its own. Every prompt is cleaned first, as the store cleans
+        text (research.textclean): model text that comes back in a later prompt (a draft, a
+        plan, a repair) carries no hidden controls."""
+        expected_output = functools.partial(self.meter.expected_output, self.role)
+        layers: tuple[Layer, ...] = (
+            Failures(self.label, self._waits.bounded, self._on_failure),
+            AnswerStops(self.role, self.label, self._on_retry),
+            Budget(self.meter, self.role, self.llm.model, self.room),
+            Fitting(self.room, self.role, self.label, self._on_retry),
+            Retries(self.policy, self.meter, self.role, self.llm.provider, self.llm.model,
+                    self._waits, say=self._on_retry, cancel=self._cancel),
+            AccountTurn(self.pacer, self._waits, self.room, expected_output),
+            RunTurn(self._slots, self.who, self.llm.model, server_of(self.llm), self._waits,
+                    cancel=self._cancel),
+        )
+        send: Send = Deadline(self._complete, self.who, self.call_timeout, self._waits,
+                              calls=self._calls)
+        for layer in reversed(layers):
+            send = _behind(layer, send)
+        cleaned = [Message(m.role, strip_hidden_controls(m.content)) for m in request.messages]
+        return send(replace(request, messages=cleaned))
+
+    def _complete(self, request: Request, timeout: float) -> Completion:
+        return self.llm.complete(request.messages, json_schema=request.schema,
+                                 schema_name=request.schema_name, timeout=timeout)
 
 
-@functools.lru_cache(maxsize=64)
-def _schema(model: type[BaseModel]) -> str:
-    return json.dumps(model.model_json_schema())
-
-
-def schema_of(model: type[BaseModel]) -> JsonSchema:
-    """`model`'s JSON Schema, made once per class (pydantic builds it anew on every call, a
-    few milliseconds a call under the run's busiest moments); each caller gets its own copy,
-    which an SDK may change as it likes."""
-    schema: JsonSchema = json.loads(_schema(model))
-    return schema
-
-
-def _short_error(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err.get("loc", ())) or "answer"
-        return f"{where}: {err.get('msg', 'invalid')}"
-    return str(exc)[:200] or exc.__class__.__name__
+def _behind(layer: Layer, send: Send) -> Send:
+    """`send` with `layer` in front of it."""
+    return lambda request: layer(request, send)
