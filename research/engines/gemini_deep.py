@@ -35,7 +35,7 @@ from research.engines.base import Citation, RemoteJob
 from research.errors import ConfigError, ProviderError, ProviderTimeout
 from research.llm import build_llm
 from research.llm.deadline import DeadlineTransport
-from research.llm.gemini_llm import _TIMEOUTS, _TRANSPORT, API_VERSION, GeminiChat
+from research.llm.gemini_llm import API_VERSION, HTTP_TIMEOUTS, HTTP_TRANSPORT_ERRORS, GeminiChat
 
 ENGINE = "gemini-deep-research"
 
@@ -45,8 +45,9 @@ _STATUS = {
     "completed": "completed", "failed": "failed", "budget_exceeded": "failed",
     "requires_action": "failed", "cancelled": "cancelled", "incomplete": "incomplete",
 }
-_TIMEOUT_ERRORS: tuple[type[BaseException], ...] = (interaction_errors.APITimeoutError, *_TIMEOUTS)
-_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (interaction_errors.APIConnectionError, *_TRANSPORT)
+_TIMEOUT_ERRORS: tuple[type[BaseException], ...] = (interaction_errors.APITimeoutError, *HTTP_TIMEOUTS)
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (interaction_errors.APIConnectionError,
+                                                      *HTTP_TRANSPORT_ERRORS)
 
 
 class GeminiDeepResearch:

@@ -53,8 +53,9 @@ def _httpx_families() -> list[Any]:
     return modules
 
 
-_TIMEOUTS: tuple[type[BaseException], ...] = tuple(m.TimeoutException for m in _httpx_families())
-_TRANSPORT: tuple[type[BaseException], ...] = tuple(m.TransportError for m in _httpx_families())
+# The HTTP clients' timeouts and connection failures (also caught by research.engines.gemini_deep).
+HTTP_TIMEOUTS: tuple[type[BaseException], ...] = tuple(m.TimeoutException for m in _httpx_families())
+HTTP_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = tuple(m.TransportError for m in _httpx_families())
 _SAFETY_REASONS = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY"}
 # A stop that withholds the answer (or its rest): retrying the same request gets the same stop.
 _BLOCK_REASONS = _SAFETY_REASONS | {"RECITATION", "LANGUAGE", "IMAGE_PROHIBITED_CONTENT",
@@ -126,11 +127,11 @@ class GeminiChat(LLM):
             )
         except genai_errors.APIError as exc:
             raise self._map_api_error(exc) from None
-        except _TIMEOUTS:
+        except HTTP_TIMEOUTS:
             raise ProviderTimeout(
                 f"Gemini ({self.model}) did not answer in time.", provider=self.provider
             ) from None
-        except _TRANSPORT as exc:
+        except HTTP_TRANSPORT_ERRORS as exc:
             raise ProviderError(
                 f"Could not connect to Gemini ({self.model}): "
                 f"{self._clean(str(exc) or exc.__class__.__name__)}",
