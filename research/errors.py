@@ -140,7 +140,7 @@ class AnswerBlocked(ProviderError):
 
 class AnswerCutOff(ProviderError):
     """The answer hit the output-token limit (OpenAI "length", Gemini MAX_TOKENS). `text` is
-    the cut-off answer and `usage` the tokens it cost (a `research.llm.base.Usage`); a
+    the cut-off answer and `usage` the tokens it cost (a `research.llm.messages.Usage`); a
     retry asks for a shorter one."""
 
     def __init__(self, message: str, *, provider: str = "", text: str = "",

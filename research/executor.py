@@ -17,7 +17,7 @@ deadlocks once every thread holds such a waiter (the queued task it waits for ne
 thread). Here waiting goes one way only, units -> tasks -> calls (and the run's own thread
 may wait on any), so a full layer only delays work; it can never wait on itself. A nested
 `run_with_deadline` inside a call (a provider bounding its own request) runs inline rather
-than taking a second thread (see research.llm.base).
+than taking a second thread (see research.llm.deadline).
 
 Beside the layers, `model_slots` bounds the run's model requests in flight, whatever their
 role (16 per MAX_PARALLEL_WORKERS): the pressure a run puts on a provider, as opposed to the

@@ -1,5 +1,6 @@
 """Pacing model requests to the account (research/llm/pacing.py): the buckets, what the
-provider's answers and refusals teach them, the wait lines, and the `paced` layer of RoleLLM.
+provider's answers and refusals teach them, the wait lines, and the `AccountTurn` layer of RoleLLM
+(research.llm.turns).
 
 The pacer's own arithmetic runs on a fake clock (`try_acquire` never waits); the RoleLLM
 tests use tiny real waits and assert what happened (tries, lines, stops), never how long."""

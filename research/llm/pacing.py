@@ -1,4 +1,5 @@
-"""Pacing model requests to what the account allows (issue 31): the model call's `paced` layer.
+"""Pacing model requests to what the account allows (issue 31): the pacer behind the model call's
+`AccountTurn` layer (research.llm.turns).
 
 Outside calls are paced by what the other side allows, the way smolagents' `ApiModel` composes
 a rate limiter, instead of being left to retries. One `Pacer` per `Account` in the process
