@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from research.records import Step, Subtopic
+    from research.core.records import Step, Subtopic
 
 from bench.latency_calls import Call, EarlyChecks, chain_bound, overlapping  # noqa: F401 - re-exported
 

@@ -17,7 +17,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from dashboard.views import label_text
-from research.records import Finding, Source, Step, Subtopic
+from research.core.records import Finding, Source, Step, Subtopic
 
 ROOT = "question"
 INHERITED = "p0"  # research.phases.inherit.SUBTOPIC_ID (not imported: keeps the page light)

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard.views import status_label, subtopic_names
-from research.records import Step, Subtopic
+from research.core.records import Step, Subtopic
 
 COVERAGE = {"answered": "Answered", "open": "Open", "conflicting": "Conflicting"}
 ACTIONS = {

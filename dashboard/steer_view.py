@@ -9,8 +9,8 @@ import streamlit as st
 
 from dashboard import views
 from research import answer_steering
-from research.errors import ConfigError
-from research.records import JsonObject
+from research.core.errors import ConfigError
+from research.core.records import JsonObject
 from storage import Store
 
 

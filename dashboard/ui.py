@@ -16,10 +16,10 @@ import streamlit as st
 from dashboard import auth
 from dashboard.jobs import JobManager
 from dashboard.settings_files import current_env
-from research.config import Credentials
-from research.errors import ConfigError
+from research.core.config import Credentials
+from research.core.errors import ConfigError
+from research.core.settings import prices_path
 from research.llm.pricing import PriceTable
-from research.settings import prices_path
 from storage import Store, default_db, default_db_path
 
 APP_FILE = Path(__file__).resolve().parent.parent / "app.py"

@@ -18,14 +18,14 @@ from urllib.parse import urlsplit
 import pandas as pd
 import plotly.graph_objects as go
 
-from research.constants import CONSTANTS
+from research.core.constants import CONSTANTS
+from research.core.events import Event, from_row
+from research.core.records import EventRow, ModelUsage, ReviewIssue, Run, Source, Step, Subtopic
 from research.credibility import KINDS, kind_of
-from research.events import Event, from_row
 from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
 from research.export.method import plain_name
 from research.export.safe_links import clean_document, safe_markdown
-from research.records import EventRow, ModelUsage, ReviewIssue, Run, Source, Step, Subtopic
 from storage import Store
 
 EVENT_TAIL = 200

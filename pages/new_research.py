@@ -8,9 +8,9 @@ import streamlit as st
 from dashboard import budget, form, readiness, ui, views
 from dashboard.settings_files import configured_llm_providers, defaults_path, load_defaults
 from research import validate_question
-from research.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
-from research.constants import CONSTANTS, MAX_QUESTION_CHARS, PRESET_LABELS, PRESETS
-from research.errors import ConfigError
+from research.core.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
+from research.core.constants import CONSTANTS, MAX_QUESTION_CHARS, PRESET_LABELS, PRESETS
+from research.core.errors import ConfigError
 from research.estimate import account_pace, describe_duration, estimate
 from research.export.method import plain_name
 from research.phases.preflight import check_configuration

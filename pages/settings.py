@@ -22,8 +22,8 @@ from dashboard.settings_files import (
     save_secrets,
     secrets_path,
 )
-from research.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
-from research.constants import CONSTANTS, DEFAULTS
+from research.core.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
+from research.core.constants import CONSTANTS, DEFAULTS
 from research.export.method import plain_name
 
 ui.require_navigation()

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from research.records import Source
+from research.core.records import Source
 
 CITATION = re.compile(r"\[(\d+(?:\s*[-–,]\s*\d+)*)\](?!\()")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])")

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from research.core.records import Source
 from research.export.document import map_prose
-from research.records import Source
 from research.reference_lists import TRAILING, URL, Gathered, OwnReferences, read_references, title_key
 
 

@@ -13,7 +13,7 @@ import functools
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from research.records import Source
+from research.core.records import Source
 
 KINDS: tuple[str, ...] = ("peer-reviewed paper", "preprint", "government", "company", "news",
                           "reference", "blog", "forum", "unknown")

@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from research.config import Credentials, ResearchConfig
+from research.core.config import Credentials, ResearchConfig
 from research.llm import pacing
 from research.llm.limits import Account, AccountLimits, key_hash
 from research.llm.pricing import PriceTable

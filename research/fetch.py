@@ -40,8 +40,8 @@ from typing import Any
 import httpcore
 import httpx
 
-from research.errors import FetchError, FetchRefused, ResearchError, redact
-from research.prompts import strip_invisible
+from research.core.errors import FetchError, FetchRefused, ResearchError, redact
+from research.core.prompts import strip_invisible
 from research.sandbox import ChildFailed, ChildLimits, run_child
 from research.urls import check_host, check_port, check_url
 

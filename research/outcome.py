@@ -8,7 +8,7 @@ page, the Library and the CLI say the same thing and the status never contradict
 
 from __future__ import annotations
 
-from research.context import RunContext
+from research.core.context import RunContext
 from research.phases import verify
 from research.phases.review import UNCITED_WARNING
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from research.prompts import strip_control, strip_invisible
-from research.records import Run
+from research.core.prompts import strip_control, strip_invisible
+from research.core.records import Run
 from storage import Store
 
 _STOP = frozenset("the a an and or of in on for to is are was were how what why which who "

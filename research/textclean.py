@@ -12,7 +12,7 @@ answers through `RoleLLM`, JSON string values that spelled a control as an escap
 reports that never go through `RoleLLM`. Exports are rebuilt from the store, so what the
 store keeps is what the person sees.
 
-Unlike `research.prompts.strip_invisible` (which cleans text before a model reads it and may
+Unlike `research.core.prompts.strip_invisible` (which cleans text before a model reads it and may
 be blunt), this keeps what carries meaning in real writing:
 - ZWJ inside emoji sequences (👩‍💻, 🏳️‍🌈) and ZWJ/ZWNJ between letters of scripts that shape
   with them (Persian "می‌خواهم", Indic conjuncts);

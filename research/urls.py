@@ -29,7 +29,7 @@ from urllib.parse import unquote_plus, urlsplit
 
 import httpx
 
-from research.errors import FetchError, FetchRefused, redact
+from research.core.errors import FetchError, FetchRefused, redact
 
 Resolver = Callable[[str], list[str]]
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address

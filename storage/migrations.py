@@ -19,7 +19,7 @@ Database = Tx  # what each step writes through: the baseline revision's open tra
 
 
 def utc_now() -> str:
-    """UTC ISO-8601 with milliseconds and Z: the same format as research.events.utc_now, so
+    """UTC ISO-8601 with milliseconds and Z: the same format as research.core.events.utc_now, so
     stored timestamps compare correctly as text (kept here so `storage` need not import
     `research` at import time)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from research.errors import raise_unexpected
+from research.core.errors import raise_unexpected
 from research.llm.pacing import forget_pacers
 from tests.browser_fixtures import (  # noqa: F401 - fixtures (browser tests)
     _shared_dashboard,

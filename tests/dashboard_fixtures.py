@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from research.config import ResearchConfig, build_config
+from research.core.config import ResearchConfig, build_config
+from research.core.records import Query, ReviewIssue, Run, SkippedPage, Source, Subtopic
 from research.export import build_document, to_markdown
-from research.records import Query, ReviewIssue, Run, SkippedPage, Source, Subtopic
 from storage import Store
 from tests.fakes import Fakes, take_misuses
 from tests.standin import StandinServer

@@ -24,8 +24,8 @@ from typing import Any
 
 import httpx
 
-from research.config import Credentials, ResearchConfig
-from research.errors import AnswerBlocked, AnswerCutOff, ContextTooLong, ProviderTimeout
+from research.core.config import Credentials, ResearchConfig
+from research.core.errors import AnswerBlocked, AnswerCutOff, ContextTooLong, ProviderTimeout
 from research.fetch import Fetcher, FetchLimits
 from research.llm.base import Completion, Message, Usage
 from research.search.base import SearchProvider, SearchResult

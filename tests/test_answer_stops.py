@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from research import Credentials, build_config, run_research
-from research.errors import AnswerBlocked, AnswerCutOff
+from research.core.errors import AnswerBlocked, AnswerCutOff
+from research.core.retry import RetryPolicy
 from research.llm import build_llm
 from research.llm.base import CONCISE_NUDGE, Message, RoleLLM, UsageMeter
-from research.retry import RetryPolicy
 from storage import Store
 from tests.standin import StandinServer
 

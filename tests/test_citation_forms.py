@@ -21,8 +21,8 @@ from types import ModuleType
 import pytest
 
 from research.citations import normalise
+from research.core.records import Source
 from research.export.document import build_document
-from research.records import Source
 from research.urls import canonical_url
 
 SOURCES = {

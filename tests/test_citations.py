@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from research.citations import normalise
+from research.core.records import Source
 from research.export.document import CITATION_RE, map_prose
-from research.records import Source
 
 SOURCES = {
     "a": Source("a", "https://www.energy.example/reports/heat-pumps", title="The Future of Heat Pumps in Europe"),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from dashboard import budget
-from research.config import build_config
-from research.records import Report, Run, RunTotals, UsageTotals
+from research.core.config import build_config
+from research.core.records import Report, Run, RunTotals, UsageTotals
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     FakeExecutor,

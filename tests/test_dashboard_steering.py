@@ -9,8 +9,8 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from research.config import build_config
-from research.records import Subtopic
+from research.core.config import build_config
+from research.core.records import Subtopic
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     APP,

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from research.config import build_config
+from research.core.config import build_config
+from research.core.errors import ConfigError
 from research.documents import ingest, ingest_paths
 from research.documents.choice import mix_of, with_sources
 from research.documents.extract import MAX_FILE_BYTES
 from research.documents.passages import split
-from research.errors import ConfigError
 from research.search import build_search_providers
 from research.search.base import SearchResult
 from research.search.documents import (
@@ -187,7 +187,7 @@ def test_documents_only_needs_no_search_key_and_adds_no_academic_search(store: S
 
 
 def _no_keys():  # type: ignore[no-untyped-def]
-    from research.config import Credentials
+    from research.core.config import Credentials
 
     return Credentials.from_env({})
 
@@ -236,7 +236,7 @@ def test_an_upload_keeps_its_order_and_stores_a_file_given_twice_once(store: Sto
 
 @pytest.mark.parametrize("address", ["doc://d_1/2", "file:///etc/passwd"])
 def test_the_web_fetcher_refuses_document_and_file_addresses(address: str) -> None:
-    from research.errors import FetchRefused
+    from research.core.errors import FetchRefused
     from research.fetch import Fetcher
 
     with Fetcher() as fetcher, pytest.raises(FetchRefused, match="only http and https"):
@@ -256,7 +256,7 @@ def test_research_never_hands_a_doc_address_from_another_provider_to_the_fetcher
 
 
 def test_searching_an_emptied_collection_is_a_named_failure(store: Store) -> None:
-    from research.errors import ProviderError
+    from research.core.errors import ProviderError
 
     doc_id = ingest(store, "a.md", markdown_bytes(), collection="Heat").document_id or ""
     docstore.delete_document(store, doc_id)

@@ -11,7 +11,8 @@ import pytest
 from markdown_it import MarkdownIt
 from pypdf import PdfReader
 
-from research.errors import ResearchError
+from research.core.errors import ResearchError
+from research.core.records import Source
 from research.export import (
     ReportDocument,
     ReportSource,
@@ -21,7 +22,6 @@ from research.export import (
     to_pdf,
 )
 from research.export.pdf import render_pdf
-from research.records import Source
 
 SOURCES = [Source(**s) for s in [
     {

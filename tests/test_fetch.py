@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from research.errors import FetchError, FetchRefused
+from research.core.errors import FetchError, FetchRefused
 from research.fetch import Fetcher, FetchLimits, clean_text
 from tests.standin import pages, pdfs
 

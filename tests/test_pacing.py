@@ -17,7 +17,7 @@ import openai
 import pytest
 from google.genai import errors as genai_errors
 
-from research.errors import (
+from research.core.errors import (
     BudgetExceeded,
     QuotaExhausted,
     QuotaSpent,
@@ -25,6 +25,7 @@ from research.errors import (
     RequestTooLarge,
     RunCancelled,
 )
+from research.core.retry import RetryPolicy
 from research.llm.base import Completion, JsonSchema, Message, RoleLLM, Usage, UsageMeter
 from research.llm.gemini_llm import GeminiChat
 from research.llm.limits import Account, AccountLimits, RateReport
@@ -39,7 +40,6 @@ from research.llm.pacing import (
     pacer_for,
 )
 from research.llm.waits import RunWaits
-from research.retry import RetryPolicy
 from storage import Store
 from tests.store_files import migrated_copy
 

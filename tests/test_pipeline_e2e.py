@@ -13,7 +13,7 @@ import pytest
 from pypdf import PdfReader
 
 from research import Credentials, control, resume, run_research
-from research.events import StepCompleted
+from research.core.events import StepCompleted
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.urls import canonical_url

@@ -12,7 +12,9 @@ import pytest
 from pydantic import BaseModel
 
 from research import Credentials, build_config
-from research.errors import ContextTooLong, ProviderError, ProviderTimeout
+from research.core.errors import ContextTooLong, ProviderError, ProviderTimeout
+from research.core.prompts import untrusted_block
+from research.core.retry import RetryPolicy
 from research.llm import build_llm
 from research.llm.base import (
     MIN_SOURCE_CHARS,
@@ -23,8 +25,6 @@ from research.llm.base import (
     fit_prompt,
     prompt_chars,
 )
-from research.prompts import untrusted_block
-from research.retry import RetryPolicy
 from storage import Store
 from tests.runs import Runner
 from tests.standin import StandinServer

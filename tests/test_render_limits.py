@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 import research.sandbox as sandbox
-from research.errors import FetchError, FetchRefused, ResearchError
+from research.core.errors import FetchError, FetchRefused, ResearchError
 from research.export.document import ReportDocument, ReportSource
 from research.export.pdf import DEFAULT_LIMITS, PdfLimits, render_pdf, to_pdf
 from research.fetch import Fetcher, FetchLimits

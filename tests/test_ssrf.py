@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from research.errors import FetchError, FetchRefused
+from research.core.errors import FetchError, FetchRefused
 from research.export.document import ReportDocument, ReportSource
 from research.export.pdf import render_pdf, to_pdf
 from research.fetch import Fetcher, FetchLimits

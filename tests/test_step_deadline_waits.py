@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from research.config import build_config
-from research.context import RunContext
 from research.control import RunControl
-from research.errors import StepTimeLimit
-from research.events import fan_out
+from research.core.config import build_config
+from research.core.context import RunContext
+from research.core.errors import StepTimeLimit
+from research.core.events import fan_out
 from research.fetch import Fetcher, FetchLimits
 from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.pacing import Pacer, Ticket

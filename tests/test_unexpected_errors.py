@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from research import errors
+from research.core import errors
 from research.export import formats
 from research.phases import scoring, sections_job
 from research.phases.verify import judge

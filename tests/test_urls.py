@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from research.errors import FetchError, FetchRefused
+from research.core.errors import FetchError, FetchRefused
 from research.urls import canonical_url, check_url, domain_of, parse_ip
 
 

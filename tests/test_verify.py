@@ -14,11 +14,11 @@ import pytest
 from pypdf import PdfReader
 from streamlit.testing.v1 import AppTest
 
+from research.core.records import Source, Verdict
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.phases import verify
 from research.phases.verify import Claim, Outcome, PassVerdict
-from research.records import Source, Verdict
 from research.urls import canonical_url
 from storage import Store
 from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - fixture

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from research.core.records import Source
 from research.credibility import kind_of
-from research.records import Source
 
 
 @dataclass(frozen=True)

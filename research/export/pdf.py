@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import nh3
 from markdown_it import MarkdownIt
 
-from research.errors import ResearchError, redact
+from research.core.errors import ResearchError, redact
 from research.export.document import ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date
 from research.export.safe_links import clean_document

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from research.errors import ProviderError
+from research.core.errors import ProviderError
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)

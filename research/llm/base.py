@@ -1,7 +1,7 @@
 """The LLM seam: one Protocol with one method, plus what every provider shares.
 
 A provider only translates one request into one SDK call and maps its errors onto
-`research.errors`. Retries, wall-clock deadlines, usage accounting, `<think>` stripping,
+`research.core.errors`. Retries, wall-clock deadlines, usage accounting, `<think>` stripping,
 schema validation with one repair and pacing to the account (`research.llm.pacing`) live
 here, once, for all providers.
 
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from research.errors import (
+from research.core.errors import (
     AnswerBlocked,
     AnswerCutOff,
     AuthError,
@@ -44,6 +44,7 @@ from research.errors import (
     SchemaError,
     StepTimeLimit,
 )
+from research.core.retry import RetryPolicy, call_with_retries
 from research.llm.answer_limits import check_answer_size, validate_capped
 from research.llm.fitting import (  # noqa: F401 - re-exported: the seam's public names
     DEFAULT_MAX_INPUT_CHARS,
@@ -60,11 +61,10 @@ from research.llm.local_server import server_of
 from research.llm.pacing import Pacer, pacer_for
 from research.llm.pricing import PriceTable
 from research.llm.waits import RunWaits
-from research.retry import RetryPolicy, call_with_retries
 from research.textclean import strip_hidden_controls
 
 if TYPE_CHECKING:
-    from research.executor import RequestSlots
+    from research.core.executor import RequestSlots
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -162,7 +162,7 @@ def run_with_deadline(fn: Callable[[], T], seconds: float, what: str,
     Socket timeouts only bound each read; a server that sends a byte every few seconds
     never trips them (nor do the SDKs' own `timeout` options: openai's and google-genai's
     are httpx timeouts, per read). So the call runs in another thread: the run's `calls`
-    layer (`pool`, see research.executor) or, outside a run, a daemon thread of its own. If
+    layer (`pool`, see research.core.executor) or, outside a run, a daemon thread of its own. If
     the limit passes we stop waiting; the abandoned call ends when its socket times out.
     Already inside such a call (a provider bounding its own request), `fn` runs inline: the
     outer limit covers it, and a second thread would be a call waiting on a call.
@@ -324,9 +324,9 @@ class RoleLLM:
         # The run's side of waiting (its line per wait, its stop check, the time it was held,
         # its store); outside a run, one of its own with no time limit, so a 429 stays a try.
         self._waits = waits or RunWaits()
-        self._slots = slots  # the run's model requests in flight (research.executor)
+        self._slots = slots  # the run's model requests in flight (research.core.executor)
         self._on_failure = on_failure
-        # The run's `calls` layer (research.executor), looked up at each call: the executor
+        # The run's `calls` layer (research.core.executor), looked up at each call: the executor
         # renews its pools between phases. None (outside a run): a thread of the call's own.
         self._calls = calls
         self.role = role

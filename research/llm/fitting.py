@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from research.errors import ContextTooLong
+from research.core.errors import ContextTooLong
 
 if TYPE_CHECKING:
     from research.llm.base import Message

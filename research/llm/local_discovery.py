@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from research.errors import FetchRefused
+from research.core.errors import FetchRefused
 from research.llm.limits import AccountLimits
 from research.urls import IPAddress, parse_ip, refusal_kind
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from research.errors import BudgetExceeded, RunCancelled
+from research.core.errors import BudgetExceeded, RunCancelled
 from research.llm.pacing import AccountBooks, Clock, Wait
 
 log = logging.getLogger(__name__)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from research.context import RunContext
-from research.errors import ConfigError, NeedsInput
+from research.core.context import RunContext
+from research.core.counts import note_short
+from research.core.errors import ConfigError, NeedsInput
+from research.core.prompts import clean_untrusted, system
+from research.core.records import JsonObject
 from research.llm.base import Message
-from research.phases.counts import note_short
-from research.prompts import clean_untrusted, system
-from research.records import JsonObject
 from storage import Store
 
 LEAD_ROLE = "You are the lead of a research team. You make sure you research the right thing."

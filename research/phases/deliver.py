@@ -11,19 +11,20 @@ from datetime import UTC, datetime
 from pydantic import BaseModel
 
 from research.checks import cited_numbers, word_count
-from research.context import RunContext
-from research.errors import ResearchError
-from research.events import Warning
+from research.core import counts
+from research.core.context import RunContext
+from research.core.errors import ResearchError
+from research.core.events import Warning
+from research.core.prompts import system
+from research.core.records import Draft, FailedSubtopic, JsonObject, Source
 from research.export import build_document, to_markdown
 from research.export.document import LABELS
 from research.export.markdown import format_date
 from research.export.method import METHOD_TITLE, method_lines, reading_time_line
 from research.llm.base import Message
-from research.phases import counts, verify
+from research.phases import verify
 from research.phases.review import UNCITED_NOTE, current_checks, writer_cited_nothing
 from research.phases.write import is_english
-from research.prompts import system
-from research.records import Draft, FailedSubtopic, JsonObject, Source
 
 
 def run_record(ctx: RunContext) -> str:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from research.context import RunContext
+from research.core.context import RunContext
+from research.core.prompts import clean_untrusted, new_nonce, system, untrusted_block
+from research.core.records import JsonObject
 from research.llm.base import Message
-from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
-from research.records import JsonObject
 
 EVALUATOR_ROLE = (
     "You are the research lead. You judge, from the findings gathered so far only, whether "

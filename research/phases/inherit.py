@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from research.context import RunContext
-from research.events import SourceFound
-from research.records import Subtopic
+from research.core.context import RunContext
+from research.core.events import SourceFound
+from research.core.records import Subtopic
 
 SUBTOPIC_ID = "p0"
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from research.context import RunContext
-from research.prompts import clean_untrusted
-from research.records import Subtopic
+from research.core.context import RunContext
+from research.core.prompts import clean_untrusted
+from research.core.records import Subtopic
 
 MAX_LEARNINGS = 12
 LEARNING_CHARS = 220

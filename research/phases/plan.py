@@ -1,7 +1,7 @@
 """Plan: the lead splits the question into SUBTOPIC_COUNT non-overlapping subtopics.
 
 A lead that plans fewer is asked once for the missing ones; the run then goes on with what
-came, down to MIN_SUBTOPICS (see `research.phases.counts`), and says so.
+came, down to MIN_SUBTOPICS (see `research.core.counts`), and says so.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, Field
 
-from research.context import RunContext
-from research.errors import ConfigError, NeedsInput, ProviderError, SchemaError
-from research.events import PlanCreated
+from research.core.context import RunContext
+from research.core.counts import note_short
+from research.core.errors import ConfigError, NeedsInput, ProviderError, SchemaError
+from research.core.events import PlanCreated
+from research.core.prompts import clean_untrusted, new_nonce, system, untrusted_block
+from research.core.records import JsonObject, Subtopic
 from research.llm.base import Message, RoleLLM
-from research.phases.counts import note_short
-from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
-from research.records import JsonObject, Subtopic
 from research.related import section_text, section_title
 from storage import Store
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from research.agents import Role
-from research.config import ROLES, Credentials, ResearchConfig
-from research.context import RunContext
-from research.errors import (
+from research.core.agents import Role
+from research.core.config import ROLES, Credentials, ResearchConfig
+from research.core.context import RunContext
+from research.core.errors import (
     AuthError,
     ConfigError,
     ContextTooLong,
@@ -25,12 +25,12 @@ from research.errors import (
     ResearchError,
     SchemaError,
 )
-from research.events import SearchFailed, Warning
+from research.core.events import SearchFailed, Warning
+from research.core.records import JsonObject
+from research.core.retry import RetryPolicy, call_with_retries
 from research.llm import build_llm
 from research.llm.base import Message, run_with_deadline
 from research.llm.local_server import server_of
-from research.records import JsonObject
-from research.retry import RetryPolicy, call_with_retries
 from research.search import build_search_providers
 from research.search.base import SearchProvider
 

@@ -21,14 +21,14 @@ from concurrent.futures import Future
 from datetime import date, timedelta
 from functools import partial
 
-from research.agents import Agent
-from research.context import RunContext
-from research.errors import BudgetStop, FetchError, ProviderTimeout
-from research.events import SourceSkipped
+from research.core.agents import Agent
+from research.core.context import RunContext
+from research.core.errors import BudgetStop, FetchError, ProviderTimeout
+from research.core.events import SourceSkipped
+from research.core.records import SkippedPage, Source, Subtopic
 from research.fetch import FetchedPage
 from research.phases import scoring
 from research.phases.searching import WORKER_ROLE, Candidate, Outcome
-from research.records import SkippedPage, Source, Subtopic
 from research.search.documents import is_document_result, page_of
 
 MIN_TEXT_CHARS = 200

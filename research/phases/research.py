@@ -20,11 +20,10 @@ from concurrent.futures import as_completed
 from dataclasses import replace
 from functools import partial
 
-from research.agents import Agent, Role
-from research.config import DOCUMENTS
-from research.context import RunContext
-from research.credibility import assess
-from research.errors import (
+from research.core.agents import Agent, Role
+from research.core.config import DOCUMENTS
+from research.core.context import RunContext
+from research.core.errors import (
     BudgetExceeded,
     BudgetStop,
     ProviderError,
@@ -32,21 +31,22 @@ from research.errors import (
     RunCancelled,
     contained,
 )
-from research.events import SourceFound, StepCompleted, StepFailed, StepStarted
-from research.executor import submit_limited
-from research.fetch import FetchedPage
-from research.phases import findings, learnings, scoring, searching
-from research.phases.plan import PlanResult
-from research.phases.reading import Reading
-from research.phases.searching import Candidate, Outcome
-from research.prompts import clean_untrusted
-from research.records import (
+from research.core.events import SourceFound, StepCompleted, StepFailed, StepStarted
+from research.core.executor import submit_limited
+from research.core.prompts import clean_untrusted
+from research.core.records import (
     FailedSubtopic,
     ResearchResult,
     SkippedPage,
     Source,
     Subtopic,
 )
+from research.credibility import assess
+from research.fetch import FetchedPage
+from research.phases import findings, learnings, scoring, searching
+from research.phases.plan import PlanResult
+from research.phases.reading import Reading
+from research.phases.searching import Candidate, Outcome
 from research.search.documents import is_document_result
 from research.urls import canonical_url
 

@@ -14,17 +14,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from research.agents import Role
 from research.checks import DraftChecks, cited_numbers, claim_sentences, problems, run_checks
-from research.context import RunContext
-from research.events import IssueCounts, ReviewCycle
+from research.core.agents import Role
+from research.core.context import RunContext
+from research.core.events import IssueCounts, ReviewCycle
+from research.core.prompts import clean_untrusted, numbered_sources, system
+from research.core.records import Draft, JsonObject, ResearchResult
+from research.core.records import ReviewIssue as StoredIssue
 from research.llm.base import Message
 from research.phases import write
 from research.phases.verify.early import EarlyCheck
 from research.phases.write_sections import CITED, assemble
-from research.prompts import clean_untrusted, numbered_sources, system
-from research.records import Draft, JsonObject, ResearchResult
-from research.records import ReviewIssue as StoredIssue
 from storage.rows import review_issue
 
 REVIEWER_ROLE = (

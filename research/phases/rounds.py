@@ -18,14 +18,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from research.context import RunContext
-from research.errors import BudgetStop, ResearchError, SchemaError
-from research.events import RoundCompleted
+from research.core.context import RunContext
+from research.core.counts import note_short
+from research.core.errors import BudgetStop, ResearchError, SchemaError
+from research.core.events import RoundCompleted
+from research.core.prompts import clean_untrusted, system
+from research.core.records import JsonObject, ResearchResult, Subtopic
 from research.llm.base import Message
 from research.phases import goal, research, steer
-from research.phases.counts import note_short
-from research.prompts import clean_untrusted, system
-from research.records import JsonObject, ResearchResult, Subtopic
 
 MAX_QUESTIONS = 12
 LOOKUP_SOURCES = 5  # a quick lookup keeps at most this many sources

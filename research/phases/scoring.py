@@ -2,7 +2,7 @@
 
 A model that leaves some pages unscored is asked once more for those pages only (a cheap
 repair); a page still unscored is skipped as "not scored by the model" and the run log and
-the report's notes say how many (see `research.phases.counts`). Scores for ids that were not
+the report's notes say how many (see `research.core.counts`). Scores for ids that were not
 asked about are ignored. A scoring answer that stays unreadable after its one repair
 (SchemaError) fails the research unit, which is retried as a whole.
 """
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from research.agents import Agent
-from research.context import RunContext
-from research.errors import ContextTooLong, ResearchError, RunStop, SchemaError
+from research.core.agents import Agent
+from research.core.context import RunContext
+from research.core.counts import note_short
+from research.core.errors import ContextTooLong, ResearchError, RunStop, SchemaError
+from research.core.prompts import clean_untrusted, new_nonce, system, untrusted_block
+from research.core.records import Source, Subtopic
 from research.excerpts import excerpt, without_title
 from research.llm.base import Message
-from research.phases.counts import note_short
-from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
-from research.records import Source, Subtopic
 
 SCORE_BATCH = 4  # small batches, all at once: each answer (a score and a reason per page) is short
 # What of a page a score reads: its opening (what the page is mainly about) and then its

@@ -2,7 +2,7 @@
 
 Queries come in two waves (the second refines the first with the titles found). The first
 wave must give at least one query: fewer than asked are asked for once more, then used as
-they are (see `research.phases.counts`). Every search runs under the retry policy, the step
+they are (see `research.core.counts`). Every search runs under the retry policy, the step
 deadline and cancellation; a provider that fails is recorded per query, and an outage is
 counted on the run's `ServiceHealth` so a run that gathers nothing can name the cause. A 429
 that says how long to wait is a wait, not a failure: it uses up no retry.
@@ -31,9 +31,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from research.agents import Agent
-from research.context import RunContext
-from research.errors import (
+from research.core.agents import Agent
+from research.core.context import RunContext
+from research.core.counts import note_short
+from research.core.errors import (
     BudgetExceeded,
     ProviderError,
     ProviderTimeout,
@@ -43,13 +44,12 @@ from research.errors import (
     SchemaError,
     StepTimeLimit,
 )
-from research.events import SearchFailed
+from research.core.events import SearchFailed
+from research.core.prompts import clean_untrusted, system
+from research.core.records import Finding, Query, SkippedPage, Source, Subtopic
+from research.core.retry import RetryPolicy, call_with_retries
 from research.llm.base import Message, is_outage, run_with_deadline
 from research.phases import learnings
-from research.phases.counts import note_short
-from research.prompts import clean_untrusted, system
-from research.records import Finding, Query, SkippedPage, Source, Subtopic
-from research.retry import RetryPolicy, call_with_retries
 from research.search import pacing
 from research.search.base import SearchProvider, SearchResult
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 
-from research.agents import Agent
 from research.checks import MIN_CITED_SHARE, run_checks, word_count
-from research.context import RunContext
+from research.core.agents import Agent
+from research.core.context import RunContext
+from research.core.prompts import clean_untrusted, system
+from research.core.records import ResearchResult, ReviewIssue, Source
 from research.llm.base import Message
 from research.phases.write import WRITER_ROLE, missing_text, save
 from research.phases.write_sections import (
@@ -32,8 +34,6 @@ from research.phases.write_sections import (
     sections,
     shorten_parts,
 )
-from research.prompts import clean_untrusted, system
-from research.records import ResearchResult, ReviewIssue, Source
 
 
 class SectionJob:

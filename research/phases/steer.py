@@ -7,9 +7,9 @@ the wait survives a closed tab and a restart.
 
 from __future__ import annotations
 
-from research.context import RunContext
-from research.errors import ConfigError, NeedsInput
-from research.records import JsonObject, Subtopic
+from research.core.context import RunContext
+from research.core.errors import ConfigError, NeedsInput
+from research.core.records import JsonObject, Subtopic
 from storage import Store
 
 MAX_ADDED = 5

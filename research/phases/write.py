@@ -9,14 +9,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from research.agents import Agent, Role
 from research.checks import word_count
 from research.citations import normalise
-from research.context import RunContext
-from research.events import DraftCompleted, DraftStarted
-from research.llm.base import Message
-from research.prompts import clean_untrusted, numbered_sources, system
-from research.records import (
+from research.core.agents import Agent, Role
+from research.core.context import RunContext
+from research.core.events import DraftCompleted, DraftStarted
+from research.core.prompts import clean_untrusted, numbered_sources, system
+from research.core.records import (
     Draft,
     FailedSubtopic,
     Finding,
@@ -25,6 +24,7 @@ from research.records import (
     ReviewIssue,
     Source,
 )
+from research.llm.base import Message
 
 WRITER_ROLE = (
     "You are the writer of a research team. You write clear, well-structured research "

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from research.errors import ProviderTimeout
+from research.core.errors import ProviderTimeout
 
 # Seconds between two requests to the host, as documented (links above). A run's
 # `search_pace` scales them (ResearchConfig: 1 as documented; tests shorten them).

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from research.context import RunContext
+from research.core.context import RunContext
+from research.core.records import Source
 from research.excerpts import without_title
 from research.phases.verify.apply import decide
 from research.phases.verify.claims import (
@@ -34,7 +35,6 @@ from research.phases.verify.judge import (
     combine,
     guard,
 )
-from research.records import Source
 
 ClaimKey = tuple[str, str, str, str | None, tuple[str, ...], bool]
 

@@ -9,8 +9,8 @@ copies into the report's notes. Only an answer below the minimum fails the step.
 
 from __future__ import annotations
 
-from research.context import RunContext
-from research.events import Warning, from_row
+from research.core.context import RunContext
+from research.core.events import Warning, from_row
 
 
 def note_short(ctx: RunContext, step: str, what: str, got: int, asked: int, outcome: str,

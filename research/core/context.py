@@ -11,16 +11,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 
-from research.agents import Agent
-from research.config import Credentials, ResearchConfig
 from research.control import RunControl
-from research.errors import BudgetStop, ResearchError, RunStop, contained, is_unexpected, redact
-from research.events import EventSink, StepCompleted, StepFailed, StepStarted, Warning
-from research.executor import RunExecutor
+from research.core.agents import Agent
+from research.core.config import Credentials, ResearchConfig
+from research.core.errors import BudgetStop, ResearchError, RunStop, contained, is_unexpected, redact
+from research.core.events import EventSink, StepCompleted, StepFailed, StepStarted, Warning
+from research.core.executor import RunExecutor
+from research.core.records import JsonObject, UsageTotals
 from research.fetch import Fetcher
 from research.llm.base import UsageMeter
 from research.llm.waits import RunWaits
-from research.records import JsonObject, UsageTotals
 from research.search.base import SearchProvider
 from storage import Store
 
@@ -88,7 +88,7 @@ class RunContext:
     # How long the run's model calls waited their turn at an account or a local server's
     # gate: a step's time limit does not count it, in any part of the step (`until`).
     waits: RunWaits = field(default_factory=RunWaits)
-    # The run's threads (research.executor): the pipeline passes the one it closes at the end;
+    # The run's threads (research.core.executor): the pipeline passes the one it closes at the end;
     # a context built without one (a test driving a phase) gets its own.
     executor: RunExecutor = None  # type: ignore[assignment]  # set in __post_init__
     _budget_checked: float = 0.0

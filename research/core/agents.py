@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 
-from research.errors import DelegationError
+from research.core.errors import DelegationError
 from research.llm.base import RoleLLM
 
 

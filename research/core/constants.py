@@ -105,7 +105,7 @@ def _check_presets() -> None:
 # str), and ResearchConfig's typed fields take these as their defaults, where pydantic checks them.
 DEFAULTS: dict[str, Any] = {c.name: c.default for c in _TABLE}
 
-# Settings by name, like `research.config.Settings`: validated by ResearchConfig when applied,
+# Settings by name, like `research.core.config.Settings`: validated by ResearchConfig when applied,
 # their bounds checked at import (above).
 PRESETS: dict[str, dict[str, Any]] = {
     "quick": {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from research.records import Run, Step
+from research.core.records import Run, Step
 
 TERMINAL = ("completed", "failed", "cancelled")
 

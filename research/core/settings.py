@@ -11,7 +11,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SECRETS_FILE = PROJECT_ROOT / ".streamlit" / "secrets.toml"
 DEFAULT_PRICES_FILE = PROJECT_ROOT / "data" / "prices.json"
 

@@ -12,9 +12,9 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import date
 
+from research.core.records import Source
 from research.credibility import SIGNAL_WORDS, kind_of
 from research.llm.base import Message
-from research.records import Source
 
 # Characters that render as nothing (or reorder what is shown) and so can hide or disguise
 # text: zero-width and joiner characters, bidi embeddings/overrides/isolates, soft hyphen,

@@ -45,8 +45,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
-from research.config import ResearchConfig
-from research.errors import RunCancelled, StepTimeLimit
+from research.core.config import ResearchConfig
+from research.core.errors import RunCancelled, StepTimeLimit
 
 if TYPE_CHECKING:
     from research.llm.local_server import LocalServer

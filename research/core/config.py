@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
-from research.constants import CONSTANTS, DEFAULTS, PRESETS, bound_problem
-from research.errors import ConfigError
+from research.core.constants import CONSTANTS, DEFAULTS, PRESETS, bound_problem
+from research.core.errors import ConfigError
 
 ProviderName = Literal["openai", "gemini"]
 ROLES = ("lead", "worker", "writer", "reviewer", "verifier", "auditor", "critic")

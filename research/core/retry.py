@@ -8,7 +8,7 @@ for Retry-After (if it fits in the remaining time); timeouts and 5xx back off an
 A model call inside a run meets no rate limit here: its 429s are waits in
 `research.llm.pacing`, which use neither its tries nor its step's time.
 A cancel during a back-off ends the wait at once with RunCancelled, which is a stop, not an
-error (see `research.errors`), so no caller reports it as a failure.
+error (see `research.core.errors`), so no caller reports it as a failure.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
-from research.errors import (
+from research.core.errors import (
     AnswerBlocked,
     AnswerCutOff,
     AuthError,
