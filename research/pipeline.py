@@ -50,7 +50,6 @@ from research.core.executor import RunExecutor
 from research.core.records import ResearchResult, Run
 from research.core.retry import RetryPolicy
 from research.engines import HOSTED_ENGINES, LABELS, merge_for_delivery, run_hosted
-from research.fetch import Fetcher, FetchLimits, warm_up
 from research.llm import build_llm
 from research.llm.base import LLM, RoleLLM, UsageMeter
 from research.llm.pacing import Wait
@@ -72,7 +71,8 @@ from research.phases import (
 from research.search import build_search_providers
 from research.search.base import SearchProvider
 from research.search.documents import bind_store
-from research.textclean import strip_hidden_controls
+from research.untrusted.fetch import Fetcher, FetchLimits, warm_up
+from research.untrusted.textclean import strip_hidden_controls
 from storage import DISK_FULL_MESSAGE, Store, is_disk_full
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from research.core.records import Source
-from research.urls import canonical_url
+from research.untrusted.urls import canonical_url
 
 URL = r"https?://[^\s<>\"'`\]\)]+(?:\([^\s()<>]*\)[^\s<>\"'`\]\)]*)*"
 TRAILING = ".,;:!?*_~'\""

@@ -304,7 +304,7 @@ def m005_documents(db: Database) -> None:
 
 
 def m006_source_credibility(db: Database) -> None:
-    """Each source's kind (peer-reviewed paper, preprint, government, ...; research.credibility),
+    """Each source's kind (peer-reviewed paper, preprint, government, ...; research.untrusted.credibility),
     its credibility signals (a JSON list of plain words) and the author its page names, so the
     Sources tab can filter on them and the writer can prefer stronger sources. Sources stored
     before this step read as "unknown" with no signals."""

@@ -23,7 +23,7 @@ import pytest
 from research.citations import normalise
 from research.core.records import Source
 from research.export.document import build_document
-from research.urls import canonical_url
+from research.untrusted.urls import canonical_url
 
 SOURCES = {
     "heat": Source("heat", "https://www.energy.example/reports/heat-pumps",

@@ -213,7 +213,7 @@ def test_a_word_file_is_read_in_the_sandboxed_child(store: Store,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib
 
-    from research.sandbox import ChildLimits
+    from research.untrusted.sandbox import ChildLimits
 
     extract_module = importlib.import_module("research.documents.extract")
 
@@ -237,7 +237,7 @@ def test_an_upload_keeps_its_order_and_stores_a_file_given_twice_once(store: Sto
 @pytest.mark.parametrize("address", ["doc://d_1/2", "file:///etc/passwd"])
 def test_the_web_fetcher_refuses_document_and_file_addresses(address: str) -> None:
     from research.core.errors import FetchRefused
-    from research.fetch import Fetcher
+    from research.untrusted.fetch import Fetcher
 
     with Fetcher() as fetcher, pytest.raises(FetchRefused, match="only http and https"):
         fetcher.fetch(address)

@@ -131,7 +131,7 @@ def test_only_cited_sources_are_listed() -> None:
     source = doc.sources[0]
     assert source == ReportSource(
         1, "s-beta", "Beta report", "https://www.beta.org/b", "beta.org", None, "t1",
-        kind="unknown",  # a .org address nobody recognises: not guessed (research.credibility)
+        kind="unknown",  # a .org address nobody recognises: not guessed (research.untrusted.credibility)
     )
 
 

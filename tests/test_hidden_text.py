@@ -21,7 +21,7 @@ from pypdf import PdfReader
 
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
-from research.textclean import strip_hidden_controls
+from research.untrusted.textclean import strip_hidden_controls
 from storage import Store
 from tests.runs import Runner
 from tests.standin import StandinServer

@@ -36,13 +36,13 @@ from research.engines.base import Citation
 from research.engines.hosted import rewrite_citations
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
-from research.fetch import Fetcher, FetchLimits
 from research.llm import build_llm
 from research.llm.base import RoleLLM, UsageMeter
 from research.phases import deliver
 from research.pipeline import create_run
 from research.search import build_search_providers
-from research.urls import canonical_url
+from research.untrusted.fetch import Fetcher, FetchLimits
+from research.untrusted.urls import canonical_url
 from storage import Store
 from tests.standin import OPENAI_INSUFFICIENT_QUOTA, StandinServer
 from tests.standin import hosted as remote

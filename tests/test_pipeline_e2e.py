@@ -16,7 +16,7 @@ from research import Credentials, control, resume, run_research
 from research.core.events import StepCompleted
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
-from research.urls import canonical_url
+from research.untrusted.urls import canonical_url
 from storage import Store
 from tests.runs import QUESTION, Runner
 from tests.standin import StandinServer, openai_error

@@ -17,8 +17,8 @@ import pytest
 
 from research.core.config import build_config
 from research.core.errors import ConfigError, FetchRefused
-from research.fetch import Fetcher, FetchLimits
-from research.urls import WEB_PORTS, check_url
+from research.untrusted.fetch import Fetcher, FetchLimits
+from research.untrusted.urls import WEB_PORTS, check_url
 from tests.standin import StandinServer
 
 PUBLIC = "93.184.216.34"

@@ -19,7 +19,6 @@ from research.core.config import build_config
 from research.core.context import RunContext
 from research.core.errors import StepTimeLimit
 from research.core.events import fan_out
-from research.fetch import Fetcher, FetchLimits
 from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.pacing import Pacer, Ticket
 from research.llm.waits import RunWaits
@@ -29,6 +28,7 @@ from research.phases.searching import Candidate, Outcome
 from research.pipeline import create_run
 from research.search.base import SearchResult
 from research.search.documents import DOCUMENTS, SCHEME
+from research.untrusted.fetch import Fetcher, FetchLimits
 from storage import Store
 
 

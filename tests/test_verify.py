@@ -19,7 +19,7 @@ from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.phases import verify
 from research.phases.verify import Claim, Outcome, PassVerdict
-from research.urls import canonical_url
+from research.untrusted.urls import canonical_url
 from storage import Store
 from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - fixture
 from tests.runs import Runner

@@ -45,7 +45,7 @@ PRELOAD = (
     "tiktoken", "requests",
     "xml.etree.ElementTree", "_strptime", "netrc",
     "research.workers", "dashboard.jobs",  # `python -m research worker`; a dashboard's jobs
-    "research.fetch:warm_up", "research.llm.tls:shared_tls_context",
+    "research.untrusted.fetch:warm_up", "research.llm.tls:shared_tls_context",
 )
 # What the OpenAI SDK imports on a client's first use (its resources load lazily).
 WARM_CODE = """

@@ -18,10 +18,10 @@ from research.core.errors import BudgetStop, ResearchError, RunStop, contained, 
 from research.core.events import EventSink, StepCompleted, StepFailed, StepStarted, Warning
 from research.core.executor import RunExecutor
 from research.core.records import JsonObject, UsageTotals
-from research.fetch import Fetcher
 from research.llm.base import UsageMeter
 from research.llm.waits import RunWaits
 from research.search.base import SearchProvider
+from research.untrusted.fetch import Fetcher
 from storage import Store
 
 

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from datetime import date
 
 from research.core.records import Source
-from research.credibility import SIGNAL_WORDS, kind_of
 from research.llm.base import Message
+from research.untrusted.credibility import SIGNAL_WORDS, kind_of
 
 # Characters that render as nothing (or reorder what is shown) and so can hide or disguise
 # text: zero-width and joiner characters, bidi embeddings/overrides/isolates, soft hyphen,
@@ -134,7 +134,7 @@ def system(role_text: str, today: date, *extra: str) -> Message:
 
 def numbered_sources(sources: Iterable[Source], numbering: Mapping[str, int]) -> str:
     """Lines `[n] Title (published date) — URL` for the writer and reviewer, each followed by
-    an indented `kind: ...` line (research.credibility) so the writer can prefer stronger
+    an indented `kind: ...` line (research.untrusted.credibility) so the writer can prefer stronger
     sources (no line where nothing is known of it); the kind comes from the address and metadata, never from the page's own words.
     The whole address, though they cite by number: many real models cite by link whatever
     they are asked (issue 32), and a link to an address they were given resolves to its

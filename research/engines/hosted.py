@@ -47,14 +47,14 @@ from research.core.executor import submit_limited
 from research.core.prompts import clean_untrusted, date_line
 from research.core.records import EngineReport, JsonObject, Query, Source
 from research.core.retry import RetryPolicy, call_with_retries
-from research.credibility import assess
 from research.engines.base import RUNNING, Citation, HostedClient, RemoteJob
 from research.export.document import CITATION_RE, map_prose
-from research.fetch import FetchedPage
 from research.llm.base import Usage
 from research.llm.pricing import PriceTable
 from research.phases.research import source_id
-from research.urls import canonical_url, domain_of
+from research.untrusted.credibility import assess
+from research.untrusted.fetch import FetchedPage
+from research.untrusted.urls import canonical_url, domain_of
 from storage.migrations import utc_now
 
 T = TypeVar("T")

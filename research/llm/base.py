@@ -61,7 +61,7 @@ from research.llm.local_server import server_of
 from research.llm.pacing import Pacer, pacer_for
 from research.llm.pricing import PriceTable
 from research.llm.waits import RunWaits
-from research.textclean import strip_hidden_controls
+from research.untrusted.textclean import strip_hidden_controls
 
 if TYPE_CHECKING:
     from research.core.executor import RequestSlots
@@ -360,7 +360,7 @@ class RoleLLM:
     ) -> Completion:
         """One answer, checked against the budget first; an answer cut off at the length
         limit is asked for once more, shorter, because the same request would be cut again.
-        Every prompt is cleaned as the store cleans text (research.textclean): model text that
+        Every prompt is cleaned as the store cleans text (research.untrusted.textclean): model text that
         comes back in a later prompt (a draft, a plan, a repair) carries no hidden controls."""
         messages = [Message(m.role, strip_hidden_controls(m.content)) for m in messages]
         try:

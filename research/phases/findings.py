@@ -28,9 +28,9 @@ from research.core.context import RunContext
 from research.core.errors import ContextTooLong
 from research.core.prompts import clean_untrusted, new_nonce, system, untrusted_block
 from research.core.records import Finding, FindingKind, Source, Subtopic
-from research.excerpts import excerpt, without_title
 from research.llm.base import Message
 from research.phases.searching import WORKER_ROLE
+from research.untrusted.excerpts import excerpt, without_title
 
 # Page text for the whole unit, shared out among its sources: of a longer page, its opening and
 # then its passages nearest the subtopic (issue 31: the first 2,000 characters of a page are

@@ -26,10 +26,10 @@ from research.core.context import RunContext
 from research.core.errors import BudgetStop, FetchError, ProviderTimeout
 from research.core.events import SourceSkipped
 from research.core.records import SkippedPage, Source, Subtopic
-from research.fetch import FetchedPage
 from research.phases import scoring
 from research.phases.searching import WORKER_ROLE, Candidate, Outcome
 from research.search.documents import is_document_result, page_of
+from research.untrusted.fetch import FetchedPage
 
 MIN_TEXT_CHARS = 200
 

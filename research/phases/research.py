@@ -41,14 +41,14 @@ from research.core.records import (
     Source,
     Subtopic,
 )
-from research.credibility import assess
-from research.fetch import FetchedPage
 from research.phases import findings, learnings, scoring, searching
 from research.phases.plan import PlanResult
 from research.phases.reading import Reading
 from research.phases.searching import Candidate, Outcome
 from research.search.documents import is_document_result
-from research.urls import canonical_url
+from research.untrusted.credibility import assess
+from research.untrusted.fetch import FetchedPage
+from research.untrusted.urls import canonical_url
 
 log = logging.getLogger(__name__)
 

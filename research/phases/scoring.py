@@ -17,8 +17,8 @@ from research.core.counts import note_short
 from research.core.errors import ContextTooLong, ResearchError, RunStop, SchemaError
 from research.core.prompts import clean_untrusted, new_nonce, system, untrusted_block
 from research.core.records import Source, Subtopic
-from research.excerpts import excerpt, without_title
 from research.llm.base import Message
+from research.untrusted.excerpts import excerpt, without_title
 
 SCORE_BATCH = 4  # small batches, all at once: each answer (a score and a reason per page) is short
 # What of a page a score reads: its opening (what the page is mainly about) and then its

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from research.core.config import DOCUMENTS, ResearchConfig
 from research.core.errors import ConfigError, ProviderError
 from research.documents.passages import cited_title
-from research.fetch import FetchedPage
 from research.search.base import SearchProvider, SearchResult
+from research.untrusted.fetch import FetchedPage
 from storage import Store
 from storage import documents as docstore
 

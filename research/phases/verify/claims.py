@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from research.checks import CITATION, cited_numbers, claim_sentences, data_rows, factual_row, has_figure
-from research.excerpts import excerpt as passages
-from research.excerpts import words
+from research.untrusted.excerpts import excerpt as passages
+from research.untrusted.excerpts import words
 
 PASSAGE_CHARS = 500           # excerpt of each cited source shown with a claim: its passages
                               # nearest the claim (the deciding one is one or two sentences)

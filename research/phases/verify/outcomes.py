@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 
 from research.core.context import RunContext
 from research.core.records import Source
-from research.excerpts import without_title
 from research.phases.verify.apply import decide
 from research.phases.verify.claims import (
     CRITICAL_KINDS,
@@ -35,6 +34,7 @@ from research.phases.verify.judge import (
     combine,
     guard,
 )
+from research.untrusted.excerpts import without_title
 
 ClaimKey = tuple[str, str, str, str | None, tuple[str, ...], bool]
 

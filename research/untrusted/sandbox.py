@@ -51,14 +51,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-_ROOT = Path(__file__).resolve().parents[1]
+_ROOT = Path(__file__).resolve().parents[2]
 _STARTER_CODE = """
 import sys, types
 package = types.ModuleType("research")
 package.__path__ = [sys.argv[1] + "/research"]
 sys.modules["research"] = package
 sys.path.insert(0, sys.argv[1])
-from research.sandbox import starter_main
+from research.untrusted.sandbox import starter_main
 starter_main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]))
 """
 STARTER_IDLE_S = 300.0  # a starter with no work for this long exits (it holds ~70 MB)

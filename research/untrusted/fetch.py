@@ -1,7 +1,7 @@
 """Read one web page or PDF, safely, and turn it into plain text.
 
 The web is hostile input. Every fetch is bounded: http(s) only, web ports and public addresses
-only (checked for the first URL and every redirect target, see research.urls), at most
+only (checked for the first URL and every redirect target, see research.untrusted.urls), at most
 `max_redirects` redirects (followed by us, not by httpx), at most `max_bytes` of *decoded* body
 (bytes are counted as they arrive, so a lying Content-Length or a gzip bomb is cut off), and one
 wall-clock deadline per page. Only HTML, plain text and PDF are accepted, and a body that claims to be text
@@ -13,7 +13,7 @@ resolves and checks the host itself at connection time and connects to the check
 (TLS still verifies the certificate against the host name). The same backend bounds every socket
 connect, read and write by the page's deadline, so a silent server cannot hold a fetch past it.
 A PDF's text is extracted in a child process under a memory cap and within what is left of the
-same deadline (research.pdftext): a small file can inflate to megabytes of drawing commands.
+same deadline (research.untrusted.pdftext): a small file can inflate to megabytes of drawing commands.
 A transport passed in (tests use httpx.MockTransport) does not get these connection-time guards;
 the URL checks before each hop still apply. Known limits: DNS lookups themselves have no timeout
 (the C resolver's own applies), and HTML extraction (trafilatura) runs in this process after the
@@ -42,8 +42,8 @@ import httpx
 
 from research.core.errors import FetchError, FetchRefused, ResearchError, redact
 from research.core.prompts import strip_invisible
-from research.sandbox import ChildFailed, ChildLimits, run_child
-from research.urls import check_host, check_port, check_url
+from research.untrusted.sandbox import ChildFailed, ChildLimits, run_child
+from research.untrusted.urls import check_host, check_port, check_url
 
 Resolver = Callable[[str], list[str]]
 
@@ -69,9 +69,9 @@ class FetchLimits:
     max_redirects: int = 3
     max_text_chars: int = 60_000      # extracted text kept
     max_pdf_pages: int = 50
-    pdf_memory_mb: int = 384          # the child process that reads a PDF (research.pdftext)
+    pdf_memory_mb: int = 384          # the child process that reads a PDF (research.untrusted.pdftext)
     allow_private_hosts: bool = False  # loopback/private/link-local; metadata never
-    allowed_ports: tuple[int, ...] = ()  # besides 80, 443, 8080, 8443 (research.urls.WEB_PORTS)
+    allowed_ports: tuple[int, ...] = ()  # besides 80, 443, 8080, 8443 (research.untrusted.urls.WEB_PORTS)
 
 
 @dataclass(frozen=True)
@@ -356,11 +356,11 @@ def _iso_date(value: Any) -> str | None:
 
 def _pdf_to_text(body: bytes, limits: FetchLimits,
                  deadline: float) -> tuple[str | None, str, str | None]:
-    """Extract in a child process (research.pdftext) under a memory cap, within what is left
+    """Extract in a child process (research.untrusted.pdftext) under a memory cap, within what is left
     of the page's deadline."""
     child = ChildLimits(deadline - time.monotonic(), limits.pdf_memory_mb)
     try:
-        result = run_child("research.pdftext:extract", body, child,
+        result = run_child("research.untrusted.pdftext:extract", body, child,
                            args=(str(limits.max_pdf_pages), str(limits.max_text_chars)))
     except ChildFailed as exc:
         if exc.reason == "timeout":

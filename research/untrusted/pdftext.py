@@ -1,4 +1,4 @@
-"""Text out of a fetched PDF, run in a child process by research.fetch (see research.sandbox).
+"""Text out of a fetched PDF, run in a child process by research.untrusted.fetch (see research.untrusted.sandbox).
 
 A PDF is small on the wire and can be huge inside: a 16 KB file whose content stream inflates
 to 5 MB of text-drawing commands kept pypdf busy for 16 s and 409 MB in the research process.
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pypdf
 
 if TYPE_CHECKING:  # the child loads this module alone: nothing of research at run time
-    from research.sandbox import ChildAnswer
+    from research.untrusted.sandbox import ChildAnswer
 
 
 def extract(payload: bytes, max_pages: str, max_chars: str) -> ChildAnswer:
