@@ -107,7 +107,7 @@ def status_label(status: str) -> str:
 
 
 def run_warnings(run: Run) -> list[str]:
-    """The stored warnings of a completed run (see research.outcome)."""
+    """The stored warnings of a completed run (see research.report.outcome)."""
     return list(run.warnings) if run.status == "completed" else []
 
 

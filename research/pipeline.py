@@ -55,7 +55,6 @@ from research.llm.base import LLM, RoleLLM, UsageMeter
 from research.llm.pacing import Wait
 from research.llm.pricing import PriceTable
 from research.llm.waits import RunWaits
-from research.outcome import completion_warnings, nothing_gathered
 from research.phases import (
     clarify,
     deliver,
@@ -68,6 +67,7 @@ from research.phases import (
     verify,
     write,
 )
+from research.report.outcome import completion_warnings, nothing_gathered
 from research.search import build_search_providers
 from research.search.base import SearchProvider
 from research.search.documents import bind_store

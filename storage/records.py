@@ -120,7 +120,7 @@ class Review:
     model_approved: bool
     issues: tuple[ReviewIssue, ...] = ()
     strengths: tuple[str, ...] = ()
-    checks: JsonObject | None = None  # the deterministic checks (`research.checks`)
+    checks: JsonObject | None = None  # the deterministic checks (`research.report.checks`)
     created_at: str = ""
 
 

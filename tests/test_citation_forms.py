@@ -20,9 +20,9 @@ from types import ModuleType
 
 import pytest
 
-from research.citations import normalise
 from research.core.records import Source
 from research.export.document import build_document
+from research.report.citations import normalise
 from research.untrusted.urls import canonical_url
 
 SOURCES = {

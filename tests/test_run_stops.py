@@ -133,8 +133,8 @@ def test_a_completed_run_with_warnings_says_so_in_store_library_and_cli(
 def test_incomplete_verification_or_no_verified_citation_is_a_warning(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from research import outcome
     from research.core.context import Losses
+    from research.report import outcome
 
     class Ctx:
         run_id = "r1"

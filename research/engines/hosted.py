@@ -30,8 +30,6 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar
 
-from research.checks import word_count
-from research.citations import normalise
 from research.core.config import Credentials, ResearchConfig
 from research.core.context import RunContext
 from research.core.errors import (
@@ -52,6 +50,8 @@ from research.export.document import CITATION_RE, map_prose
 from research.llm.base import Usage
 from research.llm.pricing import PriceTable
 from research.phases.research import source_id
+from research.report.checks import word_count
+from research.report.citations import normalise
 from research.untrusted.credibility import assess
 from research.untrusted.fetch import FetchedPage
 from research.untrusted.urls import canonical_url, domain_of

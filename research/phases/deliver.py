@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from research.checks import cited_numbers, word_count
 from research.core import counts
 from research.core.context import RunContext
 from research.core.errors import ResearchError
@@ -25,6 +24,7 @@ from research.llm.base import Message
 from research.phases import verify
 from research.phases.review import UNCITED_NOTE, current_checks, writer_cited_nothing
 from research.phases.write import is_english
+from research.report.checks import cited_numbers, word_count
 
 
 def run_record(ctx: RunContext) -> str:

@@ -14,7 +14,6 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from research.checks import DraftChecks, cited_numbers, claim_sentences, problems, run_checks
 from research.core.agents import Role
 from research.core.context import RunContext
 from research.core.events import IssueCounts, ReviewCycle
@@ -25,6 +24,7 @@ from research.llm.base import Message
 from research.phases import write
 from research.phases.verify.early import EarlyCheck
 from research.phases.write_sections import CITED, assemble
+from research.report.checks import DraftChecks, cited_numbers, claim_sentences, problems, run_checks
 from storage.rows import review_issue
 
 REVIEWER_ROLE = (

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 
-from research.checks import MIN_CITED_SHARE, run_checks, word_count
 from research.core.agents import Agent
 from research.core.context import RunContext
 from research.core.prompts import clean_untrusted, system
@@ -34,6 +33,7 @@ from research.phases.write_sections import (
     sections,
     shorten_parts,
 )
+from research.report.checks import MIN_CITED_SHARE, run_checks, word_count
 
 
 class SectionJob:

@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from research.checks import word_count
-from research.citations import normalise
 from research.core.agents import Agent, Role
 from research.core.context import RunContext
 from research.core.events import DraftCompleted, DraftStarted
@@ -25,6 +23,8 @@ from research.core.records import (
     Source,
 )
 from research.llm.base import Message
+from research.report.checks import word_count
+from research.report.citations import normalise
 
 WRITER_ROLE = (
     "You are the writer of a research team. You write clear, well-structured research "

@@ -22,14 +22,14 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
-from research.checks import word_count
-from research.citations import normalise
 from research.core.agents import Agent
 from research.core.context import RunContext
 from research.core.errors import contained
 from research.core.prompts import clean_untrusted, numbered_sources, system
 from research.core.records import Finding, Source, Subtopic
 from research.llm.base import Message
+from research.report.checks import word_count
+from research.report.citations import normalise
 
 CITED = re.compile(r"\[(\d{1,4})\]")
 FRAME = "frame"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from research.checks import CITATION
+from research.report.checks import CITATION
 
 _STOP = frozenset(
     "the a an and or of to in on for by with from at as is are was were be been this that these "

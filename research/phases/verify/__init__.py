@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from research.checks import word_count
 from research.core.context import RunContext
 from research.core.errors import ResearchError
 from research.core.events import DraftCompleted
@@ -57,6 +56,7 @@ from research.phases.verify.early import EarlyCheck, reuse, split
 from research.phases.verify.judge import accept_rewrite, combine, guard, quote_found
 from research.phases.verify.outcomes import attach_excerpts, judge_claims
 from research.phases.verify.verdict_summary import STEP_KEY, VerifySummary, summarise, summary
+from research.report.checks import word_count
 
 __all__ = [
     "EarlyCheck", "INSUFFICIENT", "MARKS", "NOTE_PREFIXES", "NOT_FULLY_SUPPORTED", "NOT_VERIFIED", "QUALIFIED",

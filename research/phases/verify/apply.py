@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from research.checks import CITATION, has_figure
 from research.core.records import Source
 from research.export.document import CITATION_RE, expand_citation, map_prose, strip_foreign_links
 from research.phases.verify.claims import _FENCE, _HEADING, _LIST_MARK, Outcome, _kind_of, _section_kinds
 from research.phases.verify.judge import _normal
+from research.report.checks import CITATION, has_figure
 
 QUALIFIED = "(qualified after verification)"
 SINGLE_SOURCE = "(single source)"

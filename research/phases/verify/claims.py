@@ -12,7 +12,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from research.checks import CITATION, cited_numbers, claim_sentences, data_rows, factual_row, has_figure
+from research.report.checks import (
+    CITATION,
+    cited_numbers,
+    claim_sentences,
+    data_rows,
+    factual_row,
+    has_figure,
+)
 from research.untrusted.excerpts import excerpt as passages
 from research.untrusted.excerpts import words
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from research.checks import CITATION, cited_numbers
 from research.core.agents import Agent, Role
 from research.core.context import RunContext
 from research.core.errors import ProviderError, SchemaError
@@ -25,6 +24,7 @@ from research.core.prompts import clean_untrusted, new_nonce, system, untrusted_
 from research.core.records import Source
 from research.llm.base import Message
 from research.phases.verify.claims import Claim, Outcome, PassVerdict
+from research.report.checks import CITATION, cited_numbers
 
 # A batch's answer is written at the model's speed (a verdict with its quoted passage is about
 # 100 tokens), so small batches all at once finish sooner than big ones: 4 claims answer in

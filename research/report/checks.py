@@ -134,7 +134,7 @@ def run_checks(
     removed_citations: int = 0,
 ) -> DraftChecks:
     """`removed_citations`: citations the normaliser removed from this draft because they
-    pointed at nothing gathered (research/citations.py); they count as unresolved."""
+    pointed at nothing gathered (research/report/citations.py); they count as unresolved."""
     numbers = cited_numbers(text)
     unresolved = sorted({n for n in numbers if numbering.get(n) not in sources})
     cited_ids = list(dict.fromkeys(numbering[n] for n in numbers if numbering.get(n) in sources))

@@ -4,7 +4,7 @@ Models cite in many ways whatever the prompt says: `[1][2]` glued after the full
 footnotes `[^1]` with `[^1]: url` definitions, `[[7]](url)` and `([Title](url))` links, bare URLs,
 `(Source 3)`, `【3†source】`, `<sup>3</sup>`, `^3^`, numbers glued after a sentence (`growth.12`),
 author-year `(Smith et al., 2020)`, `(Source: Title)`, and their own reference lists whose numbers
-are not ours (read and removed by research/reference_lists.py). This module turns all of them
+are not ours (read and removed by research/report/reference_lists.py). This module turns all of them
 into the house form before any check, so the checks, the verifier and the exports see one form.
 
 Anything that points at nothing gathered in this run is removed and counted (a link keeps its
@@ -21,7 +21,7 @@ from typing import Any
 
 from research.core.records import Source
 from research.export.document import map_prose
-from research.reference_lists import TRAILING, URL, Gathered, OwnReferences, read_references, title_key
+from research.report.reference_lists import TRAILING, URL, Gathered, OwnReferences, read_references, title_key
 
 
 @dataclass
