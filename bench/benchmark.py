@@ -601,7 +601,7 @@ def _engine_child(env: dict[str, str], db_path: str, out: Any) -> None:
         config = build_config(env=env)
         # As the CLI and the New research page do before they create a run: it builds every
         # role's model and the search providers (so their SDKs are imported, once per process).
-        from research.phases.preflight import check_configuration
+        from research.phases.start.preflight import check_configuration
 
         checked = time.perf_counter()
         check_configuration(config, credentials)

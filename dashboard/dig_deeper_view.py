@@ -14,7 +14,7 @@ from dashboard.jobs import JobManager
 from research import ResearchConfig
 from research.core.errors import ConfigError
 from research.core.records import Run
-from research.phases.preflight import check_configuration
+from research.phases.start.preflight import check_configuration
 from research.related import dig_deeper_question, report_sections
 
 

@@ -52,7 +52,7 @@ ENGINE_HELP = {
     "all": "Runs the built-in team and every hosted engine at once, so you can compare their "
            "reports side by side (costs add up).",
 }
-# Which credential each hosted engine needs (research/phases/preflight.py checks the same).
+# Which credential each hosted engine needs (research/phases/start/preflight.py checks the same).
 ENGINE_NEEDS = {"openai-deep-research": ("openai",), "gemini-deep-research": ("gemini",),
                 "all": ("openai", "gemini")}
 

@@ -86,7 +86,7 @@ class JobManager:
         returns its id at once.
 
         With `parent_run_id` the run builds on that earlier run of the same person: it starts
-        with the parent's sources (research/phases/inherit.py). Raises ConfigError (plain
+        with the parent's sources (research/phases/start/inherit.py). Raises ConfigError (plain
         words) for an invalid question or an unknown parent; nothing is stored then.
         """
         store = self._store(credentials)

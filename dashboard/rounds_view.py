@@ -63,7 +63,7 @@ def triage_frame(result: Mapping[str, Any], plan: Sequence[Subtopic] | None,
     lookups = lookups or {}
     round_no = int(result.get("round") or 0)
     rows = []
-    for i, d in enumerate(result.get("decisions") or [], start=1):  # as research/phases/rounds.py
+    for i, d in enumerate(result.get("decisions") or [], start=1):  # as research/phases/decide/rounds.py
         action = str(d.get("action") or "")
         searches: int | None = None
         outcome = ""

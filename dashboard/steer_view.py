@@ -1,5 +1,5 @@
 """The Run page's "what should we explore next?" panel, for a run waiting between rounds
-(research.phases.steer): tick the lead's proposals, add branches of your own, or say enough."""
+(research.phases.decide.steer): tick the lead's proposals, add branches of your own, or say enough."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from research.core.constants import CONSTANTS, MAX_QUESTION_CHARS, PRESET_LABELS
 from research.core.errors import ConfigError
 from research.estimate import account_pace, describe_duration, estimate
 from research.export.method import plain_name
-from research.phases.preflight import check_configuration
+from research.phases.start.preflight import check_configuration
 from research.related import similar_runs
 from research.search.documents import check_scope
 from storage import documents as docstore

@@ -34,7 +34,7 @@ from research.documents.choice import with_sources
 from research.estimate import account_pace, estimate, estimate_line
 from research.export.formats import FORMATS, export_run
 from research.llm.pricing import PriceTable
-from research.phases.preflight import check_configuration
+from research.phases.start.preflight import check_configuration
 from research.pipeline import create_run, execute
 from research.related import dig_deeper_question, report_sections
 from research.search.documents import check_scope

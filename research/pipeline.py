@@ -55,18 +55,11 @@ from research.llm.base import LLM, RoleLLM, UsageMeter
 from research.llm.pacing import Wait
 from research.llm.pricing import PriceTable
 from research.llm.waits import RunWaits
-from research.phases import (
-    clarify,
-    deliver,
-    inherit,
-    plan,
-    preflight,
-    research,
-    review,
-    rounds,
-    verify,
-    write,
-)
+from research.phases import verify
+from research.phases.decide import rounds
+from research.phases.gather import research
+from research.phases.start import clarify, inherit, plan, preflight
+from research.phases.writing import deliver, review, write
 from research.report.outcome import completion_warnings, nothing_gathered
 from research.search import build_search_providers
 from research.search.base import SearchProvider

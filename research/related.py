@@ -67,7 +67,7 @@ def section_title(section: str) -> str:
 def dig_deeper_question(parent_question: str, section: str) -> str:
     """The question of a follow-up run that goes deeper into one section of a report: the
     person's own words plus the cleaned section title. The section's text is never part of
-    it; the planner sees that text as untrusted data (research/phases/plan.py)."""
+    it; the planner sees that text as untrusted data (research/phases/start/plan.py)."""
     return f"{parent_question.strip()} (dig deeper into: {section_title(section)})"[:2000]
 
 

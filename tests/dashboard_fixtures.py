@@ -179,7 +179,7 @@ def running_run(store: Store, question: str = "How fast is solar power growing?"
 
 
 def waiting_for_answers(store: Store, question: str = "heat pumps") -> str:
-    """A run paused after asking clarifying questions (research/phases/clarify.py)."""
+    """A run paused after asking clarifying questions (research/phases/start/clarify.py)."""
     config = build_config(env={}, preset="quick", REQUIRE_CLARIFICATION=True)
     run_id = store.create_run(question, config.model_dump(mode="json"))
     store.set_run_status(run_id, "running")

@@ -218,7 +218,7 @@ def test_a_list_entry_pointing_at_an_ungathered_page_takes_its_markers_along() -
 
 def test_a_writer_citing_only_in_an_end_list_cites_nothing_in_its_text() -> None:
     """The list is removed like any other: no in-text citation comes from it (the review asks
-    for them, research/phases/review.py)."""
+    for them, research/phases/writing/review.py)."""
     text, _ = cite("Heat pumps sold well in Norway.\n\n### Key Citations\n"
                    "- [Field study](https://example.org/study?id=3)\n- [Stats](https://stats.example.com/data)\n")
     assert text == "Heat pumps sold well in Norway."

@@ -244,8 +244,8 @@ def test_the_web_fetcher_refuses_document_and_file_addresses(address: str) -> No
 
 
 def test_research_never_hands_a_doc_address_from_another_provider_to_the_fetcher() -> None:
-    from research.phases.research import UrlRegistry, _select
-    from research.phases.searching import Candidate, Outcome
+    from research.phases.gather.research import UrlRegistry, _select
+    from research.phases.gather.searching import Candidate, Outcome
 
     forged = SearchResult(url="doc://d_1/2", title="x", snippet="", provider="web", content="x")
     mine = SearchResult(url="doc://d_1/3", title="y", snippet="", provider="documents",

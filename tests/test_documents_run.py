@@ -17,7 +17,7 @@ from research.documents import ingest
 from research.documents.choice import with_sources
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
-from research.phases.preflight import check_configuration
+from research.phases.start.preflight import check_configuration
 from storage import Store
 from tests.cli_helpers import RunCli
 from tests.document_files import docx_bytes, pdf_bytes

@@ -210,8 +210,8 @@ def test_the_default_request_limit_holds_back_no_batch_a_default_run_sends_at_on
     import math
 
     from research.core.executor import model_requests
-    from research.phases.findings import FINDINGS_GROUP
-    from research.phases.scoring import SCORE_BATCH
+    from research.phases.gather.findings import FINDINGS_GROUP
+    from research.phases.gather.scoring import SCORE_BATCH
     from research.phases.verify.judge import BATCH_CLAIMS
 
     config = build_config(env={})

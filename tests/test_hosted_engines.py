@@ -38,7 +38,7 @@ from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.llm import build_llm
 from research.llm.base import RoleLLM, UsageMeter
-from research.phases import deliver
+from research.phases.writing import deliver
 from research.pipeline import create_run
 from research.search import build_search_providers
 from research.untrusted.fetch import Fetcher, FetchLimits

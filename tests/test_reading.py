@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from bench.latency import Call, Latency, unit_chain
-from research.phases.searching import opposing_query
+from research.phases.gather.searching import opposing_query
 from tests.runs import Runner
 from tests.standin import StandinServer
 from tests.standin.server import _task_of

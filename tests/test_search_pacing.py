@@ -17,7 +17,7 @@ import pytest
 
 from research import Credentials, build_config, run_research
 from research.core.errors import RateLimited
-from research.phases import searching
+from research.phases.gather import searching
 from research.search import build_search_providers, pacing
 from research.search.arxiv import ArxivSearch
 from research.search.semanticscholar import SemanticScholarSearch

@@ -22,9 +22,9 @@ from research.core.events import fan_out
 from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.pacing import Pacer, Ticket
 from research.llm.waits import RunWaits
-from research.phases import searching
-from research.phases.reading import Reading
-from research.phases.searching import Candidate, Outcome
+from research.phases.gather import searching
+from research.phases.gather.reading import Reading
+from research.phases.gather.searching import Candidate, Outcome
 from research.pipeline import create_run
 from research.search.base import SearchResult
 from research.search.documents import DOCUMENTS, SCHEME

@@ -39,7 +39,7 @@ SPAWN_TIMEOUT_S = 120.0  # the first request waits for the imports, on a busy tw
 # against the stand-in), and what it loads once per process (`module:function`: the HTML
 # extractor's list of web suffixes, the CA bundle).
 PRELOAD = (
-    "research.cli", "research.llm.openai_llm", "research.phases.sections_job",
+    "research.cli", "research.llm.openai_llm", "research.phases.writing.sections_job",
     "research.search.arxiv", "research.search.semanticscholar", "research.search.tavily",
     "alembic.command", "alembic.config", "openai.resources.chat", "openai.types.chat", "jiter",
     "tiktoken", "requests",

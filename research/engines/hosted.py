@@ -49,7 +49,7 @@ from research.engines.base import RUNNING, Citation, HostedClient, RemoteJob
 from research.export.document import CITATION_RE, map_prose
 from research.llm.base import Usage
 from research.llm.pricing import PriceTable
-from research.phases.research import source_id
+from research.phases.gather.research import source_id
 from research.report.checks import word_count
 from research.report.citations import normalise
 from research.untrusted.credibility import assess

@@ -345,7 +345,7 @@ class RoleLLM:
 
     def quiet(self) -> RoleLLM:
         """This model for a call made ahead of time, whose failure only means it is asked for
-        again in its own step (see research.phases.plan.Ahead): one attempt, and nothing said
+        again in its own step (see research.phases.start.plan.Ahead): one attempt, and nothing said
         about it (no retry events, no outage recorded), as the step that needs it has not
         started and may never. Its tokens are counted like any other call's."""
         twin = copy.copy(self)

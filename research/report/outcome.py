@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from research.core.context import RunContext
 from research.phases import verify
-from research.phases.review import UNCITED_WARNING
+from research.phases.writing.review import UNCITED_WARNING
 
 
 def completion_warnings(ctx: RunContext) -> list[str]:

@@ -21,9 +21,9 @@ from research.core.prompts import clean_untrusted, numbered_sources, system
 from research.core.records import Draft, JsonObject, ResearchResult
 from research.core.records import ReviewIssue as StoredIssue
 from research.llm.base import Message
-from research.phases import write
 from research.phases.verify.early import EarlyCheck
-from research.phases.write_sections import CITED, assemble
+from research.phases.writing import write
+from research.phases.writing.write_sections import CITED, assemble
 from research.report.checks import DraftChecks, cited_numbers, claim_sentences, problems, run_checks
 from storage.rows import review_issue
 

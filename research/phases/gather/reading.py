@@ -26,8 +26,8 @@ from research.core.context import RunContext
 from research.core.errors import BudgetStop, FetchError, ProviderTimeout
 from research.core.events import SourceSkipped
 from research.core.records import SkippedPage, Source, Subtopic
-from research.phases import scoring
-from research.phases.searching import WORKER_ROLE, Candidate, Outcome
+from research.phases.gather import scoring
+from research.phases.gather.searching import WORKER_ROLE, Candidate, Outcome
 from research.search.documents import is_document_result, page_of
 from research.untrusted.fetch import FetchedPage
 

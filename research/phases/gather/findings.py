@@ -14,7 +14,7 @@ of each source nearest the subtopic, a line per source in one block).
 Prompts put what every call of the unit shares first (the rules, the question, the
 subtopic) and the sources last, so that a provider's prompt caching can reuse the start.
 A call that still fails after its own retries fails the unit, as one findings call did;
-the unit is then retried as a whole (research.phases.research).
+the unit is then retried as a whole (research.phases.gather.research).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from research.core.errors import ContextTooLong
 from research.core.prompts import clean_untrusted, new_nonce, system, untrusted_block
 from research.core.records import Finding, FindingKind, Source, Subtopic
 from research.llm.base import Message
-from research.phases.searching import WORKER_ROLE
+from research.phases.gather.searching import WORKER_ROLE
 from research.untrusted.excerpts import excerpt, without_title
 
 # Page text for the whole unit, shared out among its sources: of a longer page, its opening and

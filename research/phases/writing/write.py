@@ -145,7 +145,7 @@ def context_text(
 def draft(ctx: RunContext, found: ResearchResult) -> Draft:
     """Write draft version 1, section by section at the same time (skipped when stored).
     Over budget, the write-up is one whole-report call: the fewest tokens past the cap."""
-    from research.phases.sections_job import SectionJob  # it builds on this module
+    from research.phases.writing.sections_job import SectionJob  # it builds on this module
 
     def make() -> JsonObject:
         writer = ctx.lead.delegate(Role.WRITER)
@@ -199,7 +199,7 @@ def revise(
     `on_final(draft, numbering, unflagged parts)` is told, before the rewriting starts, which
     parts this revision leaves as they are (the last cycle's: they are final).
     A draft written whole (an older run) is revised whole."""
-    from research.phases.sections_job import SectionJob, route  # they build on this module
+    from research.phases.writing.sections_job import SectionJob, route  # they build on this module
 
     def make() -> JsonObject:
         writer = ctx.lead.delegate(Role.WRITER)

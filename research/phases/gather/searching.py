@@ -49,7 +49,7 @@ from research.core.prompts import clean_untrusted, system
 from research.core.records import Finding, Query, SkippedPage, Source, Subtopic
 from research.core.retry import RetryPolicy, call_with_retries
 from research.llm.base import Message, is_outage, run_with_deadline
-from research.phases import learnings
+from research.phases.gather import learnings
 from research.search import pacing
 from research.search.base import SearchProvider, SearchResult
 

@@ -15,8 +15,8 @@ from research.core.context import RunContext
 from research.core.prompts import clean_untrusted, system
 from research.core.records import ResearchResult, ReviewIssue, Source
 from research.llm.base import Message
-from research.phases.write import WRITER_ROLE, missing_text, save
-from research.phases.write_sections import (
+from research.phases.writing.write import WRITER_ROLE, missing_text, save
+from research.phases.writing.write_sections import (
     FRAME,
     KEY_FINDINGS,
     REVISE_SECTION,

@@ -25,7 +25,8 @@ from research.core.events import RoundCompleted
 from research.core.prompts import clean_untrusted, system
 from research.core.records import JsonObject, ResearchResult, Subtopic
 from research.llm.base import Message
-from research.phases import goal, research, steer
+from research.phases.decide import goal, steer
+from research.phases.gather import research
 
 MAX_QUESTIONS = 12
 LOOKUP_SOURCES = 5  # a quick lookup keeps at most this many sources

@@ -41,10 +41,10 @@ from research.core.records import (
     Source,
     Subtopic,
 )
-from research.phases import findings, learnings, scoring, searching
-from research.phases.plan import PlanResult
-from research.phases.reading import Reading
-from research.phases.searching import Candidate, Outcome
+from research.phases.gather import findings, learnings, scoring, searching
+from research.phases.gather.reading import Reading
+from research.phases.gather.searching import Candidate, Outcome
+from research.phases.start.plan import PlanResult
 from research.search.documents import is_document_result
 from research.untrusted.credibility import assess
 from research.untrusted.fetch import FetchedPage
