@@ -23,7 +23,7 @@ from research.export.method import METHOD_TITLE, method_lines, reading_time_line
 from research.llm.base import Message
 from research.phases import verify
 from research.phases.writing.review import UNCITED_NOTE, current_checks, writer_cited_nothing
-from research.phases.writing.write import is_english
+from research.phases.writing.writer import is_english
 from research.report.checks import cited_numbers, word_count
 
 

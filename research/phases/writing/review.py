@@ -22,7 +22,7 @@ from research.core.records import Draft, JsonObject, ResearchResult
 from research.core.records import ReviewIssue as StoredIssue
 from research.llm.base import Message
 from research.phases.verify.early import EarlyCheck
-from research.phases.writing import write
+from research.phases.writing import write, writer
 from research.phases.writing.write_sections import CITED, assemble
 from research.report.checks import DraftChecks, cited_numbers, claim_sentences, problems, run_checks
 from storage.rows import review_issue
@@ -115,7 +115,7 @@ def current_checks(ctx: RunContext) -> tuple[Draft, DraftChecks]:
     """The latest draft and its deterministic checks."""
     current = write.latest(ctx)
     sources = {s.id: s for s in ctx.store.get_sources(ctx.run_id, with_text=False)}
-    written = ((ctx.stored_result(write.draft_step(current.version)) or {})
+    written = ((ctx.stored_result(writer.draft_step(current.version)) or {})
                if current.kind in ("draft", "revision") else {})
     checks = run_checks(
         current.text, current.numbering, sources,
@@ -229,7 +229,7 @@ def reread(ctx: RunContext, current: Draft, cycle: int) -> tuple[str, str]:
     with the last review's issues (issue 31: the reviewer read them whole a cycle ago); the
     whole draft otherwise (the first review, a draft revised whole, an older run)."""
     last = ctx.stored_result(f"review:{cycle - 1}") if cycle > 1 else None
-    written = (ctx.stored_result(write.draft_step(current.version)) or {}
+    written = (ctx.stored_result(writer.draft_step(current.version)) or {}
                if current.kind == "revision" else {})
     texts, order, revised = written.get("sections"), written.get("order"), written.get("revised")
     if not (last and isinstance(texts, dict) and isinstance(order, list)

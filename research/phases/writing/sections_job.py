@@ -15,7 +15,6 @@ from research.core.context import RunContext
 from research.core.prompts import clean_untrusted, system
 from research.core.records import ResearchResult, ReviewIssue, Source
 from research.llm.base import Message
-from research.phases.writing.write import WRITER_ROLE, missing_text, save
 from research.phases.writing.write_sections import (
     FRAME,
     KEY_FINDINGS,
@@ -33,6 +32,7 @@ from research.phases.writing.write_sections import (
     sections,
     shorten_parts,
 )
+from research.phases.writing.writer import WRITER_ROLE, missing_text, save
 from research.report.checks import MIN_CITED_SHARE, run_checks, word_count
 
 

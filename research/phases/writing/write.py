@@ -11,11 +11,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from research.core.agents import Agent, Role
 from research.core.context import RunContext
-from research.core.events import DraftCompleted, DraftStarted
+from research.core.events import DraftStarted
 from research.core.prompts import clean_untrusted, numbered_sources, system
 from research.core.records import (
     Draft,
-    FailedSubtopic,
     Finding,
     JsonObject,
     ResearchResult,
@@ -23,14 +22,18 @@ from research.core.records import (
     Source,
 )
 from research.llm.base import Message
+from research.phases.writing.sections_job import SectionJob, route
+from research.phases.writing.writer import (
+    LANGUAGE_RULE,
+    SHORTEN_PROMPT,
+    WRITER_ROLE,
+    draft_step,
+    is_english,
+    missing_text,
+    save,
+)
 from research.report.checks import word_count
 from research.report.citations import normalise
-
-WRITER_ROLE = (
-    "You are the writer of a research team. You write clear, well-structured research "
-    "reports in Markdown for non-specialist readers, using only the findings and sources "
-    "you are given."
-)
 
 STRUCTURE = """Structure (Markdown, these headings in this order):
 # <a clear title>
@@ -53,11 +56,6 @@ Rules:
 - Prefer recent sources; say when a figure is old. Prefer stronger kinds of source (peer-reviewed paper, government, reference) over blogs and forums; say when a claim rests only on weak ones.
 - Do not write a Sources or References section: it is added automatically.
 - At most {max_words} words."""
-
-LANGUAGE_RULE = """
-Write the entire report in {language}: every heading (translate the section names above),
-every sentence and the table. The sources may be in any language; keep their titles as
-they are."""
 
 DRAFT_PROMPT = """Write the research report answering this question:
 <question>{question}</question>
@@ -91,23 +89,12 @@ CURRENT REPORT:
 
 Reply with the full revised report only."""
 
-SHORTEN_PROMPT = """The report below has {words} words; the limit is {max_words}. Shorten it
-to fit, keeping its language, the structure, the key numbers and every citation of what
-stays.
-
-{draft}"""
-
-
 def structure(ctx: RunContext) -> str:
     """The report structure and rules, in the report's language."""
     text = STRUCTURE.format(max_words=ctx.config.report_max_words)
     if not is_english(ctx.config.report_language):
         text += LANGUAGE_RULE.format(language=ctx.config.report_language)
     return text
-
-
-def is_english(language: str) -> bool:
-    return language.strip().lower() in ("english", "en", "en-us", "en-gb")
 
 
 MAX_FINDINGS = 300  # keeps the writer's prompt within any model's context window
@@ -145,7 +132,6 @@ def context_text(
 def draft(ctx: RunContext, found: ResearchResult) -> Draft:
     """Write draft version 1, section by section at the same time (skipped when stored).
     Over budget, the write-up is one whole-report call: the fewest tokens past the cap."""
-    from research.phases.writing.sections_job import SectionJob  # it builds on this module
 
     def make() -> JsonObject:
         writer = ctx.lead.delegate(Role.WRITER)
@@ -199,7 +185,6 @@ def revise(
     `on_final(draft, numbering, unflagged parts)` is told, before the rewriting starts, which
     parts this revision leaves as they are (the last cycle's: they are final).
     A draft written whole (an older run) is revised whole."""
-    from research.phases.writing.sections_job import SectionJob, route  # they build on this module
 
     def make() -> JsonObject:
         writer = ctx.lead.delegate(Role.WRITER)
@@ -276,31 +261,3 @@ def fit_length(ctx: RunContext, writer: Agent, text: str) -> str:
         Message("user", SHORTEN_PROMPT.format(words=words, max_words=limit, draft=text)),
     ]
     return writer.llm.text(messages, deadline=ctx.step_deadline())
-
-
-def save(ctx: RunContext, version: int, kind: str, text: str, numbers: dict[str, int],
-         counts: dict[str, int] | None = None) -> None:
-    ctx.store.save_draft(
-        ctx.run_id, version, kind, text, {n: sid for sid, n in numbers.items()}, word_count(text)
-    )
-    removed = (counts or {}).get("citations_removed", 0)
-    note = (f"; {removed} citation(s) or link(s) pointing at nothing gathered in this run removed"
-            if removed else "")
-    ctx.emit(DraftCompleted(
-        ctx.run_id, f"Draft {version} written ({word_count(text)} words{note})",
-        step=draft_step(version), version=version, words=word_count(text),
-        citations_converted=(counts or {}).get("citations_converted", 0), citations_removed=removed,
-    ))
-
-
-def missing_text(failed: Sequence[FailedSubtopic]) -> str:
-    if not failed:
-        return ""
-    listed = "\n".join(f"- {s.title}: {s.error}" for s in failed)
-    return ("\nSUBTOPICS THAT COULD NOT BE RESEARCHED (say so in 'Open questions and "
-            f"gaps'; do not fill them from memory):\n{listed}\n")
-
-
-def draft_step(version: int) -> str:
-    """The step that wrote a draft version (its result holds the citation counts)."""
-    return "write" if version == 1 else f"revise:{version - 1}"

@@ -28,6 +28,7 @@ from research.core.errors import contained
 from research.core.prompts import clean_untrusted, numbered_sources, system
 from research.core.records import Finding, Source, Subtopic
 from research.llm.base import Message
+from research.phases.writing.writer import LANGUAGE_RULE, SHORTEN_PROMPT, WRITER_ROLE, is_english
 from research.report.checks import word_count
 from research.report.citations import normalise
 
@@ -185,7 +186,6 @@ def prompt(ctx: RunContext, part: Section, outline: str, rules: str, numbers: Ma
            sources: Mapping[str, Source], missing: str, total_weight: float) -> str:
     """One part's prompt: the shared text first (the same for every part, so a provider's
     prompt cache can hold it), then what only this part needs."""
-    from research.phases.writing.write import LANGUAGE_RULE, is_english
 
     total = ctx.config.report_max_words
     listed = [sources[i] for i in dict.fromkeys(part.cited) if i in sources]
@@ -293,7 +293,6 @@ def shorten_parts(ctx: RunContext, writer: Agent, texts: dict[str, str],
     """When the whole runs over REPORT_MAX_WORDS, shorten (in parallel) only the parts over
     their share of it; the rest stays as written, and so does a part whose shortening failed
     (the run says it is longer than asked)."""
-    from research.phases.writing.write import SHORTEN_PROMPT, WRITER_ROLE
 
     limit = ctx.config.report_max_words
     if word_count("\n\n".join(texts.values())) <= limit:
