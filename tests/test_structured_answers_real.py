@@ -25,7 +25,9 @@ from research.phases.gather.searching import SearchQueries
 from research.phases.start.clarify import ClarifyingQuestions
 from research.phases.start.plan import ResearchPlan
 from research.phases.start.preflight import Ping
-from research.phases.verify.judge import ClaimRewrites, ClaimVerdicts, CriticVerdicts
+from research.phases.verify.critic import CriticVerdicts
+from research.phases.verify.judge import ClaimVerdicts
+from research.phases.verify.rewrite import ClaimRewrites
 from research.phases.writing.deliver import ReportLabels, Translations
 from research.phases.writing.review import ReviewResult
 from tests import real_outputs

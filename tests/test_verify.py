@@ -475,7 +475,8 @@ def test_the_summary_kept_as_the_step_result_reads_back_and_older_results_lack_l
 
 
 def test_verdicts_in_a_models_own_words_count_and_unknown_words_are_no_verdict() -> None:
-    from research.phases.verify.judge import ClaimVerdicts, CriticVerdicts
+    from research.phases.verify.critic import CriticVerdicts
+    from research.phases.verify.judge import ClaimVerdicts
 
     answer = ClaimVerdicts.model_validate({"verdicts": [
         {"claim_id": 3, "verdict": "partially_supported", "quote": None},

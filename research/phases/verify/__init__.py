@@ -53,8 +53,9 @@ from research.phases.verify.claims import (
     split_claims,
 )
 from research.phases.verify.early import EarlyCheck, reuse, split
-from research.phases.verify.judge import accept_rewrite, combine, guard, quote_found
+from research.phases.verify.judge import combine, guard, quote_found
 from research.phases.verify.outcomes import attach_excerpts, judge_claims
+from research.phases.verify.rewrite import accept_rewrite
 from research.phases.verify.verdict_summary import STEP_KEY, VerifySummary, summarise, summary
 from research.report.checks import word_count
 
