@@ -123,6 +123,22 @@ def untrusted_block(source_id: str, fields: Mapping[str, str | None], text: str,
     )
 
 
+def earlier_text(label: str, text: str) -> str:
+    """Model-written text going back into a prompt (a draft, a part of one, a review): cleaned as
+    the store cleans it and inside its own delimited block, as a page is (issue 40), so invisible
+    or direction characters a model wrote cannot carry instructions into the next call."""
+    return untrusted_block(label, {}, strip_control(text), new_nonce())
+
+
+_ECHOED_TAG = re.compile(r"^[ \t]*</?untrusted_source\b[^>\n]*>[ \t]*\n?", re.IGNORECASE | re.MULTILINE)
+
+
+def without_echoed_tags(text: str) -> str:
+    """A model's answer without lines that are only our block's tags (a writer asked to revise
+    the draft in a block sometimes copies the block's opening and closing lines)."""
+    return _ECHOED_TAG.sub("", text)
+
+
 def new_nonce() -> str:
     return secrets.token_hex(4)
 

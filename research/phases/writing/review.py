@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from research.core.agents import Role
 from research.core.context import RunContext
 from research.core.events import IssueCounts, ReviewCycle
-from research.core.prompts import clean_untrusted, numbered_sources, system
+from research.core.prompts import clean_untrusted, earlier_text, numbered_sources, system
 from research.core.records import Draft, JsonObject, ResearchResult
 from research.core.records import ReviewIssue as StoredIssue
 from research.llm.base import Message
@@ -187,7 +187,7 @@ def _review(ctx: RunContext, cycle: int, cycles: int,
         Message("user", REVIEW_PROMPT.format(
             cycle=cycle, cycles=cycles, question=clean_untrusted(ctx.brief), previous=previous,
             checks="\n".join(f"- {p}" for p in found),
-            sources=numbered_sources(listed, numbers), draft=shown,
+            sources=numbered_sources(listed, numbers), draft=earlier_text("report", shown),
         )),
     ]
     if reading is not None:

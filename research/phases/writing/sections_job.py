@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from research.core.agents import Agent
 from research.core.context import RunContext
-from research.core.prompts import clean_untrusted, system
+from research.core.prompts import clean_untrusted, earlier_text, system
 from research.core.records import ResearchResult, ReviewIssue, Source
 from research.llm.base import Message
 from research.phases.writing.write_sections import (
@@ -119,8 +119,9 @@ class SectionJob:
                                 + " ".join(line.lstrip("- ") for line in notes[KEY_FINDINGS]) + ")")
 
         def redo(part: Section) -> str:
-            extra = REVISE_SECTION.format(current=texts.get(part.key, ""),
-                                          feedback="\n".join(notes[part.key]))
+            extra = REVISE_SECTION.format(
+                current=earlier_text("current_part", texts.get(part.key, "")),
+                feedback=earlier_text("review_feedback", "\n".join(notes[part.key])))
             if part.key == FRAME:
                 return self._frame(texts, extra)
             return self.call(part, extra)

@@ -12,7 +12,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from research.core.agents import Agent, Role
 from research.core.context import RunContext
 from research.core.events import DraftStarted
-from research.core.prompts import clean_untrusted, numbered_sources, system
+from research.core.prompts import (
+    clean_untrusted,
+    earlier_text,
+    numbered_sources,
+    system,
+    without_echoed_tags,
+)
 from research.core.records import (
     Draft,
     Finding,
@@ -220,9 +226,9 @@ def _revise_whole(ctx: RunContext, writer: Agent, cycle: int, found: ResearchRes
     ctx.emit(DraftStarted(ctx.run_id, f"The writer is revising draft {current.version}",
                           step=f"revise:{cycle}", revising=current.version))
     prompt = REVISE_PROMPT.format(
-        question=clean_untrusted(ctx.brief), feedback=feedback,
+        question=clean_untrusted(ctx.brief), feedback=earlier_text("review_feedback", feedback),
         structure=structure(ctx), findings=findings, missing=missing, sources=listing,
-        draft=current.text,
+        draft=earlier_text("current_report", current.text),
     )
     messages = [system(WRITER_ROLE, ctx.today), Message("user", prompt)]
     text, counts = written(ctx, writer, writer.llm.text(messages, deadline=ctx.step_deadline()),
@@ -239,13 +245,13 @@ def written(ctx: RunContext, writer: Agent, text: str, numbers: dict[str, int],
     removed and counted. The shortened text is normalised again: the shortening is a new answer."""
     numbering = {n: sid for sid, n in numbers.items()}
     by_id = {s.id: s for s in sources}
-    first = normalise(text, numbering, by_id)
+    first = normalise(without_echoed_tags(text), numbering, by_id)
     try:
         shorter = fit_length(ctx, writer, first.text)
     except Exception as exc:  # noqa: BLE001 - costs the length, not the report (lose decides)
         ctx.lose("the report could not be shortened and is longer than asked", exc)
         shorter = first.text
-    final = normalise(shorter, numbering, by_id)
+    final = normalise(without_echoed_tags(shorter), numbering, by_id)
     return final.text, {"citations_converted": first.converted + final.converted,
                         "citations_removed": first.removed + final.removed}
 
@@ -258,6 +264,7 @@ def fit_length(ctx: RunContext, writer: Agent, text: str) -> str:
         return text
     messages = [
         system(WRITER_ROLE, ctx.today),
-        Message("user", SHORTEN_PROMPT.format(words=words, max_words=limit, draft=text)),
+        Message("user", SHORTEN_PROMPT.format(words=words, max_words=limit,
+                                              draft=earlier_text("report", text))),
     ]
     return writer.llm.text(messages, deadline=ctx.step_deadline())

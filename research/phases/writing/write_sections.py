@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from research.core.agents import Agent
 from research.core.context import RunContext
 from research.core.errors import contained
-from research.core.prompts import clean_untrusted, numbered_sources, system
+from research.core.prompts import (
+    clean_untrusted,
+    earlier_text,
+    numbered_sources,
+    system,
+    without_echoed_tags,
+)
 from research.core.records import Finding, Source, Subtopic
 from research.llm.base import Message
 from research.phases.writing.writer import LANGUAGE_RULE, SHORTEN_PROMPT, WRITER_ROLE, is_english
@@ -280,7 +286,7 @@ def clean_part(text: str, part: Section, numbers: Mapping[str, int],
     """A part's text with citations as [n] (citations.normalise): text, converted, removed.
     A part that came back without a heading gets the outline's."""
     numbering = {n: sid for sid, n in numbers.items()}
-    result = normalise(text, numbering, dict(sources))
+    result = normalise(without_echoed_tags(text), numbering, dict(sources))
     body = result.text.strip()
     if part.key != FRAME and part.headings and not body.lstrip().startswith("#"):
         body = f"{part.headings[0]}\n\n{body}"
@@ -305,7 +311,7 @@ def shorten_parts(ctx: RunContext, writer: Agent, texts: dict[str, str],
         text = texts[part.key]
         share = max(40, int(limit * weights.get(part.key, 1.0) / total))
         messages = [system(WRITER_ROLE, ctx.today), Message("user", SHORTEN_PROMPT.format(
-            words=word_count(text), max_words=share, draft=text))]
+            words=word_count(text), max_words=share, draft=earlier_text("part", text)))]
         return finish(part, writer.llm.text(messages, deadline=ctx.step_deadline()))
 
     failed: dict[str, BaseException] = {}
