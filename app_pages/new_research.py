@@ -18,8 +18,6 @@ from research.related import similar_runs
 from research.search.documents import check_scope
 from storage import documents as docstore
 
-ui.require_navigation()
-
 PROVIDER_NAMES = {"openai": "OpenAI (or a compatible server)", "gemini": "Google Gemini"}
 SIMILAR_MIN_CHARS = 12
 
