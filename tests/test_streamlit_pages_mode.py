@@ -10,6 +10,7 @@ checks, on a real `streamlit run` server, is tests/test_browser_deep_links.py.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from dashboard import ui
 from storage import Store
 from tests.dashboard_fixtures import APP, dash_env_fixture, finished_run, open_page  # noqa: F401 - fixture
 
+DROP_STALE = Path(APP).parent / "scripts" / "drop-stale-pages.sh"
 FRAME = "drawn by the entry script"
 APP_CAPTION = "Deep Research Studio: ask a question, get a cited report."
 # Each page of the dashboard, by its url path, and the title it shows for a finished run.
@@ -59,7 +61,8 @@ def test_no_folder_called_pages_sits_beside_app_py() -> None:
     # counts too: Streamlit checks that the folder exists) puts the server in the legacy mode.
     beside = [p.name for p in Path(APP).parent.iterdir() if p.is_dir() and p.name.lower() == "pages"]
     assert not beside, (f"{beside[0]}/ beside app.py puts Streamlit in its legacy pages-folder "
-                        "mode; the page scripts live in app_pages/ (remove the folder)")
+                        "mode; the page scripts live in app_pages/: remove it (scripts/setup.sh "
+                        "removes one holding only bytecode)")
     folders = {Path(path).parent.name for path in ui.PAGES.values()}
     assert "pages" not in {name.lower() for name in folders}
     for path in ui.PAGES.values():
@@ -105,3 +108,26 @@ def test_the_address_without_a_path_opens_new_research_inside_app_py(dash_env: S
     assert not at.exception, [e.value for e in at.exception]
     assert [t.value for t in at.title][:1] == [TITLES[""]]
     assert any(c.value == APP_CAPTION for c in at.sidebar.caption)
+
+
+def _drop_stale_pages(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(DROP_STALE)], cwd=root, capture_output=True, text=True, check=True,
+                          timeout=60)
+
+
+def test_setup_removes_a_pages_folder_that_a_pull_left_with_only_bytecode(tmp_path: Path) -> None:
+    (tmp_path / "pages" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "pages" / "__pycache__" / "run.cpython-311.pyc").write_bytes(b"\x00")
+    (tmp_path / "app_pages").mkdir()
+    (tmp_path / "app_pages" / "run.py").write_text("")
+    _drop_stale_pages(tmp_path)
+    assert not (tmp_path / "pages").exists()
+    assert (tmp_path / "app_pages" / "run.py").exists()
+
+
+def test_setup_keeps_a_pages_folder_with_scripts_in_it_and_says_what_it_does(tmp_path: Path) -> None:
+    (tmp_path / "pages" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "pages" / "mine.py").write_text("import streamlit as st\n")
+    done = _drop_stale_pages(tmp_path)
+    assert (tmp_path / "pages" / "mine.py").exists()
+    assert "app_pages/" in done.stderr
