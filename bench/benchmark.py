@@ -442,7 +442,7 @@ def bench_run_page(args: argparse.Namespace, tmp: Path) -> list[Row]:
     say(f"  Streamlit warm-up (imports, first AppTest of the process): {warm_up_streamlit():.1f} s")
     every_warm: list[float] = []
     for tab, rendered in RUN_TABS.items():
-        at = open_page("pages/run.py", {"run": run_id, "tab": tab})
+        at = open_page("app_pages/run.py", {"run": run_id, "tab": tab})
         first = timed_run(at)
         warm = [timed_run(at) for _ in range(args.renders)]
         every_warm += warm
@@ -487,7 +487,7 @@ def bench_library(args: argparse.Namespace, tmp: Path) -> list[Row]:
 
     if "run" not in args.only:
         say(f"  Streamlit warm-up (imports, first AppTest of the process): {warm_up_streamlit():.1f} s")
-    at = open_page("pages/library.py", {})
+    at = open_page("app_pages/library.py", {})
     first = timed_run(at)
     warm = [timed_run(at) for _ in range(args.renders)]
     issues = problems(at)

@@ -148,7 +148,7 @@ class Workers:
 
 
 class Poller(threading.Thread):
-    """What live_panel in pages/run.py reads per refresh, every 100 ms, on a run in progress."""
+    """What live_panel in app_pages/run.py reads per refresh, every 100 ms, on a run in progress."""
 
     def __init__(self, url: str, run_ids: list[str]) -> None:
         super().__init__(name="bench-scale-poller", daemon=True)

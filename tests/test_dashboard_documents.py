@@ -49,7 +49,7 @@ def files_read_once_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _documents() -> AppTest:
-    return open_page("pages/documents.py").run()
+    return open_page("app_pages/documents.py").run()
 
 
 def _button(at: AppTest, label: str):  # type: ignore[no-untyped-def]

@@ -218,7 +218,7 @@ def test_run_page_shows_the_share_of_supported_claims_and_every_verdict_with_its
     _, run_id = _run(runs.use_store(dash_env))
     result = verify.summary(dash_env, run_id)
     at = AppTest.from_file(APP, default_timeout=30).run()
-    at.switch_page("pages/run.py")
+    at.switch_page("app_pages/run.py")
     at.query_params["run"] = run_id
     at.query_params["tab"] = "Verification"
     at.run()

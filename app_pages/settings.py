@@ -26,8 +26,6 @@ from research.core.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
 from research.core.constants import CONSTANTS, DEFAULTS
 from research.export.method import plain_name
 
-ui.require_navigation()
-
 ORIGIN_TEXT = {"environment": "set in the environment", "secrets file": "saved here (secrets file)",
                None: "not set"}
 # The server-address settings in plain words; the technical name stays in the tooltip.

@@ -9,8 +9,6 @@ import streamlit as st
 from dashboard import ui, views
 from dashboard.jobs import ACTIVE
 
-ui.require_navigation()
-
 PAGE_SIZE = 50
 
 store = ui.store()

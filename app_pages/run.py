@@ -11,8 +11,6 @@ import streamlit as st
 from dashboard import dig_deeper_view, run_header, run_live, run_report, run_tabs, run_waiting, ui
 from dashboard.jobs import ACTIVE, status_of
 
-ui.require_navigation()
-
 REFRESH_S = 2.0  # how often the live panel and the open tab are drawn again while a run works
 
 store = ui.store()

@@ -3,6 +3,9 @@ estimate against it, earlier research to build on, and Start."""
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
+from typing import Any
+
 import streamlit as st
 
 from dashboard import budget, form, readiness, ui, views
@@ -18,8 +21,6 @@ from research.related import similar_runs
 from research.search.documents import check_scope
 from storage import documents as docstore
 
-ui.require_navigation()
-
 PROVIDER_NAMES = {"openai": "OpenAI (or a compatible server)", "gemini": "Google Gemini"}
 SIMILAR_MIN_CHARS = 12
 
@@ -31,27 +32,27 @@ engines = form.available_engines(ui.credentials())
 state = st.session_state
 
 
-def _set_language(language: str) -> None:
+def _set_language(into: MutableMapping[str, Any], language: str) -> None:
     if language in form.LANGUAGES:
-        state["language_choice"], state["language_other"] = language, ""
+        into["language_choice"], into["language_other"] = language, ""
     else:
-        state["language_choice"], state["language_other"] = form.OTHER_LANGUAGE, language
+        into["language_choice"], into["language_other"] = form.OTHER_LANGUAGE, language
 
 
-def _set_run_options(values: dict) -> None:
+def _set_run_options(into: MutableMapping[str, Any], values: dict) -> None:
     """Engine, language, budget, pauses and schedule (form.run_form_values keys)."""
-    state["engine"] = values["engine"] if values["engine"] in engines else "pipeline"
-    _set_language(values["report_language"])
-    state["max_cost_usd"] = float(values["max_cost_usd"])
-    state["max_tokens"] = int(values["max_tokens"])
-    state["max_sources"] = int(values["max_sources"])
-    state["review_plan"] = bool(values["review_plan"])
-    state["schedule"] = values["schedule"]
-    state["source_mix"] = values["source_mix"]
-    state["doc_collection"] = values["doc_collection"]
-    state["doc_ids"] = values["doc_ids"]  # documents chosen by an earlier run ("Run again")
-    state["done_when"], state["want"] = values.get("done_when", ""), values.get("want", "")
-    state["steer"] = bool(values.get("steer"))
+    into["engine"] = values["engine"] if values["engine"] in engines else "pipeline"
+    _set_language(into, values["report_language"])
+    into["max_cost_usd"] = float(values["max_cost_usd"])
+    into["max_tokens"] = int(values["max_tokens"])
+    into["max_sources"] = int(values["max_sources"])
+    into["review_plan"] = bool(values["review_plan"])
+    into["schedule"] = values["schedule"]
+    into["source_mix"] = values["source_mix"]
+    into["doc_collection"] = values["doc_collection"]
+    into["doc_ids"] = values["doc_ids"]  # documents chosen by an earlier run ("Run again")
+    into["done_when"], into["want"] = values.get("done_when", ""), values.get("want", "")
+    into["steer"] = bool(values.get("steer"))
 
 
 def _sources_choice() -> None:
@@ -73,38 +74,40 @@ def _sources_choice() -> None:
                    f"given{also}.")
 
 
-def _set_constants(values: dict) -> None:
+def _set_constants(into: MutableMapping[str, Any], values: dict) -> None:
     for name, value in values.items():
         if name in CONSTANTS:
-            state[f"c_{name}"] = value
+            into[f"c_{name}"] = value
 
 
 def _apply_preset() -> None:
-    _set_constants(form.constant_values(env, saved_defaults, state["preset"]))
+    _set_constants(state, form.constant_values(env, saved_defaults, state["preset"]))
 
 
 def _provider_changed() -> None:
     state["model"] = DEFAULT_MODELS.get(state["provider"], "")
 
 
-def _initialise() -> None:
+def _defaults() -> dict[str, Any]:
+    """Every form widget's starting value, by key, from the environment, the saved defaults
+    and the built-in ones (a plain dict: the caller decides which keys it takes)."""
     preset = env_config.preset if env_config else "standard"
-    state["preset"] = preset
-    state.setdefault("question", "")
-    _set_constants(form.constant_values(env, saved_defaults, preset))
+    values: dict[str, Any] = {"preset": preset, "question": ""}
+    _set_constants(values, form.constant_values(env, saved_defaults, preset))
     lead = env_config.role("lead") if env_config else None
     provider = lead.provider if lead and (lead.provider in configured or not configured) else (
         configured[0] if configured else "openai")
-    state["provider"] = provider
-    state["model"] = lead.model if lead and lead.provider == provider else DEFAULT_MODELS[provider]
+    values["provider"] = provider
+    values["model"] = lead.model if lead and lead.provider == provider else DEFAULT_MODELS[provider]
     for role in ROLES[1:]:
         spec = env_config.role_models.get(role) if env_config else None
-        state[f"role_provider_{role}"] = spec.provider if spec else form.SAME_AS_LEAD
-        state[f"role_model_{role}"] = spec.model if spec else ""
-    state["search"] = form.default_search(env_config)
-    _set_run_options(form.run_form_values(env_config.model_dump(mode="json"))
-                     if env_config else form.run_form_values({}))
-    state["build_on"] = ""
+        values[f"role_provider_{role}"] = spec.provider if spec else form.SAME_AS_LEAD
+        values[f"role_model_{role}"] = spec.model if spec else ""
+    values["search"] = form.default_search(env_config)
+    _set_run_options(values, form.run_form_values(
+        env_config.model_dump(mode="json") if env_config else {}))
+    values["build_on"] = ""
+    return values
 
 
 def _prefill(run_id: str) -> None:
@@ -115,7 +118,7 @@ def _prefill(run_id: str) -> None:
     values = form.run_form_values(run.config, run.question)
     state["question"] = values["question"]
     state["preset"] = values["preset"]
-    _set_constants(values["constants"])
+    _set_constants(state, values["constants"])
     if values["provider"] in DEFAULT_MODELS:
         state["provider"] = values["provider"]
         state["model"] = values["model"] or DEFAULT_MODELS[values["provider"]]
@@ -125,7 +128,7 @@ def _prefill(run_id: str) -> None:
         state[f"role_model_{role}"] = spec.get("model") or ""
     if values["search"]:
         state["search"] = values["search"]
-    _set_run_options(values)
+    _set_run_options(state, values)
 
 
 def _fill_missing_defaults() -> None:
@@ -135,14 +138,7 @@ def _fill_missing_defaults() -> None:
     the later widgets without state, and Streamlit drops the values of widgets a run did
     not draw; checking one key for "already initialised" would leave those empty.
     """
-    global state
-    session, state = state, {}  # _initialise writes the defaults into a plain dict
-    try:
-        _initialise()
-        defaults = state
-    finally:
-        state = session
-    for key, value in defaults.items():
+    for key, value in _defaults().items():
         if key not in state:
             state[key] = value
 

@@ -8,8 +8,6 @@ from dashboard import documents_view as dv
 from dashboard import ui, views
 from storage import documents as docstore
 
-ui.require_navigation()
-
 store = ui.store()
 state = st.session_state
 
