@@ -489,3 +489,38 @@ def test_verdicts_in_a_models_own_words_count_and_unknown_words_are_no_verdict()
         == ["SUPPORTED", "UNSUPPORTED", "OVERSTATED", "CONTRADICTED"]
     critic = CriticVerdicts.model_validate({"judgements": [{"claim_id": "1", "verdict": "rejected"}]})
     assert critic.judgements[0].verdict == "REJECT" and critic.judgements[0].claim_id == "c1"
+
+
+TABLE_ONLY = """# Report
+
+## Executive summary
+
+Heat pumps sold 40% more in 2024 than in 2023 [1].
+
+## Comparison
+
+| Country | Growth |
+| --- | --- |
+| Norway | 12% [1] |
+| Poland | 30% [1] |
+
+## Open questions and gaps
+
+Nobody knows what happens after 2030.
+"""
+
+
+def test_a_table_whose_every_row_was_removed_leaves_no_header_behind() -> None:
+    claims = verify.split_claims(TABLE_ONLY, NUMBERING, SOURCES)
+    outcomes = [Outcome(c, PassVerdict("SUPPORTED"), PassVerdict("SUPPORTED"), "supported")
+                for c in claims]
+    rows = [o for o in outcomes if o.claim.table_row]
+    assert len(rows) == 2
+    for o in outcomes:
+        o.status = "removed" if o.claim.table_row else "supported"
+    text, _ = verify.apply(TABLE_ONLY, outcomes, numbering=NUMBERING, sources=SOURCES,
+                           failed_titles=[])
+    assert "Country" not in text and "---" not in text, text
+    comparison = text.split("## Comparison", 1)[1].split("##", 1)[0]
+    assert verify.INSUFFICIENT in comparison
+    assert "Heat pumps sold 40% more in 2024 than in 2023 [1]." in text

@@ -127,7 +127,7 @@ def apply(text: str, outcomes: Sequence[Outcome], *, numbering: Mapping[int, str
         else:
             lines[i] = cleaned
 
-    lines = [line for i, line in enumerate(lines) if i not in dropped]
+    lines = _without_bare_tables([line for i, line in enumerate(lines) if i not in dropped])
     removed = [o for o in outcomes if o.status == "removed"]
     if removed:
         lines = _removal_note(lines, removed)
@@ -203,6 +203,27 @@ def _removal_note(lines: list[str], removed: Sequence[Outcome]) -> list[str]:
                 end -= 1
             return [*lines[:end], note, *lines[end:]]
     return [*lines, "", "## Open questions and gaps", "", note]
+
+
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+
+
+def _without_bare_tables(lines: list[str]) -> list[str]:
+    """Tables whose every row was removed lose their header too (a header and its rule line
+    alone said nothing; issue 39)."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        end = i
+        while end < len(lines) and lines[end].lstrip().startswith("|"):
+            end += 1
+        block = lines[i:end]
+        if block and len(block) <= 2 and _TABLE_RULE.match(block[-1]):
+            i = end  # a header (and its rule) with no row under it
+            continue
+        out += block or [lines[i]]
+        i = max(end, i + 1)
+    return out
 
 
 def _fill_empty_sections(lines: list[str]) -> list[str]:
