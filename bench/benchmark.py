@@ -464,8 +464,9 @@ def bench_run_page(args: argparse.Namespace, tmp: Path) -> list[Row]:
 # -- section: Library -------------------------------------------------------------------------
 
 def shown_ids(at: Any) -> list[str]:
-    table = next(d.value for d in at.dataframe if "Run id" in d.value.columns)
-    return [str(x) for x in table["Run id"]]
+    """The run ids the Library's table lists (its "Open" column links to /run?run=ID)."""
+    table = next(d.value for d in at.dataframe if "Open" in d.value.columns)
+    return [str(link).rsplit("run=", 1)[-1] for link in table["Open"]]
 
 
 def bench_library(args: argparse.Namespace, tmp: Path) -> list[Row]:
