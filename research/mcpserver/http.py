@@ -1,0 +1,88 @@
+"""The MCP server over streamable HTTP, for the API server: every request acts as the person
+its bearer token belongs to.
+
+`streamable_http_app(person_of)` is the seam: `person_of(request)` is the API's token check
+(the person, or None to refuse); a request it refuses gets 401 with a plain JSON message and
+never reaches the MCP session. The person rides to the tools in a context variable, which the
+SDK carries from the HTTP request into the handler of each message (its context streams, as
+its own bearer auth does). The tools' resolver fails closed: no person, no runs.
+
+The returned Starlette app has its own lifespan (the SDK's session manager). Served alone
+(uvicorn), that just works; mounted inside another app, that app's lifespan must enter it:
+`async with mcp_app.router.lifespan_context(mcp_app): ...`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+
+import anyio
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from research.errors import ResearchError
+from research.mcpserver.server import build_server
+from research.mcpserver.service import Service, open_service
+
+PersonOf = Callable[[Request], str | None]
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+_person: ContextVar[str | None] = ContextVar("research_mcp_person", default=None)
+
+
+def streamable_http_app(person_of: PersonOf, *, service: Service | None = None,
+                        path: str = "/mcp", host: str = "127.0.0.1",
+                        allowed_hosts: list[str] | None = None) -> Starlette:
+    """The MCP endpoint at `path`. `host` is where it listens: on loopback the SDK refuses
+    other Host and Origin headers (DNS rebinding); behind a proxy, name the public host
+    names in `allowed_hosts` ("research.example.org", "research.example.org:*")."""
+    server = build_server(service or open_service(), _asking_person)
+    security = None
+    if allowed_hosts is not None or host not in LOOPBACK:
+        names = allowed_hosts or []
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=bool(names), allowed_hosts=names,
+            allowed_origins=[f"{scheme}://{n}" for n in names for scheme in ("https", "http")])
+    app = server.streamable_http_app(streamable_http_path=path, host=host,
+                                     transport_security=security)
+    app.add_middleware(_AsPerson, person_of=person_of)
+    return app
+
+
+def _asking_person() -> str | None:
+    person = _person.get()
+    if not person:
+        raise ResearchError("This request carries no valid token.")
+    return person
+
+
+class _AsPerson:
+    """Pure ASGI middleware: resolve the request's person, refuse without one, and run the
+    rest of the request as that person."""
+
+    def __init__(self, app: ASGIApp, person_of: PersonOf) -> None:
+        self.app = app
+        self.person_of = person_of
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # the lifespan: the SDK's session manager
+            await self.app(scope, receive, send)
+            return
+        person = await anyio.to_thread.run_sync(self.person_of, Request(scope))
+        if not person:
+            refused = JSONResponse(
+                {"error": {"code": "unauthorized",
+                           "message": "A valid bearer token is needed: make one in Settings "
+                                      "or with python -m research token create."}},
+                status_code=401, headers={"WWW-Authenticate": "Bearer"})
+            await refused(scope, receive, send)
+            return
+        token = _person.set(person)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _person.reset(token)
