@@ -1,0 +1,149 @@
+"""The MCP server over streamable HTTP, served by uvicorn on 127.0.0.1 and driven by the SDK's
+own client: a complete research run on the stand-in as a token's person, a second person who
+sees none of it, a request without a token refused, and bad input answered in plain words.
+
+The person resolver here is the test's own (a fixed token per person); the API server wires
+its token check to the same seam (`research.mcpserver.http.streamable_http_app`)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import pytest
+import uvicorn
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from starlette.requests import Request
+
+from research.mcpserver import door
+from research.mcpserver.http import streamable_http_app
+from research.mcpserver.service import open_service
+from storage import Store
+from tests.test_mcp import full_session, server_env, structured, with_guard
+
+PEOPLE = {"token-of-ada": "ada@example.org", "token-of-bo": "bo@example.org"}
+
+
+def person_of(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return PEOPLE.get(token) if scheme.lower() == "bearer" else None
+
+
+@pytest.fixture
+def mcp_url(standin_env: dict[str, str], tmp_path: Path) -> Iterator[str]:
+    """The MCP endpoint of a server on a free loopback port, over a fresh store."""
+    door.forget()
+    service = open_service(server_env(standin_env, tmp_path))
+    app = streamable_http_app(person_of, service=service)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
+                                           lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("the MCP server did not start")
+            threading.Event().wait(0.05)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+@asynccontextmanager
+async def session_of(url: str, token: str) -> Any:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+def test_http_server_researches_as_the_tokens_person_and_no_one_else_sees_it(
+    mcp_url: str, tmp_path: Path,
+) -> None:
+    question = "What limits the range of electric buses in winter?"
+
+    async def go() -> tuple[dict[str, Any], dict[str, Any]]:
+        headers = {"Authorization": "Bearer token-of-ada"}
+        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http:
+            async with streamable_http_client(mcp_url, http_client=http) as (read, write):
+                async with ClientSession(read, write) as session:
+                    seen = await full_session(session, question)
+        async with session_of(mcp_url, "token-of-bo") as other:
+            run_id = seen["waited"]["run_id"]
+            answers = {
+                "status": await other.call_tool("research_status", {"run_id": run_id}),
+                "report": await other.call_tool("get_report", {"run_id": run_id}),
+                "library": structured(await other.call_tool("search_library", {"query": ""})),
+                "resources": (await other.list_resources()).resources,
+            }
+            try:
+                await other.read_resource(f"research://reports/{run_id}")
+                answers["read"] = "read"
+            except Exception as exc:  # noqa: BLE001 - the SDK raises the server's error
+                answers["read"] = str(exc)
+        return seen, answers
+
+    seen, other = anyio.run(with_guard, go)
+
+    waited = seen["waited"]["run_id"]
+    with Store(tmp_path / "research.db") as store:
+        mine = store.list_runs(person="ada@example.org")
+    assert {r.id for r in mine} == {waited, seen["started"]["run_id"]}
+
+    for name in ("status", "report"):
+        assert other[name].is_error
+        assert f"There is no run with id '{waited}'." in other[name].content[0].text
+    assert other["library"]["result"] == []
+    assert not [r for r in other["resources"] if waited in str(r.uri)]
+    assert f"There is no run with id '{waited}'." in other["read"]
+
+
+def test_http_request_without_a_valid_token_is_refused_in_plain_words(mcp_url: str) -> None:
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "test", "version": "1"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    for headers in ({}, {"Authorization": "Bearer not-a-token"},
+                    {"Authorization": "Basic token-of-ada"}):
+        answer = httpx.post(mcp_url, json=hello, headers={**accept, **headers}, timeout=30)
+        assert answer.status_code == 401
+        assert answer.headers["www-authenticate"] == "Bearer"
+        error = answer.json()["error"]
+        assert error["code"] == "unauthorized" and "token" in error["message"]
+    allowed = httpx.post(mcp_url, json=hello, timeout=30,
+                         headers={**accept, "Authorization": "Bearer token-of-bo"})
+    assert allowed.status_code == 200
+
+
+def test_http_server_refuses_bad_input_in_plain_words(mcp_url: str) -> None:
+    async def go() -> list[Any]:
+        async with session_of(mcp_url, "token-of-ada") as session:
+            return [
+                await session.call_tool("start_research", {"question": "heat pumps",
+                                                           "subtopics": 12}),
+                await session.call_tool("start_research", {"question": "   "}),
+                await session.call_tool("start_research", {"question": "x" * 2001}),
+                await session.call_tool("research_status", {"run_id": "no-such-run"}),
+                await session.call_tool("get_report", {"run_id": "no-such-run"}),
+            ]
+
+    answers = anyio.run(with_guard, go)
+    texts = [a.content[0].text for a in answers]
+    assert all(a.is_error for a in answers), texts
+    assert "SUBTOPIC_COUNT must be between 3 and 10 (got 12)." in texts[0]
+    assert "Please type a research question." in texts[1]
+    assert "2,000" in texts[2] or "2000" in texts[2]
+    assert all("There is no run with id 'no-such-run'." in t for t in texts[3:])
+    assert not any(re.search(r"\b\w+(Error|Exception)\b", t) for t in texts), texts
