@@ -109,7 +109,7 @@ async def full_session(session: ClientSession, question: str) -> dict[str, Any]:
     assert uri in {str(r.uri) for r in listed}
     read = await session.read_resource(uri)
     assert read.contents[0].text == waited["report_markdown"]  # type: ignore[union-attr]
-    return {"started": started, "waited": waited, "progress": progress}
+    return {"started": started, "waited": waited, "progress": progress, "tools": tools}
 
 
 async def with_guard(fn: Callable[[], Awaitable[Any]]) -> Any:

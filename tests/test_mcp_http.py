@@ -23,11 +23,17 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from starlette.requests import Request
 
+from research.config import build_config
+from research.constants import PRESETS
+from research.estimate import estimate
+from research.llm.pricing import PriceTable
 from research.mcpserver import door
 from research.mcpserver.http import streamable_http_app
 from research.mcpserver.service import open_service
+from research.settings import prices_path
 from storage import Store
-from tests.test_mcp import full_session, server_env, structured, with_guard
+from tests.standin import StandinServer
+from tests.test_mcp import SMALL, full_session, server_env, structured, with_guard
 
 PEOPLE = {"token-of-ada": "ada@example.org", "token-of-bo": "bo@example.org"}
 
@@ -70,7 +76,7 @@ async def session_of(url: str, token: str) -> Any:
 
 
 def test_http_server_researches_as_the_tokens_person_and_no_one_else_sees_it(
-    mcp_url: str, tmp_path: Path,
+    mcp_url: str, standin_env: dict[str, str], tmp_path: Path,
 ) -> None:
     question = "What limits the range of electric buses in winter?"
 
@@ -96,6 +102,15 @@ def test_http_server_researches_as_the_tokens_person_and_no_one_else_sees_it(
         return seen, answers
 
     seen, other = anyio.run(with_guard, go)
+
+    env = server_env(standin_env, tmp_path)
+    for tool in seen["tools"]:  # the figures are the estimate's under the server's settings
+        if tool.name in ("start_research", "research"):
+            for preset in PRESETS:
+                guess = estimate(build_config(env=env, preset=preset), PriceTable.load(prices_path(env)))
+                assert (f"- {preset}: about " in tool.description
+                        and f"~${guess.cost_usd:.2f} ({guess.model_calls:,} model calls, "
+                            f"{guess.searches:,} searches)" in tool.description), tool.description
 
     waited = seen["waited"]["run_id"]
     with Store(tmp_path / "research.db") as store:
@@ -147,3 +162,27 @@ def test_http_server_refuses_bad_input_in_plain_words(mcp_url: str) -> None:
     assert "2,000" in texts[2] or "2000" in texts[2]
     assert all("There is no run with id 'no-such-run'." in t for t in texts[3:])
     assert not any(re.search(r"\b\w+(Error|Exception)\b", t) for t in texts), texts
+
+
+def test_a_failed_run_is_answered_with_its_reason_and_never_a_key(
+    mcp_url: str, standin: StandinServer, standin_env: dict[str, str],
+) -> None:
+    key = standin_env["OPENAI_API_KEY"]
+    standin.add_fault("openai", "status", times=50, status=401,
+                      body={"error": {"message": f"Incorrect API key provided: {key}",
+                                      "type": "invalid_request_error", "code": "invalid_api_key"}})
+
+    async def go() -> tuple[Any, Any]:
+        async with session_of(mcp_url, "token-of-ada") as session:
+            waited = await session.call_tool("research", {"question": "heat pumps", **SMALL})
+            status = await session.call_tool("research_status",
+                                             {"run_id": structured(waited)["run_id"]})
+            return waited, status
+
+    waited, status = anyio.run(with_guard, go)
+    report, now = structured(waited), structured(status)
+    assert report["status"] == "failed" and report["report_markdown"] == ""
+    assert report["message"].startswith(f"Run {report['run_id']} failed and has no report")
+    assert now["status"] == "failed" and now["error"] and not now["still_going"]
+    everything = str(waited.content) + str(status.content)
+    assert key not in everything and key[-8:] not in everything

@@ -27,7 +27,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import Resource as MCPResource
 from pydantic import Field
 
-from research.errors import ResearchError
+from research.errors import ResearchError, contained
 from research.mcpserver.service import (
     REPORT_URI,
     LibraryEntry,
@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 POLL_S = 0.5  # how often `research` looks at its run while it waits
 NAME = "deep-research-studio"
 T = TypeVar("T")
+UNEXPECTED = ("The research server met a problem in the program itself; a run it had started "
+              "is kept. Try again, or ask research_status about the run.")
 
 Person = Callable[[], str | None]
 Question = Annotated[str, Field(description="the research question, in plain words "
@@ -69,7 +71,10 @@ class ResearchServer(MCPServer[Any]):
     """MCPServer whose resource list holds the asking person's finished reports."""
 
     def __init__(self, service: Service, person: Person) -> None:
-        super().__init__(NAME, title="Deep Research Studio", instructions=INSTRUCTIONS)
+        # WARNING: the SDK sets up the root logger when nothing has (logging.basicConfig), and
+        # at INFO every library's requests would be logged there.
+        super().__init__(NAME, title="Deep Research Studio", instructions=INSTRUCTIONS,
+                         log_level="WARNING")
         self.service = service
         self.person = person
 
@@ -100,11 +105,18 @@ def build_server(service: Service, person: Person | None = None) -> ResearchServ
             raise ToolError(str(exc)) from None
 
     async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """`fn` in a worker thread; the run's own words as the tool's error."""
+        """`fn` in a worker thread; the engine's own words as the tool's error, and a
+        problem of the program itself as one plain sentence (the details go to the debug
+        log; the test suite gets it raised)."""
         try:
             return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
         except ResearchError as exc:
             raise ToolError(str(exc)) from None
+        except Exception as exc:
+            if not contained(exc):
+                raise
+            log.debug("an MCP tool failed", exc_info=exc)
+            raise ToolError(UNEXPECTED) from None
 
     @server.tool(description=(
         "Start a research run and return its id at once; the run goes on in the background. "
