@@ -20,6 +20,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from research.constants import PRESETS
 from storage import Store
 from tests.cli_helpers import ROOT
+from tests.standin import StandinServer
+from tests.test_startup_imports import imported
 
 TOOLS = {"start_research", "research", "research_status", "get_report", "search_library"}
 # A run of seconds on the stand-in: quick, three subtopics of five sources, no review.
@@ -112,15 +114,16 @@ async def full_session(session: ClientSession, question: str) -> dict[str, Any]:
     return {"started": started, "waited": waited, "progress": progress, "tools": tools}
 
 
-async def with_guard(fn: Callable[[], Awaitable[Any]]) -> Any:
+async def with_guard(fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
     with anyio.fail_after(HANG_GUARD_S):
-        return await fn()
+        return await fn(*args)
 
 
 def test_stdio_server_researches_start_to_finish_with_the_sdks_client(
     standin_env: dict[str, str], tmp_path: Path,
 ) -> None:
-    env = {**server_env(standin_env, tmp_path), "PYTHONPATH": str(ROOT)}
+    env = {**server_env(standin_env, tmp_path), "PYTHONPATH": str(ROOT),
+           "PYTHONPROFILEIMPORTTIME": "1"}  # its imports, listed on stderr
     params = StdioServerParameters(command=sys.executable, args=["-m", "research", "mcp"],
                                    env=env, cwd=tmp_path)
     question = "How do heat pumps perform in cold climates?"
@@ -136,11 +139,56 @@ def test_stdio_server_researches_start_to_finish_with_the_sdks_client(
     assert "Traceback" not in err, err
     key = standin_env["OPENAI_API_KEY"]
     assert key not in err
+    # Claude Desktop starts it often: it loads the engine and the job engine, not the dashboard.
+    assert {"research.mcpserver.server", "dbos"} <= imported(err)
+    assert imported(err) & {"streamlit", "pandas", "plotly"} == set()
     with Store(tmp_path / "research.db") as store:  # the runs are the local person's: nobody's
         runs = {r.id: r for r in store.list_runs()}
     assert {seen["started"]["run_id"], seen["waited"]["run_id"]} <= set(runs)
     assert runs[seen["waited"]["run_id"]].question == question
     assert runs[seen["waited"]["run_id"]].person is None
+
+
+def test_a_run_left_when_the_client_quit_goes_on_when_the_server_starts_again(
+    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
+) -> None:
+    """Claude Desktop quits, and its stdio server with it, while a run is in flight: the next
+    start of the server (here, or the dashboard's on the same database) carries it on."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "research", "mcp"],
+                                   env={**server_env(standin_env, tmp_path),
+                                        "PYTHONPATH": str(ROOT)}, cwd=tmp_path)
+
+    async def first() -> str:
+        async with stdio_client(params, errlog=sys.stderr) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                started = structured(await session.call_tool(
+                    "start_research", {"question": "Why do ice storms break power lines?",
+                                       **SMALL}))
+                while True:  # until research is under way, then the client quits
+                    status = structured(await session.call_tool(
+                        "research_status", {"run_id": started["run_id"]}))
+                    if status["step"].startswith("Research") or status["percent"] > 0:
+                        return str(started["run_id"])
+                    await anyio.sleep(0.2)
+
+    async def second(run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        async with stdio_client(params, errlog=sys.stderr) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                ended = await wait_for_end(session, run_id)
+                report = structured(await session.call_tool("get_report", {"run_id": run_id}))
+                return ended, report
+
+    standin.set_delay(0.3)  # slow enough that the run is still going when the client quits
+    run_id = anyio.run(with_guard, first)
+    with Store(tmp_path / "research.db") as store:
+        left = store.get_run(run_id)
+    assert left is not None and left.status not in ("completed", "failed")
+    standin.set_delay(0.0)
+    ended, report = anyio.run(with_guard, second, run_id)
+    assert ended["status"] == "completed"
+    assert_report_with_numbered_sources(report)
 
 
 def test_stdio_server_that_cannot_open_its_database_says_so_and_exits(
@@ -153,3 +201,4 @@ def test_stdio_server_that_cannot_open_its_database_says_so_and_exits(
     out, err = capsys.readouterr()
     assert err.startswith("error: ") and "Traceback" not in err and "postgresql" in err
     assert out == ""
+

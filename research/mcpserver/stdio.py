@@ -4,12 +4,19 @@ frameworks that start it as a child process. It acts as the local person, as the
 
 stdout carries only the protocol: while it serves, the SDK points file descriptor 1 at stderr
 (mcp.server.stdio), and logging goes to stderr as one line each.
+
+When the client goes (it closes stdin, as Claude Desktop does on quitting), the process ends at
+once, as if killed: a run it was executing stays the job engine's unfinished work, which the
+next start of this server (or a dashboard on the same database) carries on from where it
+stopped (research/durable.py). A normal interpreter exit would first shut the run's thread
+pools down under it, and the run would end "failed".
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from research.errors import ResearchError
@@ -41,4 +48,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {strip_control(str(exc))}", file=sys.stderr)
         return 2
     build_server(service).run("stdio")
-    return 0
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0)
