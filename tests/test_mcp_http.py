@@ -28,7 +28,7 @@ from research.constants import PRESETS
 from research.estimate import estimate
 from research.llm.pricing import PriceTable
 from research.mcpserver import door
-from research.mcpserver.http import streamable_http_app
+from research.mcpserver.http import Refused, streamable_http_app
 from research.mcpserver.service import open_service
 from research.settings import prices_path
 from storage import Store
@@ -39,8 +39,12 @@ PEOPLE = {"token-of-ada": "ada@example.org", "token-of-bo": "bo@example.org"}
 
 
 def person_of(request: Request) -> str | None:
+    """The test's token check: a fixed token per person; the token "everyone" acts as an
+    install without sign-in (no person: every run)."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    return PEOPLE.get(token) if scheme.lower() == "bearer" else None
+    if scheme.lower() != "bearer" or (token not in PEOPLE and token != "everyone"):
+        raise Refused()
+    return PEOPLE.get(token)
 
 
 @pytest.fixture
@@ -99,6 +103,8 @@ def test_http_server_researches_as_the_tokens_person_and_no_one_else_sees_it(
                 answers["read"] = "read"
             except Exception as exc:  # noqa: BLE001 - the SDK raises the server's error
                 answers["read"] = str(exc)
+        async with session_of(mcp_url, "everyone") as install:  # no sign-in: every run
+            answers["everyone"] = structured(await install.call_tool("search_library", {}))
         return seen, answers
 
     seen, other = anyio.run(with_guard, go)
@@ -121,6 +127,7 @@ def test_http_server_researches_as_the_tokens_person_and_no_one_else_sees_it(
         assert other[name].is_error
         assert f"There is no run with id '{waited}'." in other[name].content[0].text
     assert other["library"]["result"] == []
+    assert {e["run_id"] for e in other["everyone"]["result"]} == {r.id for r in mine}
     assert not [r for r in other["resources"] if waited in str(r.uri)]
     assert f"There is no run with id '{waited}'." in other["read"]
 

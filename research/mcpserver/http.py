@@ -1,15 +1,19 @@
 """The MCP server over streamable HTTP, for the API server: every request acts as the person
 its bearer token belongs to.
 
-`streamable_http_app(person_of)` is the seam: `person_of(request)` is the API's token check
-(the person, or None to refuse); a request it refuses gets 401 with a plain JSON message and
-never reaches the MCP session. The person rides to the tools in a context variable, which the
-SDK carries from the HTTP request into the handler of each message (its context streams, as
-its own bearer auth does). The tools' resolver fails closed: no person, no runs.
+`streamable_http_app(person_of)` is the seam: `person_of(request)` gives the request's person
+(None: an install without sign-in, where one person sees every run, as in the dashboard) or
+raises `Refused`, and the request gets 401 with a plain JSON message and never reaches the
+MCP session. The person rides to the tools in a context variable, which the SDK carries from
+the HTTP request into the handler of each message (its context streams, as its own bearer
+auth does). The tools' resolver fails closed: a request nobody resolved sees no runs.
 
+On the API server (research/api/mounts.py), whose `TokenRequired` wrapper has already checked
+the token and put the `Caller` in `scope["state"]["caller"]`, `person_of` is
+`lambda request: request.state.caller.person`, and the app is mounted with `path="/"`.
 The returned Starlette app has its own lifespan (the SDK's session manager). Served alone
 (uvicorn), that just works; mounted inside another app, that app's lifespan must enter it:
-`async with mcp_app.router.lifespan_context(mcp_app): ...`.
+`mcp_app.router.lifespan_context(mcp_app)`.
 """
 
 from __future__ import annotations
@@ -30,8 +34,19 @@ from research.mcpserver.service import Service, open_service
 
 PersonOf = Callable[[Request], str | None]
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+REFUSED = ("A valid bearer token is needed: make one in Settings or with "
+           "python -m research token create.")
 
-_person: ContextVar[str | None] = ContextVar("research_mcp_person", default=None)
+# (person,) once the request's person is known; None: nobody resolved this request.
+_person: ContextVar[tuple[str | None] | None] = ContextVar("research_mcp_person", default=None)
+
+
+class Refused(Exception):  # noqa: N818 - a refusal, answered 401, not an error of ours
+    """Raised by a `person_of` for a request that may not ask at all (no valid token)."""
+
+    def __init__(self, message: str = REFUSED) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 def streamable_http_app(person_of: PersonOf, *, service: Service | None = None,
@@ -54,10 +69,10 @@ def streamable_http_app(person_of: PersonOf, *, service: Service | None = None,
 
 
 def _asking_person() -> str | None:
-    person = _person.get()
-    if not person:
+    resolved = _person.get()
+    if resolved is None:
         raise ResearchError("This request carries no valid token.")
-    return person
+    return resolved[0]
 
 
 class _AsPerson:
@@ -72,16 +87,14 @@ class _AsPerson:
         if scope["type"] != "http":  # the lifespan: the SDK's session manager
             await self.app(scope, receive, send)
             return
-        person = await anyio.to_thread.run_sync(self.person_of, Request(scope))
-        if not person:
-            refused = JSONResponse(
-                {"error": {"code": "unauthorized",
-                           "message": "A valid bearer token is needed: make one in Settings "
-                                      "or with python -m research token create."}},
-                status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        try:
+            person = await anyio.to_thread.run_sync(self.person_of, Request(scope))
+        except Refused as exc:
+            refused = JSONResponse({"error": {"code": "unauthorized", "message": exc.message}},
+                                   status_code=401, headers={"WWW-Authenticate": "Bearer"})
             await refused(scope, receive, send)
             return
-        token = _person.set(person)
+        token = _person.set((person,))
         try:
             await self.app(scope, receive, send)
         finally:
