@@ -4,7 +4,10 @@ pointing the server at another job engine changes this file alone.
 
 Today the door is the dashboard's `JobManager` (dashboard/jobs.py: runs as durable jobs on
 this process's embedded worker, or queued for `python -m research worker` processes with
-DEEP_RESEARCH_WORKERS=external). It imports no Streamlit.
+DEEP_RESEARCH_WORKERS=external). It imports no Streamlit. `research.runs.Runs` (issue 33,
+point 1) takes the same arguments and has the same methods used here, so moving there is the
+one import. A process that already has one (the API server) passes it in, `Runs(its_own)`,
+rather than making a second: the job engine is one per process.
 """
 
 from __future__ import annotations
@@ -24,12 +27,18 @@ _jobs: dict[str, JobManager] = {}
 class Runs:
     """Runs of one store, started and watched through the process's one job manager."""
 
-    def __init__(self, db: str | Path, credentials: Callable[[], Credentials]) -> None:
+    def __init__(self, jobs: JobManager) -> None:
+        self._jobs = jobs
+
+    @classmethod
+    def of_store(cls, db: str | Path, credentials: Callable[[], Credentials]) -> Runs:
+        """The door over this process's job manager for `db`, made on first use (it launches
+        the job engine; `credentials`: the keys for runs it recovers after a restart)."""
         key = str(db)
         with _lock:
-            if key not in _jobs:  # one per process and store: it launches the job engine
+            if key not in _jobs:
                 _jobs[key] = JobManager(db, credentials=credentials)
-            self._jobs = _jobs[key]
+            return cls(_jobs[key])
 
     @property
     def executed_here(self) -> bool:

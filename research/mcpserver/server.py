@@ -60,7 +60,7 @@ MaxCost = Annotated[float | None, Field(description="stop research when the esti
 RunId = Annotated[str, Field(description="the run id start_research or research returned")]
 
 INSTRUCTIONS = (
-    "Deep Research Studio researches a question on the web (and the person's documents) and "
+    "Deep Research Studio researches a question on the web and "
     "writes a cited report: [n] in the text are the numbered sources at its end. A run takes "
     "minutes and costs money (see the tools' descriptions); prefer start_research and "
     "research_status for long runs, and search_library first: the answer may already exist."

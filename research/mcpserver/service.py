@@ -108,15 +108,17 @@ class Service:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, db: str | None = None,
-                 owner: str | None = None) -> Service:
-        """Settings as the CLI reads them: the environment over the secrets file. Raises
-        ResearchError (plain words) for a database or price table that cannot work."""
+                 owner: str | None = None, runs: Runs | None = None) -> Service:
+        """Settings as the CLI reads them: the environment over the secrets file. `runs`:
+        the door of a process that already has a job manager for this store (the API
+        server); otherwise one is made. Raises ResearchError (plain words) for a database or
+        price table that cannot work."""
         env = effective_env(environ)
         credentials = Credentials.from_env(env)
         target = default_db({**env, "DEEP_RESEARCH_DB": db} if db else env)
         store = Store(target, secrets=credentials.secrets())
         person = (owner or env.get("DEEP_RESEARCH_OWNER") or "").strip() or None
-        return cls(env, credentials, store, Runs(target, lambda: credentials),
+        return cls(env, credentials, store, runs or Runs.of_store(target, lambda: credentials),
                    PriceTable.load(prices_path(env)), person)
 
     # -- tools ---------------------------------------------------------------------------
@@ -234,11 +236,11 @@ def _entry(run: Run) -> LibraryEntry:
 
 
 def open_service(environ: Mapping[str, str] | None = None, *, db: str | None = None,
-                 owner: str | None = None) -> Service:
+                 owner: str | None = None, runs: Runs | None = None) -> Service:
     """`Service.from_env`, with every failure to open the store in plain words (as the CLI
     says them). Raises ConfigError."""
     try:
-        return Service.from_env(environ, db=db, owner=owner)
+        return Service.from_env(environ, db=db, owner=owner, runs=runs)
     except (DatabaseValueError, DatabaseUnavailableError) as exc:
         raise ConfigError(str(exc)) from None
     except ResearchError:
