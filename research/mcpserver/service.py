@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from research.config import Credentials, ResearchConfig, build_config
 from research.errors import ConfigError, ResearchError, redact
 from research.estimate import account_pace, estimate, estimate_line
-from research.export.formats import export_run
+from research.export.formats import export_document, export_run
 from research.export.run_document import build_document_for_run
 from research.llm.pricing import PriceTable
 from research.mcpserver.costs import preset_costs
@@ -169,9 +169,9 @@ class Service:
                       cost_usd=run.totals.cost_usd)
         if run.status != "completed" or self.store.get_report(run_id) is None:
             return base.model_copy(update={"message": _unfinished(run)})
-        document = build_document_for_run(self.store, run_id)
+        document = build_document_for_run(self.store, run_id)  # built once for both
         return base.model_copy(update={
-            "report_markdown": self.markdown(run_id, person),
+            "report_markdown": export_document(self.store, run_id, document, "md").decode(),
             "sources": [Source(number=s.number, title=strip_control(s.title), url=s.url)
                         for s in document.sources]})
 
