@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -21,14 +22,16 @@ import pytest
 import uvicorn
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.routing import Mount
 
 from research.config import build_config
 from research.constants import PRESETS
 from research.estimate import estimate
 from research.llm.pricing import PriceTable
 from research.mcpserver import door
-from research.mcpserver.http import Refused, streamable_http_app
+from research.mcpserver.http import Refused, api_mount, streamable_http_app
 from research.mcpserver.service import open_service
 from research.settings import prices_path
 from storage import Store
@@ -47,12 +50,9 @@ def person_of(request: Request) -> str | None:
     return PEOPLE.get(token)
 
 
-@pytest.fixture
-def mcp_url(standin_env: dict[str, str], tmp_path: Path) -> Iterator[str]:
-    """The MCP endpoint of a server on a free loopback port, over a fresh store."""
-    door.forget()
-    service = open_service(server_env(standin_env, tmp_path))
-    app = streamable_http_app(person_of, service=service)
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """`app` on uvicorn on a free loopback port, in a thread; its base URL."""
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
                                            lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -60,13 +60,21 @@ def mcp_url(standin_env: dict[str, str], tmp_path: Path) -> Iterator[str]:
     try:
         while not server.started:
             if not thread.is_alive():
-                raise RuntimeError("the MCP server did not start")
+                raise RuntimeError("the server did not start")
             threading.Event().wait(0.05)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
     finally:
         server.should_exit = True
         thread.join(30)
+
+
+@pytest.fixture
+def mcp_url(standin_env: dict[str, str], tmp_path: Path) -> Iterator[str]:
+    """The MCP endpoint of a server on a free loopback port, over a fresh store."""
+    door.forget()
+    service = open_service(server_env(standin_env, tmp_path))
+    with serving(streamable_http_app(person_of, service=service)) as base:
+        yield f"{base}/mcp"
 
 
 @asynccontextmanager
@@ -193,3 +201,52 @@ def test_a_failed_run_is_answered_with_its_reason_and_never_a_key(
     assert now["status"] == "failed" and now["error"] and not now["still_going"]
     everything = str(waited.content) + str(status.content)
     assert key not in everything and key[-8:] not in everything
+
+
+class _TokenCheck:
+    """What the API server's token wrapper does for a mounted app: a known token's Caller in
+    the scope's state; here without refusing, so the MCP app's own fail-closed rule shows."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            token = headers.get(b"authorization", b"").decode().removeprefix("Bearer ")
+            if token in PEOPLE:
+                scope.setdefault("state", {})["caller"] = SimpleNamespace(person=PEOPLE[token])
+        await self.app(scope, receive, send)
+
+
+def test_mounted_at_mcp_on_another_app_it_acts_as_the_callers_person(
+    standin_env: dict[str, str], tmp_path: Path,
+) -> None:
+    door.forget()
+    service = open_service(server_env(standin_env, tmp_path))
+    ada = service.store.create_run("Ada's question on tidal power", {}, person="ada@example.org")
+    app, lifespan = api_mount(service)
+
+    @asynccontextmanager
+    async def outer_lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with lifespan():
+            yield
+
+    outer = Starlette(routes=[Mount("/mcp", app=_TokenCheck(app))], lifespan=outer_lifespan)
+    with serving(outer) as base:
+        url = f"{base}/mcp"
+
+        async def go() -> dict[str, Any]:
+            async with session_of(url, "token-of-ada") as session:
+                mine = structured(await session.call_tool("search_library", {"query": "tidal"}))
+            async with session_of(url, "token-of-bo") as other:
+                theirs = structured(await other.call_tool("search_library", {"query": "tidal"}))
+            return {"mine": mine["result"], "theirs": theirs["result"]}
+
+        found = anyio.run(with_guard, go)
+        nobody = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=30,
+                            headers={"Accept": "application/json, text/event-stream"},
+                            follow_redirects=True)
+    assert [e["run_id"] for e in found["mine"]] == [ada]
+    assert found["theirs"] == []
+    assert nobody.status_code == 401

@@ -9,8 +9,8 @@ the HTTP request into the handler of each message (its context streams, as its o
 auth does). The tools' resolver fails closed: a request nobody resolved sees no runs.
 
 On the API server (research/api/mounts.py), whose `TokenRequired` wrapper has already checked
-the token and put the `Caller` in `scope["state"]["caller"]`, `person_of` is
-`lambda request: request.state.caller.person`, and the app is mounted with `path="/"`.
+the token and put the `Caller` in `scope["state"]["caller"]`, `person_of` is `caller_person`
+and the app is mounted with `path="/"`: `api_mount(service)` gives both.
 The returned Starlette app has its own lifespan (the SDK's session manager). Served alone
 (uvicorn), that just works; mounted inside another app, that app's lifespan must enter it:
 `mcp_app.router.lifespan_context(mcp_app)`.
@@ -18,7 +18,8 @@ The returned Starlette app has its own lifespan (the SDK's session manager). Ser
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 
 import anyio
@@ -66,6 +67,29 @@ def streamable_http_app(person_of: PersonOf, *, service: Service | None = None,
                                      transport_security=security)
     app.add_middleware(_AsPerson, person_of=person_of)
     return app
+
+
+def caller_person(request: Request) -> str | None:
+    """The person of the API server's `Caller` (research/api/auth.py puts it in the scope's
+    state after checking the token); Refused when there is none, so this app answers nobody
+    if it is ever mounted without that check."""
+    caller = getattr(request.state, "caller", None)
+    if caller is None:
+        raise Refused()
+    person: str | None = caller.person
+    return person
+
+
+def api_mount(service: Service) -> tuple[Starlette, Callable[[], AbstractAsyncContextManager[None]]]:
+    """The app and lifespan to mount at /mcp on the API server, behind its token check."""
+    app = streamable_http_app(caller_person, service=service, path="/")
+
+    @asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:  # the SDK's session manager
+        async with app.router.lifespan_context(app):
+            yield
+
+    return app, lifespan
 
 
 def _asking_person() -> str | None:
