@@ -39,6 +39,9 @@ from tests.standin import StandinServer
 from tests.test_mcp import SMALL, full_session, server_env, structured, with_guard
 
 PEOPLE = {"token-of-ada": "ada@example.org", "token-of-bo": "bo@example.org"}
+HELLO = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"}}}
 
 
 def person_of(request: Request) -> str | None:
@@ -141,9 +144,7 @@ def test_http_server_researches_as_the_tokens_person_and_no_one_else_sees_it(
 
 
 def test_http_request_without_a_valid_token_is_refused_in_plain_words(mcp_url: str) -> None:
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                        "clientInfo": {"name": "test", "version": "1"}}}
+    hello = HELLO
     accept = {"Accept": "application/json, text/event-stream"}
     for headers in ({}, {"Authorization": "Bearer not-a-token"},
                     {"Authorization": "Basic token-of-ada"}):
@@ -155,6 +156,22 @@ def test_http_request_without_a_valid_token_is_refused_in_plain_words(mcp_url: s
     allowed = httpx.post(mcp_url, json=hello, timeout=30,
                          headers={**accept, "Authorization": "Bearer token-of-bo"})
     assert allowed.status_code == 200
+
+
+def test_with_allowed_hosts_it_answers_no_other_host(
+    standin_env: dict[str, str], tmp_path: Path,
+) -> None:
+    door.forget()
+    service = open_service(server_env(standin_env, tmp_path))
+    app = streamable_http_app(person_of, service=service, allowed_hosts=["127.0.0.1:*"])
+    headers = {"Accept": "application/json, text/event-stream",
+               "Authorization": "Bearer token-of-ada"}
+    with serving(app) as base:
+        rebound = httpx.post(f"{base}/mcp", json=HELLO, timeout=30,
+                             headers={**headers, "Host": "rebound.example"})
+        here = httpx.post(f"{base}/mcp", json=HELLO, timeout=30, headers=headers)
+    assert rebound.status_code == 421
+    assert here.status_code == 200
 
 
 def test_http_server_refuses_bad_input_in_plain_words(mcp_url: str) -> None:

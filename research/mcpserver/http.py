@@ -34,7 +34,6 @@ from research.mcpserver.server import build_server
 from research.mcpserver.service import Service, open_service
 
 PersonOf = Callable[[Request], str | None]
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 REFUSED = ("A valid bearer token is needed: make one in Settings or with "
            "python -m research token create.")
 
@@ -51,20 +50,17 @@ class Refused(Exception):  # noqa: N818 - a refusal, answered 401, not an error 
 
 
 def streamable_http_app(person_of: PersonOf, *, service: Service | None = None,
-                        path: str = "/mcp", host: str = "127.0.0.1",
-                        allowed_hosts: list[str] | None = None) -> Starlette:
-    """The MCP endpoint at `path`. `host` is where it listens: on loopback the SDK refuses
-    other Host and Origin headers (DNS rebinding); behind a proxy, name the public host
-    names in `allowed_hosts` ("research.example.org", "research.example.org:*")."""
+                        path: str = "/mcp", allowed_hosts: list[str] | None = None) -> Starlette:
+    """The MCP endpoint at `path`. `allowed_hosts`: the Host header values it answers
+    ("127.0.0.1:*", "research.example.org"), the SDK's guard against DNS rebinding; None (the
+    default) answers any, as behind the team's proxy: every request needs a token anyway, which
+    a web page that rebinds a name to this server cannot send."""
     server = build_server(service or open_service(), _asking_person)
-    security = None
-    if allowed_hosts is not None or host not in LOOPBACK:
-        names = allowed_hosts or []
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=bool(names), allowed_hosts=names,
-            allowed_origins=[f"{scheme}://{n}" for n in names for scheme in ("https", "http")])
-    app = server.streamable_http_app(streamable_http_path=path, host=host,
-                                     transport_security=security)
+    names = allowed_hosts or []
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=allowed_hosts is not None, allowed_hosts=names,
+        allowed_origins=[f"{scheme}://{n}" for n in names for scheme in ("https", "http")])
+    app = server.streamable_http_app(streamable_http_path=path, transport_security=security)
     app.add_middleware(_AsPerson, person_of=person_of)
     return app
 
