@@ -17,7 +17,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from research.constants import PRESETS
+from research.core.constants import PRESETS
 from storage import Store
 from tests.cli_helpers import ROOT
 from tests.standin import StandinServer

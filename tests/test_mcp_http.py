@@ -26,14 +26,14 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Mount
 
-from research.config import build_config
-from research.constants import PRESETS
+from research.core.config import build_config
+from research.core.constants import PRESETS
+from research.core.settings import prices_path
 from research.estimate import estimate
 from research.llm.pricing import PriceTable
 from research.mcpserver import door
 from research.mcpserver.http import Refused, api_mount, streamable_http_app
 from research.mcpserver.service import open_service
-from research.settings import prices_path
 from storage import Store
 from tests.standin import StandinServer
 from tests.test_mcp import SMALL, full_session, server_env, structured, with_guard

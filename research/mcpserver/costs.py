@@ -7,9 +7,9 @@ they move with the models and keys configured here; nothing is written down twic
 
 from __future__ import annotations
 
-from research.config import Credentials, build_config
-from research.constants import PRESETS
-from research.errors import ConfigError
+from research.core.config import Credentials, build_config
+from research.core.constants import PRESETS
+from research.core.errors import ConfigError
 from research.estimate import account_pace, estimate, spoken_duration
 from research.llm import pacing
 from research.llm.pricing import PriceTable

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dashboard.jobs import JobManager
-from research.config import Credentials, ResearchConfig
+from research.core.config import Credentials, ResearchConfig
 from research.llm.pricing import PriceTable
 
 _lock = threading.Lock()

@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from research.errors import ResearchError
+from research.core.errors import ResearchError
 from research.mcpserver.server import build_server
 from research.mcpserver.service import Service, open_service
 

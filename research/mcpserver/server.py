@@ -27,7 +27,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import Resource as MCPResource
 from pydantic import Field
 
-from research.errors import ResearchError, contained
+from research.core.errors import ResearchError, contained
 from research.mcpserver.service import (
     REPORT_URI,
     LibraryEntry,

@@ -2,7 +2,7 @@
 status and report, search the library of earlier runs. No MCP here: server.py calls these
 from worker threads and turns them into tools and resources.
 
-Settings come as the CLI reads them (research/settings.py: the environment over the secrets
+Settings come as the CLI reads them (research/core/settings.py: the environment over the secrets
 file) and a run's configuration is built and checked as the CLI builds and checks it
 (`build_config`, `check_configuration`, then the question's validation in `create_run`), so
 the same bounds give the same messages. A person sees only their own runs: over stdio the
@@ -17,19 +17,19 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from research.config import Credentials, ResearchConfig, build_config
-from research.errors import ConfigError, ResearchError, redact
+from research.core.config import Credentials, ResearchConfig, build_config
+from research.core.errors import ConfigError, ResearchError, redact
+from research.core.progress import percent
+from research.core.prompts import strip_control
+from research.core.records import Run
+from research.core.settings import effective_env, prices_path
 from research.estimate import account_pace, estimate, estimate_line
 from research.export.formats import export_document, export_run
 from research.export.run_document import build_document_for_run
 from research.llm.pricing import PriceTable
 from research.mcpserver.costs import preset_costs
 from research.mcpserver.door import Runs
-from research.phases.preflight import check_configuration
-from research.progress import percent
-from research.prompts import strip_control
-from research.records import Run
-from research.settings import effective_env, prices_path
+from research.phases.start.preflight import check_configuration
 from storage import (
     TERMINAL_STATUSES,
     DatabaseUnavailableError,

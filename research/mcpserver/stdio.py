@@ -19,10 +19,10 @@ import logging
 import os
 import sys
 
-from research.errors import ResearchError
+from research.core.errors import ResearchError
+from research.core.prompts import strip_control
 from research.mcpserver.server import build_server
 from research.mcpserver.service import open_service
-from research.prompts import strip_control
 
 
 def parser() -> argparse.ArgumentParser:
