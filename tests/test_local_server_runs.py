@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from research.executor import RequestSlots
+from research.core.executor import RequestSlots
 from research.llm import local_server as local
 from research.llm.base import RoleLLM
 from research.llm.budget import UsageMeter

@@ -18,7 +18,7 @@ import openai
 import pytest
 from google.genai import errors as genai_errors
 
-from research.errors import (
+from research.core.errors import (
     BudgetExceeded,
     QuotaExhausted,
     QuotaSpent,
@@ -26,22 +26,15 @@ from research.errors import (
     RequestTooLarge,
     RunCancelled,
 )
+from research.core.retry import RetryPolicy
 from research.llm.base import RoleLLM
 from research.llm.budget import UsageMeter
 from research.llm.gemini_llm import GeminiChat
 from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.messages import Completion, JsonSchema, Message, Usage
 from research.llm.openai_llm import OpenAIChat, rate_report
-from research.llm.pacing import (
-    EPISODE_GAP_S,
-    WINDOW_FORGET_S,
-    Pacer,
-    Ticket,
-    known_limits,
-    pacer_for,
-)
+from research.llm.pacing import EPISODE_GAP_S, WINDOW_FORGET_S, Pacer, Ticket, known_limits, pacer_for
 from research.llm.waits import RunWaits, Wait
-from research.retry import RetryPolicy
 from storage import Store
 from tests.store_files import migrated_copy
 

@@ -12,14 +12,14 @@ import pytest
 from pydantic import BaseModel
 
 from research import Credentials, build_config
-from research.errors import ContextTooLong, ProviderError, ProviderTimeout
+from research.core.errors import ContextTooLong, ProviderError, ProviderTimeout
+from research.core.prompts import untrusted_block
+from research.core.retry import RetryPolicy
 from research.llm import build_llm
 from research.llm.base import RoleLLM
 from research.llm.budget import UsageMeter
 from research.llm.fitting import MIN_SOURCE_CHARS, TRIM_NOTE, fit_prompt, prompt_chars
 from research.llm.messages import Message
-from research.prompts import untrusted_block
-from research.retry import RetryPolicy
 from storage import Store
 from tests.runs import Runner
 from tests.standin import StandinServer

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from research.errors import ProviderError
+from research.core.errors import ProviderError
 from research.llm.messages import extract_json
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """Answers that stopped short: cut off at the output length limit, or withheld by a content
-filter. The same request would get the same answer, so it is not retried (research.retry);
+filter. The same request would get the same answer, so it is not retried (research.core.retry);
 the one retry that can help is the same request with a nudge (be concise; do only the
 research task). A second stop is final, in words about the model's answer.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from research.errors import AnswerBlocked, AnswerCutOff
+from research.core.errors import AnswerBlocked, AnswerCutOff
 from research.llm.messages import Completion, Message, Request, Send
 
 RECONSIDER_NUDGE = ("Your previous answer was refused or withheld by a content filter. The "

@@ -1,7 +1,7 @@
 """The LLM seam: one Protocol with one method, and the one chain every model call goes through.
 
 A provider (research.llm.openai_llm, gemini_llm) only translates one request into one SDK call
-and maps its errors onto `research.errors`. Everything else a model call needs is done once,
+and maps its errors onto `research.core.errors`. Everything else a model call needs is done once,
 for all providers, by `RoleLLM`: a chat model bound to a role, whose calls pass through these
 layers, outermost first, each a module named by what it handles (`RoleLLM._send`):
 
@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from research.errors import ProviderError
+from research.core.errors import ProviderError
+from research.core.retry import RetryPolicy
 from research.llm.answer_limits import check_answer_size
 from research.llm.answer_stops import AnswerStops
 from research.llm.budget import Budget, UsageMeter
@@ -44,11 +45,10 @@ from research.llm.repair import answer_as, structured_request
 from research.llm.retries import Retries
 from research.llm.turns import AccountTurn, RunTurn
 from research.llm.waits import RunWaits
-from research.retry import RetryPolicy
-from research.textclean import strip_hidden_controls
+from research.untrusted.textclean import strip_hidden_controls
 
 if TYPE_CHECKING:
-    from research.executor import RequestSlots
+    from research.core.executor import RequestSlots
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -100,9 +100,9 @@ class RoleLLM:
         # The run's side of waiting (its line per wait, its stop check, the time it was held,
         # its store); outside a run, one of its own with no time limit, so a 429 stays a try.
         self._waits = waits or RunWaits()
-        self._slots = slots  # the run's model requests in flight (research.executor)
+        self._slots = slots  # the run's model requests in flight (research.core.executor)
         self._on_failure = on_failure
-        # The run's `calls` layer (research.executor), looked up at each call: the executor
+        # The run's `calls` layer (research.core.executor), looked up at each call: the executor
         # renews its pools between phases. None (outside a run): a thread of the call's own.
         self._calls = calls
         self.role = role
@@ -127,7 +127,7 @@ class RoleLLM:
 
     def quiet(self) -> RoleLLM:
         """This model for a call made ahead of time, whose failure only means it is asked for
-        again in its own step (see research.phases.plan.Ahead): one attempt, and nothing said
+        again in its own step (see research.phases.start.plan.Ahead): one attempt, and nothing said
         about it (no retry events, no outage recorded), as the step that needs it has not
         started and may never. Its tokens are counted like any other call's."""
         twin = copy.copy(self)
@@ -160,7 +160,7 @@ class RoleLLM:
         """One model call through the seam's layers, outermost first (see the module's
         docstring). They are made for each call from the role's settings, so a `quiet` copy
         of the role sends through its own. Every prompt is cleaned first, as the store cleans
-        text (research.textclean): model text that comes back in a later prompt (a draft, a
+        text (research.untrusted.textclean): model text that comes back in a later prompt (a draft, a
         plan, a repair) carries no hidden controls."""
         expected_output = functools.partial(self.meter.expected_output, self.role)
         layers: tuple[Layer, ...] = (

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import httpx2
 
-from research.errors import ProviderTimeout, StepTimeLimit
+from research.core.errors import ProviderTimeout, StepTimeLimit
 from research.llm.messages import Completion, Request
 from research.llm.tls import shared_tls_context
 from research.llm.waits import RunWaits
@@ -43,7 +43,7 @@ class Deadline:
     who: str                                          # "The writer model (openai/gpt-5-mini)"
     call_timeout: float
     waits: RunWaits
-    # The run's `calls` layer (research.executor), looked up at each call: the executor renews
+    # The run's `calls` layer (research.core.executor), looked up at each call: the executor renews
     # its pools between phases. None (outside a run): a thread of the call's own.
     calls: Callable[[], Executor] | None = None
 
@@ -76,7 +76,7 @@ def run_with_deadline(fn: Callable[[], T], seconds: float, what: str,
     Socket timeouts only bound each read; a server that sends a byte every few seconds
     never trips them (nor do the SDKs' own `timeout` options: openai's and google-genai's
     are httpx timeouts, per read). So the call runs in another thread: the run's `calls`
-    layer (`pool`, see research.executor) or, outside a run, a daemon thread of its own. If
+    layer (`pool`, see research.core.executor) or, outside a run, a daemon thread of its own. If
     the limit passes we stop waiting; the abandoned call ends when its socket times out.
     Already inside such a call (a provider bounding its own request), `fn` runs inline: the
     outer limit covers it, and a second thread would be a call waiting on a call.

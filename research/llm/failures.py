@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from research.errors import (
+from research.core.errors import (
     AnswerBlocked,
     AnswerCutOff,
     AuthError,

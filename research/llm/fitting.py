@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from research.errors import ContextTooLong, RequestTooLarge
+from research.core.errors import ContextTooLong, RequestTooLarge
 from research.llm.messages import Completion, Message, Request, Send
 from research.llm.pacing import Pacer
 

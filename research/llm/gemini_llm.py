@@ -1,7 +1,7 @@
 """Gemini through `google-genai`: one `generate_content` request per `complete` call.
 
 No `retry_options` are given, so the SDK makes one attempt and `RoleLLM` owns retries.
-Errors become `research.errors` errors with plain messages that never contain the key; a 429
+Errors become `research.core.errors` errors with plain messages that never contain the key; a 429
 also says how long to wait (RetryInfo) and which quota was met (QuotaFailure: per minute or
 per day, https://ai.google.dev/gemini-api/docs/rate-limits), which `research.llm.pacing` reads.
 
@@ -24,7 +24,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from research.errors import (
+from research.core.errors import (
     AnswerBlocked,
     AnswerCutOff,
     AuthError,
@@ -35,12 +35,12 @@ from research.errors import (
     RateLimited,
     redact,
 )
+from research.core.retry import parse_retry_after
 from research.llm.base import LLM
 from research.llm.deadline import DeadlineTransport
 from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.messages import Completion, JsonSchema, Message, Usage
 from research.llm.tls import shared_tls_context
-from research.retry import parse_retry_after
 
 
 def _httpx_families() -> list[Any]:

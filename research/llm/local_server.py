@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from research.errors import RunCancelled
+from research.core.errors import RunCancelled
 from research.llm.limits import AccountLimits
 from research.llm.local_discovery import (
     KINDS,

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from research.errors import SchemaError
+from research.core.errors import SchemaError
 from research.llm.answer_limits import validate_capped
 from research.llm.messages import JsonSchema, Message, Request, Send
 

@@ -1,6 +1,6 @@
 """A model call's failures tried again: the seam's `Retries` layer.
 
-One policy for all providers (research.retry: which failures are worth another try, the
+One policy for all providers (research.core.retry: which failures are worth another try, the
 back-off, Retry-After), within the step's time limit, which the time the run was held by its
 accounts pushes back (`RunWaits.shifted`: waits for the account do not use the step's time).
 An answer cut off at the length limit is not tried again here (the same request would be cut
@@ -13,11 +13,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from research.errors import AnswerCutOff
+from research.core.errors import AnswerCutOff
+from research.core.retry import RetryPolicy, call_with_retries
 from research.llm.budget import UsageMeter
 from research.llm.messages import Completion, Request, Send
 from research.llm.waits import RunWaits
-from research.retry import RetryPolicy, call_with_retries
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from research.errors import AnswerCutOff, RateLimited, RequestTooLarge
+from research.core.errors import AnswerCutOff, RateLimited, RequestTooLarge
 from research.llm.fitting import PromptRoom
 from research.llm.limits import RateReport
 from research.llm.local_server import LocalServer
@@ -27,7 +27,7 @@ from research.llm.pacing import Pacer
 from research.llm.waits import RunWaits
 
 if TYPE_CHECKING:
-    from research.executor import RequestSlots
+    from research.core.executor import RequestSlots
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from research.errors import BudgetExceeded, RunCancelled
+from research.core.errors import BudgetExceeded, RunCancelled
 from research.llm.limits import Account, AccountBooks, AccountLimits
 
 log = logging.getLogger(__name__)
