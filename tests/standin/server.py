@@ -9,7 +9,8 @@ app at it with `server.env()` and inject failures with `add_fault(api, kind, tim
 
   status        status=429/500/..., headers={...}, body=<json or str>   (any api)
   hang          seconds=30: wait before answering (the client should time out)
-  trickle       interval=0.5: send the body one byte at a time
+  trickle       interval=0.5: send the body one byte at a time; a client that hangs up
+                meanwhile ends it (its request's entry gets `client_gone`)
   invalid_json  mode="text" | "truncated": a structured LLM answer that is not valid JSON
   fenced_json   wrap a structured LLM answer in ```json fences
   think         prefix the LLM answer with "<think>secret reasoning</think>"
@@ -637,6 +638,9 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
         interval = getattr(self, "_trickle", 0.0)
         if interval:
             for i in range(len(data)):
+                if self._client_gone():  # logged as `client_gone`: the client hung up
+                    self.close_connection = True
+                    return
                 self.wfile.write(data[i : i + 1])
                 self.wfile.flush()
                 if not self.standin._sleep(interval, self._gen):
@@ -859,6 +863,8 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
         for chunk in page.chunks:
             pieces = [chunk[i : i + 1] for i in range(len(chunk))] if interval else [chunk]
             for piece in pieces:
+                if interval and self._client_gone():
+                    return
                 self.wfile.write(piece)
                 self.wfile.flush()
                 if interval and not self.standin._sleep(interval, self._gen):
