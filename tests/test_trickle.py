@@ -27,6 +27,9 @@ from tests.standin import StandinServer
 from tests.test_llm_providers import WRITER_MESSAGES, make_llm, role_llm
 
 INTERVAL = 0.2  # seconds between bytes: every answer here would take minutes to arrive
+# The body alone, or the status line and headers too (a read timeout restarts with each byte
+# of either; an HTTP client reads the headers before it hands back a response at all).
+HOW = pytest.mark.parametrize("headers", [False, True], ids=["body", "headers"])
 BOUND = 20.0    # far longer than any deadline below, far shorter than any trickle
 
 
@@ -66,48 +69,52 @@ def _assert_hung_up_and_no_thread_left(standin: StandinServer, api: str, asked: 
     assert left, f"threads still running: {[t.name for t in _ours() - before]}"
 
 
+@HOW
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
 def test_a_trickling_model_answer_ends_at_its_deadline_and_hangs_up(
-    provider: str, standin: StandinServer, standin_env: dict[str, str]
+    provider: str, headers: bool, standin: StandinServer, standin_env: dict[str, str]
 ) -> None:
     llm = role_llm(provider, standin_env, attempts=1, call_timeout=1.0)
     llm.text(WRITER_MESSAGES)  # the SDK's client and anything it starts lazily, before counting
     before, asked = _ours(), standin.count(provider)
-    standin.add_fault(provider, "trickle", interval=INTERVAL)
+    standin.add_fault(provider, "trickle", interval=INTERVAL, headers=headers)
     with pytest.raises(ProviderTimeout):
         llm.text(WRITER_MESSAGES)
     _assert_hung_up_and_no_thread_left(standin, provider, asked, before)
 
 
+@HOW
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
 def test_a_trickling_model_answer_ends_at_the_requests_own_deadline(
-    provider: str, standin: StandinServer, standin_env: dict[str, str]
+    provider: str, headers: bool, standin: StandinServer, standin_env: dict[str, str]
 ) -> None:
     """The bare client, with no outer thread: the request itself ends and hangs up."""
     llm = make_llm(provider, standin_env)
     llm.complete(WRITER_MESSAGES, timeout=5.0)
     before, asked = _ours(), standin.count(provider)
-    standin.add_fault(provider, "trickle", interval=INTERVAL)
+    standin.add_fault(provider, "trickle", interval=INTERVAL, headers=headers)
     with pytest.raises(ProviderTimeout):
         llm.complete(WRITER_MESSAGES, timeout=1.0)
     _assert_hung_up_and_no_thread_left(standin, provider, asked, before)
 
 
+@HOW
 @pytest.mark.parametrize("api", ["tavily", "arxiv", "semanticscholar"])
 def test_a_trickling_search_answer_ends_at_its_deadline_and_hangs_up(
-    api: str, standin: StandinServer, standin_env: dict[str, str]
+    api: str, headers: bool, standin: StandinServer, standin_env: dict[str, str]
 ) -> None:
     search = _search(api, standin_env)
     assert search.search("heat pumps in cold climates", max_results=3, timeout=5.0)
     before, asked = _ours(), standin.count(api)
-    standin.add_fault(api, "trickle", interval=INTERVAL)
+    standin.add_fault(api, "trickle", interval=INTERVAL, headers=headers)
     with pytest.raises(ProviderTimeout):
         search.search("heat pumps in cold climates", max_results=3, timeout=1.0)
     _assert_hung_up_and_no_thread_left(standin, api, asked, before)
 
 
+@HOW
 def test_a_trickling_page_ends_at_its_deadline_and_hangs_up(
-    standin: StandinServer, standin_env: dict[str, str]
+    headers: bool, standin: StandinServer, standin_env: dict[str, str]
 ) -> None:
     url = _search("tavily", standin_env).search(
         "heat pumps in cold climates", max_results=1, timeout=5.0)[0].url
@@ -115,7 +122,7 @@ def test_a_trickling_page_ends_at_its_deadline_and_hangs_up(
     with Fetcher(limits) as fetcher:
         assert fetcher.fetch(url).text
         before, asked = _ours(), standin.count("pages")
-        standin.add_fault("pages", "trickle", interval=INTERVAL)
+        standin.add_fault("pages", "trickle", interval=INTERVAL, headers=headers)
         with pytest.raises(FetchError, match="took longer than 1 s"):
             fetcher.fetch(url)
         _assert_hung_up_and_no_thread_left(standin, "pages", asked, before)
