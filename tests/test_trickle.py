@@ -5,7 +5,8 @@ A read timeout restarts with every byte, so without an overall deadline the requ
 thread that sends it) lasts as long as the trickle: minutes here, for ever from a hostile
 server. Each test lets the stand-in trickle for minutes and asks, within a generous bound far
 shorter than that, that the call has failed plainly, that the stand-in saw the client hang up,
-and that every thread the call started has ended.
+and that every thread the call started has ended. The call itself gives up within the same
+bound (its deadline is a second).
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ def _eventually(check: Callable[[], Any], seconds: float = BOUND) -> Any:
 
 
 def _assert_hung_up_and_no_thread_left(standin: StandinServer, api: str, asked: int,
-                                       before: set[threading.Thread]) -> None:
+                                       before: set[threading.Thread], started: float) -> None:
+    took = time.monotonic() - started
+    assert took < BOUND, f"the call gave up only after {took:.0f} s"
     sent = standin.requests_for(api)
     assert len(sent) == asked + 1, "the trickled request was never sent"
     last = sent[-1]
@@ -76,11 +79,11 @@ def test_a_trickling_model_answer_ends_at_its_deadline_and_hangs_up(
 ) -> None:
     llm = role_llm(provider, standin_env, attempts=1, call_timeout=1.0)
     llm.text(WRITER_MESSAGES)  # the SDK's client and anything it starts lazily, before counting
-    before, asked = _ours(), standin.count(provider)
+    started, before, asked = time.monotonic(), _ours(), standin.count(provider)
     standin.add_fault(provider, "trickle", interval=INTERVAL, headers=headers)
     with pytest.raises(ProviderTimeout):
         llm.text(WRITER_MESSAGES)
-    _assert_hung_up_and_no_thread_left(standin, provider, asked, before)
+    _assert_hung_up_and_no_thread_left(standin, provider, asked, before, started)
 
 
 @HOW
@@ -91,11 +94,11 @@ def test_a_trickling_model_answer_ends_at_the_requests_own_deadline(
     """The bare client, with no outer thread: the request itself ends and hangs up."""
     llm = make_llm(provider, standin_env)
     llm.complete(WRITER_MESSAGES, timeout=5.0)
-    before, asked = _ours(), standin.count(provider)
+    started, before, asked = time.monotonic(), _ours(), standin.count(provider)
     standin.add_fault(provider, "trickle", interval=INTERVAL, headers=headers)
     with pytest.raises(ProviderTimeout):
         llm.complete(WRITER_MESSAGES, timeout=1.0)
-    _assert_hung_up_and_no_thread_left(standin, provider, asked, before)
+    _assert_hung_up_and_no_thread_left(standin, provider, asked, before, started)
 
 
 @HOW
@@ -105,11 +108,11 @@ def test_a_trickling_search_answer_ends_at_its_deadline_and_hangs_up(
 ) -> None:
     search = _search(api, standin_env)
     assert search.search("heat pumps in cold climates", max_results=3, timeout=5.0)
-    before, asked = _ours(), standin.count(api)
+    started, before, asked = time.monotonic(), _ours(), standin.count(api)
     standin.add_fault(api, "trickle", interval=INTERVAL, headers=headers)
     with pytest.raises(ProviderTimeout):
         search.search("heat pumps in cold climates", max_results=3, timeout=1.0)
-    _assert_hung_up_and_no_thread_left(standin, api, asked, before)
+    _assert_hung_up_and_no_thread_left(standin, api, asked, before, started)
 
 
 @HOW
@@ -121,8 +124,8 @@ def test_a_trickling_page_ends_at_its_deadline_and_hangs_up(
     limits = FetchLimits(timeout_s=1.0, allow_private_hosts=True, allowed_ports=(standin.port,))
     with Fetcher(limits) as fetcher:
         assert fetcher.fetch(url).text
-        before, asked = _ours(), standin.count("pages")
+        started, before, asked = time.monotonic(), _ours(), standin.count("pages")
         standin.add_fault("pages", "trickle", interval=INTERVAL, headers=headers)
         with pytest.raises(FetchError, match="took longer than 1 s"):
             fetcher.fetch(url)
-        _assert_hung_up_and_no_thread_left(standin, "pages", asked, before)
+        _assert_hung_up_and_no_thread_left(standin, "pages", asked, before, started)
