@@ -105,8 +105,13 @@ def _status_note(current: Run, status: str) -> None:
     if status == "failed" and current.error:
         st.error(f"The run stopped: {views.md_text(current.error)}")
     elif status == "interrupted":
-        st.warning("This run was interrupted (the server stopped while it worked). Everything "
-                   "gathered so far is kept: press Resume to continue where it stopped.")
+        # The reason the process stored as it stopped (a full disk, Ctrl-C), or the store's
+        # when it died before it could (issue 40, point 4): as `--resume` says it.
+        why = (f": {views.md_text(current.error)}" if current.error
+               else " (the server stopped while it worked).")
+        kept = "" if "kept" in why else (" Everything gathered so far is kept: press Resume to "
+                                         "continue where it stopped.")
+        st.warning(f"This run was interrupted{why}{kept}")
     elif status == "paused":
         st.info("Paused. Press Resume to continue.")
     elif status == "cancelled":

@@ -4,6 +4,8 @@ tavily-python turns HTTP statuses into its own exceptions and drops the response
 response hook on our own `requests.Session` keeps the status and Retry-After so that a
 rate limit (429) and a used-up plan (432/433) are told apart. A 429 holds every Tavily
 search of the process for the time it names (research.search.pacing; Tavily sets no pace).
+The session sends through the search APIs' own client (research.search._http), whose
+deadline bounds the whole answer: requests' timeout bounds each read only.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from research.core.errors import (
 from research.core.retry import parse_retry_after
 from research.llm.deadline import run_with_deadline
 from research.search import pacing
+from research.search._http import DeadlineAdapter
 from research.search.base import SearchResult
 
 DEFAULT_BASE_URL = "https://api.tavily.com"
@@ -46,7 +49,8 @@ class TavilySearch:
         self.pace = pacing.pacer(self.name, self.base_url or DEFAULT_BASE_URL)
 
     def search(self, query: str, *, max_results: int, timeout: float) -> list[SearchResult]:
-        # A socket timeout only bounds each read; the wall-clock limit covers trickling.
+        # The request ends at its own deadline (the session's adapter); this outer limit also
+        # covers what happens before it is sent (DNS look-ups have no timeout of their own).
         with pacing.turn(self.pace, timeout, "Tavily"):
             try:
                 return run_with_deadline(
@@ -59,6 +63,8 @@ class TavilySearch:
     def _search(self, query: str, max_results: int, timeout: float) -> list[SearchResult]:
         seen: list[requests.Response] = []
         session = requests.Session()
+        session.mount("https://", DeadlineAdapter())  # a deadline on the whole answer
+        session.mount("http://", DeadlineAdapter())
         session.hooks["response"].append(lambda response, *args, **kwargs: seen.append(response))
         client = TavilyClient(api_key=self._api_key, api_base_url=self.base_url, session=session)
         try:

@@ -9,7 +9,9 @@ app at it with `server.env()` and inject failures with `add_fault(api, kind, tim
 
   status        status=429/500/..., headers={...}, body=<json or str>   (any api)
   hang          seconds=30: wait before answering (the client should time out)
-  trickle       interval=0.5: send the body one byte at a time
+  trickle       interval=0.5: send the body one byte at a time (headers=True: the status
+                line and headers too); a client that hangs up meanwhile ends it (its
+                request's entry gets `client_gone`)
   invalid_json  mode="text" | "truncated": a structured LLM answer that is not valid JSON
   fenced_json   wrap a structured LLM answer in ```json fences
   think         prefix the LLM answer with "<think>secret reasoning</think>"
@@ -633,17 +635,35 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
         admission = getattr(self, "_admission", None)  # x-ratelimit-* on every answer (OpenAI)
         for name, value in {**(admission.headers if admission else {}), **(headers or {})}.items():
             self.send_header(name, value)
-        self.end_headers()
         interval = getattr(self, "_trickle", 0.0)
         if interval:
-            for i in range(len(data)):
-                self.wfile.write(data[i : i + 1])
-                self.wfile.flush()
-                if not self.standin._sleep(interval, self._gen):
-                    self.close_connection = True
-                    return
+            self._trickle_out(self._held_head() + data, interval)
         else:
+            self.end_headers()
             self.wfile.write(data)
+
+    def _held_head(self) -> bytes:
+        """With a `trickle` fault's headers=True, the status line and headers not yet sent
+        (they go out byte by byte with the body); otherwise they are sent now, whole."""
+        fault = getattr(self, "_fault", None)
+        if not (fault is not None and fault.params.get("headers")):
+            self.end_headers()
+            return b""
+        head = b"".join(getattr(self, "_headers_buffer", [])) + b"\r\n"
+        self._headers_buffer = []
+        return head
+
+    def _trickle_out(self, data: bytes, interval: float) -> None:
+        """`data` one byte every `interval` s, until sent or the client hangs up."""
+        for i in range(len(data)):
+            if self._client_gone():  # logged as `client_gone`: the client hung up
+                self.close_connection = True
+                return
+            self.wfile.write(data[i : i + 1])
+            self.wfile.flush()
+            if not self.standin._sleep(interval, self._gen):
+                self.close_connection = True
+                return
 
     def _send_json(self, status: int, payload: Any,
                    headers: Mapping[str, str] | None = None) -> None:
@@ -853,12 +873,19 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
         # Page bodies may lie about their length: never reuse the connection.
         self.send_header("Connection", "close")
         self.close_connection = True
-        self.end_headers()
         delay = float(getattr(page, "chunk_delay", 0.0) or 0.0)
         interval = getattr(self, "_trickle", 0.0)
+        if interval:
+            head = self._held_head()
+            if head:
+                self._trickle_out(head, interval)
+        else:
+            self.end_headers()
         for chunk in page.chunks:
             pieces = [chunk[i : i + 1] for i in range(len(chunk))] if interval else [chunk]
             for piece in pieces:
+                if interval and self._client_gone():
+                    return
                 self.wfile.write(piece)
                 self.wfile.flush()
                 if interval and not self.standin._sleep(interval, self._gen):
