@@ -2,7 +2,7 @@
 
 The pages live in `pages/` and stay thin; the logic they call is in `dashboard/` and the
 engine in `research/`. Runs execute as durable jobs on the worker the job manager embeds
-(`dashboard.jobs`, `research.durable`), so they go on when the tab is closed and carry on
+(`dashboard.jobs`, `research.runs.engine`), so they go on when the tab is closed and carry on
 after a crash or restart.
 """
 

@@ -211,8 +211,8 @@ def _setup(standin: Any, tmp: Path, args: argparse.Namespace) -> Setup:
 
 def _connect(url: str) -> None:
     """Join this database's run queue to enqueue and watch (never to execute)."""
-    from research import cli_jobs
     from research.config import WorkerSettings
+    from research.runs import queued as cli_jobs
 
     cli_jobs.connect(url, WorkerSettings.from_env({}))
 
@@ -221,7 +221,7 @@ def _disconnect() -> None:
     """Stop this process's DBOS instance before its database goes away."""
     from dbos import DBOS
 
-    from research import durable
+    from research.runs import engine as durable
 
     DBOS.destroy()
     durable._launched_url = None  # noqa: SLF001 - the next launch must start a new instance
@@ -230,8 +230,8 @@ def _disconnect() -> None:
 def _enqueue(store: Any, setup: Setup, count: int) -> dict[str, float]:
     """`count` new runs, each of its own person (so the per-person limit does not cap the
     workers); returns each run's enqueue time."""
-    from research import durable
     from research.pipeline import create_run
+    from research.runs import engine as durable
 
     queued: dict[str, float] = {}
     for n in range(count):
@@ -244,7 +244,7 @@ def _enqueue(store: Any, setup: Setup, count: int) -> dict[str, float]:
 def _wait_done(store: Any, run_ids: Iterable[str], timeout: float) -> dict[str, Run | None]:
     """The stored runs once every one has ended and no workflow of theirs is still queued or
     executing (the store records the end a moment before the workflow returns)."""
-    from research import durable
+    from research.runs import engine as durable
 
     deadline = time.monotonic() + timeout
     while True:
@@ -259,7 +259,7 @@ def _workflows(url: str) -> dict[str, list[tuple[str, str]]]:
     """Per run: (status, executor id) of each of its DBOS workflows."""
     from dbos import DBOS
 
-    from research import durable
+    from research.runs import engine as durable
 
     out: dict[str, list[tuple[str, str]]] = {}
     for status in DBOS.list_workflows(name=durable.WORKFLOW, load_input=False, load_output=False):
@@ -316,7 +316,7 @@ def _pass(server: Any, setup: Setup, workers_n: int, say: Say) -> dict[str, Any]
 
 def _kill_test(server: Any, setup: Setup, say: Say) -> dict[str, Any]:
     """Two workers, one run; SIGKILL the one executing it while a research unit is in flight; time until the other worker carries it on; steps run twice."""
-    from research.workers import CARRY_ON_WITHIN_S
+    from research.runs.worker import CARRY_ON_WITHIN_S
     from storage import Store
 
     url = server.create_database()

@@ -1,20 +1,20 @@
 """The job manager: research runs as durable jobs that outlive the browser tab and the server.
 
 One instance per process and database (the page layer caches it with `st.cache_resource`).
-Runs execute as DBOS workflows on this process's embedded worker (research/durable.py; why
+Runs execute as DBOS workflows on this process's embedded worker (research/runs/engine.py; why
 DBOS: docs/design/jobs.md), which talks only to the store, never to Streamlit, so closing the
 tab does not stop a run. A restart after a crash picks interrupted runs up again by itself:
 DBOS recovers the workflows this machine left unfinished, and the pipeline skips every step
 the store already holds.
 
 With `DEEP_RESEARCH_WORKERS=external` this process only enqueues, watches and controls runs:
-`python -m research worker` processes execute them (research/workers.py), with their own keys.
+`python -m research worker` processes execute them (research/runs/worker.py), with their own keys.
 Every run belongs to a person: the signed-in person who started it (`runs.person`, see
 dashboard/auth.py), which is also its fair-share person on the queue (the partition key);
 a run started without sign-in has no person in the store and queues as DEFAULT_PERSON.
 
 Runs executed outside the engine (`python -m research` in a terminal) still heartbeat
-(research/control.py); `sweep` marks theirs "interrupted" when their process died, so the Run
+(research/runs/control.py); `sweep` marks theirs "interrupted" when their process died, so the Run
 page can offer Resume. The engine's own runs are never swept: the manager beats for them first.
 """
 
@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.settings_files import current_env
-from research import durable
 from research.config import DEFAULT_PERSON, Credentials, ResearchConfig, WorkerSettings
-from research.control import owner_is_dead
 from research.errors import ConfigError
 from research.llm.pricing import PriceTable
 from research.pipeline import create_run, execute
 from research.records import Run
+from research.runs import engine as durable
+from research.runs.control import owner_is_dead
 from research.settings import prices_path
 from storage import Store
 from storage.db_value import postgres_url

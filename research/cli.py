@@ -16,13 +16,11 @@ from research import (
     answer_clarification,
     answer_steering,
     approve_plan,
-    cli_jobs,
     pending_clarification,
     pending_steering,
     resume,
 )
 from research.config import Credentials, ResearchConfig, WorkerSettings, build_config
-from research.control import owner_is_dead
 from research.documents import ingest_paths
 from research.documents.choice import with_sources
 from research.errors import ConfigError, ResearchError, redact
@@ -36,6 +34,8 @@ from research.progress import percent
 from research.prompts import strip_control
 from research.records import JsonObject, Run, Subtopic
 from research.related import dig_deeper_question, report_sections
+from research.runs import queued as cli_jobs
+from research.runs.control import owner_is_dead
 from research.search.documents import check_scope
 from research.settings import effective_env, prices_path
 from storage import (

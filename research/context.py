@@ -13,7 +13,6 @@ from datetime import date
 
 from research.agents import Agent
 from research.config import Credentials, ResearchConfig
-from research.control import RunControl
 from research.errors import BudgetStop, ResearchError, RunStop, contained, is_unexpected, redact
 from research.events import EventSink, StepCompleted, StepFailed, StepStarted, Warning
 from research.executor import RunExecutor
@@ -21,6 +20,7 @@ from research.fetch import Fetcher
 from research.llm.base import UsageMeter
 from research.llm.waits import RunWaits
 from research.records import JsonObject, UsageTotals
+from research.runs.control import RunControl
 from research.search.base import SearchProvider
 from storage import Store
 

@@ -23,7 +23,6 @@ from research.agents import Role, Workflow
 from research.config import Credentials, ResearchConfig
 from research.constants import MAX_QUESTION_CHARS
 from research.context import RunContext, ServiceHealth
-from research.control import RunControl
 from research.engines import HOSTED_ENGINES, LABELS, merge_for_delivery, run_hosted
 from research.errors import (
     BudgetExceeded,
@@ -69,6 +68,7 @@ from research.phases import (
 )
 from research.records import ResearchResult, Run
 from research.retry import RetryPolicy
+from research.runs.control import RunControl
 from research.search import build_search_providers
 from research.search.base import SearchProvider
 from research.search.documents import bind_store

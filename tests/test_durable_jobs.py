@@ -1,6 +1,6 @@
 """Runs as durable jobs (issue 18, point 2): a killed dashboard's run is picked up again.
 
-A real process runs the dashboard's job manager (research/durable.py, DBOS on SQLite files),
+A real process runs the dashboard's job manager (research/runs/engine.py, DBOS on SQLite files),
 executing a real run against the stand-in; it is killed with SIGKILL while a research step is
 in flight. A fresh process that only creates the job manager, as a restarted dashboard does,
 must carry the run on by itself, with no Resume pressed: only the step in flight runs again,
@@ -41,7 +41,7 @@ QUESTION = "How fast is wind power growing in Europe, and what holds it back?"
 # the queue every 0.1 s rather than a dashboard's 0.5 s, so that the test waits less.
 DASHBOARD = """
 import sys, time
-from research import durable
+from research.runs import engine as durable
 durable.POLL_S = 0.1
 from dashboard.jobs import JobManager
 from research.config import Credentials

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from dashboard.jobs import JobManager
-from research import durable
 from research.config import MAX_RUNS_PER_PERSON, Credentials, WorkerSettings, build_config
 from research.records import Run
+from research.runs import engine as durable
 from storage import Store
 
 CREDS = Credentials.from_env({"OPENAI_API_KEY": "sk-test-0123456789abcdef"})

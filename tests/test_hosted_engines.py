@@ -23,7 +23,6 @@ from pypdf import PdfReader
 from research.agents import Role, Workflow
 from research.config import Credentials, ResearchConfig, build_config
 from research.context import RunContext
-from research.control import RunControl
 from research.engines import (
     engine_document,
     engine_reports,
@@ -41,6 +40,7 @@ from research.llm import build_llm
 from research.llm.base import RoleLLM, UsageMeter
 from research.phases import deliver
 from research.pipeline import create_run
+from research.runs.control import RunControl
 from research.search import build_search_providers
 from research.urls import canonical_url
 from storage import Store

@@ -16,7 +16,6 @@ import pytest
 
 from research.config import build_config
 from research.context import RunContext
-from research.control import RunControl
 from research.errors import StepTimeLimit
 from research.events import fan_out
 from research.fetch import Fetcher, FetchLimits
@@ -27,6 +26,7 @@ from research.phases import searching
 from research.phases.reading import Reading
 from research.phases.searching import Candidate, Outcome
 from research.pipeline import create_run
+from research.runs.control import RunControl
 from research.search.base import SearchResult
 from research.search.documents import DOCUMENTS, SCHEME
 from storage import Store

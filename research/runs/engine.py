@@ -4,7 +4,7 @@ A run executes as one DBOS workflow with one step, `execute(run_id)`, on the que
 DBOS records the workflow in its own system database (a SQLite file beside the store), so a
 process killed mid-run leaves it PENDING and the next launch of this machine's worker recovers
 it: the step that was in flight runs again, and `execute` skips every pipeline step the store
-already holds. Pause and cancel stay ours (`runs.control`, research/control.py): DBOS has no
+already holds. Pause and cancel stay ours (`runs.control`, research/runs/control.py): DBOS has no
 pause, and its cancel would wait for the running step, which here is the whole run.
 
 The workflow's only input is the run id: DBOS pickles inputs into its database, and keys must
@@ -148,7 +148,7 @@ def enqueue(run_id: str, credentials: Credentials | None, prices: PriceTable | N
 
 def _enqueue_on(queue: Queue | None, run_id: str) -> None:
     if queue is None:
-        raise RuntimeError("The run worker has not been launched (research.durable.launch).")
+        raise RuntimeError("The run worker has not been launched (research.runs.engine.launch).")
     queue.enqueue(research_run, run_id)
 
 
@@ -204,7 +204,7 @@ def crash(run_id: str) -> str | None:
 
 def _current() -> Worker:
     if _worker is None:
-        raise RuntimeError("The run worker has not been launched (research.durable.launch).")
+        raise RuntimeError("The run worker has not been launched (research.runs.engine.launch).")
     return _worker
 
 

@@ -5,7 +5,7 @@ Then the CLI does not execute the run itself: it queues it for the workers
 it until it stops, printing its progress from the store. Keys never go with the run: the
 worker uses its own settings.
 
-`research.durable` (and with it DBOS, slow to import) is imported inside the functions: a CLI
+`research.runs.engine` (and with it DBOS, slow to import) is imported inside the functions: a CLI
 run that executes in its own process, the usual case, never needs it.
 """
 
@@ -25,12 +25,12 @@ WATCH_S = 0.5  # how often the CLI looks at a queued or executing run
 Say = Callable[[str], None]
 
 if TYPE_CHECKING:
-    from research.durable import QueuePlace
+    from research.runs.engine import QueuePlace
 
 
 def connect(db_path: Path | str, settings: WorkerSettings) -> None:
     """Join the job queue of this store, only to enqueue and watch (never to execute)."""
-    from research import durable
+    from research.runs import engine as durable
 
     durable.launch(durable.Worker(db_path, _no_executor, _no_credentials, lambda: None),
                    listen=False, executor_id="cli-watcher", jobs_url=settings.jobs_url)
@@ -39,7 +39,7 @@ def connect(db_path: Path | str, settings: WorkerSettings) -> None:
 def enqueue(store: Store, run_id: str) -> None:
     """Queue the run for a worker (a resumed run continues where it stopped), as its owner's:
     the run's person is its fair-share person on the queue, whoever queues it."""
-    from research import durable
+    from research.runs import engine as durable
 
     if durable.is_active(run_id):
         raise ResearchError(f"Run {run_id} is already queued or running on a worker.")
@@ -57,7 +57,7 @@ def wait(store: Store, run_id: str, say: Say, *, quiet: bool = False,
     if run is None:
         raise ResearchError(f"There is no run with id {run_id!r}.")
     last_event = max((e.id for e in store.get_events(run_id)), default=0)
-    from research import durable
+    from research.runs import engine as durable
 
     shown_place: QueuePlace | None = None
     while durable.is_active(run_id):

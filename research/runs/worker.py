@@ -1,7 +1,7 @@
 """`python -m research worker`: a process that executes queued runs, on any machine.
 
 With `DEEP_RESEARCH_WORKERS=external`, dashboards and the CLI only enqueue, watch and control
-runs; workers execute them (research/durable.py). A worker takes its keys from its own
+runs; workers execute them (research/runs/engine.py). A worker takes its keys from its own
 settings (environment or secrets file), never from the queue.
 
 A worker killed with SIGKILL leaves its runs PENDING under its executor id. DBOS recovers
@@ -29,11 +29,11 @@ from uuid import uuid4
 import sqlalchemy as sa
 from dbos import DBOS
 
-from research import durable
 from research.config import Credentials, WorkerSettings
 from research.errors import ConfigError
 from research.llm.pricing import PriceTable
 from research.pipeline import execute
+from research.runs import engine as durable
 from research.settings import effective_env, prices_path
 from storage import Store, default_db, default_db_path, resolve_db
 
