@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,19 +73,9 @@ def dash_env_fixture(request: pytest.FixtureRequest, tmp_path: Path,
 def _cancel_runs_left_queued(wait_s: float = 10.0) -> None:
     """Runs still executing get `wait_s` to end; then every queued or executing workflow on
     the process's job queue is cancelled (it would otherwise run in the next test)."""
-    from dbos import DBOS
-    from dbos._error import DBOSException  # what DBOS raises before it was launched
+    from research.runs import engine
 
-    try:
-        deadline = time.monotonic() + wait_s
-        while DBOS.list_workflows(status="PENDING", load_input=False, load_output=False) \
-                and time.monotonic() < deadline:
-            time.sleep(0.05)
-        for status in DBOS.list_workflows(status=["ENQUEUED", "PENDING"], load_input=False,
-                                          load_output=False):
-            DBOS.cancel_workflow(status.workflow_id)
-    except DBOSException:  # no job queue was launched in this process yet
-        return
+    engine.cancel_all(wait_s)
 
 
 # The dashboard test runs on a SQLite file, then with DEEP_RESEARCH_DB a PostgreSQL URL.
@@ -266,10 +255,10 @@ class FakeExecutor:
 def fake_jobs_fixture(dash_env: Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeExecutor]:
     """The dashboard's job manager runs FakeExecutor instead of the engine (no network)."""
     from dashboard import ui
-    from dashboard.jobs import JobManager
+    from research.runs import Runs
 
     executor = FakeExecutor()
-    manager = JobManager(ui.db_target(), executor=executor)
+    manager = Runs(ui.db_target(), executor=executor)
     monkeypatch.setattr(ui, "_jobs", lambda path: manager)
     yield executor
     for run_id in manager.alive():
@@ -300,12 +289,12 @@ def fake_engine_fixture(dash_env: Store, standin: StandinServer, standin_env: di
     """The dashboard's job manager (real queue, real worker) runs the engine on the fakes;
     the stand-in's keys are set, so the pages offer what a person with keys sees."""
     from dashboard import ui
-    from dashboard.jobs import JobManager
+    from research.runs import Runs
 
     for name, value in standin_env.items():
         monkeypatch.setenv(name, value)
     engine = FakesEngine(standin)
-    manager = JobManager(ui.db_target(), executor=engine)
+    manager = Runs(ui.db_target(), executor=engine)
     monkeypatch.setattr(ui, "_jobs", lambda path: manager)
     yield engine
     for run_id in manager.alive():

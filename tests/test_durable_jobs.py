@@ -43,10 +43,10 @@ DASHBOARD = """
 import sys, time
 from research.runs import engine as durable
 durable.POLL_S = 0.1
-from dashboard.jobs import JobManager
+from research.runs import Runs
 from research.config import Credentials
 from dashboard.settings_files import current_env
-jobs = JobManager(sys.argv[1])
+jobs = Runs(sys.argv[1])
 if len(sys.argv) > 2:
     jobs.resume(sys.argv[2], Credentials.from_env(current_env()))
 deadline = time.monotonic() + 1.0  # an interrupted run is still PENDING: alive at once

@@ -52,7 +52,7 @@ QUICK_CLOCK = {
     "research.runs.worker.BEAT_S": 0.4,
     "research.runs.worker.DEAD_AFTER_S": DEAD_AFTER_S,
     "research.runs.engine.POLL_S": 0.2,
-    "research.runs.queued.WATCH_S": 0.2,
+    "research.runs.jobs.WATCH_S": 0.2,
 }
 # Carried on within the same share of the dead-worker limit as in production.
 CARRY_ON_WITHIN_S = REAL_CARRY_ON_WITHIN_S * DEAD_AFTER_S / REAL_DEAD_AFTER_S
