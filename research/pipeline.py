@@ -36,7 +36,6 @@ from research.errors import (
 from research.events import (
     Cancelled,
     Completed,
-    Error,
     EventSink,
     Initiated,
     LimitWait,
@@ -68,7 +67,7 @@ from research.phases import (
 )
 from research.records import ResearchResult, Run
 from research.retry import RetryPolicy
-from research.runs.control import RunControl
+from research.runs.control import RunControl, record_failure
 from research.search import build_search_providers
 from research.search.base import SearchProvider
 from research.search.documents import bind_store
@@ -208,9 +207,8 @@ def execute(
         _finish(store, run_id, meter, "cancelled")
         emit(Cancelled(run_id, "The run was cancelled. Everything gathered so far is kept."))
     except (BudgetExceeded, ResearchError) as exc:  # the time limit: resumable, said so
-        message = redact(str(exc), secrets)
-        _finish(store, run_id, meter, "failed", message)
-        emit(Error(run_id, message))
+        _add_up(store, run_id)
+        record_failure(store, run_id, redact(str(exc), secrets), emit)
     except Exception as exc:  # noqa: BLE001 - the run must end in a stored, readable state
         if is_disk_full(exc):  # this write may fail too; then the caller says it plainly
             _finish(store, run_id, meter, "interrupted", DISK_FULL_MESSAGE)
@@ -219,8 +217,8 @@ def execute(
         message = ("The run stopped because of a problem in the program itself (not in your "
                    "question, settings or keys; the details are in the log). Everything gathered "
                    "so far is kept: Resume tries again from where it stopped.")
-        _finish(store, run_id, meter, "failed", message)
-        emit(Error(run_id, message))
+        _add_up(store, run_id)
+        record_failure(store, run_id, message, emit)
     finally:
         control.stop()
         executor.close()
@@ -292,9 +290,14 @@ def _hosted_only(ctx: RunContext, engine: str) -> None:
 
 
 def _finish(store: Store, run_id: str, meter: UsageMeter, status: str, error: str | None = None) -> None:
+    _add_up(store, run_id)
+    store.set_run_status(run_id, status, error=error)
+
+
+def _add_up(store: Store, run_id: str) -> None:
+    """The run's totals as the store has them now (at the end of each session)."""
     usage = store.usage_totals(run_id)
     store.update_totals(
         run_id, sources=store.count_sources(run_id), queries=len(store.get_queries(run_id)),
         tokens=usage.tokens, cost_usd=round(usage.cost_usd, 6), calls=usage.calls,
     )
-    store.set_run_status(run_id, status, error=error)

@@ -14,7 +14,7 @@ import threading
 import time
 
 from research.errors import BudgetExceeded, RunCancelled
-from research.events import EventSink, Paused, Resumed
+from research.events import Error, EventSink, Paused, Resumed
 from research.runs.liveness import this_process
 from storage import Store
 
@@ -117,3 +117,12 @@ def cancel(store: Store, run_id: str) -> None:
     """Ask the process executing the run to stop at its next checkpoint (a run still in the
     queue is marked cancelled when a worker takes it)."""
     store.set_control(run_id, "cancel")
+
+
+def record_failure(store: Store, run_id: str, message: str, emit: EventSink | None = None) -> None:
+    """The one place a run's failure is recorded: on the run (status "failed" and its error,
+    in plain words) and as an Error event (through `emit`, which also tells the person
+    watching, or straight to the store). Nothing else keeps it: every process reads it back
+    from the run (`Runs.status`, `Runs.crash`)."""
+    store.set_run_status(run_id, "failed", error=message)
+    (emit or store.log_event)(Error(run_id, message))

@@ -13,7 +13,7 @@ pause, and its cancel would wait for the running step, which here is the whole r
 The workflow's only input is the run id: DBOS pickles inputs into its database, and keys must
 never be stored. A worker's keys come from its own settings (`Worker.credentials`), or, for a
 run started or resumed in this process, from the caller, in memory only. A run's failure is
-recorded in one place, on the run in the store (`_record_failure`), never kept here.
+recorded in one place, on the run in the store (`control.record_failure`), never kept here.
 
 Fair share: the queue is partitioned by person (the partition key), with at most
 MAX_RUNS_PER_PERSON of one person's runs executing at once over all workers and each worker
@@ -40,8 +40,8 @@ from dbos import DBOS, DBOSConfig, Queue, SetEnqueueOptions, SetWorkflowID
 
 from research.config import DEFAULT_PERSON, MAX_RUNS_PER_PERSON, WORKER_CONCURRENCY, Credentials
 from research.errors import redact
-from research.events import Error
 from research.llm.pricing import PriceTable
+from research.runs.control import record_failure
 from research.runs.status import QueuePlace
 from storage import Store
 from storage.db_value import postgres_url
@@ -261,10 +261,11 @@ def _guarded(worker: Worker, store: Store, run_id: str, credentials: Credentials
 
 
 def _record_failure(store: Store, run_id: str, message: str) -> None:
+    """A failure the pipeline could not record itself (it escaped `execute`), unless the run
+    had already ended."""
     try:
         run = store.get_run(run_id)
         if run is not None and run.status not in ("completed", "failed", "cancelled"):
-            store.set_run_status(run_id, "failed", error=message)
-            store.append_event(Error(run_id, message))
+            record_failure(store, run_id, message)
     except Exception:  # noqa: BLE001 - the database itself may be the problem
         log.exception("could not record the failure of run %s", run_id)
