@@ -2,7 +2,7 @@
 the plan, or choose what to explore next; then the run carries on in the background.
 
 Nothing here runs the research: answers and choices are stored through the engine's API and
-the job manager resumes the run, so it goes on if the tab is closed.
+the door to runs (`Runs.resume`) queues the run again, so it goes on if the tab is closed.
 """
 
 from __future__ import annotations

@@ -253,7 +253,7 @@ class FakeExecutor:
 
 @pytest.fixture(name="fake_jobs")
 def fake_jobs_fixture(dash_env: Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeExecutor]:
-    """The dashboard's job manager runs FakeExecutor instead of the engine (no network)."""
+    """The dashboard's door to runs (`research.runs.Runs`) runs FakeExecutor instead of the engine (no network)."""
     from dashboard import ui
     from research.runs import Runs
 
@@ -286,7 +286,7 @@ class FakesEngine:
 @pytest.fixture(name="fake_engine")
 def fake_engine_fixture(dash_env: Store, standin: StandinServer, standin_env: dict[str, str],
                         monkeypatch: pytest.MonkeyPatch) -> Iterator[FakesEngine]:
-    """The dashboard's job manager (real queue, real worker) runs the engine on the fakes;
+    """The dashboard's door to runs (real queue, real worker) runs the engine on the fakes;
     the stand-in's keys are set, so the pages offer what a person with keys sees."""
     from dashboard import ui
     from research.runs import Runs

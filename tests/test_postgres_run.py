@@ -47,7 +47,7 @@ def test_a_complete_research_run_stores_everything_on_postgres(
 
 
 def test_the_dashboards_job_manager_works_on_a_postgres_url(pg_url: str) -> None:
-    """The job manager keeps a PostgreSQL URL as the URL (a Path would fold its "//"), its
+    """The door to runs keeps a PostgreSQL URL as the URL (a Path would fold its "//"), its
     run queue lives on that server, and the sweep marks a run of a dead process."""
     import socket
 

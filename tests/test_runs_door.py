@@ -132,6 +132,25 @@ def test_status_says_the_queue_place_and_cancel_of_a_run_nothing_executes_is_at_
         release.set()
 
 
+def test_the_sweep_spares_the_engines_runs_and_writes_no_heartbeat_for_them(
+        tmp_path: Path) -> None:
+    """The engine's run has no heartbeat here (its fake executor writes none), so only the
+    engine says it is alive: the sweep must leave it running, and nobody but its executor
+    writes its liveness record."""
+    release = threading.Event()
+    runs = Runs(tmp_path / "r.db", executor=_held(release), stale_after_s=0.0)
+    try:
+        run_id = runs.start("Held?", build_config(env={}, preset="quick"), CREDS)
+        _until(lambda: runs.store.get_run(run_id).status == "running")  # type: ignore[union-attr]
+        assert runs.sweep(force=True) == []
+        run = runs.store.get_run(run_id)
+        assert run is not None and run.status == "running" and run.heartbeat_at is None
+        assert runs.is_alive(run_id)
+    finally:
+        release.set()
+    assert runs.wait(run_id, 10)
+
+
 def test_a_crash_is_recorded_once_on_the_run_and_read_back_from_there(tmp_path: Path) -> None:
     def boom(run_id: str, **_: Any) -> None:
         raise RuntimeError("the disk caught fire sk-test-0123456789abcdef")

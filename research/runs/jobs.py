@@ -1,7 +1,7 @@
 """`Runs`: a run's whole life on the job engine, for one process and one store.
 
 Start, resume, pause, unpause, cancel, wait, status (with the queue place), and the sweep of
-abandoned runs. The dashboard holds one per process (dashboard/jobs.py), the CLI makes one
+abandoned runs. The dashboard holds one per process (dashboard/ui.py), the CLI makes one
 for `--detach`, `--wait` and external workers, a worker's loop is research/runs/worker.py.
 
 Runs execute as durable workflows (research/runs/engine.py; why DBOS: docs/design/jobs.md),
