@@ -29,7 +29,7 @@ from research.events import Event, SourceFound
 from research.export.formats import FORMATS, export_run
 from research.llm.pricing import PriceTable
 from research.phases.preflight import check_configuration
-from research.pipeline import create_run, execute
+from research.pipeline import create_run
 from research.progress import percent
 from research.prompts import strip_control
 from research.records import JsonObject, Run, Subtopic
@@ -244,10 +244,11 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
         queued = session.watching = runs is not None
 
         def go(run_id: str) -> Run | None:
-            """Execute here, or queue for a worker and watch it (--detach: queue only, None)."""
+            """Go on with the stored run (new, interrupted, answered) here, or queue it for a
+            worker and watch it (--detach: queue only, None)."""
             if runs is None:
-                return execute(run_id, store=store, credentials=credentials, on_event=printer,
-                               prices=prices)
+                return resume(run_id, store=store, credentials=credentials, on_event=printer,
+                              prices=prices)
             runs.resume(run_id, credentials)  # the workers' own keys are used, never these
             if args.detach:
                 return None
@@ -269,9 +270,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                     check_configuration(ResearchConfig(**found.config), credentials)
                 why = found.error if found.status == "interrupted" and found.error else ""
                 _say(f"Resuming run {args.resume}" + (f" (it was interrupted: {why})" if why else ""))
-                run = go(run_id) if queued else resume(
-                    args.resume, store=store, credentials=credentials, on_event=printer,
-                    prices=prices)
+                run = go(run_id)
         else:
             parent, section = args.build_on, None
             if args.dig_deeper:
