@@ -97,6 +97,16 @@ def test_a_run_executed_in_a_terminal_is_alive_while_it_beats(tmp_path: Path) ->
         assert runs.status(orphan).status == "interrupted"
         with pytest.raises(ConfigError, match="already running"):
             runs.resume(beating, CREDS)
+        runs.pause(beating)  # the terminal's process reads it at its next checkpoint
+        assert store.get_control(beating) == "pause"
+        runs.unpause(beating)
+        assert store.get_control(beating) is None
+        with pytest.raises(ConfigError, match="There is no run"):
+            runs.pause(beating, person="bob")  # not Bob's run: as if there were none
+        assert store.get_control(beating) is None
+        runs.cancel(beating)  # alive: asked to stop, not marked
+        assert store.get_control(beating) == "cancel"
+        assert store.get_run(beating).status == "running"  # type: ignore[union-attr]
     finally:
         store.close()
 
