@@ -104,9 +104,13 @@ def test_a_run_executed_in_a_terminal_is_alive_while_it_beats(tmp_path: Path) ->
         with pytest.raises(ConfigError, match="There is no run"):
             runs.pause(beating, person="bob")  # not Bob's run: as if there were none
         assert store.get_control(beating) is None
+        with pytest.raises(ConfigError, match="not paused"):
+            runs.unpause(beating)
         runs.cancel(beating)  # alive: asked to stop, not marked
         assert store.get_control(beating) == "cancel"
         assert store.get_run(beating).status == "running"  # type: ignore[union-attr]
+        with pytest.raises(ConfigError, match="Only a running run"):
+            runs.pause(orphan)  # interrupted: nothing to pause
     finally:
         store.close()
 
@@ -118,13 +122,16 @@ def test_status_says_the_queue_place_and_cancel_of_a_run_nothing_executes_is_at_
                 workers=_one_at_a_time())
     config = build_config(env={}, preset="quick")
     try:
-        first = runs.start("First?", config, CREDS, person="ada")
-        second = runs.start("Second?", config, CREDS, person="ada")
-        _until(lambda: runs.store.get_run(first).status == "running")  # type: ignore[union-attr]
+        a = runs.start("First?", config, CREDS, person="ada")
+        b = runs.start("Second?", config, CREDS, person="ada")
+        # One worker slot: one of them executes (the engine may take either first), the
+        # other waits in the queue.
+        _until(lambda: "running" in (runs.status(a).status, runs.status(b).status))
+        first, second = (a, b) if runs.status(a).status == "running" else (b, a)
         waiting = runs.status(second, person="ada")
         assert isinstance(waiting, RunStatus) and waiting.alive
         assert waiting.status == "queued" and waiting.queue is not None
-        assert waiting.queue.place == 1  # the next of Ada's runs (the first one executes)
+        assert waiting.queue.place == 1  # the next of Ada's runs (the other one executes)
         with pytest.raises(ConfigError, match="There is no run"):
             runs.status(second, person="bob")
         with pytest.raises(ConfigError, match="There is no run"):
@@ -138,6 +145,8 @@ def test_status_says_the_queue_place_and_cancel_of_a_run_nothing_executes_is_at_
         runs.store.set_run_status(waiting_run, "waiting")
         runs.cancel(waiting_run)  # nothing executes it: recorded at once
         assert runs.status(waiting_run).status == "cancelled"
+        with pytest.raises(ConfigError, match="already cancelled"):
+            runs.cancel(waiting_run)
     finally:
         release.set()
 
@@ -197,7 +206,7 @@ def _one_at_a_time() -> Any:
     return WorkerSettings(concurrency=1)
 
 
-def _until(condition: Any, wait_s: float = 10.0) -> None:
+def _until(condition: Any, wait_s: float = 60.0) -> None:
     import time
 
     deadline = time.monotonic() + wait_s

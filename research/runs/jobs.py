@@ -117,22 +117,28 @@ class Runs:
         self._enqueue(run_id, credentials, prices, run.person or DEFAULT_PERSON)
 
     def pause(self, run_id: str, *, person: str | None = None) -> None:
-        """Pause at the run's next checkpoint (wherever it executes)."""
-        self._run(run_id, person)
+        """Pause a running run at its next checkpoint (wherever it executes)."""
+        run = self._run(run_id, person)
+        if status_of(run, self.is_alive(run_id)) != "running":
+            raise ConfigError("Only a running run can be paused.")
         control.pause(self.store, run_id)
 
     def unpause(self, run_id: str, *, person: str | None = None) -> None:
-        """Let a paused run continue."""
-        self._run(run_id, person)
+        """Let a paused run (or one about to pause) continue."""
+        run = self._run(run_id, person)
+        if run.status != "paused" and run.control != "pause":
+            raise ConfigError("This run is not paused.")
         control.unpause(self.store, run_id)
 
     def cancel(self, run_id: str, *, person: str | None = None) -> None:
         """Stop the run at its next checkpoint, or, when nothing works on it (interrupted,
         waiting for answers), record it as cancelled at once."""
         run = self._run(run_id, person)
+        if run.status in TERMINAL_STATUSES:
+            raise ConfigError(f"This run has already {run.status}; there is nothing to cancel.")
         if self.is_alive(run_id):
             control.cancel(self.store, run_id)
-        elif run.status not in TERMINAL_STATUSES:
+        else:
             self.store.set_run_status(run_id, "cancelled")
 
     # -- watching -------------------------------------------------------------------------
