@@ -58,7 +58,7 @@ def _store(path: str) -> Store:
 def _jobs(path: str) -> Runs:
     """The process's one door to runs (research/runs/): its embedded worker executes the
     runs this dashboard starts, with the keys of this dashboard's settings."""
-    return Runs(path, env=current_env)
+    return Runs(path, env=current_env, store=_store(path))
 
 
 def store() -> Store:

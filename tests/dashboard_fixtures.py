@@ -263,6 +263,7 @@ def fake_jobs_fixture(dash_env: Store, monkeypatch: pytest.MonkeyPatch) -> Itera
     yield executor
     for run_id in manager.alive():
         manager.wait(run_id, 10)
+    manager.store.close()  # its pooled connections (PostgreSQL) do not outlive the test
 
 
 class FakesEngine:
@@ -299,6 +300,7 @@ def fake_engine_fixture(dash_env: Store, standin: StandinServer, standin_env: di
     yield engine
     for run_id in manager.alive():
         manager.wait(run_id, 60)
+    manager.store.close()  # its pooled connections (PostgreSQL) do not outlive the test
     for fetcher in engine.fetchers:
         fetcher.close()
     misused = take_misuses()

@@ -61,4 +61,5 @@ def test_the_dashboards_job_manager_works_on_a_postgres_url(pg_url: str) -> None
     assert manager.interrupted_at_start == [run_id]
     assert store.get_run(run_id).status == "interrupted"  # type: ignore[union-attr]
     assert not Path("postgresql:").exists()
+    manager.store.close()
     store.close()

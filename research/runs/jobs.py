@@ -61,6 +61,7 @@ class Runs:
         watch_only: bool = False,
         stale_after_s: float = liveness.STALE_AFTER_S,
         sweep_every_s: float = 30.0,
+        store: Store | None = None,
     ) -> None:
         # A SQLite file, or the team's postgresql:// URL (kept as text: a Path folds its "//").
         self.db_path: str | Path = postgres_url(db_path) or Path(db_path)
@@ -68,7 +69,10 @@ class Runs:
         self.sweep_every_s = sweep_every_s
         self._env = env
         self._last_sweep = 0.0
-        self.store = Store(self.db_path)  # schema in place before a recovered run reads it
+        # The process's store for this database, if it has one (the dashboard's): schema in
+        # place before a recovered run reads it.
+        self._owns_store = store is None
+        self.store = store or Store(self.db_path)
         self.workers = workers or WorkerSettings.from_env(env())
         self.external = watch_only or self.workers.mode == "external"
         owner = liveness.this_process()
@@ -223,9 +227,10 @@ class Runs:
             return []
 
     def close(self) -> None:
-        """Stop this process's engine (its queue polling ends) and close the store."""
+        """Stop this process's engine (its queue polling ends) and close the store it opened."""
         engine.stop()
-        self.store.close()
+        if self._owns_store:
+            self.store.close()
 
     # -- internals ------------------------------------------------------------------------
 
