@@ -1,9 +1,9 @@
 """Deep Research Studio in the browser: `streamlit run app.py`.
 
 The pages live in `app_pages/` and stay thin; the logic they call is in `dashboard/` and the
-engine in `research/`. Runs execute as durable jobs on the worker the job manager embeds
-(`dashboard.jobs`, `research.durable`), so they go on when the tab is closed and carry on
-after a crash or restart.
+engine in `research/`. Runs execute as durable jobs on the worker that the door to runs
+embeds (`research.runs.Runs`, held once per process by `dashboard.ui`), so they go on when the
+tab is closed and carry on after a crash or restart.
 """
 
 from __future__ import annotations

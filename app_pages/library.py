@@ -7,7 +7,7 @@ import math
 import streamlit as st
 
 from dashboard import ui, views
-from dashboard.jobs import ACTIVE
+from research.runs import ACTIVE
 
 PAGE_SIZE = 50
 

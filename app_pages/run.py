@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import dig_deeper_view, run_header, run_live, run_report, run_tabs, run_waiting, ui
-from dashboard.jobs import ACTIVE, status_of
+from research.runs import ACTIVE, status_of
 
 REFRESH_S = 2.0  # how often the live panel and the open tab are drawn again while a run works
 

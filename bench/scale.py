@@ -26,9 +26,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from research.core.records import EventRow, Run, Step
+
+if TYPE_CHECKING:
+    from research.runs import Runs
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "How are heat pumps, solar and storage changing household energy use in region {n}?"
@@ -209,63 +212,37 @@ def _setup(standin: Any, tmp: Path, args: argparse.Namespace) -> Setup:
     return Setup(env, config, tmp, args)
 
 
-def _connect(url: str) -> None:
-    """Join this database's run queue to enqueue and watch (never to execute)."""
-    from research import cli_jobs
+def _connect(url: str) -> Runs:
+    """The door to this database's run queue, to enqueue and watch (never to execute)."""
     from research.core.config import WorkerSettings
+    from research.runs import Runs
 
-    cli_jobs.connect(url, WorkerSettings.from_env({}))
-
-
-def _disconnect() -> None:
-    """Stop this process's DBOS instance before its database goes away."""
-    from dbos import DBOS
-
-    from research import durable
-
-    DBOS.destroy()
-    durable._launched_url = None  # noqa: SLF001 - the next launch must start a new instance
+    return Runs(url, workers=WorkerSettings.from_env({}), watch_only=True, env=dict)
 
 
-def _enqueue(store: Any, setup: Setup, count: int) -> dict[str, float]:
+def _enqueue(runs: Runs, setup: Setup, count: int) -> dict[str, float]:
     """`count` new runs, each of its own person (so the per-person limit does not cap the
-    workers); returns each run's enqueue time."""
-    from research import durable
-    from research.pipeline import create_run
+    workers); returns each run's enqueue time. The workers use their own keys."""
+    from research.core.config import Credentials
 
     queued: dict[str, float] = {}
     for n in range(count):
-        run_id = create_run(store, QUESTION.format(n=n + 1), setup.config)
+        run_id = runs.start(QUESTION.format(n=n + 1), setup.config, Credentials.from_env({}),
+                            person=f"bench-person-{n}")
         queued[run_id] = time.time()
-        durable.enqueue(run_id, None, None, person=f"bench-person-{n}")
     return queued
 
 
-def _wait_done(store: Any, run_ids: Iterable[str], timeout: float) -> dict[str, Run | None]:
+def _wait_done(runs: Runs, run_ids: Iterable[str], timeout: float) -> dict[str, Run | None]:
     """The stored runs once every one has ended and no workflow of theirs is still queued or
     executing (the store records the end a moment before the workflow returns)."""
-    from research import durable
-
     deadline = time.monotonic() + timeout
     while True:
-        runs: dict[str, Run | None] = {rid: store.get_run(rid) for rid in run_ids}
-        ended = all(r is not None and r.status in TERMINAL for r in runs.values())
-        if (ended and not durable.active_runs() & runs.keys()) or time.monotonic() > deadline:
-            return runs
+        found: dict[str, Run | None] = {rid: runs.store.get_run(rid) for rid in run_ids}
+        ended = all(r is not None and r.status in TERMINAL for r in found.values())
+        if (ended and not set(runs.alive()) & found.keys()) or time.monotonic() > deadline:
+            return found
         time.sleep(1.0)
-
-
-def _workflows(url: str) -> dict[str, list[tuple[str, str]]]:
-    """Per run: (status, executor id) of each of its DBOS workflows."""
-    from dbos import DBOS
-
-    from research import durable
-
-    out: dict[str, list[tuple[str, str]]] = {}
-    for status in DBOS.list_workflows(name=durable.WORKFLOW, load_input=False, load_output=False):
-        out.setdefault(status.workflow_id.split(":", 1)[0], []).append(
-            (str(status.status), str(status.executor_id)))
-    return out
 
 
 def _pass(server: Any, setup: Setup, workers_n: int, say: Say) -> dict[str, Any]:
@@ -273,8 +250,7 @@ def _pass(server: Any, setup: Setup, workers_n: int, say: Say) -> dict[str, Any]
     from storage import Store
 
     url = server.create_database()
-    Store(url).close()
-    _connect(url)
+    door = _connect(url)
     cwd = setup.tmp / f"scale-{workers_n}"
     cwd.mkdir(exist_ok=True)
     workers = Workers({**setup.worker_env, "DEEP_RESEARCH_DB": url}, cwd,
@@ -282,18 +258,19 @@ def _pass(server: Any, setup: Setup, workers_n: int, say: Say) -> dict[str, Any]
     store = Store(url)
     try:
         workers.start(workers_n)
-        queued = _enqueue(store, setup, setup.args.scale_runs)
+        queued = _enqueue(door, setup, setup.args.scale_runs)
         began = min(queued.values())
         poller = Poller(url, list(queued))
         poller.start()
-        runs = _wait_done(store, queued, setup.args.scale_timeout)
+        runs = _wait_done(door, queued, setup.args.scale_timeout)
         poller.halt.set()
         poller.join(10)
-        flows = _workflows(url)
+        flows = {rid: door.executions(rid) for rid in queued}
         twice = [k for rid in queued for k in steps_run_twice(store.get_events(rid))[1]]
     finally:
         workers.stop()
         store.close()
+        door.close()
     done = [r for r in runs.values() if r is not None and r.status == "completed"]
     ends = [when(r.finished_at) for r in runs.values() if r is not None and r.finished_at]
     waits = [when(r.started_at) - queued[rid] for rid, r in runs.items()
@@ -316,12 +293,11 @@ def _pass(server: Any, setup: Setup, workers_n: int, say: Say) -> dict[str, Any]
 
 def _kill_test(server: Any, setup: Setup, say: Say) -> dict[str, Any]:
     """Two workers, one run; SIGKILL the one executing it while a research unit is in flight; time until the other worker carries it on; steps run twice."""
-    from research.workers import CARRY_ON_WITHIN_S
+    from research.runs.worker import CARRY_ON_WITHIN_S
     from storage import Store
 
     url = server.create_database()
-    Store(url).close()
-    _connect(url)
+    door = _connect(url)
     cwd = setup.tmp / "scale-kill"
     cwd.mkdir(exist_ok=True)
     workers = Workers({**setup.worker_env, "DEEP_RESEARCH_DB": url}, cwd,
@@ -329,7 +305,7 @@ def _kill_test(server: Any, setup: Setup, say: Say) -> dict[str, Any]:
     store = Store(url)
     try:
         workers.start(2)
-        [run_id] = _enqueue(store, setup, 1)
+        [run_id] = _enqueue(door, setup, 1)
         deadline = time.monotonic() + 300
         while not _research_in_flight(store.get_steps(run_id)):
             found = store.get_run(run_id)
@@ -337,7 +313,7 @@ def _kill_test(server: Any, setup: Setup, say: Say) -> dict[str, Any]:
             if time.monotonic() > deadline or status in TERMINAL:
                 raise RuntimeError(f"the run never was caught mid-research (it is {status})")
             time.sleep(0.1)
-        [(_, executor)] = _workflows(url)[run_id]
+        [(_, executor)] = door.executions(run_id)
         doomed = next(n for n, p in workers.procs.items() if f"-{p.pid}-" in executor)
         workers.kill(doomed)
         before = {s.key: s for s in store.get_steps(run_id)}  # as the dead worker left them
@@ -345,17 +321,18 @@ def _kill_test(server: Any, setup: Setup, say: Say) -> dict[str, Any]:
         killed_at = time.monotonic()
         carried_s = float("nan")
         while time.monotonic() - killed_at < CARRY_ON_WITHIN_S * 2:
-            [(status, now_executor)] = _workflows(url)[run_id]
+            [(status, now_executor)] = door.executions(run_id)
             if now_executor != executor and status in ("PENDING", "SUCCESS"):
                 carried_s = time.monotonic() - killed_at
                 break
             time.sleep(0.2)
-        run = _wait_done(store, [run_id], setup.args.scale_timeout)[run_id]
+        run = _wait_done(door, [run_id], setup.args.scale_timeout)[run_id]
         started_twice, completed_twice = steps_run_twice(store.get_events(run_id))
         rerun, redone = steps_redone(before, store.get_steps(run_id))
     finally:
         workers.stop()
         store.close()
+        door.close()
     say(f"  kill test: killed {doomed} mid-research ({len(in_flight)} step(s) in flight: "
         f"{', '.join(in_flight)}); carried on by the other worker after {carried_s:.1f} s "
         f"(limit {CARRY_ON_WITHIN_S:.0f} s); run {run.status if run else 'missing'}; steps run twice (started "
@@ -396,7 +373,6 @@ def bench_scale(args: argparse.Namespace, tmp: Path, row: Callable[..., Any], sa
         passes = [_pass(server, setup, n, say) for n in counts]
         kill = _kill_test(server, setup, say)
     finally:
-        _disconnect()
         standin.stop()
         server.stop()
     base = passes[0]["per_min"] if passes else 0.0

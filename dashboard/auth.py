@@ -6,7 +6,7 @@ client_id, client_secret, server_metadata_url: Streamlit's documented settings) 
 asks to sign in first, and each person sees only the runs they started. Without it nothing
 changes: one person, no prompt, every run. Who a person is: the e-mail address the provider
 vouches for, else its subject id (`sub`); the same text is the run's person in the store and
-its fair-share person on the queue (`research.durable`).
+its fair-share person on the queue (`research.runs.engine`).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 against them during it, and the "stopped by the budget" notice after (issue 5, point 1).
 
 Pure functions, no Streamlit. The figures come from the same PriceTable the engine meters
-with (`ui.prices()` is passed both to the estimate and to `JobManager.start`). Texts are
-plain; pass them through `views.dollars` before Markdown.
+with (`ui.prices()` is passed both to the estimate and to `Runs.start`). Texts are plain;
+pass them through `views.dollars` before Markdown.
 """
 
 from __future__ import annotations

@@ -10,15 +10,15 @@ import streamlit as st
 from pydantic import ValidationError
 
 from dashboard import ui
-from dashboard.jobs import JobManager
 from research import ResearchConfig
 from research.core.errors import ConfigError
 from research.core.records import Run
 from research.phases.start.preflight import check_configuration
 from research.related import dig_deeper_question, report_sections
+from research.runs import Runs
 
 
-def panel(jobs: JobManager, run: Run, markdown: str) -> None:
+def panel(jobs: Runs, run: Run, markdown: str) -> None:
     """Pick a section of the report and start a follow-up run on it (none for a report
     without sections)."""
     sections = report_sections(markdown)

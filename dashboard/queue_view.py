@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from research.core.config import MAX_RUNS_PER_PERSON
-from research.durable import QueuePlace
+from research.runs import QueuePlace
 
 
 def queue_place_text(place: QueuePlace) -> str:

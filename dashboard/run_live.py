@@ -11,12 +11,11 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import budget, ui, views
-from dashboard.jobs import ACTIVE, RESUMABLE, JobManager, status_of
 from dashboard.queue_view import show_queue_place
-from research import cancel, pause, unpause
 from research.core.errors import ConfigError
 from research.core.progress import percent
 from research.core.records import Run
+from research.runs import ACTIVE, RESUMABLE, Runs, status_of
 from storage import Store
 
 _MESSAGE = "_run_message"  # a control's failure, shown on the next drawing of the panel
@@ -27,24 +26,23 @@ def remember_active(run_id: str, active: bool) -> None:
     st.session_state[f"_active_{run_id}"] = active
 
 
-def control(store: Store, jobs: JobManager, run_id: str, action: str) -> None:
-    """Pause / continue / cancel; resuming a run nobody executes goes through the job manager."""
+def control(jobs: Runs, run_id: str, action: str) -> None:
+    """Pause / continue / resume / cancel, through the door to runs (research/runs/)."""
+    person = ui.viewer()
     try:
         if action == "pause":
-            pause(store, run_id)
+            jobs.pause(run_id, person=person)
         elif action == "unpause":
-            unpause(store, run_id)
+            jobs.unpause(run_id, person=person)
         elif action == "resume":
-            jobs.resume(run_id, ui.credentials(), prices=ui.prices(), person=ui.viewer())
-        elif action == "cancel":
-            cancel(store, run_id)
-        elif action == "abandon":  # nothing executes it: record the cancellation directly
-            store.set_run_status(run_id, "cancelled")
+            jobs.resume(run_id, ui.credentials(), prices=ui.prices(), person=person)
+        elif action == "cancel":  # a run nothing executes is recorded as cancelled at once
+            jobs.cancel(run_id, person=person)
     except ConfigError as exc:
         st.session_state[_MESSAGE] = str(exc)
 
 
-def panel(store: Store, jobs: JobManager, run_id: str) -> None:
+def panel(store: Store, jobs: Runs, run_id: str) -> None:
     """The live panel of one run, as the store has it now (one read: `Store.live_view`)."""
     view = store.live_view(run_id, events=views.EVENT_TAIL)
     current = view.run
@@ -82,7 +80,7 @@ def panel(store: Store, jobs: JobManager, run_id: str) -> None:
                                              if status == "completed" else ""))
     show_queue_place(jobs.queue_place(run_id))
     _status_note(current, status)
-    _buttons(store, jobs, run_id, status, alive)
+    _buttons(jobs, run_id, status, alive)
 
     with st.expander("Steps", expanded=status in ACTIVE):
         st.dataframe(views.steps_frame(steps), hide_index=True, width="stretch")
@@ -120,21 +118,21 @@ def _status_note(current: Run, status: str) -> None:
         st.caption("Pausing after the current step of work…")
 
 
-def _buttons(store: Store, jobs: JobManager, run_id: str, status: str, alive: bool) -> None:
+def _buttons(jobs: Runs, run_id: str, status: str, alive: bool) -> None:
     """Pause, Resume and Cancel, each only where it means something."""
     row = st.container(horizontal=True)
     if status == "running":
         row.button("Pause", icon=":material/pause:", on_click=control,
-                   args=(store, jobs, run_id, "pause"))
+                   args=(jobs, run_id, "pause"))
     if status == "paused":
         row.button("Resume", icon=":material/play_arrow:", type="primary", on_click=control,
-                   args=(store, jobs, run_id, "unpause"))
+                   args=(jobs, run_id, "unpause"))
     if status in RESUMABLE - {"paused"} and not alive:
         row.button("Resume", icon=":material/play_arrow:", type="primary", on_click=control,
-                   args=(store, jobs, run_id, "resume"))
+                   args=(jobs, run_id, "resume"))
     if status in ("running", "paused"):
         row.button("Cancel", icon=":material/stop:", on_click=control,
-                   args=(store, jobs, run_id, "cancel"))
+                   args=(jobs, run_id, "cancel"))
     elif status in ("interrupted", "waiting") and not alive:
         row.button("Cancel", icon=":material/stop:", on_click=control,
-                   args=(store, jobs, run_id, "abandon"))
+                   args=(jobs, run_id, "cancel"))

@@ -15,9 +15,9 @@ import streamlit as st
 
 from dashboard import engines_view, research_map, rounds_view, run_report, verification_view, views
 from dashboard.documents_view import show_run_passages
-from dashboard.jobs import ACTIVE
 from dashboard.run_report import download_buttons
 from research.core.records import Run
+from research.runs import ACTIVE
 from storage import Store
 
 TABS = ["Plan", "Map", "Sources", "Rounds", "Review", "Verification", "Report", "Engines", "Tokens and cost"]

@@ -2,7 +2,7 @@
 the plan, or choose what to explore next; then the run carries on in the background.
 
 Nothing here runs the research: answers and choices are stored through the engine's API and
-the job manager resumes the run, so it goes on if the tab is closed.
+the door to runs (`Runs.resume`) queues the run again, so it goes on if the tab is closed.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from functools import partial
 import streamlit as st
 
 from dashboard import plan_edit, steer_view, ui, views
-from dashboard.jobs import JobManager
 from research import answer_clarification, approve_plan, pending_clarification, pending_steering
 from research.core.errors import ConfigError
 from research.core.records import Run, Subtopic
+from research.runs import Runs
 from storage import Store
 
 
-def continue_run(jobs: JobManager, run_id: str, after: str) -> None:
+def continue_run(jobs: Runs, run_id: str, after: str) -> None:
     """Continue a waiting run in the background, then show it working."""
     try:
         jobs.resume(run_id, ui.credentials(), prices=ui.prices(), person=ui.viewer())
@@ -30,7 +30,7 @@ def continue_run(jobs: JobManager, run_id: str, after: str) -> None:
         st.rerun()
 
 
-def panel(store: Store, jobs: JobManager, run: Run) -> None:
+def panel(store: Store, jobs: Runs, run: Run) -> None:
     """Whatever the run waits for: questions, the plan, the next round, or nothing left."""
     run_id = run.id
     config = run.config

@@ -1,4 +1,4 @@
-"""The Streamlit side of the dashboard: cached store and job manager, shared page helpers.
+"""The Streamlit side of the dashboard: cached store and door to runs, shared page helpers.
 
 This module, `notify`, `documents_view`, `steer_view`, `dig_deeper_view` and the Run page's
 parts (`run_header`, `run_live`, `run_waiting`, `run_tabs`, `run_report`) are the modules in
@@ -13,12 +13,12 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard import auth
-from dashboard.jobs import JobManager
 from dashboard.settings_files import current_env
 from research.core.config import Credentials
 from research.core.errors import ConfigError
 from research.core.settings import prices_path
 from research.llm.pricing import PriceTable
+from research.runs import Runs
 from storage import Store, default_db, default_db_path
 
 # The page scripts, relative to app.py. Their folder is not called `pages`: a `pages/` folder
@@ -59,18 +59,20 @@ def _store(path: str) -> Store:
 
 
 @st.cache_resource(show_spinner=False)
-def _jobs(path: str) -> JobManager:
-    return JobManager(path)
+def _jobs(path: str) -> Runs:
+    """The process's one door to runs (research/runs/): its embedded worker executes the
+    runs this dashboard starts, with the keys of this dashboard's settings."""
+    return Runs(path, env=current_env, store=_store(path))
 
 
 def store() -> Store:
     return _store(db_target())
 
 
-def jobs() -> JobManager:
-    manager = _jobs(db_target())
-    manager.sweep()  # throttled: marks runs of a dead terminal (`python -m research`) as interrupted
-    return manager
+def jobs() -> Runs:
+    runs = _jobs(db_target())
+    runs.sweep()  # throttled: marks runs of a dead terminal (`python -m research`) as interrupted
+    return runs
 
 
 def credentials() -> Credentials:

@@ -1,7 +1,7 @@
 import sys
 
 if sys.argv[1:2] == ["worker"]:
-    from research.workers import main as worker_main
+    from research.runs.worker import main as worker_main
 
     sys.exit(worker_main(sys.argv[2:]))
 

@@ -10,18 +10,16 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from research import (
     answer_clarification,
     answer_steering,
     approve_plan,
-    cli_jobs,
     pending_clarification,
     pending_steering,
     resume,
 )
-from research.control import owner_is_dead
 from research.core.config import Credentials, ResearchConfig, WorkerSettings, build_config
 from research.core.errors import ConfigError, ResearchError, redact
 from research.core.events import Event, SourceFound
@@ -35,8 +33,9 @@ from research.estimate import account_pace, estimate, estimate_line
 from research.export.formats import FORMATS, export_run
 from research.llm.pricing import PriceTable
 from research.phases.start.preflight import check_configuration
-from research.pipeline import create_run, execute
+from research.pipeline import create_run
 from research.related import dig_deeper_question, report_sections
+from research.runs import liveness
 from research.search.documents import check_scope
 from storage import (
     DISK_FULL_MESSAGE,
@@ -50,6 +49,9 @@ from storage import (
     redact_url,
     resolve_db,
 )
+
+if TYPE_CHECKING:
+    from research.runs import Runs
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WAITING, EXIT_CANCELLED = 0, 1, 2, 3, 130
 STALE_AFTER_S = 24 * 3600.0  # at start only dead owners count, not a slow heartbeat
@@ -211,9 +213,7 @@ def _put_right_abandoned(store: Store) -> None:
     reason, so --resume and the dashboard show what happened (issue 40, point 4). Other
     machines' runs are left to the dashboard's heartbeat rule."""
     try:
-        dead = [owner for owner in store.active_owners() if owner_is_dead(owner)]
-        if dead:
-            store.mark_interrupted(stale_after_s=STALE_AFTER_S, dead_owners=dead)
+        liveness.put_right(store, stale_after_s=STALE_AFTER_S, dead_only=True)
     except Exception as exc:  # noqa: BLE001 - the disk may still be full: the next start tries
         if not is_disk_full(exc):
             raise
@@ -240,22 +240,25 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
     owner = (args.owner or env.get("DEEP_RESEARCH_OWNER") or "").strip() or None
     try:
         prices = PriceTable.load(prices_path(env))
-        queued = session.watching = _queued(args, env, db_path)
+        runs = _queued(args, env, db_path)
+        queued = session.watching = runs is not None
 
         def go(run_id: str) -> Run | None:
-            """Execute here, or queue for a worker and watch it (--detach: queue only, None)."""
-            if not queued:
-                return execute(run_id, store=store, credentials=credentials, on_event=printer,
-                               prices=prices)
-            cli_jobs.enqueue(store, run_id)
+            """Go on with the stored run (new, interrupted, answered) here, or queue it for a
+            worker and watch it (--detach: queue only, None)."""
+            if runs is None:
+                return resume(run_id, store=store, credentials=credentials, on_event=printer,
+                              prices=prices)
+            runs.resume(run_id, credentials)  # the workers' own keys are used, never these
             if args.detach:
                 return None
-            return cli_jobs.wait(store, run_id, _say, quiet=args.quiet)
+            return runs.watch(run_id, _say, quiet=args.quiet)
 
         run: Run | None
         if args.wait:
             run_id = session.run_id = args.wait
-            run = cli_jobs.wait(store, run_id, _say, quiet=args.quiet, person=owner)
+            assert runs is not None  # --wait always watches the queue
+            run = runs.watch(run_id, _say, quiet=args.quiet, person=owner)
         elif args.resume:
             found = store.get_run(args.resume, person=owner)
             if found is None:
@@ -267,9 +270,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                     check_configuration(ResearchConfig(**found.config), credentials)
                 why = found.error if found.status == "interrupted" and found.error else ""
                 _say(f"Resuming run {args.resume}" + (f" (it was interrupted: {why})" if why else ""))
-                run = go(run_id) if queued else resume(
-                    args.resume, store=store, credentials=credentials, on_event=printer,
-                    prices=prices)
+                run = go(run_id)
         else:
             parent, section = args.build_on, None
             if args.dig_deeper:
@@ -342,14 +343,16 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
     return EXIT_OK
 
 
-def _queued(args: argparse.Namespace, env: dict[str, str], db_path: Path | str) -> bool:
-    """True when workers execute this call's run (--detach, --wait, or external workers);
-    then this process joins the job queue only to enqueue and watch."""
+def _queued(args: argparse.Namespace, env: dict[str, str], db_path: Path | str) -> Runs | None:
+    """The door to the job queue when workers execute this call's run (--detach, --wait, or
+    external workers), joined only to enqueue and watch; None when it executes here. The
+    job engine (slow to import) is loaded only then."""
     settings = WorkerSettings.from_env(env)
     if not (args.detach or args.wait or settings.mode == "external"):
-        return False
-    cli_jobs.connect(db_path, settings)
-    return True
+        return None
+    from research.runs import Runs
+
+    return Runs(db_path, workers=settings, watch_only=True, env=lambda: env)
 
 
 def write_atomically(path: Path, data: bytes) -> None:

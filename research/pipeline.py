@@ -19,7 +19,6 @@ from concurrent.futures import wait
 from datetime import UTC, date, datetime
 from typing import Any
 
-from research.control import RunControl
 from research.core.agents import Role, Workflow
 from research.core.config import Credentials, ResearchConfig
 from research.core.constants import MAX_QUESTION_CHARS
@@ -36,7 +35,6 @@ from research.core.errors import (
 from research.core.events import (
     Cancelled,
     Completed,
-    Error,
     EventSink,
     Initiated,
     LimitWait,
@@ -61,6 +59,7 @@ from research.phases.gather import research
 from research.phases.start import clarify, inherit, plan, preflight
 from research.phases.writing import deliver, review, write
 from research.report.outcome import completion_warnings, nothing_gathered
+from research.runs.control import RunControl, record_failure
 from research.search import build_search_providers
 from research.search.base import SearchProvider
 from research.search.documents import bind_store
@@ -201,9 +200,8 @@ def execute(
         _finish(store, run_id, meter, "cancelled")
         emit(Cancelled(run_id, "The run was cancelled. Everything gathered so far is kept."))
     except (BudgetExceeded, ResearchError) as exc:  # the time limit: resumable, said so
-        message = redact(str(exc), secrets)
-        _finish(store, run_id, meter, "failed", message)
-        emit(Error(run_id, message))
+        _add_up(store, run_id)
+        record_failure(store, run_id, redact(str(exc), secrets), emit)
     except Exception as exc:  # noqa: BLE001 - the run must end in a stored, readable state
         if is_disk_full(exc):  # this write may fail too; then the caller says it plainly
             _finish(store, run_id, meter, "interrupted", DISK_FULL_MESSAGE)
@@ -212,8 +210,8 @@ def execute(
         message = ("The run stopped because of a problem in the program itself (not in your "
                    "question, settings or keys; the details are in the log). Everything gathered "
                    "so far is kept: Resume tries again from where it stopped.")
-        _finish(store, run_id, meter, "failed", message)
-        emit(Error(run_id, message))
+        _add_up(store, run_id)
+        record_failure(store, run_id, message, emit)
     finally:
         control.stop()
         executor.close()
@@ -285,9 +283,14 @@ def _hosted_only(ctx: RunContext, engine: str) -> None:
 
 
 def _finish(store: Store, run_id: str, meter: UsageMeter, status: str, error: str | None = None) -> None:
+    _add_up(store, run_id)
+    store.set_run_status(run_id, status, error=error)
+
+
+def _add_up(store: Store, run_id: str) -> None:
+    """The run's totals as the store has them now (at the end of each session)."""
     usage = store.usage_totals(run_id)
     store.update_totals(
         run_id, sources=store.count_sources(run_id), queries=len(store.get_queries(run_id)),
         tokens=usage.tokens, cost_usd=round(usage.cost_usd, 6), calls=usage.calls,
     )
-    store.set_run_status(run_id, status, error=error)

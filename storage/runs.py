@@ -206,21 +206,22 @@ class RunsStore(StoreBase):
 
     def mark_interrupted(
         self, *, stale_after_s: float = 30.0, dead_owners: Iterable[str] = (),
-        reason: str = ABANDONED_MESSAGE,
+        reason: str = ABANDONED_MESSAGE, spare: Iterable[str] = (),
     ) -> list[str]:
         """Runs left running/paused by a process that stopped heartbeating become
         `interrupted`, so the UI can offer to resume them; so do runs whose owner is known
         to be dead (`dead_owners`), without waiting for the heartbeat to go stale. A run
         without an error of its own gets `reason`, so the Run page and --resume say why.
-        Returns their ids."""
+        Runs in `spare` are left alone (the job engine holds them). Returns their ids."""
         cutoff = ts(datetime.now(UTC) - timedelta(seconds=stale_after_s))
         dead = list(dead_owners)
         stale = or_(runs.c.heartbeat_at.is_(None), runs.c.heartbeat_at < cutoff,
                     *([runs.c.owner.in_(dead)] if dead else []))
+        kept = list(spare)
         with self._write() as tx:
             ids = [row[0] for row in tx.execute(
                 select(runs.c.id).where(and_(runs.c.status.in_(("running", "paused")), stale))
-                .order_by(runs.c.created_at).with_for_update())]
+                .order_by(runs.c.created_at).with_for_update()) if row[0] not in kept]
             if ids:
                 tx.execute(update(runs).where(runs.c.id.in_(ids))
                            .values(status="interrupted", updated_at=utc_now(),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,19 +73,9 @@ def dash_env_fixture(request: pytest.FixtureRequest, tmp_path: Path,
 def _cancel_runs_left_queued(wait_s: float = 10.0) -> None:
     """Runs still executing get `wait_s` to end; then every queued or executing workflow on
     the process's job queue is cancelled (it would otherwise run in the next test)."""
-    from dbos import DBOS
-    from dbos._error import DBOSException  # what DBOS raises before it was launched
+    from research.runs import engine
 
-    try:
-        deadline = time.monotonic() + wait_s
-        while DBOS.list_workflows(status="PENDING", load_input=False, load_output=False) \
-                and time.monotonic() < deadline:
-            time.sleep(0.05)
-        for status in DBOS.list_workflows(status=["ENQUEUED", "PENDING"], load_input=False,
-                                          load_output=False):
-            DBOS.cancel_workflow(status.workflow_id)
-    except DBOSException:  # no job queue was launched in this process yet
-        return
+    engine.cancel_all(wait_s)
 
 
 # The dashboard test runs on a SQLite file, then with DEEP_RESEARCH_DB a PostgreSQL URL.
@@ -264,16 +253,17 @@ class FakeExecutor:
 
 @pytest.fixture(name="fake_jobs")
 def fake_jobs_fixture(dash_env: Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeExecutor]:
-    """The dashboard's job manager runs FakeExecutor instead of the engine (no network)."""
+    """The dashboard's door to runs (`research.runs.Runs`) runs FakeExecutor instead of the engine (no network)."""
     from dashboard import ui
-    from dashboard.jobs import JobManager
+    from research.runs import Runs
 
     executor = FakeExecutor()
-    manager = JobManager(ui.db_target(), executor=executor)
+    manager = Runs(ui.db_target(), executor=executor)
     monkeypatch.setattr(ui, "_jobs", lambda path: manager)
     yield executor
     for run_id in manager.alive():
         manager.wait(run_id, 10)
+    manager.store.close()  # its pooled connections (PostgreSQL) do not outlive the test
 
 
 class FakesEngine:
@@ -297,19 +287,20 @@ class FakesEngine:
 @pytest.fixture(name="fake_engine")
 def fake_engine_fixture(dash_env: Store, standin: StandinServer, standin_env: dict[str, str],
                         monkeypatch: pytest.MonkeyPatch) -> Iterator[FakesEngine]:
-    """The dashboard's job manager (real queue, real worker) runs the engine on the fakes;
+    """The dashboard's door to runs (real queue, real worker) runs the engine on the fakes;
     the stand-in's keys are set, so the pages offer what a person with keys sees."""
     from dashboard import ui
-    from dashboard.jobs import JobManager
+    from research.runs import Runs
 
     for name, value in standin_env.items():
         monkeypatch.setenv(name, value)
     engine = FakesEngine(standin)
-    manager = JobManager(ui.db_target(), executor=engine)
+    manager = Runs(ui.db_target(), executor=engine)
     monkeypatch.setattr(ui, "_jobs", lambda path: manager)
     yield engine
     for run_id in manager.alive():
         manager.wait(run_id, 60)
+    manager.store.close()  # its pooled connections (PostgreSQL) do not outlive the test
     for fetcher in engine.fetchers:
         fetcher.close()
     misused = take_misuses()

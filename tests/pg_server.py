@@ -152,7 +152,7 @@ def pg_server() -> Iterator[PostgresServer]:
 
 def stop_job_engine() -> None:
     """Stop this process's job engine (DBOS), if a test launched it (tests/conftest.py)."""
-    durable = sys.modules.get("research.durable")
+    durable = sys.modules.get("research.runs.engine")
     if durable is not None:
         durable.stop()
 

@@ -1,4 +1,5 @@
-"""The job manager: background runs, several at once, crash handling, interrupted runs."""
+"""The door to runs (research/runs/): background runs, several at once, crash handling,
+interrupted runs."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.estimate import estimate
-from dashboard.jobs import JobManager, status_of
 from dashboard.views import tail_events
 from research.core.config import Credentials, build_config
 from research.core.records import Run
+from research.runs import Runs, owner_is_dead, status_of
 from storage import Store
 
 CREDS = Credentials.from_env({"OPENAI_API_KEY": "sk-test-0123456789abcdef"})
@@ -29,7 +30,7 @@ def _fake_execute(release: threading.Event):
 
 def test_runs_execute_in_background_threads_several_at_once(tmp_path: Path) -> None:
     release = threading.Event()
-    jobs = JobManager(tmp_path / "r.db", executor=_fake_execute(release))
+    jobs = Runs(tmp_path / "r.db", executor=_fake_execute(release))
     config = build_config(env={}, preset="quick")
     a = jobs.start("First question?", config, CREDS)
     b = jobs.start("Second question?", config, CREDS)
@@ -45,7 +46,7 @@ def test_a_crashing_run_ends_failed_with_a_readable_message(tmp_path: Path) -> N
     def boom(run_id: str, **_: Any) -> dict:
         raise RuntimeError("disk on fire sk-test-0123456789abcdef")
 
-    jobs = JobManager(tmp_path / "r.db", executor=boom)
+    jobs = Runs(tmp_path / "r.db", executor=boom)
     run_id = jobs.start("Question?", build_config(env={}), CREDS)
     jobs.wait(run_id, 10)
     run = Store(tmp_path / "r.db").get_run(run_id)
@@ -60,7 +61,7 @@ def test_runs_left_running_by_a_dead_server_become_interrupted_and_resumable(tmp
     store.set_run_status(run_id, "running")  # no heartbeat: its process is gone
     release = threading.Event()
     release.set()
-    jobs = JobManager(tmp_path / "r.db", executor=_fake_execute(release))
+    jobs = Runs(tmp_path / "r.db", executor=_fake_execute(release))
     assert jobs.interrupted_at_start == [run_id]
     assert store.get_run(run_id).status == "interrupted"  # type: ignore[union-attr]
     jobs.resume(run_id, CREDS)
@@ -99,8 +100,6 @@ def test_a_run_owned_by_a_dead_local_process_is_interrupted_at_once(tmp_path: Pa
     import subprocess
     import sys
 
-    from dashboard.jobs import owner_is_dead
-
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     dead_owner = f"pid:{gone.stdout.strip()}@{socket.gethostname()}"
@@ -111,6 +110,6 @@ def test_a_run_owned_by_a_dead_local_process_is_interrupted_at_once(tmp_path: Pa
     run_id = store.create_run("q", {})
     store.set_run_status(run_id, "running")
     store.heartbeat(run_id, dead_owner)  # a fresh heartbeat, but its process is gone
-    manager = JobManager(tmp_path / "j.db", stale_after_s=3600)
+    manager = Runs(tmp_path / "j.db", stale_after_s=3600)
     assert manager.interrupted_at_start == [run_id]
     assert store.get_run(run_id).status == "interrupted"  # type: ignore[union-attr]

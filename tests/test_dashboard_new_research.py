@@ -9,8 +9,8 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from research import durable
 from research.core.constants import MAX_QUESTION_CHARS
+from research.runs import engine as durable
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     APP,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.jobs import JobManager
 from research.core.config import Credentials, build_config
+from research.runs import Runs
 from storage import Store
 from tests.dashboard_fixtures import dash_env_fixture, finished_run, open_run_page  # noqa: F401 - fixture
 
@@ -22,7 +22,7 @@ CREDS = Credentials.from_env({})
 def test_the_run_page_shows_a_queued_runs_place(dash_env: Store, monkeypatch: pytest.MonkeyPatch,
                                                  tmp_path: Path) -> None:
     monkeypatch.setenv("DEEP_RESEARCH_WORKERS", "external")  # no worker: runs stay queued
-    jobs = JobManager(tmp_path / "data" / "research.db")
+    jobs = Runs(tmp_path / "data" / "research.db")
     config = build_config(env={}, preset="quick")
     first = jobs.start("First question?", config, CREDS)
     second = jobs.start("Second question?", config, CREDS)

@@ -1,8 +1,8 @@
 """Runs as durable jobs (issue 18, point 2): a killed dashboard's run is picked up again.
 
-A real process runs the dashboard's job manager (research/durable.py, DBOS on SQLite files),
+A real process runs the dashboard's door to runs (research/runs/; DBOS on SQLite files),
 executing a real run against the stand-in; it is killed with SIGKILL while a research step is
-in flight. A fresh process that only creates the job manager, as a restarted dashboard does,
+in flight. A fresh process that only creates the door to runs, as a restarted dashboard does,
 must carry the run on by itself, with no Resume pressed: only the step in flight runs again,
 nothing stored before the kill is lost or redone, and the result equals an uninterrupted run.
 """
@@ -35,18 +35,18 @@ from tests.warm_python import WarmProcess, WarmPython, warm_python  # noqa: F401
 
 QUESTION = "How fast is wind power growing in Europe, and what holds it back?"
 
-# The dashboard's side, in a process of its own: create the job manager (which launches the
+# The dashboard's side, in a process of its own: create the door to runs (which launches the
 # embedded worker and recovers this machine's unfinished runs), optionally resume one run as
 # the Run page's button does, then wait until no run is left queued or executing. It looks at
 # the queue every 0.1 s rather than a dashboard's 0.5 s, so that the test waits less.
 DASHBOARD = """
 import sys, time
-from research import durable
+from research.runs import engine as durable
 durable.POLL_S = 0.1
-from dashboard.jobs import JobManager
+from research.runs import Runs
 from research.core.config import Credentials
 from dashboard.settings_files import current_env
-jobs = JobManager(sys.argv[1])
+jobs = Runs(sys.argv[1])
 if len(sys.argv) > 2:
     jobs.resume(sys.argv[2], Credentials.from_env(current_env()))
 deadline = time.monotonic() + 1.0  # an interrupted run is still PENDING: alive at once

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from dashboard.jobs import JobManager
-from research import durable
 from research.core.config import MAX_RUNS_PER_PERSON, Credentials, WorkerSettings, build_config
 from research.core.records import Run
+from research.runs import Runs
+from research.runs import engine as durable
 from storage import Store
 
 CREDS = Credentials.from_env({"OPENAI_API_KEY": "sk-test-0123456789abcdef"})
@@ -67,7 +67,7 @@ def test_one_persons_queue_neither_exceeds_their_share_nor_delays_another_person
     recorder = Recorder()
     recorder.gate.clear()  # the runs taken while the nine are queued wait for the last one
     concurrency = MAX_RUNS_PER_PERSON + 1
-    jobs = JobManager(tmp_path / "r.db", executor=recorder,
+    jobs = Runs(tmp_path / "r.db", executor=recorder,
                       workers=WorkerSettings(concurrency=concurrency))
     config = build_config(env={}, preset="quick")
     alice = [jobs.start(f"Alice question {i}?", config, CREDS, person="alice") for i in range(8)]
@@ -90,7 +90,7 @@ def test_one_persons_queue_neither_exceeds_their_share_nor_delays_another_person
 def test_a_queued_run_knows_its_place_among_its_persons_runs(tmp_path: Path) -> None:
     recorder = Recorder(run_s=0.1)  # one at a time: how long each runs matters not
     recorder.gate.clear()  # the first runs hold their slots until the gate opens
-    jobs = JobManager(tmp_path / "r.db", executor=recorder, workers=WorkerSettings(concurrency=1))
+    jobs = Runs(tmp_path / "r.db", executor=recorder, workers=WorkerSettings(concurrency=1))
     config = build_config(env={}, preset="quick")
     first = jobs.start("Alice first?", config, CREDS, person="alice")
     deadline = time.monotonic() + 10

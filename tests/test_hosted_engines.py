@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from pypdf import PdfReader
 
-from research.control import RunControl
 from research.core.agents import Role, Workflow
 from research.core.config import Credentials, ResearchConfig, build_config
 from research.core.context import RunContext
@@ -41,6 +40,7 @@ from research.llm.base import RoleLLM
 from research.llm.budget import UsageMeter
 from research.phases.writing import deliver
 from research.pipeline import create_run
+from research.runs.control import RunControl
 from research.search import build_search_providers
 from research.untrusted.fetch import Fetcher, FetchLimits
 from research.untrusted.urls import canonical_url

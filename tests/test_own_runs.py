@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from dbos import DBOS
 
-from dashboard.jobs import JobManager
 from dashboard.views import compare_frame
 from research.core.config import DEFAULT_PERSON, Credentials, build_config
 from research.core.errors import ConfigError
 from research.core.records import Run
+from research.runs import Runs
 from storage import Store
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import finished_run
@@ -75,7 +75,7 @@ def _partition(run_id: str) -> str | None:
 
 def test_a_run_belongs_to_who_started_it_and_queues_as_theirs(tmp_path: Path) -> None:
     release = threading.Event()
-    jobs = JobManager(tmp_path / "r.db", executor=_held(release))
+    jobs = Runs(tmp_path / "r.db", executor=_held(release))
     config = build_config(env={}, preset="quick")
     store = Store(tmp_path / "r.db")
     try:

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from pypdf import PdfReader
 
-from research import Credentials, control, resume, run_research
+from research import Credentials, resume, run_research
 from research.core.events import StepCompleted
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
+from research.runs import control
 from research.untrusted.urls import canonical_url
 from storage import Store
 from tests.runs import QUESTION, Runner

@@ -47,18 +47,19 @@ def test_a_complete_research_run_stores_everything_on_postgres(
 
 
 def test_the_dashboards_job_manager_works_on_a_postgres_url(pg_url: str) -> None:
-    """The job manager keeps a PostgreSQL URL as the URL (a Path would fold its "//"), its
+    """The door to runs keeps a PostgreSQL URL as the URL (a Path would fold its "//"), its
     run queue lives on that server, and the sweep marks a run of a dead process."""
     import socket
 
-    from dashboard.jobs import JobManager
+    from research.runs import Runs
 
     store = Store(pg_url)
     run_id = store.create_run("left running by a dead process", {})
     store.set_run_status(run_id, "running")
     store.heartbeat(run_id, f"pid:999999999@{socket.gethostname()}")  # no such process
-    manager = JobManager(pg_url, stale_after_s=3600)
+    manager = Runs(pg_url, stale_after_s=3600)
     assert manager.interrupted_at_start == [run_id]
     assert store.get_run(run_id).status == "interrupted"  # type: ignore[union-attr]
     assert not Path("postgresql:").exists()
+    manager.store.close()
     store.close()

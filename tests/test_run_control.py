@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from research import Credentials, build_config, cancel, control, create_run, execute, pause, unpause
+from research import Credentials, build_config, cancel, create_run, execute, pause, unpause
 from research.core.constants import CONSTANTS
 from research.core.errors import ConfigError
+from research.runs import control
 from storage import Store
 from tests.standin import StandinServer
 

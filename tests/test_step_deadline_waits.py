@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from research.control import RunControl
 from research.core.config import build_config
 from research.core.context import RunContext
 from research.core.errors import StepTimeLimit
@@ -26,6 +25,7 @@ from research.phases.gather import searching
 from research.phases.gather.reading import Reading
 from research.phases.gather.searching import Candidate, Outcome
 from research.pipeline import create_run
+from research.runs.control import RunControl
 from research.search.base import SearchResult
 from research.search.documents import DOCUMENTS, SCHEME
 from research.untrusted.fetch import Fetcher, FetchLimits

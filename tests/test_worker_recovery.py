@@ -1,4 +1,4 @@
-"""The one function of our own for a dead worker's runs (research/workers.py): a worker whose
+"""The one function of our own for a dead worker's runs (research/runs/worker.py): a worker whose
 beat stopped has its PENDING runs handed back to the queue by exactly one live worker, and a
 worker taken for dead learns it at its next beat, so that it stops instead of executing a run
 that another worker now has.
@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from research import durable
 from research.core.config import Credentials, WorkerSettings, build_config
 from research.core.errors import ConfigError
 from research.core.records import Run
 from research.pipeline import create_run
-from research.workers import DEAD_AFTER_S, beat, beats_engine, carry_on_dead_workers
+from research.runs import engine as durable
+from research.runs.worker import DEAD_AFTER_S, beat, beats_engine, carry_on_dead_workers
 from storage import Store
 
 
@@ -86,7 +86,7 @@ def test_a_dead_workers_run_is_handed_back_once_and_the_dead_worker_is_fenced(tm
 
 
 def test_a_dead_workers_run_is_carried_on_well_within_the_promised_time() -> None:
-    from research.workers import BEAT_S, CARRY_ON_WITHIN_S
+    from research.runs.worker import BEAT_S, CARRY_ON_WITHIN_S
     # silent for DEAD_AFTER_S, noticed at a live worker's next beat, taken at the next poll
     assert DEAD_AFTER_S + 2 * BEAT_S + durable.POLL_S < CARRY_ON_WITHIN_S / 2
 

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from research.workers import CARRY_ON_WITHIN_S as REAL_CARRY_ON_WITHIN_S
-from research.workers import DEAD_AFTER_S as REAL_DEAD_AFTER_S
+from research.runs.worker import CARRY_ON_WITHIN_S as REAL_CARRY_ON_WITHIN_S
+from research.runs.worker import DEAD_AFTER_S as REAL_DEAD_AFTER_S
 from storage import Store
 from tests.crash_helpers import (
     ONE_WORKER,
@@ -49,10 +49,10 @@ KEY_NAMES = ("OPENAI_API_KEY", "GEMINI_API_KEY", "TAVILY_API_KEY")
 # dead, which the test would see as a fenced survivor).
 DEAD_AFTER_S = 4.0
 QUICK_CLOCK = {
-    "research.workers.BEAT_S": 0.4,
-    "research.workers.DEAD_AFTER_S": DEAD_AFTER_S,
-    "research.durable.POLL_S": 0.2,
-    "research.cli_jobs.WATCH_S": 0.2,
+    "research.runs.worker.BEAT_S": 0.4,
+    "research.runs.worker.DEAD_AFTER_S": DEAD_AFTER_S,
+    "research.runs.engine.POLL_S": 0.2,
+    "research.runs.jobs.WATCH_S": 0.2,
 }
 # Carried on within the same share of the dead-worker limit as in production.
 CARRY_ON_WITHIN_S = REAL_CARRY_ON_WITHIN_S * DEAD_AFTER_S / REAL_DEAD_AFTER_S
@@ -175,8 +175,8 @@ def test_a_killed_workers_run_is_carried_on_by_another_worker_from_its_last_fini
     warm_python: WarmPython,  # noqa: F811 - the fixture
 ) -> None:
     # silent for DEAD_AFTER_S, noticed at a live worker's next beat, taken at the next poll
-    assert DEAD_AFTER_S + 2 * QUICK_CLOCK["research.workers.BEAT_S"] \
-        + QUICK_CLOCK["research.durable.POLL_S"] < CARRY_ON_WITHIN_S / 2
+    assert DEAD_AFTER_S + 2 * QUICK_CLOCK["research.runs.worker.BEAT_S"] \
+        + QUICK_CLOCK["research.runs.engine.POLL_S"] < CARRY_ON_WITHIN_S / 2
     db, worker_env, cli_env = _setup(standin_env, tmp_path)
     standin.set_delay(0.15)  # slow enough to kill a worker with a research step in flight
     workers = {name: _worker(warm_python, worker_env, tmp_path, name) for name in ("w1", "w2")}

@@ -44,7 +44,7 @@ PRELOAD = (
     "alembic.command", "alembic.config", "openai.resources.chat", "openai.types.chat", "jiter",
     "tiktoken", "requests",
     "xml.etree.ElementTree", "_strptime", "netrc",
-    "research.workers", "dashboard.jobs",  # `python -m research worker`; a dashboard's jobs
+    "research.runs.worker", "research.runs.jobs",  # `python -m research worker`; the door to runs
     "research.untrusted.fetch:warm_up", "research.llm.tls:shared_tls_context",
 )
 # What the OpenAI SDK imports on a client's first use (its resources load lazily).

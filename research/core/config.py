@@ -373,7 +373,7 @@ def build_config(
         raise ConfigError(message) from None
 
 
-# -- durable runs (issue 18; research/durable.py, research/workers.py) ------------------------
+# -- durable runs (issue 18; research/runs/engine.py, research/runs/worker.py) ------------------------
 
 MAX_RUNS_PER_PERSON = 3  # one person's runs executing at once, over all workers (fair share)
 DEFAULT_PERSON = "local"  # the fair-share person of a run nobody signed in for (runs.person NULL)

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 
-from research.control import RunControl
 from research.core.agents import Agent
 from research.core.config import Credentials, ResearchConfig
 from research.core.errors import BudgetStop, ResearchError, RunStop, contained, is_unexpected, redact
@@ -20,6 +19,7 @@ from research.core.executor import RunExecutor
 from research.core.records import JsonObject, UsageTotals
 from research.llm.budget import UsageMeter
 from research.llm.waits import RunWaits
+from research.runs.control import RunControl
 from research.search.base import SearchProvider
 from research.untrusted.fetch import Fetcher
 from storage import Store

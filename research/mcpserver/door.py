@@ -2,12 +2,10 @@
 waits in the queue. Every other module of this package reaches runs only through here, so
 pointing the server at another job engine changes this file alone.
 
-Today the door is the dashboard's `JobManager` (dashboard/jobs.py: runs as durable jobs on
-this process's embedded worker, or queued for `python -m research worker` processes with
-DEEP_RESEARCH_WORKERS=external). It imports no Streamlit. `research.runs.Runs` (issue 33,
-point 1) takes the same arguments and has the same methods used here, so moving there is the
-one import. A process that already has one (the API server) passes it in, `Runs(its_own)`,
-rather than making a second: the job engine is one per process.
+It wraps `research.runs.Runs`, the one door to a run's life (runs as durable jobs on this
+process's embedded worker, or queued for `python -m research worker` processes with
+DEEP_RESEARCH_WORKERS=external). A process that already has one (the API server) passes it in,
+`Runs(its_own)`, rather than making a second: the job engine is one per process.
 """
 
 from __future__ import annotations
@@ -16,9 +14,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from dashboard.jobs import JobManager
 from research.core.config import Credentials, ResearchConfig
 from research.llm.pricing import PriceTable
+from research.runs import Runs as JobManager
 
 _lock = threading.Lock()
 _jobs: dict[str, JobManager] = {}

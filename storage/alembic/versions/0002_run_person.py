@@ -2,7 +2,7 @@
 
 `runs.person` is the signed-in person's identity (their e-mail, else the provider's subject),
 or NULL for a run started without sign-in (one person, no `[auth]`; the CLI without
-`--owner`). It is also the run's fair-share person on the queue (`research.durable`). Not
+`--owner`). It is also the run's fair-share person on the queue (`research.runs.engine`). Not
 `owner`: that older column names the process that heartbeats a running run ("pid:N@host").
 
 SQLite alters the table in batch mode (`storage/alembic/env.py`); adding a nullable column

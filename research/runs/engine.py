@@ -1,15 +1,19 @@
 """Runs as durable workflows of DBOS Transact (why DBOS: docs/design/jobs.md).
 
+The only module that imports DBOS: everything else reaches the engine through the door,
+`research.runs` (research/runs/jobs.py), and a test fails if another module imports it.
+
 A run executes as one DBOS workflow with one step, `execute(run_id)`, on the queue `runs`.
 DBOS records the workflow in its own system database (a SQLite file beside the store), so a
 process killed mid-run leaves it PENDING and the next launch of this machine's worker recovers
 it: the step that was in flight runs again, and `execute` skips every pipeline step the store
-already holds. Pause and cancel stay ours (`runs.control`, research/control.py): DBOS has no
+already holds. Pause and cancel stay ours (`runs.control`, research/runs/control.py): DBOS has no
 pause, and its cancel would wait for the running step, which here is the whole run.
 
 The workflow's only input is the run id: DBOS pickles inputs into its database, and keys must
 never be stored. A worker's keys come from its own settings (`Worker.credentials`), or, for a
-run started or resumed in this process, from the caller, in memory only.
+run started or resumed in this process, from the caller, in memory only. A run's failure is
+recorded in one place, on the run in the store (`control.record_failure`), never kept here.
 
 Fair share: the queue is partitioned by person (the partition key), with at most
 MAX_RUNS_PER_PERSON of one person's runs executing at once over all workers and each worker
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,8 +40,9 @@ from dbos import DBOS, DBOSConfig, Queue, SetEnqueueOptions, SetWorkflowID
 
 from research.core.config import DEFAULT_PERSON, MAX_RUNS_PER_PERSON, WORKER_CONCURRENCY, Credentials
 from research.core.errors import redact
-from research.core.events import Error
 from research.llm.pricing import PriceTable
+from research.runs.control import record_failure
+from research.runs.status import QueuePlace
 from storage import Store
 from storage.db_value import postgres_url
 
@@ -65,7 +71,6 @@ class Worker:
     credentials: Callable[[], Credentials]
     prices: Callable[[], PriceTable | None]
     handed: dict[str, tuple[Credentials, PriceTable | None]] = field(default_factory=dict)
-    crashes: dict[str, str] = field(default_factory=dict)
 
 
 _lock = threading.Lock()
@@ -139,7 +144,6 @@ def enqueue(run_id: str, credentials: Credentials | None, prices: PriceTable | N
     worker = _current()
     if credentials is not None:
         worker.handed[run_id] = (credentials, prices)
-    worker.crashes.pop(run_id, None)
     workflow_id = f"{run_id}:{uuid4().hex[:12]}"
     with SetWorkflowID(workflow_id), SetEnqueueOptions(queue_partition_key=person or DEFAULT_PERSON):
         _enqueue_on(_queue, run_id)
@@ -148,7 +152,7 @@ def enqueue(run_id: str, credentials: Credentials | None, prices: PriceTable | N
 
 def _enqueue_on(queue: Queue | None, run_id: str) -> None:
     if queue is None:
-        raise RuntimeError("The run worker has not been launched (research.durable.launch).")
+        raise RuntimeError("The run worker has not been launched (research.runs.engine.launch).")
     queue.enqueue(research_run, run_id)
 
 
@@ -167,23 +171,6 @@ def active_runs() -> set[str]:
     return {status.workflow_id.split(":", 1)[0] for status in statuses}
 
 
-@dataclass(frozen=True)
-class QueuePlace:
-    """Where a queued run stands: `place` among its person's queued runs (1 = next of
-    theirs to start) and how many runs of everyone are queued ahead of it."""
-
-    place: int
-    ahead: int
-
-    def describe(self) -> str:
-        """The place in plain words (the Run page, the CLI)."""
-        mine = ("next of this person's runs to start" if self.place == 1
-                else f"number {self.place} among this person's queued runs")
-        others = "no other queued run" if self.ahead == 0 else \
-            f"{self.ahead} queued run{'s' if self.ahead != 1 else ''} of everyone"
-        return f"{mine} ({others} ahead of it)."
-
-
 def queue_place(run_id: str) -> QueuePlace | None:
     """The place of the run's queued workflow, or None when it is not waiting in the queue."""
     queued = DBOS.list_workflows(status="ENQUEUED", name=WORKFLOW, queue_name=QUEUE,
@@ -197,14 +184,42 @@ def queue_place(run_id: str) -> QueuePlace | None:
     return None
 
 
-def crash(run_id: str) -> str | None:
-    """The message of an unexpected error that stopped the run's execution, if any."""
-    return _current().crashes.get(run_id)
+def requeue_orphans(executor_id: str) -> list[str]:
+    """Hand the runs a dead executor left executing back to the queue; returns their
+    workflow ids. `DBOS.resume_workflow` with the queue name sets a workflow ENQUEUED again
+    on the same queue and partition
+    (https://docs.dbos.dev/python/reference/contexts#resume_workflow); its finished steps
+    stay checkpointed."""
+    orphans = DBOS.list_workflows(status="PENDING", name=WORKFLOW, executor_id=executor_id,
+                                  load_input=False, load_output=False)
+    for status in orphans:
+        DBOS.resume_workflow(status.workflow_id, queue_name=QUEUE)
+    return [status.workflow_id for status in orphans]
+
+
+def executions(run_id: str) -> list[tuple[str, str]]:
+    """(status, executor id) of each of the run's workflows, oldest first."""
+    statuses = DBOS.list_workflows(workflow_id_prefix=f"{run_id}:", name=WORKFLOW,
+                                   load_input=False, load_output=False)
+    return [(str(s.status), str(s.executor_id)) for s in statuses]
+
+
+def cancel_all(wait_s: float = 10.0) -> None:
+    """Give executing runs `wait_s` to end, then cancel every queued or executing workflow
+    (a test's runs must not run in the next test). Nothing when the engine never launched."""
+    if _launched_url is None:
+        return
+    deadline = time.monotonic() + wait_s
+    while DBOS.list_workflows(status="PENDING", name=WORKFLOW, load_input=False,
+                              load_output=False) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for status in DBOS.list_workflows(status=ACTIVE_STATES, load_input=False, load_output=False):
+        DBOS.cancel_workflow(status.workflow_id)
 
 
 def _current() -> Worker:
     if _worker is None:
-        raise RuntimeError("The run worker has not been launched (research.durable.launch).")
+        raise RuntimeError("The run worker has not been launched (research.runs.engine.launch).")
     return _worker
 
 
@@ -242,15 +257,15 @@ def _guarded(worker: Worker, store: Store, run_id: str, credentials: Credentials
         log.exception("run %s stopped unexpectedly", run_id)
         message = redact(f"The run stopped because of a problem in the program itself: {exc}.",
                          credentials.secrets())
-        worker.crashes[run_id] = message
         _record_failure(store, run_id, message)
 
 
 def _record_failure(store: Store, run_id: str, message: str) -> None:
+    """A failure the pipeline could not record itself (it escaped `execute`), unless the run
+    had already ended."""
     try:
         run = store.get_run(run_id)
         if run is not None and run.status not in ("completed", "failed", "cancelled"):
-            store.set_run_status(run_id, "failed", error=message)
-            store.append_event(Error(run_id, message))
+            record_failure(store, run_id, message)
     except Exception:  # noqa: BLE001 - the database itself may be the problem
         log.exception("could not record the failure of run %s", run_id)

@@ -4,18 +4,18 @@ Control requests are stored in the database (`runs.control`), so a dashboard in 
 process can pause or cancel a run executing in another. Workers call `checkpoint()`
 between units of work (a search, a page, a model call); it raises RunCancelled or
 BudgetExceeded (stops, not errors: see `research.core.errors`), or blocks while the run is
-paused. A background thread also watches for a cancel, so waits (retry back-offs) end at once.
+paused. A background thread also watches for a cancel, so waits (retry back-offs) end at once,
+and writes the run's heartbeat: the one liveness record (research/runs/liveness.py).
 """
 
 from __future__ import annotations
 
-import os
-import socket
 import threading
 import time
 
 from research.core.errors import BudgetExceeded, RunCancelled
-from research.core.events import EventSink, Paused, Resumed
+from research.core.events import Error, EventSink, Paused, Resumed
+from research.runs.liveness import this_process
 from storage import Store
 
 POLL_S = 0.5
@@ -30,7 +30,7 @@ class RunControl:
         self.cancelled = threading.Event()
         self.deadline = time.monotonic() + total_timeout_s
         self.total_timeout_s = total_timeout_s
-        self.owner = f"pid:{os.getpid()}@{socket.gethostname()}"
+        self.owner = this_process()
         self._lock = threading.Lock()
         self._last_poll = 0.0
         self._action: str | None = None
@@ -103,16 +103,26 @@ class RunControl:
             self.emit(Resumed(self.run_id, "Resumed."))
 
 
-def owner_is_dead(owner: str) -> bool:
-    """True when `owner` ("pid:N@host", as RunControl writes it) names a process of this host
-    that no longer runs; other hosts' owners are left to the heartbeat rule."""
-    pid_part, _, host = owner.removeprefix("pid:").partition("@")
-    if host != socket.gethostname() or not pid_part.isdigit():
-        return False
-    try:
-        os.kill(int(pid_part), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+def pause(store: Store, run_id: str) -> None:
+    """Ask the process executing the run to pause at its next checkpoint."""
+    store.set_control(run_id, "pause")
+
+
+def unpause(store: Store, run_id: str) -> None:
+    """Let a paused run continue (the executing process picks this up within a second)."""
+    store.set_control(run_id, None)
+
+
+def cancel(store: Store, run_id: str) -> None:
+    """Ask the process executing the run to stop at its next checkpoint (a run still in the
+    queue is marked cancelled when a worker takes it)."""
+    store.set_control(run_id, "cancel")
+
+
+def record_failure(store: Store, run_id: str, message: str, emit: EventSink | None = None) -> None:
+    """The one place a run's failure is recorded: on the run (status "failed" and its error,
+    in plain words) and as an Error event (through `emit`, which also tells the person
+    watching, or straight to the store). Nothing else keeps it: every process reads it back
+    from the run (`Runs.status`, `Runs.crash`)."""
+    store.set_run_status(run_id, "failed", error=message)
+    (emit or store.log_event)(Error(run_id, message))

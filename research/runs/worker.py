@@ -1,7 +1,8 @@
 """`python -m research worker`: a process that executes queued runs, on any machine.
 
 With `DEEP_RESEARCH_WORKERS=external`, dashboards and the CLI only enqueue, watch and control
-runs; workers execute them (research/durable.py). A worker takes its keys from its own
+runs (through `research.runs.Runs`); workers execute them on the job engine
+(research/runs/engine.py). A worker takes its keys from its own
 settings (environment or secrets file), never from the queue.
 
 A worker killed with SIGKILL leaves its runs PENDING under its executor id. DBOS recovers
@@ -27,14 +28,13 @@ from collections.abc import Callable
 from uuid import uuid4
 
 import sqlalchemy as sa
-from dbos import DBOS
 
-from research import durable
 from research.core.config import Credentials, WorkerSettings
 from research.core.errors import ConfigError
 from research.core.settings import effective_env, prices_path
 from research.llm.pricing import PriceTable
 from research.pipeline import execute
+from research.runs import engine
 from storage import Store, default_db, default_db_path, resolve_db
 
 log = logging.getLogger(__name__)
@@ -55,22 +55,22 @@ def beats_engine(url: str) -> sa.Engine:
     """An engine on the system database with the beats table in place (several worker
     processes may share a SQLite file: wait for its write lock rather than fail)."""
     connect_args = {"timeout": 30} if url.startswith("sqlite") else {}
-    engine = sa.create_engine(url, connect_args=connect_args)
+    beats = sa.create_engine(url, connect_args=connect_args)
     try:
-        _beats.create(engine, checkfirst=True)
+        _beats.create(beats, checkfirst=True)
     except sa.exc.DBAPIError:
         # Two workers starting at once on a fresh database both see no table and both
         # create it; the loser's error is harmless once the table is there.
-        if not sa.inspect(engine).has_table(_beats.name):
+        if not sa.inspect(beats).has_table(_beats.name):
             raise
-    return engine
+    return beats
 
 
-def beat(engine: sa.Engine, executor_id: str, *, first: bool = False) -> bool:
+def beat(beats: sa.Engine, executor_id: str, *, first: bool = False) -> bool:
     """Record that this worker is alive. False when its row was claimed by another worker
     (it was taken for dead): it must stop executing."""
     now = time.time()
-    with engine.begin() as conn:
+    with beats.begin() as conn:
         if first:
             conn.execute(_beats.insert().values(executor_id=executor_id, beat_at=now))
             return True
@@ -79,7 +79,7 @@ def beat(engine: sa.Engine, executor_id: str, *, first: bool = False) -> bool:
         return done.rowcount == 1
 
 
-def carry_on_dead_workers(engine: sa.Engine, *, dead_after_s: float = DEAD_AFTER_S,
+def carry_on_dead_workers(beats: sa.Engine, *, dead_after_s: float = DEAD_AFTER_S,
                           now: float | None = None) -> list[str]:
     """Hand the runs of workers whose beat stopped back to the queue; returns their workflow
     ids. DBOS recovers a dead executor's PENDING workflows only when that executor id starts
@@ -87,28 +87,22 @@ def carry_on_dead_workers(engine: sa.Engine, *, dead_after_s: float = DEAD_AFTER
     Conductor, it is important to manage workflow recovery so that when an executor crashes,
     restarts, or is shut down, its workflows are recovered",
     https://docs.dbos.dev/production/self-hosting/workflow-recovery; the admin recovery
-    endpoint is gone in 3.x, dbos-transact-py#853). `DBOS.resume_workflow` with the queue
-    name sets a workflow ENQUEUED again on the same queue and partition
-    (https://docs.dbos.dev/python/reference/contexts#resume_workflow); its finished steps
-    stay checkpointed. Deleting the dead worker's row first is the claim: of several live
-    workers, only the one whose delete took the row resumes its runs."""
+    endpoint is gone in 3.x, dbos-transact-py#853); `engine.requeue_orphans` does it.
+    Deleting the dead worker's row first is the claim: of several live workers, only the
+    one whose delete took the row resumes its runs."""
     cutoff = (time.time() if now is None else now) - dead_after_s
-    with engine.connect() as conn:
+    with beats.connect() as conn:
         stale = [row[0] for row in conn.execute(
             sa.select(_beats.c.executor_id).where(_beats.c.beat_at < cutoff))]
     resumed: list[str] = []
     for executor_id in stale:
-        with engine.begin() as conn:
+        with beats.begin() as conn:
             claimed = conn.execute(_beats.delete().where(
                 _beats.c.executor_id == executor_id, _beats.c.beat_at < cutoff)).rowcount == 1
         if not claimed:
             continue
-        orphans = DBOS.list_workflows(status="PENDING", name=durable.WORKFLOW,
-                                      executor_id=executor_id, load_input=False,
-                                      load_output=False)
-        for status in orphans:
-            DBOS.resume_workflow(status.workflow_id, queue_name=durable.QUEUE)
-            resumed.append(status.workflow_id)
+        orphans = engine.requeue_orphans(executor_id)
+        resumed.extend(orphans)
         log.warning("worker %s stopped answering; %d run(s) handed back to the queue",
                     executor_id, len(orphans))
     return resumed
@@ -119,17 +113,17 @@ def executor_id() -> str:
     return f"worker-{socket.gethostname()}-{os.getpid()}-{uuid4().hex[:6]}"
 
 
-def keep_alive(engine: sa.Engine, me: str, stop: threading.Event,
+def keep_alive(beats: sa.Engine, me: str, stop: threading.Event,
                on_fenced: Callable[[], None]) -> None:
     """Beat every BEAT_S and carry on dead workers' runs, until `stop` is set. Both
     intervals are read from the module at each beat, not bound at import: the worker tests
     set shorter ones in their worker processes rather than wait out the real ones."""
     while not stop.wait(BEAT_S):
         try:
-            if not beat(engine, me):
+            if not beat(beats, me):
                 on_fenced()
                 return
-            carry_on_dead_workers(engine, dead_after_s=DEAD_AFTER_S)
+            carry_on_dead_workers(beats, dead_after_s=DEAD_AFTER_S)
         except Exception:  # noqa: BLE001 - a missed beat is retried; DEAD_AFTER_S allows many
             log.warning("could not reach the job database; retrying", exc_info=True)
 
@@ -167,16 +161,16 @@ def main(argv: list[str]) -> int:
     db_path = resolve_db(args.db, default_db_path({})) if args.db else default_db(env)
     Store(db_path).close()  # the store's schema exists before a run reads it
     me = executor_id()
-    durable.launch(durable.Worker(db_path, execute, lambda: _own_credentials(),
+    engine.launch(engine.Worker(db_path, execute, lambda: _own_credentials(),
                                   lambda: _own_prices()),
                    concurrency=concurrency, executor_id=me, jobs_url=settings.jobs_url)
-    engine = beats_engine(durable.system_database_url(db_path, settings.jobs_url))
-    beat(engine, me, first=True)
+    beats = beats_engine(engine.system_database_url(db_path, settings.jobs_url))
+    beat(beats, me, first=True)
     print(f"Worker {me} is executing queued runs ({concurrency} at once). Stop with Ctrl-C.",
           file=sys.stderr, flush=True)
     stop = threading.Event()
     try:
-        keep_alive(engine, me, stop, _fenced)
+        keep_alive(beats, me, stop, _fenced)
     except KeyboardInterrupt:
         stop.set()
     return 0
