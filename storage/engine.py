@@ -149,13 +149,13 @@ class Database:
         with self._connection() as conn:
             self._local.conn = conn
             try:
-                conn.exec_driver_sql(self._begin_sql)
+                _driver(conn).execute(self._begin_sql)
                 try:
                     yield Tx(conn)
                 except BaseException:
                     self._rollback(conn)
                     raise
-                conn.exec_driver_sql("COMMIT")
+                _driver(conn).execute("COMMIT")
             finally:
                 self._local.conn = None
             if self.wal is not None:
@@ -191,7 +191,7 @@ class Database:
         if self.dialect == "sqlite" and not raw_sqlite(conn).in_transaction:
             return
         try:
-            conn.exec_driver_sql("ROLLBACK")
+            _driver(conn).execute("ROLLBACK")
         except Exception:  # noqa: BLE001 - the error that got us here is re-raised instead
             conn.invalidate()
 
@@ -208,7 +208,9 @@ class Database:
     def rows(self, statement: Executable, params: Params | None = None) -> list[Row]:
         """The rows of a query, as plain dicts (JSON columns decoded)."""
         with self.read() as conn:
-            return [dict(row) for row in conn.execute(statement, params).mappings()]
+            result = conn.execute(statement, params)
+            keys = list(result.keys())
+            return [dict(zip(keys, row, strict=True)) for row in result.all()]
 
     def value(self, statement: Executable, params: Params | None = None) -> Any:
         """The first column of a query's first row, or None."""
@@ -228,6 +230,15 @@ class Database:
 def _first_value(result: CursorResult[Any]) -> Any:
     """What a write returned (RETURNING), read before its connection goes back, or None."""
     return result.scalar() if result.returns_rows else None
+
+
+def _driver(conn: Connection) -> Any:
+    """The driver's own connection (sqlite3 or psycopg), for BEGIN / COMMIT / ROLLBACK only:
+    the store opens and ends its transactions itself, on connections in autocommit mode (as
+    SQLAlchemy's own dialects end theirs on the driver's connection), and these three need
+    none of SQLAlchemy's result handling, which would double a heartbeat's time holding the
+    write lock. Every statement inside a transaction runs through SQLAlchemy."""
+    return conn.connection.dbapi_connection
 
 
 def raw_sqlite(conn: Connection) -> sqlite3.Connection:
