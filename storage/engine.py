@@ -18,6 +18,13 @@ PostgreSQL (a team server):
   long; reads run in autocommit.
 
 A write inside a write (on the same thread) joins it, and reads on that thread see it.
+
+Every statement runs through SQLAlchemy (`Connection.execute`), whose compiled-statement
+cache (per engine, `query_cache_size`) compiles each statement built once a single time;
+what used to cost most on the hot reads was turning rows into dicts, so `Database.rows`
+fetches them at once and zips them with their keys. Only BEGIN / COMMIT / ROLLBACK go to
+the driver's connection (`_driver`). See
+https://docs.sqlalchemy.org/en/20/core/connections.html#sql-compilation-caching
 """
 
 from __future__ import annotations

@@ -131,7 +131,7 @@ class StepsStore(StoreBase):
 
     def get_steps(self, run_id: str) -> list[Step]:
         """In the order steps were first started (read on the live panel's hot path, as
-        `storage.live` does: a statement built once, on the driver's cursor)."""
+        `storage.live` does: a statement built once, so SQLAlchemy finds it compiled)."""
         return [mapped.step(row) for row in self.query(GET_STEPS, {"run_id": run_id})]
 
     def get_step(self, run_id: str, key: str) -> Step | None:
