@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from sqlalchemy import update
 
-from research.records import Finding, Source
 from storage import Store
+from storage.records import Finding, Source
 from storage.schema import steps
 
 
