@@ -99,7 +99,7 @@ def _copy_run(source: Store, target: Store, run: Row, report: CopyReport, *,
             copied[table.name] = len(rows)
     for table in RUN_TABLES:
         stored = target.query_value(select(func.count()).select_from(table)
-                                .where(table.c.run_id == run_id))
+                                    .where(table.c.run_id == run_id))
         if int(stored or 0) != copied[table.name]:
             raise CopyRefused(
                 f"Run {run_id}: {copied[table.name]} rows of {table.name} were copied but the "

@@ -10,8 +10,9 @@ Why it looks like this:
   words, so no search syntax (NEAR, column filters, quotes, tsquery operators) in it can
   fail or widen the search.
 
-Functions take a `storage.Store` and run their statements through its public transaction and
-query methods, so they share its locking and WAL bounds; this module imports nothing from `research`.
+Functions take a `storage.Store` and run their statements through its public `transaction` and
+`query` methods, so they share its locking and WAL bounds; this module imports nothing from
+`research`.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ def add_document(
     doc_id = "d_" + uuid.uuid4().hex[:12]
     with store.transaction() as tx:
         tx.execute(insert(documents).values(
-            id=doc_id, title=store.clean_content(title), filename=store.clean_content(filename), kind=kind,
-            size_bytes=size_bytes, pages=pages, passages=len(passages), status=status,
+            id=doc_id, title=store.clean_content(title), filename=store.clean_content(filename),
+            kind=kind, size_bytes=size_bytes, pages=pages, passages=len(passages), status=status,
             message=message, sha256=sha256, added_at=utc_now()))
         if passages:
             tx.execute(insert(passage_table), [

@@ -27,8 +27,9 @@ from storage.runs import GET_RUN, LATEST_ACTIVITY
 from storage.steps import GET_STEPS
 
 # The parts, by name; each takes the parameters `run_id` (and `limit`, the events).
-_PARTS: dict[str, Select[Any] | TextClause] = {"run": GET_RUN, "steps": GET_STEPS, "activity": LATEST_ACTIVITY,
-          "usage": USAGE_TOTALS, "events": LAST_EVENTS}
+_PARTS: dict[str, Select[Any] | TextClause] = {
+    "run": GET_RUN, "steps": GET_STEPS, "activity": LATEST_ACTIVITY, "usage": USAGE_TOTALS,
+    "events": LAST_EVENTS}
 # PostgreSQL: all of them in one statement (built once, as every hot statement here).
 _IN_ONE = select(*(rows_as_json(query).label(name) for name, query in _PARTS.items()))
 

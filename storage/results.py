@@ -77,8 +77,8 @@ class ResultsStore(StepsStore):
         now = utc_now()
         # Rows are cleaned and built before the transaction: on SQLite every other writer
         # waits while this one holds the lock, so the lock is held for the SQL alone.
-        source_rows = [mapped.source_row(src, run_id=run_id, key=key, now=now, plain=self.clean_content)
-                       for src in sources]
+        source_rows = [mapped.source_row(src, run_id=run_id, key=key, now=now,
+                                         plain=self.clean_content) for src in sources]
         step_rows = self._step_rows(run_id, key, findings, queries, skipped, now)
         with self.transaction() as tx:
             inserted, remap = self._insert_sources(tx, run_id, source_rows)
@@ -102,7 +102,7 @@ class ResultsStore(StepsStore):
                 inserted.append(row["id"])
                 continue
             existing = tx.execute(_SOURCE_ID_OF_URL,
-                              {"run_id": run_id, "url": row["canonical_url"]}).first()
+                                  {"run_id": run_id, "url": row["canonical_url"]}).first()
             if existing and existing[0] != row["id"]:
                 remap[row["id"]] = existing[0]
         return inserted, remap
@@ -112,8 +112,8 @@ class ResultsStore(StepsStore):
                    now: str) -> dict[str, list[Row]]:
         """The findings, queries and skipped pages of a step as stored, by table."""
         return {
-            "findings": [mapped.finding_row(f, run_id=run_id, key=key, now=now, plain=self.clean_content)
-                         for f in found],
+            "findings": [mapped.finding_row(f, run_id=run_id, key=key, now=now,
+                                            plain=self.clean_content) for f in found],
             "queries": [{
                 "run_id": run_id, "step_key": key, "subtopic_id": q.subtopic_id,
                 "query": self.clean_content(q.query), "provider": q.provider or "",
@@ -145,8 +145,9 @@ class ResultsStore(StepsStore):
         """Replace the run's citation map: sources not in `cited_in` become uncited."""
         with self.transaction() as tx:
             tx.execute(_UNCITE_ALL, {"b_run": run_id, "cited": []})
-            tx.execute_many(_CITE_ONE, [{"b_run": run_id, "b_id": source_id, "cited": list(sections)}
-                                    for source_id, sections in cited_in.items()])
+            tx.execute_many(_CITE_ONE, [
+                {"b_run": run_id, "b_id": source_id, "cited": list(sections)}
+                for source_id, sections in cited_in.items()])
 
     def get_findings(self, run_id: str) -> list[Finding]:
         return [mapped.finding(row) for row in self._run_rows(findings, run_id, "id")]

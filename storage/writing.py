@@ -96,10 +96,10 @@ class WritingStore(StoreBase):
         with self.transaction() as tx:
             merged = self._engine_meta(tx, run_id, engine, meta)
             tx.execute(_upsert(self.dialect, engine_reports, ("run_id", "engine"),
-                           ("remote_id", "status", "meta", "error", "updated_at")),
-                   {"run_id": run_id, "engine": engine, "remote_id": remote_id, "status": status,
-                    "meta": self.clean_content(merged), "error": self._redact(error), "created_at": now,
-                    "updated_at": now})
+                               ("remote_id", "status", "meta", "error", "updated_at")), {
+                "run_id": run_id, "engine": engine, "remote_id": remote_id, "status": status,
+                "meta": self.clean_content(merged), "error": self._redact(error),
+                "created_at": now, "updated_at": now})
 
     def save_engine_report(self, run_id: str, engine: str, markdown: str, *,
                            numbering: Mapping[int, str], meta: JsonObject,
@@ -109,10 +109,11 @@ class WritingStore(StoreBase):
         with self.transaction() as tx:
             merged = self._engine_meta(tx, run_id, engine, meta)
             tx.execute(_upsert(self.dialect, engine_reports, ("run_id", "engine"),
-                           ("status", "markdown", "numbering", "meta", "error", "updated_at")),
-                   {"run_id": run_id, "engine": engine, "status": status,
-                    "markdown": self.clean_content(markdown), "numbering": mapped.numbering_in(numbering),
-                    "meta": self.clean_content(merged), "error": None, "created_at": now, "updated_at": now})
+                               ("status", "markdown", "numbering", "meta", "error", "updated_at")), {
+                "run_id": run_id, "engine": engine, "status": status,
+                "markdown": self.clean_content(markdown),
+                "numbering": mapped.numbering_in(numbering), "meta": self.clean_content(merged),
+                "error": None, "created_at": now, "updated_at": now})
 
     def get_engine_reports(self, run_id: str) -> list[EngineReport]:
         """Every hosted engine row of the run (oldest first), numbering keys as ints."""
