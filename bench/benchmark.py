@@ -300,7 +300,7 @@ def seed_rich_run(store: Any, *, sources: int, events: int, text_chars: int,
 def seed_library(store: Any, runs: int, *, batch: int = 1000) -> list[str]:
     """`runs` finished runs with varied questions, presets, statuses and totals.
 
-    Benchmark-only shortcut: the public Store methods run inside one `_write()` transaction
+    Benchmark-only shortcut: the public Store methods run inside one `transaction()`
     per `batch` runs (they nest as no-ops), so seeding 10,000 runs takes seconds, not minutes.
     """
     from research.core.config import build_config
@@ -316,7 +316,7 @@ def seed_library(store: Any, runs: int, *, batch: int = 1000) -> list[str]:
                for p in ("quick", "standard", "deep", "exhaustive")]
     ids: list[str] = []
     for start in range(0, runs, batch):
-        with store._write():  # noqa: SLF001 - see the docstring
+        with store.transaction():  # see the docstring
             for i in range(start, min(runs, start + batch)):
                 question = templates[i % 4].format(t=topics[i % len(topics)],
                                                    c=countries[i // 7 % len(countries)])

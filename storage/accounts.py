@@ -35,7 +35,7 @@ class AccountsStore(StoreBase):
 
     def account_limits(self, account_id: str) -> dict[str, Any] | None:
         """What the books know the account allows (LIMIT_FIELDS and `source`), or None."""
-        row = self._row(_READ, {"account_id": account_id})
+        row = self.query_one(_READ, {"account_id": account_id})
         if row is None:
             return None
         return {name: row[name] for name in (*LIMIT_FIELDS, "source")}
@@ -46,7 +46,7 @@ class AccountsStore(StoreBase):
         """Record what is known of the account's limits (a field None: unchanged) and, where
         the provider said it, how much of each is left (the books never hold more)."""
         known = {k: v for k, v in limits.items() if k in LIMIT_FIELDS and v is not None}
-        with self._write() as tx:
+        with self.transaction() as tx:
             row = tx.execute(_LOCKED, {"account_id": account_id}).mappings().first()
             if row is None:
                 fresh = {"account_id": account_id, **known, "source": source,
@@ -79,7 +79,7 @@ class AccountsStore(StoreBase):
         """Reserve one request of `tokens` if the account's minute has room: (0, ""); else the
         seconds until it may and the limit that holds it ("tokens", "requests", "refused").
         An account the books know nothing of holds nothing back."""
-        with self._write() as tx:
+        with self.transaction() as tx:
             row = tx.execute(_LOCKED, {"account_id": account_id}).mappings().first()
             if row is None:
                 return 0.0, ""
@@ -101,7 +101,7 @@ class AccountsStore(StoreBase):
 
     def give_back_tokens(self, account_id: str, tokens: float, now: float) -> None:
         """An answer used `tokens` fewer than its turn reserved (more, if negative)."""
-        with self._write() as tx:
+        with self.transaction() as tx:
             row = tx.execute(_LOCKED, {"account_id": account_id}).mappings().first()
             if row is None:
                 return
@@ -116,7 +116,7 @@ class AccountsStore(StoreBase):
                       drain: str | None = None) -> None:
         """The provider refused a request: no process sends before `until`, and the bucket it
         named ("tokens", "requests"; None: both) is spent."""
-        with self._write() as tx:
+        with self.transaction() as tx:
             row = tx.execute(_LOCKED, {"account_id": account_id}).mappings().first()
             if row is None:
                 return

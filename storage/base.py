@@ -3,7 +3,7 @@
 Why it looks like this:
 - one `storage.engine.Database` per Store (SQLite file or PostgreSQL URL), safe to share
   between threads (the engine's workers, the Streamlit script thread and the job manager all
-  read and write at once); every write is one short transaction (`_write`);
+  read and write at once); every write is one short transaction (`transaction`);
 - text that may carry an API key (event messages and data, errors, configs) goes through
   `research.core.errors.redact` first; everything else loses the exact known secrets;
 - every text loses invisible formatting controls (`research.untrusted.textclean`) and NUL characters:
@@ -30,7 +30,7 @@ from storage import migrate, wal
 from storage.db_value import postgres_url, redact_url
 from storage.engine import Database, Tx, sqlite_url
 from storage.engine import postgres_url as sa_postgres_url
-from storage.rows import Params, Row, plain_rows
+from storage.rows import Params, Row
 
 
 @cache
@@ -87,40 +87,33 @@ class StoreBase:
         return (f"Could not reach the PostgreSQL database at {self.location} ({reason}). Check "
                 "that the server runs and the URL in DEEP_RESEARCH_DB (or --db) is right.")
 
-    # -- connection plumbing -------------------------------------------------------------
+    # -- transactions and queries -------------------------------------------------------
+    # The store's own modules (its table groups here, `storage.documents`, `storage.copy`)
+    # run their SQLAlchemy statements through these; SQL is written only inside `storage/`.
 
-    def _write(self) -> AbstractContextManager[Tx]:
-        """One short transaction (SQLite: holding the write lock from the start); nests."""
+    def transaction(self) -> AbstractContextManager[Tx]:
+        """One short transaction (SQLite: holding the write lock from the start). Nests: the
+        Store's writes inside it join it, and reads on this thread see it."""
         return self._database.write()
 
-    def _rows(self, statement: Executable | str, params: Any = None) -> list[Row]:
+    def query(self, statement: Executable | str, params: Params | None = None) -> list[Row]:
         """Rows as plain dicts. A string is SQL with named `:parameters` (tests, one-offs)."""
         if isinstance(statement, str):
             statement = text(statement)
-        with self._database.read() as conn:
-            result = conn.execute(statement, params or {})
-            return plain_rows(result.mappings())
+        return self._database.rows(statement, params)
 
-    def _fast_rows(self, statement: Executable, params: Params) -> list[Row]:
-        """`_rows` for a statement built once, on the driver's cursor (the poll's hot reads)."""
-        return self._database.fast_rows(statement, params)
-
-    def _fast_row(self, statement: Executable, params: Params) -> Row | None:
-        """The first row of `_fast_rows`, or None."""
-        rows = self._database.fast_rows(statement, params)
+    def query_one(self, statement: Executable | str, params: Params | None = None) -> Row | None:
+        """The first row of `query`, or None."""
+        rows = self.query(statement, params)
         return rows[0] if rows else None
+
+    def query_value(self, statement: Executable, params: Params | None = None) -> Any:
+        """The first column of the first row, or None."""
+        return self._database.value(statement, params)
 
     def _run_rows(self, table: Table, run_id: str, order: str | None = None) -> list[Row]:
         """Every row of one run in `table`, ordered by the column `order`."""
-        return self._fast_rows(of_run(table, order), {"run_id": run_id})
-
-    def _row(self, statement: Executable | str, params: Any = None) -> Row | None:
-        rows = self._rows(statement, params)
-        return rows[0] if rows else None
-
-    def _scalar(self, statement: Executable, params: Any = None) -> Any:
-        with self._database.read() as conn:
-            return conn.execute(statement, params or {}).scalar()
+        return self.query(of_run(table, order), {"run_id": run_id})
 
     def close(self) -> None:
         """Close the idle connections; the Store stays usable and reconnects when asked."""
@@ -145,10 +138,10 @@ class StoreBase:
         """Full redaction of every string inside a JSON-like value (keys included)."""
         return walk(value, lambda t: self._redact_text(self._clean(t), self._secrets))
 
-    def _plain(self, value: Any) -> Any:
-        """Content (pages, drafts, reports) loses only the exact known secrets, in every string
-        inside it: pattern masking could damage ordinary words, and pages are not where our
-        own keys come from."""
+    def clean_content(self, value: Any) -> Any:
+        """Content (pages, drafts, reports, documents) loses only the exact known secrets, in
+        every string inside it (and invisible controls, NUL): pattern masking could damage
+        ordinary words, and pages are not where our own keys come from."""
         def strip(t: str) -> str:
             t = self._clean(t)
             for secret in self._secrets:

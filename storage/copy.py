@@ -57,7 +57,7 @@ def copy_store(source: Store, target: Store, *, append: bool = False) -> CopyRep
             "empty database, or add --append to add the runs it does not have yet.")
     report = CopyReport()
     known = _ids(target, runs)
-    for run in source._rows(select(runs).order_by(runs.c.created_at,
+    for run in source.query(select(runs).order_by(runs.c.created_at,
                                                   insertion_order(source.dialect))):
         if run["id"] in known:
             report.skipped_runs += 1
@@ -70,12 +70,12 @@ def copy_store(source: Store, target: Store, *, append: bool = False) -> CopyRep
 
 
 def _ids(store: Store, table: Table) -> set[str]:
-    return {row["id"] for row in store._rows(select(table.c.id))}
+    return {row["id"] for row in store.query(select(table.c.id))}
 
 
 def _rows_of(store: Store, table: Table, run_id: str) -> list[Row]:
     order = [table.c.id] if "id" in table.c and table.name in _NUMBERED else []
-    return store._rows(select(table).where(table.c.run_id == run_id).order_by(*order))
+    return store.query(select(table).where(table.c.run_id == run_id).order_by(*order))
 
 
 def _insert(tx: Tx, table: Table, rows: Sequence[Row], *, renumber: bool) -> None:
@@ -91,15 +91,15 @@ def _copy_run(source: Store, target: Store, run: Row, report: CopyReport, *,
     """One run and every row of it, in one transaction; then the counts are compared."""
     run_id = run["id"]
     copied: dict[str, int] = {}
-    with target._write() as tx:
+    with target.transaction() as tx:
         tx.execute(insert(runs), [{**run, "parent_run_id": None}])
         for table in RUN_TABLES:
             rows = _rows_of(source, table, run_id)
             _insert(tx, table, rows, renumber=renumber)
             copied[table.name] = len(rows)
     for table in RUN_TABLES:
-        stored = target._scalar(select(func.count()).select_from(table)
-                                .where(table.c.run_id == run_id))
+        stored = target.query_value(select(func.count()).select_from(table)
+                                    .where(table.c.run_id == run_id))
         if int(stored or 0) != copied[table.name]:
             raise CopyRefused(
                 f"Run {run_id}: {copied[table.name]} rows of {table.name} were copied but the "
@@ -111,10 +111,10 @@ def _copy_run(source: Store, target: Store, run: Row, report: CopyReport, *,
 def _link_parents(source: Store, target: Store) -> None:
     """Runs built on another run point at it again (left out while copying, as a parent may
     be copied after its child)."""
-    linked = source._rows(select(runs.c.id, runs.c.parent_run_id)
+    linked = source.query(select(runs.c.id, runs.c.parent_run_id)
                           .where(runs.c.parent_run_id.is_not(None)))
     present = _ids(target, runs)
-    with target._write() as tx:
+    with target.transaction() as tx:
         for row in linked:
             if row["parent_run_id"] in present:
                 tx.execute(update(runs).where(runs.c.id == row["id"])
@@ -125,14 +125,14 @@ def _copy_library(source: Store, target: Store, report: CopyReport, *, renumber:
     """Documents (with passages and collection memberships) and collections the target does
     not have yet."""
     have = _ids(target, documents)
-    new_docs = [d for d in source._rows(select(documents)) if d["id"] not in have]
+    new_docs = [d for d in source.query(select(documents)) if d["id"] not in have]
     wanted = {d["id"] for d in new_docs}
-    names = {r["name"] for r in target._rows(select(collections.c.name))}
-    new_collections = [c for c in source._rows(select(collections)) if c["name"] not in names]
-    links = [m for m in source._rows(select(members)) if m["document_id"] in wanted]
-    texts = [p for p in source._rows(select(passages).order_by(passages.c.id))
+    names = {r["name"] for r in target.query(select(collections.c.name))}
+    new_collections = [c for c in source.query(select(collections)) if c["name"] not in names]
+    links = [m for m in source.query(select(members)) if m["document_id"] in wanted]
+    texts = [p for p in source.query(select(passages).order_by(passages.c.id))
              if p["document_id"] in wanted]
-    with target._write() as tx:
+    with target.transaction() as tx:
         _insert(tx, documents, new_docs, renumber=False)
         _insert(tx, collections, new_collections, renumber=False)
         _insert(tx, members, links, renumber=False)
@@ -149,7 +149,7 @@ def _fix_sequences(target: Store, tables: Iterable[Table]) -> None:
     """PostgreSQL: rows copied with their ids leave the id sequences behind; move them on."""
     if target.dialect != "postgresql":
         return
-    with target._write() as tx:
+    with target.transaction() as tx:
         for table in tables:
             if table.name in _NUMBERED:
                 tx.execute(
@@ -159,5 +159,5 @@ def _fix_sequences(target: Store, tables: Iterable[Table]) -> None:
 
 def count_rows(store: Store) -> dict[str, int]:
     """Rows per table, for the plain summary and the tests."""
-    return {t.name: int(store._scalar(select(func.count()).select_from(t)) or 0)
+    return {t.name: int(store.query_value(select(func.count()).select_from(t)) or 0)
             for t in (runs, *RUN_TABLES, *LIBRARY_TABLES)}

@@ -13,6 +13,9 @@ differently by the two databases:
 - `insert_event`: a run's events commit in id order, so a dashboard reading "events after
   id N" never skips one (SQLite: writers are serialised anyway; PostgreSQL: ids are drawn
   before commit, so the INSERT first takes a per-run advisory lock, held to its commit).
+- `rows_as_json`: PostgreSQL answers several queries in one round trip when they are one
+  statement, each query's rows one JSON column of it (`storage.live`); SQLite, in-process,
+  needs no such thing.
 JSON columns differ in `storage.schema.Json`, full-text search in `storage.fulltext`.
 """
 
@@ -25,7 +28,10 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Insert,
+    ScalarSelect,
+    Select,
     Table,
+    TextClause,
     bindparam,
     func,
     insert,
@@ -84,3 +90,12 @@ def insert_event(dialect: str) -> Insert:
                .cte("ordered").prefix_with("MATERIALIZED"))
     row = select(*[bindparam(c, type_=events.c[c].type) for c in columns]).select_from(ordered)
     return insert(events).from_select(columns, row).returning(events.c.id)
+
+
+def rows_as_json(query: Select[Any] | TextClause) -> ScalarSelect[Any]:
+    """PostgreSQL: every row of `query` as one JSON array of objects (column name: value), in
+    no set order, or NULL for no rows: a column of an outer SELECT, so that several queries
+    are one statement. JSON keeps what the live panel reads (text, integers, floats, JSON
+    columns), but a float with no fraction comes back as an integer."""
+    rows = (query.columns() if isinstance(query, TextClause) else query).subquery()
+    return select(func.json_agg(rows.table_valued())).scalar_subquery()

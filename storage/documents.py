@@ -10,8 +10,9 @@ Why it looks like this:
   words, so no search syntax (NEAR, column filters, quotes, tsquery operators) in it can
   fail or widen the search.
 
-Functions take a `storage.Store` and use its connections, so they share its locking and WAL
-bounds; this module imports nothing from `research`.
+Functions take a `storage.Store` and run their statements through its public `transaction` and
+`query` methods, so they share its locking and WAL bounds; this module imports nothing from
+`research`.
 """
 
 from __future__ import annotations
@@ -66,15 +67,15 @@ def add_document(
     if status not in STATUSES:
         raise ValueError(f"unknown document status {status!r}")
     doc_id = "d_" + uuid.uuid4().hex[:12]
-    with store._write() as tx:
+    with store.transaction() as tx:
         tx.execute(insert(documents).values(
-            id=doc_id, title=store._plain(title), filename=store._plain(filename), kind=kind,
-            size_bytes=size_bytes, pages=pages, passages=len(passages), status=status,
+            id=doc_id, title=store.clean_content(title), filename=store.clean_content(filename),
+            kind=kind, size_bytes=size_bytes, pages=pages, passages=len(passages), status=status,
             message=message, sha256=sha256, added_at=utc_now()))
         if passages:
             tx.execute(insert(passage_table), [
                 {"document_id": doc_id, "seq": seq, "page": page,
-                 "section": store._plain(section), "text": store._plain(text)}
+                 "section": store.clean_content(section), "text": store.clean_content(text)}
                 for seq, (page, section, text) in enumerate(passages)])
         if collection:
             _add_to_collection(store, tx, collection, [doc_id])
@@ -83,12 +84,12 @@ def add_document(
 
 def find_by_hash(store: Store, sha256: str) -> Document | None:
     """The stored document with exactly these bytes, if any (an upload of the same file)."""
-    row = store._row(select(documents).where(documents.c.sha256 == sha256).limit(1))
+    row = store.query_one(select(documents).where(documents.c.sha256 == sha256).limit(1))
     return mapped.document(row) if row else None
 
 
 def get_document(store: Store, doc_id: str) -> Document | None:
-    row = store._row(select(documents).where(documents.c.id == doc_id))
+    row = store.query_one(select(documents).where(documents.c.id == doc_id))
     return mapped.document(row) if row else None
 
 
@@ -99,16 +100,16 @@ def list_documents(store: Store, *, collection: str | None = None) -> list[Docum
         query = query.where(documents.c.id.in_(
             select(members.c.document_id)
             .where(members.c.collection == collection)))
-    rows = store._rows(query)
+    rows = store.query(query)
     member: dict[str, list[str]] = {}
-    for link in store._rows(select(members)):
+    for link in store.query(select(members)):
         member.setdefault(link["document_id"], []).append(link["collection"])
     return [mapped.document(row, member.get(row["id"], ())) for row in rows]
 
 
 def delete_document(store: Store, doc_id: str) -> bool:
     """Remove a document with its passages and collection memberships. False: not there."""
-    with store._write() as tx:
+    with store.transaction() as tx:
         tx.execute(delete(members).where(members.c.document_id == doc_id))
         tx.execute(delete(passage_table).where(passage_table.c.document_id == doc_id))
         gone = tx.execute(delete(documents).where(documents.c.id == doc_id)
@@ -118,7 +119,7 @@ def delete_document(store: Store, doc_id: str) -> bool:
 
 def get_passages(store: Store, doc_id: str) -> list[Passage]:
     p = passage_table.c
-    rows = store._rows(select(p.id, p.seq, p.page, p.section, p.text)
+    rows = store.query(select(p.id, p.seq, p.page, p.section, p.text)
                        .where(p.document_id == doc_id).order_by(p.seq))
     return [mapped.passage(row) for row in rows]
 
@@ -142,7 +143,7 @@ def _ensure_collection(store: Store, tx: Tx, name: str) -> None:
 
 def create_collection(store: Store, name: str) -> str:
     name = check_collection_name(name)
-    with store._write() as tx:
+    with store.transaction() as tx:
         _ensure_collection(store, tx, name)
     return name
 
@@ -160,12 +161,12 @@ def _add_to_collection(store: Store, tx: Tx, name: str, doc_ids: Iterable[str]) 
 
 def add_to_collection(store: Store, name: str, doc_ids: Iterable[str]) -> None:
     """Put documents in a collection (made if new); unknown ids are ignored."""
-    with store._write() as tx:
+    with store.transaction() as tx:
         _add_to_collection(store, tx, name, list(doc_ids))
 
 
 def remove_from_collection(store: Store, name: str, doc_ids: Iterable[str]) -> None:
-    with store._write() as tx:
+    with store.transaction() as tx:
         tx.execute(delete(members).where(
             members.c.collection == name,
             members.c.document_id.in_(list(doc_ids))))
@@ -173,14 +174,14 @@ def remove_from_collection(store: Store, name: str, doc_ids: Iterable[str]) -> N
 
 def delete_collection(store: Store, name: str) -> None:
     """Forget the collection; its documents stay in the library."""
-    with store._write() as tx:
+    with store.transaction() as tx:
         tx.execute(delete(members).where(members.c.collection == name))
         tx.execute(delete(collections).where(collections.c.name == name))
 
 
 def list_collections(store: Store) -> list[Collection]:
     c, m = collections.c, members.c
-    rows = store._rows(
+    rows = store.query(
         select(c.name, c.created_at, func.count(m.document_id).label("documents"))
         .select_from(collections.outerjoin(members, m.collection == c.name))
         .group_by(c.name, c.created_at).order_by(func.lower(c.name), c.name))
@@ -189,12 +190,12 @@ def list_collections(store: Store) -> list[Collection]:
 
 def collection_documents(store: Store, name: str) -> list[str]:
     m = members.c
-    return [r["document_id"] for r in store._rows(
+    return [r["document_id"] for r in store.query(
         select(m.document_id).where(m.collection == name).order_by(m.document_id))]
 
 
 def collection_exists(store: Store, name: str) -> bool:
-    return store._row(select(collections.c.name).where(collections.c.name == name)) is not None
+    return store.query_one(select(collections.c.name).where(collections.c.name == name)) is not None
 
 
 # -- search ------------------------------------------------------------------------------
@@ -221,8 +222,9 @@ def search_passages(
     terms = search_terms(query)
     if not terms or (document_ids is not None and not document_ids):
         return []
-    with store._database.read() as conn:
-        rows = fulltext.search(conn, terms, limit=int(limit), document_ids=document_ids)
+    statement, params = fulltext.search(store.dialect, terms, limit=int(limit),
+                                        document_ids=document_ids)
+    rows = store.query(statement, params)
     return [PassageHit(r["id"], r["document_id"], r["title"], r["page"], r["section"] or "",
                        r["text"], float(r["score"])) for r in rows]
 
@@ -233,7 +235,7 @@ def run_passages(store: Store, run_id: str) -> list[RunPassage]:
     from storage.schema import sources
 
     s = sources.c
-    rows = store._rows(select(s.id, s.title, s.text, s.cited_in)
+    rows = store.query(select(s.id, s.title, s.text, s.cited_in)
                        .where(s.run_id == run_id, s.url.like("doc://%"))
                        .order_by(s.title, s.id))
     return [mapped.run_passage(row) for row in rows]

@@ -18,6 +18,13 @@ PostgreSQL (a team server):
   long; reads run in autocommit.
 
 A write inside a write (on the same thread) joins it, and reads on that thread see it.
+
+Every statement runs through SQLAlchemy (`Connection.execute`), whose compiled-statement
+cache (per engine, `query_cache_size`) compiles each statement built once a single time;
+what used to cost most on the hot reads was turning rows into dicts, so `Database.rows`
+fetches them at once and zips them with their keys. Only BEGIN / COMMIT / ROLLBACK go to
+the driver's connection (`_driver`). See
+https://docs.sqlalchemy.org/en/20/core/connections.html#sql-compilation-caching
 """
 
 from __future__ import annotations
@@ -31,12 +38,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, CursorResult, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql import Executable
 
-from storage import fastsql, wal
+from storage import wal
 from storage.rows import Params, Row
 
 POOL_SIZE = 8            # connections kept open per process (more open while busy, then close)
@@ -46,15 +53,12 @@ PG_RECYCLE_S = 600       # reopen pooled PostgreSQL connections this old (no pin
 
 
 class Tx:
-    """An open transaction. `execute` takes a SQLAlchemy statement, or a plain SQL string with
-    the driver's own placeholders (`?` on SQLite) for tests and one-off repairs; `run` and
-    `run_many` take a statement built once (a module constant) and run it on the driver's
-    cursor (`storage.fastsql`): the hot writes of a running run."""
+    """An open transaction. `execute` takes a SQLAlchemy statement (with one parameter set,
+    or a list of them: one statement for many rows), or a plain SQL string with the driver's
+    own placeholders (`?` on SQLite) for tests and one-off repairs."""
 
-    def __init__(self, conn: Connection, plans: fastsql.Plans | None = None) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self._plans = plans or fastsql.Plans(conn.dialect)
-        self._driver = _driver(conn)
 
     def execute(self, statement: Executable | str, params: Any = None) -> Any:
         if isinstance(statement, str):
@@ -62,26 +66,27 @@ class Tx:
             return self.conn.exec_driver_sql(statement, args if args is not None else ())
         return self.conn.execute(statement, params)
 
-    def run(self, statement: Executable, params: Params) -> fastsql.Done:
-        """`execute` for a statement built once, with plain parameter values."""
-        plan = self._plans.plan(statement, tuple(params))
-        return fastsql.run(self._driver, plan, params)
+    def execute_many(self, statement: Executable, rows: Sequence[Params]) -> None:
+        """`statement` once per row (all rows with the same keys), in one call; none: nothing."""
+        if rows:
+            self.conn.execute(statement, list(rows))
 
-    def inserted_each(self, statement: Executable, rows: Sequence[Params],
+    def inserted_each(self, statement: Executable, key: str, rows: Sequence[Params],
                       ) -> list[bool]:
-        """For an INSERT that skips conflicts and returns what it inserted: which of `rows`
-        (all with the same keys) were inserted (PostgreSQL: in one round trip)."""
+        """For an INSERT that skips conflicts and returns the column `key` of what it
+        inserted: which of `rows` (all with the same keys) were inserted. One statement for
+        all rows (SQLAlchemy's "insertmanyvalues": one round trip to a team server, where
+        each is answered slowly when it is busy); a row counts as inserted when its `key`
+        came back, the first row with that key only."""
         if not rows:
             return []
-        plan = self._plans.plan(statement, tuple(rows[0]))
-        return fastsql.inserted_each(self._driver, plan, rows,
-                                     batched=self.conn.dialect.name == "postgresql")
-
-    def run_many(self, statement: Executable, rows: Sequence[Params]) -> None:
-        """`run` once per row (all rows with the same keys), results not read."""
-        if rows:
-            plan = self._plans.plan(statement, tuple(rows[0]))
-            fastsql.run_many(self._driver, plan, rows)
+        returned = {row[0] for row in self.conn.execute(statement, list(rows))}
+        inserted = []
+        for row in rows:
+            value = row[key]
+            inserted.append(value in returned)
+            returned.discard(value)
+        return inserted
 
 
 def sqlite_url(path: Path) -> URL:
@@ -113,7 +118,7 @@ class Database:
                 json_serializer=partial(json.dumps, ensure_ascii=False, default=str),
                 isolation_level="AUTOCOMMIT",
             )
-        self.plans = fastsql.Plans(self.engine.dialect)
+        self._begin_sql = "BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN"
 
     def _sqlite_engine(self, wal_limit_bytes: int) -> Engine:
         engine = create_engine(
@@ -146,14 +151,14 @@ class Database:
         """One short transaction holding the write lock (SQLite) from the start; nests."""
         open_conn = self.current()
         if open_conn is not None:
-            yield Tx(open_conn, self.plans)
+            yield Tx(open_conn)
             return
         with self._connection() as conn:
             self._local.conn = conn
             try:
-                self._begin(conn)
+                _driver(conn).execute(self._begin_sql)
                 try:
-                    yield Tx(conn, self.plans)
+                    yield Tx(conn)
                 except BaseException:
                     self._rollback(conn)
                     raise
@@ -163,17 +168,17 @@ class Database:
             if self.wal is not None:
                 self.wal.after_commit(raw_sqlite(conn))
 
-    def write_one(self, statement: Executable, params: Params) -> fastsql.Done:
-        """`write()` of one statement built once (`Tx.run`). On PostgreSQL, outside a
-        transaction, the statement runs alone in autocommit, which is its own transaction:
-        one round trip instead of three (BEGIN, it, COMMIT). SQLite keeps `write()`, whose
-        BEGIN IMMEDIATE queues writers for the lock up front and which bounds the WAL."""
+    def write_one(self, statement: Executable, params: Params) -> Any:
+        """`write()` of one statement; the first column of its first row (what it returned),
+        or None. On PostgreSQL, outside a transaction, the statement runs alone in
+        autocommit, which is its own transaction: one round trip instead of three (BEGIN, it,
+        COMMIT). SQLite keeps `write()`, whose BEGIN IMMEDIATE queues writers for the lock up
+        front and which bounds the WAL."""
         if self.dialect == "sqlite" or self.current() is not None:
             with self.write() as tx:
-                return tx.run(statement, params)
-        plan = self.plans.plan(statement, tuple(params))
+                return _first_value(tx.execute(statement, params))
         with self._connection() as conn:
-            return fastsql.run(_driver(conn), plan, params)
+            return _first_value(conn.execute(statement, params))
 
     @contextmanager
     def _connection(self) -> Iterator[Connection]:
@@ -197,9 +202,6 @@ class Database:
         except Exception:  # noqa: BLE001 - the error that got us here is re-raised instead
             conn.invalidate()
 
-    def _begin(self, conn: Connection) -> None:
-        _driver(conn).execute("BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN")
-
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A connection for reading: this thread's open write, or one from the pool."""
@@ -210,29 +212,17 @@ class Database:
         with self._connection() as conn:
             yield conn
 
-    def fast_rows(self, statement: Executable, params: Params) -> list[Row]:
-        """Rows of a statement built once (a module constant), run on the driver's cursor.
-
-        Why: each open Run page polls four small queries every 2 s while runs write; SQLAlchemy's
-        execution path costs several times what SQLite spends answering them, and on a
-        loaded machine that is the poll's latency (`storage.fastsql`)."""
-        plan = self.plans.plan(statement)
+    def rows(self, statement: Executable, params: Params | None = None) -> list[Row]:
+        """The rows of a query, as plain dicts (JSON columns decoded)."""
         with self.read() as conn:
-            return fastsql.select_rows(_driver(conn), plan, params,
-                                       decode_json=self.dialect == "sqlite")
+            result = conn.execute(statement, params)
+            keys = list(result.keys())
+            return [dict(zip(keys, row, strict=True)) for row in result.all()]
 
-    def fast_batch(self, queries: Sequence[tuple[Executable, Params]]) -> list[list[Row]]:
-        """`fast_rows` of several statements on one connection; on PostgreSQL in one round
-        trip (`fastsql.select_batch`): what one refresh of the Run page's live panel reads."""
-        plans = [(self.plans.plan(statement), params) for statement, params in queries]
+    def value(self, statement: Executable, params: Params | None = None) -> Any:
+        """The first column of a query's first row, or None."""
         with self.read() as conn:
-            return fastsql.select_batch(_driver(conn), plans,
-                                        pipelined=self.dialect == "postgresql",
-                                        decode_json=self.dialect == "sqlite")
-
-    def rows(self, statement: Executable) -> list[Row]:
-        with self.read() as conn:
-            return [dict(row) for row in conn.execute(statement).mappings()]
+            return conn.execute(statement, params).scalar()
 
     def dispose(self) -> None:
         """Close this thread's connection and the idle pooled ones (other threads keep theirs;
@@ -244,10 +234,17 @@ class Database:
         self.engine.dispose()
 
 
+def _first_value(result: CursorResult[Any]) -> Any:
+    """What a write returned (RETURNING), read before its connection goes back, or None."""
+    return result.scalar() if result.returns_rows else None
+
+
 def _driver(conn: Connection) -> Any:
-    """The driver's own connection (sqlite3 or psycopg), for BEGIN / COMMIT / ROLLBACK: the
-    store opens and ends its transactions itself, on connections in autocommit mode, and
-    these statements need none of SQLAlchemy's result handling."""
+    """The driver's own connection (sqlite3 or psycopg), for BEGIN / COMMIT / ROLLBACK only:
+    the store opens and ends its transactions itself, on connections in autocommit mode (as
+    SQLAlchemy's own dialects end theirs on the driver's connection), and these three need
+    none of SQLAlchemy's result handling, which would double a heartbeat's time holding the
+    write lock. Every statement inside a transaction runs through SQLAlchemy."""
     return conn.connection.dbapi_connection
 
 

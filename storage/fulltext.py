@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Connection, bindparam, text
-
-from storage.rows import Row
+from sqlalchemy import Connection, TextClause, bindparam, text
 
 _POSTGRES_COLUMN = (
     "ALTER TABLE passages ADD COLUMN tsv tsvector GENERATED ALWAYS AS ("
@@ -60,10 +58,10 @@ def expression(dialect: str, terms: Sequence[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def search(conn: Connection, terms: Sequence[str], *, limit: int,
-           document_ids: Sequence[str] | None) -> list[Row]:
-    """The best passages for any of `terms` (within `document_ids` if given), best first."""
-    dialect = conn.dialect.name
+def search(dialect: str, terms: Sequence[str], *, limit: int,
+           document_ids: Sequence[str] | None) -> tuple[TextClause, dict[str, object]]:
+    """The query (and its parameters) for the best passages for any of `terms` (within
+    `document_ids` if given), best first."""
     postgres = dialect == "postgresql"
     sql = _POSTGRES_SEARCH if postgres else _SQLITE_SEARCH
     scope = "" if document_ids is None else (_POSTGRES_SCOPE if postgres else _SQLITE_SCOPE)
@@ -72,4 +70,4 @@ def search(conn: Connection, terms: Sequence[str], *, limit: int,
     if document_ids is not None:
         statement = statement.bindparams(bindparam("document_ids", expanding=True))
         params["document_ids"] = list(document_ids)
-    return [dict(row) for row in conn.execute(statement, params).mappings()]
+    return statement, params

@@ -72,18 +72,18 @@ class LogStore(StoreBase):
         self._database.write_one(_add_usage(self.dialect), row)
 
     def get_usage(self, run_id: str) -> list[ModelUsage]:
-        return [mapped.model_usage(row) for row in self._rows(
+        return [mapped.model_usage(row) for row in self.query(
             select(usage).where(usage.c.run_id == run_id)
             .order_by(usage.c.role, usage.c.provider, usage.c.model))]
 
     def usage_totals(self, run_id: str) -> UsageTotals:
         """tokens, cost_usd, calls (plus input_tokens, output_tokens) for the run."""
-        return mapped.usage_totals(self._row(USAGE_TOTALS, {"run_id": run_id}))
+        return mapped.usage_totals(self.query_one(USAGE_TOTALS, {"run_id": run_id}))
 
     def last_events(self, run_id: str, n: int) -> list[EventRow]:
         """The run's last `n` events, oldest first (the live panel's activity log)."""
         return [mapped.event(row) for row in
-                self._fast_rows(LAST_EVENTS, {"run_id": run_id, "limit": int(n)})[::-1]]
+                self.query(LAST_EVENTS, {"run_id": run_id, "limit": int(n)})[::-1]]
 
     def append_event(self, event: Event | JsonObject) -> int:
         """Append to the run's event log; returns the event id (ascending per database)."""
@@ -94,7 +94,7 @@ class LogStore(StoreBase):
                "message": self._redact(record.get("message") or ""),
                "data": self._scrub(dict(record.get("data") or {}))}
         # Cleaned first: the write lock is held for the SQL alone.
-        return int(self._database.write_one(insert_event(self.dialect), row).scalar())
+        return int(self._database.write_one(insert_event(self.dialect), row))
 
     def log_event(self, event: Event) -> None:
         """`append_event` shaped as a `research.core.events.EventSink` (returns None), for
@@ -105,6 +105,6 @@ class LogStore(StoreBase):
                    limit: int | None = None) -> list[EventRow]:
         params = {"run_id": run_id, "after": int(after_id)}
         if limit is None:
-            return [mapped.event(row) for row in self._fast_rows(_EVENTS_AFTER, params)]
+            return [mapped.event(row) for row in self.query(_EVENTS_AFTER, params)]
         return [mapped.event(row) for row in
-                self._fast_rows(_EVENTS_AFTER_LIMITED, {**params, "limit": int(limit)})]
+                self.query(_EVENTS_AFTER_LIMITED, {**params, "limit": int(limit)})]

@@ -77,17 +77,17 @@ class ResultsStore(StepsStore):
         now = utc_now()
         # Rows are cleaned and built before the transaction: on SQLite every other writer
         # waits while this one holds the lock, so the lock is held for the SQL alone.
-        source_rows = [mapped.source_row(src, run_id=run_id, key=key, now=now, plain=self._plain)
-                       for src in sources]
+        source_rows = [mapped.source_row(src, run_id=run_id, key=key, now=now,
+                                         plain=self.clean_content) for src in sources]
         step_rows = self._step_rows(run_id, key, findings, queries, skipped, now)
-        with self._write() as tx:
+        with self.transaction() as tx:
             inserted, remap = self._insert_sources(tx, run_id, source_rows)
             for finding in step_rows["findings"]:
                 cited = finding["source_ids"]
                 finding["source_ids"] = list(dict.fromkeys(remap.get(s, s) for s in cited))
             for name, clear in _CLEAR_STEP.items():
-                tx.run(clear, {"run_id": run_id, "key": key})
-                tx.run_many(_INSERT_ROW[name], step_rows[name])
+                tx.execute(clear, {"run_id": run_id, "key": key})
+                tx.execute_many(_INSERT_ROW[name], step_rows[name])
             self._finish_step(tx, run_id, key, result=result, source_count=len(inserted))
         return inserted
 
@@ -96,13 +96,13 @@ class ResultsStore(StepsStore):
         """Insert the new sources; (ids inserted, {id given: id stored} for known URLs)."""
         inserted: list[str] = []
         remap: dict[str, str] = {}
-        for row, stored in zip(rows, tx.inserted_each(_insert_source(self.dialect), rows),
-                               strict=True):
+        stored_each = tx.inserted_each(_insert_source(self.dialect), "id", rows)
+        for row, stored in zip(rows, stored_each, strict=True):
             if stored:
                 inserted.append(row["id"])
                 continue
-            existing = tx.run(_SOURCE_ID_OF_URL,
-                              {"run_id": run_id, "url": row["canonical_url"]}).first()
+            existing = tx.execute(_SOURCE_ID_OF_URL,
+                                  {"run_id": run_id, "url": row["canonical_url"]}).first()
             if existing and existing[0] != row["id"]:
                 remap[row["id"]] = existing[0]
         return inserted, remap
@@ -112,16 +112,16 @@ class ResultsStore(StepsStore):
                    now: str) -> dict[str, list[Row]]:
         """The findings, queries and skipped pages of a step as stored, by table."""
         return {
-            "findings": [mapped.finding_row(f, run_id=run_id, key=key, now=now, plain=self._plain)
-                         for f in found],
+            "findings": [mapped.finding_row(f, run_id=run_id, key=key, now=now,
+                                            plain=self.clean_content) for f in found],
             "queries": [{
                 "run_id": run_id, "step_key": key, "subtopic_id": q.subtopic_id,
-                "query": self._plain(q.query), "provider": q.provider or "",
+                "query": self.clean_content(q.query), "provider": q.provider or "",
                 "result_count": int(q.result_count or 0),
                 "error": self._redact(q.error), "created_at": now} for q in asked],
             "skipped_pages": [{
                 "run_id": run_id, "step_key": key, "subtopic_id": p.subtopic_id,
-                "url": self._plain(p.url), "reason": self._redact(p.reason or ""),
+                "url": self.clean_content(p.url), "reason": self._redact(p.reason or ""),
                 "created_at": now} for p in skipped],
         }
 
@@ -131,22 +131,23 @@ class ResultsStore(StepsStore):
         `with_text=False` leaves out the extracted page text (lighter for listings)."""
         params = {"run_id": run_id} if subtopic_id is None else {"run_id": run_id,
                                                                  "subtopic_id": subtopic_id}
-        rows = self._fast_rows(_get_sources(with_text, subtopic_id is not None), params)
+        rows = self.query(_get_sources(with_text, subtopic_id is not None), params)
         return [mapped.source(row) for row in rows]
 
     def count_sources(self, run_id: str) -> int:
-        return int(self._scalar(_COUNT_SOURCES, {"run_id": run_id}) or 0)
+        return int(self.query_value(_COUNT_SOURCES, {"run_id": run_id}) or 0)
 
     def canonical_urls(self, run_id: str) -> set[str]:
-        rows = self._rows(select(sources.c.canonical_url).where(sources.c.run_id == run_id))
+        rows = self.query(select(sources.c.canonical_url).where(sources.c.run_id == run_id))
         return {row["canonical_url"] for row in rows}
 
     def set_citations(self, run_id: str, cited_in: Mapping[str, list[str]]) -> None:
         """Replace the run's citation map: sources not in `cited_in` become uncited."""
-        with self._write() as tx:
-            tx.run(_UNCITE_ALL, {"b_run": run_id, "cited": []})
-            tx.run_many(_CITE_ONE, [{"b_run": run_id, "b_id": source_id, "cited": list(sections)}
-                                    for source_id, sections in cited_in.items()])
+        with self.transaction() as tx:
+            tx.execute(_UNCITE_ALL, {"b_run": run_id, "cited": []})
+            tx.execute_many(_CITE_ONE, [
+                {"b_run": run_id, "b_id": source_id, "cited": list(sections)}
+                for source_id, sections in cited_in.items()])
 
     def get_findings(self, run_id: str) -> list[Finding]:
         return [mapped.finding(row) for row in self._run_rows(findings, run_id, "id")]

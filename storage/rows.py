@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
 from typing import Any, cast
 
-from sqlalchemy import RowMapping
-
 from storage.records import (
     Collection,
     Document,
@@ -52,10 +50,6 @@ from storage.run_records import (
 # every column type; and a statement's bind parameters by name (any column's value).
 Row = dict[str, Any]
 Params = Mapping[str, object]
-
-
-def plain_rows(rows: Iterable[RowMapping]) -> list[Row]:
-    return [dict(row) for row in rows]
 
 
 def numbering_out(value: Mapping[str, str] | None) -> dict[int, str]:

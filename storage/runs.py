@@ -87,9 +87,9 @@ class RunsStore(StoreBase):
         """Store a new queued run; `person` (None: nobody signed in) is whose it is."""
         run_id = uuid.uuid4().hex[:12]
         now = utc_now()
-        with self._write() as tx:
+        with self.transaction() as tx:
             tx.execute(insert(runs).values(
-                id=run_id, question=self._plain(question), config=self._scrub(dict(config)),
+                id=run_id, question=self.clean_content(question), config=self._scrub(dict(config)),
                 engine=engine, parent_run_id=parent_run_id, person=person or None,
                 status="queued", totals={},
                 created_at=now, updated_at=now))
@@ -98,9 +98,9 @@ class RunsStore(StoreBase):
     def get_run(self, run_id: str, *, person: str | None = None) -> Run | None:
         """The run, or None when there is none, or (`person` given) it is someone else's."""
         if person is None:
-            row = self._fast_row(GET_RUN, {"run_id": run_id})
+            row = self.query_one(GET_RUN, {"run_id": run_id})
         else:
-            row = self._fast_row(_GET_OWN_RUN, {"run_id": run_id, "person": person})
+            row = self.query_one(_GET_OWN_RUN, {"run_id": run_id, "person": person})
         return mapped.run(row) if row else None
 
     def _run_filter(self, search: str | None, status: str | None,
@@ -123,17 +123,17 @@ class RunsStore(StoreBase):
         query: Select[Any] = select(runs).where(*self._run_filter(search, status, person)).order_by(
             runs.c.created_at.desc(), insertion_order(self.dialect).desc(),
         ).limit(int(limit)).offset(int(offset))
-        return [mapped.run(row) for row in self._rows(query)]
+        return [mapped.run(row) for row in self.query(query)]
 
     def count_runs(self, search: str | None = None, *, status: str | None = None,
                    person: str | None = None) -> int:
         query = select(func.count()).select_from(runs).where(
             *self._run_filter(search, status, person))
-        return int(self._scalar(query) or 0)
+        return int(self.query_value(query) or 0)
 
     def delete_run(self, run_id: str) -> None:
         """Remove the run and every row that belongs to it, in one transaction."""
-        with self._write() as tx:
+        with self.transaction() as tx:
             for table in RUN_TABLES:
                 tx.execute(delete(table).where(table.c.run_id == run_id))
             tx.execute(update(runs).where(runs.c.parent_run_id == run_id)
@@ -150,7 +150,7 @@ class RunsStore(StoreBase):
         if status not in RUN_STATUSES:
             raise ValueError(f"unknown run status {status!r}")
         now = utc_now()
-        with self._write() as tx:
+        with self.transaction() as tx:
             row = tx.execute(select(runs.c.started_at, runs.c.error)
                              .where(runs.c.id == run_id)).first()
             if row is None:
@@ -172,7 +172,7 @@ class RunsStore(StoreBase):
 
     def set_run_warnings(self, run_id: str, warnings: Iterable[str]) -> None:
         """Replace the run's warnings (plain sentences shown beside its status)."""
-        with self._write() as tx:
+        with self.transaction() as tx:
             tx.execute(update(runs).where(runs.c.id == run_id).values(
                 warnings=self._scrub([str(w) for w in warnings]), updated_at=utc_now()))
 
@@ -186,7 +186,7 @@ class RunsStore(StoreBase):
         return self._change_totals(run_id, deltas, add=True)
 
     def _change_totals(self, run_id: str, values: JsonObject, *, add: bool) -> RunTotals:
-        with self._write() as tx:
+        with self.transaction() as tx:
             # FOR UPDATE: on PostgreSQL two writers adding at once must not both read the old
             # totals (SQLite's BEGIN IMMEDIATE already serialises them; it ignores the clause).
             row = tx.execute(select(runs.c.totals).where(runs.c.id == run_id)
@@ -218,7 +218,7 @@ class RunsStore(StoreBase):
         stale = or_(runs.c.heartbeat_at.is_(None), runs.c.heartbeat_at < cutoff,
                     *([runs.c.owner.in_(dead)] if dead else []))
         kept = list(spare)
-        with self._write() as tx:
+        with self.transaction() as tx:
             ids = [row[0] for row in tx.execute(
                 select(runs.c.id).where(and_(runs.c.status.in_(("running", "paused")), stale))
                 .order_by(runs.c.created_at).with_for_update()) if row[0] not in kept]
@@ -232,20 +232,20 @@ class RunsStore(StoreBase):
         """Owners ("pid:N@host") of runs currently marked running or paused."""
         query = select(runs.c.owner).distinct().where(
             runs.c.status.in_(("running", "paused")), runs.c.owner.is_not(None))
-        return {row["owner"] for row in self._rows(query)}
+        return {row["owner"] for row in self.query(query)}
 
     def set_control(self, run_id: str, action: str | None) -> None:
         """Ask the engine running `run_id` to "pause" or "cancel" (None clears the request)."""
         if action is not None and action not in CONTROL_ACTIONS:
             raise ValueError(f"unknown control action {action!r}")
-        with self._write() as tx:
+        with self.transaction() as tx:
             tx.execute(update(runs).where(runs.c.id == run_id)
                        .values(control=action, updated_at=utc_now()))
 
     def get_control(self, run_id: str) -> str | None:
-        row = self._fast_row(_GET_CONTROL, {"run_id": run_id})  # each checkpoint asks
+        row = self.query_one(_GET_CONTROL, {"run_id": run_id})  # each checkpoint asks
         return row["control"] if row else None
 
     def latest_activity(self, run_id: str) -> Activity | None:
         """Cheap poll for a live dashboard: one indexed query. None if no such run."""
-        return mapped.activity(self._fast_row(LATEST_ACTIVITY, {"run_id": run_id}))
+        return mapped.activity(self.query_one(LATEST_ACTIVITY, {"run_id": run_id}))

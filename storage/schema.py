@@ -60,6 +60,19 @@ class Json(TypeDecorator[Any]):
             return value
         return json.loads(value)
 
+    def result_processor(self, dialect: Dialect, coltype: object) -> Any:
+        """SQLite: `process_result_value` as one plain function (the live panel decodes a
+        few hundred of these per refresh; TypeDecorator's general wrapper costs more than
+        the decoding). PostgreSQL: TypeDecorator's own (psycopg decodes JSONB itself)."""
+        if dialect.name == "postgresql":
+            return super().result_processor(dialect, coltype)
+        loads = json.loads
+
+        def process(value: Any) -> Any:
+            return loads(value) if isinstance(value, str | bytes) else value
+
+        return process
+
 
 metadata = MetaData()
 

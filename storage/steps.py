@@ -58,24 +58,24 @@ class StepsStore(StoreBase):
         """Store a new plan version (1, 2, ...); older versions are kept for history."""
         if kind not in PLAN_KINDS:
             raise ValueError(f"unknown plan kind {kind!r}")
-        with self._write() as tx:
+        with self.transaction() as tx:
             latest = tx.execute(select(func.coalesce(func.max(plans.c.version), 0))
                                 .where(plans.c.run_id == run_id)).scalar()
             version = int(latest or 0) + 1
             tx.execute(insert(plans).values(run_id=run_id, version=version, kind=kind,
-                                            subtopics=self._plain([mapped.subtopic_json(s)
+                                            subtopics=self.clean_content([mapped.subtopic_json(s)
                                                                    for s in subtopics]),
                                             created_at=utc_now()))
         return version
 
     def get_plan(self, run_id: str) -> list[Subtopic] | None:
         """The subtopics of the latest plan version, or None before planning."""
-        row = self._fast_row(_LATEST_PLAN, {"run_id": run_id})
+        row = self.query_one(_LATEST_PLAN, {"run_id": run_id})
         return list(mapped.subtopics(row["subtopics"])) if row else None
 
     def get_plans(self, run_id: str) -> list[PlanVersion]:
         """Every version, oldest first."""
-        rows = self._rows(
+        rows = self.query(
             select(plans.c.version, plans.c.kind, plans.c.subtopics, plans.c.created_at)
             .where(plans.c.run_id == run_id).order_by(plans.c.version))
         return [mapped.plan_version(row) for row in rows]
@@ -84,26 +84,26 @@ class StepsStore(StoreBase):
 
     def start_step(self, run_id: str, key: str, *, kind: str, label: str,
                    subtopic_id: str | None = None) -> None:
-        with self._write() as tx:
+        with self.transaction() as tx:
             self._start_step(tx, run_id, key, kind=kind, label=self._clean(label),
                              subtopic_id=subtopic_id)
 
     def _start_step(self, tx: Tx, run_id: str, key: str, *, kind: str, label: str,
                     subtopic_id: str | None) -> None:
-        tx.run(_start_step(self.dialect), {
+        tx.execute(_start_step(self.dialect), {
             "run_id": run_id, "key": key, "kind": kind, "label": label,
             "subtopic_id": subtopic_id, "status": "running", "attempts": 1,
             "started_at": utc_now()})
 
     def finish_step(self, run_id: str, key: str, *, result: JsonObject | None = None,
                     source_count: int = 0) -> None:
-        with self._write() as tx:
+        with self.transaction() as tx:
             self._finish_step(tx, run_id, key, result=result, source_count=source_count)
 
     def _started_at(self, tx: Tx, run_id: str, key: str, now: str) -> str:
         """When the step started; a step finished without a recorded start (e.g. resumed)
         is recorded as starting now."""
-        row = tx.run(_STARTED_AT, {"run_id": run_id, "key": key}).first()
+        row = tx.execute(_STARTED_AT, {"run_id": run_id, "key": key}).first()
         if row is None:
             self._start_step(tx, run_id, key, kind="", label=key, subtopic_id=None)
             return now
@@ -113,7 +113,7 @@ class StepsStore(StoreBase):
                      result: JsonObject | None, source_count: int) -> None:
         now = utc_now()
         started_at = self._started_at(tx, run_id, key, now)
-        tx.run(_FINISH, {
+        tx.execute(_FINISH, {
             "b_run": run_id, "b_key": key, "now": now,
             "duration": seconds_between(started_at, now),
             "result": None if result is None else self._scrub(dict(result)),
@@ -122,7 +122,7 @@ class StepsStore(StoreBase):
     def fail_step(self, run_id: str, key: str, error: str, *, final: bool = True) -> None:
         """`final=False` means another attempt follows: status "retrying"."""
         now = utc_now()
-        with self._write() as tx:
+        with self.transaction() as tx:
             started_at = self._started_at(tx, run_id, key, now)
             tx.execute(update(steps).where(steps.c.run_id == run_id, steps.c.key == key).values(
                 status="failed" if final else "retrying", error=self._redact(error),
@@ -131,9 +131,9 @@ class StepsStore(StoreBase):
 
     def get_steps(self, run_id: str) -> list[Step]:
         """In the order steps were first started (read on the live panel's hot path, as
-        `storage.live` does: a statement built once, on the driver's cursor)."""
-        return [mapped.step(row) for row in self._fast_rows(GET_STEPS, {"run_id": run_id})]
+        `storage.live` does: a statement built once, so SQLAlchemy finds it compiled)."""
+        return [mapped.step(row) for row in self.query(GET_STEPS, {"run_id": run_id})]
 
     def get_step(self, run_id: str, key: str) -> Step | None:
-        row = self._fast_row(_GET_STEP, {"run_id": run_id, "key": key})  # each step asks
+        row = self.query_one(_GET_STEP, {"run_id": run_id, "key": key})  # each step asks
         return mapped.step(row) if row else None

@@ -5,8 +5,12 @@ The Store's methods live in modules by table group, each a small class the facad
 queries, skipped pages), `storage.writing` (drafts, reviews, report, hosted engines,
 verifications), `storage.log` (events, usage), `storage.live` (the live panel's one
 read) and `storage.accounts` (the model accounts' shared books), over `storage.base` (the database,
-transactions, redaction). Queries are SQLAlchemy Core, written once for both databases;
-`storage.dialects` holds what differs. Callers only ever see Python values.
+transactions, redaction). Queries are SQLAlchemy Core, written once for both databases and
+run one way (`Connection.execute`; the hot ones are module constants, so SQLAlchemy's
+compiled-statement cache knows them after their first run); `storage.dialects` holds what
+differs. `storage.documents` and `storage.copy` run theirs through the Store's public
+`transaction`, `query`, `query_one` and `query_value`, as the table groups do on themselves;
+nothing outside `storage/` writes SQL. Callers only ever see Python values.
 
 `Store(path)` opens a SQLite file (WAL mode, see `storage.engine` and `storage.wal`);
 `Store("postgresql://user:password@host:5432/db")` a PostgreSQL database. Either way the

@@ -152,7 +152,7 @@ def assert_whole_steps_only(db: Db, run_id: str, snap: Snapshot) -> None:
     with Store(db) as store:
         assert store.get_run(run_id).status == "running"  # type: ignore[union-attr]
         for table in ("findings", "queries"):
-            rows = store._rows(  # noqa: SLF001 - test-only read of raw rows
+            rows = store.query(  # test-only read of raw rows
                 f"SELECT DISTINCT step_key FROM {table} WHERE run_id = :run", {"run": run_id})
             keys = {r["step_key"] for r in rows}
             assert not keys & set(in_flight), f"{table} of an unfinished step were stored"
@@ -160,7 +160,7 @@ def assert_whole_steps_only(db: Db, run_id: str, snap: Snapshot) -> None:
 
 def _duplicates(db: Db, run_id: str) -> list[Any]:
     with Store(db) as store:
-        return store._rows(  # noqa: SLF001 - test-only query
+        return store.query(  # test-only query
             "SELECT canonical_url, count(*) AS n FROM sources WHERE run_id = :run"
             " GROUP BY canonical_url HAVING count(*) > 1", {"run": run_id})
 

@@ -85,7 +85,7 @@ def test_cli_resume_continues_an_interrupted_run(
     run_id = first.stdout.strip().splitlines()[-1]
     store = Store(db)
     # Make it look like the process died before the review and delivery.
-    with store._write() as conn:  # noqa: SLF001 - test-only surgery on a finished run
+    with store.transaction() as conn:  # test-only surgery on a finished run
         conn.execute("DELETE FROM steps WHERE run_id = ? AND kind IN ('deliver')", [run_id])
         conn.execute("DELETE FROM reports WHERE run_id = ?", [run_id])
         conn.execute("UPDATE runs SET status = 'interrupted' WHERE id = ?", [run_id])

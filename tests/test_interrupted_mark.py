@@ -74,7 +74,7 @@ def test_resume_says_why_a_run_left_running_by_a_gone_process_stopped(
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     store = Store(db)
-    with store._write() as conn:  # noqa: SLF001 - test-only surgery: its process died mid-run
+    with store.transaction() as conn:  # test-only surgery: its process died mid-run
         conn.execute("DELETE FROM steps WHERE run_id = ? AND kind IN ('deliver')", [run_id])
         conn.execute("DELETE FROM reports WHERE run_id = ?", [run_id])
         conn.execute("UPDATE runs SET status = 'running', error = NULL WHERE id = ?", [run_id])

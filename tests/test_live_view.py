@@ -52,7 +52,7 @@ def test_an_event_written_inside_a_transaction_joins_it(db_target: str) -> None:
     store = Store(db_target)
     run_id = store.create_run("q", {})
     try:
-        with store._write():
+        with store.transaction():
             store.append_event({"run_id": run_id, "type": "x", "message": "rolled back"})
             store.heartbeat(run_id, "me")
             raise RuntimeError("undo")

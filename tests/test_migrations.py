@@ -48,7 +48,7 @@ def _expected() -> dict[str, Any]:
 def test_a_file_made_by_the_old_code_upgrades_in_place_with_every_row_intact(
         legacy_copy: Path) -> None:
     store = Store(legacy_copy)
-    assert store._rows("SELECT version_num FROM alembic_version") == [
+    assert store.query("SELECT version_num FROM alembic_version") == [
         {"version_num": head_revision()}]
     assert snapshot(store) == _expected()
     expected_runs = [k for k in _expected() if not k.startswith("_")]
@@ -127,7 +127,7 @@ def test_a_database_stamped_with_an_older_revision_is_still_upgraded(tmp_path: P
         conn.execute("UPDATE alembic_version SET version_num = '0001'")
     conn.close()
     store = Store(path)
-    assert store._rows("SELECT version_num FROM alembic_version") == [
+    assert store.query("SELECT version_num FROM alembic_version") == [
         {"version_num": head_revision()}]
     store.close()
 
@@ -164,7 +164,7 @@ def test_two_processes_starting_at_once_migrate_only_once(db_target: str) -> Non
     assert [p.returncode for p in procs] == [0, 0], [err for _, err in outcomes]
     assert sorted(out.strip() for out, _ in outcomes) == ["current", "migrated"]
     store = Store(db_target)
-    assert store._rows("SELECT version_num FROM alembic_version") == [
+    assert store.query("SELECT version_num FROM alembic_version") == [
         {"version_num": head_revision()}]
     store.close()
 

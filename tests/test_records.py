@@ -45,7 +45,7 @@ def test_a_stored_plan_reads_back_as_the_same_records(store: Store) -> None:
     assert store.get_plan(run_id) == plan
     [version] = store.get_plans(run_id)
     assert (version.version, version.kind, version.subtopics) == (1, "original", tuple(plan))
-    raw = store._rows("SELECT subtopics FROM plans WHERE run_id = :r", {"r": run_id})[0]
+    raw = store.query("SELECT subtopics FROM plans WHERE run_id = :r", {"r": run_id})[0]
     stored = json.loads(raw["subtopics"]) if isinstance(raw["subtopics"], str) else raw["subtopics"]
     assert stored == [  # the plan's JSON keeps its shape: optional keys only when set
         {"id": "p0", "title": "Earlier research", "description": "", "questions": [],
@@ -60,7 +60,7 @@ def test_a_stored_plan_reads_back_as_the_same_records(store: Store) -> None:
 def test_a_plan_stored_before_records_reads_leniently(store: Store) -> None:
     """An older plan's JSON lacks the newer keys (and may hold keys no record knows)."""
     run_id = store.create_run("q", {})
-    with store._write() as tx:
+    with store.transaction() as tx:
         tx.execute(text("INSERT INTO plans (run_id, version, kind, subtopics, created_at) "
                         "VALUES (:r, 1, 'original', :s, '2025-01-01T00:00:00Z')"),
                    {"r": run_id, "s": json.dumps([{"id": "t1", "title": "Costs",

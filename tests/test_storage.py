@@ -70,10 +70,10 @@ def test_migrations_are_recorded_once_and_reopen_is_idempotent(tmp_path: Path) -
     Store(path).close()
     run_id = Store(path).create_run("q", {})
     again = Store(path)
-    rows = again._rows("SELECT version, applied_at FROM schema_migrations ORDER BY version")
+    rows = again.query("SELECT version, applied_at FROM schema_migrations ORDER BY version")
     assert [r["version"] for r in rows] == list(range(1, len(MIGRATIONS) + 1))
     assert all(r["applied_at"].endswith("Z") for r in rows)
-    assert again._rows("SELECT version_num FROM alembic_version") == [
+    assert again.query("SELECT version_num FROM alembic_version") == [
         {"version_num": head_revision()}]
     assert again.get_run(run_id) is not None
 
@@ -239,8 +239,8 @@ def test_delete_run_removes_every_row_of_the_run(store: Store) -> None:
     assert len(tables) == 13
     for table in tables:
         count = f'SELECT count(*) AS n FROM "{table}" WHERE run_id = :run'
-        assert store._row(count, {"run": run_id}) == {"n": 0}, table
-        assert store._row(count, {"run": keep})["n"] >= 1, table  # type: ignore[index]
+        assert store.query_one(count, {"run": run_id}) == {"n": 0}, table
+        assert store.query_one(count, {"run": keep})["n"] >= 1, table  # type: ignore[index]
     assert store.get_run(keep) is not None
 
 
@@ -260,7 +260,7 @@ def test_list_runs_is_newest_first_and_searches_case_insensitively(store: Store)
 
 
 def test_list_runs_stays_fast_with_ten_thousand_runs(store: Store) -> None:
-    with store._write() as tx:
+    with store.transaction() as tx:
         tx.execute(insert(runs), [
             {"id": f"r{i:05d}", "question": f"question number {i}",
              "created_at": f"2024-01-01T00:00:{i // 1000:02d}.{i % 1000:03d}Z"}
@@ -321,7 +321,7 @@ def test_mark_interrupted_only_takes_runs_without_a_fresh_heartbeat(store: Store
     store.set_run_status(done, "completed")
     store.heartbeat(fresh, "pid:1@host")
     store.heartbeat(stale, "pid:2@host")
-    with store._write() as tx:
+    with store.transaction() as tx:
         tx.execute(update(runs).where(runs.c.id == stale)
                    .values(heartbeat_at="2020-01-01T00:00:00.000Z"))
     assert sorted(store.mark_interrupted(stale_after_s=30)) == sorted([stale, silent])
@@ -452,7 +452,7 @@ def test_api_keys_never_reach_any_table(db_target: str) -> None:
     store = Store(db_target, secrets=[KNOWN_KEY])
     _store_secrets_everywhere(store)
     for table in metadata.sorted_tables:
-        dumped = repr(store._rows(select(table)))
+        dumped = repr(store.query(select(table)))
         assert KNOWN_KEY not in dumped and SHAPED_KEY not in dumped, table.name
     store.close()
 
@@ -497,10 +497,10 @@ def test_many_stores_opening_a_new_database_at_once_migrate_it_once(db_target: s
     assert errors == []
     store = Store(path)
     assert store.count_runs() == 6
-    assert store._rows(text("SELECT version_num FROM alembic_version")) == [
+    assert store.query(text("SELECT version_num FROM alembic_version")) == [
         {"version_num": head_revision()}]
     if store.dialect == "sqlite":
-        assert len(store._rows("SELECT * FROM schema_migrations")) == len(MIGRATIONS)
+        assert len(store.query("SELECT * FROM schema_migrations")) == len(MIGRATIONS)
 
 
 def test_event_timestamps_are_normalised_to_utc_z(store: Store) -> None:
