@@ -3,7 +3,7 @@
 Model answers are untrusted like web pages: a model that read a hostile page (or was asked
 to) can write zero-width characters, bidi overrides and Unicode tag characters that hide or
 reorder text in the report, the Markdown and the PDF. `strip_hidden_controls` removes them
-from every text the store keeps (see `storage.store.Store._plain`), once, at the door.
+from every text the store keeps (see `storage.base.StoreBase.clean_content`), once, at the door.
 
 Why at the store and not in the LLM seam (`research.llm.base.RoleLLM`): the store is the one
 door every model text passes on its way to a report or an export, whichever road it took:
