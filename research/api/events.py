@@ -22,7 +22,7 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from research.api.auth import Caller, caller
 from research.api.context import ApiContext, api_context
 from research.api.errors import ApiError
-from research.api.runs import ERRORS, own_run
+from research.api.runs import JSON_ERRORS, own_run
 from research.api.status import run_status
 from research.records import Run
 from storage import TERMINAL_STATUSES, Store
@@ -32,7 +32,7 @@ POLL_S = 0.5
 BATCH = 200
 RETRY_MS = 2000
 
-router = APIRouter(prefix="/v1", responses=ERRORS)
+router = APIRouter(prefix="/v1", responses=JSON_ERRORS)
 
 
 def _start_after(last_event_id: Annotated[str | None, Header(

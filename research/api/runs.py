@@ -55,6 +55,12 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (429, "Too many requests from this token: see Retry-After."),
     )
 }
+# Errors are JSON on every route; on the event stream's route FastAPI would document a
+# model under text/event-stream, so there they are named by reference.
+JSON_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"description": spec["description"], "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+    for status, spec in ERRORS.items()}
 router = APIRouter(prefix="/v1", responses=ERRORS)
 Who = Annotated[Caller, Depends(caller)]
 Ctx = Annotated[ApiContext, Depends(api_context)]
