@@ -306,17 +306,22 @@ def test_a_waiting_run_is_answered_over_the_api_and_its_callbacks_are_signed(
     assert forged != posts[-1][0]["x-signature"]
 
 
-def test_a_run_is_cancelled_over_the_api(api: ApiServer, alice: Token) -> None:
+def test_a_run_is_cancelled_over_the_api_and_refused_controls_say_why(
+        api: ApiServer, alice: Token, finished: str) -> None:
     with api.client(alice) as client:
         run_id = start(client, clarify=True)
         waiting = wait_for_status(client, run_id, {"waiting", "failed", "completed"})
         assert waiting["waiting_for"]["kind"] == "clarification"
         assert waiting["waiting_for"]["questions"]
+        paused = client.post(f"/v1/runs/{run_id}/pause")  # it waits: nothing to pause
+        assert paused.status_code == 409 and "running" in paused.json()["error"]["message"]
         cancelled = client.post(f"/v1/runs/{run_id}/cancel")
         assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
         again = client.post(f"/v1/runs/{run_id}/cancel")
         assert again.status_code == 409 and again.json()["error"]["code"] == "conflict"
         assert client.get(f"/v1/runs/{run_id}/report").json()["error"]["code"] == "no_report"
+        resumed = client.post(f"/v1/runs/{finished}/resume")  # completed: nothing to resume
+        assert resumed.status_code == 409 and "completed" in resumed.json()["error"]["message"]
 
 
 def test_the_documents_library_over_the_api(api: ApiServer, alice: Token,
