@@ -98,6 +98,20 @@ class ApiServer:
         lines = dict(line.split(": ", 1) for line in made.stdout.strip().splitlines())
         return Token(lines["token"], lines["signing secret"], lines["id"])
 
+    def quick_token(self, person: str | None) -> Token:
+        """A token made in this process (no second engine import): for tests about other
+        things than the token command."""
+        from research.api.tokens import create_token
+        from storage import Store
+
+        db = self.env["DEEP_RESEARCH_DB"]
+        store = Store(db)
+        try:
+            made = create_token(store, self.env, Path(db).parent, person=person)
+        finally:
+            store.close()
+        return Token(made.text, made.signing_secret, made.token.id)
+
     def client(self, token: Token | None = None, timeout: float = 60) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers=token.headers if token else {},
                             timeout=timeout)

@@ -36,7 +36,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ApiServer
            "DEEP_RESEARCH_API_REQUESTS_PER_MINUTE": "100000"}
     server = ApiServer.start(env, folder)
     try:
-        yield server, server.token("fuzz@example.com")
+        yield server, server.quick_token("fuzz@example.com")
     finally:
         server.stop()
 
