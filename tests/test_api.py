@@ -36,6 +36,7 @@ class Receiver:
 
     def __init__(self) -> None:
         self.posts: list[tuple[dict[str, str], bytes]] = []
+        self.accepted: list[bytes] = []
         self.fail_first = 0
         receiver = self
 
@@ -44,6 +45,8 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 receiver.posts.append(({k.lower(): v for k, v in self.headers.items()}, body))
                 failing = len(receiver.posts) <= receiver.fail_first
+                if not failing:
+                    receiver.accepted.append(body)
                 self.send_response(503 if failing else 204)
                 self.end_headers()
 
@@ -130,6 +133,17 @@ def wait_for_status(client: httpx.Client, run_id: str, wanted: set[str]) -> dict
             return dict(status)
         time.sleep(0.3)
     raise AssertionError(f"run {run_id} never reached {wanted}: {status}")
+
+
+def wait_for_post(receiver: Receiver, run_id: str, event: str) -> None:
+    """Until the receiver has accepted a POST of `event` for the run."""
+    deadline = time.monotonic() + RUN_WITHIN_S
+    while time.monotonic() < deadline:
+        if any(json.loads(body)["event"] == event and json.loads(body)["run"]["id"] == run_id
+               for body in receiver.accepted):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no {event} POST accepted for run {run_id}: {receiver.posts}")
 
 
 @pytest.fixture(scope="module")
@@ -237,6 +251,9 @@ def test_bad_input_is_refused_with_the_bound_it_broke_and_nothing_is_stored(
         huge = client.post("/v1/runs", content=b"{" + b" " * (300 * 1024) + b"}",
                            headers={"Content-Type": "application/json"})
         assert huge.status_code == 413 and "bytes" in huge.json()["error"]["message"]
+        streamed = client.post("/v1/runs", content=iter([b"{", b" " * (300 * 1024), b"}"]),
+                               headers={"Content-Type": "application/json"})  # no length given
+        assert streamed.status_code == 413 and streamed.json()["error"]["code"] == "too_large"
         page = client.get("/v1/runs", params={"limit": 101})
         assert page.status_code == 422 and "100" in page.json()["error"]["message"]
         missing = client.get("/v1/runs/nosuchrun/report")
@@ -280,6 +297,7 @@ def test_a_waiting_run_is_answered_over_the_api_and_its_callbacks_are_signed(
         assert waiting["waiting_for"]["kind"] == "plan" and waiting["waiting_for"]["plan"]
         wrong = client.post(f"/v1/runs/{run_id}/clarification", json={"answers": ["x"]})
         assert wrong.status_code == 409 and wrong.json()["error"]["code"] == "not_waiting"
+        wait_for_post(receiver, run_id, "run.waiting")  # told before it is answered
         plan = waiting["waiting_for"]["plan"]
         edited = [{"id": s["id"], "title": s["title"], "questions": s["questions"]}
                   for s in plan[:2]]
@@ -288,10 +306,7 @@ def test_a_waiting_run_is_answered_over_the_api_and_its_callbacks_are_signed(
         done = wait_for_status(client, run_id, {"completed", "failed"})
         assert done["status"] == "completed"
         assert done["settings"]["review_plan"] is True
-    deadline = time.monotonic() + RUN_WITHIN_S
-    while time.monotonic() < deadline and not any(
-            json.loads(b)["event"] == "run.completed" for _, b in receiver.bodies_for(run_id)):
-        time.sleep(0.2)
+    wait_for_post(receiver, run_id, "run.completed")
     posts = receiver.bodies_for(run_id)
     events = [json.loads(body)["event"] for _, body in posts]
     assert events[0] == events[1] == "run.waiting"  # the refused first try, then again
@@ -322,6 +337,26 @@ def test_a_run_is_cancelled_over_the_api_and_refused_controls_say_why(
         assert client.get(f"/v1/runs/{run_id}/report").json()["error"]["code"] == "no_report"
         resumed = client.post(f"/v1/runs/{finished}/resume")  # completed: nothing to resume
         assert resumed.status_code == 409 and "completed" in resumed.json()["error"]["message"]
+
+
+def test_clarifying_questions_are_answered_over_the_api_and_the_stream_says_it_waits(
+        api: ApiServer, alice: Token) -> None:
+    with api.client(alice) as client:
+        run_id = start(client, clarify=True)
+        events = events_of(client, run_id)  # ends by itself: the run waits for alice
+        end = json.loads(events[-1]["data"])
+        assert events[-1]["event"] == "end" and end["status"] == "waiting"
+        questions = end["waiting_for"]["questions"]
+        assert questions and end["waiting_for"]["answer_at"].endswith("/clarification")
+        seen = max(int(e["id"]) for e in events if "id" in e)
+        answered = client.post(f"/v1/runs/{run_id}/clarification",
+                               json={"answers": ["Homes in Scandinavia"] * len(questions)})
+        assert answered.status_code == 200, answered.text
+        rest = events_of(client, run_id, **{"Last-Event-ID": str(seen)})
+        assert all(int(e["id"]) > seen for e in rest if "id" in e)
+        assert json.loads(rest[-1]["data"])["status"] == "completed"
+        steps = client.get(f"/v1/runs/{run_id}").json()
+        assert steps["status"] == "completed" and steps["waiting_for"] is None
 
 
 def test_the_documents_library_over_the_api(api: ApiServer, alice: Token,

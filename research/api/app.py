@@ -7,14 +7,13 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import FastAPI, HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from research.api import documents, errors, events, runs
 from research.api.auth import TokenRequired
 from research.api.callbacks import CallbackWatcher
 from research.api.context import ApiContext
-from research.api.errors import ApiError
 from research.api.mounts import Mounted
 
 UPLOAD_PATHS = frozenset({"/v1/documents"})
@@ -89,8 +88,8 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise ApiError(413, "too_large", _too_large(limit))
+                if seen > limit:  # FastAPI passes an HTTPException from here on as it is
+                    raise HTTPException(status_code=413, detail=_too_large(limit))
             return message
 
         await self.app(scope, counted, send)
