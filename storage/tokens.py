@@ -128,6 +128,17 @@ def watched_runs(store: Store) -> list[Callback]:
                      last_error=r["last_error"]) for r in rows]
 
 
+def claim_callback(store: Store, run_id: str, *, seen: str, state: str) -> bool:
+    """Take the POST for `state` (the run's last notified state still `seen`): True for the
+    one process that gets it, so several API servers on one store send it once."""
+    with store._write() as tx:
+        won = tx.execute(update(api_callbacks)
+                         .where(_C.run_id == run_id, _C.notified == seen, _C.done == 0)
+                         .values(notified=state, updated_at=utc_now())
+                         .returning(_C.run_id)).first()
+    return won is not None
+
+
 def record_callback(store: Store, run_id: str, *, notified: str, done: bool,
                     attempts: int, error: str | None = None) -> None:
     """What the watcher did for the run: the state it POSTed (or gave up on) last."""

@@ -15,7 +15,9 @@ more. Redirects are not followed.
 
 The watcher is one thread of the API server: each second it reads the runs still watched
 (`storage.tokens.watched_runs`, kept in the store so a restarted server still sends what it
-owes) and hands each new state to a small pool of senders.
+owes), claims each new state in the store (`claim_callback`: of several API servers on one
+store, one sends it) and hands it to a small pool of senders. A server stopped in the middle
+of a delivery does not send that state again: at most once, never twice.
 """
 
 from __future__ import annotations
@@ -108,7 +110,12 @@ class CallbackWatcher:
                 if watched.run_id in self._sending:
                     continue
                 self._sending.add(watched.run_id)
-            self._pool.submit(self._deliver, watched, state)
+            if tokenstore.claim_callback(store, watched.run_id, seen=watched.notified,
+                                         state=state):
+                self._pool.submit(self._deliver, watched, state)
+            else:  # another API server on this store took it
+                with self._lock:
+                    self._sending.discard(watched.run_id)
 
     def _state(self, run_id: str) -> str | None:
         """What a POST is owed for: "completed", "failed", "cancelled", "waiting:<what>"."""

@@ -3,6 +3,7 @@ sources and evidence. Every read passes the caller's person: another's run is "n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
@@ -244,7 +245,7 @@ def evidence(run_id: str, who: Who, ctx: Ctx) -> EvidenceList:
                                           section=r.section) for r in rows])
 
 
-def _control(action: Any) -> None:
+def _control(action: Callable[[], object]) -> None:
     """Run a control action; the engine's refusal (plain words) is a 409."""
     try:
         action()
