@@ -359,6 +359,26 @@ def test_clarifying_questions_are_answered_over_the_api_and_the_stream_says_it_w
         assert steps["status"] == "completed" and steps["waiting_for"] is None
 
 
+def test_the_next_round_is_chosen_over_the_api(api: ApiServer, alice: Token) -> None:
+    with api.client(alice) as client:
+        run_id = start(client, steer=True, schedule="breadth-depth", breadth=2, depth=2)
+        waiting = wait_for_status(client, run_id, {"waiting", "failed", "completed"})
+        assert waiting["status"] == "waiting", waiting
+        asked = waiting["waiting_for"]
+        assert asked["kind"] == "steering" and asked["round"] == 1
+        numbers = [p["n"] for p in asked["proposals"]]
+        wrong = client.post(f"/v1/runs/{run_id}/steering", json={"follow": [99]})
+        assert wrong.status_code == 409 and "no proposal 99" in wrong.json()["error"]["message"]
+        chosen = client.post(f"/v1/runs/{run_id}/steering",
+                             json={"follow": numbers[:1], "add": ["Air-to-water units"]})
+        assert chosen.status_code == 200, chosen.text
+        done = wait_for_status(client, run_id, {"completed", "failed", "waiting"})
+        assert done["status"] == "completed", done  # depth 2: no choice after the last level
+        assert done["totals"]["rounds"] == 2
+        sources = client.get(f"/v1/runs/{run_id}/sources").json()["sources"]
+        assert any(s["subtopic_id"] == "r2u1" for s in sources)  # the branch alice added
+
+
 def test_the_documents_library_over_the_api(api: ApiServer, alice: Token,
                                             tmp_path: Path) -> None:
     text = ("# Ground-source heat pumps\n\nBorehole heat pumps in Finland kept a seasonal "
