@@ -182,6 +182,10 @@ def test_a_run_started_over_the_api_completes_and_every_export_downloads(
         assert all(s["url"] for s in sources)
         rows = client.get(f"/v1/runs/{finished}/evidence").json()["rows"]
         assert rows and all(r["claim"] and r["verdict"] for r in rows)
+        document = client.get("/openapi.json").json()
+        assert {"/v1/runs", "/v1/runs/{run_id}/events", "/v1/documents"} <= set(document["paths"])
+        assert "HTTPBearer" in document["components"]["securitySchemes"]
+        assert "swagger" in client.get("/docs").text.lower()
         listed = client.get("/v1/runs", params={"search": "heat pumps"}).json()
         assert finished in [r["id"] for r in listed["runs"]] and listed["total"] >= 1
 
