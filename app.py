@@ -1,6 +1,6 @@
 """Deep Research Studio in the browser: `streamlit run app.py`.
 
-The pages live in `pages/` and stay thin; the logic they call is in `dashboard/` and the
+The pages live in `app_pages/` and stay thin; the logic they call is in `dashboard/` and the
 engine in `research/`. Runs execute as durable jobs on the worker the job manager embeds
 (`dashboard.jobs`, `research.durable`), so they go on when the tab is closed and carry on
 after a crash or restart.

@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from research.records import Source, Subtopic
+    from research.core.records import Source, Subtopic
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/benchmark.py` as well as `python -m bench.benchmark`
@@ -175,7 +175,7 @@ class Lorem:
 
 
 def _source(n: int, subtopic: str, lorem: Lorem, text_chars: int) -> Source:
-    from research.records import Source
+    from research.core.records import Source
     url = f"https://site{n % 97}.example.org/{2015 + n % 11}/article-{n}"
     year, month = 2015 + n % 11, 1 + n % 12
     return Source(
@@ -218,9 +218,9 @@ def seed_rich_run(store: Any, *, sources: int, events: int, text_chars: int,
                   subtopics: int = 6) -> str:
     """A completed run with every tab full: plan, steps, sources, findings, queries, skipped
     pages, two drafts, two reviews, the report, usage and a long event log."""
-    from research.config import build_config
+    from research.core.config import build_config
+    from research.core.records import Finding, Query, ReviewIssue, SkippedPage, Subtopic
     from research.export import build_document, to_markdown
-    from research.records import Finding, Query, ReviewIssue, SkippedPage, Subtopic
 
     lorem = Lorem()
     config = build_config(env={})
@@ -303,7 +303,7 @@ def seed_library(store: Any, runs: int, *, batch: int = 1000) -> list[str]:
     Benchmark-only shortcut: the public Store methods run inside one `_write()` transaction
     per `batch` runs (they nest as no-ops), so seeding 10,000 runs takes seconds, not minutes.
     """
-    from research.config import build_config
+    from research.core.config import build_config
 
     topics = ("heat pump", "solar", "battery storage", "wind power", "hydrogen", "nuclear",
               "electric cars", "grid tariffs", "insulation", "district heating", "biogas",
@@ -408,8 +408,8 @@ def bench_run_page(args: argparse.Namespace, tmp: Path) -> list[Row]:
 
     # The same data work the page does, without Streamlit: where the time goes.
     from dashboard import views
+    from research.core.progress import percent
     from research.export.run_document import build_document_for_run
-    from research.progress import percent
 
     def live() -> None:
         view = store.live_view(run_id, events=views.EVENT_TAIL)  # as dashboard/run_live.py
@@ -442,7 +442,7 @@ def bench_run_page(args: argparse.Namespace, tmp: Path) -> list[Row]:
     say(f"  Streamlit warm-up (imports, first AppTest of the process): {warm_up_streamlit():.1f} s")
     every_warm: list[float] = []
     for tab, rendered in RUN_TABS.items():
-        at = open_page("pages/run.py", {"run": run_id, "tab": tab})
+        at = open_page("app_pages/run.py", {"run": run_id, "tab": tab})
         first = timed_run(at)
         warm = [timed_run(at) for _ in range(args.renders)]
         every_warm += warm
@@ -464,8 +464,9 @@ def bench_run_page(args: argparse.Namespace, tmp: Path) -> list[Row]:
 # -- section: Library -------------------------------------------------------------------------
 
 def shown_ids(at: Any) -> list[str]:
-    table = next(d.value for d in at.dataframe if "Run id" in d.value.columns)
-    return [str(x) for x in table["Run id"]]
+    """The run ids the Library's table lists (its "Open" column links to /run?run=ID)."""
+    table = next(d.value for d in at.dataframe if "Open" in d.value.columns)
+    return [str(link).rsplit("run=", 1)[-1] for link in table["Open"]]
 
 
 def bench_library(args: argparse.Namespace, tmp: Path) -> list[Row]:
@@ -487,7 +488,7 @@ def bench_library(args: argparse.Namespace, tmp: Path) -> list[Row]:
 
     if "run" not in args.only:
         say(f"  Streamlit warm-up (imports, first AppTest of the process): {warm_up_streamlit():.1f} s")
-    at = open_page("pages/library.py", {})
+    at = open_page("app_pages/library.py", {})
     first = timed_run(at)
     warm = [timed_run(at) for _ in range(args.renders)]
     issues = problems(at)
@@ -601,7 +602,7 @@ def _engine_child(env: dict[str, str], db_path: str, out: Any) -> None:
         config = build_config(env=env)
         # As the CLI and the New research page do before they create a run: it builds every
         # role's model and the search providers (so their SDKs are imported, once per process).
-        from research.phases.preflight import check_configuration
+        from research.phases.start.preflight import check_configuration
 
         checked = time.perf_counter()
         check_configuration(config, credentials)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from research.records import Step, Subtopic
+    from research.core.records import Step, Subtopic
 
 from bench.latency_calls import Call, EarlyChecks, chain_bound, overlapping  # noqa: F401 - re-exported
 
@@ -270,7 +270,7 @@ def critical_path(store: Any, run_id: str, requests: Sequence[dict[str, Any]], l
 
 
 def _opposing(title: str) -> str:
-    from research.phases.searching import opposing_query
+    from research.phases.gather.searching import opposing_query
 
     return opposing_query(title)
 
@@ -288,7 +288,7 @@ def _unit(step: Step, order: int, title: str, window: Sequence[Call],
     findings = [c for c in window if c.task in FINDINGS_TASKS and tag in c.text]
     mine = [(t, words) for t, words in searches if began <= t <= ended and words in asked]
     pages = int(result.get("sources") or 0) + int(result.get("skipped") or 0)
-    # The other side's search waits for no query call (research.phases.searching.other_side).
+    # The other side's search waits for no query call (research.phases.gather.searching.other_side).
     other = _words(_opposing(title))
     chain, chain_n = unit_chain(queries, [m for m in mine if m[1] != other],
                                 [c.cost for c in scoring],

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.benchmark import DB_ERRORS, QUESTION, Lorem, Row, _source, pct, real_main, say, secs
-from research.records import Finding, Query, SkippedPage
+from research.core.records import Finding, Query, SkippedPage
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def _poller(db_target: str, run_ids: list[str], index: int, poll_ms: int,
     """One dashboard's live panel: exactly what `panel` in dashboard/run_live.py reads per
     refresh (`Store.live_view`), every `poll_ms`, on the runs in turn, until `stop` is set."""
     from dashboard import views
-    from research.progress import percent
+    from research.core.progress import percent
     from storage import Store
 
     store = Store(db_target)
@@ -195,7 +195,7 @@ def poll_database(args: argparse.Namespace, tmp: Path, db_target: str, label: st
                   pollers: int) -> list[Row]:
     """`args.writers` writers and `pollers` pollers on the database `db_target` (a SQLite
     file or a PostgreSQL URL); `label` prefixes the measures ("" for SQLite, as before)."""
-    from research.config import build_config
+    from research.core.config import build_config
     from storage import Store
 
     sqlite = not db_target.startswith("postgresql")

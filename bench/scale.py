@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from research.records import EventRow, Run, Step
+from research.core.records import EventRow, Run, Step
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "How are heat pumps, solar and storage changing household energy use in region {n}?"
@@ -148,7 +148,7 @@ class Workers:
 
 
 class Poller(threading.Thread):
-    """What live_panel in pages/run.py reads per refresh, every 100 ms, on a run in progress."""
+    """What live_panel in app_pages/run.py reads per refresh, every 100 ms, on a run in progress."""
 
     def __init__(self, url: str, run_ids: list[str]) -> None:
         super().__init__(name="bench-scale-poller", daemon=True)
@@ -159,7 +159,7 @@ class Poller(threading.Thread):
 
     def run(self) -> None:
         from dashboard import views
-        from research.progress import percent
+        from research.core.progress import percent
         from storage import Store
 
         store = Store(self.url)
@@ -198,7 +198,7 @@ class Setup:
 
 
 def _setup(standin: Any, tmp: Path, args: argparse.Namespace) -> Setup:
-    from research.config import build_config
+    from research.core.config import build_config
 
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("DEEP_RESEARCH_", "OPENAI_", "GEMINI_", "TAVILY_"))}
@@ -212,7 +212,7 @@ def _setup(standin: Any, tmp: Path, args: argparse.Namespace) -> Setup:
 def _connect(url: str) -> None:
     """Join this database's run queue to enqueue and watch (never to execute)."""
     from research import cli_jobs
-    from research.config import WorkerSettings
+    from research.core.config import WorkerSettings
 
     cli_jobs.connect(url, WorkerSettings.from_env({}))
 

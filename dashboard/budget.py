@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard.estimate import Estimate
-from research.config import ResearchConfig
-from research.records import Report, Run, UsageTotals
+from research.core.config import ResearchConfig
+from research.core.records import Report, Run, UsageTotals
 
 BUDGET_PREFIX = "Stopped by the budget"
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from research.config import ACADEMIC_PROVIDERS, Credentials, build_config
-from research.errors import ResearchError, redact
+from research.core.config import ACADEMIC_PROVIDERS, Credentials, build_config
+from research.core.errors import ResearchError, redact
+from research.core.retry import RetryPolicy
 from research.llm import build_llm
-from research.llm.base import Message, RoleLLM, UsageMeter
-from research.retry import RetryPolicy
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
+from research.llm.messages import Message
 from research.search import build_search_providers
 
 TIMEOUT_S = 20.0

@@ -12,9 +12,9 @@ from pydantic import ValidationError
 from dashboard import ui
 from dashboard.jobs import JobManager
 from research import ResearchConfig
-from research.errors import ConfigError
-from research.phases.preflight import check_configuration
-from research.records import Run
+from research.core.errors import ConfigError
+from research.core.records import Run
+from research.phases.start.preflight import check_configuration
 from research.related import dig_deeper_question, report_sections
 
 

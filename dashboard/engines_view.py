@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from research.core.errors import ResearchError
 from research.engines import HOSTED_ENGINES, engine_document, engine_reports
-from research.errors import ResearchError
 from research.export.document import ReportDocument
 from research.export.run_document import build_document_for_run
 from storage import Store

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from research.config import (
+from research.core.config import (
     ACADEMIC_PROVIDERS,
     DEFAULT_MODELS,
     ENGINES,
@@ -21,9 +21,9 @@ from research.config import (
     ResearchConfig,
     build_config,
 )
-from research.constants import CONSTANTS, DEFAULTS, PRESETS
+from research.core.constants import CONSTANTS, DEFAULTS, PRESETS
+from research.core.errors import ConfigError
 from research.documents.choice import MIXES, Mix, with_sources
-from research.errors import ConfigError
 
 SLIDERS = ("SUBTOPIC_COUNT", "SOURCES_PER_SUBTOPIC", "REVIEW_CYCLES")
 CHECKBOXES = ("REQUIRE_CLARIFICATION",)  # shown as "Ask me clarifying questions first"
@@ -52,7 +52,7 @@ ENGINE_HELP = {
     "all": "Runs the built-in team and every hosted engine at once, so you can compare their "
            "reports side by side (costs add up).",
 }
-# Which credential each hosted engine needs (research/phases/preflight.py checks the same).
+# Which credential each hosted engine needs (research/phases/start/preflight.py checks the same).
 ENGINE_NEEDS = {"openai-deep-research": ("openai",), "gemini-deep-research": ("gemini",),
                 "all": ("openai", "gemini")}
 

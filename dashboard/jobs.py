@@ -30,13 +30,13 @@ from typing import Any
 
 from dashboard.settings_files import current_env
 from research import durable
-from research.config import DEFAULT_PERSON, Credentials, ResearchConfig, WorkerSettings
 from research.control import owner_is_dead
-from research.errors import ConfigError
+from research.core.config import DEFAULT_PERSON, Credentials, ResearchConfig, WorkerSettings
+from research.core.errors import ConfigError
+from research.core.records import Run
+from research.core.settings import prices_path
 from research.llm.pricing import PriceTable
 from research.pipeline import create_run, execute
-from research.records import Run
-from research.settings import prices_path
 from storage import Store
 from storage.db_value import postgres_url
 
@@ -86,7 +86,7 @@ class JobManager:
         returns its id at once.
 
         With `parent_run_id` the run builds on that earlier run of the same person: it starts
-        with the parent's sources (research/phases/inherit.py). Raises ConfigError (plain
+        with the parent's sources (research/phases/start/inherit.py). Raises ConfigError (plain
         words) for an invalid question or an unknown parent; nothing is stored then.
         """
         store = self._store(credentials)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dashboard import views
-from research.records import Run
+from research.core.records import Run
 
 APP_TITLE = "Deep Research Studio"
 WATCH_EVERY_S = 4

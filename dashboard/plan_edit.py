@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from research.records import Subtopic
+from research.core.records import Subtopic
 
 COLUMNS = ["Position", "Title", "Questions", "Description", "id"]
 _SPLIT = re.compile(r"\s*(?:\n|;\s)\s*")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from research.config import MAX_RUNS_PER_PERSON
+from research.core.config import MAX_RUNS_PER_PERSON
 from research.durable import QueuePlace
 
 

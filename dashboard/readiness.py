@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from research.core.records import Run
 from research.export.method import PROVIDER_NAMES
-from research.records import Run
 from storage import Store
 
 KEYED_SEARCH = {"tavily": ("TAVILY_API_KEY",)}

@@ -17,10 +17,10 @@ from typing import Any
 import plotly.graph_objects as go
 
 from dashboard.views import label_text
-from research.records import Finding, Source, Step, Subtopic
+from research.core.records import Finding, Source, Step, Subtopic
 
 ROOT = "question"
-INHERITED = "p0"  # research.phases.inherit.SUBTOPIC_ID (not imported: keeps the page light)
+INHERITED = "p0"  # research.phases.start.inherit.SUBTOPIC_ID (not imported: keeps the page light)
 STATE_COLOURS = {"explored": "#2e7d32", "running": "#1565c0", "open": "#f9a825",
                  "dropped": "#9e9e9e", "root": "#ffffff"}
 _STEP_STATE = {"done": "explored", "running": "running", "failed": "dropped",
@@ -100,7 +100,7 @@ def _decisions(steps: Sequence[Step], by_key: Mapping[str, Step],
 
 
 def _not_chosen(steps: Sequence[Step], known: set[str]) -> list[Branch]:
-    """Proposals the person did not follow when asked between rounds (research.phases.steer),
+    """Proposals the person did not follow when asked between rounds (research.phases.decide.steer),
     or all of them when they said enough: dropped, with that reason."""
     out = []
     for step in steps:

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard.views import status_label, subtopic_names
-from research.records import Step, Subtopic
+from research.core.records import Step, Subtopic
 
 COVERAGE = {"answered": "Answered", "open": "Open", "conflicting": "Conflicting"}
 ACTIONS = {
@@ -63,7 +63,7 @@ def triage_frame(result: Mapping[str, Any], plan: Sequence[Subtopic] | None,
     lookups = lookups or {}
     round_no = int(result.get("round") or 0)
     rows = []
-    for i, d in enumerate(result.get("decisions") or [], start=1):  # as research/phases/rounds.py
+    for i, d in enumerate(result.get("decisions") or [], start=1):  # as research/phases/decide/rounds.py
         action = str(d.get("action") or "")
         searches: int | None = None
         outcome = ""

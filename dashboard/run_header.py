@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import ui, views
-from research.records import Run
+from research.core.records import Run
 from storage import Store
 
 TITLE_CHARS = 160  # the heading shows this much of the question; the rest is one click away

@@ -14,9 +14,9 @@ from dashboard import budget, ui, views
 from dashboard.jobs import ACTIVE, RESUMABLE, JobManager, status_of
 from dashboard.queue_view import show_queue_place
 from research import cancel, pause, unpause
-from research.errors import ConfigError
-from research.progress import percent
-from research.records import Run
+from research.core.errors import ConfigError
+from research.core.progress import percent
+from research.core.records import Run
 from storage import Store
 
 _MESSAGE = "_run_message"  # a control's failure, shown on the next drawing of the panel

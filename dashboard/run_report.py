@@ -18,13 +18,13 @@ import streamlit as st
 
 from dashboard import views
 from dashboard.jobs import ACTIVE
-from research.errors import ResearchError
+from research.core.errors import ResearchError
+from research.core.records import Report, Run
 from research.export import build_document
 from research.export.document import ReportDocument
 from research.export.formats import FORMATS, export_document
 from research.export.run_document import build_document_for_run
 from research.phases import verify
-from research.records import Report, Run
 from storage import Store
 
 REPORT_FORMATS = ("pdf", "docx", "md")

@@ -17,7 +17,7 @@ from dashboard import engines_view, research_map, rounds_view, run_report, verif
 from dashboard.documents_view import show_run_passages
 from dashboard.jobs import ACTIVE
 from dashboard.run_report import download_buttons
-from research.records import Run
+from research.core.records import Run
 from storage import Store
 
 TABS = ["Plan", "Map", "Sources", "Rounds", "Review", "Verification", "Report", "Engines", "Tokens and cost"]

@@ -15,8 +15,8 @@ import streamlit as st
 from dashboard import plan_edit, steer_view, ui, views
 from dashboard.jobs import JobManager
 from research import answer_clarification, approve_plan, pending_clarification, pending_steering
-from research.errors import ConfigError
-from research.records import Run, Subtopic
+from research.core.errors import ConfigError
+from research.core.records import Run, Subtopic
 from storage import Store
 
 

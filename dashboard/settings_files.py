@@ -1,7 +1,7 @@
 """What the Settings page reads and writes: the secrets file and the saved default constants.
 
 Keys and provider settings go to `.streamlit/secrets.toml` (git-ignored, mode 600), which
-`research.settings.effective_env` reads; the real environment always wins over it. Default
+`research.core.settings.effective_env` reads; the real environment always wins over it. Default
 constants for the New research form go to `defaults.json` next to the database.
 `DEEP_RESEARCH_SECRETS_FILE` points the dashboard at another secrets file (tests use it).
 """
@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from research.config import ROLES
-from research.constants import CONSTANTS, DEFAULTS, bound_problem
-from research.settings import effective_env, secrets_file
+from research.core.config import ROLES
+from research.core.constants import CONSTANTS, DEFAULTS, bound_problem
+from research.core.settings import effective_env, secrets_file
 
 KEYS = {
     "OPENAI_API_KEY": "OpenAI",

@@ -1,5 +1,5 @@
 """The Run page's "what should we explore next?" panel, for a run waiting between rounds
-(research.phases.steer): tick the lead's proposals, add branches of your own, or say enough."""
+(research.phases.decide.steer): tick the lead's proposals, add branches of your own, or say enough."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import streamlit as st
 
 from dashboard import views
 from research import answer_steering
-from research.errors import ConfigError
-from research.records import JsonObject
+from research.core.errors import ConfigError
+from research.core.records import JsonObject
 from storage import Store
 
 

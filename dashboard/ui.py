@@ -8,7 +8,6 @@ touch anything here.
 
 from __future__ import annotations
 
-import runpy
 from pathlib import Path
 
 import streamlit as st
@@ -16,19 +15,24 @@ import streamlit as st
 from dashboard import auth
 from dashboard.jobs import JobManager
 from dashboard.settings_files import current_env
-from research.config import Credentials
-from research.errors import ConfigError
+from research.core.config import Credentials
+from research.core.errors import ConfigError
+from research.core.settings import prices_path
 from research.llm.pricing import PriceTable
-from research.settings import prices_path
 from storage import Store, default_db, default_db_path
 
-APP_FILE = Path(__file__).resolve().parent.parent / "app.py"
+# The page scripts, relative to app.py. Their folder is not called `pages`: a `pages/` folder
+# beside the entry script is Streamlit's legacy multipage mode
+# (https://docs.streamlit.io/develop/concepts/multipage-apps/pages-directory), in which a fresh
+# server's first deep link (`/run?run=...`) runs the page on its own, without app.py's
+# navigation, layout and database check (streamlit/streamlit#10276).
+# tests/test_streamlit_pages_mode.py checks that deep links run inside app.py.
 PAGES = {
-    "new": "pages/new_research.py",
-    "run": "pages/run.py",
-    "library": "pages/library.py",
-    "documents": "pages/documents.py",
-    "settings": "pages/settings.py",
+    "new": "app_pages/new_research.py",
+    "run": "app_pages/run.py",
+    "library": "app_pages/library.py",
+    "documents": "app_pages/documents.py",
+    "settings": "app_pages/settings.py",
 }
 
 
@@ -90,26 +94,3 @@ def viewer() -> str | None:
 
 def open_run(run_id: str) -> None:
     st.switch_page(PAGES["run"], query_params={"run": run_id})
-
-
-def require_navigation() -> None:
-    """Run a page under app.py's `st.navigation`, also on a fresh server's first deep link.
-
-    The design keeps the page scripts in `pages/`, and Streamlit 1.67 has no documented way to
-    say "this app uses `st.navigation`" before app.py has run once: until some session has
-    called `st.navigation` (documented: from then on the `pages/` folder is ignored in every
-    session), a first visit to `/run?run=...` runs `pages/run.py` on its own in the legacy
-    pages-folder mode and skips app.py (layout, navigation, the database check). Upstream:
-    streamlit/streamlit#10276 (review: "a `pages` folder + MPAv2 ... directly access an URL
-    path ... Sometimes it completely switch[es] back to MPAv1"). So in that mode, and only
-    then, app.py runs here in this same script run (a button press that led here is not lost);
-    its `st.navigation` ends the mode for good and runs this page; the stray run stops.
-    Under app.py the flag is already False, and a page run on its own (as tests do) has no
-    `pages/` folder beside it. tests/test_streamlit_pages_mode.py fails loudly when Streamlit
-    changes this; then drop this function and its calls.
-    """
-    from streamlit.runtime.pages_manager import PagesManager  # private: the one place we read it
-
-    if PagesManager.uses_pages_directory:
-        runpy.run_path(str(APP_FILE), run_name="__main__")
-        st.stop()

@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 
 from dashboard.views import label_text, md_text
+from research.core.records import Source, Verdict
 from research.export.markdown import safe_link_url
 from research.phases import verify
-from research.records import Source, Verdict
 from storage import Store
 
 OUTCOMES = {

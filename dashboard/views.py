@@ -18,14 +18,14 @@ from urllib.parse import urlsplit
 import pandas as pd
 import plotly.graph_objects as go
 
-from research.constants import CONSTANTS
-from research.credibility import KINDS, kind_of
-from research.events import Event, from_row
+from research.core.constants import CONSTANTS
+from research.core.events import Event, from_row
+from research.core.records import EventRow, ModelUsage, ReviewIssue, Run, Source, Step, Subtopic
 from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
 from research.export.method import plain_name
 from research.export.safe_links import clean_document, safe_markdown
-from research.records import EventRow, ModelUsage, ReviewIssue, Run, Source, Step, Subtopic
+from research.untrusted.credibility import KINDS, kind_of
 from storage import Store
 
 EVENT_TAIL = 200
@@ -107,7 +107,7 @@ def status_label(status: str) -> str:
 
 
 def run_warnings(run: Run) -> list[str]:
-    """The stored warnings of a completed run (see research.outcome)."""
+    """The stored warnings of a completed run (see research.report.outcome)."""
     return list(run.warnings) if run.status == "completed" else []
 
 
@@ -226,7 +226,7 @@ def sources_frame(sources: Sequence[Source], plan: Sequence[Subtopic] | None = N
 
 
 def kinds_present(frame: pd.DataFrame) -> list[str]:
-    """The kinds this run's sources have, strongest first (research.credibility.KINDS order)."""
+    """The kinds this run's sources have, strongest first (research.untrusted.credibility.KINDS order)."""
     present = set(frame["Kind"]) if "Kind" in frame else set()
     return [kind for kind in KINDS if kind in present]
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from research.config import Credentials, ResearchConfig, build_config
-from research.errors import ConfigError, ResearchError
-from research.events import Event, EventSink
-from research.phases.clarify import answer as answer_clarification
-from research.phases.clarify import pending as pending_clarification
-from research.phases.plan import approve as approve_plan
-from research.phases.steer import answer as answer_steering
-from research.phases.steer import pending as pending_steering
+from research.core.config import Credentials, ResearchConfig, build_config
+from research.core.errors import ConfigError, ResearchError
+from research.core.events import Event, EventSink
+from research.core.records import Run
+from research.phases.decide.steer import answer as answer_steering
+from research.phases.decide.steer import pending as pending_steering
+from research.phases.start.clarify import answer as answer_clarification
+from research.phases.start.clarify import pending as pending_clarification
+from research.phases.start.plan import approve as approve_plan
 from research.pipeline import create_run, execute, validate_question
-from research.records import Run
 from storage import Store
 
 __all__ = [

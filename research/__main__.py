@@ -5,6 +5,11 @@ if sys.argv[1:2] == ["worker"]:
 
     sys.exit(worker_main(sys.argv[2:]))
 
+if sys.argv[1:2] == ["mcp"]:
+    from research.mcpserver.stdio import main as mcp_main
+
+    sys.exit(mcp_main(sys.argv[2:]))
+
 from research.cli import main
 
 sys.exit(main())

@@ -21,23 +21,23 @@ from research import (
     pending_steering,
     resume,
 )
-from research.config import Credentials, ResearchConfig, WorkerSettings, build_config
 from research.control import owner_is_dead
+from research.core.config import Credentials, ResearchConfig, WorkerSettings, build_config
+from research.core.errors import ConfigError, ResearchError, redact
+from research.core.events import Event, SourceFound
+from research.core.progress import percent
+from research.core.prompts import strip_control
+from research.core.records import JsonObject, Run, Subtopic
+from research.core.settings import effective_env, prices_path
 from research.documents import ingest_paths
 from research.documents.choice import with_sources
-from research.errors import ConfigError, ResearchError, redact
 from research.estimate import account_pace, estimate, estimate_line
-from research.events import Event, SourceFound
 from research.export.formats import FORMATS, export_run
 from research.llm.pricing import PriceTable
-from research.phases.preflight import check_configuration
+from research.phases.start.preflight import check_configuration
 from research.pipeline import create_run, execute
-from research.progress import percent
-from research.prompts import strip_control
-from research.records import JsonObject, Run, Subtopic
 from research.related import dig_deeper_question, report_sections
 from research.search.documents import check_scope
-from research.settings import effective_env, prices_path
 from storage import (
     DISK_FULL_MESSAGE,
     TERMINAL_STATUSES,

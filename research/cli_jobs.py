@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from research.config import DEFAULT_PERSON, WorkerSettings
-from research.errors import ResearchError
-from research.records import Run
+from research.core.config import DEFAULT_PERSON, WorkerSettings
+from research.core.errors import ResearchError
+from research.core.records import Run
 from storage import Store
 
 WATCH_S = 0.5  # how often the CLI looks at a queued or executing run

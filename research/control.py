@@ -3,7 +3,7 @@
 Control requests are stored in the database (`runs.control`), so a dashboard in one
 process can pause or cancel a run executing in another. Workers call `checkpoint()`
 between units of work (a search, a page, a model call); it raises RunCancelled or
-BudgetExceeded (stops, not errors: see `research.errors`), or blocks while the run is
+BudgetExceeded (stops, not errors: see `research.core.errors`), or blocks while the run is
 paused. A background thread also watches for a cancel, so waits (retry back-offs) end at once.
 """
 
@@ -14,8 +14,8 @@ import socket
 import threading
 import time
 
-from research.errors import BudgetExceeded, RunCancelled
-from research.events import EventSink, Paused, Resumed
+from research.core.errors import BudgetExceeded, RunCancelled
+from research.core.events import EventSink, Paused, Resumed
 from storage import Store
 
 POLL_S = 0.5

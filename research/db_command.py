@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import OperationalError
 
-from research.settings import effective_env
+from research.core.settings import effective_env
 from storage import DatabaseUnavailableError, DatabaseValueError, Store, default_db, resolve_db
 from storage.base import open_database
 from storage.copy import CopyRefused, CopyReport, copy_store

@@ -33,9 +33,9 @@ from uuid import uuid4
 
 from dbos import DBOS, DBOSConfig, Queue, SetEnqueueOptions, SetWorkflowID
 
-from research.config import DEFAULT_PERSON, MAX_RUNS_PER_PERSON, WORKER_CONCURRENCY, Credentials
-from research.errors import redact
-from research.events import Error
+from research.core.config import DEFAULT_PERSON, MAX_RUNS_PER_PERSON, WORKER_CONCURRENCY, Credentials
+from research.core.errors import redact
+from research.core.events import Error
 from research.llm.pricing import PriceTable
 from storage import Store
 from storage.db_value import postgres_url

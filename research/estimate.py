@@ -19,17 +19,17 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from research.config import Credentials, ResearchConfig
+from research.core.config import Credentials, ResearchConfig
 from research.llm import pacing
-from research.llm.limits import Account, AccountLimits, key_hash
+from research.llm.limits import Account, AccountBooks, AccountLimits, key_hash
 from research.llm.pricing import PriceTable
-from research.phases.findings import (
+from research.phases.gather.findings import (
     FINDINGS_CONTEXT_CHARS,
     FINDINGS_GROUP,
     MIN_SHARE_CHARS,
     OPEN_QUESTIONS_CHARS,
 )
-from research.phases.scoring import SCORE_BATCH, SCORE_CHARS
+from research.phases.gather.scoring import SCORE_BATCH, SCORE_CHARS
 from research.phases.verify.claims import PASSAGE_CHARS
 from research.phases.verify.judge import BATCH_CLAIMS, CRITIC_BATCH_MIN
 
@@ -102,7 +102,7 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
 
     report_tokens = int(config.report_max_words * TOKENS_PER_WORD)
     findings_calls = math.ceil(config.sources_per_subtopic / FINDINGS_GROUP)
-    # The unit's page text is shared out among its kept sources (research.phases.findings).
+    # The unit's page text is shared out among its kept sources (research.phases.gather.findings).
     share = max(MIN_SHARE_CHARS, FINDINGS_CONTEXT_CHARS // config.sources_per_subtopic)
     findings_call = (FINDINGS_GROUP * (share // 4 + META_TOKENS) + FINDINGS_PROMPT_TOKENS,
                      FINDINGS_GROUP * 150)
@@ -229,7 +229,7 @@ def account_of(config: ResearchConfig, credentials: Credentials | None, provider
     return Account(provider, base_url, key_hash(key), model)
 
 
-def known_limits(account: Account, books: pacing.AccountBooks | None = None
+def known_limits(account: Account, books: AccountBooks | None = None
                  ) -> AccountLimits | None:
     """What is known of an account's limits before a run starts: this process's pacer's
     (research.llm.pacing: the provider's headers and refusals, a local server's settings), else
@@ -240,7 +240,7 @@ def known_limits(account: Account, books: pacing.AccountBooks | None = None
 
 
 def account_pace(guess: Estimate, config: ResearchConfig, credentials: Credentials | None,
-                 books: pacing.AccountBooks | None = None) -> Pace | None:
+                 books: AccountBooks | None = None) -> Pace | None:
     """`pace` under the known limits of the accounts this configuration's roles use: what the
     New research page and the CLI show beside the estimate (`books`: the store, so limits
     learned by an earlier run, in this process or not, count too)."""

@@ -19,13 +19,12 @@ from concurrent.futures import wait
 from datetime import UTC, date, datetime
 from typing import Any
 
-from research.agents import Role, Workflow
-from research.config import Credentials, ResearchConfig
-from research.constants import MAX_QUESTION_CHARS
-from research.context import RunContext, ServiceHealth
 from research.control import RunControl
-from research.engines import HOSTED_ENGINES, LABELS, merge_for_delivery, run_hosted
-from research.errors import (
+from research.core.agents import Role, Workflow
+from research.core.config import Credentials, ResearchConfig
+from research.core.constants import MAX_QUESTION_CHARS
+from research.core.context import RunContext, ServiceHealth
+from research.core.errors import (
     BudgetExceeded,
     BudgetStop,
     ConfigError,
@@ -34,7 +33,7 @@ from research.errors import (
     RunCancelled,
     redact,
 )
-from research.events import (
+from research.core.events import (
     Cancelled,
     Completed,
     Error,
@@ -47,32 +46,26 @@ from research.events import (
     Warning,
     fan_out,
 )
-from research.executor import RunExecutor
-from research.fetch import Fetcher, FetchLimits, warm_up
+from research.core.executor import RunExecutor
+from research.core.records import ResearchResult, Run
+from research.core.retry import RetryPolicy
+from research.engines import HOSTED_ENGINES, LABELS, merge_for_delivery, run_hosted
 from research.llm import build_llm
-from research.llm.base import LLM, RoleLLM, UsageMeter
-from research.llm.pacing import Wait
+from research.llm.base import LLM, RoleLLM
+from research.llm.budget import UsageMeter
 from research.llm.pricing import PriceTable
-from research.llm.waits import RunWaits
-from research.outcome import completion_warnings, nothing_gathered
-from research.phases import (
-    clarify,
-    deliver,
-    inherit,
-    plan,
-    preflight,
-    research,
-    review,
-    rounds,
-    verify,
-    write,
-)
-from research.records import ResearchResult, Run
-from research.retry import RetryPolicy
+from research.llm.waits import RunWaits, Wait
+from research.phases import verify
+from research.phases.decide import rounds
+from research.phases.gather import research
+from research.phases.start import clarify, inherit, plan, preflight
+from research.phases.writing import deliver, review, write
+from research.report.outcome import completion_warnings, nothing_gathered
 from research.search import build_search_providers
 from research.search.base import SearchProvider
 from research.search.documents import bind_store
-from research.textclean import strip_hidden_controls
+from research.untrusted.fetch import Fetcher, FetchLimits, warm_up
+from research.untrusted.textclean import strip_hidden_controls
 from storage import DISK_FULL_MESSAGE, Store, is_disk_full
 
 log = logging.getLogger(__name__)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from research.prompts import strip_control, strip_invisible
-from research.records import Run
+from research.core.prompts import strip_control, strip_invisible
+from research.core.records import Run
 from storage import Store
 
 _STOP = frozenset("the a an and or of in on for to is are was were how what why which who "
@@ -67,7 +67,7 @@ def section_title(section: str) -> str:
 def dig_deeper_question(parent_question: str, section: str) -> str:
     """The question of a follow-up run that goes deeper into one section of a report: the
     person's own words plus the cleaned section title. The section's text is never part of
-    it; the planner sees that text as untrusted data (research/phases/plan.py)."""
+    it; the planner sees that text as untrusted data (research/phases/start/plan.py)."""
     return f"{parent_question.strip()} (dig deeper into: {section_title(section)})"[:2000]
 
 

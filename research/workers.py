@@ -30,11 +30,11 @@ import sqlalchemy as sa
 from dbos import DBOS
 
 from research import durable
-from research.config import Credentials, WorkerSettings
-from research.errors import ConfigError
+from research.core.config import Credentials, WorkerSettings
+from research.core.errors import ConfigError
+from research.core.settings import effective_env, prices_path
 from research.llm.pricing import PriceTable
 from research.pipeline import execute
-from research.settings import effective_env, prices_path
 from storage import Store, default_db, default_db_path, resolve_db
 
 log = logging.getLogger(__name__)

@@ -42,4 +42,5 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+scripts/drop-stale-pages.sh
 mkdir -p data

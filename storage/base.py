@@ -5,8 +5,8 @@ Why it looks like this:
   between threads (the engine's workers, the Streamlit script thread and the job manager all
   read and write at once); every write is one short transaction (`_write`);
 - text that may carry an API key (event messages and data, errors, configs) goes through
-  `research.errors.redact` first; everything else loses the exact known secrets;
-- every text loses invisible formatting controls (`research.textclean`) and NUL characters:
+  `research.core.errors.redact` first; everything else loses the exact known secrets;
+- every text loses invisible formatting controls (`research.untrusted.textclean`) and NUL characters:
   model answers are untrusted, and this is the one door all of them pass on their way to a
   report or export (PostgreSQL also refuses NUL in text).
 
@@ -66,8 +66,8 @@ class StoreBase:
                  wal_limit_bytes: int = wal.WAL_LIMIT_BYTES) -> None:
         # Imported here, not at module level: `research` imports `storage`, and a module-level
         # import back into `research` would make `import storage` fail when it comes first.
-        from research.errors import redact
-        from research.textclean import strip_hidden_controls
+        from research.core.errors import redact
+        from research.untrusted.textclean import strip_hidden_controls
 
         self._redact_text = redact
         self._strip_hidden = strip_hidden_controls

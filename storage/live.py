@@ -1,6 +1,6 @@
 """One refresh of the Run page's live panel, read in one go.
 
-Why: the panel refreshes every 2 s while the run works (pages/run.py), from every page looking at
+Why: the panel refreshes every 2 s while the run works (app_pages/run.py), from every page looking at
 it. Read one query at a time, a refresh is five round trips to the database; on a team's
 busy PostgreSQL server each round trip waits for the server process and then for the
 dashboard's to be scheduled again, and those waits (not the queries, each well under a

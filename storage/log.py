@@ -17,7 +17,7 @@ from storage.runs import ts
 from storage.schema import events, usage
 
 if TYPE_CHECKING:
-    from research.events import Event
+    from research.core.events import Event
 
 
 def normal_ts(value: Any) -> str:
@@ -97,7 +97,7 @@ class LogStore(StoreBase):
         return int(self._database.write_one(insert_event(self.dialect), row).scalar())
 
     def log_event(self, event: Event) -> None:
-        """`append_event` shaped as a `research.events.EventSink` (returns None), for
+        """`append_event` shaped as a `research.core.events.EventSink` (returns None), for
         `fan_out(store.log_event, ...)`."""
         self.append_event(event)
 

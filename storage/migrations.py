@@ -19,7 +19,7 @@ Database = Tx  # what each step writes through: the baseline revision's open tra
 
 
 def utc_now() -> str:
-    """UTC ISO-8601 with milliseconds and Z: the same format as research.events.utc_now, so
+    """UTC ISO-8601 with milliseconds and Z: the same format as research.core.events.utc_now, so
     stored timestamps compare correctly as text (kept here so `storage` need not import
     `research` at import time)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -304,7 +304,7 @@ def m005_documents(db: Database) -> None:
 
 
 def m006_source_credibility(db: Database) -> None:
-    """Each source's kind (peer-reviewed paper, preprint, government, ...; research.credibility),
+    """Each source's kind (peer-reviewed paper, preprint, government, ...; research.untrusted.credibility),
     its credibility signals (a JSON list of plain words) and the author its page names, so the
     Sources tab can filter on them and the writer can prefer stronger sources. Sources stored
     before this step read as "unknown" with no signals."""

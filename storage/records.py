@@ -2,7 +2,7 @@
 skipped pages; what the writing side stored (drafts, reviews, the report, hosted engines'
 reports, claim verdicts); and the person's documents.
 
-Frozen and typed, in the style of `research/records.py`, which re-exports them: together they
+Frozen and typed, in the style of `research/core/records.py`, which re-exports them: together they
 are the one vocabulary phases, the store, exports and the dashboard pass to each other. They
 live here, not in `research/`, because the store builds them (in `storage/rows.py`, the one
 place a row becomes a record) and `research` imports `storage` at package level: the arrow
@@ -120,7 +120,7 @@ class Review:
     model_approved: bool
     issues: tuple[ReviewIssue, ...] = ()
     strengths: tuple[str, ...] = ()
-    checks: JsonObject | None = None  # the deterministic checks (`research.checks`)
+    checks: JsonObject | None = None  # the deterministic checks (`research.report.checks`)
     created_at: str = ""
 
 

@@ -3,7 +3,7 @@ status, settings, totals), its steps, its model usage, the live panel's activity
 event log.
 
 Frozen and typed like the rest of `storage/records.py`, which re-exports them (so does
-`research/records.py`); built from rows in `storage/rows.py` only.
+`research/core/records.py`); built from rows in `storage/rows.py` only.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 # A JSON object as stored (a run's settings or totals, an event's data, a raw event-log row):
 # whoever wrote it owns its keys and older runs stored fewer of them, so it stays a mapping
-# here; `research.config.ResearchConfig` validates a run's settings at its edge.
+# here; `research.core.config.ResearchConfig` validates a run's settings at its edge.
 JsonObject = Mapping[str, Any]
 
 
@@ -140,7 +140,7 @@ class Activity:
 
 @dataclass(frozen=True, slots=True)
 class EventRow:
-    """One entry of a run's event log as stored; `research.events.from_row` makes it the
+    """One entry of a run's event log as stored; `research.core.events.from_row` makes it the
     typed event again."""
 
     id: int

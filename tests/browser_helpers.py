@@ -52,7 +52,7 @@ ARTIFACTS = Path(os.environ.get("BROWSER_ARTIFACTS") or ROOT / "test-artifacts" 
 # modules (the pages import them; app.py runs the preflight check).
 DASHBOARD_PRELOAD = (
     "streamlit.web.cli", "streamlit.web.bootstrap", "pandas", "plotly.graph_objects",
-    "research.phases.preflight", "research.export.run_document",
+    "research.phases.start.preflight", "research.export.run_document",
     *(f"dashboard.{p.stem}" for p in sorted((ROOT / "dashboard").glob("*.py")) if p.stem != "__init__"),
 )
 # `python -m streamlit ARGS` in a warm child. PYTHONFAULTHANDLER is read when an interpreter

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from research.errors import raise_unexpected
+from research.core.errors import raise_unexpected
 from research.llm.pacing import forget_pacers
 from tests.browser_fixtures import (  # noqa: F401 - fixtures (browser tests)
     _shared_dashboard,
@@ -44,7 +44,7 @@ raise_unexpected()
 # ~140 test modules again, about a quarter of its collection time. The suite writes them.
 sys.dont_write_bytecode = False
 # The project's own code, compiled once before any test process starts (see pytest_configure).
-_COMPILED = ("research", "storage", "dashboard", "pages", "tests", "bench", "app.py")
+_COMPILED = ("research", "storage", "dashboard", "app_pages", "tests", "bench", "app.py")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from research.config import Credentials, ResearchConfig
+from research.core.config import Credentials, ResearchConfig
+from research.core.records import Step
 from research.pipeline import create_run, execute
-from research.records import Step
 from storage import Store
 
 ROOT = Path(__file__).resolve().parent.parent

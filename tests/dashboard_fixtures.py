@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from research.config import ResearchConfig, build_config
+from research.core.config import ResearchConfig, build_config
+from research.core.records import Query, ReviewIssue, Run, SkippedPage, Source, Subtopic
 from research.export import build_document, to_markdown
-from research.records import Query, ReviewIssue, Run, SkippedPage, Source, Subtopic
 from storage import Store
 from tests.fakes import Fakes, take_misuses
 from tests.standin import StandinServer
@@ -179,7 +179,7 @@ def running_run(store: Store, question: str = "How fast is solar power growing?"
 
 
 def waiting_for_answers(store: Store, question: str = "heat pumps") -> str:
-    """A run paused after asking clarifying questions (research/phases/clarify.py)."""
+    """A run paused after asking clarifying questions (research/phases/start/clarify.py)."""
     config = build_config(env={}, preset="quick", REQUIRE_CLARIFICATION=True)
     run_id = store.create_run(question, config.model_dump(mode="json"))
     store.set_run_status(run_id, "running")
@@ -317,7 +317,7 @@ def fake_engine_fixture(dash_env: Store, standin: StandinServer, standin_env: di
 
 
 def open_page(page: str) -> AppTest:
-    """An AppTest whose first script run asks for `page` (e.g. "pages/library.py"), as a deep
+    """An AppTest whose first script run asks for `page` (e.g. "app_pages/library.py"), as a deep
     link does: its url path is its file name, which AppTest documents as the page's name
     before the first run, and app.py's navigation serves it. Call `.run()` to open it."""
     return AppTest.from_file(APP, default_timeout=30).switch_page(page)
@@ -325,7 +325,7 @@ def open_page(page: str) -> AppTest:
 
 def open_run_page(run_id: str, tab: str | None = None) -> AppTest:
     """The Run page of `run_id` (optionally one tab), opened by its deep link."""
-    at = open_page("pages/run.py")
+    at = open_page("app_pages/run.py")
     at.query_params["run"] = run_id
     if tab:
         at.query_params["tab"] = tab

@@ -24,12 +24,12 @@ from typing import Any
 
 import httpx
 
-from research.config import Credentials, ResearchConfig
-from research.errors import AnswerBlocked, AnswerCutOff, ContextTooLong, ProviderTimeout
-from research.fetch import Fetcher, FetchLimits
-from research.llm.base import Completion, Message, Usage
+from research.core.config import Credentials, ResearchConfig
+from research.core.errors import AnswerBlocked, AnswerCutOff, ContextTooLong, ProviderTimeout
+from research.llm.messages import Completion, Message, Usage
 from research.search.base import SearchProvider, SearchResult
 from research.search.tavily import iso_date
+from research.untrusted.fetch import Fetcher, FetchLimits
 from tests.standin import brain, pages
 from tests.standin.answers import llm_answer, papers, tavily_results
 from tests.standin.server import StandinServer

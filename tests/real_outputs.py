@@ -332,7 +332,7 @@ def sweep(standin: Any, runner: Any, items: list[Text], *, max_runs: int = 200) 
 def stored_research(standin: Any, runner: Any, config: dict[str, Any]) -> tuple[Path, str]:
     """A run of `config` stopped (cancelled) at its first writer call, in its own database
     file: (the file, the run's id)."""
-    from research.errors import RunCancelled
+    from research.core.errors import RunCancelled
 
     def stop(system: str, user: str, schema: dict | None) -> str | None:
         if schema is None:

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from research import Credentials, build_config, resume, run_research
-from research.config import ResearchConfig
+from research.core.config import ResearchConfig
+from research.core.records import Run
 from research.llm.base import LLM
-from research.records import Run
 from storage import Store
 from tests.fakes import Fakes, take_misuses
 from tests.standin import StandinServer

@@ -1,4 +1,4 @@
-"""Targets for research.sandbox's children, used by the tests to make a child misbehave, and
+"""Targets for research.untrusted.sandbox's children, used by the tests to make a child misbehave, and
 the tests' look at what is left running under the sandbox's starter.
 
 The sandbox's starter imports this module with its parent package registered bare (as it does
@@ -47,7 +47,7 @@ def echo(payload: bytes, *args: str) -> dict[str, object]:
 def children_alive() -> list[int]:
     """Processes still running under this process's sandbox starter (children and their
     keepers). A keeper exits just after it reports, so it gets a moment to go."""
-    from research.sandbox import starter_pid
+    from research.untrusted.sandbox import starter_pid
 
     starter = starter_pid()
     deadline = time.monotonic() + 5

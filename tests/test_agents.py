@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from research.agents import Agent, Role, Workflow
-from research.errors import DelegationError
-from research.llm.base import Completion, RoleLLM, Usage, UsageMeter
+from research.core.agents import Agent, Role, Workflow
+from research.core.errors import DelegationError
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
+from research.llm.messages import Completion, Usage
 
 
 class _Echo:

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from research.errors import ProviderError
+from research.core.errors import ProviderError
 from research.llm.answer_limits import MAX_ANSWER_CHARS, cap_lists, check_answer_size, margin
-from research.phases.findings import FINDINGS_GROUP, FINDINGS_PER_SOURCE, OPEN_QUESTIONS_CAPS
+from research.phases.gather.findings import FINDINGS_GROUP, FINDINGS_PER_SOURCE, OPEN_QUESTIONS_CAPS
 from tests.runs import Runner
 from tests.standin import brain
 

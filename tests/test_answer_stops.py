@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 
 from research import Credentials, build_config, run_research
-from research.errors import AnswerBlocked, AnswerCutOff
+from research.core.errors import AnswerBlocked, AnswerCutOff
+from research.core.retry import RetryPolicy
 from research.llm import build_llm
-from research.llm.base import CONCISE_NUDGE, Message, RoleLLM, UsageMeter
-from research.retry import RetryPolicy
+from research.llm.answer_stops import CONCISE_NUDGE
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
+from research.llm.messages import Message
 from storage import Store
 from tests.standin import StandinServer
 

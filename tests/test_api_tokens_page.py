@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("dash_env")
 
 
 def test_a_token_made_in_settings_is_shown_once_works_and_is_revoked_there() -> None:
-    at = open_page("pages/settings.py").run()
+    at = open_page("app_pages/settings.py").run()
     form_input = next(t for t in at.text_input if t.label == "What it is for")
     form_input.input("nightly script")
     next(b for b in at.button if b.label == "Make a token").click()

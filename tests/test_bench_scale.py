@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from bench.scale import percentile, steps_redone, steps_run_twice, when
-from research.records import EventRow, Step
+from research.core.records import EventRow, Step
 
 
 def test_percentile_is_nearest_rank_and_empty_is_zero() -> None:

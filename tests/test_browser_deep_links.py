@@ -1,8 +1,9 @@
 """Deep links on a fresh `streamlit run` server, in a real browser (issue 15, point 4).
 
-The first page a new server serves is a shared link into `pages/` (`/run?run=...`,
-`/library`): it must still run inside app.py (its sidebar, its navigation, its database check),
-which Streamlit 1.67 does not do by itself; see `dashboard.ui.require_navigation`. These
+The first page a new server serves is a shared link to a page (`/run?run=...`, `/library`):
+it must still run inside app.py (its sidebar, its navigation, its database check). Streamlit
+skips app.py there when the page scripts sit in a folder called `pages/` (its legacy mode), so
+they live in `app_pages/` (dashboard/ui.py, `PAGES`; tests/test_streamlit_pages_mode.py). These
 tests start their own dashboards: the deep link must be the first page a server serves.
 """
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from research.config import build_config
+from research.core.config import build_config
+from research.core.records import Query, ReviewIssue, SkippedPage, Source, Subtopic, Verdict
 from research.export import build_document, to_markdown
-from research.records import Query, ReviewIssue, SkippedPage, Source, Subtopic, Verdict
 from storage import Store
 from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import CHROMIUM, wait_idle

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import date
 
-from research.checks import DraftChecks, cited_numbers, problems, run_checks, word_count
-from research.records import Source
+from research.core.records import Source
+from research.report.checks import DraftChecks, cited_numbers, problems, run_checks, word_count
 
 SOURCES = {
     "a": Source(id="a", url="https://a.example/", published="2026-05-01"),

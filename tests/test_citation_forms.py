@@ -20,10 +20,10 @@ from types import ModuleType
 
 import pytest
 
-from research.citations import normalise
+from research.core.records import Source
 from research.export.document import build_document
-from research.records import Source
-from research.urls import canonical_url
+from research.report.citations import normalise
+from research.untrusted.urls import canonical_url
 
 SOURCES = {
     "heat": Source("heat", "https://www.energy.example/reports/heat-pumps",
@@ -218,7 +218,7 @@ def test_a_list_entry_pointing_at_an_ungathered_page_takes_its_markers_along() -
 
 def test_a_writer_citing_only_in_an_end_list_cites_nothing_in_its_text() -> None:
     """The list is removed like any other: no in-text citation comes from it (the review asks
-    for them, research/phases/review.py)."""
+    for them, research/phases/writing/review.py)."""
     text, _ = cite("Heat pumps sold well in Norway.\n\n### Key Citations\n"
                    "- [Field study](https://example.org/study?id=3)\n- [Stats](https://stats.example.com/data)\n")
     assert text == "Heat pumps sold well in Norway."

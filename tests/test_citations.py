@@ -1,4 +1,4 @@
-"""Citation normalisation (research/citations.py): every common style becomes [n].
+"""Citation normalisation (research/report/citations.py): every common style becomes [n].
 
 The examples are our own, written in the styles real models use (see the style table in
 /work/shared/real-outputs/README.md); the last test runs over those real texts when present.
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from research.citations import normalise
+from research.core.records import Source
 from research.export.document import CITATION_RE, map_prose
-from research.records import Source
+from research.report.citations import normalise
 
 SOURCES = {
     "a": Source("a", "https://www.energy.example/reports/heat-pumps", title="The Future of Heat Pumps in Europe"),

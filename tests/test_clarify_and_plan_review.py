@@ -13,7 +13,7 @@ from research import (
     approve_plan,
     pending_clarification,
 )
-from research.records import Subtopic
+from research.core.records import Subtopic
 from tests.cli_helpers import RunCli
 from tests.runs import Runner
 from tests.standin import StandinServer

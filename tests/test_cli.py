@@ -11,7 +11,7 @@ import pytest
 from pypdf import PdfReader
 
 import research.cli as cli_module
-from research.config import build_config
+from research.core.config import build_config
 from storage import Store
 from tests.cli_helpers import ROOT, RunCli, cli  # noqa: F401 - ROOT: other files import it here
 from tests.standin import StandinServer

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from research.config import Credentials, ResearchConfig, build_config
-from research.constants import CONSTANTS, PRESETS
-from research.errors import ConfigError
+from research.core.config import Credentials, ResearchConfig, build_config
+from research.core.constants import CONSTANTS, PRESETS
+from research.core.errors import ConfigError
 
 
 def test_every_spec_constant_has_its_default() -> None:

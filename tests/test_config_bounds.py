@@ -10,9 +10,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.settings_files import SettingsFileError, load_defaults, save_defaults
-from research.config import build_config
-from research.constants import CONSTANTS, PRESETS, bound_problem
-from research.errors import ConfigError
+from research.core.config import build_config
+from research.core.constants import CONSTANTS, PRESETS, bound_problem
+from research.core.errors import ConfigError
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - fixture
 

@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from research.llm.base import Completion, Message, Usage
-from research.phases.plan import MIN_SUBTOPICS
+from research.llm.messages import Completion, Message, Usage
+from research.phases.start.plan import MIN_SUBTOPICS
 from storage import Store
 from tests.runs import Runner
 from tests.standin import brain

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from research.config import build_config
+from research.core.config import build_config
 from research.pipeline import create_run
 from storage import Store
 from tests.browser_helpers import ARTIFACTS, CHROMIUM, StreamlitServer, wait_idle

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from dashboard import views
-from research.credibility import KINDS, assess, kind_of, source_kind
+from research.core.prompts import numbered_sources
+from research.core.records import Source
 from research.export import to_markdown
 from research.export.run_document import build_document_for_run
-from research.prompts import numbered_sources
-from research.records import Source
+from research.untrusted.credibility import KINDS, assess, kind_of, source_kind
 from storage import Store
 from tests.runs import Runner
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from dashboard import budget
-from research.config import build_config
-from research.records import Report, Run, RunTotals, UsageTotals
+from research.core.config import build_config
+from research.core.records import Report, Run, RunTotals, UsageTotals
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     FakeExecutor,
@@ -99,7 +99,7 @@ def test_library_shows_which_run_a_run_builds_on(dash_env: Store) -> None:
     parent = finished_run(dash_env, "How fast is solar power growing?")
     config = build_config(env={}, preset="quick").model_dump(mode="json")
     dash_env.create_run("Solar in Spain?", config, parent_run_id=parent)
-    at = open_page("pages/library.py").run()
+    at = open_page("app_pages/library.py").run()
     table = next(df.value for df in at.dataframe if "Builds on" in df.value.columns)
     row = table[table["Question"] == "Solar in Spain?"].iloc[0]
     assert row["Builds on"] == "How fast is solar power growing?"  # by question, no id

@@ -49,7 +49,7 @@ def files_read_once_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _documents() -> AppTest:
-    return open_page("pages/documents.py").run()
+    return open_page("app_pages/documents.py").run()
 
 
 def _button(at: AppTest, label: str):  # type: ignore[no-untyped-def]
@@ -186,7 +186,7 @@ def test_run_page_sources_tab_shows_the_text_of_document_passages(dash_env: Stor
 def test_run_again_keeps_the_documents_an_earlier_run_was_given(
     dash_env: Store, fake_jobs: FakeExecutor, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from research.config import build_config
+    from research.core.config import build_config
     from research.documents.choice import with_sources
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-documents-0000")

@@ -11,8 +11,8 @@ from typing import Any
 from dashboard.estimate import estimate
 from dashboard.jobs import JobManager, status_of
 from dashboard.views import tail_events
-from research.config import Credentials, build_config
-from research.records import Run
+from research.core.config import Credentials, build_config
+from research.core.records import Run
 from storage import Store
 
 CREDS = Credentials.from_env({"OPENAI_API_KEY": "sk-test-0123456789abcdef"})

@@ -36,7 +36,7 @@ def test_the_helper_makes_hostile_text_inert() -> None:
 
 def test_library_delete_warning_shows_the_question_as_text(dash_env: Store) -> None:
     run_id = finished_run(dash_env, HOSTILE)
-    at = open_page("pages/library.py").run()
+    at = open_page("app_pages/library.py").run()
     at.selectbox(key="lib_selected").select(run_id).run()
     next(b for b in at.button if b.label == "Delete").click().run()
     warning = next(w.value for w in at.warning if "Delete" in w.value)
@@ -59,6 +59,6 @@ def test_new_research_similar_run_link_and_options_are_text(dash_env: Store) -> 
 
 def test_run_page_links_to_runs_show_questions_as_text(dash_env: Store) -> None:
     finished_run(dash_env, HOSTILE)
-    at = open_page("pages/run.py").run()
+    at = open_page("app_pages/run.py").run()
     labels = [str(p.proto.label) for p in at.get("page_link") if "solar" in str(p.proto.label)]
     assert labels and all(live_markup(label) == [] for label in labels)

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.usefixtures("dash_env")
 
 
 def _library() -> AppTest:
-    return open_page("pages/library.py").run()
+    return open_page("app_pages/library.py").run()
 
 
 def _table(at: AppTest):

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from research import durable
-from research.constants import MAX_QUESTION_CHARS
+from research.core.constants import MAX_QUESTION_CHARS
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     APP,

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import form
 from dashboard.estimate import estimate
-from research.config import Credentials, build_config
+from research.core.config import Credentials, build_config
 from research.llm.pricing import PriceTable
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures

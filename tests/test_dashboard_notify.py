@@ -10,8 +10,8 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from dashboard import notify
-from research.config import build_config
-from research.records import Run
+from research.core.config import build_config
+from research.core.records import Run
 from storage import Store
 from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - the fixture
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.jobs import JobManager
-from research.config import Credentials, build_config
+from research.core.config import Credentials, build_config
 from storage import Store
 from tests.dashboard_fixtures import dash_env_fixture, finished_run, open_run_page  # noqa: F401 - fixture
 

@@ -8,7 +8,7 @@ from typing import Any
 from streamlit.testing.v1 import AppTest
 
 from dashboard import run_report
-from research.records import Run, Verdict
+from research.core.records import Run, Verdict
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     DRAFT_1,

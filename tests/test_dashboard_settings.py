@@ -21,7 +21,7 @@ FILE_KEY = "tvly-test-secretsfile-0123456789"
 
 
 def _settings() -> AppTest:
-    return open_page("pages/settings.py").run()
+    return open_page("app_pages/settings.py").run()
 
 
 def _every_value(at: AppTest) -> str:

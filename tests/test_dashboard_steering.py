@@ -9,8 +9,8 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from research.config import build_config
-from research.records import Subtopic
+from research.core.config import build_config
+from research.core.records import Subtopic
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     APP,
@@ -29,7 +29,7 @@ PLAN = [Subtopic("t1", "Costs", questions=("What?",)),
 
 
 def waiting_to_steer(store: Store) -> str:
-    """A run stopped after round 1 with two proposals, as research.phases.steer leaves it."""
+    """A run stopped after round 1 with two proposals, as research.phases.decide.steer leaves it."""
     config = build_config(env={}, preset="quick", MAX_ROUNDS=3, steer=True)
     run_id = store.create_run("How is heat pump adoption changing?", config.model_dump(mode="json"))
     store.set_run_status(run_id, "running")

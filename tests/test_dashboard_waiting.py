@@ -8,7 +8,7 @@ import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from dashboard import plan_edit
-from research.records import Subtopic
+from research.core.records import Subtopic
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     APP,

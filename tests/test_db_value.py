@@ -113,7 +113,7 @@ def test_checking_an_open_database_keeps_this_process_seeing_other_processes_run
     another process's runs again ("There is no such run")."""
     db = tmp_path / "research.db"
     reader = Store(db)
-    writer = ("import sys; from storage import Store; from research.config import build_config; "
+    writer = ("import sys; from storage import Store; from research.core.config import build_config; "
               "s = Store(sys.argv[1]); "
               "print(s.create_run('q', build_config(env={}, preset='quick').model_dump(mode='json'))); "
               "s.close()")

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from research.config import build_config
+from research.core.config import build_config
+from research.core.errors import ConfigError
 from research.documents import ingest, ingest_paths
 from research.documents.choice import mix_of, with_sources
 from research.documents.extract import MAX_FILE_BYTES
 from research.documents.passages import split
-from research.errors import ConfigError
 from research.search import build_search_providers
 from research.search.base import SearchResult
 from research.search.documents import (
@@ -187,7 +187,7 @@ def test_documents_only_needs_no_search_key_and_adds_no_academic_search(store: S
 
 
 def _no_keys():  # type: ignore[no-untyped-def]
-    from research.config import Credentials
+    from research.core.config import Credentials
 
     return Credentials.from_env({})
 
@@ -213,7 +213,7 @@ def test_a_word_file_is_read_in_the_sandboxed_child(store: Store,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib
 
-    from research.sandbox import ChildLimits
+    from research.untrusted.sandbox import ChildLimits
 
     extract_module = importlib.import_module("research.documents.extract")
 
@@ -236,16 +236,16 @@ def test_an_upload_keeps_its_order_and_stores_a_file_given_twice_once(store: Sto
 
 @pytest.mark.parametrize("address", ["doc://d_1/2", "file:///etc/passwd"])
 def test_the_web_fetcher_refuses_document_and_file_addresses(address: str) -> None:
-    from research.errors import FetchRefused
-    from research.fetch import Fetcher
+    from research.core.errors import FetchRefused
+    from research.untrusted.fetch import Fetcher
 
     with Fetcher() as fetcher, pytest.raises(FetchRefused, match="only http and https"):
         fetcher.fetch(address)
 
 
 def test_research_never_hands_a_doc_address_from_another_provider_to_the_fetcher() -> None:
-    from research.phases.research import UrlRegistry, _select
-    from research.phases.searching import Candidate, Outcome
+    from research.phases.gather.research import UrlRegistry, _select
+    from research.phases.gather.searching import Candidate, Outcome
 
     forged = SearchResult(url="doc://d_1/2", title="x", snippet="", provider="web", content="x")
     mine = SearchResult(url="doc://d_1/3", title="y", snippet="", provider="documents",
@@ -256,7 +256,7 @@ def test_research_never_hands_a_doc_address_from_another_provider_to_the_fetcher
 
 
 def test_searching_an_emptied_collection_is_a_named_failure(store: Store) -> None:
-    from research.errors import ProviderError
+    from research.core.errors import ProviderError
 
     doc_id = ingest(store, "a.md", markdown_bytes(), collection="Heat").document_id or ""
     docstore.delete_document(store, doc_id)

@@ -17,7 +17,7 @@ from research.documents import ingest
 from research.documents.choice import with_sources
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
-from research.phases.preflight import check_configuration
+from research.phases.start.preflight import check_configuration
 from storage import Store
 from tests.cli_helpers import RunCli
 from tests.document_files import docx_bytes, pdf_bytes
@@ -132,7 +132,7 @@ def test_cli_refuses_a_documents_run_with_nothing_to_read(
 @pytest.mark.parametrize("mix", ["documents", "both"])
 def test_stored_config_of_a_documents_run_resumes_with_the_same_scope(
         mix: str, tmp_db: Path) -> None:
-    from research.config import ResearchConfig
+    from research.core.config import ResearchConfig
     config = with_sources(build_config(env={}), mix, collection="Heat")  # type: ignore[arg-type]
     again = ResearchConfig(**config.model_dump(mode="json"))
     assert again.document_collection == "Heat" and again.search_providers == config.search_providers

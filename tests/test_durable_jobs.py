@@ -14,7 +14,7 @@ import pickle
 import sqlite3
 from pathlib import Path
 
-from research.config import build_config
+from research.core.config import build_config
 from research.pipeline import create_run
 from storage import Store
 from tests.crash_helpers import (
@@ -44,7 +44,7 @@ import sys, time
 from research import durable
 durable.POLL_S = 0.1
 from dashboard.jobs import JobManager
-from research.config import Credentials
+from research.core.config import Credentials
 from dashboard.settings_files import current_env
 jobs = JobManager(sys.argv[1])
 if len(sys.argv) > 2:

@@ -11,7 +11,7 @@ from pypdf import PdfReader
 from research.engines import engine_document, engine_reports
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
-from research.urls import canonical_url
+from research.untrusted.urls import canonical_url
 from storage import Store
 from tests.runs import Runner
 from tests.standin import StandinServer

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import research.estimate as estimate_module
-from research.config import Credentials, build_config
+from research.core.config import Credentials, build_config
 from research.estimate import (
     ModelLoad,
     account_of,

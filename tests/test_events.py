@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dashboard.views import events_frame, tail_events
-from research import events as ev
+from research.core import events as ev
 from storage import Store
 
 RUN = "r_events"
@@ -169,10 +169,10 @@ def test_a_failing_listener_is_logged_and_the_others_still_hear(
 
     emit = ev.fan_out(broken_listener, heard.append)
     event = ev.SourceFound(RUN, "Source: A", source_id="s_1")
-    with caplog.at_level(logging.ERROR, logger="research.events"):
+    with caplog.at_level(logging.ERROR, logger="research.core.events"):
         emit(event)
     assert heard == [event]
-    [record] = [r for r in caplog.records if r.name == "research.events"]
+    [record] = [r for r in caplog.records if r.name == "research.core.events"]
     text = record.getMessage()
     assert "broken_listener" in text and "source_found" in text and RUN in text
     assert record.exc_info is not None and "listener bug" in str(record.exc_info[1])

@@ -1,9 +1,9 @@
-"""Passages of a page instead of the page (research/excerpts.py, issue 31): what a relevance
+"""Passages of a page instead of the page (research/untrusted/excerpts.py, issue 31): what a relevance
 score, the gaps call and a claim's check read."""
 
 from __future__ import annotations
 
-from research.excerpts import excerpt, without_title
+from research.untrusted.excerpts import excerpt, without_title
 
 FILLER = " ".join(f"Paragraph {i} is about gardening and nothing else." for i in range(200))
 

@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 
 from research import Credentials, build_config, run_research
-from research.errors import ProviderTimeout
-from research.executor import HOSTED_BESIDE, RunExecutor, submit_limited, task_threads
-from research.llm.base import Completion, Message, RoleLLM, Usage, UsageMeter, run_with_deadline
+from research.core.errors import ProviderTimeout
+from research.core.executor import HOSTED_BESIDE, RunExecutor, submit_limited, task_threads
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
+from research.llm.deadline import run_with_deadline
+from research.llm.messages import Completion, Message, Usage
 from storage import Store
 from tests.standin import StandinServer
 
@@ -164,8 +167,8 @@ def test_a_model_bound_before_a_trim_still_calls_through_the_run_executor(
 
 
 def test_model_requests_in_flight_are_bounded_per_run_and_the_wait_obeys_stops() -> None:
-    from research.errors import RunCancelled, StepTimeLimit
-    from research.executor import MODEL_REQUESTS_PER_WORKER, RequestSlots, model_requests
+    from research.core.errors import RunCancelled, StepTimeLimit
+    from research.core.executor import MODEL_REQUESTS_PER_WORKER, RequestSlots, model_requests
 
     one = build_config(env={}, MAX_PARALLEL_WORKERS=1)
     assert model_requests(one) == MODEL_REQUESTS_PER_WORKER
@@ -209,9 +212,9 @@ def test_the_default_request_limit_holds_back_no_batch_a_default_run_sends_at_on
     provider, not a schedule the run has to wait on at its own defaults."""
     import math
 
-    from research.executor import model_requests
-    from research.phases.findings import FINDINGS_GROUP
-    from research.phases.scoring import SCORE_BATCH
+    from research.core.executor import model_requests
+    from research.phases.gather.findings import FINDINGS_GROUP
+    from research.phases.gather.scoring import SCORE_BATCH
     from research.phases.verify.judge import BATCH_CLAIMS
 
     config = build_config(env={})

@@ -11,7 +11,8 @@ import pytest
 from markdown_it import MarkdownIt
 from pypdf import PdfReader
 
-from research.errors import ResearchError
+from research.core.errors import ResearchError
+from research.core.records import Source
 from research.export import (
     ReportDocument,
     ReportSource,
@@ -21,7 +22,6 @@ from research.export import (
     to_pdf,
 )
 from research.export.pdf import render_pdf
-from research.records import Source
 
 SOURCES = [Source(**s) for s in [
     {
@@ -131,7 +131,7 @@ def test_only_cited_sources_are_listed() -> None:
     source = doc.sources[0]
     assert source == ReportSource(
         1, "s-beta", "Beta report", "https://www.beta.org/b", "beta.org", None, "t1",
-        kind="unknown",  # a .org address nobody recognises: not guessed (research.credibility)
+        kind="unknown",  # a .org address nobody recognises: not guessed (research.untrusted.credibility)
     )
 
 

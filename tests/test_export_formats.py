@@ -14,14 +14,14 @@ import pytest
 import rispy
 from bibtexparser.middlewares import LatexDecodingMiddleware
 
-from research.config import build_config
+from research.core.config import build_config
+from research.core.records import Source, Verdict
 from research.export import build_document
 from research.export.bibliography import find_doi, to_bibtex, to_ris
 from research.export.docx import bookmark_name, to_docx
 from research.export.evidence import HEADERS, evidence_rows, to_csv, to_xlsx
 from research.export.formats import FORMATS, export_run
 from research.export.method import method_lines, reading_minutes, settings_changed
-from research.records import Source, Verdict
 from storage import Store
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import EVIL_TITLE, dash_env_fixture, finished_run  # noqa: F401

@@ -20,8 +20,8 @@ import pytest
 
 from dashboard.jobs import JobManager
 from research import durable
-from research.config import MAX_RUNS_PER_PERSON, Credentials, WorkerSettings, build_config
-from research.records import Run
+from research.core.config import MAX_RUNS_PER_PERSON, Credentials, WorkerSettings, build_config
+from research.core.records import Run
 from storage import Store
 
 CREDS = Credentials.from_env({"OPENAI_API_KEY": "sk-test-0123456789abcdef"})

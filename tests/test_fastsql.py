@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.dialects import postgresql, sqlite
 
-from research.records import Finding, Source
+from research.core.records import Finding, Source
 from storage import Store
 from storage.dialects import insert_event
 from storage.fastsql import Plans

@@ -14,8 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from research.errors import FetchError, FetchRefused
-from research.fetch import Fetcher, FetchLimits, clean_text
+from research.core.errors import FetchError, FetchRefused
+from research.untrusted.fetch import Fetcher, FetchLimits, clean_text
 from tests.standin import pages, pdfs
 
 
@@ -421,7 +421,7 @@ def test_pages_read_at_once_load_the_extractors_suffix_list_once(
     # no lock of its own: the worker threads' first pages arriving together each parsed a copy.
     import tld.utils
 
-    import research.fetch as fetch
+    import research.untrusted.fetch as fetch
 
     loads: list[str] = []
     keep = tld.utils.update_tld_names_container

@@ -1,12 +1,12 @@
 """A worker's findings: its kept sources in small groups, all asked at once, and one call for
-the gaps and follow-up questions beside them (research/phases/findings.py, issue 11)."""
+the gaps and follow-up questions beside them (research/phases/gather/findings.py, issue 11)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from research.phases.findings import FINDINGS_GROUP, OPEN_QUESTIONS_CHARS
+from research.phases.gather.findings import FINDINGS_GROUP, OPEN_QUESTIONS_CHARS
 from tests.runs import Runner
 from tests.standin import StandinServer
 from tests.standin.server import _task_of

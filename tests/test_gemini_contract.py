@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from dashboard.connection import check_llm
-from research.config import build_config
-from research.errors import ProviderError
+from research.core.config import build_config
+from research.core.errors import ProviderError
 from research.llm import gemini_llm
-from research.llm.base import Message
 from research.llm.gemini_llm import GeminiChat
+from research.llm.messages import Message
 from tests.runs import Runner
 from tests.standin import StandinServer, protos
 from tests.standin.server import GEMINI_KEY
@@ -132,7 +132,7 @@ def test_test_connection_and_the_structured_call_go_to_the_pinned_version(
 def test_the_deep_research_engine_calls_the_interactions_api_on_the_pinned_version(
     standin: StandinServer, standin_env: dict[str, str]
 ) -> None:
-    from research.config import Credentials
+    from research.core.config import Credentials
     from research.engines.gemini_deep import GeminiDeepResearch
 
     config = build_config(env=standin_env, engine="gemini-deep-research")

@@ -11,9 +11,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from research import build_config
+from research.core.records import Run
 from research.export import to_markdown
 from research.export.run_document import build_document_for_run
-from research.records import Run
 from storage import Store
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures

@@ -21,7 +21,7 @@ from pypdf import PdfReader
 
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
-from research.textclean import strip_hidden_controls
+from research.untrusted.textclean import strip_hidden_controls
 from storage import Store
 from tests.runs import Runner
 from tests.standin import StandinServer
@@ -152,3 +152,27 @@ def test_hidden_controls_a_model_wrote_never_reach_a_later_prompt_outside_an_unt
             if hidden := _hidden_in(outside):
                 found.append((n, sorted(hidden), outside[:120]))
     assert not found, found
+
+
+_DRAFT_HEADS = ("\nREPORT:\n", "CURRENT TEXT OF YOUR PART:\n", "CURRENT REPORT:\n",
+                "REVIEW FEEDBACK ON YOUR PART (fix every high-severity issue, keep what works):\n")
+
+
+def test_earlier_drafts_and_reviews_enter_a_prompt_only_inside_their_own_block(
+    standin: StandinServer, runs: Runner
+) -> None:
+    # Issue 40, point 3: model text that is not ours this turn (the draft under review, the part
+    # being revised, the review's feedback) is data, delimited like a page.
+    runs.completed("How do heat pumps perform in cold climates?", preset="quick",
+                   REVIEW_CYCLES=1, fetch_timeout_s=20)
+    seen: dict[str, int] = {}
+    for request in standin.requests_for("openai"):
+        for text in _prompt_texts(request):
+            for head in _DRAFT_HEADS:
+                if head in text:
+                    seen[head] = seen.get(head, 0) + 1
+                    after = text.split(head, 1)[1]
+                    assert after.startswith("<untrusted_source id="), (head, after[:120])
+                    assert _BLOCK.match(after), after[:200]
+    assert seen.get("\nREPORT:\n"), "the review read the draft"
+    assert seen.get("CURRENT TEXT OF YOUR PART:\n") or seen.get("CURRENT REPORT:\n"), seen

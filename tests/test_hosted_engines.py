@@ -20,10 +20,12 @@ from typing import Any
 import pytest
 from pypdf import PdfReader
 
-from research.agents import Role, Workflow
-from research.config import Credentials, ResearchConfig, build_config
-from research.context import RunContext
 from research.control import RunControl
+from research.core.agents import Role, Workflow
+from research.core.config import Credentials, ResearchConfig, build_config
+from research.core.context import RunContext
+from research.core.errors import BudgetExceeded, ConfigError, ProviderError, QuotaExhausted, RunCancelled
+from research.core.events import fan_out
 from research.engines import (
     engine_document,
     engine_reports,
@@ -32,17 +34,16 @@ from research.engines import (
 )
 from research.engines.base import Citation
 from research.engines.hosted import rewrite_citations
-from research.errors import BudgetExceeded, ConfigError, ProviderError, QuotaExhausted, RunCancelled
-from research.events import fan_out
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
-from research.fetch import Fetcher, FetchLimits
 from research.llm import build_llm
-from research.llm.base import RoleLLM, UsageMeter
-from research.phases import deliver
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
+from research.phases.writing import deliver
 from research.pipeline import create_run
 from research.search import build_search_providers
-from research.urls import canonical_url
+from research.untrusted.fetch import Fetcher, FetchLimits
+from research.untrusted.urls import canonical_url
 from storage import Store
 from tests.standin import OPENAI_INSUFFICIENT_QUOTA, StandinServer
 from tests.standin import hosted as remote

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from pypdf import PdfReader
 
+from research.core.prompts import INVISIBLE, clean_untrusted, new_nonce, untrusted_block
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
-from research.fetch import Fetcher, FetchLimits, clean_text
-from research.prompts import INVISIBLE, clean_untrusted, new_nonce, untrusted_block
-from research.urls import canonical_url
+from research.untrusted.fetch import Fetcher, FetchLimits, clean_text
+from research.untrusted.urls import canonical_url
 from tests.runs import Runner
 from tests.standin import StandinServer
 from tests.standin.pages import CANARY, CANARY_FACT, TRACKER

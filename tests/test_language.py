@@ -7,9 +7,9 @@ import re
 
 from pypdf import PdfReader
 
+from research.core.records import Source
 from research.export import build_document, to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
-from research.records import Source
 from tests.runs import Runner
 from tests.standin import StandinServer
 

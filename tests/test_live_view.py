@@ -3,7 +3,7 @@ the same rows, in the same shapes, as the single-query methods it replaces."""
 
 from __future__ import annotations
 
-from research.records import Source
+from research.core.records import Source
 from storage import Store
 
 

@@ -8,8 +8,8 @@ import time
 import pytest
 from pydantic import BaseModel
 
-from research.config import Credentials, build_config
-from research.errors import (
+from research.core.config import Credentials, build_config
+from research.core.errors import (
     AuthError,
     ConfigError,
     ProviderError,
@@ -18,9 +18,11 @@ from research.errors import (
     RateLimited,
     SchemaError,
 )
+from research.core.retry import RetryPolicy
 from research.llm import build_llm
-from research.llm.base import LLM, Message, RoleLLM, UsageMeter
-from research.retry import RetryPolicy
+from research.llm.base import LLM, RoleLLM
+from research.llm.budget import UsageMeter
+from research.llm.messages import Message
 from tests.standin import (
     GEMINI_KEY,
     OPENAI_INSUFFICIENT_QUOTA,

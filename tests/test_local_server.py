@@ -21,9 +21,11 @@ from typing import Any
 
 import pytest
 
-from research.errors import ContextTooLong, StepTimeLimit
-from research.executor import RequestSlots
-from research.llm.base import Message, RoleLLM, UsageMeter
+from research.core.errors import ContextTooLong, StepTimeLimit
+from research.core.executor import RequestSlots
+from research.core.retry import RetryPolicy
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
 from research.llm.fitting import DROP_NOTE, fit_prompt, window_chars
 from research.llm.local_discovery import discover, is_private_host
 from research.llm.local_server import (
@@ -35,9 +37,9 @@ from research.llm.local_server import (
     local_server,
     server_of,
 )
+from research.llm.messages import Message
 from research.llm.openai_llm import OpenAIChat
 from research.llm.waits import RunWaits
-from research.retry import RetryPolicy
 
 
 @dataclass

@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 
-from research.executor import RequestSlots
+from research.core.executor import RequestSlots
 from research.llm import local_server as local
-from research.llm.base import Message, RoleLLM, UsageMeter
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
 from research.llm.limits import AccountLimits
+from research.llm.messages import Message
 from research.llm.openai_llm import OpenAIChat
 from tests.runs import Runner
 from tests.standin import StandinServer

@@ -21,7 +21,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
-from research.records import Source
+from research.core.records import Source
 from storage import Store
 from storage.copy import CopyRefused, copy_store, count_rows
 from storage.migrate import HEAD_REVISION, head_revision

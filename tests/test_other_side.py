@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from research.phases.searching import opposing_query
+from research.phases.gather.searching import opposing_query
 from storage import Store
 from tests.runs import Runner
 from tests.standin import StandinServer

@@ -18,9 +18,9 @@ from dbos import DBOS
 
 from dashboard.jobs import JobManager
 from dashboard.views import compare_frame
-from research.config import DEFAULT_PERSON, Credentials, build_config
-from research.errors import ConfigError
-from research.records import Run
+from research.core.config import DEFAULT_PERSON, Credentials, build_config
+from research.core.errors import ConfigError
+from research.core.records import Run
 from storage import Store
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import finished_run

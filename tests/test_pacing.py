@@ -1,5 +1,6 @@
 """Pacing model requests to the account (research/llm/pacing.py): the buckets, what the
-provider's answers and refusals teach them, the wait lines, and the `paced` layer of RoleLLM.
+provider's answers and refusals teach them, the wait lines, and the `AccountTurn` layer of RoleLLM
+(research.llm.turns).
 
 The pacer's own arithmetic runs on a fake clock (`try_acquire` never waits); the RoleLLM
 tests use tiny real waits and assert what happened (tries, lines, stops), never how long."""
@@ -17,7 +18,7 @@ import openai
 import pytest
 from google.genai import errors as genai_errors
 
-from research.errors import (
+from research.core.errors import (
     BudgetExceeded,
     QuotaExhausted,
     QuotaSpent,
@@ -25,21 +26,15 @@ from research.errors import (
     RequestTooLarge,
     RunCancelled,
 )
-from research.llm.base import Completion, JsonSchema, Message, RoleLLM, Usage, UsageMeter
+from research.core.retry import RetryPolicy
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
 from research.llm.gemini_llm import GeminiChat
 from research.llm.limits import Account, AccountLimits, RateReport
+from research.llm.messages import Completion, JsonSchema, Message, Usage
 from research.llm.openai_llm import OpenAIChat, rate_report
-from research.llm.pacing import (
-    EPISODE_GAP_S,
-    WINDOW_FORGET_S,
-    Pacer,
-    Ticket,
-    Wait,
-    known_limits,
-    pacer_for,
-)
-from research.llm.waits import RunWaits
-from research.retry import RetryPolicy
+from research.llm.pacing import EPISODE_GAP_S, WINDOW_FORGET_S, Pacer, Ticket, known_limits, pacer_for
+from research.llm.waits import RunWaits, Wait
 from storage import Store
 from tests.store_files import migrated_copy
 
@@ -324,7 +319,7 @@ def test_the_answers_headers_teach_the_accounts_pacer() -> None:
     llm = Scripted(rate=RateReport(limits=AccountLimits(tokens_per_minute=30_000)))
     model = role(llm)
     model.text([Message("user", "hi")])
-    assert model._pacer is not None and model._pacer.limits.tokens_per_minute == 30_000
+    assert model.pacer is not None and model.pacer.limits.tokens_per_minute == 30_000
 
 
 def _source_prompt(chars: int) -> list[Message]:
@@ -336,8 +331,8 @@ def _source_prompt(chars: int) -> list[Message]:
 def test_a_prompt_over_a_minutes_tokens_is_sent_with_fewer_source_characters() -> None:
     llm = Scripted()
     model = role(llm)
-    assert model._pacer is not None
-    model._pacer.learn(AccountLimits(tokens_per_minute=6_000))
+    assert model.pacer is not None
+    model.pacer.learn(AccountLimits(tokens_per_minute=6_000))
     model.text(_source_prompt(100_000))
     sent = sum(len(m.content) for m in llm.calls[0])
     assert sent < 6_000 * 4

@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 from research import Credentials, build_config, resume
-from research.executor import model_requests
+from research.core.executor import model_requests
+from research.core.records import Run
 from research.llm.limits import Account
 from research.llm.pacing import known_limits
-from research.records import Run
 from storage import Store
 from tests.runs import QUESTION, Runner
 from tests.standin import GEMINI_KEY, OPENAI_KEY, StandinServer

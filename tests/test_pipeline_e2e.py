@@ -13,10 +13,10 @@ import pytest
 from pypdf import PdfReader
 
 from research import Credentials, control, resume, run_research
-from research.events import StepCompleted
+from research.core.events import StepCompleted
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
-from research.urls import canonical_url
+from research.untrusted.urls import canonical_url
 from storage import Store
 from tests.runs import QUESTION, Runner
 from tests.standin import StandinServer, openai_error
@@ -173,7 +173,7 @@ def test_quota_exhausted_fails_fast_with_a_clear_message(
     assert run is not None and run.status == "failed"
     assert "quota" in run.error.lower() and "OPENAI_API_KEY" in run.error
     # No retry on an exhausted quota: the connection check, and the plan's call made beside
-    # it (research.phases.plan.Ahead), each went out once.
+    # it (research.phases.start.plan.Ahead), each went out once.
     from tests.standin.server import _task_of
     sent = [_task_of("openai", r["json"]) for r in standin.requests_for("openai")]
     assert "Ping" in sent and len(sent) == len(set(sent)) <= 2, sent

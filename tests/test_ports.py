@@ -15,10 +15,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from research.config import build_config
-from research.errors import ConfigError, FetchRefused
-from research.fetch import Fetcher, FetchLimits
-from research.urls import WEB_PORTS, check_url
+from research.core.config import build_config
+from research.core.errors import ConfigError, FetchRefused
+from research.untrusted.fetch import Fetcher, FetchLimits
+from research.untrusted.urls import WEB_PORTS, check_url
 from tests.standin import StandinServer
 
 PUBLIC = "93.184.216.34"

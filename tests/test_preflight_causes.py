@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from research.records import Run
+from research.core.records import Run
 from storage import Store
 from tests.runs import Runner
 from tests.standin import StandinServer

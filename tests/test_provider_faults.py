@@ -12,19 +12,14 @@ import pytest
 from pydantic import BaseModel
 
 from research import Credentials, build_config
-from research.errors import ContextTooLong, ProviderError, ProviderTimeout
+from research.core.errors import ContextTooLong, ProviderError, ProviderTimeout
+from research.core.prompts import untrusted_block
+from research.core.retry import RetryPolicy
 from research.llm import build_llm
-from research.llm.base import (
-    MIN_SOURCE_CHARS,
-    TRIM_NOTE,
-    Message,
-    RoleLLM,
-    UsageMeter,
-    fit_prompt,
-    prompt_chars,
-)
-from research.prompts import untrusted_block
-from research.retry import RetryPolicy
+from research.llm.base import RoleLLM
+from research.llm.budget import UsageMeter
+from research.llm.fitting import MIN_SOURCE_CHARS, TRIM_NOTE, fit_prompt, prompt_chars
+from research.llm.messages import Message
 from storage import Store
 from tests.runs import Runner
 from tests.standin import StandinServer
@@ -98,7 +93,7 @@ def test_a_context_length_error_retries_once_with_a_harder_trim_and_remembers_it
     llm = _role_llm(provider, standin_env, on_retry=notes.append)  # default: 400k characters
     assert llm.text(_messages(40_000, 20_000, 1_000))
     assert standin.count(provider) == 2
-    assert llm.max_input_chars <= 30_000 and notes and "too long" in notes[0]
+    assert llm.room.max_chars <= 30_000 and notes and "too long" in notes[0]
     llm.text(_messages(40_000, 20_000, 1_000))  # the next prompt is trimmed before sending
     assert standin.count(provider) == 3
 

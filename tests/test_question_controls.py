@@ -7,8 +7,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from research import validate_question
-from research.config import ResearchConfig
-from research.errors import ConfigError
+from research.core.config import ResearchConfig
+from research.core.errors import ConfigError
 from research.pipeline import create_run
 from storage import Store
 from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - fixtures

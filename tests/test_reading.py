@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from bench.latency import Call, Latency, unit_chain
-from research.phases.searching import opposing_query
+from research.phases.gather.searching import opposing_query
 from tests.runs import Runner
 from tests.standin import StandinServer
 from tests.standin.server import _task_of
@@ -66,7 +66,7 @@ def test_a_budget_stop_in_the_second_wave_keeps_the_pages_the_first_wave_read(
 ) -> None:
     """The first wave's pages are read and scored while the second wave's queries are
     written: when the budget refuses that call, those pages are kept, never lost."""
-    from research.errors import BudgetStop
+    from research.core.errors import BudgetStop
     from tests.fakes import FakeModel
 
     class StopsAtTheSecondWave(FakeModel):

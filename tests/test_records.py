@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from research.records import (
+from research.core.records import (
     Draft,
     EngineReport,
     Finding,

@@ -18,11 +18,11 @@ from typing import Any
 import httpx
 import pytest
 
-import research.sandbox as sandbox
-from research.errors import FetchError, FetchRefused, ResearchError
+import research.untrusted.sandbox as sandbox
+from research.core.errors import FetchError, FetchRefused, ResearchError
 from research.export.document import ReportDocument, ReportSource
 from research.export.pdf import DEFAULT_LIMITS, PdfLimits, render_pdf, to_pdf
-from research.fetch import Fetcher, FetchLimits
+from research.untrusted.fetch import Fetcher, FetchLimits
 from tests.runs import Runner
 from tests.sandbox_targets import children_alive as _children_alive
 from tests.standin import StandinServer, pdfs

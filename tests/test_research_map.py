@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from dashboard import research_map
-from research.records import Finding, JsonObject, Source, Step, Subtopic
+from research.core.records import Finding, JsonObject, Source, Step, Subtopic
 from storage import Store
 from tests.dashboard_fixtures import (  # noqa: F401 - the fixture
     dash_env_fixture,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from research.phases.review import UNCHANGED_MARK, unchanged
-from research.phases.write_sections import FRAME, KEY_FINDINGS
+from research.phases.writing.review import UNCHANGED_MARK, unchanged
+from research.phases.writing.write_sections import FRAME, KEY_FINDINGS
 from tests.runs import Runner
 from tests.standin import StandinServer
 from tests.standin.server import _task_of

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from research.phases.rounds import _breadth, _overlap
+from research.phases.decide.rounds import _breadth, _overlap
 from storage import Store
 from tests.runs import Runner
 
@@ -133,7 +133,7 @@ class _Ctx:
 
 
 def test_a_query_repeating_an_earlier_one_is_not_searched_again() -> None:
-    from research.phases import searching
+    from research.phases.gather import searching
 
     worker = _Worker(["Heat pumps  EUROPE", "heat pump subsidies", "heat pump subsidies"],
                      ["heat pump prices 2024"])

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from research import Credentials, build_config, cancel, control, create_run, execute, pause, unpause
-from research.constants import CONSTANTS
-from research.errors import ConfigError
+from research.core.constants import CONSTANTS
+from research.core.errors import ConfigError
 from storage import Store
 from tests.standin import StandinServer
 

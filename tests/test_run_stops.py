@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from research import Credentials, ResearchError, build_config, cancel, create_run, execute, resume
-from research.errors import BudgetExceeded, BudgetStop, NeedsInput, RateLimited, RunCancelled, RunStop
-from research.records import Report
-from research.retry import RetryPolicy, call_with_retries
+from research.core.errors import BudgetExceeded, BudgetStop, NeedsInput, RateLimited, RunCancelled, RunStop
+from research.core.records import Report
+from research.core.retry import RetryPolicy, call_with_retries
 from storage import Store
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import dash_env_fixture  # noqa: F401 - fixture
@@ -133,8 +133,8 @@ def test_a_completed_run_with_warnings_says_so_in_store_library_and_cli(
 def test_incomplete_verification_or_no_verified_citation_is_a_warning(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from research import outcome
-    from research.context import Losses
+    from research.core.context import Losses
+    from research.report import outcome
 
     class Ctx:
         run_id = "r1"

@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import research.sandbox as sandbox
-from research.sandbox import ChildFailed, ChildLimits, run_child
+import research.untrusted.sandbox as sandbox
+from research.untrusted.sandbox import ChildFailed, ChildLimits, run_child
 from tests.cli_helpers import ROOT
 from tests.sandbox_targets import children_alive, descendants
 
@@ -114,7 +114,7 @@ def test_when_the_parent_dies_its_children_and_starter_go_too() -> None:
     script = (
         "import sys, threading, time\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
-        "import research.sandbox as sandbox\n"
+        "import research.untrusted.sandbox as sandbox\n"
         "limits = sandbox.ChildLimits(timeout_s=120, memory_mb=1024)\n"
         "threading.Thread(target=sandbox.run_child, daemon=True,\n"
         "                 args=('tests.sandbox_targets:sleep', b'', limits, ('120',))).start()\n"

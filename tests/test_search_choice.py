@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import form
 from research import Credentials, build_config, run_research
-from research.config import ACADEMIC_PROVIDERS
+from research.core.config import ACADEMIC_PROVIDERS
 from storage import Store
 from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - fixture
 from tests.standin import StandinServer

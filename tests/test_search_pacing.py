@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from research import Credentials, build_config, run_research
-from research.errors import RateLimited
-from research.phases import searching
+from research.core.errors import RateLimited
+from research.phases.gather import searching
 from research.search import build_search_providers, pacing
 from research.search.arxiv import ArxivSearch
 from research.search.semanticscholar import SemanticScholarSearch

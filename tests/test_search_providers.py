@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from research.config import Credentials, build_config
-from research.errors import (
+from research.core.config import Credentials, build_config
+from research.core.errors import (
     AuthError,
     ConfigError,
     ProviderError,

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from dashboard.settings_files import load_defaults, read_secrets, save_defaults, save_secrets
-from research.constants import CONSTANTS, DEFAULTS
+from research.core.constants import CONSTANTS, DEFAULTS
 
 SAVES = 80
 

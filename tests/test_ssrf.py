@@ -16,11 +16,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from research.errors import FetchError, FetchRefused
+from research.core.errors import FetchError, FetchRefused
 from research.export.document import ReportDocument, ReportSource
 from research.export.pdf import render_pdf, to_pdf
-from research.fetch import Fetcher, FetchLimits
-from research.urls import check_url
+from research.untrusted.fetch import Fetcher, FetchLimits
+from research.untrusted.urls import check_url
 
 DNS = {
     "news.example": ["93.184.216.34"],

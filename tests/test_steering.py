@@ -75,3 +75,32 @@ def test_enough_goes_straight_to_writing_and_a_wrong_number_is_refused(
     assert run.totals.stop_reason == "You asked to write the report after round 1."
     assert all(s.round == 1 for s in store.get_plan(run_id) or [])
     assert (tmp_path / "r.md").read_text().startswith("# ")
+
+
+def test_a_steered_run_asks_even_when_the_lead_proposes_nothing_and_follows_my_own_branch(
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
+) -> None:
+    # Issue 39: with nothing proposed the run used to go straight to writing, so the person
+    # could not add a branch of their own.
+    env = {**standin_env, "DEEP_RESEARCH_MAX_ROUNDS": "2"}
+    db = tmp_path / "steer.db"
+    full = {**env, "DEEP_RESEARCH_DB": str(db)}
+    first = run_cli(["How is heat pump adoption changing in Europe, nothing further?",
+                     "--subtopics", "3", "--sources", "5", "--reviews", "0", "--steer",
+                     "--out", str(tmp_path / "r.md")], full, tmp_path)
+    assert first.returncode == 3, first.stderr
+    assert "(no new branches)" in first.stderr
+    run_id = re.search(r"Run id: (\S+)", first.stderr)
+    assert run_id
+    [step] = [s for s in Store(db).get_steps(run_id.group(1)) if s.kind == "steer"]
+    assert step.result["proposals"] == []
+    second = _cli(["--resume", run_id.group(1), "--add", MINE, "--out", str(tmp_path / "r.md")],
+                  full, tmp_path)
+    assert second.returncode == 0, second.stderr
+    store = Store(db)
+    run = store.get_run(run_id.group(1))
+    assert run is not None and run.status == "completed"
+    round_two = [s for s in store.get_plan(run_id.group(1)) or [] if s.round == 2]
+    assert [s.title for s in round_two] == [MINE]
+    done = {s.key: s.status for s in store.get_steps(run_id.group(1))}
+    assert done.get(f"research:{round_two[0].id}") == "done"

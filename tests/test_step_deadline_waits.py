@@ -14,21 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from research.config import build_config
-from research.context import RunContext
 from research.control import RunControl
-from research.errors import StepTimeLimit
-from research.events import fan_out
-from research.fetch import Fetcher, FetchLimits
+from research.core.config import build_config
+from research.core.context import RunContext
+from research.core.errors import StepTimeLimit
+from research.core.events import fan_out
 from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.pacing import Pacer, Ticket
 from research.llm.waits import RunWaits
-from research.phases import searching
-from research.phases.reading import Reading
-from research.phases.searching import Candidate, Outcome
+from research.phases.gather import searching
+from research.phases.gather.reading import Reading
+from research.phases.gather.searching import Candidate, Outcome
 from research.pipeline import create_run
 from research.search.base import SearchResult
 from research.search.documents import DOCUMENTS, SCHEME
+from research.untrusted.fetch import Fetcher, FetchLimits
 from storage import Store
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, inspect, select, text, update
 
-from research.events import Error, SourceFound
-from research.records import (
+from research.core.events import Error, SourceFound
+from research.core.records import (
     Finding,
     Query,
     ReviewIssue,

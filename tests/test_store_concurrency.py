@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from research.records import Finding, Query, Source
+from research.core.records import Finding, Query, Source
 from storage import Store
 
 WRITERS, READERS, STEPS, EVENTS_PER_STEP, SOURCES_PER_STEP = 8, 4, 6, 10, 5

@@ -16,18 +16,20 @@ import pytest
 from pydantic import BaseModel
 
 from research.llm.answer_limits import validate_capped
-from research.llm.base import schema_of
-from research.phases.clarify import ClarifyingQuestions
-from research.phases.deliver import ReportLabels, Translations
-from research.phases.findings import OpenQuestions, SubtopicFindings
-from research.phases.goal import GoalCheck
-from research.phases.plan import ResearchPlan
-from research.phases.preflight import Ping
-from research.phases.review import ReviewResult
-from research.phases.rounds import RoundAssessment
-from research.phases.scoring import RelevanceScores
-from research.phases.searching import SearchQueries
-from research.phases.verify.judge import ClaimRewrites, ClaimVerdicts, CriticVerdicts
+from research.llm.repair import schema_of
+from research.phases.decide.goal import GoalCheck
+from research.phases.decide.rounds import RoundAssessment
+from research.phases.gather.findings import OpenQuestions, SubtopicFindings
+from research.phases.gather.scoring import RelevanceScores
+from research.phases.gather.searching import SearchQueries
+from research.phases.start.clarify import ClarifyingQuestions
+from research.phases.start.plan import ResearchPlan
+from research.phases.start.preflight import Ping
+from research.phases.verify.critic import CriticVerdicts
+from research.phases.verify.judge import ClaimVerdicts
+from research.phases.verify.rewrite import ClaimRewrites
+from research.phases.writing.deliver import ReportLabels, Translations
+from research.phases.writing.review import ReviewResult
 from tests import real_outputs
 from tests.runs import Runner
 from tests.standin import StandinServer

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from research.prompts import strip_control
+from research.core.prompts import strip_control
 from tests.cli_helpers import RunCli
 from tests.standin import brain
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from research.phases.review import CITE_IN_TEXT, UNCITED_NOTE, UNCITED_WARNING
 from research.phases.verify.apply import NO_SOURCE
+from research.phases.writing.review import CITE_IN_TEXT, UNCITED_NOTE, UNCITED_WARNING
 from tests import fakes
 from tests.runs import Runner
 from tests.standin import StandinServer

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from research import errors
+from research.core import errors
 from research.export import formats
-from research.phases import scoring, sections_job
+from research.phases.gather import scoring
 from research.phases.verify import judge
+from research.phases.writing import sections_job
 from storage import Store
 from tests.real_outputs import EXCEPTION_WORDS
 from tests.runs import Runner
@@ -181,7 +182,7 @@ def test_a_bug_in_one_export_format_is_said_plainly_and_the_others_still_work(
 def test_a_run_that_crashes_outside_any_piece_names_no_exception(
     runs: Runner, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from research.phases import deliver
+    from research.phases.writing import deliver
 
     monkeypatch.setattr(deliver, "run_record", lambda ctx: {}["missing"])
     store, run_id = runs(**{**CONFIG, "review_cycles": 0})

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from research.errors import FetchError, FetchRefused
-from research.urls import canonical_url, check_url, domain_of, parse_ip
+from research.core.errors import FetchError, FetchRefused
+from research.untrusted.urls import canonical_url, check_url, domain_of, parse_ip
 
 
 def resolver(table: dict[str, list[str]]) -> Callable[[str], list[str]]:

@@ -14,12 +14,12 @@ import pytest
 from pypdf import PdfReader
 from streamlit.testing.v1 import AppTest
 
+from research.core.records import Source, Verdict
 from research.export import to_markdown, to_pdf
 from research.export.run_document import build_document_for_run
 from research.phases import verify
 from research.phases.verify import Claim, Outcome, PassVerdict
-from research.records import Source, Verdict
-from research.urls import canonical_url
+from research.untrusted.urls import canonical_url
 from storage import Store
 from tests.dashboard_fixtures import APP, dash_env_fixture  # noqa: F401 - fixture
 from tests.runs import Runner
@@ -218,7 +218,7 @@ def test_run_page_shows_the_share_of_supported_claims_and_every_verdict_with_its
     _, run_id = _run(runs.use_store(dash_env))
     result = verify.summary(dash_env, run_id)
     at = AppTest.from_file(APP, default_timeout=30).run()
-    at.switch_page("pages/run.py")
+    at.switch_page("app_pages/run.py")
     at.query_params["run"] = run_id
     at.query_params["tab"] = "Verification"
     at.run()
@@ -475,7 +475,8 @@ def test_the_summary_kept_as_the_step_result_reads_back_and_older_results_lack_l
 
 
 def test_verdicts_in_a_models_own_words_count_and_unknown_words_are_no_verdict() -> None:
-    from research.phases.verify.judge import ClaimVerdicts, CriticVerdicts
+    from research.phases.verify.critic import CriticVerdicts
+    from research.phases.verify.judge import ClaimVerdicts
 
     answer = ClaimVerdicts.model_validate({"verdicts": [
         {"claim_id": 3, "verdict": "partially_supported", "quote": None},
@@ -488,3 +489,38 @@ def test_verdicts_in_a_models_own_words_count_and_unknown_words_are_no_verdict()
         == ["SUPPORTED", "UNSUPPORTED", "OVERSTATED", "CONTRADICTED"]
     critic = CriticVerdicts.model_validate({"judgements": [{"claim_id": "1", "verdict": "rejected"}]})
     assert critic.judgements[0].verdict == "REJECT" and critic.judgements[0].claim_id == "c1"
+
+
+TABLE_ONLY = """# Report
+
+## Executive summary
+
+Heat pumps sold 40% more in 2024 than in 2023 [1].
+
+## Comparison
+
+| Country | Growth |
+| --- | --- |
+| Norway | 12% [1] |
+| Poland | 30% [1] |
+
+## Open questions and gaps
+
+Nobody knows what happens after 2030.
+"""
+
+
+def test_a_table_whose_every_row_was_removed_leaves_no_header_behind() -> None:
+    claims = verify.split_claims(TABLE_ONLY, NUMBERING, SOURCES)
+    outcomes = [Outcome(c, PassVerdict("SUPPORTED"), PassVerdict("SUPPORTED"), "supported")
+                for c in claims]
+    rows = [o for o in outcomes if o.claim.table_row]
+    assert len(rows) == 2
+    for o in outcomes:
+        o.status = "removed" if o.claim.table_row else "supported"
+    text, _ = verify.apply(TABLE_ONLY, outcomes, numbering=NUMBERING, sources=SOURCES,
+                           failed_titles=[])
+    assert "Country" not in text and "---" not in text, text
+    comparison = text.split("## Comparison", 1)[1].split("##", 1)[0]
+    assert verify.INSUFFICIENT in comparison
+    assert "Heat pumps sold 40% more in 2024 than in 2023 [1]." in text

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from research import durable
-from research.config import Credentials, WorkerSettings, build_config
-from research.errors import ConfigError
+from research.core.config import Credentials, WorkerSettings, build_config
+from research.core.errors import ConfigError
+from research.core.records import Run
 from research.pipeline import create_run
-from research.records import Run
 from research.workers import DEAD_AFTER_S, beat, beats_engine, carry_on_dead_workers
 from storage import Store
 

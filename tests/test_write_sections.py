@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from research.phases.sections_job import matching
-from research.phases.write_sections import FRAME, KEY_FINDINGS, assemble, split_frame
+from research.phases.writing.sections_job import matching
+from research.phases.writing.write_sections import FRAME, KEY_FINDINGS, assemble, split_frame
 from storage import Store
 from tests.runs import Runner
 from tests.standin import StandinServer

@@ -39,13 +39,13 @@ SPAWN_TIMEOUT_S = 120.0  # the first request waits for the imports, on a busy tw
 # against the stand-in), and what it loads once per process (`module:function`: the HTML
 # extractor's list of web suffixes, the CA bundle).
 PRELOAD = (
-    "research.cli", "research.llm.openai_llm", "research.phases.sections_job",
+    "research.cli", "research.llm.openai_llm", "research.phases.writing.sections_job",
     "research.search.arxiv", "research.search.semanticscholar", "research.search.tavily",
     "alembic.command", "alembic.config", "openai.resources.chat", "openai.types.chat", "jiter",
     "tiktoken", "requests",
     "xml.etree.ElementTree", "_strptime", "netrc",
     "research.workers", "dashboard.jobs",  # `python -m research worker`; a dashboard's jobs
-    "research.fetch:warm_up", "research.llm.tls:shared_tls_context",
+    "research.untrusted.fetch:warm_up", "research.llm.tls:shared_tls_context",
 )
 # What the OpenAI SDK imports on a client's first use (its resources load lazily).
 WARM_CODE = """

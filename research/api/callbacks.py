@@ -8,7 +8,7 @@ made; `research.api.tokens`), as GitHub signs its webhooks
 (https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries).
 A failed delivery (no connection, a 5xx, 408 or 429) is tried again after 2, 4, 8... s, up
 to `DEEP_RESEARCH_CALLBACK_TRIES` tries; other answers end it. The address must pass the
-page fetcher's rules (`research.urls.check_url`: http(s), a web port, no loopback, private,
+page fetcher's rules (`research.untrusted.urls.check_url`: http(s), a web port, no loopback, private,
 link-local or metadata address), checked when the run starts and again before every try,
 unless `DEEP_RESEARCH_CALLBACK_ALLOW_PRIVATE` / `DEEP_RESEARCH_CALLBACK_ALLOWED_PORTS` allow
 more. Redirects are not followed.
@@ -37,8 +37,8 @@ from research.api.errors import ApiError
 from research.api.settings import ApiSettings
 from research.api.status import run_status
 from research.api.tokens import signing_secret
-from research.errors import FetchRefused
-from research.urls import check_url
+from research.core.errors import FetchRefused
+from research.untrusted.urls import check_url
 from storage import TERMINAL_STATUSES
 from storage import tokens as tokenstore
 from storage.tokens import Callback

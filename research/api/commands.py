@@ -8,8 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
-from research.errors import ConfigError, redact
-from research.settings import effective_env
+from research.core.errors import ConfigError, redact
+from research.core.settings import effective_env
 from storage import (
     DatabaseUnavailableError,
     DatabaseValueError,
@@ -85,7 +85,7 @@ def serve(args: argparse.Namespace, env: dict[str, str], store: Store, target: P
     from research.api.door import RunDoor
     from research.api.mounts import mounted_apps
     from research.api.settings import ApiSettings
-    from research.config import Credentials
+    from research.core.config import Credentials
 
     try:
         settings = ApiSettings.from_env(env)

@@ -11,10 +11,10 @@ from fastapi import Request
 from research.api.auth import Authenticator
 from research.api.door import RunDoor
 from research.api.settings import ApiSettings
-from research.config import Credentials
-from research.errors import ConfigError
+from research.core.config import Credentials
+from research.core.errors import ConfigError
+from research.core.settings import effective_env, prices_path
 from research.llm.pricing import PriceTable
-from research.settings import effective_env, prices_path
 from storage import Store
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 from dashboard.jobs import ACTIVE, JobManager, status_of
 from research import cancel, pause, unpause
-from research.config import Credentials, ResearchConfig
+from research.core.config import Credentials, ResearchConfig
+from research.core.errors import ConfigError
+from research.core.records import Run
 from research.durable import QueuePlace
-from research.errors import ConfigError
 from research.llm.pricing import PriceTable
-from research.records import Run
 from storage import TERMINAL_STATUSES, Store
 
 __all__ = ["ACTIVE", "QueuePlace", "RunDoor"]

@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from research.errors import ResearchError, redact
+from research.core.errors import ResearchError, redact
 
 log = logging.getLogger(__name__)
 

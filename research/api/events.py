@@ -1,6 +1,6 @@
 """A run's event log as Server-Sent Events, resumable from `Last-Event-ID`.
 
-Each event of the run's log (`research.events`, stored by the store) is one SSE event: `id`
+Each event of the run's log (`research.core.events`, stored by the store) is one SSE event: `id`
 is its id in the log, `event` its type (step_started, source_found, completed, ...), `data`
 the stored row as JSON. A client that reconnects with `Last-Event-ID: <id>` (browsers'
 EventSource do by themselves) gets every event after that one and nothing twice; `?after=`
@@ -24,7 +24,7 @@ from research.api.context import ApiContext, api_context
 from research.api.errors import ApiError
 from research.api.runs import JSON_ERRORS, own_run
 from research.api.status import run_status
-from research.records import Run
+from research.core.records import Run
 from storage import TERMINAL_STATUSES, Store
 from storage.run_records import EventRow
 

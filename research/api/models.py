@@ -3,7 +3,7 @@
 A new run's options are the CLI's flags by the same names (`python -m research --help`),
 and `research.cli.run_config` turns both into one `ResearchConfig`: the bounds of every
 number are checked there, once, with the same words; the document shows them from the same
-table (`research.constants`). Types are checked here (a number is a number).
+table (`research.core.constants`). Types are checked here (a number is a number).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from research.constants import CONSTANTS, MAX_QUESTION_CHARS
+from research.core.constants import CONSTANTS, MAX_QUESTION_CHARS
 from research.export.formats import FORMATS
 
 FormatName = Literal["md", "pdf", "docx", "bib", "ris", "csv", "xlsx"]

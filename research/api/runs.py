@@ -33,16 +33,16 @@ from research.api.models import (
 )
 from research.api.status import run_status, summary
 from research.cli import follow_up_question, run_config
+from research.core.errors import ConfigError
+from research.core.records import Run, Subtopic
 from research.documents.choice import with_sources
-from research.errors import ConfigError
 from research.export.evidence import evidence_rows
 from research.export.formats import FORMATS, ExportFailed, export_run
 from research.export.run_document import build_document_for_run
-from research.phases.preflight import check_configuration
+from research.phases.start.preflight import check_configuration
 from research.pipeline import validate_question
-from research.records import Run, Subtopic
 from research.search.documents import check_scope
-from research.urls import domain_of
+from research.untrusted.urls import domain_of
 from storage import RUN_STATUSES
 from storage import tokens as tokenstore
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from research.core.errors import ConfigError
 from research.documents.extract import MAX_FILE_BYTES
-from research.errors import ConfigError
 
 DEFAULT_REQUESTS_PER_MINUTE = 120
 DEFAULT_MAX_BODY_BYTES = 256 * 1024  # a JSON request: a question, answers, a plan

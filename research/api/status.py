@@ -5,8 +5,8 @@ from __future__ import annotations
 from research import pending_clarification, pending_steering
 from research.api.context import ApiContext
 from research.api.models import QueueInfo, RunStatus, RunSummary, Totals, Waiting
-from research.progress import percent
-from research.records import Run
+from research.core.progress import percent
+from research.core.records import Run
 
 
 def summary(run: Run, status: str) -> RunSummary:

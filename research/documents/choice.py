@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from research.config import DOCUMENTS, ResearchConfig
-from research.errors import ConfigError
+from research.core.config import DOCUMENTS, ResearchConfig
+from research.core.errors import ConfigError
 
 Mix = Literal["web", "documents", "both"]
 MIXES: dict[str, str] = {"web": "The web only", "documents": "My documents only",

@@ -1,5 +1,5 @@
 """Text of an uploaded Word file under its headings, run in a child process (see
-`research.sandbox`).
+`research.untrusted.sandbox`).
 
 The zip has already been measured by the parent (`extract.check_zip`: no zip bomb gets this
 far), but a DOCX within those limits can still hold XML that takes a lot of memory to parse;
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import docx
 
 if TYPE_CHECKING:  # the child loads this module alone: nothing of research at run time
-    from research.sandbox import ChildAnswer
+    from research.untrusted.sandbox import ChildAnswer
 
 
 def extract_docx(payload: bytes) -> ChildAnswer:

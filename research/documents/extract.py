@@ -1,7 +1,7 @@
 """Text out of an uploaded file, with where each piece sits (PDF page or heading).
 
 Every file is untrusted: a PDF or DOCX is read in a child process under a memory cap and a
-time limit (`research.sandbox`), a DOCX's zip is measured before it is opened (a zip bomb is
+time limit (`research.untrusted.sandbox`), a DOCX's zip is measured before it is opened (a zip bomb is
 refused unread), HTML goes through trafilatura (never rendered, its links never followed), and every
 text loses invisible formatting controls. A file that cannot be used raises `DocumentRejected`
 with plain words; the caller refuses that one file and goes on with the rest.
@@ -15,8 +15,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from research.sandbox import ChildAnswer, ChildFailed, ChildLimits, run_child
-from research.textclean import strip_hidden_controls
+from research.untrusted.sandbox import ChildAnswer, ChildFailed, ChildLimits, run_child
+from research.untrusted.textclean import strip_hidden_controls
 
 MAX_FILE_BYTES = 50 * 1024 * 1024       # an upload larger than this is refused
 MAX_PDF_PAGES = 2_000                    # pages read from one PDF

@@ -1,6 +1,6 @@
-"""Text of each page of an uploaded PDF, run in a child process (see `research.sandbox`).
+"""Text of each page of an uploaded PDF, run in a child process (see `research.untrusted.sandbox`).
 
-Like `research.pdftext` (a fetched PDF), but keeps the page boundaries so a citation can say
+Like `research.untrusted.pdftext` (a fetched PDF), but keeps the page boundaries so a citation can say
 "p. 12". A PDF is small on disk and can be huge inside, so this runs under the child's memory
 cap and wall-clock limit; reading stops after `max_pages` pages.
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pypdf
 
 if TYPE_CHECKING:  # the child loads this module alone: nothing of research at run time
-    from research.sandbox import ChildAnswer
+    from research.untrusted.sandbox import ChildAnswer
 
 
 def extract_pages(payload: bytes, max_pages: str) -> ChildAnswer:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from research.checks import word_count
-from research.context import RunContext
+from research.core.context import RunContext
+from research.core.errors import ResearchError
+from research.core.records import EngineReport
 from research.engines.hosted import HOSTED_ENGINES, LABELS, build_client, run_hosted
-from research.errors import ResearchError
 from research.export.document import ReportDocument, build_document
-from research.records import EngineReport
+from research.report.checks import word_count
 from storage import Store
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 Each service (OpenAI's deep-research models, Gemini's Deep Research agent) is one small
 client with three calls — start, look, stop — that return a `RemoteJob` in one shape and
-raise `research.errors` errors (one attempt each: `research.retry` owns retries).
+raise `research.core.errors` errors (one attempt each: `research.core.retry` owns retries).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ attribute, measured in UTF-8 bytes (turned into character offsets here).
 `google_search_call` steps carry the searches the agent ran.
 
 The Interactions client retries by itself unless told otherwise, so it gets
-`HttpRetryOptions(attempts=1)`: `research.retry` is the one retry layer. Its errors are the
+`HttpRetryOptions(attempts=1)`: `research.core.retry` is the one retry layer. Its errors are the
 `google.genai._interactions` classes; HTTP ones become `genai.errors.APIError` so that
 `GeminiChat`'s mapping (quota vs rate limit, Retry-After, key refused) applies unchanged.
 """
@@ -30,12 +30,12 @@ from google.genai import _interactions as interaction_errors
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from research.config import Credentials, ResearchConfig
+from research.core.config import Credentials, ResearchConfig
+from research.core.errors import ConfigError, ProviderError, ProviderTimeout
 from research.engines.base import Citation, RemoteJob
-from research.errors import ConfigError, ProviderError, ProviderTimeout
 from research.llm import build_llm
 from research.llm.deadline import DeadlineTransport
-from research.llm.gemini_llm import _TIMEOUTS, _TRANSPORT, API_VERSION, GeminiChat
+from research.llm.gemini_llm import API_VERSION, HTTP_TIMEOUTS, HTTP_TRANSPORT_ERRORS, GeminiChat
 
 ENGINE = "gemini-deep-research"
 
@@ -45,8 +45,9 @@ _STATUS = {
     "completed": "completed", "failed": "failed", "budget_exceeded": "failed",
     "requires_action": "failed", "cancelled": "cancelled", "incomplete": "incomplete",
 }
-_TIMEOUT_ERRORS: tuple[type[BaseException], ...] = (interaction_errors.APITimeoutError, *_TIMEOUTS)
-_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (interaction_errors.APIConnectionError, *_TRANSPORT)
+_TIMEOUT_ERRORS: tuple[type[BaseException], ...] = (interaction_errors.APITimeoutError, *HTTP_TIMEOUTS)
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (interaction_errors.APIConnectionError,
+                                                      *HTTP_TRANSPORT_ERRORS)
 
 
 class GeminiDeepResearch:

@@ -30,13 +30,9 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar
 
-from research.checks import word_count
-from research.citations import normalise
-from research.config import Credentials, ResearchConfig
-from research.context import RunContext
-from research.credibility import assess
-from research.engines.base import RUNNING, Citation, HostedClient, RemoteJob
-from research.errors import (
+from research.core.config import Credentials, ResearchConfig
+from research.core.context import RunContext
+from research.core.errors import (
     ConfigError,
     FetchError,
     ProviderError,
@@ -44,17 +40,21 @@ from research.errors import (
     RunCancelled,
     RunStop,
 )
-from research.events import Retrying, SourceFound, StepCompleted, StepFailed, StepStarted
-from research.executor import submit_limited
+from research.core.events import Retrying, SourceFound, StepCompleted, StepFailed, StepStarted
+from research.core.executor import submit_limited
+from research.core.prompts import clean_untrusted, date_line
+from research.core.records import EngineReport, JsonObject, Query, Source
+from research.core.retry import RetryPolicy, call_with_retries
+from research.engines.base import RUNNING, Citation, HostedClient, RemoteJob
 from research.export.document import CITATION_RE, map_prose
-from research.fetch import FetchedPage
-from research.llm.base import Usage
+from research.llm.messages import Usage
 from research.llm.pricing import PriceTable
-from research.phases.research import source_id
-from research.prompts import clean_untrusted, date_line
-from research.records import EngineReport, JsonObject, Query, Source
-from research.retry import RetryPolicy, call_with_retries
-from research.urls import canonical_url, domain_of
+from research.phases.gather.research import source_id
+from research.report.checks import word_count
+from research.report.citations import normalise
+from research.untrusted.credibility import assess
+from research.untrusted.fetch import FetchedPage
+from research.untrusted.urls import canonical_url, domain_of
 from storage.migrations import utc_now
 
 T = TypeVar("T")

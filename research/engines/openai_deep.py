@@ -7,7 +7,7 @@
 The report is the `output_text` content of the `message` output items; its `url_citation`
 annotations give url, title and the character span they attribute. `web_search_call`
 items carry the searches the model ran. The client, its settings (base URL, max_retries=0,
-timeout) and the mapping of SDK errors to `research.errors` are `OpenAIChat`'s, so the
+timeout) and the mapping of SDK errors to `research.core.errors` are `OpenAIChat`'s, so the
 hosted engine behaves exactly like our chat provider on keys, quotas and rate limits.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 
 import openai
 
-from research.config import Credentials, ResearchConfig
+from research.core.config import Credentials, ResearchConfig
+from research.core.errors import ConfigError
 from research.engines.base import Citation, RemoteJob
-from research.errors import ConfigError
 from research.llm import build_llm
 from research.llm.openai_llm import OpenAIChat
 

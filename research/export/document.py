@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from research.credibility import kind_of
-from research.records import Source
+from research.core.records import Source
+from research.untrusted.credibility import kind_of
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class ReportSource:
     published: str | None
     subtopic: str | None
     provider: str = ""  # the search service that found it (arxiv/semanticscholar: a paper)
-    kind: str = ""      # research.credibility: peer-reviewed paper, preprint, government, ...
+    kind: str = ""      # research.untrusted.credibility: peer-reviewed paper, preprint, government, ...
 
 
 @dataclass(frozen=True)

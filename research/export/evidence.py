@@ -16,9 +16,9 @@ import io
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass
 
+from research.core.records import Source, Verdict
 from research.export.document import ReportDocument
 from research.export.method import OUTCOME_WORDS
-from research.records import Source, Verdict
 
 HEADERS = ("Claim", "Verdict", "Quoted passage", "Source", "Source URL", "Section")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

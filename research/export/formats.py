@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from research.errors import ResearchError, contained, is_unexpected
+from research.core.errors import ResearchError, contained, is_unexpected
 from research.export.bibliography import to_bibtex, to_ris
 from research.export.document import ReportDocument
 from research.export.evidence import EvidenceRow, evidence_rows, to_csv, to_xlsx

@@ -14,9 +14,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from research.config import ROLES, ResearchConfig
-from research.constants import CONSTANTS, DEFAULTS, PRESETS
-from research.records import Query, RunTotals
+from research.core.config import ROLES, ResearchConfig
+from research.core.constants import CONSTANTS, DEFAULTS, PRESETS
+from research.core.records import Query, RunTotals
 from storage import Store
 
 METHOD_TITLE = "How this report was made"

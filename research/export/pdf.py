@@ -8,7 +8,7 @@ Safety, in layers:
    to http(s) pages or to `#fragments` inside the document.
 3. WeasyPrint gets `RefusingURLFetcher`, which refuses every URL (file:, http(s):, data:), so
    even markup that slipped past 1 and 2 cannot read a local file or touch the network.
-4. WeasyPrint runs in a child process (`research.sandbox`) with a memory cap (RLIMIT_AS) and a
+4. WeasyPrint runs in a child process (`research.untrusted.sandbox`) with a memory cap (RLIMIT_AS) and a
    wall-clock limit (`PdfLimits`), so a layout bomb (a huge table, deep nesting, giant sizes)
    ends in a plain-words ResearchError while the calling process (the dashboard, the CLI)
    stays up. The child imports only what rendering needs.
@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 import nh3
 from markdown_it import MarkdownIt
 
-from research.errors import ResearchError, redact
+from research.core.errors import ResearchError, redact
 from research.export.document import ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date
 from research.export.safe_links import clean_document
-from research.sandbox import ChildAnswer, ChildFailed, ChildLimits, run_child
+from research.untrusted.sandbox import ChildAnswer, ChildFailed, ChildLimits, run_child
 
 if TYPE_CHECKING:  # WeasyPrint is loaded only where pages are laid out: in the child
     from research.export.weasy import RefusingURLFetcher
@@ -276,7 +276,7 @@ def to_pdf(
     return render_pdf(to_html(doc), fetcher, limits=limits)
 
 
-# --- the child process (research.sandbox) ----------------------------------------------------
+# --- the child process (research.untrusted.sandbox) ----------------------------------------------------
 # The child runs `research.export.weasy.render`: that module imports only WeasyPrint and two
 # small stdlib-only modules, not this one (Markdown, the records, the store), so the child
 # pays for nothing but the layout engine.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from research.errors import ResearchError
+from research.core.errors import ResearchError
 from research.export.document import ReportDocument, build_document
 from storage import Store
 

@@ -20,7 +20,7 @@ from typing import TypeVar
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from research.prompts import strip_control
+from research.core.prompts import strip_control
 
 ALLOWED_SCHEMES = ("http", "https", "mailto")
 _OWN_ANCHOR = re.compile(r"#source-\d+")

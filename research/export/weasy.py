@@ -4,7 +4,7 @@ URL fetcher that refuses everything.
 Kept apart from `research.export.pdf` so that importing the engine (the CLI, the dashboard, a
 worker) does not load WeasyPrint and its font libraries, which only the rendering child needs;
 and so that the sandbox's starter, which the child is forked from, imports only this module,
-`research.errors` and `research.sandbox` (all light) besides WeasyPrint.
+`research.core.errors` and `research.untrusted.sandbox` (all light) besides WeasyPrint.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 from weasyprint import HTML
 from weasyprint.urls import URLFetcher
 
-from research.errors import redact
-from research.sandbox import MEMORY, ChildAnswer, near_memory_cap
+from research.core.errors import redact
+from research.untrusted.sandbox import MEMORY, ChildAnswer, near_memory_cap
 
 
 class RefusingURLFetcher(URLFetcher):  # type: ignore[misc]

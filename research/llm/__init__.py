@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from research.config import Credentials, ResearchConfig
-from research.errors import ConfigError
+from research.core.config import Credentials, ResearchConfig
+from research.core.errors import ConfigError
 from research.llm.base import LLM
 
 

@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from research.errors import ProviderError
+from research.core.errors import ProviderError
+from research.llm.messages import extract_json
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -79,8 +80,6 @@ def validate_capped(model: type[M], text: str, caps: Mapping[str, int], who: str
     raw control characters (a line break) inside a string, a null where a field has a default
     (as if left out), and the object wrapped in a one-item list. Numbers as strings and extra
     keys pydantic reads itself. Anything else stays a ValueError or ValidationError."""
-    from research.llm.base import extract_json  # base imports this module
-
     check_answer_size(text, who)
     payload = extract_json(text)
     for _ in range(3):  # ```json inside ```json

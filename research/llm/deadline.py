@@ -1,8 +1,13 @@
-"""An overall deadline on a model request's whole answer, however slowly its bytes arrive.
+"""A model request's time limits: the innermost layer of the model seam, and the deadlines under it.
+
+`Deadline` sends the provider's one request under its own time limit (the role's
+`call_timeout`, or what is left of the step's, counted once the request has its turn);
+`run_with_deadline` bounds any blocking call's wall-clock time, whatever its sockets do; and
+`DeadlineTransport` bounds a request's whole answer, however slowly its bytes arrive.
 
 Both SDKs (openai, google-genai) send through httpx2, whose timeouts bound each read: a server
 that sends a byte every few seconds never trips them, and a thread that an outer limit gave up
-on (`research.llm.base.run_with_deadline`) would read on, keeping the CLI from exiting and a
+on (`run_with_deadline`) would read on, keeping the CLI from exiting and a
 worker's slot taken (issue 40). This transport takes the request's own timeout as the limit for
 the whole exchange: past it, the next chunk raises the SDK's read timeout and the response is
 closed, which closes its connection (an answer not read to its end is never pooled).
@@ -10,13 +15,106 @@ closed, which closes its connection (an answer not read to its end is never pool
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import httpx2
 
+from research.core.errors import ProviderTimeout, StepTimeLimit
+from research.llm.messages import Completion, Request
 from research.llm.tls import shared_tls_context
+from research.llm.waits import RunWaits
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """The provider's one request under its own time limit: the role's `call_timeout`, or
+    what is left of the step's (pushed back by the time the run was held by its accounts),
+    whichever ends first. A request the step's limit cut short fails as the step's."""
+
+    complete: Callable[[Request, float], Completion]  # the provider's request, with its timeout
+    who: str                                          # "The writer model (openai/gpt-5-mini)"
+    call_timeout: float
+    waits: RunWaits
+    # The run's `calls` layer (research.core.executor), looked up at each call: the executor renews
+    # its pools between phases. None (outside a run): a thread of the call's own.
+    calls: Callable[[], Executor] | None = None
+
+    def __call__(self, request: Request) -> Completion:
+        limit = self.call_timeout
+        deadline = self.waits.shifted(request.deadline)
+        step_bound = deadline is not None and deadline - time.monotonic() < limit
+        if deadline is not None:
+            limit = min(limit, deadline - time.monotonic())
+        if limit <= 0:
+            raise StepTimeLimit(f"{self.who} could not be asked: the step's time limit "
+                                "(STEP_TIMEOUT_MS) had run out.")
+        try:
+            return run_with_deadline(lambda: self.complete(request, limit), limit, self.who,
+                                     self.calls() if self.calls is not None else None)
+        except ProviderTimeout:
+            if step_bound:  # the step's limit, not the model, cut the call short
+                raise StepTimeLimit(f"{self.who} did not answer before the step's time "
+                                    "limit (STEP_TIMEOUT_MS) ran out.") from None
+            raise
+
+
+_bounded = threading.local()  # set in a thread while it runs a call under a wall-clock limit
+
+
+def run_with_deadline(fn: Callable[[], T], seconds: float, what: str,
+                      pool: Executor | None = None) -> T:
+    """Run `fn` with a wall-clock limit, so a trickling or hung socket cannot stall a step.
+
+    Socket timeouts only bound each read; a server that sends a byte every few seconds
+    never trips them (nor do the SDKs' own `timeout` options: openai's and google-genai's
+    are httpx timeouts, per read). So the call runs in another thread: the run's `calls`
+    layer (`pool`, see research.core.executor) or, outside a run, a daemon thread of its own. If
+    the limit passes we stop waiting; the abandoned call ends when its socket times out.
+    Already inside such a call (a provider bounding its own request), `fn` runs inline: the
+    outer limit covers it, and a second thread would be a call waiting on a call.
+    """
+    if getattr(_bounded, "active", False):
+        return fn()
+
+    def target() -> T:
+        _bounded.active = True
+        try:
+            return fn()
+        finally:
+            _bounded.active = False
+
+    future: Future[T]
+    if pool is not None:
+        future = pool.submit(target)
+    else:
+        future = Future()
+        threading.Thread(target=_settle, args=(future, target), name=f"deadline:{what}",
+                         daemon=True).start()
+    try:
+        return future.result(timeout=max(0.0, seconds))
+    except FutureTimeout:
+        future.cancel()  # not started yet (a full layer): it never will be
+        shown = f"{seconds:.0f}" if seconds >= 10 else f"{seconds:.1f}"
+        raise ProviderTimeout(f"{what} did not answer within {shown} s.") from None
+
+
+def _settle(future: Future[T], fn: Callable[[], T]) -> None:
+    """`fn`'s value or error into `future` (the thread of a call run outside a run); nothing
+    if the caller gave up before the thread began."""
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        future.set_result(fn())
+    except BaseException as exc:  # noqa: BLE001 - re-raised by future.result in the caller
+        future.set_exception(exc)
 
 
 class _DeadlineStream(httpx2.SyncByteStream):

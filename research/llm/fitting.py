@@ -1,23 +1,21 @@
 """Fitting a prompt into the model's context window: only fetched sources are trimmed.
 
-Kept apart from `research.llm.base` (which re-exports these names) because it is one job:
-character budgets, the water-level trim, and the harder trim after a context-length error.
+The model seam's `Fitting` layer sends each prompt trimmed to the role's `PromptRoom` (what
+the model's context takes and, under a tokens-a-minute limit, what one request may carry) and,
+when the provider still says it is too long, once more trimmed harder.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
-from research.errors import ContextTooLong
+from research.core.errors import ContextTooLong, RequestTooLarge
+from research.llm.messages import Completion, Message, Request, Send
+from research.llm.pacing import Pacer
 
-if TYPE_CHECKING:
-    from research.llm.base import Message
-
-# --- fitting a prompt into the model's context ---------------------------------------------
-
+CHARS_PER_TOKEN = 4            # the estimate of a prompt's tokens before each call (budget, pace)
 # About 4 characters per token: 400k characters is ~100k tokens, below every context window we
 # use (gpt-5-mini 400k tokens, gemini-2.5 1M), with room for the answer.
 DEFAULT_MAX_INPUT_CHARS = 400_000
@@ -46,6 +44,94 @@ ANSWER_SHARE = 0.25
 ANSWER_MIN_TOKENS, ANSWER_MAX_TOKENS = 512, 8192
 WINDOW_CHARS_PER_TOKEN = 3.5
 DROP_NOTE = "[sources left out to fit the model's context: {n}]"
+
+
+@dataclass(frozen=True)
+class Fitting:
+    """The prompt trimmed to fit the role's room, then sent; if the provider still says it is
+    too long, trimmed harder and sent once more (a second refusal is final)."""
+
+    room: PromptRoom
+    role: str
+    label: str                                # "openai/gpt-5-mini"
+    say: Callable[[str], None] | None = None  # the run's line about the harder trim
+
+    def __call__(self, request: Request, send: Send) -> Completion:
+        messages = request.messages
+        fitted = fit_prompt(messages, self.room.limit())
+        try:
+            return send(replace(request, messages=fitted))
+        except ContextTooLong as exc:
+            limit = harder_limit(min(prompt_chars(fitted), self.room.limit()), str(exc))
+            if isinstance(exc, RequestTooLarge) and exc.report is not None:
+                limit = self.room.limit()  # the account's minute, now learned, sets it
+            harder = self._trimmed(messages, limit, exc)
+            if not isinstance(exc, RequestTooLarge):
+                self.room.lower(limit)
+            if self.say is not None:
+                what = ("larger than the account allows in a minute" if
+                        isinstance(exc, RequestTooLarge) else "too long")
+                self.say(
+                    f"{self.role} model: the prompt was {what} for {self.label} ({exc}); "
+                    f"sending it again with the sources trimmed to {limit} characters"
+                )
+            try:
+                return send(replace(request, messages=harder))
+            except ContextTooLong as again:
+                raise ContextTooLong(
+                    f"The prompt for the {self.role} model is longer than {self.label} accepts, "
+                    f"even with its sources trimmed to {limit} characters.",
+                    provider=again.provider, status=again.status,
+                ) from None
+
+    def _trimmed(self, messages: Sequence[Message], limit: int,
+                 exc: ContextTooLong) -> list[Message]:
+        try:
+            return fit_prompt(messages, limit)
+        except ContextTooLong:
+            raise ContextTooLong(
+                f"The prompt for the {self.role} model is longer than {self.label} accepts, "
+                "and its sources cannot be trimmed further.",
+                provider=exc.provider, status=exc.status,
+            ) from None
+
+
+class PromptRoom:
+    """How long a prompt one role may send, in characters, as the run learns it: what the
+    model's context takes (lowered for the rest of the run when the provider says a prompt was
+    too long, or once a local server's window is known), and, under a tokens-a-minute limit,
+    what one request may carry (a larger one would be refused however long it waited, so it
+    is made smaller: fewer source characters)."""
+
+    def __init__(self, max_chars: int, llm: object, pacer: Pacer | None,
+                 expected_output: Callable[[], int]) -> None:
+        self.max_chars = max_chars
+        self._llm = llm  # the chat model, whose server may tell its window
+        self._pacer = pacer
+        self._expected_output = expected_output  # the answer's tokens, as the meter expects
+
+    def limit(self) -> int:
+        """The longest prompt to send now, in characters."""
+        pacer = self._pacer
+        most = pacer.max_request_tokens() if pacer is not None else None
+        if pacer is None or most is None:
+            return self.max_chars
+        room = max(0, most - pacer.metered(0, self._expected_output()))
+        room *= CHARS_PER_TOKEN
+        return max(MIN_SOURCE_CHARS, min(self.max_chars, room))
+
+    def tokens(self, messages: Sequence[Message]) -> int:
+        """The prompt's tokens as estimated before it is sent (fitted to the room)."""
+        return min(prompt_chars(messages), self.limit()) // CHARS_PER_TOKEN
+
+    def learn_window(self) -> None:
+        """A local server's window, once known, is the room for the rest of the run."""
+        window = window_chars(self._llm)
+        if window is not None and window < self.max_chars:
+            self.max_chars = window
+
+    def lower(self, chars: int) -> None:
+        self.max_chars = min(self.max_chars, chars)
 
 
 def window_chars(llm: object) -> int | None:

@@ -1,7 +1,7 @@
 """Gemini through `google-genai`: one `generate_content` request per `complete` call.
 
 No `retry_options` are given, so the SDK makes one attempt and `RoleLLM` owns retries.
-Errors become `research.errors` errors with plain messages that never contain the key; a 429
+Errors become `research.core.errors` errors with plain messages that never contain the key; a 429
 also says how long to wait (RetryInfo) and which quota was met (QuotaFailure: per minute or
 per day, https://ai.google.dev/gemini-api/docs/rate-limits), which `research.llm.pacing` reads.
 
@@ -24,7 +24,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from research.errors import (
+from research.core.errors import (
     AnswerBlocked,
     AnswerCutOff,
     AuthError,
@@ -35,11 +35,12 @@ from research.errors import (
     RateLimited,
     redact,
 )
-from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
+from research.core.retry import parse_retry_after
+from research.llm.base import LLM
 from research.llm.deadline import DeadlineTransport
 from research.llm.limits import Account, AccountLimits, RateReport
+from research.llm.messages import Completion, JsonSchema, Message, Usage
 from research.llm.tls import shared_tls_context
-from research.retry import parse_retry_after
 
 
 def _httpx_families() -> list[Any]:
@@ -52,8 +53,9 @@ def _httpx_families() -> list[Any]:
     return modules
 
 
-_TIMEOUTS: tuple[type[BaseException], ...] = tuple(m.TimeoutException for m in _httpx_families())
-_TRANSPORT: tuple[type[BaseException], ...] = tuple(m.TransportError for m in _httpx_families())
+# The HTTP clients' timeouts and connection failures (also caught by research.engines.gemini_deep).
+HTTP_TIMEOUTS: tuple[type[BaseException], ...] = tuple(m.TimeoutException for m in _httpx_families())
+HTTP_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = tuple(m.TransportError for m in _httpx_families())
 _SAFETY_REASONS = {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY"}
 # A stop that withholds the answer (or its rest): retrying the same request gets the same stop.
 _BLOCK_REASONS = _SAFETY_REASONS | {"RECITATION", "LANGUAGE", "IMAGE_PROHIBITED_CONTENT",
@@ -125,11 +127,11 @@ class GeminiChat(LLM):
             )
         except genai_errors.APIError as exc:
             raise self._map_api_error(exc) from None
-        except _TIMEOUTS:
+        except HTTP_TIMEOUTS:
             raise ProviderTimeout(
                 f"Gemini ({self.model}) did not answer in time.", provider=self.provider
             ) from None
-        except _TRANSPORT as exc:
+        except HTTP_TRANSPORT_ERRORS as exc:
             raise ProviderError(
                 f"Could not connect to Gemini ({self.model}): "
                 f"{self._clean(str(exc) or exc.__class__.__name__)}",

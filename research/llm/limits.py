@@ -4,13 +4,16 @@ One `Account` is one provider account as the provider counts it: provider, base 
 the key (never the key) and model, since OpenAI and Gemini meter each model apart. Its
 `AccountLimits` are learned as the run goes (rate-limit headers, 429 bodies, a local server's
 own settings) and are shared by every role and every run of the process, and through the store
-by every process on the same key. A field left None is not known yet: nothing is assumed.
+by every process on the same key (`AccountBooks`). A field left None is not known yet: nothing
+is assumed.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -78,3 +81,32 @@ class RateReport:
     def empty(self) -> bool:
         return not self.limits.known and self.remaining_requests is None \
             and self.remaining_tokens is None
+
+
+class AccountBooks(Protocol):
+    """The store's shared books of the accounts (storage.accounts.AccountsStore); Unix time."""
+
+    def account_limits(self, account_id: str) -> dict[str, Any] | None: ...
+
+    def learn_account(self, account_id: str, limits: Mapping[str, int | None], source: str = "",
+                      *, remaining_requests: float | None = None,
+                      remaining_tokens: float | None = None, now: float) -> None: ...
+
+    def take_account_turn(self, account_id: str, tokens: int, now: float
+                          ) -> tuple[float, str]: ...
+
+    def give_back_tokens(self, account_id: str, tokens: float, now: float) -> None: ...
+
+    def pause_account(self, account_id: str, until: float, *, now: float,
+                      drain: str | None = None) -> None: ...
+
+
+def limit_values(limits: AccountLimits) -> dict[str, int | None]:
+    """The limit fields of `limits`, as the books take them."""
+    return {f.name: getattr(limits, f.name) for f in fields(AccountLimits) if f.name != "source"}
+
+
+def limits_of(row: Mapping[str, Any]) -> AccountLimits:
+    """AccountLimits from the books' row (its limit fields and `source`)."""
+    values = {f.name: row.get(f.name) for f in fields(AccountLimits) if f.name in row}
+    return AccountLimits(**{k: v for k, v in values.items() if v is not None})

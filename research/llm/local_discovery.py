@@ -33,9 +33,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from research.errors import FetchRefused
+from research.core.errors import FetchRefused
 from research.llm.limits import AccountLimits
-from research.urls import IPAddress, parse_ip, refusal_kind
+from research.untrusted.urls import IPAddress, parse_ip, refusal_kind
 
 PROBE_TIMEOUT_S = 2.0          # each discovery request; a server that is slower is asked nothing
 PROBE_MAX_BYTES = 1_000_000    # what we read of one discovery answer
@@ -58,7 +58,7 @@ class Discovery:
 def is_private_host(host: str, resolve: bool = True) -> bool:
     """True for loopback, private (RFC 1918, unique-local), link-local and shared (CGNAT)
     addresses, and names that resolve only to those. Cloud metadata addresses are never local
-    servers (research.urls refuses them everywhere)."""
+    servers (research.untrusted.urls refuses them everywhere)."""
     addresses = host_addresses(host, resolve)
     return bool(addresses) and all(
         refusal_kind(a, allow_private=True) is None and refusal_kind(a, allow_private=False)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from research.errors import RunCancelled
+from research.core.errors import RunCancelled
 from research.llm.limits import AccountLimits
 from research.llm.local_discovery import (
     KINDS,
@@ -200,7 +200,7 @@ class LocalServer:
     def learn_window(self, model: str, tokens: int) -> None:
         """A window the server showed (a refusal, a cut): for every role, for the rest of the
         run. Only for a server that said what it is: to one that did not, prompts are sent as
-        today, and each role trims its own after a refusal (research/llm/base.py)."""
+        today, and each role trims its own after a refusal (research/llm/fitting.py)."""
         if tokens > 0 and self.kind:
             with self._lock:
                 known = self._windows.get(model)

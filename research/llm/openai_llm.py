@@ -1,7 +1,7 @@
 """OpenAI Chat Completions, also for OpenAI-compatible servers (Ollama, vLLM, LM Studio).
 
 One request per `complete` call: the SDK's own retries are off (`max_retries=0`) because
-`RoleLLM` owns the retry policy. Every SDK error becomes a `research.errors` error with a
+`RoleLLM` owns the retry policy. Every SDK error becomes a `research.core.errors` error with a
 plain message that never contains the key. Every answer and every refusal also says what the
 account allows (the `x-ratelimit-*` headers, read through the SDK's raw response; the text of
 a 429), which `research.llm.pacing` paces the account by.
@@ -18,7 +18,7 @@ from typing import Any
 import openai
 from openai._constants import DEFAULT_CONNECTION_LIMITS
 
-from research.errors import (
+from research.core.errors import (
     AnswerBlocked,
     AnswerCutOff,
     AuthError,
@@ -30,13 +30,14 @@ from research.errors import (
     RequestTooLarge,
     redact,
 )
-from research.llm.base import LLM, Completion, JsonSchema, Message, Usage
+from research.core.retry import parse_duration, parse_retry_after
+from research.llm.base import LLM
 from research.llm.deadline import DeadlineTransport
 from research.llm.fitting import prompt_chars
 from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.local_server import LocalServer, local_server
+from research.llm.messages import Completion, JsonSchema, Message, Usage
 from research.llm.tls import shared_tls_context
-from research.retry import parse_duration, parse_retry_after
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # OpenAI-compatible local servers want *some* bearer token, and the SDK refuses to start

@@ -1,4 +1,5 @@
-"""Pacing model requests to what the account allows (issue 31): the model call's `paced` layer.
+"""Pacing model requests to what the account allows (issue 31): the pacer behind the model call's
+`AccountTurn` layer (research.llm.turns).
 
 Outside calls are paced by what the other side allows, the way smolagents' `ApiModel` composes
 a rate limiter, instead of being left to retries. One `Pacer` per `Account` in the process
@@ -19,14 +20,15 @@ a rate limiter, instead of being left to retries. One `Pacer` per `Account` in t
   one per answered window (AIMD), and are forgotten after a quiet minute.
 
 Several processes on one key (a team's workers and dashboards) share its limits through the
-store's books (`storage.accounts`, `AccountBooks` here): once a pacer is `share`d with them it
+store's books (`storage.accounts`, `research.llm.limits.AccountBooks`): once a pacer is `share`d with them it
 takes each turn there too, in one short transaction, and tells them what it learns; if the
 books fail, it goes on alone.
 
 Waiting our turn is not failing: `acquire` waits as long as it takes, stopped only by its
 `check` (the run's cancellation and total time limit: `research.llm.waits.RunWaits.check`,
 one run's view of the waits: one line per wait episode per account, and how long the run's
-calls were held, which a step's time limit does not count).
+calls were held, which a step's time limit does not count). A wait is told in one line per
+episode (`research.llm.waits.Wait`); the buckets are `research.llm.buckets`.
 """
 
 from __future__ import annotations
@@ -36,16 +38,22 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
-from typing import Any, Protocol
-from urllib.parse import urlsplit
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from research.llm.limits import Account, AccountLimits, RateReport
+from research.llm.buckets import MINUTE_S, Bucket, sized
+from research.llm.limits import (
+    Account,
+    AccountBooks,
+    AccountLimits,
+    RateReport,
+    limit_values,
+    limits_of,
+)
+from research.llm.waits import Clock, Wait, wait_text
 
 log = logging.getLogger(__name__)
 
-MINUTE_S = 60.0
 POLL_S = 0.25              # how often a waiting request looks at cancellation and the time limit
 WAIT_LINE_MIN_S = 5.0      # a shorter wait is not worth a line of its own
 EPISODE_GAP_S = 60.0       # a wait this soon after the last one continues its episode (no new line)
@@ -55,37 +63,7 @@ WINDOW_FORGET_S = 60.0     # the in-flight cap learned from refusals lapses afte
 WINDOW_MAX = 256.0
 PROMPT_SHARE = 0.9         # of the per-minute tokens, what one request's prompt and answer may use
 
-Clock = Callable[[], float]
 _LIMIT_REASONS = ("tokens", "requests", "refused")
-_NAMES = {"openai": "OpenAI", "gemini": "Gemini"}
-
-
-class AccountBooks(Protocol):
-    """The store's shared books of the accounts (storage.accounts.AccountsStore); Unix time."""
-
-    def account_limits(self, account_id: str) -> dict[str, Any] | None: ...
-
-    def learn_account(self, account_id: str, limits: Mapping[str, int | None], source: str = "",
-                      *, remaining_requests: float | None = None,
-                      remaining_tokens: float | None = None, now: float) -> None: ...
-
-    def take_account_turn(self, account_id: str, tokens: int, now: float
-                          ) -> tuple[float, str]: ...
-
-    def give_back_tokens(self, account_id: str, tokens: float, now: float) -> None: ...
-
-    def pause_account(self, account_id: str, until: float, *, now: float,
-                      drain: str | None = None) -> None: ...
-
-
-@dataclass(frozen=True)
-class Wait:
-    """One wait episode of one account, as the person is told about it."""
-
-    account: Account
-    episode: int
-    seconds: float
-    text: str
 
 
 @dataclass(frozen=True)
@@ -106,30 +84,6 @@ class _Waiter:
         self.tokens = tokens
 
 
-class _Bucket:
-    """A per-minute allowance that refills continuously up to its capacity."""
-
-    def __init__(self, capacity: float, now: float) -> None:
-        self.capacity = capacity
-        self.level = capacity
-        self.stamp = now
-
-    @property
-    def rate(self) -> float:
-        return self.capacity / MINUTE_S
-
-    def refill(self, now: float) -> None:
-        if now > self.stamp:
-            self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
-        self.stamp = max(self.stamp, now)
-
-    def seconds_until(self, amount: float) -> float:
-        """How long until `amount` fits (a request larger than the whole bucket waits for a
-        full one: the fitting layer keeps such requests from being made at all)."""
-        need = min(amount, self.capacity)
-        return 0.0 if self.level >= need else (need - self.level) / self.rate
-
-
 class Pacer:
     """The turn-taking of one account's requests (see the module docstring); thread-safe."""
 
@@ -141,8 +95,8 @@ class Pacer:
         self._books: AccountBooks | None = None
         self._cond = threading.Condition()
         self.limits = AccountLimits()
-        self._requests: _Bucket | None = None
-        self._tokens: _Bucket | None = None
+        self._requests: Bucket | None = None
+        self._tokens: Bucket | None = None
         self._paused_until = 0.0
         self._refusals = 0                 # refusals in a row that did not say how long to wait
         self._window: float | None = None  # requests in flight allowed, learned from refusals
@@ -167,7 +121,7 @@ class Pacer:
             self._learn(limits, self._clock())
             self._cond.notify_all()
         self._to_books(lambda books: books.learn_account(
-            self.account.id, _limit_values(limits), limits.source, now=self._wall()))
+            self.account.id, limit_values(limits), limits.source, now=self._wall()))
 
     def share(self, books: AccountBooks) -> None:
         """Take turns through the store's books from now on (the same books: nothing to do),
@@ -183,10 +137,10 @@ class Pacer:
         with self._cond:
             self._books = books
             if known:
-                self._learn(_limits_of(known), self._clock())
+                self._learn(limits_of(known), self._clock())
         if self.limits.known and not known:
             self._to_books(lambda b: b.learn_account(
-                self.account.id, _limit_values(self.limits), self.limits.source,
+                self.account.id, limit_values(self.limits), self.limits.source,
                 now=self._wall()))
 
     def _to_books(self, write: Callable[[AccountBooks], None]) -> None:
@@ -205,8 +159,8 @@ class Pacer:
 
     def _learn(self, limits: AccountLimits, now: float) -> None:
         self.limits = self.limits.merged(limits)
-        self._requests = _sized(self._requests, self.limits.requests_per_minute, now)
-        self._tokens = _sized(self._tokens, self.limits.tokens_per_minute, now)
+        self._requests = sized(self._requests, self.limits.requests_per_minute, now)
+        self._tokens = sized(self._tokens, self.limits.tokens_per_minute, now)
 
     def metered(self, input_tokens: int, output_tokens: int) -> int:
         """The tokens a request counts against the account's tokens a minute: Gemini counts
@@ -345,7 +299,7 @@ class Pacer:
             return count + (limit or 0) * since_s / MINUTE_S
 
         self._to_books(lambda b: b.learn_account(
-            self.account.id, _limit_values(report.limits), report.limits.source,
+            self.account.id, limit_values(report.limits), report.limits.source,
             remaining_requests=left(report.remaining_requests, rpm),
             remaining_tokens=left(report.remaining_tokens, tpm), now=self._wall()))
 
@@ -428,7 +382,7 @@ class Pacer:
             if fresh and seconds >= WAIT_LINE_MIN_S:
                 self.episode += 1
                 self._notice = Wait(self.account, self.episode, seconds,
-                                    self._wait_text(seconds, reason))
+                                    wait_text(self.account, self.limits, seconds, reason))
         if self._notice is not None and now - self._last_wait <= EPISODE_GAP_S:
             return self._notice
         return None
@@ -442,36 +396,6 @@ class Pacer:
                 bucket.refill(now)
                 longest = max(longest, (wanted - bucket.level) / bucket.rate)
         return longest
-
-    def _wait_text(self, seconds: float, reason: str) -> str:
-        who, model = provider_name(self.account), self.account.model
-        limits = self.limits
-        if reason == "tokens" or (reason == "refused" and limits.tokens_per_minute):
-            what = f"limit of {limits.tokens_per_minute:,} tokens a minute"
-        elif reason == "requests" or (reason == "refused" and limits.requests_per_minute):
-            what = f"limit of {limits.requests_per_minute:,} requests a minute"
-        else:
-            what = "rate limit"
-        if who.startswith("the "):  # a server of their own: "the limit ... of the model server"
-            return f"Waiting for the {what} of {who} ({model}): {about(seconds)}"
-        return f"Waiting for {who}'s {what} on {model}: {about(seconds)}"
-
-
-def provider_name(account: Account) -> str:
-    """The provider as the person knows it: its name, or the host of a server of their own."""
-    host = urlsplit(account.base_url).hostname or ""
-    if account.provider == "openai" and host.endswith(".openai.azure.com"):
-        return "Azure OpenAI"
-    if account.provider == "openai" and host and host != "api.openai.com":
-        return f"the model server at {host}"
-    return _NAMES.get(account.provider, account.provider)
-
-
-def about(seconds: float) -> str:
-    if seconds < 90:
-        return f"about {max(1, round(seconds))} s"
-    return f"about {round(seconds / 60)} min"
-
 
 # -- the process's pacers ---------------------------------------------------------------------
 
@@ -502,7 +426,7 @@ def known_limits(account: Account, books: AccountBooks | None = None) -> Account
             log.warning("the account books could not be read", exc_info=True)
             known = None
         if known:
-            return _limits_of(known)
+            return limits_of(known)
     return AccountLimits()
 
 
@@ -510,25 +434,3 @@ def forget_pacers() -> None:
     """Forget every account's learned limits and pauses (tests start from a clean process)."""
     with _PACERS_LOCK:
         _PACERS.clear()
-
-
-def _limit_values(limits: AccountLimits) -> dict[str, int | None]:
-    return {f.name: getattr(limits, f.name) for f in fields(AccountLimits) if f.name != "source"}
-
-
-def _limits_of(row: Mapping[str, Any]) -> AccountLimits:
-    """AccountLimits from the books' row (its limit fields and `source`)."""
-    values = {f.name: row.get(f.name) for f in fields(AccountLimits) if f.name in row}
-    return AccountLimits(**{k: v for k, v in values.items() if v is not None})
-
-
-def _sized(bucket: _Bucket | None, limit: int | None, now: float) -> _Bucket | None:
-    """`bucket` for a per-minute `limit` (a new one, full, when first learned)."""
-    if not limit or limit <= 0:
-        return bucket
-    if bucket is None:
-        return _Bucket(float(limit), now)
-    bucket.refill(now)
-    bucket.capacity = float(limit)
-    bucket.level = min(bucket.level, bucket.capacity)
-    return bucket

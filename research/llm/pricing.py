@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from research.errors import ConfigError
+from research.core.errors import ConfigError
 
 # USD per 1M tokens: (input, output). Public list prices; estimates only.
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {

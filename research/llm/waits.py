@@ -1,4 +1,5 @@
-"""One run's side of waiting for the model accounts (issue 31; the pacers are research.llm.pacing).
+"""Waiting for the model accounts (issue 31; the pacers are research.llm.pacing): how a wait is
+told (`Wait`, `wait_text`) and one run's side of it (`RunWaits`).
 
 A pacer is shared by every run of the process; what a wait means to one run is kept here: the
 line the person sees once per wait episode per account (in the terminal, the Run page and the
@@ -14,11 +15,59 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import urlsplit
 
-from research.errors import BudgetExceeded, RunCancelled
-from research.llm.pacing import AccountBooks, Clock, Wait
+from research.core.errors import BudgetExceeded, RunCancelled
+from research.llm.limits import Account, AccountBooks, AccountLimits
 
 log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+_NAMES = {"openai": "OpenAI", "gemini": "Gemini"}
+
+
+@dataclass(frozen=True)
+class Wait:
+    """One wait episode of one account, as the person is told about it."""
+
+    account: Account
+    episode: int
+    seconds: float
+    text: str
+
+
+def wait_text(account: Account, limits: AccountLimits, seconds: float, reason: str) -> str:
+    """The line a wait episode is told in: whose limit (`reason`: "tokens", "requests",
+    "refused"), on which model, and for about how long."""
+    who, model = provider_name(account), account.model
+    if reason == "tokens" or (reason == "refused" and limits.tokens_per_minute):
+        what = f"limit of {limits.tokens_per_minute:,} tokens a minute"
+    elif reason == "requests" or (reason == "refused" and limits.requests_per_minute):
+        what = f"limit of {limits.requests_per_minute:,} requests a minute"
+    else:
+        what = "rate limit"
+    if who.startswith("the "):  # a server of their own: "the limit ... of the model server"
+        return f"Waiting for the {what} of {who} ({model}): {about(seconds)}"
+    return f"Waiting for {who}'s {what} on {model}: {about(seconds)}"
+
+
+def provider_name(account: Account) -> str:
+    """The provider as the person knows it: its name, or the host of a server of their own."""
+    host = urlsplit(account.base_url).hostname or ""
+    if account.provider == "openai" and host.endswith(".openai.azure.com"):
+        return "Azure OpenAI"
+    if account.provider == "openai" and host and host != "api.openai.com":
+        return f"the model server at {host}"
+    return _NAMES.get(account.provider, account.provider)
+
+
+def about(seconds: float) -> str:
+    if seconds < 90:
+        return f"about {max(1, round(seconds))} s"
+    return f"about {round(seconds / 60)} min"
+
+
 
 
 class RunWaits:

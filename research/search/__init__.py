@@ -1,15 +1,15 @@
 """Search providers behind one seam (`research.search.base.SearchProvider`) and a registry.
 
 To add a provider: write a class with `name`, `academic` and `search(...)`, then add a
-builder to `PROVIDERS` (and its name to `research.config.SEARCH_PROVIDERS`).
+builder to `PROVIDERS` (and its name to `research.core.config.SEARCH_PROVIDERS`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from research.config import Credentials, ResearchConfig
-from research.errors import ConfigError
+from research.core.config import Credentials, ResearchConfig
+from research.core.errors import ConfigError
 from research.search.base import SearchProvider, SearchResult
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import httpx
 
-from research.errors import (
+from research.core.errors import (
     AuthError,
     ProviderError,
     ProviderTimeout,
@@ -20,7 +20,7 @@ from research.errors import (
     RateLimited,
     redact,
 )
-from research.retry import parse_retry_after
+from research.core.retry import parse_retry_after
 
 MAX_BODY_BYTES = 5 * 1024 * 1024
 USER_AGENT = "DeepResearchStudio/1.0 (+https://github.com/; research assistant)"
@@ -83,7 +83,7 @@ def raise_for_status(
     label: str,
     secrets: tuple[str, ...] = (),
 ) -> None:
-    """Map a non-2xx HTTP answer onto research.errors."""
+    """Map a non-2xx HTTP answer onto research.core.errors."""
     if 200 <= status < 300:
         return
     detail = redact(body[:300].decode("utf-8", "replace").strip(), secrets)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from research.config import DOCUMENTS, ResearchConfig
+from research.core.config import DOCUMENTS, ResearchConfig
+from research.core.errors import ConfigError, ProviderError
 from research.documents.passages import cited_title
-from research.errors import ConfigError, ProviderError
-from research.fetch import FetchedPage
 from research.search.base import SearchProvider, SearchResult
+from research.untrusted.fetch import FetchedPage
 from storage import Store
 from storage import documents as docstore
 

@@ -14,7 +14,7 @@ a withdrawn request is never sent, so it costs the host nothing.
 A 429 (or a Retry-After) from a host holds its pacer: no request of the process goes to that
 host before the time it said (or, without a time, before a back-off of a few intervals).
 
-Searching (research.phases.searching) takes the turn before a search's time limit starts and
+Searching (research.phases.gather.searching) takes the turn before a search's time limit starts and
 hands it to the thread that sends the request (`granted`); a caller that did not (pre-flight's
 ping, Settings' "Test connection") waits inside the provider. Either way the provider sends
 inside `turn`, which keeps the rules at the moment of sending: one connection at a time where
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from research.errors import ProviderTimeout
+from research.core.errors import ProviderTimeout
 
 # Seconds between two requests to the host, as documented (links above). A run's
 # `search_pace` scales them (ResearchConfig: 1 as documented; tests shorten them).

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from research.errors import ProviderError, RateLimited
+from research.core.errors import ProviderError, RateLimited
 from research.search import pacing
 from research.search._http import http_get
 from research.search.base import SearchResult

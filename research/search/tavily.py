@@ -17,7 +17,7 @@ import requests
 from tavily import TavilyClient
 from tavily import errors as tavily_errors
 
-from research.errors import (
+from research.core.errors import (
     AuthError,
     ProviderError,
     ProviderTimeout,
@@ -25,8 +25,8 @@ from research.errors import (
     RateLimited,
     redact,
 )
-from research.llm.base import run_with_deadline
-from research.retry import parse_retry_after
+from research.core.retry import parse_retry_after
+from research.llm.deadline import run_with_deadline
 from research.search import pacing
 from research.search.base import SearchResult
 

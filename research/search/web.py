@@ -7,7 +7,7 @@ from typing import Any
 from ddgs import DDGS
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
-from research.errors import ProviderError, ProviderTimeout, RateLimited
+from research.core.errors import ProviderError, ProviderTimeout, RateLimited
 from research.search.base import SearchResult
 
 

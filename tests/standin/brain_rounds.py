@@ -31,9 +31,13 @@ def round_assessment(user: str) -> dict[str, Any]:
                  "note": "Key figures are still missing." if i == 0 else "Covered."}
                 for i, sid in enumerate(ids)]
     may_escalate = "Escalate at most" in user
+    nothing = "nothing further" in user  # a question asking it: the lead proposes nothing more
     decisions = []
     for i, (qid, _text) in enumerate(_QUESTION_LINE.findall(user)):
-        if i == 0:
+        if nothing:
+            decisions.append({"question_id": qid, "action": "filter",
+                              "reason": "The findings already answer it."})
+        elif i == 0:
             action = "escalate" if may_escalate else "answer"
             decisions.append({"question_id": qid, "action": action,
                               "reason": "Broad and central to the question.", "searches": 2})

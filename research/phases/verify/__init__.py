@@ -26,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from research.checks import word_count
-from research.context import RunContext
-from research.errors import ResearchError
-from research.events import DraftCompleted
-from research.events import Warning as WarningEvent
+from research.core.context import RunContext
+from research.core.errors import ResearchError
+from research.core.events import DraftCompleted
+from research.core.events import Warning as WarningEvent
+from research.core.records import FailedSubtopic, JsonObject, Verdict
 from research.phases.verify.apply import (
     INSUFFICIENT,
     MARKS,
@@ -53,10 +53,11 @@ from research.phases.verify.claims import (
     split_claims,
 )
 from research.phases.verify.early import EarlyCheck, reuse, split
-from research.phases.verify.judge import accept_rewrite, combine, guard, quote_found
+from research.phases.verify.judge import combine, guard, quote_found
 from research.phases.verify.outcomes import attach_excerpts, judge_claims
+from research.phases.verify.rewrite import accept_rewrite
 from research.phases.verify.verdict_summary import STEP_KEY, VerifySummary, summarise, summary
-from research.records import FailedSubtopic, JsonObject, Verdict
+from research.report.checks import word_count
 
 __all__ = [
     "EarlyCheck", "INSUFFICIENT", "MARKS", "NOTE_PREFIXES", "NOT_FULLY_SUPPORTED", "NOT_VERIFIED", "QUALIFIED",

@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from research.checks import CITATION, has_figure
+from research.core.records import Source
 from research.export.document import CITATION_RE, expand_citation, map_prose, strip_foreign_links
-from research.phases.verify.claims import _FENCE, _HEADING, _LIST_MARK, Outcome, _kind_of, _section_kinds
-from research.phases.verify.judge import _normal
-from research.records import Source
+from research.phases.verify.claims import FENCE, HEADING, LIST_MARK, Outcome, kind_of, section_kinds
+from research.phases.verify.judge import normalised
+from research.report.checks import CITATION, has_figure
 
 QUALIFIED = "(qualified after verification)"
 SINGLE_SOURCE = "(single source)"
@@ -87,7 +87,7 @@ def _clean_line(line: str) -> str | None:
     """A line after sentences were cut from it; None when nothing that says anything is left."""
     if line.lstrip().startswith("|"):
         return line if re.search(r"[A-Za-z0-9À-ÿ]", line) else None
-    prefix = _LIST_MARK.match(line)
+    prefix = LIST_MARK.match(line)
     lead = prefix.group(0) if prefix else line[: len(line) - len(line.lstrip())]
     rest = " ".join(line[len(lead):].split())
     if not re.search(r"[A-Za-z0-9À-ÿ]", CITATION.sub("", rest)):
@@ -127,14 +127,14 @@ def apply(text: str, outcomes: Sequence[Outcome], *, numbering: Mapping[int, str
         else:
             lines[i] = cleaned
 
-    lines = [line for i, line in enumerate(lines) if i not in dropped]
+    lines = _without_bare_tables([line for i, line in enumerate(lines) if i not in dropped])
     removed = [o for o in outcomes if o.status == "removed"]
     if removed:
         lines = _removal_note(lines, removed)
     lines = _fill_empty_sections(lines)
     unverified = _mark_subtopics(lines, outcomes, failed_titles)  # after the filling: its note is no data
     if incomplete(outcomes):
-        title = next((i for i, line in enumerate(lines) if _HEADING.match(line)), -1)
+        title = next((i for i, line in enumerate(lines) if HEADING.match(line)), -1)
         lines[title + 1:title + 1] = ["", NOT_COMPLETED, ""]
     lines = _single_blank_lines(lines)
     body = "\n".join(lines).rstrip() + "\n"
@@ -151,17 +151,17 @@ def incomplete(outcomes: Sequence[Outcome]) -> bool:
 def _mark_subtopics(lines: list[str], outcomes: Sequence[Outcome],
                     failed_titles: Iterable[str]) -> list[str]:
     """Mark (in place) the ### subtopic headings that could not be grounded; their titles."""
-    failed = {_normal(t) for t in failed_titles if t}
+    failed = {normalised(t) for t in failed_titles if t}
     by_subtopic: dict[str, list[Outcome]] = {}
     for o in outcomes:  # unchecked claims carry their own mark: they ground nothing either way
         if o.claim.subtopic and o.status not in UNCHECKED_STATUSES:
             by_subtopic.setdefault(o.claim.subtopic, []).append(o)
-    kinds = _section_kinds(lines)
+    kinds = section_kinds(lines)
     marked: list[str] = []
     notes: dict[int, list[str]] = {}
     kind = "other"
     for i, line in enumerate(list(lines)):
-        heading = _HEADING.match(line)
+        heading = HEADING.match(line)
         if not heading:
             continue
         level, title = len(heading.group(1)), heading.group(2).strip()
@@ -174,7 +174,7 @@ def _mark_subtopics(lines: list[str], outcomes: Sequence[Outcome],
         group = by_subtopic.get(name, [])
         supported = sum(1 for o in group if o.status == "supported")
         grounded = bool(group) and supported * 2 > len(group)
-        is_failed = _normal(name) in failed or any(f and f in _normal(name) for f in failed)
+        is_failed = normalised(name) in failed or any(f and f in normalised(name) for f in failed)
         if is_failed or not grounded:
             marked.append(name)
             reason = ("its research failed" if is_failed
@@ -193,11 +193,11 @@ def _removal_note(lines: list[str], removed: Sequence[Outcome]) -> list[str]:
             f"{'s' if len(removed) != 1 else ''} that no gathered source supported "
             f"(from: {sections}).")
     for i, line in enumerate(lines):
-        heading = _HEADING.match(line)
-        if heading and len(heading.group(1)) == 2 and _kind_of(heading.group(2)) == "skip" \
+        heading = HEADING.match(line)
+        if heading and len(heading.group(1)) == 2 and kind_of(heading.group(2)) == "skip" \
                 and re.search(r"open questions|gaps", heading.group(2), re.IGNORECASE):
             end = i + 1
-            while end < len(lines) and not _HEADING.match(lines[end]):
+            while end < len(lines) and not HEADING.match(lines[end]):
                 end += 1
             while end > i + 1 and not lines[end - 1].strip():
                 end -= 1
@@ -205,10 +205,31 @@ def _removal_note(lines: list[str], removed: Sequence[Outcome]) -> list[str]:
     return [*lines, "", "## Open questions and gaps", "", note]
 
 
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+
+
+def _without_bare_tables(lines: list[str]) -> list[str]:
+    """Tables whose every row was removed lose their header too (a header and its rule line
+    alone said nothing; issue 39)."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        end = i
+        while end < len(lines) and lines[end].lstrip().startswith("|"):
+            end += 1
+        block = lines[i:end]
+        if block and len(block) <= 2 and _TABLE_RULE.match(block[-1]):
+            i = end  # a header (and its rule) with no row under it
+            continue
+        out += block or [lines[i]]
+        i = max(end, i + 1)
+    return out
+
+
 def _fill_empty_sections(lines: list[str]) -> list[str]:
     """A ## or ### section left with nothing under it says so instead of standing empty."""
     out: list[str] = []
-    heads = [(i, len(m.group(1))) for i, m in ((i, _HEADING.match(line)) for i, line in enumerate(lines))
+    heads = [(i, len(m.group(1))) for i, m in ((i, HEADING.match(line)) for i, line in enumerate(lines))
              if m and len(m.group(1)) in (2, 3)]
     empty: set[int] = set()
     for n, (i, level) in enumerate(heads):
@@ -227,7 +248,7 @@ def _single_blank_lines(lines: list[str]) -> list[str]:
     out: list[str] = []
     in_fence = False
     for line in lines:
-        if _FENCE.match(line):
+        if FENCE.match(line):
             in_fence = not in_fence
         if not in_fence and not line.strip() and out and not out[-1].strip():
             continue

@@ -12,9 +12,15 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from research.checks import CITATION, cited_numbers, claim_sentences, data_rows, factual_row, has_figure
-from research.excerpts import excerpt as passages
-from research.excerpts import words
+from research.report.checks import (
+    CITATION,
+    cited_numbers,
+    claim_sentences,
+    data_rows,
+    factual_row,
+    has_figure,
+)
+from research.untrusted.excerpts import excerpt as passages
 
 PASSAGE_CHARS = 500           # excerpt of each cited source shown with a claim: its passages
                               # nearest the claim (the deciding one is one or two sentences)
@@ -74,23 +80,23 @@ _SECTION_KINDS = (
 _POSITIONAL = {0: "executive", 1: "findings", 2: "analysis", 5: "recommendations", 6: "skip"}
 CRITICAL_KINDS = ("executive", "findings", "recommendations")
 LOAD_BEARING_KINDS = ("executive", "findings")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
-_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
+LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-def _kind_of(title: str) -> str | None:
+def kind_of(title: str) -> str | None:
     for kind, pattern in _SECTION_KINDS:
         if pattern.search(title):
             return kind
     return None
 
 
-def _section_kinds(lines: Sequence[str]) -> dict[int, str]:
+def section_kinds(lines: Sequence[str]) -> dict[int, str]:
     """Kind of every `##` heading, by name; by position when no name is recognised."""
-    headings = [(i, _HEADING.match(line)) for i, line in enumerate(lines)]
+    headings = [(i, HEADING.match(line)) for i, line in enumerate(lines)]
     level2 = [(i, m.group(2).strip()) for i, m in headings if m and len(m.group(1)) == 2]
-    named = {i: _kind_of(title) for i, title in level2}
+    named = {i: kind_of(title) for i, title in level2}
     if any(named.values()):
         return {i: kind or "other" for i, kind in named.items()}
     return {i: _POSITIONAL.get(pos, "other") for pos, (i, _) in enumerate(level2)}
@@ -102,18 +108,18 @@ def split_claims(text: str, numbering: Mapping[int, str], known: Iterable[str]) 
     or state facts, table rows that cite or give figures (`is_factual`)."""
     known_ids = set(known)
     lines = text.splitlines()
-    kinds = _section_kinds(lines)
+    kinds = section_kinds(lines)
     rows = data_rows(lines)
     claims: list[Claim] = []
     section, kind, subtopic = "Introduction", "other", None
     in_fence = False
     for i, line in enumerate(lines):
-        if _FENCE.match(line):
+        if FENCE.match(line):
             in_fence = not in_fence
             continue
         if in_fence:
             continue
-        heading = _HEADING.match(line)
+        heading = HEADING.match(line)
         if heading:
             level, title = len(heading.group(1)), heading.group(2).strip()
             if level == 2:
@@ -163,9 +169,6 @@ def is_factual(sentence: str, kind: str) -> bool:
 
 
 # --- excerpts and the quote guard ---------------------------------------------------------------
-
-_words = words
-
 
 def excerpt(source_text: str, claim: str, limit: int = PASSAGE_CHARS) -> str:
     """The sentences of a source that share the most words and figures with the claim, in page

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 
-from research.context import RunContext
+from research.core.context import RunContext
 from research.phases.verify.claims import Claim, Outcome, split_claims
 from research.phases.verify.outcomes import ClaimKey, attach_excerpts, judge_claims, key
 

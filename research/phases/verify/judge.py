@@ -1,5 +1,6 @@
-"""Verify, part 2: judging the claims. Two independent passes (verifier, auditor), a quote guard,
-combining their verdicts, the critic's challenge and the writer's rewrites of qualified claims.
+"""Verify, part 2: judging the claims. Two independent passes (verifier, auditor), a quote guard
+and combining their verdicts (the critic's challenge is in critic.py, the writer's rewrites of
+qualified claims in rewrite.py).
 
 A model call that fails, or an answer that says nothing (or something malformed) about a claim,
 leaves that claim without a verdict: "unchecked", never silently unsupported.
@@ -17,14 +18,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from research.agents import Agent, Role
-from research.checks import CITATION, cited_numbers
-from research.context import RunContext
-from research.errors import ProviderError, SchemaError
-from research.llm.base import Message
-from research.phases.verify.claims import Claim, Outcome, PassVerdict
-from research.prompts import clean_untrusted, new_nonce, system, untrusted_block
-from research.records import Source
+from research.core.agents import Agent, Role
+from research.core.context import RunContext
+from research.core.errors import ProviderError, SchemaError
+from research.core.prompts import clean_untrusted, new_nonce, system, untrusted_block
+from research.core.records import Source
+from research.llm.messages import Message
+from research.phases.verify.claims import Claim, PassVerdict
 
 # A batch's answer is written at the model's speed (a verdict with its quoted passage is about
 # 100 tokens), so small batches all at once finish sooner than big ones: 4 claims answer in
@@ -130,80 +130,11 @@ class AuditVerdicts(ClaimVerdicts):
     """The auditor's answer (same shape, its own name: the passes stay distinguishable)."""
 
 
-CRITIC_ROLE = (
-    "You are a critic: you challenge the claims a report's conclusions rest on and those its "
-    "fact-checkers disagreed about."
-)
-
-CRITIC_PROMPT = """Challenge each claim below once. You see the claim, where it sits in the
-report, what two independent fact-checkers said, and excerpts of the sources it cites (each
-source once, its id the number claims cite it by).
-
-- SURVIVES: the excerpts carry the claim as written
-- DOWNGRADE: the excerpts carry only a more cautious version; the claim must be qualified
-- REJECT: the excerpts do not carry it; the claim must leave the report
-Judge only by the excerpts. Answer once for every claim id.
-
-The report answers: <question>{question}</question>
-
-CLAIMS:
-{claims}"""
-
-
-class CriticJudgement(BaseModel):
-    claim_id: str
-    verdict: str = Field(json_schema_extra={"enum": list(CRITIC_VERDICTS)})
-    reason: str = ""
-
-    @field_validator("claim_id", mode="before")
-    @classmethod
-    def _claim_id(cls, value: Any) -> str:
-        return claim_id(value)
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _verdict(cls, value: Any) -> str:
-        return known_verdict(value, CRITIC_VERDICTS)
-
-    @field_validator("reason", mode="before")
-    @classmethod
-    def _text(cls, value: Any) -> str:
-        return "" if value is None else str(value)
-
-
-class CriticVerdicts(BaseModel):
-    judgements: list[CriticJudgement] = Field(default_factory=list)
-
-
-WRITER_ROLE = (
-    "You are the writer of a research team. You correct your report's sentences so that they "
-    "claim no more than their sources say."
-)
-
-REWRITE_PROMPT = """Fact-checking found that these sentences of your report say more than
-their sources support. Rewrite each one so it states only what the quoted passage supports:
-more cautious, narrower or attributed ("according to ..."). Rules:
-- keep the citation numbers exactly as they are, e.g. [3];
-- add no number, date, source or fact that is not already in the sentence;
-- one sentence each, plain text, no Markdown.
-
-{claims}"""
-
-
-class ClaimRewrite(BaseModel):
-    claim_id: str
-    text: str
-
-
-class ClaimRewrites(BaseModel):
-    rewrites: list[ClaimRewrite] = Field(default_factory=list)
-
-
 _WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 _ELLIPSIS = re.compile(r"\[\s*(?:\.\.\.|…)\s*\]|\.\.\.|…")
 
-def _normal(text: str) -> str:
+def normalised(text: str) -> str:
     text = clean_untrusted(html.unescape(text)).lower()
     return " ".join(re.sub(r"[^\w]+", " ", text).split())
 
@@ -211,40 +142,40 @@ def _normal(text: str) -> str:
 def quote_found(quote: str, texts: Iterable[str]) -> bool:
     """Whether the quoted passage occurs in one of the texts, ignoring case, whitespace and
     punctuation; an ellipsis may join pieces, each of which must occur."""
-    pieces = [_normal(p) for p in _ELLIPSIS.split(quote)]
+    pieces = [normalised(p) for p in _ELLIPSIS.split(quote)]
     pieces = [p for p in pieces if p]
     if not pieces or max(len(p.split()) for p in pieces) < MIN_QUOTE_WORDS:
         return False
-    haystacks = [_normal(t) for t in texts if t]
+    haystacks = [normalised(t) for t in texts if t]
     return any(all(p in h for p in pieces) for h in haystacks)
 
 
 # --- the passes -------------------------------------------------------------------------------
 
 
-def _claim_text(text: str) -> str:
+def claim_text(text: str) -> str:
     """A sentence from the writer, made safe to sit inside our <claim> tags."""
     return re.sub(r"<\s*/?\s*claim\b[^>]*>?", "[removed tag]", clean_untrusted(text),
                   flags=re.IGNORECASE)
 
 
-def _attr(text: str) -> str:
-    return _claim_text(text).replace('"', "'").replace("\n", " ")
+def attribute(text: str) -> str:
+    return claim_text(text).replace('"', "'").replace("\n", " ")
 
 
-def _claim_head(claim: Claim) -> str:
+def claim_head(claim: Claim) -> str:
     """A claim as the two checks see it: its words alone (where it sits in the report does not
     change what its sources say; issue 31)."""
-    return f'<claim id="{claim.id}">{_claim_text(claim.text)}</claim>'
+    return f'<claim id="{claim.id}">{claim_text(claim.text)}</claim>'
 
 
-def _placed_claim(claim: Claim, extra: str = "") -> str:
+def placed_claim(claim: Claim, extra: str = "") -> str:
     """A claim with its section, as the critic sees it (the claims conclusions rest on)."""
-    return (f'<claim id="{claim.id}" section="{_attr(claim.section)}">{_claim_text(claim.text)}'
+    return (f'<claim id="{claim.id}" section="{attribute(claim.section)}">{claim_text(claim.text)}'
             f"{extra}</claim>")
 
 
-def _merged(batch: Sequence[Claim], sources: Mapping[str, Source]) -> dict[str, str]:
+def merged_excerpts(batch: Sequence[Claim], sources: Mapping[str, Source]) -> dict[str, str]:
     """Each cited source's excerpt for the whole batch: the passages every claim of the batch
     needs from it, each once, in page order."""
     pieces: dict[str, list[str]] = {}
@@ -264,13 +195,13 @@ def _merged(batch: Sequence[Claim], sources: Mapping[str, Source]) -> dict[str, 
     return out
 
 
-def _items(batch: Sequence[Claim], sources: Mapping[str, Source], nonce: str, *,
-           sources_first: bool, head: Callable[[Claim], str] = _claim_head) -> str:
+def claim_items(batch: Sequence[Claim], sources: Mapping[str, Source], nonce: str, *,
+           sources_first: bool, head: Callable[[Claim], str] = claim_head) -> str:
     """The batch's claims, each with the excerpts of the sources it cites that no claim before
     it brought. A source several claims cite is sent once (issue 31: claims sit in batches by
     the sources they cite), with the passages each of them needs; an excerpt's id is the
     source's citation number, as the claims cite it."""
-    excerpts = _merged(batch, sources)
+    excerpts = merged_excerpts(batch, sources)
     numbers = {sid: n for c in batch for n, sid in zip(c.numbers, c.source_ids, strict=False)}
     shown: set[str] = set()
     items = []
@@ -302,7 +233,7 @@ def batch_size(claims: int, calls: int) -> int:
     return max(1, min(BATCH_CLAIMS, math.ceil(claims / max(1, calls))))
 
 
-def _batches(claims: Sequence[Claim], most: int = BATCH_CLAIMS) -> list[list[Claim]]:
+def claim_batches(claims: Sequence[Claim], most: int = BATCH_CLAIMS) -> list[list[Claim]]:
     batches: list[list[Claim]] = []
     size = 0
     for claim in claims:
@@ -335,7 +266,7 @@ def _judge_batch(ctx: RunContext, agent: Agent, spec: _Pass, batch: list[Claim],
     ctx.control.checkpoint()
     nonce = new_nonce()
     ordered = list(reversed(batch)) if spec.reverse else batch
-    items = _items(ordered, sources, nonce, sources_first=spec.sources_first)
+    items = claim_items(ordered, sources, nonce, sources_first=spec.sources_first)
     messages = [
         system(spec.persona, ctx.today),
         Message("user", spec.prompt.format(claims=items)),  # the claims, not the question, are checked
@@ -348,7 +279,7 @@ def _judge_batch(ctx: RunContext, agent: Agent, spec: _Pass, batch: list[Claim],
     }
 
 
-def _submit_pass(ctx: RunContext, spec: _Pass, claims: Sequence[Claim],
+def submit_pass(ctx: RunContext, spec: _Pass, claims: Sequence[Claim],
                  sources: Mapping[str, Source], pool: Executor) -> list[Future[Any]]:
     if not claims:
         return []
@@ -356,10 +287,10 @@ def _submit_pass(ctx: RunContext, spec: _Pass, claims: Sequence[Claim],
     # Both passes go out at once: each gets half the run's requests in flight.
     most = batch_size(len(claims), ctx.executor.model_slots.size // 2)
     return [pool.submit(_judge_batch, ctx, agent, spec, batch, sources)
-            for batch in _batches(by_source(claims), most)]
+            for batch in claim_batches(by_source(claims), most)]
 
 
-def _collect(ctx: RunContext, futures: Sequence[Future[Any]]) -> tuple[dict[str, PassVerdict], list[str]]:
+def collect(ctx: RunContext, futures: Sequence[Future[Any]]) -> tuple[dict[str, PassVerdict], list[str]]:
     """One pass's verdicts; a batch whose call failed leaves its claims without a verdict."""
     verdicts: dict[str, PassVerdict] = {}
     errors: list[str] = []
@@ -402,137 +333,3 @@ def combine(first: str, second: str) -> str:
     if first and second and given <= {"SUPPORTED", "OVERSTATED"}:
         return "overstated"
     return "contested"  # the passes disagree, or only one answered
-
-
-# --- the critic and the writer -------------------------------------------------------------------
-
-
-QUOTE_LEAD_WORDS = 8  # how a quote found in the excerpts the critic reads is pointed at
-
-
-def _pass_line(name: str, v: PassVerdict, quoted: str = "", shown: str = "") -> str:
-    """One check's verdict for the critic; a passage the other check quoted already
-    (`quoted`) is not sent twice, and one that is in the excerpts the critic reads (`shown`)
-    is pointed at by its first words (issue 31: the critic reads the passage there)."""
-    if not v.verdict:
-        return f"{name}: no verdict"
-    line = f"{name}: {v.verdict}"
-    words = v.quote.split()
-    if v.quote and " ".join(words) == " ".join(quoted.split()):
-        line += " — quoted the same passage"
-    elif len(words) > QUOTE_LEAD_WORDS + 4 and quote_found(v.quote, [shown]):
-        lead = clean_untrusted(" ".join(words[:QUOTE_LEAD_WORDS]))
-        line += f' — quoted the excerpt\'s passage that begins "{lead} …"'
-    elif v.quote:
-        line += f' — quoted "{clean_untrusted(v.quote)[:400]}"'
-    if v.note:
-        line += f" ({v.note})"
-    return line
-
-
-def _challenge(ctx: RunContext, outcomes: Sequence[Outcome],
-               sources: Mapping[str, Source]) -> tuple[dict[str, CriticJudgement], list[str]]:
-    if not outcomes:
-        return {}, []
-    critic = ctx.lead.delegate(Role.CRITIC)
-    by_id = {o.claim.id: o for o in outcomes}
-
-    def judge(batch: list[Claim]) -> dict[str, CriticJudgement]:
-        ctx.control.checkpoint()
-        nonce = new_nonce()
-
-        shown = " ".join(_merged(batch, sources).values())
-
-        def head(claim: Claim) -> str:
-            o = by_id[claim.id]
-            return _placed_claim(
-                claim, f"\n{_pass_line('First check', o.first, shown=shown)}\n"
-                f"{_pass_line('Second check', o.second, o.first.quote, shown)}")
-
-        items = [_items(batch, sources, nonce, sources_first=False, head=head)]
-        messages = [
-            system(CRITIC_ROLE, ctx.today),
-            Message("user", CRITIC_PROMPT.format(question=clean_untrusted(ctx.question),
-                                                 claims="\n\n".join(items))),
-        ]
-        answer = critic.llm.structured(messages, CriticVerdicts, deadline=ctx.step_deadline())
-        wanted = {c.id for c in batch}
-        return {j.claim_id: j for j in answer.judgements if j.claim_id in wanted and j.verdict}
-
-    # A challenge's answer is a word and a reason: a few claims a call cost little time, and
-    # each call repeats the instructions (issue 31).
-    batches = _batches(by_source([o.claim for o in outcomes]),
-                       max(CRITIC_BATCH_MIN, batch_size(len(outcomes), ctx.executor.model_slots.size)))
-    found: dict[str, CriticJudgement] = {}
-    errors: list[str] = []
-    # The batches are independent: all at once, tasks of the run's executor.
-    futures = [ctx.executor.tasks.submit(judge, batch) for batch in batches]
-    for future in futures:
-        try:
-            found.update(future.result())
-        except (ProviderError, SchemaError) as exc:
-            errors.append(ctx.safe(str(exc)))
-        except Exception as exc:  # noqa: BLE001 - costs the batch's challenge (ctx.lose decides)
-            ctx.lose("some contested claims could not be challenged", exc, step="verify")
-            errors.append("a problem in the program itself")
-    return found, errors
-
-
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-
-
-def accept_rewrite(original: str, rewrite: str) -> str | None:
-    """The rewrite, if it adds no number and no citation and keeps the original's citations;
-    otherwise None. Citations it dropped are put back at its end."""
-    text = " ".join(rewrite.replace("\n", " ").split()).lstrip("#>-*+ ").strip()
-    if len(text.split()) < 3 or len(text) > max(600, 2 * len(original)):
-        return None
-    cited_before = set(cited_numbers(original))
-    cited_after = set(cited_numbers(text))
-    if not cited_after <= cited_before:
-        return None
-    numbers_before = set(_NUMBER.findall(CITATION.sub(" ", original)))
-    if not set(_NUMBER.findall(CITATION.sub(" ", text))) <= numbers_before:
-        return None
-    if not cited_after:
-        cites = "".join(f"[{n}]" for n in dict.fromkeys(cited_numbers(original)))
-        body = text.rstrip()
-        end = body[-1] if body[-1:] in ".!?" else "."
-        text = f"{body.rstrip('.!?').rstrip()} {cites}{end}"
-    return text
-
-
-def _rewrite(ctx: RunContext, outcomes: Sequence[Outcome]) -> tuple[dict[str, str], list[str]]:
-    if not outcomes:
-        return {}, []
-    writer = ctx.lead.delegate(Role.WRITER)
-    items = []
-    for o in outcomes:
-        quote = o.first.quote if o.first.verdict in ("SUPPORTED", "OVERSTATED") else o.second.quote
-        why = o.critic_reason or o.first.reason or o.second.reason
-        items.append(
-            f'<claim id="{o.claim.id}">{_claim_text(o.claim.text)}</claim>\n'
-            + (f'Quoted passage: "{clean_untrusted(quote)[:500]}"\n' if quote else "")
-            + (f"Why: {clean_untrusted(why)[:300]}\n" if why else "")
-        )
-    messages = [
-        system(WRITER_ROLE, ctx.today),
-        Message("user", REWRITE_PROMPT.format(claims="\n".join(items))),
-    ]
-    try:
-        answer = writer.llm.structured(messages, ClaimRewrites, deadline=ctx.step_deadline())
-    except (ProviderError, SchemaError) as exc:
-        return {}, [ctx.safe(str(exc))]
-    except Exception as exc:  # noqa: BLE001 - costs the rewrites (ctx.lose decides)
-        ctx.lose("some qualified claims could not be rewritten and are marked instead", exc,
-                 step="verify")
-        return {}, ["a problem in the program itself"]
-    wanted = {o.claim.id: o.claim.text for o in outcomes}
-    accepted: dict[str, str] = {}
-    for r in answer.rewrites:
-        if r.claim_id in wanted:
-            text = accept_rewrite(wanted[r.claim_id], r.text)
-            if text:
-                accepted[r.claim_id] = text
-    return accepted, []
-

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from research.context import RunContext
-from research.excerpts import without_title
+from research.core.context import RunContext
+from research.core.records import Source
 from research.phases.verify.apply import decide
 from research.phases.verify.claims import (
     CRITICAL_KINDS,
@@ -21,20 +21,19 @@ from research.phases.verify.claims import (
     Claim,
     Outcome,
     PassVerdict,
-    _words,
     excerpt,
 )
+from research.phases.verify.critic import challenge
 from research.phases.verify.judge import (
     AUDITOR_PASS,
     VERIFIER_PASS,
-    _challenge,
-    _collect,
-    _rewrite,
-    _submit_pass,
+    collect,
     combine,
     guard,
+    submit_pass,
 )
-from research.records import Source
+from research.phases.verify.rewrite import rewrite
+from research.untrusted.excerpts import without_title, words
 
 ClaimKey = tuple[str, str, str, str | None, tuple[str, ...], bool]
 
@@ -55,8 +54,8 @@ def attach_excerpts(claims: Sequence[Claim], sources: Mapping[str, Source]) -> N
     for claim in claims:
         found = {sid: excerpt(without_title(source_text(sources[sid]), sources[sid].title),
                               claim.text) for sid in claim.source_ids}  # the title comes beside it
-        wanted = _words(claim.text)
-        ranked = sorted(found, key=lambda sid: -len(wanted & _words(found[sid])))  # stable
+        wanted = words(claim.text)
+        ranked = sorted(found, key=lambda sid: -len(wanted & words(found[sid])))  # stable
         claim.excerpts = {sid: found[sid] for sid in ranked[:MAX_SOURCES_PER_CLAIM]}
 
 
@@ -67,9 +66,9 @@ def judge_claims(ctx: RunContext, claims: Sequence[Claim],
     errors: list[str] = []
     # Both passes at once (every batch a task of the run's executor); neither sees the
     # other's answers.
-    pending = [_submit_pass(ctx, spec, checkable, sources, ctx.executor.tasks)
+    pending = [submit_pass(ctx, spec, checkable, sources, ctx.executor.tasks)
                for spec in (VERIFIER_PASS, AUDITOR_PASS)]
-    (first, errs1), (second, errs2) = (_collect(ctx, futures) for futures in pending)
+    (first, errs1), (second, errs2) = (collect(ctx, futures) for futures in pending)
     errors += errs1 + errs2
 
     outcomes = []
@@ -84,7 +83,7 @@ def judge_claims(ctx: RunContext, claims: Sequence[Claim],
     challenged = [o for o in outcomes if o.claim.source_ids and (
         o.combined == "contested"
         or (o.claim.kind in CRITICAL_KINDS and o.combined in ("supported", "overstated")))]
-    judgements, errs = _challenge(ctx, challenged, sources)
+    judgements, errs = challenge(ctx, challenged, sources)
     errors += errs
     for o in challenged:
         if o.claim.id in judgements:
@@ -93,7 +92,7 @@ def judge_claims(ctx: RunContext, claims: Sequence[Claim],
     for o in outcomes:
         decide(o)
 
-    rewrites, errs = _rewrite(ctx, [o for o in outcomes if o.status == "qualified"])
+    rewrites, errs = rewrite(ctx, [o for o in outcomes if o.status == "qualified"])
     errors += errs
     for o in outcomes:
         if o.claim.id in rewrites:

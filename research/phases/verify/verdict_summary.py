@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 
-from research.context import RunContext
+from research.core.context import RunContext
+from research.core.records import JsonObject, Verdict
 from research.phases.verify.apply import UNCHECKED_STATUSES
-from research.records import JsonObject, Verdict
 from storage import Store
 
 STEP_KEY = "verify"

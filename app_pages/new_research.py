@@ -1,0 +1,412 @@
+"""New research: the question, how deep to go, which engine and models, the budget, an
+estimate against it, earlier research to build on, and Start."""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any
+
+import streamlit as st
+
+from dashboard import budget, form, readiness, ui, views
+from dashboard.settings_files import configured_llm_providers, defaults_path, load_defaults
+from research import validate_question
+from research.core.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
+from research.core.constants import CONSTANTS, MAX_QUESTION_CHARS, PRESET_LABELS, PRESETS
+from research.core.errors import ConfigError
+from research.estimate import account_pace, describe_duration, estimate
+from research.export.method import plain_name
+from research.phases.start.preflight import check_configuration
+from research.related import similar_runs
+from research.search.documents import check_scope
+from storage import documents as docstore
+
+PROVIDER_NAMES = {"openai": "OpenAI (or a compatible server)", "gemini": "Google Gemini"}
+SIMILAR_MIN_CHARS = 12
+
+env = ui.env()
+saved_defaults = load_defaults(defaults_path(ui.db_path()))
+env_config, env_problem = form.env_config(env)
+configured = configured_llm_providers(env)
+engines = form.available_engines(ui.credentials())
+state = st.session_state
+
+
+def _set_language(into: MutableMapping[str, Any], language: str) -> None:
+    if language in form.LANGUAGES:
+        into["language_choice"], into["language_other"] = language, ""
+    else:
+        into["language_choice"], into["language_other"] = form.OTHER_LANGUAGE, language
+
+
+def _set_run_options(into: MutableMapping[str, Any], values: dict) -> None:
+    """Engine, language, budget, pauses and schedule (form.run_form_values keys)."""
+    into["engine"] = values["engine"] if values["engine"] in engines else "pipeline"
+    _set_language(into, values["report_language"])
+    into["max_cost_usd"] = float(values["max_cost_usd"])
+    into["max_tokens"] = int(values["max_tokens"])
+    into["max_sources"] = int(values["max_sources"])
+    into["review_plan"] = bool(values["review_plan"])
+    into["schedule"] = values["schedule"]
+    into["source_mix"] = values["source_mix"]
+    into["doc_collection"] = values["doc_collection"]
+    into["doc_ids"] = values["doc_ids"]  # documents chosen by an earlier run ("Run again")
+    into["done_when"], into["want"] = values.get("done_when", ""), values.get("want", "")
+    into["steer"] = bool(values.get("steer"))
+
+
+def _sources_choice() -> None:
+    """Web, the person's documents, or both; and which collection (default: all documents)."""
+    st.selectbox("Sources", list(form.MIXES), key="source_mix", format_func=form.MIXES.get,
+                 help="Your documents are the files on the Documents page. "
+             "\"My documents only\" needs no search key and no internet besides the model.")
+    if state.get("source_mix", "web") == "web":
+        return
+    names = [c.name for c in docstore.list_collections(ui.store())]
+    if state.get("doc_collection") not in ["", *names]:
+        state["doc_collection"] = ""
+    st.selectbox("Documents to read", ["", *names], key="doc_collection",
+                 format_func=lambda n: n or "All my documents",
+                 help="Group documents into collections on the Documents page.")
+    if state.get("doc_ids"):
+        also = " as well" if state.get("doc_collection") else ", not all of them"
+        st.caption(f"Reads the {len(state['doc_ids'])} document(s) the earlier run was "
+                   f"given{also}.")
+
+
+def _set_constants(into: MutableMapping[str, Any], values: dict) -> None:
+    for name, value in values.items():
+        if name in CONSTANTS:
+            into[f"c_{name}"] = value
+
+
+def _apply_preset() -> None:
+    _set_constants(state, form.constant_values(env, saved_defaults, state["preset"]))
+
+
+def _provider_changed() -> None:
+    state["model"] = DEFAULT_MODELS.get(state["provider"], "")
+
+
+def _defaults() -> dict[str, Any]:
+    """Every form widget's starting value, by key, from the environment, the saved defaults
+    and the built-in ones (a plain dict: the caller decides which keys it takes)."""
+    preset = env_config.preset if env_config else "standard"
+    values: dict[str, Any] = {"preset": preset, "question": ""}
+    _set_constants(values, form.constant_values(env, saved_defaults, preset))
+    lead = env_config.role("lead") if env_config else None
+    provider = lead.provider if lead and (lead.provider in configured or not configured) else (
+        configured[0] if configured else "openai")
+    values["provider"] = provider
+    values["model"] = lead.model if lead and lead.provider == provider else DEFAULT_MODELS[provider]
+    for role in ROLES[1:]:
+        spec = env_config.role_models.get(role) if env_config else None
+        values[f"role_provider_{role}"] = spec.provider if spec else form.SAME_AS_LEAD
+        values[f"role_model_{role}"] = spec.model if spec else ""
+    values["search"] = form.default_search(env_config)
+    _set_run_options(values, form.run_form_values(
+        env_config.model_dump(mode="json") if env_config else {}))
+    values["build_on"] = ""
+    return values
+
+
+def _prefill(run_id: str) -> None:
+    run = ui.store().get_run(run_id, person=ui.viewer())
+    if run is None:
+        st.warning("The run to repeat no longer exists; starting from the usual settings.")
+        return
+    values = form.run_form_values(run.config, run.question)
+    state["question"] = values["question"]
+    state["preset"] = values["preset"]
+    _set_constants(state, values["constants"])
+    if values["provider"] in DEFAULT_MODELS:
+        state["provider"] = values["provider"]
+        state["model"] = values["model"] or DEFAULT_MODELS[values["provider"]]
+    for role in ROLES[1:]:
+        spec = values["role_models"].get(role) or {}
+        state[f"role_provider_{role}"] = spec.get("provider") or form.SAME_AS_LEAD
+        state[f"role_model_{role}"] = spec.get("model") or ""
+    if values["search"]:
+        state["search"] = values["search"]
+    _set_run_options(state, values)
+
+
+def _fill_missing_defaults() -> None:
+    """Give every form widget its starting value when it has none, key by key, on every run.
+
+    A first run cut short (the person typed before the page had finished drawing) leaves
+    the later widgets without state, and Streamlit drops the values of widgets a run did
+    not draw; checking one key for "already initialised" would leave those empty.
+    """
+    for key, value in _defaults().items():
+        if key not in state:
+            state[key] = value
+
+
+_fill_missing_defaults()
+repeat = st.query_params.get("from")
+if repeat and state.get("_prefilled_from") != repeat:
+    state["_prefilled_from"] = repeat
+    _prefill(repeat)
+
+st.title("New research")
+if not configured:  # first start: the way to Settings comes before anything else
+    with st.container(border=True):
+        st.markdown("**First, add a key for a model provider.** " + readiness.KEY_EXPLAINED)
+        if st.button("Add a key in Settings", type="primary", icon=":material/key:"):
+            st.switch_page(ui.PAGES["settings"])
+waiting_runs = readiness.runs_wanting_attention(ui.store(), person=ui.viewer())
+if waiting_runs:
+    with st.container(border=True):
+        st.markdown("**Welcome back.** These runs are still working or waiting for you; they "
+                    "went on while the page was closed.")
+        for waiting in waiting_runs:
+            st.page_link(ui.PAGES["run"], query_params={"run": waiting.id},
+                         icon=":material/pending:" if waiting.status != "waiting"
+                         else ":material/help:",
+                         label=("Waiting for your answer: " if waiting.status == "waiting"
+                                else f"{views.status_label(waiting.status)}: ")
+                         + views.md_text(views.run_name(waiting)))
+st.write("Ask a question. The research team plans it, searches the web, reads the sources and "
+         "writes a cited report. You can watch it work and read the report on the next page.")
+if repeat and state.get("_prefilled_from") == repeat:
+    st.info("The form is filled in with the settings of an earlier run. Change what you like, "
+            "then start.")
+if env_problem:
+    st.warning(f"A setting in the environment or secrets file is not valid: {env_problem} "
+               "The form uses the built-in defaults for it.")
+
+question = st.text_area(
+    "Your research question", key="question", height=110,
+    placeholder="e.g. What changed in EU rules on AI systems in 2025, and what does it mean "
+                "for a small software company?",
+)
+question_message = st.empty()
+length = len((question or "").strip())
+if length > MAX_QUESTION_CHARS:
+    question_message.error(f"The question is too long ({length} characters); the limit is "
+                           f"{MAX_QUESTION_CHARS}. Shorten it or split it into separate runs.")
+else:
+    st.caption(f"{length} / {MAX_QUESTION_CHARS} characters")
+
+# Earlier research on a close question: the new run can start from its sources.
+similar = similar_runs(ui.store(), question, person=ui.viewer()) if length >= SIMILAR_MIN_CHARS else []
+build_options = ["", *[r.run.id for r in similar]]
+if state.get("build_on") not in build_options:
+    state["build_on"] = ""
+if similar:
+    by_id = {r.run.id: r.run for r in similar}
+    with st.container(border=True):
+        st.markdown("**Earlier research on a similar question.** Building on it starts the new "
+                    "run with that run's sources, so less is searched and read again.")
+        for r in similar:
+            st.page_link(ui.PAGES["run"], query_params={"run": r.run.id},
+                         label=f"{views.md_label(r.run.question, 100)} · "
+                               f"{views.short_date(r.run.created_at)[:10]} · "
+                               f"{r.similarity:.0%} similar",
+                         icon=":material/history:")
+        st.radio("Start from", build_options, key="build_on", format_func=lambda rid: (
+            "Start from scratch" if not rid else
+            f"Build on this run: {views.md_label(by_id[rid].question, 70)}"))
+
+goal_cols = st.columns(2)
+goal_cols[0].text_input(
+    "Done when ... (optional)", key="done_when", max_chars=500,
+    placeholder="e.g. we know the three cheapest options and their costs per kWh",
+    help="After each round the lead checks this against the findings and stops research "
+         "early once it is met; the report's method notes say whether and when.")
+goal_cols[1].text_input(
+    "I want ... (optional)", key="want", max_chars=300,
+    placeholder="e.g. a one-page brief, a comparison table, a literature review",
+    help="The shape of the report: the writer and the reviewer are told.")
+
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.subheader("How deep")
+    st.selectbox("Preset", list(PRESETS), key="preset", format_func=lambda p: PRESET_LABELS.get(p, p),
+                 on_change=_apply_preset,
+                 help="A preset sets the sliders and advanced settings at once; you can still "
+                      "change them afterwards.")
+    for name, label in (("SUBTOPIC_COUNT", "Subtopics"),
+                        ("SOURCES_PER_SUBTOPIC", "Sources per subtopic"),
+                        ("REVIEW_CYCLES", "Review cycles")):
+        const = CONSTANTS[name]
+        st.slider(label, int(const.minimum or 0), int(const.maximum or 0), key=f"c_{name}",
+                  help=const.description)
+    st.checkbox("Ask me clarifying questions first", key="c_REQUIRE_CLARIFICATION",
+                help="The planner asks 1-3 short questions (purpose, scope, period) and waits for "
+                     "your answers on the Run page before planning.")
+    st.checkbox("Ask me between rounds", key="steer",
+                help="After each round the run waits on the Run page: tick the branches the "
+                     "lead proposes, add your own, or have the report written.")
+    st.checkbox("Let me review the plan before research starts", key="review_plan",
+                help="The run pauses after planning; on the Run page you can rename, remove, "
+                     "add or reorder subtopics and edit their questions.")
+    lang_cols = st.columns(2)
+    lang_cols[0].selectbox("Report language", [*form.LANGUAGES, form.OTHER_LANGUAGE],
+                           key="language_choice",
+                           help="Every section of the report, headings included, is written in "
+                                "it. Sources may be in any language.")
+    if state.get("language_choice") == form.OTHER_LANGUAGE:
+        lang_cols[1].text_input("Language", key="language_other", placeholder="e.g. Catalan")
+
+    with st.expander("Budget"):
+        st.caption("Research stops when a cap is reached and the report is written from what "
+                   "was gathered, clearly marked. 0 means no cap.")
+        st.number_input("Cost cap (USD)", 0.0, 10_000.0, step=0.5, format="%.2f", key="max_cost_usd",
+                        help="Measured with the same price table as the estimate.")
+        st.number_input("Token cap", 0, 1_000_000_000, step=50_000, key="max_tokens",
+                        help="Input plus output tokens of every model call.")
+        st.number_input("Source cap", 0, 10_000, step=10, key="max_sources",
+                        help="Sources kept across all subtopics.")
+
+    with st.expander("Advanced settings"):
+        st.selectbox("Research schedule", list(form.SCHEDULES), key="schedule",
+                     format_func=form.SCHEDULES.get,
+                     help="Rounds: after each round the planner sorts the follow-up questions. "
+                          "Breadth × depth: the same loop, with new subtopics halving at each level.")
+        if state.get("schedule") == "breadth_depth":
+            for name in form.SCHEDULE_SLIDERS:
+                const = CONSTANTS[name]
+                st.slider(plain_name(name).capitalize(), int(const.minimum or 1),
+                          int(const.maximum or 1), key=f"c_{name}", help=const.description)
+        for name in form.ADVANCED:
+            const = CONSTANTS[name]
+            key = f"c_{name}"
+            label = plain_name(name).capitalize() + (" (milliseconds)" if name.endswith("_MS") else "")
+            if const.kind is bool:
+                st.toggle(label, key=key, help=const.description)
+            elif const.kind is float:
+                st.slider(label, float(const.minimum or 0.0), float(const.maximum or 1.0), step=0.05,
+                          key=key, help=const.description)
+            else:
+                st.number_input(label, int(const.minimum or 0), int(const.maximum or 10**9), step=1,
+                                key=key, help=f"{const.description} ({const.minimum:g}–{const.maximum:g})")
+
+with right:
+    st.subheader("Who does the work")
+    if state.get("engine") not in engines:
+        state["engine"] = "pipeline"
+    st.selectbox("Engine", engines, key="engine", format_func=form.ENGINE_LABELS.get,
+                 help="Hosted engines appear when their key is saved in Settings: OpenAI deep "
+                      "research needs an OpenAI key, Gemini Deep Research a Google Gemini key.")
+    st.caption(form.ENGINE_HELP[state["engine"]])
+    providers_message = st.empty()
+    st.selectbox("Model provider", list(DEFAULT_MODELS), key="provider", on_change=_provider_changed,
+                 format_func=lambda p: PROVIDER_NAMES[p] + ("" if p in configured else " (no key yet)"))
+    st.text_input("Model", key="model", help="The main model; every role uses it unless you "
+                  "choose another below.")
+    with st.expander("Models per role"):
+        for role in ROLES[1:]:
+            cols = st.columns(2)
+            cols[0].selectbox(f"{role.capitalize()} provider", [form.SAME_AS_LEAD, *DEFAULT_MODELS],
+                              key=f"role_provider_{role}")
+            cols[1].text_input(f"{role.capitalize()} model", key=f"role_model_{role}",
+                               placeholder="provider default")
+    st.multiselect("Search services", list(SEARCH_PROVIDERS), key="search",
+                   format_func=lambda name: readiness.search_label(name, env),
+                   help="Every service listed here is searched, and only these. arXiv and "
+                        "Semantic Scholar search academic papers (on by default); Tavily needs "
+                        "a key (Settings); the others need none.")
+    _sources_choice()
+    if not configured:
+        providers_message.error("No model provider is set up yet. Add an OpenAI or Gemini key "
+                                "(or a local OpenAI-compatible server address) on the Settings page.")
+        st.page_link(ui.PAGES["settings"], label="Open Settings", icon=":material/settings:")
+
+
+def _current_config():
+    mix = state.get("source_mix") or "web"
+    return form.build_form_config(
+        env, preset=state["preset"],
+        constants={name: state[f"c_{name}"] for name in CONSTANTS},
+        provider=state["provider"], model=state.get("model") or "",
+        role_models={r: (state[f"role_provider_{r}"], state.get(f"role_model_{r}") or "")
+                     for r in ROLES[1:]},
+        search=list(state.get("search") or []),
+        extra={
+            "engine": state["engine"],
+            "report_language": (state.get("language_other") or "").strip()
+            if state.get("language_choice") == form.OTHER_LANGUAGE else state["language_choice"],
+            "max_cost_usd": float(state.get("max_cost_usd") or 0.0),
+            "max_tokens": int(state.get("max_tokens") or 0),
+            "max_sources": int(state.get("max_sources") or 0),
+            "review_plan": bool(state.get("review_plan")),
+            "schedule": state.get("schedule") or "rounds",
+            "done_when": (state.get("done_when") or "").strip(),
+            "want": (state.get("want") or "").strip(),
+            "steer": bool(state.get("steer")),
+        },
+        mix=mix, collection=state.get("doc_collection") or "" if mix != "web" else "",
+        document_ids=state.get("doc_ids") or [] if mix != "web" else [],
+    )
+
+
+config_error: str | None = None
+try:
+    config = _current_config()
+except ConfigError as exc:
+    config, config_error = None, str(exc)
+
+with right:
+    st.subheader("Estimate")
+    if config is None:
+        st.error(config_error)
+    elif state["provider"] not in configured:
+        st.caption("The estimate of time and cost appears once a model provider has a key.")
+    elif config.engine in form.ENGINE_NEEDS and config.engine != "all":
+        st.info(views.dollars(
+            "A hosted engine decides for itself how much to search and read, so there is no "
+            "estimate. Its cost is known when it finishes; "
+            + (f"your cost cap of ${config.max_cost_usd:.2f} still applies."
+               if config.max_cost_usd else "set a cost cap under Budget to limit it.")))
+    else:
+        guess = estimate(config, ui.prices())
+        paced_by = account_pace(guess, config, ui.credentials(), ui.store())  # None: none known
+        cols = st.columns(2)
+        cols[0].metric("Web searches", f"~{guess.searches}")
+        cols[1].metric("Model calls", f"~{guess.model_calls}")
+        cols[0].metric("Time", f"~{describe_duration(paced_by.seconds if paced_by else guess.seconds)}")
+        cols[1].metric("Cost", views.dollars(f"~${guess.cost_usd:.2f}" + (
+            f" (cap ${config.max_cost_usd:.2f})" if config.max_cost_usd else "")))
+        st.caption(f"About {guess.pages_fetched} pages read and "
+                   f"{(guess.input_tokens + guess.output_tokens) / 1000:.0f}k tokens. Rough figures "
+                   "from typical sizes; the real run may differ. "
+                   + views.dollars(budget.cap_caption(config)))
+        if paced_by is not None:
+            st.caption(f":material/speed: {paced_by.text}")
+        if config.engine == "all":
+            st.caption("The hosted engines' cost is not included: it is known when they finish, "
+                       "and it counts toward the cost cap.")
+        if guess.unpriced_models:
+            st.caption("No price known for " + ", ".join(guess.unpriced_models)
+                       + " (counted as free; add it to data/prices.json).")
+        for warning in budget.estimate_warnings(guess, config, budget.expected_sources(config)):
+            st.warning(views.dollars(warning))
+
+start_message = st.empty()
+not_ready = readiness.blockers(env, provider=state["provider"], configured=configured,
+                               search=state.get("search") or [])
+for reason in not_ready:
+    st.caption(f":material/block: {reason}")
+if st.button("Start research", type="primary", icon=":material/play_arrow:",
+             disabled=bool(not_ready)):
+    try:
+        text = validate_question(question or "")
+    except ConfigError as exc:
+        question_message.error(str(exc))
+    else:
+        if config is None:
+            start_message.error(f"Nothing was started: {config_error}")
+        else:
+            creds = ui.credentials()
+            try:
+                check_scope(ui.store(), config)
+                check_configuration(config, creds)
+                run_id = ui.jobs().start(text, config, creds, prices=ui.prices(),
+                                         parent_run_id=state.get("build_on") or None,
+                                         person=ui.viewer())
+            except ConfigError as exc:
+                start_message.error(f"Nothing was started: {exc}")
+            else:
+                ui.open_run(run_id)

@@ -1,0 +1,1 @@
+"""Research: workers search, read, score and summarise their subtopics, in parallel."""

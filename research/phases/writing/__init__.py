@@ -1,0 +1,1 @@
+"""Writing: the draft (section by section), review cycles and delivery."""
