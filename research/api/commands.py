@@ -104,8 +104,12 @@ def serve(args: argparse.Namespace, env: dict[str, str], store: Store, target: P
     door = RunDoor(target, store, credentials=lambda: Credentials.from_env(effective_env()))
     ctx = ApiContext(store=store, door=door, settings=settings,
                      authenticator=Authenticator(store, RateLimiter(settings.requests_per_minute)),
-                     secret_folder=folder)
-    app = create_app(ctx, mounted=mounted_apps(ctx))
+                     secret_folder=folder, db=str(target))
+    try:
+        mounted = mounted_apps(ctx)
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_FAILED)
+    app = create_app(ctx, mounted=mounted)
     print(f"Deep Research Studio API on http://{args.host}:{args.port} (documentation: "
           f"http://{args.host}:{args.port}/docs)", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning",

@@ -29,6 +29,7 @@ class ApiContext:
     authenticator: Authenticator
     secret_folder: Path  # where `api-secret` lives (research.api.tokens)
     environ: Mapping[str, str] | None = None
+    db: str = ""  # what the store opened (a file or a postgresql:// URL), for mounted apps
 
     def env(self) -> dict[str, str]:
         return effective_env(self.environ)

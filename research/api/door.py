@@ -32,6 +32,12 @@ class RunDoor:
         self._jobs = JobManager(db_path, credentials=credentials)
 
     @property
+    def job_manager(self) -> JobManager:
+        """The process's one job manager, for the MCP server mounted beside the API (its own
+        door takes it: research.mcpserver.door)."""
+        return self._jobs
+
+    @property
     def executes_here(self) -> bool:
         """False when external workers execute runs (they check their own keys)."""
         return not self._jobs.external

@@ -30,5 +30,12 @@ class Mounted:
 
 
 def mounted_apps(ctx: ApiContext) -> list[Mounted]:
-    """What `python -m research serve` mounts beside /v1 (nothing yet)."""
-    return []
+    """What `python -m research serve` mounts beside /v1: the MCP server at /mcp, on this
+    process's one job manager (`research.mcpserver.http.api_mount`)."""
+    from research.mcpserver.door import Runs
+    from research.mcpserver.http import api_mount
+    from research.mcpserver.service import open_service
+
+    service = open_service(ctx.environ, db=ctx.db or None, runs=Runs(ctx.door.job_manager))
+    app, lifespan = api_mount(service)
+    return [Mounted(MCP_PATH, app, lifespan)]
