@@ -1,5 +1,5 @@
 """Settings: API keys (always masked), models per role, search providers, default constants,
-and a connection test per provider."""
+a connection test per provider, and the HTTP API's tokens (made, shown once, revoked)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,11 @@ from dashboard.settings_files import (
     save_secrets,
     secrets_path,
 )
+from research.api.tokens import create_token
 from research.core.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
 from research.core.constants import CONSTANTS, DEFAULTS
 from research.export.method import plain_name
+from storage import tokens as tokenstore
 
 ORIGIN_TEXT = {"environment": "set in the environment", "secrets file": "saved here (secrets file)",
                None: "not set"}
@@ -181,4 +183,35 @@ if saved and st.button("Reset to the built-in defaults"):
     else:
         st.session_state.pop("defaults_shown", None)
         st.session_state["settings_flash"] = "Defaults reset."
+        st.rerun()
+
+st.header("API tokens")
+st.write("Programs and agents reach this studio through its HTTP API (start it with "
+         "`python -m research serve`) with a token. A token acts as you: it sees and starts "
+         "only your runs. It is shown once, when it is made; only its fingerprint is kept.")
+api_store, api_person = ui.store(), ui.viewer()
+made_token = st.session_state.pop("api_token_made", None)
+if made_token:
+    st.success("Token made. Copy it and its signing secret now: they are not shown again.")
+    st.caption("The token (send it as 'Authorization: Bearer …'):")
+    st.code(made_token["text"], language=None)
+    st.caption("The signing secret (callbacks carry an X-Signature made with it):")
+    st.code(made_token["secret"], language=None)
+with st.form("api_token", clear_on_submit=True):
+    token_name = st.text_input("What it is for", max_chars=80, placeholder="e.g. nightly script")
+    if st.form_submit_button("Make a token", icon=":material/key:"):
+        new_token = create_token(api_store, env, ui.db_path().parent, person=api_person,
+                                 name=token_name)
+        st.session_state["api_token_made"] = {"text": new_token.text,
+                                              "secret": new_token.signing_secret}
+        st.rerun()
+for api_token in tokenstore.list_tokens(api_store, person=api_person):
+    cols = st.columns([3, 2, 1])
+    used = f"last used {api_token.last_used_at[:16]}" if api_token.last_used_at else "never used"
+    cols[0].text(f"{api_token.name or 'Unnamed token'} ({api_token.id})")  # text: no markup
+    cols[1].caption(f"revoked {api_token.revoked_at[:16]}" if api_token.revoked_at else
+                    f"made {api_token.created_at[:16]}, {used}")
+    if not api_token.revoked_at and cols[2].button("Revoke", key=f"revoke_{api_token.id}"):
+        tokenstore.revoke_token(api_store, api_token.id, person=api_person)
+        st.session_state["settings_flash"] = "Token revoked: requests with it are refused now."
         st.rerun()

@@ -139,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         from research.db_command import main as db_main
 
         return db_main(argv[1:])
+    if argv[:1] in (["serve"], ["token"]):  # the HTTP API and its tokens (research.api)
+        from research.api.commands import main as api_main
+
+        return api_main(argv)
     args = parser().parse_args(argv)
     _quiet_logging()
     env = effective_env()
@@ -275,24 +279,19 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             parent, section = args.build_on, None
             if args.dig_deeper:
                 parent, section = args.dig_deeper
-                args.question = _dig_deeper_question(store, parent, section, owner)
+                args.question = follow_up_question(store, parent, section, owner)
             if parent and store.get_run(parent, person=owner) is None:
                 raise ResearchError(f"There is no run with id {parent!r} to build on.")
             if not args.question:
                 return _fail("Please give a research question, e.g. "
                              'python -m research "How do heat pumps perform in cold climates?"',
                              secrets, EXIT_USAGE)
-            config = build_config(
-                env=env, preset=args.preset, SUBTOPIC_COUNT=args.subtopics,
-                SOURCES_PER_SUBTOPIC=args.sources, REVIEW_CYCLES=args.reviews,
-                BREADTH=args.breadth, DEPTH=args.depth,
-                schedule=args.schedule.replace("-", "_") if args.schedule else None,
-                REQUIRE_CLARIFICATION=True if args.clarify else None,
-                report_language=args.language, max_cost_usd=args.max_cost,
-                review_plan=True if args.review_plan else None, engine=args.engine,
-                dig_deeper_section=section, done_when=args.done_when.strip(),
-                want=args.want.strip(), steer=True if args.steer else None,
-            )
+            config = run_config(
+                env, preset=args.preset, subtopics=args.subtopics, sources=args.sources,
+                reviews=args.reviews, breadth=args.breadth, depth=args.depth,
+                schedule=args.schedule, clarify=args.clarify, language=args.language,
+                max_cost=args.max_cost, review_plan=args.review_plan, engine=args.engine,
+                section=section, done_when=args.done_when, want=args.want, steer=args.steer)
             if args.docs or args.collection or args.no_web:
                 config = _documents_config(store, config, args)
             if not queued:  # a worker checks its own keys and providers
@@ -341,6 +340,28 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             _say(f"  Warning: {redact(warning, secrets)}")
     print(run_id)
     return EXIT_OK
+
+
+def run_config(env: dict[str, str], *, preset: str | None = None, subtopics: int | None = None,
+               sources: int | None = None, reviews: int | None = None,
+               breadth: int | None = None, depth: int | None = None,
+               schedule: str | None = None, clarify: bool = False,
+               language: str | None = None, max_cost: float | None = None,
+               review_plan: bool = False, engine: str | None = None,
+               section: str | None = None, done_when: str = "", want: str = "",
+               steer: bool = False) -> ResearchConfig:
+    """A new run's configuration from the CLI's options (by their flag names): the one
+    mapping from options to `build_config`, which the HTTP API uses too (research.api), so
+    both refuse the same values with the same words. Raises ConfigError."""
+    return build_config(
+        env=env, preset=preset, SUBTOPIC_COUNT=subtopics, SOURCES_PER_SUBTOPIC=sources,
+        REVIEW_CYCLES=reviews, BREADTH=breadth, DEPTH=depth,
+        schedule=schedule.replace("-", "_") if schedule else None,
+        REQUIRE_CLARIFICATION=True if clarify else None, report_language=language,
+        max_cost_usd=max_cost, review_plan=True if review_plan else None, engine=engine,
+        dig_deeper_section=section, done_when=done_when.strip(), want=want.strip(),
+        steer=True if steer else None,
+    )
 
 
 def _queued(args: argparse.Namespace, env: dict[str, str], db_path: Path | str) -> Runs | None:
@@ -403,7 +424,9 @@ def _documents_config(store: Store, config: ResearchConfig,
     return config
 
 
-def _dig_deeper_question(store: Store, parent: str, section: str, owner: str | None) -> str:
+def follow_up_question(store: Store, parent: str, section: str, owner: str | None) -> str:
+    """The question of a \"dig deeper\" run into `section` of `parent`'s report (also the
+    HTTP API's); ResearchError naming the sections when there is no such section."""
     run = store.get_run(parent, person=owner)
     report = store.get_report(parent)
     if run is None or report is None:

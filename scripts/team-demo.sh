@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A team set-up on one computer, to try before deploying it for real (README, "For a team"):
 # one PostgreSQL server, two workers that execute runs, two dashboards that only queue and
-# watch them, and nginx in front with sticky sessions, all on 127.0.0.1. Ctrl-C stops
+# watch them, the HTTP API server (python -m research serve), and nginx in front of them
+# (dashboards with sticky sessions, the API under /v1), all on 127.0.0.1. Ctrl-C stops
 # everything and removes every temporary file.
 #   scripts/team-demo.sh
 # DEEP_RESEARCH_DEMO_PORT picks the proxy's port (default 8600). Runs need your keys
@@ -143,6 +144,14 @@ for n in 1 2; do
   wait_for_http "http://127.0.0.1:${DASH_PORTS[$((n - 1))]}/_stcore/health" 120 "Dashboard $n"
 done
 
+# --- the HTTP API server: queues and watches runs like the dashboards --------------------------
+export DEEP_RESEARCH_API_SECRET="$("$PY" -c 'import secrets; print(secrets.token_hex(32))')"
+API_PORT="$(free_port)"
+"$PY" -m research serve --host 127.0.0.1 --port "$API_PORT" >"$DEMO_DIR/logs/api.log" 2>&1 &
+children+=("$!")
+wait_for_http "http://127.0.0.1:$API_PORT/v1/health" 120 "The API server"
+API_TOKEN="$("$PY" -m research token create --name "team demo" 2>/dev/null | sed -n 's/^token: //p')"
+
 # --- nginx: sticky sessions (a cookie per browser) and websockets -------------------------------
 mkdir -p "$DEMO_DIR/nginx"
 cat >"$DEMO_DIR/nginx/nginx.conf" <<EOF
@@ -179,6 +188,14 @@ http {
     proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
     proxy_set_header X-Forwarded-Proto \$scheme;
     location / { proxy_pass http://dashboards; }
+    # The HTTP API: its routes, its OpenAPI document and page. Event streams are passed on
+    # as they come (no buffering) and may stay open as long as a run works.
+    location ~ ^/(v1|mcp)(/|\$) {
+      proxy_pass http://127.0.0.1:$API_PORT;
+      proxy_buffering off;
+      proxy_read_timeout 1d;
+    }
+    location ~ ^/(docs|openapi\.json)\$ { proxy_pass http://127.0.0.1:$API_PORT; }
     location /_stcore/stream {  # the dashboard's websocket: upgrade, and no idle time-out
       proxy_pass http://dashboards;
       proxy_set_header Upgrade \$http_upgrade;
@@ -202,6 +219,8 @@ The team demo is running:
 Runs use the keys in this shell's environment (the workers read them). Stop with Ctrl-C.
 From the command line, in another terminal:
   DEEP_RESEARCH_DB=$DEEP_RESEARCH_DB DEEP_RESEARCH_WORKERS=external ./run.sh "your question"
+The HTTP API, behind the same proxy (documentation: http://127.0.0.1:$PORT/docs):
+  curl -H "Authorization: Bearer $API_TOKEN" http://127.0.0.1:$PORT/v1/runs
 EOF
 
 # Wait until a child stops on its own (then say which) or Ctrl-C arrives (the trap cleans up).

@@ -134,6 +134,10 @@ class StoreBase:
         """Full redaction: known secrets and anything key-shaped."""
         return None if text_ is None else self._redact_text(self._clean(text_), self._secrets)
 
+    def redacted(self, text_: str | None) -> str | None:
+        """Text as the store keeps an error: known secrets and anything key-shaped masked."""
+        return self._redact(text_)
+
     def _scrub(self, value: Any) -> Any:
         """Full redaction of every string inside a JSON-like value (keys included)."""
         return walk(value, lambda t: self._redact_text(self._clean(t), self._secrets))

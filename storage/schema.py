@@ -2,7 +2,8 @@
 
 The SQLite file's tables were made by the hand-written steps in `storage.migrations` (m001 to
 m006) before the store moved to Alembic; this metadata describes exactly that schema plus the
-later Alembic revisions (0002: `runs.person`; 0003: `account_books`), so a file made by an older version needs only
+later Alembic revisions (0002: `runs.person`; 0003: `account_books`; 0004: `api_tokens`,
+`api_callbacks`), so a file made by an older version needs only
 those, and a PostgreSQL database is created from it
 (`storage/alembic/versions/0001_baseline.py`). `tests/test_migrations.py` compares the two.
 
@@ -301,6 +302,25 @@ account_books = Table(
     Column("context_tokens", Integer), _txt("source", ""),
     _real("requests_level", 0), _real("tokens_level", 0),
     _real("stamp", 0), _real("paused_until", 0),  # Unix time: processes share no other clock
+    _txt("updated_at", nullable=False),
+)
+
+# The HTTP API's bearer tokens, by hash only, and the runs whose person asked for a callback
+# (issue 34; storage.tokens). Their own, not a run's: never copied (tokens are made anew).
+api_tokens = Table(
+    "api_tokens", metadata,
+    Column("id", Text, primary_key=True),
+    Column("token_hash", Text, nullable=False, unique=True),  # SHA-256 of the token, hex
+    _txt("person"),  # whose runs it acts on; NULL: no sign-in (one person, every run)
+    _txt("name", ""), _txt("created_at", nullable=False), _txt("last_used_at"),
+    _txt("revoked_at"),
+)
+api_callbacks = Table(
+    "api_callbacks", metadata,
+    Column("run_id", Text, primary_key=True),  # no foreign key: a deleted run ends its watch
+    _txt("token_id", nullable=False), _txt("url", nullable=False),
+    _txt("notified", ""),  # the last state a POST went out for ("completed", "waiting:<n>")
+    _int("done", 0), _int("attempts", 0), _txt("last_error"),
     _txt("updated_at", nullable=False),
 )
 
