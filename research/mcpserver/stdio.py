@@ -8,7 +8,7 @@ stdout carries only the protocol: while it serves, the SDK points file descripto
 When the client goes (it closes stdin, as Claude Desktop does on quitting), the process ends at
 once, as if killed: a run it was executing stays the job engine's unfinished work, which the
 next start of this server (or a dashboard on the same database) carries on from where it
-stopped (research/durable.py). A normal interpreter exit would first shut the run's thread
+stopped (research/runs/engine.py). A normal interpreter exit would first shut the run's thread
 pools down under it, and the run would end "failed".
 """
 
