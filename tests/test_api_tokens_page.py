@@ -30,7 +30,7 @@ def test_a_token_made_in_settings_is_shown_once_works_and_is_revoked_there() -> 
     store = Store(os.environ["DEEP_RESEARCH_DB"])
     found = tokenstore.list_tokens(store)
     assert [t.name for t in found] == ["nightly script"] and found[0].person is None
-    everything = "\n".join(str(row) for row in store._rows("SELECT * FROM api_tokens"))
+    everything = "\n".join(str(row) for row in store.query("SELECT * FROM api_tokens"))
     assert token not in everything and secret not in everything
     assert hashlib.sha256(token.encode()).hexdigest() in everything
     caller = Authenticator(store, RateLimiter(10)).authenticate(f"Bearer {token}")

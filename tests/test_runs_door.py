@@ -24,7 +24,7 @@ from research.runs import Runs, RunStatus, liveness
 from storage import Store
 
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = ["research", "storage", "dashboard", "pages", "app.py", "bench"]
+SCANNED = ["research", "storage", "dashboard", "app_pages", "app.py", "bench"]
 ENGINE = Path("research/runs/engine.py")
 CREDS = Credentials.from_env({"OPENAI_API_KEY": "sk-test-0123456789abcdef"})
 

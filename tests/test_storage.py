@@ -26,7 +26,7 @@ from research.core.records import (
     Subtopic,
     Verdict,
 )
-from storage import MIGRATIONS, Store, default_db_path
+from storage import MIGRATIONS, Store, default_db_path, tokens
 from storage.migrate import head_revision
 from storage.schema import metadata, runs
 from storage.schema import steps as steps_table
@@ -230,13 +230,14 @@ def test_delete_run_removes_every_row_of_the_run(store: Store) -> None:
         store.add_usage(rid, "writer", "fake", "m", 10, 5, 0.01)
         store.save_engine_job(rid, "openai-deep-research", remote_id="resp_1", status="queued")
         store.append_event(Error(run_id=rid, message="boom"))
+        tokens.watch_run(store, rid, token_id="tok_1", url="https://example.org/hook")
     store.delete_run(run_id)
     assert store.get_run(run_id) is None
     with store._database.read() as conn:  # every table the database has, not only ours
         found = inspect(conn)
         tables = [t for t in found.get_table_names()
                   if "run_id" in {c["name"] for c in found.get_columns(t)}]
-    assert len(tables) == 13
+    assert len(tables) == 14
     for table in tables:
         count = f'SELECT count(*) AS n FROM "{table}" WHERE run_id = :run'
         assert store.query_one(count, {"run": run_id}) == {"n": 0}, table

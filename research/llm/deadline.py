@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import httpcore2
 import httpx2
 
+from research.core.deadlines import ThreadDeadline
 from research.core.errors import ProviderTimeout, StepTimeLimit
 from research.llm.messages import Completion, Request
 from research.llm.tls import shared_tls_context
@@ -121,23 +122,8 @@ def _settle(future: Future[T], fn: Callable[[], T]) -> None:
         future.set_exception(exc)
 
 
-class _Deadline(threading.local):
-    """The deadline of the request this thread is sending or reading (a connection serves one
-    request at a time, and a sync request is sent and read by the thread that made it)."""
-
-    value: float | None = None
-
-    def bound(self, timeout: float | None, error: type[Exception]) -> float | None:
-        if self.value is None:
-            return timeout
-        remaining = self.value - time.monotonic()
-        if remaining <= 0:
-            raise error("the answer did not arrive within the request's time limit")
-        return remaining if timeout is None else min(timeout, remaining)
-
-
 class _BoundedStream(httpcore2.NetworkStream):
-    def __init__(self, inner: httpcore2.NetworkStream, deadline: _Deadline) -> None:
+    def __init__(self, inner: httpcore2.NetworkStream, deadline: ThreadDeadline) -> None:
         self._inner = inner
         self._deadline = deadline
 
@@ -161,7 +147,7 @@ class _BoundedStream(httpcore2.NetworkStream):
 
 
 class _BoundedBackend(httpcore2.NetworkBackend):
-    def __init__(self, deadline: _Deadline) -> None:
+    def __init__(self, deadline: ThreadDeadline) -> None:
         self._deadline = deadline
         self._inner = httpcore2.SyncBackend()
 
@@ -188,7 +174,7 @@ class _DeadlineStream(httpx2.SyncByteStream):
     """The body, read under the request's deadline (set again for each chunk: the reading
     thread's deadline may belong to another request meanwhile)."""
 
-    def __init__(self, stream: httpx2.SyncByteStream, deadline: float, holder: _Deadline) -> None:
+    def __init__(self, stream: httpx2.SyncByteStream, deadline: float, holder: ThreadDeadline) -> None:
         self._stream = stream
         self._deadline = deadline
         self._holder = holder
@@ -219,7 +205,7 @@ class DeadlineTransport(httpx2.BaseTransport):
     def __init__(self, **transport_args: Any) -> None:
         transport_args.setdefault("verify", shared_tls_context())
         self._inner = httpx2.HTTPTransport(**transport_args)
-        self._deadline = _Deadline()
+        self._deadline = ThreadDeadline()
         pool = getattr(self._inner, "_pool", None)
         # httpx2 has no public hook for the network backend (as httpx 0.28, see
         # research.untrusted.fetch): the pool it built gets ours, its settings unchanged.

@@ -40,6 +40,7 @@ from typing import Any
 import httpcore
 import httpx
 
+from research.core.deadlines import ThreadDeadline
 from research.core.errors import FetchError, FetchRefused, ResearchError, redact
 from research.core.prompts import strip_invisible
 from research.untrusted.sandbox import ChildFailed, ChildLimits, run_child
@@ -99,7 +100,7 @@ class Fetcher:
     ) -> None:
         self.limits = limits or FetchLimits()
         self._resolver = resolver
-        self._deadline = _Deadline()
+        self._deadline = ThreadDeadline()
         if transport is None:
             transport = _guarded_transport(
                 _GuardedBackend(self.limits, resolver, self._deadline)
@@ -391,22 +392,8 @@ def _parses(url: str) -> bool:
 
 # --- connection-time guards -------------------------------------------------------------------
 
-class _Deadline(threading.local):
-    """The current fetch's deadline, per thread (a connection serves one request at a time)."""
-
-    value: float | None = None
-
-    def bound(self, timeout: float | None, error: type[Exception]) -> float | None:
-        if self.value is None:
-            return timeout
-        remaining = self.value - time.monotonic()
-        if remaining <= 0:
-            raise error("deadline passed")
-        return remaining if timeout is None else min(timeout, remaining)
-
-
 class _GuardedStream(httpcore.NetworkStream):
-    def __init__(self, inner: httpcore.NetworkStream, deadline: _Deadline) -> None:
+    def __init__(self, inner: httpcore.NetworkStream, deadline: ThreadDeadline) -> None:
         self._inner = inner
         self._deadline = deadline
 
@@ -434,7 +421,7 @@ class _GuardedBackend(httpcore.NetworkBackend):
     IP literal."""
 
     def __init__(self, limits: FetchLimits, resolver: Resolver | None,
-                 deadline: _Deadline) -> None:
+                 deadline: ThreadDeadline) -> None:
         self._allow_private = limits.allow_private_hosts
         self._allowed_ports = limits.allowed_ports
         self._resolver = resolver
