@@ -8,8 +8,6 @@ from __future__ import annotations
 import io
 import logging
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +25,7 @@ from tests.standin import (
     gemini_error,
     openai_error,
 )
+from tests.warm_python import WarmPython, warm_python  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = (OPENAI_KEY, GEMINI_KEY, TAVILY_KEY)
@@ -121,7 +120,8 @@ def test_no_key_anywhere_after_a_run_with_echoing_providers(
 
 
 def test_no_key_in_the_cli_output_of_a_run_with_echoing_providers(
-    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path
+    standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
+    warm_python: WarmPython,  # noqa: F811 - the fixture
 ) -> None:
     _echoing_faults(standin, "openai")
     db = tmp_path / "cli.db"
@@ -131,15 +131,17 @@ def test_no_key_in_the_cli_output_of_a_run_with_echoing_providers(
     env.update(standin_env)
     env.update({"PYTHONPATH": str(ROOT), "DEEP_RESEARCH_DB": str(db),
                 "DEEP_RESEARCH_SECRETS_FILE": str(tmp_path / "none.toml")})
-    result = subprocess.run(
-        [sys.executable, "-m", "research", "How is heat pump adoption changing in Europe?",
+    # `python -m research` forked warm (tests/warm_python.py): its own process and output.
+    cli = warm_python.spawn(
+        ["-m", "research", "How is heat pump adoption changing in Europe?",
          "--preset", "quick", "--format", "md", "--out", str(out)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "[redacted]" in result.stderr  # the echoed errors were shown, without the key
-    _assert_no_key("the CLI's stderr", result.stderr)
-    _assert_no_key("the CLI's stdout", result.stdout)
+        env, tmp_path, tmp_path / "cli.out", tmp_path / "cli.err")
+    code = cli.wait(timeout=240)
+    stdout, stderr = (tmp_path / "cli.out").read_text(), (tmp_path / "cli.err").read_text()
+    assert code == 0, stderr
+    assert "[redacted]" in stderr  # the echoed errors were shown, without the key
+    _assert_no_key("the CLI's stderr", stderr)
+    _assert_no_key("the CLI's stdout", stdout)
     _assert_no_key("the CLI's report", out.read_bytes())
     for path in tmp_path.glob("cli.db*"):
         _assert_no_key(path.name, path.read_bytes())
