@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from storage import DatabaseValueError, Store, redact_url, resolve_db, resolve_d
 from storage.db_value import postgres_url
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import APP, KEY_VARS
+from tests.warm_python import WarmPython, warm_python  # noqa: F401 - a fixture
 
 # A PostgreSQL URL nothing answers at (port 1 on this machine): refused plainly, at once.
 PG_URL = "postgresql://alice:S3cretPassw0rd@127.0.0.1:1/research"
@@ -105,7 +104,9 @@ def test_the_one_check_accepts_usable_values(tmp_path: Path) -> None:
     assert redact_url(PG_URL) == "postgresql://alice:***@127.0.0.1:1/research"
 
 
-def test_checking_an_open_database_keeps_this_process_seeing_other_processes_runs(tmp_path: Path) -> None:
+def test_checking_an_open_database_keeps_this_process_seeing_other_processes_runs(
+    tmp_path: Path, warm_python: WarmPython,  # noqa: F811 - the fixture
+) -> None:
     """The dashboard checks its database on every page while its own connections stay open.
     Reading the file with Python there dropped those connections' locks (closing any
     descriptor of a file drops all of a process's POSIX locks on it): the next process to
@@ -120,9 +121,11 @@ def test_checking_an_open_database_keeps_this_process_seeing_other_processes_run
     try:
         for _ in range(3):
             assert resolve_db_path(db, db) == db  # what each page does first
-            made = subprocess.run([sys.executable, "-c", writer, str(db)], capture_output=True,
-                                  text=True, check=True, cwd=Path(__file__).resolve().parent.parent)
-            run_id = made.stdout.strip()
+            # Another process (forked warm: tests/warm_python.py) makes a run and closes.
+            made = warm_python.spawn(["-c", writer, str(db)], dict(os.environ), tmp_path,
+                                     tmp_path / "writer.out", tmp_path / "writer.err")
+            assert made.wait(timeout=60) == 0, (tmp_path / "writer.err").read_text()
+            run_id = (tmp_path / "writer.out").read_text().strip()
             assert reader.get_run(run_id) is not None, "a run another process made is not seen"
     finally:
         reader.close()
