@@ -11,7 +11,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from storage.schema import metadata
 from tests.cli_helpers import RunCli
 from tests.fixtures.snapshot_legacy import snapshot
 from tests.pg_server import TEST_PASSWORD
+from tests.warm_python import WarmPython, warm_python  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -154,14 +154,19 @@ print("migrated" if before != after else "current")
 """
 
 
-def test_two_processes_starting_at_once_migrate_only_once(db_target: str) -> None:
-    start_at = f"{time.time() + 3.0:.3f}"  # both processes are up and waiting by then
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", _OPENER, db_target, start_at],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for _ in range(2)]
-    outcomes = [proc.communicate(timeout=120) for proc in procs]
-    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outcomes]
+def test_two_processes_starting_at_once_migrate_only_once(
+    db_target: str, tmp_path: Path, warm_python: WarmPython,  # noqa: F811 - the fixture
+) -> None:
+    # Two processes forked warm (tests/warm_python.py): each is up in milliseconds, where a
+    # cold interpreter took a second or more to import the store.
+    start_at = f"{time.time() + 1.5:.3f}"  # both processes are up and waiting by then
+    procs = [warm_python.spawn(["-c", _OPENER, db_target, start_at], dict(os.environ), tmp_path,
+                               tmp_path / f"opener-{n}.out", tmp_path / f"opener-{n}.err")
+             for n in range(2)]
+    codes = [proc.wait(timeout=120) for proc in procs]
+    outcomes = [((tmp_path / f"opener-{n}.out").read_text(), (tmp_path / f"opener-{n}.err").read_text())
+                for n in range(2)]
+    assert codes == [0, 0], [err for _, err in outcomes]
     assert sorted(out.strip() for out, _ in outcomes) == ["current", "migrated"]
     store = Store(db_target)
     assert store.query("SELECT version_num FROM alembic_version") == [
