@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.warm_python import WarmPython
+
 ROOT = Path(__file__).resolve().parent.parent
 _OURS = ("DEEP_RESEARCH_", "OPENAI_", "GEMINI_", "TAVILY_")
 RunCli = Callable[[list[str], dict[str, str], Path], "subprocess.CompletedProcess[str]"]
@@ -34,6 +36,18 @@ def cli(args: list[str], env: dict[str, str], cwd: Path,
     full_env["DEEP_RESEARCH_SECRETS_FILE"] = str(cwd / "no-secrets.toml")
     return subprocess.run([sys.executable, "-m", "research", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def warm_cli(python: WarmPython, args: list[str], env: dict[str, str], cwd: Path,
+             timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """`cli`, forked warm (tests/warm_python.py): the same command line, environment and
+    separate process, without importing the engine again (about 2.5 CPU-s a call)."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(_OURS)}
+    full_env.update(env)
+    full_env["DEEP_RESEARCH_SECRETS_FILE"] = str(cwd / "no-secrets.toml")
+    out, err = cwd / "cli.out", cwd / "cli.err"
+    code = python.spawn(["-m", "research", *args], full_env, cwd, out, err).wait(timeout)
+    return subprocess.CompletedProcess(["-m", "research", *args], code, out.read_text(), err.read_text())
 
 
 def cli_in_process(args: list[str], env: dict[str, str], cwd: Path,

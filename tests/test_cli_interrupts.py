@@ -18,8 +18,10 @@ import pytest
 from research import cli
 from research.export import formats
 from storage import Store
+from tests.cli_helpers import warm_cli
 from tests.dashboard_fixtures import finished_run
-from tests.test_cli import ROOT, _cli
+from tests.test_cli import ROOT
+from tests.warm_python import WarmPython, warm_python  # noqa: F401 - a fixture
 
 QUESTION = "How do heat pumps perform in cold climates?"
 
@@ -53,7 +55,8 @@ def _integrity(db: Path) -> str:
 
 @pytest.mark.parametrize("small_disk", ["4m"], indirect=True)
 def test_disk_full_mid_run_stops_plainly_and_keeps_what_was_stored(
-    standin_env: dict[str, str], small_disk: Path, tmp_path: Path
+    standin_env: dict[str, str], small_disk: Path, tmp_path: Path,
+    warm_python: WarmPython,  # noqa: F811 - the fixture
 ) -> None:
     db = small_disk / "research.db"
     # The disk holds the empty store (its schema grows with every migration) plus a fixed
@@ -62,8 +65,9 @@ def test_disk_full_mid_run_stops_plainly_and_keeps_what_was_stored(
     used = sum(f.stat().st_size for f in small_disk.iterdir())
     subprocess.run(["mount", "-o", f"remount,size={(used // 4096 + 1) * 4096 + HEADROOM}",
                     str(small_disk)], check=True)
-    result = _cli([QUESTION, "--preset", "quick", "--sources", "5", "--out", str(tmp_path / "r.md")],
-                  {**standin_env, "DEEP_RESEARCH_DB": str(db)}, tmp_path)
+    result = warm_cli(warm_python, [QUESTION, "--preset", "quick", "--sources", "5",
+                                    "--out", str(tmp_path / "r.md")],
+                      {**standin_env, "DEEP_RESEARCH_DB": str(db)}, tmp_path)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr and "sqlite3" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]
