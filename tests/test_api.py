@@ -153,7 +153,8 @@ def finished(api: ApiServer, alice: Token) -> str:
         run_id = start(client, subtopics=3, sources=5)
         events = events_of(client, run_id)
     assert events[-1]["event"] == "end"
-    assert json.loads(events[-1]["data"])["status"] == "completed"
+    ended = json.loads(events[-1]["data"])
+    assert ended["status"] == "completed", (ended, events[-6:])
     return run_id
 
 
