@@ -68,3 +68,41 @@ def test_only_one_server_claims_a_runs_callback(tmp_db: Path) -> None:
     assert tokenstore.claim_callback(store, "run1", seen="waiting:plan", state="completed")
     tokenstore.record_callback(store, "run1", notified="completed", done=True, attempts=1)
     assert tokenstore.watched_runs(store) == []
+
+
+def test_a_callback_connects_only_where_the_fetchers_guard_allows_when_it_connects() -> None:
+    # The address is checked again at connect time, on the address actually dialled: a name
+    # whose DNS answer changed after check_callback_url cannot send the POST somewhere private.
+    import http.server
+    import threading
+
+    import httpx
+
+    from research.core.errors import FetchRefused
+    from research.untrusted.fetch import FetchLimits, guarded_transport
+
+    got: list[bytes] = []
+
+    class Receiver(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+            got.append(self.rfile.read(int(self.headers["Content-Length"])))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    try:
+        with httpx.Client(transport=guarded_transport(FetchLimits()), trust_env=False) as client:
+            with pytest.raises(FetchRefused):
+                client.post(url, content=b"{}")
+        assert got == []
+        loose = FetchLimits(allow_private_hosts=True, allowed_ports=(server.server_address[1],))
+        with httpx.Client(transport=guarded_transport(loose), trust_env=False) as client:
+            assert client.post(url, content=b"{}").status_code == 204
+        assert got == [b"{}"]
+    finally:
+        server.shutdown()

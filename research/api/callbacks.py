@@ -38,6 +38,7 @@ from research.api.settings import ApiSettings
 from research.api.status import run_status
 from research.api.tokens import signing_secret
 from research.core.errors import FetchRefused
+from research.untrusted.fetch import FetchLimits, guarded_transport
 from research.untrusted.urls import check_url
 from storage import TERMINAL_STATUSES
 from storage import tokens as tokenstore
@@ -158,11 +159,15 @@ class CallbackWatcher:
                    "User-Agent": "DeepResearchStudio-Callback/1"}
         settings = self.ctx.settings
         wait, error = settings.callback_first_wait_s, None
+        # Checked again where it connects (the fetcher's guard): no DNS answer that changed
+        # since check_callback_url can send the POST to a private address.
+        guarded = guarded_transport(FetchLimits(allow_private_hosts=settings.callback_allow_private,
+                                                allowed_ports=settings.callback_ports))
         for attempt in range(1, settings.callback_tries + 1):
             try:
                 check_callback_url(settings, watched.url)
                 with httpx.Client(timeout=SEND_TIMEOUT_S, follow_redirects=False,
-                                  trust_env=False) as client:
+                                  trust_env=False, transport=guarded) as client:
                     answer = client.post(watched.url, content=body, headers=headers)
                 if answer.is_success:
                     return attempt, None
@@ -171,6 +176,8 @@ class CallbackWatcher:
                     return attempt, error
             except ApiError as exc:
                 return attempt, exc.message
+            except FetchRefused:  # the name now resolves to an address callbacks may not reach
+                return attempt, "the callback address now leads somewhere callbacks may not go"
             except httpx.HTTPError as exc:
                 error = "could not reach the receiver" + (
                     " in time" if isinstance(exc, httpx.TimeoutException) else "")

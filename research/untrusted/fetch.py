@@ -454,6 +454,14 @@ class _GuardedBackend(httpcore.NetworkBackend):
         time.sleep(seconds)
 
 
+def guarded_transport(limits: FetchLimits) -> httpx.HTTPTransport:
+    """A transport that connects only where the page fetcher may (`limits`' private hosts and
+    ports): the host is resolved and checked at connect time and the checked address is what
+    it connects to, so a name that resolves elsewhere a second time cannot lead it astray.
+    For other requests to addresses someone else gave us (the API's callbacks)."""
+    return _guarded_transport(_GuardedBackend(limits, None, ThreadDeadline()))
+
+
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     """One TLS context per process for fetching pages: building one reads the whole CA bundle
