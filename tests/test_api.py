@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
+from research.llm.pacing import forget_pacers
 from tests.api_server import ApiServer, Token, research
 from tests.standin import StandinServer
 
@@ -71,10 +72,23 @@ def receiver() -> Iterator[Receiver]:
     found.httpd.shutdown()
 
 
+def clean_standin(standin: StandinServer) -> None:
+    """The stand-in as `standin_env` leaves it (an earlier test in this process may have left
+    faults, limits or a local-server mode behind)."""
+    standin.reset()
+    forget_pacers()
+
+
+@pytest.fixture(autouse=True)
+def _clean(standin: StandinServer) -> None:
+    clean_standin(standin)
+
+
 @pytest.fixture(scope="module")
 def api(standin: StandinServer, receiver: Receiver,
         tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     folder = tmp_path_factory.mktemp("api")
+    clean_standin(standin)  # module-scoped: set up before any test's own clean stand-in
     env = {**standin.env(), "DEEP_RESEARCH_SEARCH_PACE": "0",
            "DEEP_RESEARCH_DB": str(folder / "research.db"),
            "DEEP_RESEARCH_CALLBACK_ALLOW_PRIVATE": "1",
