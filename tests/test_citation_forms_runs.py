@@ -123,9 +123,11 @@ def test_a_run_whose_writer_cites_in_a_real_systems_form_cites_what_it_meant(
     for line in draft.text.splitlines():
         numbers = [int(n) for n in re.findall(r"\[(\d+)\]", line)]
         if numbers and _words(line) in meant:
-            # (a source the writer meant that this run did not keep cannot be cited)
-            wanted = meant[_words(line)] & set(url.values())
-            assert {url[draft.numbering[n]] for n in numbers} == wanted, (line, meant[_words(line)])
+            # `meant` gathers every writer answer of the run: a line written twice (a section
+            # asked again on a busy machine) may have meant other sources the other time, so
+            # each source the line cites must be one the writer meant for it.
+            cited = {url[draft.numbering[n]] for n in numbers}
+            assert cited and cited <= meant[_words(line)], (line, meant[_words(line)])
             checked += 1
     assert checked >= 5
     assert not re.search(r"Key Citations|Works cited|References|collected information|accessed March"
