@@ -23,8 +23,7 @@ class RunDoor:
 
     def __init__(self, db_path: str | Path, store: Store, *,
                  credentials: Callable[[], Credentials]) -> None:
-        self._store = store
-        self._jobs = Runs(db_path, credentials=credentials)
+        self._jobs = Runs(db_path, credentials=credentials, store=store)  # the server's store
 
     @property
     def job_manager(self) -> Runs:
@@ -50,16 +49,13 @@ class RunDoor:
         self._jobs.resume(run_id, credentials, prices=prices, person=person)
 
     def pause(self, run_id: str, *, person: str | None = None) -> None:
-        self._own(run_id, person)
         self._jobs.pause(run_id, person=person)
 
     def unpause(self, run_id: str, *, person: str | None = None) -> None:
-        self._own(run_id, person)
         self._jobs.unpause(run_id, person=person)
 
     def cancel(self, run_id: str, *, person: str | None = None) -> None:
         """Ask the run to stop; a run nobody executes is marked cancelled at once."""
-        self._own(run_id, person)
         self._jobs.cancel(run_id, person=person)
 
     def status(self, run: Run) -> str:
@@ -78,8 +74,3 @@ class RunDoor:
     def sweep(self) -> None:
         self._jobs.sweep()
 
-    def _own(self, run_id: str, person: str | None) -> Run:
-        run = self._store.get_run(run_id, person=person)
-        if run is None:
-            raise LookupError(run_id)
-        return run
