@@ -135,11 +135,11 @@ def run(ctx: RunContext, first: ResearchResult) -> ResearchResult:
             # Asked also when the lead proposes nothing more: the person may add a branch.
             if steer.wait(ctx, round_no):
                 stop = "enough"  # the person said: write the report
-            elif stop and _next_round(ctx, round_no):
+            elif stop and steer.next_round(ctx.store, ctx.run_id, round_no):
                 stop = None  # the person's own branches: research goes on
                 ctx.store.update_totals(ctx.run_id, stop_reason="")
         if not stop:
-            units += research.units(_next_round(ctx, round_no))
+            units += research.units(steer.next_round(ctx.store, ctx.run_id, round_no))
         researched = researched or bool(units)
         research.run_units(ctx, units)
         if stop or ctx.budget_reason():
@@ -149,10 +149,6 @@ def run(ctx: RunContext, first: ResearchResult) -> ResearchResult:
     if reason:
         ctx.store.update_totals(ctx.run_id, stop_reason=f"Research stopped because {reason}.")
     return research.gathered(ctx) if researched else first
-
-
-def _next_round(ctx: RunContext, round_no: int) -> list[Subtopic]:
-    return [s for s in ctx.store.get_plan(ctx.run_id) or () if s.round == round_no + 1]
 
 
 def _goal_met(ctx: RunContext, round_no: int) -> bool:

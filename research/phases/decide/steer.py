@@ -23,7 +23,7 @@ def wait(ctx: RunContext, round_no: int) -> bool:
     if done is None:
         proposals = [{"n": i, "id": s.id, "title": s.title,
                       "why": s.description, "parent": s.parent or ""}
-                     for i, s in enumerate(_next_round(ctx.store, ctx.run_id, round_no), start=1)]
+                     for i, s in enumerate(next_round(ctx.store, ctx.run_id, round_no), start=1)]
         done = {"round": round_no, "proposals": proposals, "answer": None}
         ctx.store.start_step(ctx.run_id, key, kind="steer",
                              label=f"Asking you what to explore after round {round_no}")
@@ -39,7 +39,8 @@ def wait(ctx: RunContext, round_no: int) -> bool:
     return False
 
 
-def _next_round(store: Store, run_id: str, round_no: int) -> list[Subtopic]:
+def next_round(store: Store, run_id: str, round_no: int) -> list[Subtopic]:
+    """The plan's subtopics of round `round_no + 1`."""
     return [s for s in store.get_plan(run_id) or [] if s.round == round_no + 1]
 
 
