@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import streamlit as st
@@ -103,18 +103,27 @@ def summary_line(store: Store, run: Run, doc: ReportDocument) -> str:
         parts.append(f"{checked.supported} of {checked.claims} claims verified")
     else:
         parts.append("claims not checked")
-    warnings = views.run_warnings(run)
+    warnings = all_warnings(run, doc)
     parts.append(f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}" if warnings
                  else "no warnings")
     return " · ".join(parts)
 
 
-def report_body(doc: ReportDocument) -> None:
-    """Verification line, caveats, the report and its numbered sources."""
+def all_warnings(run: Run, doc: ReportDocument) -> list[str]:
+    """The run's warnings and the report's own notes, once each: what the summary line counts
+    is exactly what the yellow box below it lists, so the page never says "no warnings" above
+    a caveat."""
+    warnings = views.run_warnings(run)
+    return warnings + [n for n in doc.notes if n not in warnings]
+
+
+def report_body(doc: ReportDocument, shown: Sequence[str] = ()) -> None:
+    """Verification line, caveats not already `shown` above, the report and its sources."""
     if doc.verification:
         st.info(f"**Verification:** {views.md_text(doc.verification)}")
     for note in doc.notes:
-        st.warning(views.md_text(note))
+        if note not in shown:
+            st.warning(views.md_text(note))
     st.markdown(views.report_markdown(doc))
     st.subheader("Sources")
     st.markdown(views.sources_markdown(doc))
@@ -137,7 +146,7 @@ def report_first(store: Store, run: Run, report: Report,
                  doc: ReportDocument) -> None:
     """The top of a finished run's page: summary, downloads, then the report."""
     run_id = run.id
-    warnings = views.run_warnings(run)
+    warnings = all_warnings(run, doc)
     line = views.md_text(summary_line(store, run, doc))
     if warnings:  # never a green "success" for a run that completed with warnings
         st.warning(line + "".join(f"  \n{views.md_text(w)}" for w in warnings),
@@ -154,7 +163,7 @@ def report_first(store: Store, run: Run, report: Report,
                    "claim with its verdict, quoted passage, source and section (CSV, Excel).")
         download_buttons(store, run_id, doc, stamp=stamp, name=f"report-{run_id}",
                          formats=EXTRA_FORMATS, key="extra", primary=None)
-    report_body(doc)
+    report_body(doc, shown=warnings)
 
 
 def draft_in_progress(store: Store, run: Run) -> None:

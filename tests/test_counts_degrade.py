@@ -67,9 +67,9 @@ def test_a_plan_short_of_subtopics_goes_on_and_says_so(
     assert len(store.get_plan(run_id) or []) == 2
     assert model.calls["ResearchPlan"] == 2  # one repair asking for the missing one
     warnings = _count_warnings(store, run_id)
-    assert any("2 distinct subtopics where 3 were asked for" in w for w in warnings)
+    assert any("Only 2 of the 3 distinct subtopics asked for came back" in w for w in warnings)
     report = store.get_report(run_id) or {}
-    assert "2 distinct subtopics where 3 were asked for" in report.markdown
+    assert "Only 2 of the 3 distinct subtopics asked for came back" in report.markdown
 
 
 def test_a_plan_repair_that_brings_the_missing_subtopics_is_merged(
@@ -113,8 +113,8 @@ def test_fewer_queries_and_scores_are_used_as_they_come(
     skipped = [p.reason for p in store.get_skipped(run_id)]
     assert "not scored by the model" in skipped
     warnings = _count_warnings(store, run_id)
-    assert any("1 search queries where 2 were asked for" in w for w in warnings)
-    assert any("relevance scores where" in w for w in warnings)
+    assert any("Only 1 of the 2 search queries asked for came back" in w for w in warnings)
+    assert any("relevance ratings of pages asked for came back" in w for w in warnings)
     assert all(s.relevance_reason != "not scored by the model"
                for s in store.get_sources(run_id, with_text=False))
 
@@ -127,4 +127,7 @@ def test_undecided_follow_up_questions_are_asked_about_once_then_set_aside(
     run = store.get_run(run_id) or {}
     assert run.status == "completed", run.error
     assert model.calls["RoundAssessment"] == 2  # the assessment and one repair
-    assert any("triage decisions where" in w for w in _count_warnings(store, run_id))
+    assert any("decisions on follow-up questions asked for came back" in w
+               for w in _count_warnings(store, run_id))
+    # The Library and the CLI read the run's warnings: the note is one of them ("one voice").
+    assert any("decisions on follow-up questions" in w for w in run.warnings)

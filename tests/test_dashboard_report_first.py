@@ -51,6 +51,24 @@ def test_finished_run_leads_with_summary_downloads_then_report(dash_env: Store) 
     assert "Report" not in tab_labels and "Plan" in tab_labels
 
 
+def test_a_report_note_is_counted_in_the_summary_and_shown_once(dash_env: Store) -> None:
+    """A caveat the report carries (a model answered short) makes the summary line say
+    "1 warning" in a yellow box, never "no warnings" above a yellow note; and the note is
+    shown once, not again under the summary."""
+    run_id = finished_run(dash_env)
+    report = dash_env.get_report(run_id)
+    assert report is not None
+    note = ("Only 2 of the 3 decisions on follow-up questions asked for came back; "
+            "1 follow-up question was set aside undecided.")
+    dash_env.save_report(run_id, report.markdown, meta={**report.meta, "notes": [note]})
+    at = open_run_page(run_id)
+    assert not at.exception
+    assert not at.success
+    boxes = [w.value.replace("\\", "") for w in at.warning]
+    assert "no warnings" not in boxes[0] and "1 warning" in boxes[0]
+    assert sum(note in b for b in boxes) == 1
+
+
 def test_export_bytes_are_built_once_per_run_and_format() -> None:
     calls: list[int] = []
 

@@ -15,9 +15,14 @@ from research.core.events import Warning, from_row
 
 def note_short(ctx: RunContext, step: str, what: str, got: int, asked: int, outcome: str,
                *, asked_again: bool = True) -> None:
-    """Log (and later note in the report) that a step got fewer `what` than it asked for."""
-    again = " (after one request for the missing ones)" if asked_again else ""
-    message = f"The model gave {got} {what} where {asked} were asked for{again}; {outcome}."
+    """Log (and later note in the report) that a step got fewer `what` than it asked for.
+
+    `what` is a plain noun phrase a reader knows ("search queries", "decisions on follow-up
+    questions"): the sentence lands in the report, the Library and the CLI, so it names no
+    step or internal term.
+    """
+    again = ", even when asked again for the missing ones" if asked_again else ""
+    message = f"Only {got} of the {asked} {what} asked for came back{again}; {outcome}."
     ctx.emit(Warning(ctx.run_id, message, step=step, count_note=True, got=got, asked=asked))
 
 

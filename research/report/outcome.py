@@ -2,12 +2,13 @@
 when nothing could be gathered.
 
 A run can complete and still deserve a warning (stopped by the budget, no verified citation,
-verification incomplete). Those sentences are stored on the run (`runs.warnings`), so the Run
+verification incomplete, a model that answered short). Those sentences are stored on the run (`runs.warnings`), so the Run
 page, the Library and the CLI say the same thing and the status never contradicts the report.
 """
 
 from __future__ import annotations
 
+from research.core import counts
 from research.core.context import RunContext
 from research.phases import verify
 from research.phases.writing.review import UNCITED_WARNING
@@ -16,6 +17,9 @@ from research.phases.writing.review import UNCITED_WARNING
 def completion_warnings(ctx: RunContext) -> list[str]:
     """Plain sentences for a completed run whose report is weaker than a plain success."""
     warnings: list[str] = ctx.losses.sentences()
+    # The report's notes on answers that came back short ("Only 2 of the 3 ..."): the report
+    # shows them in a yellow box, so the status line must not say "no warnings" above it.
+    warnings += [n for n in counts.report_notes(ctx) if n not in warnings]
     budget = ctx.budget_reason()
     if budget:
         warnings.append(f"Research was stopped by the budget: {budget}. The report covers only "

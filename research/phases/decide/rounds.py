@@ -203,7 +203,7 @@ def _assess(ctx: RunContext, round_no: int) -> JsonObject:
         for q in open_qs:
             d = by_id.get(q.id)
             action: Action
-            action, reason = (d.action, d.reason) if d else ("filter", "not triaged by the lead")
+            action, reason = (d.action, d.reason) if d else ("filter", "no decision from the lead researcher")
             if action == "escalate" and (last_round or escalated >= limit):
                 action, reason = "answer", (reason + "; answered by a quick lookup instead: "
                                             + ("last round" if last_round else "round is full"))
@@ -301,8 +301,9 @@ def _decisions(
     by_id.update({d.question_id: d for d in more.decisions
                   if d.question_id in asked and d.question_id not in by_id})
     if len(by_id) < len(asked):
-        note_short(ctx, f"triage:{round_no}", "triage decisions", len(by_id), len(asked),
-                   f"{len(asked) - len(by_id)} follow-up questions were set aside as not triaged")
+        note_short(ctx, f"triage:{round_no}", "decisions on follow-up questions", len(by_id),
+                   len(asked), f"{len(asked) - len(by_id)} follow-up questions were set aside "
+                   "undecided")
     return by_id
 
 

@@ -51,8 +51,8 @@ class RelevanceScores(BaseModel):
 
 def note_scores_short(ctx: RunContext, sub: Subtopic, scored: int, asked: int) -> None:
     """The run log and the report's notes say how many pages the model left unscored."""
-    note_short(ctx, f"research:{sub.id}", "relevance scores", scored, asked,
-               f"{asked - scored} unscored pages were skipped")
+    note_short(ctx, f"research:{sub.id}", "relevance ratings of pages", scored, asked,
+               f"{asked - scored} unrated pages were skipped")
 
 
 def score_batch(
