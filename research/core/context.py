@@ -237,11 +237,12 @@ class RunContext:
 
     def run_step(
         self, key: str, kind: str, label: str, fn: Callable[[], JsonObject],
-        *, source_count: int = 0,
+        *, source_count: int = 0, still_good: Callable[[JsonObject], bool] | None = None,
     ) -> JsonObject:
-        """Run one step, or return its stored result if it already finished (resume)."""
+        """Run one step, or return its stored result if it already finished (resume) and
+        `still_good` (when given) says that result still fits what the run has now."""
         done = self.stored_result(key)
-        if done is not None:
+        if done is not None and (still_good is None or still_good(done)):
             return done
         self.control.checkpoint()
         self.store.start_step(self.run_id, key, kind=kind, label=label)
