@@ -37,7 +37,7 @@ from research.core.errors import ConfigError
 from research.core.records import Run, Subtopic
 from research.documents.choice import with_sources
 from research.export.evidence import evidence_rows
-from research.export.formats import FORMATS, ExportFailed, export_run
+from research.export.formats import FORMATS, ExportFailed, export_run, file_stem
 from research.export.run_document import build_document_for_run
 from research.phases.start.preflight import check_configuration
 from research.pipeline import validate_question
@@ -212,8 +212,10 @@ def report(run_id: str, who: Who, ctx: Ctx, format: FormatName = "md") -> Respon
     except ExportFailed as exc:
         raise ApiError(500, "export_failed", str(exc)) from None
     kind = FORMATS[format]
+    run, stored = ctx.store.get_run(run_id), ctx.store.get_report(run_id)
+    stem = file_stem(run.question if run else "", stored.created_at if stored else "")
     return Response(data, media_type=kind.mime, headers={
-        "Content-Disposition": f'attachment; filename="report-{run_id}.{kind.key}"'})
+        "Content-Disposition": f'attachment; filename="{stem}.{kind.key}"'})
 
 
 @router.get("/runs/{run_id}/sources", response_model=SourceList,

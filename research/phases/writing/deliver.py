@@ -42,8 +42,7 @@ def run_record(ctx: RunContext) -> str:
         seconds = (datetime.now(UTC) - datetime.fromisoformat(started.replace("Z", "+00:00"))).total_seconds()
     minutes, secs = divmod(int(seconds), 60)
     return (f"Run record: {rounds} research round{'s' if rounds != 1 else ''}, {subtopics} subtopics, {queries} queries, "
-            f"{read} pages considered, {kept} sources kept, {minutes} min {secs} s; "
-            f"{ctx.config.parameters_line()}.")
+            f"{read} pages considered, {kept} sources kept, {minutes} min {secs} s.")
 
 
 def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
