@@ -168,6 +168,16 @@ def cancel_run(run_id: str, who: Who, ctx: Ctx) -> RunStatus:
     return run_status(ctx, own_run(ctx, who, run_id))
 
 
+@router.post("/runs/{run_id}/write-up", response_model=RunStatus,
+             summary="Stop researching and write the report from what was gathered")
+def write_up_run(run_id: str, who: Who, ctx: Ctx) -> RunStatus:
+    """Research ends at its next checkpoint (what is under way is kept); the report is then
+    written and verified as usual, without further review cycles. Instead of cancelling."""
+    own_run(ctx, who, run_id)
+    _control(lambda: ctx.door.wrap_up(run_id, person=who.person))
+    return run_status(ctx, own_run(ctx, who, run_id))
+
+
 @router.post("/runs/{run_id}/clarification", response_model=RunStatus,
              summary="Answer a run's clarifying questions")
 def answer_questions(run_id: str, answers: ClarificationAnswers, who: Who, ctx: Ctx) -> RunStatus:
