@@ -83,7 +83,7 @@ def panel(store: Store, jobs: Runs, run_id: str) -> None:
         st.warning(views.md_text(stopped) + (" The report covers what was gathered until then."
                                              if status == "completed" else ""))
     show_queue_place(jobs.queue_place(run_id))
-    _status_note(current, status)
+    _status_note(store, current, status)
     _buttons(jobs, run_id, status, alive)
 
     with st.expander("Steps", expanded=status in ACTIVE):
@@ -99,12 +99,27 @@ def panel(store: Store, jobs: Runs, run_id: str) -> None:
         st.rerun()  # the whole page: start or stop live refresh, show the finished report
 
 
-def _status_note(current: Run, status: str) -> None:
+def setup_failed(store: Store, run: Run) -> bool:
+    """The run failed before research began: its pre-flight check of the models and search
+    services (a refused key, an unreachable server), so nothing was gathered to show."""
+    if run.status != "failed":
+        return False
+    step = store.get_step(run.id, "preflight")
+    return step is not None and step.status == "failed"
+
+
+def _status_note(store: Store, current: Run, status: str) -> None:
     """What the status means for the person, and what they can do about it."""
     if status == "waiting":
         st.info("This run is waiting for you: answer the questions or review the plan below, "
                 "then continue.")
-    if status == "failed" and current.error:
+    if status == "failed" and current.error and setup_failed(store, current):
+        # A key or an address that does not work: not a dead end, the way to fix it.
+        st.error(f"The research could not start: {views.md_text(current.error)}")
+        st.page_link(ui.PAGES["settings"], label="Open Settings to fix it",
+                     icon=":material/settings:")
+        st.caption("Then come back here and press Resume: nothing needs to be typed again.")
+    elif status == "failed" and current.error:
         st.error(f"The run stopped: {views.md_text(current.error)}")
     elif status == "interrupted":
         # The reason the process stored as it stopped (a full disk, Ctrl-C), or the store's
