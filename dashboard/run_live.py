@@ -86,11 +86,15 @@ def panel(store: Store, jobs: Runs, run_id: str) -> None:
     _status_note(store, current, status)
     _buttons(jobs, run_id, status, alive)
 
-    with st.expander("Steps", expanded=status in ACTIVE):
-        st.dataframe(views.steps_frame(steps), hide_index=True, width="stretch")
-    with st.expander("Activity log (latest first)", expanded=status in ACTIVE):
-        events = views.typed_events(view.events)
-        st.dataframe(views.events_frame(events), hide_index=True, width="stretch", height=260)
+    events = views.typed_events(view.events)
+    if not steps and not events:  # just started: no two empty tables marked "empty"
+        st.caption("The steps and the activity log appear here as soon as the first step starts.")
+    else:
+        with st.expander("Steps", expanded=status in ACTIVE):
+            st.dataframe(views.steps_frame(steps), hide_index=True, width="stretch")
+        with st.expander("Activity log (latest first)", expanded=status in ACTIVE):
+            st.dataframe(views.events_frame(events), hide_index=True, width="stretch",
+                         height=260)
 
     was_active = st.session_state.get(f"_active_{run_id}")
     now_active = status in ACTIVE
