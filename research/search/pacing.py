@@ -2,7 +2,8 @@
 
 arXiv's terms allow one request every 3 seconds, on one connection at a time
 (https://info.arxiv.org/help/api/tou.html), Semantic Scholar one a second, with or without a
-key (https://www.semanticscholar.org/product/api). A run's workers search at the same time and
+key (https://www.semanticscholar.org/product/api), Brave Search one a second on its free plan
+(research.search.brave, which also holds its pacer on its X-RateLimit headers). A run's workers search at the same time and
 several runs share a process (the dashboard's job manager, a worker), so the pace is kept here,
 per API host, not per run: every search of the process waits for its turn at the host's pacer.
 
@@ -37,7 +38,7 @@ from research.core.errors import ProviderTimeout
 
 # Seconds between two requests to the host, as documented (links above). A run's
 # `search_pace` scales them (ResearchConfig: 1 as documented; tests shorten them).
-INTERVALS = {"arxiv": 3.0, "semanticscholar": 1.0}
+INTERVALS = {"arxiv": 3.0, "semanticscholar": 1.0, "brave": 1.0}
 CONNECTIONS = {"arxiv": 1}  # requests in flight at once, where the host sets a number
 # Intervals a 429 without a Retry-After holds the host (arXiv's "Rate exceeded." 429 says
 # nothing about how long).
