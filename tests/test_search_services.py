@@ -150,6 +150,20 @@ def test_brave_keeps_to_the_plan_its_headers_announce(
     assert len(standin.requests_for("brave")) == 3
 
 
+def test_brave_follows_the_pace_of_the_plan_its_headers_announce(
+        standin: StandinServer, services_env: dict[str, str]) -> None:
+    standin.services.brave_plan(per_second=20, per_month=20_000)
+    brave = provider("brave", services_env, DEEP_RESEARCH_SEARCH_PACE="1")
+    pace = pacing.pacer_of(brave)
+    assert pace is not None and pace.gap == 1.0  # the free plan's pace until Brave says more
+    brave.search("one", max_results=2, timeout=10)
+    assert pace.gap == pytest.approx(1 / 20)
+    # A plan that allows fewer brings the pace back down (never below the documented one).
+    standin.services.brave_plan(per_second=1, per_month=20_000)
+    brave.search("two", max_results=2, timeout=10)
+    assert pace.gap == 1.0
+
+
 def test_brave_over_its_pace_is_rate_limited_with_the_reset_it_names(
         standin: StandinServer, services_env: dict[str, str]) -> None:
     standin.add_fault("brave", "status", status=429, headers={

@@ -11,8 +11,9 @@ every answer carries `X-RateLimit-Limit: 1, 15000` (per second, per month),
 `X-RateLimit-Remaining: 1, 1000` and `X-RateLimit-Reset: 1, 1419704` (seconds until each
 window resets); only successful requests count. The free plan allows 1 request a second, so
 every Brave search of the process waits its turn at one request a second
-(research.search.pacing); when the second's budget is spent the pacer holds until its reset,
-and a 429 holds it as long as the headers say. A 429 with the month's budget at 0 is a used-up
+(research.search.pacing) until Brave's first answer announces the key's own plan (a paid plan
+allows 20 or 50 a second: the pace follows it); when the second's budget is spent the pacer
+holds until its reset, and a 429 holds it as long as the headers say. A 429 with the month's budget at 0 is a used-up
 quota, not a pace problem. A key Brave does not know is refused with 401/403, or 422
 SUBSCRIPTION_TOKEN_INVALID (https://api-dashboard.search.brave.com/app/documentation/web-search/codes).
 """
@@ -69,7 +70,12 @@ class BraveSearch:
         return [r for r in (_result(row, self.name) for row in rows or []) if r][:max_results]
 
     def _keep_pace(self, status: int, headers: Mapping[str, str]) -> None:
-        """The second's budget spent (or a 429): no request before the window resets."""
+        """The plan's pace as its headers announce it (a paid plan allows more than the free
+        plan's one a second); the second's budget spent (or a 429): no request before the
+        window resets."""
+        limit = _numbers(headers.get("x-ratelimit-limit"))
+        if limit:
+            self.pace.learn(limit[0])
         remaining = _numbers(headers.get("x-ratelimit-remaining"))
         reset = _numbers(headers.get("x-ratelimit-reset"))
         if status == 429 or (remaining and remaining[0] <= 0):
