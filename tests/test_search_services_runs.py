@@ -5,6 +5,7 @@ sources are de-duplicated across services by canonical URL (issue 37.2 and 37.5)
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +68,29 @@ def test_a_run_with_all_four_keeps_one_source_per_page(
     # is kept once, whichever service found it first.
     assert len(canonical) == len(set(canonical))
     assert len({s.provider for s in sources}) >= 1
+
+
+@pytest.mark.parametrize("name", ["brave", "exa", "serper"])
+def test_a_refused_key_stops_the_run_before_research_naming_the_setting(
+        name: str, standin: StandinServer, standin_env: dict[str, str], tmp_db: Path) -> None:
+    wrong = "wrong-key-0123456789abcdef"
+    run_env = {**standin_env, **services_env(standin.base_url), "DEEP_RESEARCH_SEARCH": name,
+               f"{name.upper()}_API_KEY": wrong}
+    store = Store(migrated_copy(tmp_db))
+    run_id = run_research(QUESTION, store=store, config=build_config(env=run_env, **SMALL),
+                          credentials=Credentials.from_env(run_env))
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "failed"
+    assert f"{name.upper()}_API_KEY" in run.error and wrong not in run.error
+    assert store.get_plan(run_id) is None
+
+
+def test_searxng_without_an_address_stops_the_run_saying_what_to_set(
+        standin: StandinServer, standin_env: dict[str, str], tmp_db: Path) -> None:
+    run_env = {**standin_env, "DEEP_RESEARCH_SEARCH": "searxng"}
+    store = Store(migrated_copy(tmp_db))
+    run_id = run_research(QUESTION, store=store, config=build_config(env=run_env, **SMALL),
+                          credentials=Credentials.from_env(run_env))
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "failed"
+    assert "SEARXNG_BASE_URL" in run.error and "address" in run.error, run.error

@@ -61,8 +61,8 @@ class BraveSearch:
         if status == 429:
             raise self._limited(headers)
         if status in (401, 403) or (status == 422 and b"TOKEN" in body.upper()):
-            raise AuthError(f"Brave Search refused the API key (HTTP {status}). Check "
-                            "BRAVE_API_KEY.", provider=self.name, status=status)
+            raise AuthError(f"Brave Search refused the API key in BRAVE_API_KEY (HTTP {status})",
+                            provider=self.name, status=status)
         raise_for_status(status, headers, body, self.name, LABEL, (self._api_key,))
         payload = json_answer(body, provider=self.name, label=LABEL)
         web = payload.get("web")

@@ -56,7 +56,7 @@ class ExaSearch:
                 raise
             except AuthError as exc:
                 if exc.status == 401:
-                    raise AuthError("Exa refused the API key (HTTP 401). Check EXA_API_KEY.",
+                    raise AuthError("Exa refused the API key in EXA_API_KEY (HTTP 401)",
                                     provider=self.name, status=401) from None
                 raise
         payload = json_answer(body, provider=self.name, label=LABEL)

@@ -52,8 +52,8 @@ class SerperSearch:
                 self.pace.hold(exc.retry_after)
                 raise
             except AuthError as exc:
-                raise AuthError(f"Serper refused the API key (HTTP {exc.status}). Check "
-                                "SERPER_API_KEY.", provider=self.name, status=exc.status) from None
+                raise AuthError(f"Serper refused the API key in SERPER_API_KEY (HTTP {exc.status})",
+                                provider=self.name, status=exc.status) from None
             except ProviderError as exc:
                 if exc.status == 400 and "credit" in str(exc).lower():
                     raise QuotaExhausted(

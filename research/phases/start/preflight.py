@@ -108,7 +108,8 @@ def run(ctx: RunContext) -> None:
         if not working:
             raise PreflightError(
                 "No search provider could be reached, so no research can be done (answers "
-                "are never written from model memory alone). " + "; ".join(failures)
+                "are never written from model memory alone). "
+                + "; ".join(f.rstrip(".") for f in failures)
                 + ". " + search_hint(causes)
             )
         ctx.search[:] = working
