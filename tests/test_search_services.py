@@ -11,6 +11,7 @@ from research.core.errors import (
     ConfigError,
     FetchRefused,
     ProviderError,
+    ProviderTimeout,
     QuotaExhausted,
     RateLimited,
 )
@@ -119,6 +120,14 @@ def test_server_errors_are_retryable_failures(standin: StandinServer,
         with pytest.raises(ProviderError) as caught:
             provider(name, services_env).search("x", max_results=2, timeout=10)
         assert caught.value.status == 503
+
+
+@pytest.mark.parametrize("name", SERVICES)
+def test_a_service_that_does_not_answer_in_time_is_a_timeout(
+        name: str, standin: StandinServer, services_env: dict[str, str]) -> None:
+    standin.add_fault(name, "hang", seconds=10)
+    with pytest.raises(ProviderTimeout):
+        provider(name, services_env).search("x", max_results=2, timeout=0.5)
 
 
 def test_searxng_with_json_off_says_how_to_turn_it_on(

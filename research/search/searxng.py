@@ -19,6 +19,7 @@ like any other search results: the pages they point at go through the usual URL 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from research.core.errors import (
@@ -28,6 +29,7 @@ from research.core.errors import (
     ProviderError,
     RateLimited,
 )
+from research.llm.deadline import run_with_deadline
 from research.search import pacing
 from research.search._http import http_get, json_answer
 from research.search.base import SearchResult
@@ -60,8 +62,10 @@ class SearxngSearch:
     def search(self, query: str, *, max_results: int, timeout: float) -> list[SearchResult]:
         if not query.strip():
             return []
-        try:  # resolved now, so the check sees the addresses the request will reach
-            check_own_service_url(self.base_url)
+        deadline = time.monotonic() + timeout
+        try:  # resolved now (a look-up has no time limit of its own: this one has the search's)
+            run_with_deadline(lambda: check_own_service_url(self.base_url), timeout,
+                              "Looking up the SearXNG host")
         except FetchRefused as exc:
             raise ProviderError(f"The SearXNG address cannot be used: "
                                 f"{str(exc).removeprefix('refused: ')}.", provider=self.name,
@@ -70,6 +74,7 @@ class SearxngSearch:
             raise ProviderError(f"Could not find the SearXNG host of {self.base_url}: check "
                                 "the address and that the instance is running.",
                                 provider=self.name) from None
+        timeout = max(0.1, deadline - time.monotonic())
         with pacing.turn(self.pace, timeout, LABEL):
             try:
                 _, body, _ = http_get(
