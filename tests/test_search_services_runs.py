@@ -29,7 +29,8 @@ SMALL = {"preset": "quick", "SOURCES_PER_SUBTOPIC": 5, "SEARCHES_PER_SUBTOPIC": 
 @pytest.fixture(scope="module")
 def finished(standin: StandinServer, tmp_path_factory: pytest.TempPathFactory,
              ) -> Iterator[dict[str, tuple[Run, list[Source], int]]]:
-    """Each service's run, and one with all four: (run, its sources, its requests per service)."""
+    """Each service's run, and one with all four: (run, its sources, the fewest requests any of
+    its services got)."""
     standin.reset()
     forget_pacers()
     pacing.forget()
@@ -43,7 +44,7 @@ def finished(standin: StandinServer, tmp_path_factory: pytest.TempPathFactory,
                               credentials=Credentials.from_env(run_env))
         run = store.get_run(run_id)
         assert run is not None
-        asked = sum(standin.count(s) - before[s] for s in name.split(","))
+        asked = min(standin.count(s) - before[s] for s in name.split(","))
         done[name] = (run, store.get_sources(run_id, with_text=False), asked)
     yield done
     store.close()
@@ -61,13 +62,13 @@ def test_a_run_with_only_this_service_completes_with_its_sources(
 
 def test_a_run_with_all_four_keeps_one_source_per_page(
         finished: dict[str, tuple[Run, list[Source], int]]) -> None:
-    run, sources, _ = finished[",".join(SERVICES)]
+    run, sources, asked = finished[",".join(SERVICES)]
     assert run.status == "completed", run.error
+    assert asked >= 3  # every service was searched for every subtopic
     canonical = [s.canonical_url for s in sources]
     # The four services find the same pages for a query (the stand-in's articles): each page
     # is kept once, whichever service found it first.
-    assert len(canonical) == len(set(canonical))
-    assert len({s.provider for s in sources}) >= 1
+    assert sources and len(canonical) == len(set(canonical))
 
 
 @pytest.mark.parametrize("name", ["brave", "exa", "serper"])
