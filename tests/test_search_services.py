@@ -3,6 +3,8 @@ what each sends, how its answer is read, and each documented error in plain word
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from research.core.config import Credentials, build_config
@@ -157,6 +159,19 @@ def test_brave_keeps_to_the_plan_its_headers_announce(
         assert brave.search(query, max_results=2, timeout=10)
     assert standin.rate_limited("brave") == 0
     assert len(standin.requests_for("brave")) == 3
+
+
+def test_brave_searches_at_once_keep_to_the_free_plan(
+        standin: StandinServer, services_env: dict[str, str]) -> None:
+    # Three workers search Brave at the same moment on a free plan (one a second): the
+    # process-wide pacer sends them one a second, so Brave refuses none.
+    standin.services.brave_plan(per_second=1, per_month=100)
+    brave = provider("brave", services_env, DEEP_RESEARCH_SEARCH_PACE="1")
+    with ThreadPoolExecutor(3) as pool:
+        found = list(pool.map(lambda q: brave.search(q, max_results=2, timeout=20),
+                              ("one", "two", "three")))
+    assert all(found)
+    assert standin.rate_limited("brave") == 0 and len(standin.requests_for("brave")) == 3
 
 
 def test_brave_follows_the_pace_of_the_plan_its_headers_announce(
