@@ -45,7 +45,7 @@ class ExaSearch:
             try:
                 _, body, _ = http_post_json(
                     f"{self.base_url}/search",
-                    {"query": query.strip(), "numResults": max(1, min(25, max_results)),
+                    {"query": query.strip(), "numResults": max(1, min(100, max_results)),
                      "type": "auto",
                      "contents": {"highlights": {"maxCharacters": HIGHLIGHT_CHARS}}},
                     headers={"x-api-key": self._api_key, "Accept": "application/json"},

@@ -79,8 +79,8 @@ class SearxngSearch:
             try:
                 _, body, _ = http_get(
                     f"{self.base_url}/search",
-                    params={"q": query.strip(), "format": "json", "pageno": 1,
-                            "safesearch": 0},
+                    # Language, categories and safe search stay the instance's own settings.
+                    params={"q": query.strip(), "format": "json", "pageno": 1},
                     headers={"Accept": "application/json"},
                     timeout=timeout, provider=self.name, label=LABEL,
                 )
