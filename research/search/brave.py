@@ -1,12 +1,12 @@
 """Brave Search's Web Search API: an independent web index, a key (`X-Subscription-Token`).
 
-Request (https://api-dashboard.search.brave.com/app/documentation/web-search/query):
+Request (https://api-dashboard.search.brave.com/documentation/quickstart):
 `GET https://api.search.brave.com/res/v1/web/search?q=...&count=N` (count at most 20) with
 the headers `Accept: application/json` and `X-Subscription-Token: <key>`. Results are under
 `web.results`, each with `url`, `title`, `description` (the snippet, with <strong> marks),
 `page_age` (ISO) or `age`, and sometimes `extra_snippets`.
 
-Limits (https://api-dashboard.search.brave.com/app/documentation/web-search/response-headers):
+Limits (https://api.search.brave.com/app/documentation/web-search/response-headers):
 every answer carries `X-RateLimit-Limit: 1, 15000` (per second, per month),
 `X-RateLimit-Remaining: 1, 1000` and `X-RateLimit-Reset: 1, 1419704` (seconds until each
 window resets); only successful requests count. The free plan allows 1 request a second, so
@@ -14,8 +14,9 @@ every Brave search of the process waits its turn at one request a second
 (research.search.pacing) until Brave's first answer announces the key's own plan (a paid plan
 allows 20 or 50 a second: the pace follows it); when the second's budget is spent the pacer
 holds until its reset, and a 429 holds it as long as the headers say. A 429 with the month's budget at 0 is a used-up
-quota, not a pace problem. A key Brave does not know is refused with 401/403, or 422
-SUBSCRIPTION_TOKEN_INVALID (https://api-dashboard.search.brave.com/app/documentation/web-search/codes).
+quota, not a pace problem. A key Brave does not know is refused with 401/403, or with 422 and
+the error code SUBSCRIPTION_TOKEN_INVALID (as Brave's API answers it: its error body is
+{"type": "ErrorResponse", "error": {"status", "code", "detail"}}).
 """
 
 from __future__ import annotations

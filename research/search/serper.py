@@ -1,17 +1,18 @@
 """Serper: Google's results through serper.dev's API; a key (`X-API-KEY`).
 
-Request (https://serper.dev, the playground's API view; https://serper.dev/faq): `POST
-https://google.serper.dev/search` with `X-API-KEY: <key>` and a JSON body `{"q", "num"}` (`num`
-10 by default; more than 10 costs two credits, so 20 is asked only when more than 10 are
+Request (its playground, https://serper.dev/playground, shows each request as code; the same
+call in langchain's GoogleSerperAPIWrapper, https://reference.langchain.com/python/langchain-community/utilities/google_serper/GoogleSerperAPIWrapper):
+`POST https://google.serper.dev/search` with `X-API-KEY: <key>` and a JSON body `{"q", "num"}`
+(`num` 10 by default; more than 10 costs two credits, so 20 is asked only when more than 10 are
 wanted). The answer's `organic` list holds the web results, each with `title`, `link`,
 `snippet`, `position` and sometimes `date` ("Jan 5, 2024" or "3 days ago"); `answerBox`,
 `knowledgeGraph`, `peopleAlsoAsk` and `relatedSearches` are Google's boxes, not sources.
 
-Errors as Serper answers them: 401/403 {"message": "Unauthorized.", "statusCode": 403} for a
-bad key, 400 {"message": "Not enough credits"} when the account's credits are spent, 429 when
-the plan's queries per second are exceeded (from 5 a second on the free credits; no header
-says how long, so a 429 holds every Serper search of the process for a second or its
-Retry-After), 5xx Serper's own trouble.
+Serper publishes no error reference; what it answers: 401/403 {"message": "Unauthorized.",
+"statusCode": 403} for a bad key, 400 {"message": "Not enough credits"} when the account's
+credits are spent, 429 when the plan's queries per second are exceeded (the number depends on
+the plan, https://serper.dev pricing; no header says how long to wait, so a 429 holds every
+Serper search of the process for its Retry-After or a second), 5xx Serper's own trouble.
 """
 
 from __future__ import annotations
