@@ -8,8 +8,9 @@ an engine knows it, `publishedDate`. Engines that failed are listed in `unrespon
 
 The JSON format must be switched on in the instance's settings.yml (`search: formats: [html,
 json]`); "Requesting an unset format will return a 403 Forbidden error. Be aware that many
-public instances have these formats disabled." (same page). A public instance's limiter
-(https://docs.searxng.org/admin/searx.limiter.html) answers 429 to clients it thinks are bots.
+public instances have these formats disabled." (same page). An instance's limiter
+(https://docs.searxng.org/admin/searx.limiter; `server: limiter: true`, on for every listed
+public instance) answers 429 to clients it takes for bots; a private instance needs none.
 
 The base URL is the person's own setting, so it may be on their own machine or network: it is
 checked with research.untrusted.own_service (loopback and private addresses and any port
