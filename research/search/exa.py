@@ -9,9 +9,9 @@ under our own URL and size rules, like every other service's results. Each resul
 
 Errors (https://exa.ai/docs/reference/error-codes): 400 a bad request, 401 a missing or invalid
 key, 402 no credits left (NO_MORE_CREDITS) or the key's budget spent (API_KEY_BUDGET_EXCEEDED),
-403 a feature the key may not use, 429 too many requests (the default is 10 requests a second;
-Exa sets no per-request pace we must keep, so a 429 holds every Exa search of the process for
-its Retry-After, or a second), 5xx Exa's own trouble.
+403 a feature the key may not use, 429 too many requests (the allowed rate depends on the
+account and is not announced in headers, so no pace is kept ahead: a 429 holds every Exa
+search of the process for its Retry-After, or a second), 5xx Exa's own trouble.
 """
 
 from __future__ import annotations
