@@ -103,7 +103,7 @@ class ResearchConfig(BaseModel):
     brave_base_url: str | None = None
     exa_base_url: str | None = None
     serper_base_url: str | None = None
-    # arXiv's and Semantic Scholar's documented pace times this (research.search.pacing): 1 as
+    # arXiv's, Semantic Scholar's and Brave's documented pace times this (research.search.pacing): 1 as
     # documented; tests make it shorter (DEEP_RESEARCH_SEARCH_PACE=0 turns it off).
     search_pace: float = Field(default=1.0, ge=0.0, le=10.0)
     allow_private_hosts: bool = False
