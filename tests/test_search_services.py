@@ -141,6 +141,18 @@ def test_searxng_with_json_off_says_how_to_turn_it_on(
     assert "settings.yml" in str(caught.value) and "json" in str(caught.value)
 
 
+def test_searxng_redirecting_elsewhere_is_not_followed(
+        standin: StandinServer, services_env: dict[str, str]) -> None:
+    # The exception to the address rules covers the address the person set, not where an
+    # answer points: a redirect (here to a page of the stand-in) is reported, never followed.
+    standin.add_fault("searxng", "status", status=302, body="", headers={
+        "Location": f"http://user:pw@127.0.0.1:{standin.port}/pages/article/elsewhere"})
+    with pytest.raises(ProviderError, match="SEARXNG_BASE_URL") as caught:
+        provider("searxng", services_env).search("x", max_results=2, timeout=10)
+    assert f"http://127.0.0.1:{standin.port}" in str(caught.value) and "pw" not in str(caught.value)
+    assert standin.count("pages") == 0
+
+
 def test_searxng_whose_engines_all_failed_says_so(
         standin: StandinServer, services_env: dict[str, str]) -> None:
     standin.services.searxng_engines_down = True

@@ -67,11 +67,13 @@ def http_get(
     headers: Mapping[str, str] | None = None,
     secrets: tuple[str, ...] = (),
     check: bool = True,
+    follow_redirects: bool = True,
 ) -> tuple[int, bytes, httpx2.Headers]:
     """GET `url`; return (status, body, headers) of a 2xx answer or raise ProviderError
     (`check=False`: of any answer, for a caller that reads an error's headers itself)."""
     return _send("GET", url, provider=provider, label=label, timeout=timeout, params=params,
-                 headers=headers, secrets=secrets, check=check)
+                 headers=headers, secrets=secrets, check=check,
+                 follow_redirects=follow_redirects)
 
 
 def http_post_json(
@@ -102,11 +104,12 @@ def _send(
     headers: Mapping[str, str] | None = None,
     secrets: tuple[str, ...] = (),
     check: bool = True,
+    follow_redirects: bool = True,
 ) -> tuple[int, bytes, httpx2.Headers]:
     sent = {"User-Agent": USER_AGENT, **(headers or {})}
     try:
         with _CLIENT.stream(method, url, params=params, json=json, headers=sent,
-                            timeout=timeout) as response:
+                            timeout=timeout, follow_redirects=follow_redirects) as response:
             body = _read_capped(response)
     except _TooLarge:
         raise ProviderError(f"{label} sent an answer larger than {MAX_BODY_BYTES} bytes.",

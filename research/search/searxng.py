@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from research.core.errors import (
     ConfigError,
@@ -32,7 +33,7 @@ from research.core.errors import (
 )
 from research.llm.deadline import run_with_deadline
 from research.search import pacing
-from research.search._http import http_get, json_answer
+from research.search._http import http_get, json_answer, raise_for_status
 from research.search.base import SearchResult
 from research.search.dates import iso_date
 from research.untrusted.own_service import check_own_service_url, own_service_problem
@@ -78,13 +79,23 @@ class SearxngSearch:
         timeout = max(0.1, deadline - time.monotonic())
         with pacing.turn(self.pace, timeout, LABEL):
             try:
-                _, body, _ = http_get(
+                # Redirects are not followed: the exception to the address rules covers the
+                # address the person set, not wherever an answer points.
+                status, body, headers = http_get(
                     f"{self.base_url}/search",
                     # Language, categories and safe search stay the instance's own settings.
                     params={"q": query.strip(), "format": "json", "pageno": 1},
                     headers={"Accept": "application/json"},
-                    timeout=timeout, provider=self.name, label=LABEL,
+                    timeout=timeout, provider=self.name, label=LABEL, follow_redirects=False,
+                    check=False,
                 )
+                if 300 <= status < 400:
+                    raise ProviderError(
+                        f"The SearXNG instance sent its answer elsewhere (HTTP {status}, to "
+                        f"{_origin(headers.get('location', ''))}): set SEARXNG_BASE_URL to the "
+                        "address it uses (often its https:// one).", provider=self.name,
+                        status=400)
+                raise_for_status(status, headers, body, self.name, LABEL)
             except RateLimited as exc:
                 self.pace.hold(exc.retry_after)
                 raise RateLimited(
@@ -123,6 +134,16 @@ def _result(row: Any, provider: str) -> SearchResult | None:
         published=iso_date(row.get("publishedDate")),
         score=float(score) if isinstance(score, (int, float)) else None,
     )
+
+
+def _origin(location: str) -> str:
+    """Only the scheme and host of a redirect's target (the rest is the instance's business)."""
+    try:
+        parts = urlsplit(location.strip())
+        host = f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
+    except ValueError:
+        return "another page"
+    return f"{parts.scheme}://{host}"[:100] if parts.scheme and host else "another page"
 
 
 def _all_engines_failed(payload: dict[str, Any]) -> bool:
