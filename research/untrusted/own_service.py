@@ -13,8 +13,9 @@ would refuse what the person asked for, so for such an address:
   hide the real host, and a password there would end up in logs), no ambiguous host, and never
   a cloud metadata service, an unspecified, multicast or reserved address.
 
-The exception covers the base URL only: the results such a service returns are untrusted like
-any other and go through the usual rules before anything is fetched.
+The exception covers the base URL only: redirects from it are not followed (research.search.
+searxng reports them), and the results such a service returns are untrusted like any other and
+go through the usual rules before anything is fetched.
 """
 
 from __future__ import annotations
