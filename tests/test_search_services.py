@@ -115,6 +115,18 @@ def test_a_429_is_rate_limited_and_holds_the_service(
     assert len(standin.requests_for(name)) == 1
 
 
+@pytest.mark.parametrize("name", ["searxng", "exa", "serper"])
+def test_over_the_services_own_rate_the_next_search_waits_instead_of_being_refused_again(
+        name: str, standin: StandinServer, services_env: dict[str, str]) -> None:
+    standin.services.per_second(name, 1)
+    search = provider(name, services_env)
+    assert search.search("one", max_results=2, timeout=10)
+    with pytest.raises(RateLimited):  # no header says how long: held for a second
+        search.search("two", max_results=2, timeout=10)
+    assert search.search("three", max_results=2, timeout=10)  # sent after the hold
+    assert standin.rate_limited(name) == 1 and len(standin.requests_for(name)) == 3
+
+
 def test_server_errors_are_retryable_failures(standin: StandinServer,
                                               services_env: dict[str, str]) -> None:
     for name in SERVICES:

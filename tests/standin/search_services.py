@@ -15,6 +15,9 @@ Each answers under its own path prefix of the stand-in (`env(base)` points the a
                 x-api-key (wrong: 401). Results with highlights when asked, and `costDollars`.
   serper   POST /serper/search {"q", "num"}  header X-API-KEY (wrong: 403 "Unauthorized.").
                 `state.serper_credits = n`: after n searches, 400 "Not enough credits".
+  `state.per_second(api, n)` (exa, serper, searxng): more than n requests within a second get
+                the service's own 429 (Exa's "Too many requests", Serper's, SearXNG's limiter),
+                with no header saying how long, as they answer.
 
 Every result links to the stand-in's own article pages (the same as Tavily's for a query,
 answers.tavily_results), so a run can read them. Faults (`add_fault("brave", "status", ...)`)
@@ -93,6 +96,23 @@ class ServiceState:
             self._brave = (50, 20_000_000)
             self._brave_window: tuple[float, int] = (0.0, 0)  # (start, successful requests)
             self._brave_month = 0
+            self._qps: dict[str, tuple[int, float, int]] = {}  # api -> (limit, start, used)
+
+    def per_second(self, api: str, limit: int) -> None:
+        with self._lock:
+            self._qps[api] = (limit, 0.0, 0)
+
+    def admit(self, api: str) -> bool:
+        """False when `api` is over the requests a second `per_second` set."""
+        with self._lock:
+            if api not in self._qps:
+                return True
+            limit, start, used = self._qps[api]
+            now = time.monotonic()
+            if now - start >= 1.0:
+                start, used = now, 0
+            self._qps[api] = (limit, start, used + 1)
+            return used < limit
 
     def brave_plan(self, *, per_second: int = 1, per_month: int = 2000) -> None:
         with self._lock:
@@ -147,6 +167,9 @@ class ServiceRoutes:
         params = {k: v[0] for k, v in parse_qs(query).items()}
         if path.rstrip("/") not in ("/searxng/search", "/searxng"):
             self._send(404, b"<html><body>Not Found</body></html>", "text/html")
+            return
+        if not self.standin.services.admit("searxng"):
+            self._send(429, b"<html><body>Too Many Requests</body></html>", "text/html")
             return
         if params.get("format") != "json" or not self.standin.services.searxng_json:
             self._send(403, b"<html><body><h1>403 Forbidden</h1></body></html>", "text/html")
@@ -203,6 +226,9 @@ class ServiceRoutes:
             self._send_json(401, {"requestId": "standin",
                                   "error": "Invalid API key", "tag": "INVALID_API_KEY"})
             return
+        if not self.standin.services.admit("exa"):
+            self._send_json(429, error_body("exa", 429))
+            return
         body = body if isinstance(body, dict) else {}
         q = str(body.get("query") or "")
         count = max(1, min(100, int(body.get("numResults") or 10)))
@@ -224,6 +250,9 @@ class ServiceRoutes:
             return
         if self.headers.get("X-API-KEY") != SERPER_KEY:
             self._send_json(403, error_body("serper", 403))
+            return
+        if not self.standin.services.admit("serper"):
+            self._send_json(429, error_body("serper", 429))
             return
         if not self.standin.services.serper_spend():
             self._send_json(400, {"message": "Not enough credits", "statusCode": 400})
