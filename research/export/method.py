@@ -43,6 +43,7 @@ PLAIN_NAMES = {
 PROVIDER_NAMES = {
     "tavily": "Tavily", "web": "DuckDuckGo web search", "arxiv": "arXiv",
     "semanticscholar": "Semantic Scholar", "documents": "your own documents",
+    "searxng": "SearXNG", "brave": "Brave Search", "exa": "Exa", "serper": "Serper (Google)",
     "openai": "OpenAI", "gemini": "Google Gemini",
 }
 OUTCOME_WORDS = {
