@@ -54,7 +54,6 @@ PLAN_CALL = (900, 900)
 CLARIFY_CALL = (500, 150)
 TRIAGE_CALL = (3_000, 600)  # coverage of every subtopic and the round's follow-up questions
 TRANSLATE_CALL = (1_500, 1_500)
-CROSS_SECTIONS = 4  # key findings, comparison, disagreements + recommendations, gaps
 GOAL_CALL = (6_000, 150)  # findings so far in, met or not and why out
 PREFLIGHT_CALL = (60, 10)
 REVIEW_PROMPT = 1_500
@@ -107,7 +106,8 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
     score_calls = math.ceil(candidates / SCORE_BATCH)
     query_calls = 2 if config.searches_per_subtopic > 1 else 1
 
-    report_tokens = int(config.report_max_words * TOKENS_PER_WORD)
+    shape = config.shape()  # a brief is short and has no section per subtopic
+    report_tokens = int(config.words_limit() * TOKENS_PER_WORD)
     findings_calls = math.ceil(config.sources_per_subtopic / FINDINGS_GROUP)
     # The unit's page text is shared out among its kept sources (research.phases.gather.findings).
     share = max(MIN_SHARE_CHARS, FINDINGS_CONTEXT_CHARS // config.sources_per_subtopic)
@@ -117,14 +117,14 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
     draft_call = (int(subtopics * 1_800) + 2_500, report_tokens)
     review_call = (report_tokens + REVIEW_PROMPT, REVIEW_OUTPUT)
 
-    claims = config.report_max_words / WORDS_PER_CLAIM
+    claims = config.words_limit() / WORDS_PER_CLAIM
     verify_calls = math.ceil(claims / BATCH_CLAIMS)
     critic_calls = math.ceil(claims * CRITIC_SHARE / CRITIC_BATCH_MIN)
 
     # The draft is written section by section (research.phases.writing.write_sections): one
     # call per subtopic, four sections across them, then the frame (title and summary); a
     # revision rewrites the sections the review named, about half of them.
-    section_calls = subtopics + CROSS_SECTIONS + 1
+    section_calls = (subtopics if shape.subtopics else 0) + len(shape.parts) + 1
     section_call = (draft_call[0] // 3 + 1_500, max(400, report_tokens // int(section_calls)))
     # The lead assesses each round's follow-ups (a single round asks it nothing), and a
     # report in another language has the engine's own words translated.

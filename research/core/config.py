@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 
 from research.core.constants import CONSTANTS, DEFAULTS, PRESETS, bound_problem
 from research.core.errors import ConfigError
+from research.core.shapes import Shape, shape_of
 
 ProviderName = Literal["openai", "gemini"]
 ROLES = ("lead", "worker", "writer", "reviewer", "verifier", "auditor", "critic")
@@ -154,6 +155,14 @@ class ResearchConfig(BaseModel):
         if role != "lead" and "lead" in self.role_models:
             return self.role_models["lead"]
         return RoleModel(provider=self.provider, model=self.model)
+
+    def shape(self) -> Shape:
+        """The report's shape, from the desired output ("I want a one-page brief")."""
+        return shape_of(self.want)
+
+    def words_limit(self) -> int:
+        """The report's length cap: REPORT_MAX_WORDS, or less when the shape asks for less."""
+        return self.shape().words(self.report_max_words)
 
     def rounds_limit(self) -> int:
         """The most research rounds: DEPTH levels under the breadth x depth schedule,

@@ -97,7 +97,7 @@ Reply with the full revised report only."""
 
 def structure(ctx: RunContext) -> str:
     """The report structure and rules, in the report's language."""
-    text = STRUCTURE.format(max_words=ctx.config.report_max_words)
+    text = STRUCTURE.format(max_words=ctx.config.words_limit())
     if not is_english(ctx.config.report_language):
         text += LANGUAGE_RULE.format(language=ctx.config.report_language)
     return text
@@ -258,7 +258,7 @@ def written(ctx: RunContext, writer: Agent, text: str, numbers: dict[str, int],
 
 def fit_length(ctx: RunContext, writer: Agent, text: str) -> str:
     """One shortening pass when the draft runs clearly over REPORT_MAX_WORDS."""
-    limit = ctx.config.report_max_words
+    limit = ctx.config.words_limit()
     words = word_count(text)
     if words <= limit:
         return text
