@@ -24,13 +24,13 @@ BATCH = 8  # claims per judge call
 PASSAGE_CHARS = 1_500  # per cited source
 
 
-class ClaimVerdict(BaseModel):
+class JudgedClaim(BaseModel):
     idx: int
     supported: bool
 
 
-class ClaimVerdicts(BaseModel):
-    verdicts: list[ClaimVerdict]
+class JudgedClaims(BaseModel):
+    verdicts: list[JudgedClaim]
 
 
 CHECK = """Each claim below comes from a research report, with the passages of the sources it \
@@ -83,7 +83,7 @@ def check_claims(judge: Judge, pairs: list[CitedStatement], pages: Pages) -> Cla
     for start in range(0, len(claims), BATCH):
         batch = claims[start : start + BATCH]
         text = "\n\n".join(_entry(i, c, urls, pages) for i, (c, urls) in enumerate(batch, 1))
-        answer = judge.ask(SYSTEM, CHECK.format(claims=text), ClaimVerdicts)
+        answer = judge.ask(SYSTEM, CHECK.format(claims=text), JudgedClaims)
         said = {v.idx: v.supported for v in answer.verdicts}
         # A claim the judge left out is not counted as supported.
         verdicts += [(c, said.get(i, False)) for i, (c, _) in enumerate(batch, 1)]

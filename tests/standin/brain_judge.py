@@ -29,6 +29,7 @@ _SOURCES = re.compile(r"^#{1,6}\s*(sources|references)\b", re.I | re.M)
 _LISTED = re.compile(r"^\s*(?:\[(\d+)\]|(\d+)\.)\s.*?(https?://[^\s)>\]]+)", re.M)
 _MARKS = re.compile(r"\[\[?(\d+(?:\s*,\s*\d+)*)\]\]?(?:\(#[^)\s]*\))?")
 _INLINE = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
+_SPACE_BEFORE = re.compile(r"\s+([.,;:!?])")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _CLAIM = re.compile(r"^Claim (\d+): (.*)$", re.M)
 
@@ -70,7 +71,7 @@ def extract(user: str) -> dict[str, Any]:
         cited = [urls[int(n)] for group in _MARKS.findall(sentence)
                  for n in group.split(",") if int(n) in urls]
         cited += [url for _, url in _INLINE.findall(sentence)]
-        fact = " ".join(_MARKS.sub("", _INLINE.sub(r"\1", sentence)).split())
+        fact = _SPACE_BEFORE.sub(r"\1", " ".join(_MARKS.sub("", _INLINE.sub(r"\1", sentence)).split()))
         pairs += [{"fact": fact, "url": url} for url in dict.fromkeys(cited)]
     return {"citations": pairs}
 
@@ -119,4 +120,4 @@ brain.register("RaceJudgement", race)
 brain.register("CitationList", extract)
 brain.register("UniqueStatements", dedupe)
 brain.register("SupportVerdicts", support)
-brain.register("ClaimVerdicts", claims)
+brain.register("JudgedClaims", claims)
