@@ -90,7 +90,7 @@ def parser() -> argparse.ArgumentParser:
                    help="the supported-claims judge; must differ from the runs' verifier "
                         "(default: FACT's judge)")
     p.add_argument("--results", type=Path, default=None,
-                   help="results folder (default quality-results/PRESET-LANG)")
+                   help="results folder (default data/quality/PRESET-LANG)")
     p.add_argument("--data", type=Path, default=None,
                    help="a folder with the benchmark's query.jsonl, criteria.jsonl and "
                         "reference.jsonl (default: downloaded once into a cache folder)")
@@ -279,7 +279,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
     systems = _systems(args, env)
     for config in systems.values():
         check_configuration(config, credentials)
-    results_folder = args.results or Path("quality-results") / f"{args.preset}-{args.lang}"
+    results_folder = args.results or Path("data") / "quality" / f"{args.preset}-{args.lang}"
     results_folder.mkdir(parents=True, exist_ok=True)
     prices = PriceTable.load(prices_path(env))
     any_config = next(iter(systems.values()))
@@ -343,7 +343,9 @@ def _finish(bench: Bench, code: int) -> int:
     bench.say(text)
     bench.say(f"RACE judge {bench.race_judge.spec.label}; FACT judge "
               f"{bench.fact_judge.spec.label}; claims judge {bench.claims_judge.spec.label}. "
-              "RACE is relative to the reference reports (50 = as good); see the README.")
+              "RACE is relative to the reference reports (50 = as good); compare only with "
+              "figures made by the same judges (the leaderboard's changed on 2026-05-11). "
+              "How to read the table: README, 'How good are the reports?'.")
     return code
 
 
