@@ -142,7 +142,7 @@ class Bench:
                        on_event=on_event, prices=self.prices)
             else:
                 run_id = ""
-                run_research(task.prompt, store=self.store, config=self.systems[system],
+                run_research(task.prompt, store=self.store, config=self._capped(system),
                              credentials=self.credentials, on_event=on_event, prices=self.prices)
         except KeyboardInterrupt:
             self._interrupted(run_id)
@@ -162,6 +162,16 @@ class Bench:
         results.write(system, task.id, "run", record)
         return status == "completed"
 
+    def _capped(self, system: str) -> ResearchConfig:
+        """The system's config; under --max-cost, a run may spend at most what is left."""
+        config = self.systems[system]
+        if self.max_cost is None:
+            return config
+        left = max(0.01, self.max_cost - self.spent - self.judges_spent())
+        if 0 < config.max_cost_usd <= left:  # 0: no cap of its own
+            return config
+        return config.model_copy(update={"max_cost_usd": round(left, 2)})
+
     def _interrupted(self, run_id: str) -> None:
         if not run_id:
             return
@@ -172,10 +182,10 @@ class Bench:
                                       error="The quality benchmark was stopped with Ctrl-C.")
 
     def score_task(self, system: str, task: Task) -> None:
-        """RACE, FACT and the supported-claims figure, each unless already scored by this judge."""
+        """RACE, FACT and the supported-claims figure, each unless already scored by this judge
+        (the claims figure also needs FACT's statements from this FACT judge)."""
         results, tid = self.results, task.id
         report = (results.task(system, tid) / "report.md").read_text(encoding="utf-8")
-        run_id = str((results.read(system, tid, "run") or {}).get("run_id") or "")
         if results.scored(system, tid, "race", self.race_judge.spec.label) is None:
             before = self.race_judge.cost_usd
             judgement = judge_race(self.race_judge, task, report)
@@ -184,28 +194,29 @@ class Bench:
                 "scores": race_score(judgement, task).to_json(),
                 "judge_cost_usd": self.race_judge.cost_usd - before})
         fact = results.scored(system, tid, "fact", self.fact_judge.spec.label)
-        pages: Pages | None = None
-        if fact is None or results.scored(system, tid, "claims",
-                                          self.claims_judge.spec.label) is None:
-            pages = Pages.of_run(self.store, run_id, self._fetcher(system))
-        if fact is None:
-            assert pages is not None
-            before = self.fact_judge.cost_usd
-            result, pairs = fact_check(self.fact_judge, report, pages)
-            fact = {"judge": self.fact_judge.spec.label, "result": result.to_json(),
-                    "pairs": [p.model_dump() for p in pairs],
-                    "judge_cost_usd": self.fact_judge.cost_usd - before}
-            results.write(system, tid, "fact", fact)
-        if results.scored(system, tid, "claims", self.claims_judge.spec.label) is None:
-            assert pages is not None
+        claims = results.scored(system, tid, "claims", self.claims_judge.spec.label)
+        if fact is not None and claims is not None and \
+                claims.get("statements_by") == self.fact_judge.spec.label:
+            return
+        run_id = str((results.read(system, tid, "run") or {}).get("run_id") or "")
+        with self._fetcher(system) as fetcher:
+            pages = Pages.of_run(self.store, run_id, fetcher)
+            if fact is None:
+                before = self.fact_judge.cost_usd
+                result, found = fact_check(self.fact_judge, report, pages)
+                fact = {"judge": self.fact_judge.spec.label, "result": result.to_json(),
+                        "pairs": [p.model_dump() for p in found],
+                        "judge_cost_usd": self.fact_judge.cost_usd - before}
+                results.write(system, tid, "fact", fact)
             before = self.claims_judge.cost_usd
             pairs = [CitedStatement(**p) for p in fact["pairs"]]
-            claims = check_claims(self.claims_judge, pairs, pages)
+            checked = check_claims(self.claims_judge, pairs, pages)
             results.write(system, tid, "claims", {
-                "judge": self.claims_judge.spec.label, "result": claims.to_json(),
-                "judge_cost_usd": self.claims_judge.cost_usd - before})
+                "judge": self.claims_judge.spec.label, "statements_by": self.fact_judge.spec.label,
+                "result": checked.to_json(), "judge_cost_usd": self.claims_judge.cost_usd - before})
 
     def _fetcher(self, system: str) -> Fetcher:
+        """For a cited page the run did not store (a hosted engine's, a page it skipped)."""
         config = self.systems[system]
         return Fetcher(FetchLimits(timeout_s=config.fetch_timeout_s,
                                    allow_private_hosts=config.allow_private_hosts,

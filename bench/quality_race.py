@@ -16,7 +16,8 @@ As DeepResearch Bench defines it (paper arXiv 2506.11763, section 3; its reposit
    0.5 means as good as the reference. The leaderboard prints the mean over tasks times 100.
 
 The prompt below is ours, written from that description (the benchmark's is Apache-2.0, but a
-prompt of our own keeps to our untrusted-text conventions).
+prompt of our own keeps to our untrusted-text conventions); one English prompt serves both
+languages, where the benchmark has a Chinese version of each for its Chinese tasks.
 """
 
 from __future__ import annotations

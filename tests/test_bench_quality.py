@@ -243,3 +243,11 @@ def test_nothing_is_spent_above_max_cost_or_without_a_yes(command_env, tmp_path,
     assert "Nothing was run." in out and "add --yes" in err
     assert command_env.requests == []
     assert not list((tmp_path / "results").glob("pipeline/*/run.json"))
+
+
+def test_unknown_engines_and_nothing_to_run_are_refused(command_env, tmp_path, capsys):
+    assert quality.main(_command(tmp_path, "--engines", "perplexity", "--yes")) == 2
+    assert "Unknown engine 'perplexity'; known: openai-deep-research" in capsys.readouterr().err
+    assert quality.main(_command(tmp_path, "--no-pipeline", "--yes")) == 2
+    assert "--no-pipeline needs --engines" in capsys.readouterr().err
+    assert command_env.requests == []

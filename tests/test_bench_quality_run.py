@@ -50,7 +50,7 @@ def first(bench_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory,
     with pytest.MonkeyPatch.context() as mp:
         lines: list[str] = []
         mp.setattr("builtins.print", lambda *a, **k: lines.append(" ".join(map(str, a))))
-        code = quality.main(_args(folder))
+        code = quality.main(_args(folder, "--max-cost", "25"))
     return folder, code, "\n".join(lines)
 
 
@@ -78,6 +78,18 @@ def test_the_command_runs_the_fixed_slice_and_writes_every_report_and_score(firs
         assert fact["result"]["judged"] > 0
         claims = _json(task / "claims.json")
         assert claims["judge"] == "openai/judge-fact" and claims["result"]["claims"] > 0
+
+
+def test_under_max_cost_each_run_may_spend_only_what_is_left(first):
+    folder, _, _ = first
+    store = Store(folder / "research.db")
+    runs = [_json(folder / "pipeline" / str(t) / "run.json") for t in (101, 103)]
+    caps = [store.get_run(r["run_id"]).config["max_cost_usd"] for r in runs]  # type: ignore[union-attr]
+    store.close()
+    assert caps[0] == 25
+    judged = sum(_json(folder / "pipeline" / "101" / f"{n}.json")["judge_cost_usd"]
+                 for n in ("race", "fact", "claims"))
+    assert caps[1] == round(25 - runs[0]["cost_usd"] - judged, 2) < 25
 
 
 def test_the_table_adds_up_the_stored_scores(first):
