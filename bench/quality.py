@@ -337,7 +337,12 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             if not bench.run_task(system, task):
                 failed += 1
                 continue
-            bench.score_task(system, task)
+            try:
+                bench.score_task(system, task)
+            except ResearchError as exc:  # a judge failed: what is scored stays, the rest waits
+                failed += 1
+                say(f"  could not score it: {redact(str(exc), credentials.secrets())} (run the "
+                    "same command again to score it)")
     return _finish(bench, 1 if failed else 0)
 
 

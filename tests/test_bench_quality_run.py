@@ -144,3 +144,26 @@ def test_a_run_cut_off_is_resumed_and_another_judge_scores_again(first, standin:
     for tid in (101, 103):
         assert _json(folder / "pipeline" / str(tid) / "claims.json")["judge"] == "openai/judge-claims"
         assert _json(folder / "pipeline" / str(tid) / "race.json")["judge"] == "openai/judge-race"
+
+
+def test_a_judge_that_fails_leaves_the_task_to_be_scored_next_time(first, standin: StandinServer):
+    folder, _, _ = first
+    task = folder / "pipeline" / "101"
+    race = (task / "race.json").read_text(encoding="utf-8")
+    (task / "fact.json").unlink()
+    standin.reset()
+    standin.add_fault("openai", "invalid_json", times=10, task="CitationList")
+    with pytest.MonkeyPatch.context() as mp:
+        lines: list[str] = []
+        mp.setattr("builtins.print", lambda *a, **k: lines.append(" ".join(map(str, a))))
+        assert quality.main(_args(folder)) == 1
+    out = "\n".join(lines)
+    assert "could not score it" in out and "run the same command again" in out
+    assert "SchemaError" not in out and "Traceback" not in out
+    assert not (task / "fact.json").exists()
+    assert (task / "race.json").read_text(encoding="utf-8") == race  # kept, not judged again
+    standin.reset()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("builtins.print", lambda *a, **k: None)
+        assert quality.main(_args(folder)) == 0
+    assert _json(task / "fact.json")["result"]["pairs"] > 0
