@@ -52,6 +52,7 @@ from research.untrusted.fetch import Fetcher, FetchLimits
 from storage import TERMINAL_STATUSES, Store
 
 PIPELINE = "pipeline"
+CHECKING_ROLES = ("verifier", "auditor", "critic")  # the run's own checks of its claims
 # What the judges read and write per task, in tokens (for the estimate): RACE reads the report,
 # a reference report (~5,000 words) and ~25 criteria, and scores each; FACT reads the report
 # once, then each cited page (a cut page of ~10,000 tokens, about 15 per report).
@@ -297,15 +298,22 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
     race, fact = JudgeSpec.parse(args.judge), JudgeSpec.parse(args.fact_judge)
     claims = JudgeSpec.parse(args.claims_judge) if args.claims_judge else fact
     verifier = any_config.role("verifier")
-    if (claims.provider, claims.model) == (verifier.provider, verifier.model):
+    checkers = {(r.provider, r.model) for r in map(any_config.role, CHECKING_ROLES)}
+    if (claims.provider, claims.model) in checkers:
         raise ConfigError(
-            f"The supported-claims judge ({claims.label}) is the runs' verifier: it must be "
-            "another model, so a run is not graded by the model that checked it. Choose one "
-            "with --claims-judge PROVIDER:MODEL.")
+            f"The supported-claims judge ({claims.label}) is the model that checks the runs' "
+            "claims (their verifier): it must be another model, so a run is not graded by the "
+            "model that checked it. Choose one with --claims-judge PROVIDER:MODEL.")
     judges: dict[JudgeSpec, Judge] = {}
     for spec in (race, fact, claims):
         if spec not in judges:
-            judges[spec] = Judge(spec, any_config, credentials, prices)
+            try:
+                judges[spec] = Judge(spec, any_config, credentials, prices)
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"The judge {spec.label} cannot be used: {exc} Or choose other judges with "
+                    "--judge, --fact-judge and --claims-judge PROVIDER:MODEL (the figures then "
+                    "compare only with figures made by the same judges).") from None
     store = Store(args.db or results_folder / "research.db", secrets=credentials.secrets())
     bench = Bench(tasks, systems, Results(results_folder), store, credentials, prices,
                   judges[race], judges[fact], judges[claims], say, max_cost=args.max_cost)

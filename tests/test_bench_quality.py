@@ -230,7 +230,19 @@ def _command(tmp_path: Path, *extra: str) -> list[str]:
 def test_the_claims_judge_must_not_be_the_runs_verifier(command_env, tmp_path, capsys):
     assert quality.main(_command(tmp_path, "--claims-judge", "openai:gpt-5-mini", "--yes")) == 2
     err = capsys.readouterr().err
-    assert "is the runs' verifier" in err and "--claims-judge" in err
+    assert "checks the runs' claims (their verifier)" in err and "--claims-judge" in err
+    assert command_env.requests == []
+
+
+def test_a_judge_without_its_key_says_which_key_or_how_to_choose_another(
+        command_env, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY")
+    args = _command(tmp_path, "--yes")
+    args[args.index("openai:judge-race")] = "gemini:gemini-2.5-pro"
+    assert quality.main(args) == 2
+    err = capsys.readouterr().err
+    assert "The judge gemini/gemini-2.5-pro cannot be used: Gemini needs an API key" in err
+    assert "--judge, --fact-judge and --claims-judge" in err
     assert command_env.requests == []
 
 
