@@ -381,8 +381,12 @@ def _systems(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Researc
     names = ([] if args.no_pipeline else [PIPELINE]) + engines
     if not names:
         raise ConfigError("Nothing to run: --no-pipeline needs --engines.")
+    # Nobody is there to answer: a benchmark run never stops to ask (clarifying questions, the
+    # plan, the next round), whatever the person's settings say for their own runs.
+    unattended = {"require_clarification": False, "review_plan": False, "steer": False}
     return {name: run_config(env, preset=args.preset, engine=name, subtopics=args.subtopics,
-                             sources=args.sources) for name in names}
+                             sources=args.sources).model_copy(update=unattended)
+            for name in names}
 
 
 def _run_done(bench: Bench, system: str, task: Task) -> bool:

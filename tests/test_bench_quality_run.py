@@ -28,7 +28,9 @@ def bench_env(standin: StandinServer, tmp_path_factory: pytest.TempPathFactory
     forget_pacers()
     home = tmp_path_factory.mktemp("quality")
     env = {**standin.env(), "DEEP_RESEARCH_SEARCH_PACE": "0",
-           "DEEP_RESEARCH_SECRETS_FILE": str(home / "no-secrets.toml")}
+           "DEEP_RESEARCH_SECRETS_FILE": str(home / "no-secrets.toml"),
+           # the person's own runs ask clarifying questions first; the benchmark's must not
+           "DEEP_RESEARCH_REQUIRE_CLARIFICATION": "1"}
     with pytest.MonkeyPatch.context() as mp:
         for name, value in env.items():
             mp.setenv(name, value)
@@ -84,8 +86,10 @@ def test_under_max_cost_each_run_may_spend_only_what_is_left(first):
     folder, _, _ = first
     store = Store(folder / "research.db")
     runs = [_json(folder / "pipeline" / str(t) / "run.json") for t in (101, 103)]
-    caps = [store.get_run(r["run_id"]).config["max_cost_usd"] for r in runs]  # type: ignore[union-attr]
+    configs = [store.get_run(r["run_id"]).config for r in runs]  # type: ignore[union-attr]
     store.close()
+    assert not any(c["require_clarification"] for c in configs)  # unattended
+    caps = [c["max_cost_usd"] for c in configs]
     assert caps[0] == 25
     judged = sum(_json(folder / "pipeline" / "101" / f"{n}.json")["judge_cost_usd"]
                  for n in ("race", "fact", "claims"))
