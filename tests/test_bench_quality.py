@@ -119,6 +119,22 @@ def test_race_through_the_stand_in_judge_gives_the_worked_out_score(judge: Judge
     assert score.overall == pytest.approx(target / (target + reference))
 
 
+def test_the_benchmarks_own_judge_gemini_answers_through_its_sdk_alike(standin: StandinServer,
+                                                                       judge: Judge):
+    env = standin.env()
+    gemini = Judge(JudgeSpec.parse("gemini:gemini-2.5-pro"), build_config(env=env),
+                   Credentials.from_env(env))
+    task = _task({"comprehensiveness": [("solar panels", 1.0)], "insight": [("grid costs", 1.0)],
+                  "instruction_following": [("three year outlook", 1.0)],
+                  "readability": [("clear headings", 1.0)]},
+                 {"comprehensiveness": 0.4, "insight": 0.3, "instruction_following": 0.2,
+                  "readability": 0.1}, reference="Solar grid outlook, clear.")
+    report = "# Energy\n\nSolar panels cut grid costs over a three year outlook."
+    assert race_score(judge_race(gemini, task, report), task) == \
+        race_score(judge_race(judge, task, report), task)
+    assert standin.count("gemini") >= 1
+
+
 REPORT = """# Heat pumps
 
 Heat pumps reach a COP of 2.5 at minus fifteen [1]. Heat pumps reach a COP of 2.5 at minus \
