@@ -136,12 +136,13 @@ class Bench:
                 run_id = event.run_id
                 results.write(system, task.id, "run", {"run_id": run_id, "status": "running"})
 
+        earlier = self.store.get_run(run_id) if run_id else None
         try:
-            if run_id and self.store.get_run(run_id) is not None:
+            if earlier is not None and earlier.status != "completed":
                 self.say(f"  resuming run {run_id}")
                 resume(run_id, store=self.store, credentials=self.credentials,
                        on_event=on_event, prices=self.prices)
-            else:
+            elif earlier is None:  # (a run completed but not written down yet is only written)
                 run_id = ""
                 run_research(task.prompt, store=self.store, config=self._capped(system),
                              credentials=self.credentials, on_event=on_event, prices=self.prices)
@@ -160,6 +161,9 @@ class Bench:
                   "error": stored.error if stored else None, "preset": self.systems[system].preset}
         if stored and status == "completed":
             (folder / "report.md").write_bytes(export_run(self.store, run_id, "md"))
+        elif stored:
+            why = redact(stored.error or "no reason given", self.credentials.secrets())
+            self.say(f"  the run ended {status}: {why} (run the same command again to resume it)")
         results.write(system, task.id, "run", record)
         return status == "completed"
 

@@ -279,3 +279,18 @@ def test_unknown_engines_and_nothing_to_run_are_refused(command_env, tmp_path, c
     assert quality.main(_command(tmp_path, "--no-pipeline", "--yes")) == 2
     assert "--no-pipeline needs --engines" in capsys.readouterr().err
     assert command_env.requests == []
+
+
+def test_a_run_that_fails_is_said_in_plain_words_and_kept_to_resume(command_env, tmp_path, capsys):
+    key = command_env.env()["OPENAI_API_KEY"]
+    command_env.add_fault("openai", "status", times=50, status=401,
+                          body={"error": {"message": f"Incorrect API key provided: {key}",
+                                          "type": "invalid_request_error",
+                                          "code": "invalid_api_key"}})
+    assert quality.main(_command(tmp_path, "--tasks", "1", "--yes")) == 1
+    out, err = capsys.readouterr()
+    assert "the run ended failed:" in out and "run the same command again" in out
+    assert key not in out + err and "Traceback" not in out + err
+    run = (tmp_path / "results" / "pipeline" / "101" / "run.json").read_text(encoding="utf-8")
+    assert '"status": "failed"' in run and '"run_id": ""' not in run
+    assert not (tmp_path / "results" / "pipeline" / "101" / "race.json").exists()
