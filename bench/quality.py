@@ -20,7 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench.quality_claims import check_claims
@@ -360,7 +360,8 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
 
 def _finish(bench: Bench, code: int) -> int:
     ids = [t.id for t in bench.tasks]
-    rows = [summarise(bench.results, s, ids) for s in bench.systems]
+    rows = [replace(summarise(bench.results, s, ids), system=_label(s, c))
+            for s, c in bench.systems.items()]
     text = table(rows)
     write_json(bench.results.folder / "summary.json", {
         "rows": [r.to_json() for r in rows], "judges": {
@@ -375,6 +376,14 @@ def _finish(bench: Bench, code: int) -> int:
               "figures made by the same judges (the leaderboard's changed on 2026-05-11). "
               "How to read the table: README, 'How good are the reports?'.")
     return code
+
+
+def _label(system: str, config: ResearchConfig) -> str:
+    """The table's first column: per preset and per model, as figures are compared."""
+    if system != PIPELINE:
+        return system
+    lead = config.role("lead")
+    return f"{system} ({config.preset}, {lead.provider}/{lead.model})"
 
 
 def _systems(args: argparse.Namespace, env: dict[str, str]) -> dict[str, ResearchConfig]:

@@ -102,7 +102,7 @@ def test_the_table_adds_up_the_stored_scores(first):
     facts = [_json(folder / "pipeline" / str(t) / "fact.json")["result"] for t in (101, 103)]
     claims = [_json(folder / "pipeline" / str(t) / "claims.json")["result"] for t in (101, 103)]
     row = _json(folder / "summary.json")["rows"][0]
-    assert row["system"] == "pipeline" and row["tasks"] == 2
+    assert row["system"] == "pipeline (quick, openai/gpt-5-mini)" and row["tasks"] == 2
     assert row["race"]["overall"] == pytest.approx(50 * (races[0]["overall"] + races[1]["overall"]))
     assert row["race"]["insight"] == pytest.approx(50 * (races[0]["insight"] + races[1]["insight"]))
     supported = sum(f["supported"] for f in facts)
