@@ -8,7 +8,7 @@ against in `data/test_data/cleaned_data/reference.jsonl` (id, prompt, article). 
 the three by the prompt's text; so does `load`.
 
 The repository is under the Apache License 2.0, which would allow shipping the data with a
-notice; we do not, to keep the clone small (the files are about 3 MB and change upstream): they
+notice; we do not, to keep the clone small (the files are a few MB and change upstream): they
 are downloaded on first use into a cache folder (`fetch_files`), or read from a folder the
 person points at (`--data`).
 """
@@ -65,6 +65,18 @@ def _jsonl(path: Path) -> list[dict[str, object]]:
 
 def load(folder: Path) -> list[Task]:
     """Every task that has criteria and a reference report, in the benchmark's id order."""
+    try:
+        return _load(folder)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        why = ("a file is missing or unreadable" if isinstance(exc, OSError)
+               else "they are not in its format")
+        raise DataUnavailable(
+            f"The benchmark's files in {folder} could not be read as DeepResearch Bench's "
+            f"({why}). Delete the folder to download them again, or give another copy with "
+            "--data FOLDER.") from None
+
+
+def _load(folder: Path) -> list[Task]:
     queries = _jsonl(folder / "query.jsonl")
     criteria = {str(c["prompt"]): c for c in _jsonl(folder / "criteria.jsonl")}
     references = {str(r["prompt"]): str(r.get("article") or "")

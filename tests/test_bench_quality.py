@@ -217,6 +217,15 @@ def test_the_data_is_downloaded_once_and_offline_says_what_to_do(tmp_path: Path)
     assert not list((tmp_path / "empty").glob("*.jsonl"))
 
 
+def test_files_that_are_not_the_benchmarks_say_what_to_do(tmp_path: Path):
+    for name in FILES:
+        (tmp_path / name).write_text("version https://git-lfs.github.com/spec/v1\n")
+    with pytest.raises(DataUnavailable, match="not in its format.*--data FOLDER"):
+        load(tmp_path)
+    with pytest.raises(DataUnavailable, match="missing or unreadable"):
+        load(tmp_path / "nowhere")
+
+
 def test_a_judge_is_named_provider_and_model():
     assert JudgeSpec.parse("gemini:gemini-2.5-pro").label == "gemini/gemini-2.5-pro"
     assert JudgeSpec.parse("openai/gpt-4.1").label == "openai/gpt-4.1"
