@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -33,6 +34,7 @@ from research.core.errors import ResearchError
 from research.untrusted.fetch import Fetcher
 from storage import Store
 
+URL_THREADS = 4  # cited URLs checked at once
 PAGE_CHARS = 40_000  # a page's text given to the judge (long pages are cut, as a reader API does)
 _LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
 
@@ -198,8 +200,15 @@ def check_url(judge: Judge, url: str, facts: list[str], pages: Pages) -> UrlChec
 def fact_check(judge: Judge, report: str, pages: Pages) -> tuple[FactResult, list[CitedStatement]]:
     """The report's FACT result, and the pairs extracted (for the supported-claims figure)."""
     pairs = extract(judge, report)
-    checks = [check_url(judge, url, dedupe(judge, facts), pages)
-              for url, facts in grouped(pairs).items()]
+
+    def check(item: tuple[str, list[str]]) -> UrlCheck:
+        url, facts = item
+        return check_url(judge, url, dedupe(judge, facts), pages)
+
+    # A URL's de-duplication and support call depend on nothing else: a few at a time (a long
+    # report cites dozens of pages), in the report's order.
+    with ThreadPoolExecutor(max_workers=URL_THREADS, thread_name_prefix="fact") as pool:
+        checks = list(pool.map(check, grouped(pairs).items()))
     return FactResult(len(pairs), checks), pairs
 
 
