@@ -6,6 +6,7 @@ refusals before it spends anything."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,10 +19,12 @@ from bench.quality_data import FILES, Criterion, DataUnavailable, Task, fetch_fi
 from bench.quality_fact import Pages, fact_check, fact_summary
 from bench.quality_judge import Judge, JudgeSpec
 from bench.quality_race import CriterionScore, RaceJudgement, clean_article, judge_race, race_score
+from research.cli import run_config
 from research.core.config import Credentials, build_config
 from research.core.errors import ConfigError
 from research.llm.pacing import forget_pacers
 from tests.standin import StandinServer
+from tests.store_files import migrated_copy
 
 DATA = Path(__file__).parent / "fixtures" / "drb"
 EXPLAINED = "As it is."  # no word of four letters: the stand-in judge scores the criterion alone
@@ -262,9 +265,12 @@ def command_env(standin: StandinServer, tmp_path: Path,
 
 
 def _command(tmp_path: Path, *extra: str) -> list[str]:
+    db = tmp_path / "runs.db"
+    if not db.exists():
+        migrated_copy(db)
     return ["--data", str(DATA), "--tasks", "2", "--preset", "quick", "--results",
-            str(tmp_path / "results"), "--judge", "openai:judge-race", "--fact-judge",
-            "openai:judge-fact", *extra]
+            str(tmp_path / "results"), "--db", str(db), "--judge", "openai:judge-race",
+            "--fact-judge", "openai:judge-fact", *extra]
 
 
 def test_the_claims_judge_must_not_be_the_runs_verifier(command_env, tmp_path, capsys):
@@ -318,3 +324,21 @@ def test_a_run_that_fails_is_said_in_plain_words_and_kept_to_resume(command_env,
     run = (tmp_path / "results" / "pipeline" / "101" / "run.json").read_text(encoding="utf-8")
     assert '"status": "failed"' in run and '"run_id": ""' not in run
     assert not (tmp_path / "results" / "pipeline" / "101" / "race.json").exists()
+
+
+def test_a_hosted_engine_runs_the_same_tasks_and_gets_its_own_row(command_env, tmp_path, capsys,
+                                                                  monkeypatch):
+    def quick_polls(*args, **kwargs):  # the stand-in's job is done at once: poll often
+        return run_config(*args, **kwargs).model_copy(update={"hosted_poll_interval_s": 0.05})
+
+    monkeypatch.setattr(quality, "run_config", quick_polls)
+    args = _command(tmp_path, "--tasks", "1", "--no-pipeline", "--engines",
+                    "openai-deep-research", "--yes")
+    assert quality.main(args) == 0
+    out = capsys.readouterr().out
+    assert "Not counted: what openai-deep-research charges" in out
+    task = tmp_path / "results" / "openai-deep-research" / "101"
+    assert json.loads((task / "run.json").read_text())["status"] == "completed"
+    assert json.loads((task / "fact.json").read_text())["result"]["pairs"] > 0
+    assert "| openai-deep-research | 1 |" in out
+    assert not (tmp_path / "results" / "pipeline").exists()
