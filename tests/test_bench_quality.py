@@ -22,7 +22,10 @@ from bench.quality_race import CriterionScore, RaceJudgement, clean_article, jud
 from research.cli import run_config
 from research.core.config import Credentials, build_config
 from research.core.errors import ConfigError
+from research.core.events import Event
 from research.llm.pacing import forget_pacers
+from research.pipeline import create_run
+from storage import Store
 from tests.standin import StandinServer
 from tests.store_files import migrated_copy
 
@@ -342,3 +345,29 @@ def test_a_hosted_engine_runs_the_same_tasks_and_gets_its_own_row(command_env, t
     assert json.loads((task / "fact.json").read_text())["result"]["pairs"] > 0
     assert "| openai-deep-research | 1 |" in out
     assert not (tmp_path / "results" / "pipeline").exists()
+
+
+def test_ctrl_c_during_a_run_marks_it_interrupted_and_the_next_call_resumes_it(
+        command_env, tmp_path, capsys, monkeypatch):
+    real = quality.run_research
+
+    def cut_off(question, *, store, config, credentials, on_event, **deps):
+        run_id = create_run(store, question, config)
+        on_event(Event(run_id))  # the run's first event, then Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(quality, "run_research", cut_off)
+    args = _command(tmp_path, "--tasks", "1", "--subtopics", "3", "--sources", "5", "--yes")
+    assert quality.main(args) == 130
+    assert "run the same command again to go on" in capsys.readouterr().err
+    run_file = tmp_path / "results" / "pipeline" / "101" / "run.json"
+    run_id = json.loads(run_file.read_text())["run_id"]
+    store = Store(tmp_path / "runs.db")
+    assert store.get_run(run_id).status == "interrupted"  # type: ignore[union-attr]
+    monkeypatch.setattr(quality, "run_research", real)
+    assert quality.main(args) == 0
+    assert f"resuming run {run_id}" in capsys.readouterr().out
+    assert json.loads(run_file.read_text()) | {"run_id": run_id, "status": "completed"} \
+        == json.loads(run_file.read_text())
+    assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
+    store.close()
