@@ -130,9 +130,9 @@ def fetch_files(folder: Path, *, base_url: str = RAW_BASE,
             raise DataUnavailable(
                 f"DeepResearch Bench's {name} is not in {folder} and could not be downloaded "
                 f"from {url} ({_reason(exc)}). Connect to the internet and run the command "
-                f"again, or download the files {', '.join(FILES.values())} from "
-                f"https://github.com/Ayanami0730/deep_research_bench into a folder and give "
-                f"it with --data FOLDER.") from None
+                f"again, or download {', '.join(FILES.values())} from "
+                f"https://github.com/Ayanami0730/deep_research_bench into one folder (as "
+                f"{', '.join(FILES)}) and give it with --data FOLDER.") from None
         part = folder / (name + ".part")
         part.write_bytes(body)
         part.replace(folder / name)
