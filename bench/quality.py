@@ -36,7 +36,7 @@ from bench.quality_data import (
 from bench.quality_fact import CitedStatement, Pages, fact_check
 from bench.quality_judge import DEFAULT_FACT_JUDGE, DEFAULT_RACE_JUDGE, Judge, JudgeSpec
 from bench.quality_race import judge_race, race_score
-from bench.quality_results import Results, summarise, table, write_json
+from bench.quality_results import Results, summarise, table, write_json, write_raw_data
 from research.cli import run_config
 from research.core.config import Credentials, ResearchConfig
 from research.core.errors import ConfigError, ResearchError, redact
@@ -368,6 +368,8 @@ def _finish(bench: Bench, code: int) -> int:
             "race": bench.race_judge.spec.label, "fact": bench.fact_judge.spec.label,
             "claims": bench.claims_judge.spec.label}})
     (bench.results.folder / "table.md").write_text(text + "\n", encoding="utf-8")
+    for system in bench.systems:
+        write_raw_data(bench.results, system, [(t.id, t.prompt) for t in bench.tasks])
     bench.say("")
     bench.say(text)
     bench.say(f"RACE judge {bench.race_judge.spec.label}; FACT judge "

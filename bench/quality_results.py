@@ -9,6 +9,8 @@ stopped and anyone can read (or re-add up) the figures.
       <system>/<task id>/fact.json FACT: statement-URL pairs, per URL the judge's labels
       <system>/<task id>/claims.json  our supported-claims figure, per claim
       summary.json, table.md       the table printed at the end
+      raw_data/<system>.jsonl      the reports in the benchmark's own input format (id, prompt,
+                                   article), to score them with its scripts as a cross-check
 
 A task is done for a system when all four of its JSON files are there, each naming the judge
 that scored it; a score by another judge than this invocation's is made again.
@@ -127,3 +129,21 @@ def table(rows: list[Row]) -> str:
                  _f(r.minutes, " min", 1)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def write_raw_data(results: Results, system: str, tasks: list[tuple[int, str]]) -> Path:
+    """The finished reports as the benchmark's scripts read them (its README: one JSON line per
+    task, `data/test_data/raw_data/<model>.jsonl` with id, prompt and article)."""
+    path = results.folder / "raw_data" / f"{system}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for task_id, prompt in tasks:
+        report = results.task(system, task_id) / "report.md"
+        if report.is_file():
+            lines.append(json.dumps({"id": task_id, "prompt": prompt,
+                                     "article": report.read_text(encoding="utf-8")},
+                                    ensure_ascii=False))
+    part = path.with_name(path.name + ".part")
+    part.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    os.replace(part, path)
+    return path

@@ -82,6 +82,17 @@ def test_the_command_runs_the_fixed_slice_and_writes_every_report_and_score(firs
         assert claims["judge"] == "openai/judge-fact" and claims["result"]["claims"] > 0
 
 
+def test_the_reports_are_also_in_the_benchmarks_own_input_format(first):
+    folder, _, _ = first
+    lines = (folder / "raw_data" / "pipeline.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines]
+    prompts = {int(q["id"]): q["prompt"] for q in map(json.loads, (DATA / "query.jsonl")
+                                                      .read_text(encoding="utf-8").splitlines())}
+    assert [(r["id"], r["prompt"]) for r in rows] == [(101, prompts[101]), (103, prompts[103])]
+    assert rows[0]["article"] == (folder / "pipeline" / "101" / "report.md").read_text(
+        encoding="utf-8")
+
+
 def test_under_max_cost_each_run_may_spend_only_what_is_left(first):
     folder, _, _ = first
     store = Store(folder / "research.db")
