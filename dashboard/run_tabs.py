@@ -63,7 +63,8 @@ def map_tab(store: Store, run: Run) -> None:
     sources = store.get_sources(run_id, with_text=False)
     findings = store.get_findings(run_id)
     tree = research_map.branches(run.question, store.get_plan(run_id) or [],
-                                 store.get_steps(run_id), sources, findings)
+                                 store.get_steps(run_id), sources, findings,
+                                 finished=run.status not in ACTIVE)
     if len(tree) == 1:
         st.info("The map grows here once the lead has planned the research.")
         return
