@@ -21,7 +21,8 @@ from research.related import similar_runs
 from research.search.documents import check_scope
 from storage import documents as docstore
 
-PROVIDER_NAMES = {"openai": "OpenAI (or a compatible server)", "gemini": "Google Gemini"}
+PROVIDER_NAMES = {"openai": "OpenAI (or a compatible server)", "gemini": "Google Gemini",
+                  "anthropic": "Anthropic Claude"}
 SIMILAR_MIN_CHARS = 12
 
 env = ui.env()
@@ -310,7 +311,7 @@ with right:
                         "a key (Settings); the others need none.")
     _sources_choice()
     if not configured:
-        providers_message.error("No model provider is set up yet. Add an OpenAI or Gemini key "
+        providers_message.error("No model provider is set up yet. Add an OpenAI, Gemini or Anthropic key "
                                 "(or a local OpenAI-compatible server address) on the Settings page.")
         st.page_link(ui.PAGES["settings"], label="Open Settings", icon=":material/settings:")
 

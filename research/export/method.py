@@ -43,7 +43,7 @@ PLAIN_NAMES = {
 PROVIDER_NAMES = {
     "tavily": "Tavily", "web": "DuckDuckGo web search", "arxiv": "arXiv",
     "semanticscholar": "Semantic Scholar", "documents": "your own documents",
-    "openai": "OpenAI", "gemini": "Google Gemini",
+    "openai": "OpenAI", "gemini": "Google Gemini", "anthropic": "Anthropic Claude",
 }
 OUTCOME_WORDS = {
     "supported": "supported", "qualified": "qualified", "removed": "removed",

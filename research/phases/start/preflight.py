@@ -38,6 +38,7 @@ from research.search.base import SearchProvider
 KEY_HINT = {
     "openai": "OPENAI_API_KEY (and OPENAI_BASE_URL for a local or compatible server)",
     "gemini": "GEMINI_API_KEY (and GEMINI_BASE_URL if you use a proxy)",
+    "anthropic": "ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL if you use a proxy)",
 }
 
 
