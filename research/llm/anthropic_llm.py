@@ -238,13 +238,16 @@ _CONTEXT_WORDS = ("prompt is too long", "context window", "too many tokens",
 # a usage tier's monthly spend limit (no retry-after: it comes back next month).
 _SPENT_WORDS = ("credit balance", "spend limit", "spend cap", "usage limits")
 _HEADER = "anthropic-ratelimit-"
+# "... the rate limit for your organization (...) of 50,000 input tokens per minute."
+_NAMED_LIMIT = re.compile(r"\b(requests|input tokens|output tokens|tokens) per minute")
 
 
 def _limit_kind(message: str) -> str | None:
     """Which limit a 429 says was met: "requests" or "tokens" (input or output)."""
-    if "token" in message:
-        return "tokens"
-    return "requests" if "request" in message else None
+    named = _NAMED_LIMIT.search(message)
+    if named is not None:
+        return "requests" if named.group(1) == "requests" else "tokens"
+    return None
 
 
 def rate_report(headers: Mapping[str, str], now: float | None = None) -> RateReport | None:
