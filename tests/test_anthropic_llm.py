@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from anthropic.types import message_create_params
+from anthropic.types import MessageParam, OutputConfigParam, message_create_params
 from pydantic import BaseModel
 
 from research.core.config import Credentials, build_config
@@ -132,17 +132,23 @@ def test_requests_match_the_sdks_published_request_type(standin: StandinServer,
         assert set(body) <= set(hints)
         assert params.__required_keys__ <= set(body)
         adapter.validate_python(body)
+        for message in body["messages"]:  # an Iterable field: pydantic checks it lazily
+            TypeAdapter(MessageParam).validate_python(message)
+        if "output_config" in body:
+            TypeAdapter(OutputConfigParam).validate_python(body["output_config"])
 
 
 def test_a_malformed_request_is_refused_by_the_stand_in_as_the_api_does(
         standin: StandinServer, env: dict[str, str]) -> None:
-    """The stand-in's contract check can fail: a system message, no max_tokens, an open object."""
+    """The stand-in's contract check can fail: an unknown role, max_tokens 0 or missing, an
+    open object in the answer's schema."""
     import httpx
 
     url = f"{standin.base_url}/v1/messages"
     headers = {"x-api-key": ANTHROPIC_KEY, "anthropic-version": "2023-06-01"}
     cases = [
-        {"model": MODEL, "max_tokens": 5, "messages": [{"role": "system", "content": "x"}]},
+        {"model": MODEL, "max_tokens": 5, "messages": [{"role": "tool", "content": "x"}]},
+        {"model": MODEL, "max_tokens": 0, "messages": [{"role": "user", "content": "x"}]},
         {"model": MODEL, "messages": [{"role": "user", "content": "x"}]},
         {"model": MODEL, "max_tokens": 5, "messages": [{"role": "user", "content": "x"}],
          "output_config": {"format": {"type": "json_schema", "schema": {
@@ -290,11 +296,11 @@ def test_rate_report_reads_rfc_3339_resets_and_falls_back_to_the_tokens_headers(
 
 def test_claude_is_a_provider_for_the_lead_and_for_each_role() -> None:
     config = build_config(env={"DEEP_RESEARCH_PROVIDER": "anthropic",
-                               "DEEP_RESEARCH_WRITER_MODEL": "claude-sonnet-4-5",
+                               "DEEP_RESEARCH_WRITER_MODEL": "claude-sonnet-5-5",
                                "DEEP_RESEARCH_VERIFIER_PROVIDER": "anthropic"})
     assert (config.provider, config.model) == ("anthropic", "claude-haiku-4-5")
     writer = config.role("writer")
-    assert (writer.provider, writer.model) == ("anthropic", "claude-sonnet-4-5")
+    assert (writer.provider, writer.model) == ("anthropic", "claude-sonnet-5-5")
     mixed = build_config(env={"DEEP_RESEARCH_REVIEWER_PROVIDER": "anthropic"})
     assert (mixed.provider, mixed.role("reviewer").provider) == ("openai", "anthropic")
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):

@@ -2,8 +2,9 @@
 
 Contract (https://platform.claude.com/docs/en/api/messages): the key (in `x-api-key`, or
 `Authorization: Bearer` as the SDK sends it) and an `anthropic-version` header; `model`, `max_tokens` (an integer of at least 1) and `messages`
-are required; a message's role is "user" or "assistant" (the system prompt is the top-level
-`system`, never a message); a key the API does not know is refused. A structured answer is
+are required; a message's role is "user", "assistant" or "system" (the SDK's MessageParam;
+the documented place of the system prompt is the top-level `system`, which is what
+tests/test_anthropic_llm.py checks we use); a key the API does not know is refused. A structured answer is
 asked for with `output_config.format` `{"type": "json_schema", "schema": ...}`, whose every
 object must say `additionalProperties: false`
 (https://platform.claude.com/docs/en/build-with-claude/structured-outputs). A request that
@@ -130,10 +131,9 @@ def contract_problem(headers: Any, body: Any) -> tuple[int, dict[str, Any]] | No
         return 400, _invalid("messages: at least one message is required")
     for i, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else None
-        if role not in ("user", "assistant"):
-            return 400, _invalid(
-                f'messages.{i}.role: Unexpected role "{role}". The Messages API accepts a '
-                'top-level `system` parameter, not "system" as an input message role.')
+        if role not in ("user", "assistant", "system"):  # SystemMessageParam, in the types
+            return 400, _invalid(f'messages.{i}.role: Input should be "user", "assistant" or '
+                                 '"system"')
     fmt = (body.get("output_config") or {}).get("format")
     if fmt is not None:
         if not isinstance(fmt, dict) or fmt.get("type") != "json_schema" or not isinstance(

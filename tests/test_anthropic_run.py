@@ -1,0 +1,41 @@
+"""A complete research run with Claude for every role: the real `anthropic` SDK talks to the
+stand-in's Messages API, under an account's rate limits, and the run is priced."""
+
+from __future__ import annotations
+
+from research.core.config import ROLES
+from tests.runs import Runner
+from tests.standin import StandinServer
+from tests.standin.server import _task_of
+
+
+def test_a_run_with_claude_for_every_role_completes_with_a_cited_report(
+    standin: StandinServer, http_runs: Runner
+) -> None:
+    # The writer on a model of its own; every other role on the lead's.
+    http_runs.with_env(DEEP_RESEARCH_PROVIDER="anthropic", DEEP_RESEARCH_MODEL="claude-haiku-4-5",
+                       DEEP_RESEARCH_WRITER_MODEL="claude-sonnet-5-5",
+                       DEEP_RESEARCH_SEARCH="tavily")
+    standin.set_account("anthropic", requests_per_minute=1000, tokens_per_minute=2_000_000)
+    store, run_id, run = http_runs.completed(preset="quick", SOURCES_PER_SUBTOPIC=5,
+                                             SEARCHES_PER_SUBTOPIC=1)
+
+    assert run.config["provider"] == "anthropic"
+    assert {run.config.get("role_models", {}).get(r, {}).get("provider", "anthropic")
+            for r in ROLES} == {"anthropic"}
+    # Every model call went to the Messages API, none elsewhere, and none was refused.
+    entries = standin.requests_for("anthropic")
+    assert len(entries) > 5
+    assert standin.count("openai") == 0 and standin.count("gemini") == 0
+    assert all(e["status"] == 200 and "contract_error" not in e for e in entries)
+    by_model = {e["json"]["model"] for e in entries}
+    assert by_model == {"claude-haiku-4-5", "claude-sonnet-5-5"}
+    writer_calls = [e for e in entries if _task_of("anthropic", e["json"]) == "writer"]
+    assert writer_calls and all(e["json"]["model"] == "claude-sonnet-5-5" for e in writer_calls)
+    assert any("output_config" in e["json"] for e in entries)  # structured answers
+
+    report = store.get_report(run_id)
+    assert report is not None and "[1]" in report.markdown
+    assert store.get_sources(run_id)
+    # Claude's tokens are priced (both models are in the price table).
+    assert run.totals.tokens > 0 and run.totals.cost_usd > 0
