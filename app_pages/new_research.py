@@ -311,8 +311,9 @@ with right:
                         "a key (Settings); the others need none.")
     _sources_choice()
     if not configured:
-        providers_message.error("No model provider is set up yet. Add an OpenAI, Gemini or Anthropic key "
-                                "(or a local OpenAI-compatible server address) on the Settings page.")
+        providers_message.error("No model provider is set up yet. Add an OpenAI, Gemini or "
+                                "Anthropic key (or a local OpenAI-compatible server address) on "
+                                "the Settings page.")
         st.page_link(ui.PAGES["settings"], label="Open Settings", icon=":material/settings:")
 
 
