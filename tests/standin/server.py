@@ -16,12 +16,12 @@ app at it with `server.env()` and inject failures with `add_fault(api, kind, tim
   fenced_json   wrap a structured LLM answer in ```json fences
   think         prefix the LLM answer with "<think>secret reasoning</think>"
   cite_invented the writer also cites [99] and https://invented.example/fake-study
-  refusal       (openai) message.refusal set, no content
+  refusal       (openai) message.refusal set, no content; (anthropic) stop_reason "refusal"
   blocked       (gemini) promptFeedback.blockReason = SAFETY, no candidates
   finish        reason=...: the answer stops for that reason. openai: "length" (the first half
                 of the answer) or "content_filter" (empty); gemini: "MAX_TOKENS" (first half),
-                "SAFETY" or "RECITATION" (no text)
-  context_limit (openai, gemini) max_chars=N: a request whose prompt text is longer than N
+                "SAFETY" or "RECITATION" (no text); anthropic: "max_tokens" (first half)
+  context_limit (openai, gemini, anthropic) max_chars=N: a request whose prompt text is longer than N
                 characters gets the provider's context-length error (400); shorter requests
                 pass and do not use up the fault
   tracking      the writer "obeys" a page: its report adds a tracking image, raw <img>, and
@@ -59,6 +59,9 @@ Limits, as the providers document them (limits.py, local.py; `reset()` clears th
                 (quotaId ...PerMinute... or ...PerDay..., "-FreeTier" with free_tier=True) and
                 RetryInfo.retryDelay; no headers. With model=, the limits of that model only
                 (a call later without it sets every other model's).
+                provider "anthropic": RPM and input tokens a minute (tokens_per_minute), with
+                `anthropic-ratelimit-*` headers and a 429 with retry-after (anthropic.py: also
+                output tokens a minute and a monthly spend limit, via `standin.anthropic`).
                 e.g. OpenAI tier 1, gpt-4.1: set_account("openai", requests_per_minute=500,
                 tokens_per_minute=30_000); a free tier: requests_per_minute=10.
   set_search_limit(api, min_interval=, requests_per_minute=, connections=, status=429)
