@@ -281,6 +281,15 @@ def test_a_max_tokens_stop_is_a_cut_off_answer(standin: StandinServer,
     assert "more concise" in sent(standin)[-1]["messages"][-1]["content"]
 
 
+def test_a_thinking_models_thoughts_are_not_its_answer(standin: StandinServer,
+                                                       env: dict[str, str]) -> None:
+    from tests.standin.anthropic import THINKING_TEXT
+
+    answer = chat(env, "claude-sonnet-5-5").complete(WRITER)
+    assert answer.text.startswith("# ") and THINKING_TEXT not in answer.text
+    assert answer.model == "claude-sonnet-5-5"
+
+
 def test_rate_report_reads_rfc_3339_resets_and_falls_back_to_the_tokens_headers() -> None:
     report = rate_report({"anthropic-ratelimit-tokens-limit": "8000",
                           "anthropic-ratelimit-tokens-remaining": "10",

@@ -62,6 +62,12 @@ _MESSAGES = {401: "invalid x-api-key", 403: "Your API key does not have permissi
              "rate limit", 500: "Internal server error", 529: "Overloaded"}
 
 
+# Models that think before answering unless told not to (Claude Sonnet 5 and later, Opus 5 and
+# later, Fable: "adaptive thinking is on by default"); their answers start with a thinking block.
+THINKING_MODELS = ("claude-sonnet-5", "claude-opus-5", "claude-fable")
+THINKING_TEXT = "Let me think about which subtopics matter here."
+
+
 def anthropic_error(kind: str, message: str, request_id: str = "req_standin") -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message},
             "request_id": request_id}
@@ -186,6 +192,9 @@ def message(model: str, text: str, stop_reason: str, input_tokens: int, output_t
                   "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
                   "service_tier": "standard"},
     }
+    if model.startswith(THINKING_MODELS):  # adaptive thinking on by default: its block first
+        body["content"].insert(0, {"type": "thinking", "thinking": THINKING_TEXT,
+                                   "signature": "c3RhbmRpbg=="})
     if refusal:
         body["stop_details"] = {"type": "refusal", "category": None,
                                 "explanation": "This request was declined by the model."}
