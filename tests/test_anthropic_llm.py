@@ -215,6 +215,13 @@ def test_a_monthly_spend_limit_is_a_spent_quota_not_a_wait(
     with pytest.raises(QuotaExhausted) as caught:
         chat(env).complete(PLAN)
     assert "ANTHROPIC_API_KEY" in str(caught.value)
+    assert caught.value.status == 429 and "spend limit" in str(caught.value)
+    standin.reset()  # a 400 for a spent credit balance is one too
+    standin.add_fault("anthropic", "status", status=400, body=anthropic_error(
+        "invalid_request_error", "Your credit balance is too low to access the Anthropic API. "
+        "Please go to Plans & Billing to upgrade or purchase credits."))
+    with pytest.raises(QuotaExhausted, match="credit"):
+        chat(env).complete(PLAN)
 
 
 def test_overloaded_529_is_an_outage_retried_like_a_5xx(

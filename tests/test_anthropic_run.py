@@ -28,6 +28,7 @@ def test_a_run_with_claude_for_every_role_completes_with_a_cited_report(
     assert len(entries) > 5
     assert standin.count("openai") == 0 and standin.count("gemini") == 0
     assert all(e["status"] == 200 and "contract_error" not in e for e in entries)
+    assert standin.rate_limited("anthropic") == 0  # paced by the headers of every answer
     by_model = {e["json"]["model"] for e in entries}
     assert by_model == {"claude-haiku-4-5", "claude-sonnet-5-5"}
     writer_calls = [e for e in entries if _task_of("anthropic", e["json"]) == "writer"]
