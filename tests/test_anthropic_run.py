@@ -34,6 +34,7 @@ def test_a_run_with_claude_for_every_role_completes_with_a_cited_report(
     writer_calls = [e for e in entries if _task_of("anthropic", e["json"]) == "writer"]
     assert writer_calls and all(e["json"]["model"] == "claude-sonnet-5-5" for e in writer_calls)
     assert any("output_config" in e["json"] for e in entries)  # structured answers
+    assert not standin.unknown_tasks  # every schema reached the brain whole
 
     report = store.get_report(run_id)
     assert report is not None and "[1]" in report.markdown
