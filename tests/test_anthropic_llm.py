@@ -231,6 +231,7 @@ def test_overloaded_529_is_an_outage_retried_like_a_5xx(
         chat(env).complete(PLAN)
     exc = caught.value
     assert exc.status == 529 and "overloaded" in str(exc)
+    assert "(request id req_standin" in str(exc)  # what Anthropic's support asks for
     assert is_retryable(exc) and is_outage(exc)
     standin.add_fault("anthropic", "status", status=529)
     assert "[1]" in role(env).text(WRITER)  # the second try is answered

@@ -182,14 +182,17 @@ class AnthropicChat(LLM):
             return ContextTooLong(
                 f"{where}: the prompt is longer than the model's context window{suffix}",
                 provider=self.provider, status=status)
+        # Anthropic asks for the request's id when a failure on its side is reported to it.
+        rid = str(exc.response.headers.get("request-id") or "")[:60]
+        asked = f" (request id {rid})" if rid else ""
         if status == 529 or kind == "overloaded_error":
             return ProviderError(
-                f"{where} is overloaded at the moment (HTTP {status}){suffix}",
+                f"{where} is overloaded at the moment (HTTP {status}){suffix}{asked}",
                 provider=self.provider, status=status if status >= 500 else 529)
         if status in (408, 504):
             return ProviderTimeout(f"{where} timed out on the server side{suffix}",
                                    provider=self.provider, status=status)
-        return ProviderError(f"{where} failed with HTTP {status}{suffix}",
+        return ProviderError(f"{where} failed with HTTP {status}{suffix}{asked}",
                              provider=self.provider, status=status)
 
 

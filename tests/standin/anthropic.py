@@ -68,6 +68,10 @@ THINKING_MODELS = ("claude-sonnet-5", "claude-opus-5", "claude-fable")
 THINKING_TEXT = "Let me think about which subtopics matter here."
 
 
+def request_id(n: int) -> dict[str, str]:
+    return {"request-id": f"req_standin{n:06d}"}
+
+
 def anthropic_error(kind: str, message: str, request_id: str = "req_standin") -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message},
             "request_id": request_id}
@@ -329,15 +333,13 @@ def handle(handler: Any, path: str, body: Any) -> None:
     """Answer `POST /v1/messages` on the stand-in's request `handler` (server.py's)."""
     standin = handler.standin
     n = len(standin.requests)
-    request_id = {"request-id": f"req_standin{n:06d}"}
     if path != PATH:
-        handler._send_json(404, anthropic_error("not_found_error", f"Not found: {path}"),
-                           request_id)
+        handler._send_json(404, anthropic_error("not_found_error", f"Not found: {path}"))
         return
     problem = contract_problem(handler.headers, body)
     if problem is not None:
         handler._entry["contract_error"] = problem[1]["error"]["message"]
-        handler._send_json(*problem, request_id)
+        handler._send_json(*problem)
         return
     model = str(body["model"])
     system = text_of(body.get("system"))
@@ -348,7 +350,7 @@ def handle(handler: Any, path: str, body: Any) -> None:
     if not isinstance(admitted, Ticket):
         status, payload, headers = admitted
         handler._entry["rate_limited"] = True
-        handler._send_json(status, payload, {**headers, **request_id})
+        handler._send_json(status, payload, headers)
         return
     text, special = handler._llm_answer(system, user, schema_of(body))
     stop = "max_tokens" if getattr(handler, "_finish", "stop") == "length" else "end_turn"
@@ -363,4 +365,4 @@ def handle(handler: Any, path: str, body: Any) -> None:
         return
     standin.anthropic.settle(admitted, output_tokens)
     handler._send_json(200, message(model, text, stop, input_tokens, output_tokens, n, refusal),
-                       {**admitted.headers, **request_id})
+                       admitted.headers)

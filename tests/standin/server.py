@@ -649,6 +649,8 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         admission = getattr(self, "_admission", None)  # x-ratelimit-* on every answer (OpenAI)
+        if self._entry.get("api") == "anthropic":  # request-id on every answer, errors too
+            headers = {**claude_api.request_id(len(self.standin.requests)), **(headers or {})}
         for name, value in {**(admission.headers if admission else {}), **(headers or {})}.items():
             self.send_header(name, value)
         interval = getattr(self, "_trickle", 0.0)
