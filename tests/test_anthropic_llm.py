@@ -161,6 +161,30 @@ def test_a_malformed_request_is_refused_by_the_stand_in_as_the_api_does(
         assert answer.headers["request-id"].startswith("req_")
 
 
+def test_the_stand_ins_answers_are_messages_as_the_sdk_types_them(standin: StandinServer,
+                                                                  env: dict[str, str]) -> None:
+    """Its answers and error bodies use only fields the SDK's published types know."""
+    import httpx
+    from anthropic.types import Message as ApiMessage
+    from anthropic.types import TextBlock, ThinkingBlock, Usage
+
+    url = f"{standin.base_url}/v1/messages"
+    headers = {"x-api-key": ANTHROPIC_KEY, "anthropic-version": "2023-06-01"}
+    body = {"model": "claude-opus-5-5", "max_tokens": 50, "messages": [
+        {"role": "user", "content": "Is coffee good for you?"}]}
+    answer = httpx.post(url, json=body, headers=headers, timeout=10).json()
+    assert set(answer) <= set(ApiMessage.model_fields)
+    assert set(answer["usage"]) <= set(Usage.model_fields)
+    thinking, text = answer["content"]
+    assert set(thinking) <= set(ThinkingBlock.model_fields)
+    assert set(text) <= set(TextBlock.model_fields)
+    parsed = ApiMessage.model_validate(answer)
+    assert parsed.stop_reason == "end_turn" and parsed.content[-1].type == "text"
+    refused = httpx.post(url, json={**body, "max_tokens": 0}, headers=headers, timeout=10)
+    error = refused.json()
+    assert set(error) == {"type", "error", "request_id"} and error["type"] == "error"
+
+
 # --- errors, limits and stops -------------------------------------------------------------
 
 def test_a_429_says_how_long_to_wait_and_what_the_account_allows(
