@@ -233,6 +233,27 @@ def test_an_account_over_its_rate_limit_is_refused_with_retry_after(
     assert standin.rate_limited("anthropic") == 1
 
 
+def test_max_tokens_keeps_within_the_accounts_output_tokens_a_minute(
+        standin: StandinServer, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Anthropic counts max_tokens against the output tokens a minute when a request starts:
+    one larger than the whole minute is refused; its answer's headers say the limit, and
+    every later request of the account asks for no more."""
+    from research.llm import anthropic_llm
+    from research.llm.anthropic_llm import DEFAULT_MAX_TOKENS
+
+    monkeypatch.setattr(anthropic_llm, "_OUTPUT_LIMITS", {})
+    standin.anthropic.set_account(Rule(output_tokens_per_minute=8_000))
+    with pytest.raises(RateLimited) as caught:
+        chat(env).complete(PLAN)
+    assert "8,000 output tokens per minute" in str(caught.value)
+    assert caught.value.limit == "tokens"
+    other = chat(env)  # another role's model on the same account
+    assert other.max_tokens() == 8_000
+    assert other.complete(PLAN).text
+    asked = [b["max_tokens"] for b in sent(standin)]
+    assert asked == [DEFAULT_MAX_TOKENS, 8_000]
+
+
 def test_a_monthly_spend_limit_is_a_spent_quota_not_a_wait(
         standin: StandinServer, env: dict[str, str]) -> None:
     standin.anthropic.set_account(Rule(spend_limit=0))

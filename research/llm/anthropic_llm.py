@@ -103,16 +103,29 @@ class AnthropicChat(LLM):
         schema_name: str | None = None,
         timeout: float | None = None,
     ) -> Completion:
-        kwargs = request_body(self.model, messages, json_schema, self._max_tokens)
+        kwargs = request_body(self.model, messages, json_schema, self.max_tokens())
         try:
             raw = self._client.messages.with_raw_response.create(
                 **kwargs, timeout=timeout if timeout is not None else self._timeout)
             response = raw.parse()
+        except anthropic.APIStatusError as exc:
+            _learn_output_limit(self.account, exc.response.headers)
+            raise self._map_error(exc) from None
         except anthropic.AnthropicError as exc:
             raise self._map_error(exc) from None
-        return self._completion(response, rate_report(raw.headers))
+        _learn_output_limit(self.account, raw.headers)
+        return self._completion(response, rate_report(raw.headers), kwargs["max_tokens"])
 
-    def _completion(self, response: Any, rate: RateReport | None) -> Completion:
+    def max_tokens(self) -> int:
+        """The answer's length to ask for: DEFAULT_MAX_TOKENS, or the account's output tokens
+        a minute when fewer. Anthropic counts a request's `max_tokens` against that limit
+        when it starts (https://platform.claude.com/docs/en/api/rate-limits: "OTPM rate limits
+        are estimated based on max_tokens at the beginning of each request"), so a larger one
+        would be refused however long it waited (8,000 a minute for Sonnet on the first tier)."""
+        limit = _OUTPUT_LIMITS.get(self.account.id)
+        return min(self._max_tokens, limit) if limit else self._max_tokens
+
+    def _completion(self, response: Any, rate: RateReport | None, asked: int) -> Completion:
         where = f"Anthropic ({self.model})"
         text = "".join(getattr(b, "text", "") for b in response.content or []
                        if getattr(b, "type", "") == "text")
@@ -135,7 +148,7 @@ class AnthropicChat(LLM):
         if reason == "max_tokens":
             raise AnswerCutOff(
                 f"{where}: the answer was cut off at the output length limit "
-                f"(stop reason max_tokens, {self._max_tokens} tokens).",
+                f"(stop reason max_tokens, {asked} tokens).",
                 provider=self.provider, text=text, usage=spent,
             )
         if reason == "model_context_window_exceeded":  # the prompt left too little room
@@ -194,6 +207,21 @@ class AnthropicChat(LLM):
                                    provider=self.provider, status=status)
         return ProviderError(f"{where} failed with HTTP {status}{suffix}{asked}",
                              provider=self.provider, status=status)
+
+
+# The output tokens a minute each account allows, by `Account.id`, as its answers said: shared by
+# every role and run of the process on that account, as its pacer is (research.llm.pacing).
+_OUTPUT_LIMITS: dict[str, int] = {}
+
+
+def _learn_output_limit(account: Account, headers: Mapping[str, str]) -> None:
+    raw = headers.get(_HEADER + "output-tokens-limit")
+    try:
+        limit = int(float(raw)) if raw is not None else 0
+    except ValueError:
+        return
+    if limit > 0:
+        _OUTPUT_LIMITS[account.id] = limit
 
 
 def request_body(model: str, messages: Sequence[Message], json_schema: JsonSchema | None,

@@ -27,7 +27,9 @@ token bucket algorithm the page describes). Every answer carries the
 `anthropic-ratelimit-{requests,input-tokens,output-tokens,tokens}-{limit,remaining,reset}`
 headers (reset: an RFC 3339 time); a 429 `rate_limit_error` carries `retry-after` in seconds
 and says which limit was met. The input tokens are the prompt's (characters / 4), counted
-when admitted; the output tokens when answered. `spend_limit=N` answers the N+1st request
+when admitted; the output tokens are counted as `max_tokens` when admitted ("OTPM rate limits
+are estimated based on max_tokens at the beginning of each request") and as the answer's own
+when answered, so a request whose max_tokens is over the whole minute's is always refused. `spend_limit=N` answers the N+1st request
 with the 429 of a usage tier's monthly spend limit, which has no retry-after.
 """
 
@@ -228,6 +230,7 @@ class Ticket:
     """One admitted request: the headers its answer carries, and its books to settle."""
     headers: dict[str, str]
     books: _Books | None = None
+    reserved: int = 0                    # output tokens counted when it started (max_tokens)
 
 
 class Accounts:
@@ -250,7 +253,7 @@ class Accounts:
             self._books = {k: b for k, b in self._books.items()
                            if rule.model not in (None, k[1])}
 
-    def admit(self, key: str, model: str, input_tokens: int
+    def admit(self, key: str, model: str, input_tokens: int, max_tokens: int = 1
               ) -> Ticket | tuple[int, dict[str, Any], dict[str, str]]:
         """A ticket, or the refusal (status, body, headers) the API answers."""
         with self._lock:
@@ -271,12 +274,12 @@ class Accounts:
                 return 429, anthropic_error(
                     "rate_limit_error", "You have reached your usage tier's monthly spend "
                     "limit. Your limit resets at the start of next month."), _headers(books)
-            needs = {"requests": 1, "input-tokens": input_tokens, "output-tokens": 1}
+            needs = {"requests": 1, "input-tokens": input_tokens, "output-tokens": max_tokens}
             for name, bucket in books.buckets.items():
-                need = min(needs[name], bucket.limit)
+                need = needs[name]
                 if bucket.level >= need:
                     continue
-                wait = bucket.wait(need)
+                wait = bucket.wait(need) if need <= bucket.limit else 60.0
                 words = name.replace("-", " ")
                 body = anthropic_error(
                     "rate_limit_error",
@@ -288,21 +291,21 @@ class Accounts:
                 headers = _headers(books)
                 headers["retry-after"] = str(max(1, math.ceil(wait)))
                 return 429, body, headers
-            for name, need in (("requests", 1), ("input-tokens", input_tokens)):
+            for name, need in needs.items():
                 if name in books.buckets:
                     books.buckets[name].level -= need
             books.admitted += 1
-            return Ticket(_headers(books), books)
+            return Ticket(_headers(books), books, max_tokens)
 
     def settle(self, ticket: Ticket, output_tokens: int) -> None:
-        """The answer's output tokens leave the minute's output budget."""
+        """The answer's output tokens replace its max_tokens in the minute's output budget."""
         if ticket.books is None:
             return
         with self._lock:
             bucket = ticket.books.buckets.get("output-tokens")
             if bucket is not None:
                 bucket.fill(self._clock.now())
-                bucket.level -= output_tokens
+                bucket.level -= output_tokens - ticket.reserved
 
 
 def _headers(books: _Books) -> dict[str, str]:
@@ -346,7 +349,8 @@ def handle(handler: Any, path: str, body: Any) -> None:
     user = "\n\n".join(text_of(m.get("content")) for m in body["messages"]
                        if m.get("role") == "user")
     input_tokens = max(1, (len(system) + len(user)) // 4)
-    admitted = standin.anthropic.admit(api_key(handler.headers), model, input_tokens)
+    admitted = standin.anthropic.admit(api_key(handler.headers), model, input_tokens,
+                                       int(body["max_tokens"]))
     if not isinstance(admitted, Ticket):
         status, payload, headers = admitted
         handler._entry["rate_limited"] = True
