@@ -14,7 +14,9 @@ Every answer and every refusal says what the account allows in the `anthropic-ra
 headers (https://platform.claude.com/docs/en/api/rate-limits#response-headers): requests,
 input tokens and output tokens a minute, what is left of each and when it is whole again (an
 RFC 3339 time); a 429 also says `retry-after` in seconds. `research.llm.pacing` paces the
-account by them: its token bucket is the input tokens a minute (ITPM), as for Gemini.
+account by them: its token bucket is the input tokens a minute (ITPM), as for Gemini; the
+output tokens a minute (OTPM) bound each request's `max_tokens` (`AnthropicChat.max_tokens`),
+and a 429 for them is waited out by its retry-after.
 Errors (https://platform.claude.com/docs/en/api/errors) become `research.core.errors` errors
 with plain messages that never contain the key: 529 `overloaded_error` is an outage retried
 like a 5xx, a 400 "prompt is too long" is a context-length refusal the fitting layer trims
