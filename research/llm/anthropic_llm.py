@@ -2,8 +2,8 @@
 
 The SDK's own retries are off (`max_retries=0`): `RoleLLM` owns the retry policy. What the
 Messages API wants, as documented (https://platform.claude.com/docs/en/api/messages):
-`max_tokens` is required, and the system prompt is the top-level `system` parameter, not a
-message ("system" is no message role there). A structured answer is asked for with structured
+`max_tokens` is required, and the system prompt goes in the top-level `system` parameter,
+where the documentation puts it (not in a message). A structured answer is asked for with structured
 outputs, `output_config.format` of type `json_schema`
 (https://platform.claude.com/docs/en/build-with-claude/structured-outputs): its schema is the
 step's JSON Schema as the SDK's own `transform_schema` rewrites it (every object closed with
