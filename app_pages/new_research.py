@@ -296,7 +296,8 @@ with right:
     st.selectbox("Model provider", list(DEFAULT_MODELS), key="provider", on_change=_provider_changed,
                  format_func=lambda p: PROVIDER_NAMES[p] + ("" if p in configured else " (no key yet)"))
     st.text_input("Model", key="model", help="The main model; every role uses it unless you "
-                  "choose another below.")
+                  "choose another below. For example: "
+                  f"{form.MODEL_EXAMPLES.get(state['provider'], '')}.")
     with st.expander("Models per role"):
         for role in ROLES[1:]:
             cols = st.columns(2)

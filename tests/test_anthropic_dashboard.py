@@ -41,6 +41,7 @@ def test_the_form_offers_claude_when_its_key_is_the_only_one(
     provider = at.selectbox(key="provider")
     assert provider.value == "anthropic" and "Anthropic Claude" in provider.options
     assert at.text_input(key="model").value == "claude-haiku-4-5"
+    assert "claude-sonnet-5-5" in (at.text_input(key="model").help or "")
     assert not any("No model provider is set up" in e.value for e in at.error)
     costs = [m.value for m in at.metric if m.label == "Cost"]
     assert costs and costs[0] not in ("", "$0.00")  # priced from the price table
