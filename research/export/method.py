@@ -123,6 +123,7 @@ def method_lines(store: Store, run_id: str, config: ResearchConfig, *,
     lines.append(f"Preset: {config.preset}"
                  + (f"; changed settings: {'; '.join(changed)}." if changed
                     else ", with no settings changed."))
+    lines.append(f"Run id: {run_id} (to find this run in the Library or the command line).")
     return lines
 
 

@@ -35,6 +35,7 @@ from research.llm.messages import Message
 from research.search import build_search_providers
 from research.search.base import SearchProvider
 
+PROVIDER_NAMES = {"openai": "OpenAI", "gemini": "Google Gemini"}
 KEY_HINT = {
     "openai": "OPENAI_API_KEY (and OPENAI_BASE_URL for a local or compatible server)",
     "gemini": "GEMINI_API_KEY (and GEMINI_BASE_URL if you use a proxy)",
@@ -145,9 +146,11 @@ def _check_models(ctx: RunContext) -> set[tuple[str, str]]:
 
 def model_failure(role: str, key: tuple[str, str], exc: ResearchError, detail: str) -> str:
     """Pre-flight's message for a model that did not answer, naming the real cause."""
-    name = f"The {role} model {key[0]}/{key[1]}"
-    if isinstance(exc, AuthError):
-        return f"{name} refused the key: {detail} Check {KEY_HINT.get(key[0], 'its settings')}."
+    provider = PROVIDER_NAMES.get(key[0], key[0])
+    name = f"The {role} model, {key[1]} on {provider},"
+    if isinstance(exc, AuthError):  # the cause and the fix, without the SDK's own wording
+        return (f"{provider} did not accept the API key, so the research could not start. "
+                f"Check {KEY_HINT.get(key[0], 'its settings')} in Settings, then press Resume.")
     if isinstance(exc, QuotaExhausted):
         var = KEY_HINT.get(key[0], "its settings").split(" ")[0]
         return (f"{name} cannot be used because the account's quota is used up (the key itself "

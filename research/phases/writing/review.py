@@ -153,6 +153,8 @@ def run(ctx: RunContext, found: ResearchResult) -> ReviewOutcome:
 
     try:
         for cycle in range(1, cycles + 1):
+            if ctx.wrapping_up():  # the person asked for the report now: no further cycle
+                return ReviewOutcome(False, early)
             done = ctx.stored_result(f"review:{cycle}")
             if done is None:  # (a resume past it verifies that draft at the end)
                 done = ctx.run_step(

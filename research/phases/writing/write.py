@@ -143,7 +143,7 @@ def draft(ctx: RunContext, found: ResearchResult) -> Draft:
         writer = ctx.lead.delegate(Role.WRITER)
         sources = list(found.sources)
         numbers = numbering(found.sources)
-        if ctx.budget_reason():
+        if ctx.budget_reason() and not ctx.wrapping_up():
             return _draft_whole(ctx, writer, found, sources, numbers)
         ctx.emit(DraftStarted(ctx.run_id, f"The writer team is drafting the report section by "
                               f"section from {len(sources)} sources", step="write",
