@@ -58,3 +58,16 @@ def test_a_run_with_claude_for_every_role_completes_with_a_cited_report(
         assert ANTHROPIC_KEY not in where
     # Claude's tokens are priced (both models are in the price table).
     assert run.totals.tokens > 0 and run.totals.cost_usd > 0
+
+
+def test_a_refused_claude_key_stops_the_run_at_pre_flight_in_plain_words(
+    standin: StandinServer, http_runs: Runner
+) -> None:
+    standin.add_fault("anthropic", "status", times=10, status=401, task="Ping")
+    http_runs.with_env(DEEP_RESEARCH_PROVIDER="anthropic", DEEP_RESEARCH_SEARCH="tavily",
+                       DEEP_RESEARCH_INCLUDE_ACADEMIC_SOURCES="0")
+    store, run_id = http_runs(preset="quick")
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "failed"
+    assert run.error.startswith("Anthropic did not accept the API key"), run.error
+    assert "ANTHROPIC_API_KEY" in run.error and ANTHROPIC_KEY not in run.error
