@@ -343,6 +343,26 @@ def test_a_thinking_models_thoughts_are_not_its_answer(standin: StandinServer,
     assert answer.model == "claude-sonnet-5-5"
 
 
+@pytest.mark.parametrize("headers", [False, True], ids=["body", "headers"])
+def test_a_trickling_answer_ends_at_the_requests_own_deadline(
+        standin: StandinServer, env: dict[str, str], headers: bool) -> None:
+    """The SDK's client sends through our DeadlineTransport: an answer sent a byte every 0.2 s
+    (its headers too, or only its body) ends at the request's time limit, and hangs up."""
+    import time
+
+    from research.core.errors import ProviderTimeout
+
+    llm = chat(env)
+    llm.complete(WRITER, timeout=5.0)
+    standin.add_fault("anthropic", "trickle", interval=0.2, headers=headers)
+    with pytest.raises(ProviderTimeout):
+        llm.complete(WRITER, timeout=1.0)
+    end = time.monotonic() + 20
+    while not standin.requests_for("anthropic")[-1].get("client_gone"):
+        assert time.monotonic() < end, "the stand-in ended the answer, not the client"
+        time.sleep(0.05)
+
+
 def test_rate_report_reads_rfc_3339_resets_and_falls_back_to_the_tokens_headers() -> None:
     report = rate_report({"anthropic-ratelimit-tokens-limit": "8000",
                           "anthropic-ratelimit-tokens-remaining": "10",
