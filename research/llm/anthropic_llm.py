@@ -139,7 +139,8 @@ class AnthropicChat(LLM):
             output_tokens=int(usage.output_tokens or 0),
         )
         reason = str(response.stop_reason or "")
-        if reason == "refusal":  # https://platform.claude.com/docs/en/test-and-evaluate/strengthen-guardrails/handle-streaming-refusals
+        # https://platform.claude.com/docs/en/build-with-claude/handling-stop-reasons
+        if reason == "refusal":
             details = getattr(response, "stop_details", None)
             why = getattr(details, "explanation", None) or getattr(details, "category", None)
             raise AnswerBlocked(
