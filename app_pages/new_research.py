@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import budget, form, readiness, search_services, ui, views
+from dashboard import budget, connection, form, readiness, search_services, ui, views
 from dashboard.settings_files import configured_llm_providers, defaults_path, load_defaults
 from research import validate_question
 from research.core.config import DEFAULT_MODELS, ROLES
@@ -389,8 +389,9 @@ with right:
             st.warning(views.dollars(warning))
 
 start_message = st.empty()
-not_ready = readiness.blockers(env, provider=state["provider"], configured=configured,
-                               search=state.get("search") or [])
+not_ready = readiness.blockers(
+    env, provider=state["provider"], configured=configured, search=state.get("search") or [],
+    failed_tests=connection.failed(st.session_state.get(connection.RESULTS, {}), env))
 for reason in not_ready:
     st.caption(f":material/block: {reason}")
 if st.button("Start research", type="primary", icon=":material/play_arrow:",

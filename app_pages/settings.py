@@ -7,7 +7,7 @@ import os
 
 import streamlit as st
 
-from dashboard import readiness, search_services, ui, views
+from dashboard import connection, readiness, search_services, ui, views
 from dashboard.connection import check_llm, check_search
 from dashboard.settings_files import (
     KEYS,
@@ -137,24 +137,41 @@ with st.form("models"):
 st.header("Test connection")
 st.write("Makes one tiny real call to each provider and tells you whether it works.")
 configured = configured_llm_providers(env)
+results: dict[str, connection.Check] = st.session_state.setdefault(connection.RESULTS, {})
+
+
+def show_result(name: str) -> None:
+    """The last test of `name`, kept until it is tested again (stale once its key changed)."""
+    result = results.get(name)
+    if result is None:
+        return
+    if result.key != connection.fingerprint(name, env):
+        st.caption("The key or address changed since the last test: test again.")
+    else:
+        (st.success if result.ok else st.error)(views.md_text(result.message))
+
+
 cols = st.columns(2)
 with cols[0]:
     for name in DEFAULT_MODELS:
         model_name = (env.get("DEEP_RESEARCH_MODEL") if env.get("DEEP_RESEARCH_PROVIDER", "openai") == name
                       else None) or DEFAULT_MODELS[name]
-        if st.button(f"Test {name} ({model_name})", key=f"test_llm_{name}", disabled=name not in configured,
+        label = f"Test {connection.display_name(name)} ({model_name})"
+        if st.button(label, key=f"test_llm_{name}", disabled=name not in configured,
                      help=None if name in configured else "Add its key first."):
-            with st.spinner(f"Asking {name}…"):
+            with st.spinner(f"Asking {connection.display_name(name)}…"):
                 ok, message = check_llm(name, model_name, env)
-            (st.success if ok else st.error)(message)
+            results[name] = connection.Check(ok, message, connection.fingerprint(name, env))
+        show_result(name)
 with cols[1]:
     for name in SEARCH_PROVIDERS:
         needs = search_services.missing(name, env)
-        if st.button(f"Test {name} search", key=f"test_search_{name}", disabled=needs is not None,
-                     help=f"Add {needs} first." if needs else None):
-            with st.spinner(f"Searching with {name}…"):
+        if st.button(f"Test {connection.display_name(name)}", key=f"test_search_{name}",
+                     disabled=needs is not None, help=f"Add {needs} first." if needs else None):
+            with st.spinner(f"Searching with {connection.display_name(name)}…"):
                 ok, message = check_search(name, env)
-            (st.success if ok else st.error)(message)
+            results[name] = connection.Check(ok, message, connection.fingerprint(name, env))
+        show_result(name)
 
 st.header("Default research settings")
 st.write("The values the New research form starts from (a preset chosen there still applies on top).")

@@ -32,12 +32,17 @@ def search_usable(env: Mapping[str, str], chosen: Iterable[str]) -> list[str]:
 
 
 def blockers(env: Mapping[str, str], *, provider: str, configured: Iterable[str],
-             search: Iterable[str]) -> list[str]:
-    """Why Start is disabled, in plain words ([] when a run can start)."""
+             search: Iterable[str], failed_tests: Mapping[str, str] | None = None) -> list[str]:
+    """Why Start is disabled, in plain words ([] when a run can start). `failed_tests`: the
+    providers whose connection test on the Settings page failed with the key in use now."""
     reasons = []
     if provider not in set(configured):
         reasons.append(f"{PROVIDER_NAMES.get(provider, provider)} has no key yet: add one on the "
                        "Settings page, or choose a model provider that has one.")
+    elif provider in (failed_tests or {}):
+        reasons.append(f"The last test of {PROVIDER_NAMES.get(provider, provider)} on the Settings "
+                       f"page failed: {(failed_tests or {})[provider]} Fix it there (or test it "
+                       "again), then come back.")
     chosen = list(search)
     if not search_usable(env, chosen):
         reasons.append("No search service that can work is chosen: pick at least one under "

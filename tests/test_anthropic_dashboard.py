@@ -31,7 +31,8 @@ def test_settings_shows_the_key_masked_and_its_connection_test_works(
     test = next(b for b in at.button if b.key == "test_llm_anthropic")
     assert not test.disabled
     test.click().run()
-    assert any("anthropic/claude-haiku-4-5 answered" in s.value for s in at.success)
+    assert any("Anthropic Claude works: claude-haiku-4-5 answered" in s.value.replace("\\", "")
+               for s in at.success)
     assert claude_only.count("anthropic") == 1
 
 

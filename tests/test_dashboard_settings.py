@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.settings_files import mask, save_secrets
 from storage import Store
 from tests.dashboard_fixtures import APP, dash_env_fixture, open_page  # noqa: F401 - fixture
+from tests.standin import OPENAI_KEY, StandinServer
 
 pytestmark = pytest.mark.usefixtures("dash_env")
 
@@ -80,3 +81,43 @@ def test_default_constants_are_saved_and_used_by_the_new_research_form(dash_env:
     assert any("saved" in s.value for s in at.success)
     fresh = AppTest.from_file(APP, default_timeout=30).run()
     assert fresh.slider(key="c_SUBTOPIC_COUNT").value == 9
+
+
+def test_a_failed_key_test_speaks_plainly_stays_shown_and_holds_start(
+        standin: StandinServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings' test says which problem it is (a refused key, a server that cannot be found),
+    never the socket's "[Errno -2] ..."; the result stays on the page when another test runs;
+    and New research keeps Start disabled while the model's key is the one that failed."""
+    standin.reset()
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{standin.base_url}/v1")
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-test-unreachable-0123456789")
+    monkeypatch.setenv("GEMINI_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
+    standin.add_fault("openai", "status", times=5, status=401)
+    at = _settings()
+    next(b for b in at.button if b.key == "test_llm_openai").click().run()
+    refused = [e.value for e in at.error if "OpenAI" in e.value]
+    assert refused and "refused the key" in refused[0] and "HTTP" not in refused[0]
+    next(b for b in at.button if b.key == "test_llm_gemini").click().run()
+    texts = [e.value for e in at.error]
+    assert any("refused the key" in t for t in texts)  # the first result is still shown
+    unreachable = next(t for t in texts if "Gemini" in t)
+    assert "nothing answers at that address" in unreachable, unreachable
+    assert "Errno" not in unreachable
+    labels = [b.label for b in at.button if b.key and b.key.startswith("test_")]
+    assert "Test OpenAI (gpt-5-mini)" in labels and not any("semanticscholar" in x for x in labels)
+
+    at.switch_page("app_pages/new_research.py").run()
+    start = next(b for b in at.button if b.label == "Start research")
+    assert start.disabled
+    assert any("last test of OpenAI" in c.value for c in at.caption)
+
+
+def test_network_errors_are_said_in_words() -> None:
+    from dashboard.connection import plain
+    from research.core.errors import ProviderError
+
+    cause = ProviderError("Gemini could not be reached: [Errno -2] Name or service not known")
+    said = plain(cause, "gemini", [])
+    assert said == ("Could not reach Google Gemini: the server's name could not be found (check "
+                    "the address, or this computer's network).")

@@ -76,7 +76,7 @@ def test_testing_searxng_from_settings_searches_the_instance(
     at = open_page("app_pages/settings.py").run()
     next(b for b in at.button if b.key == "test_search_searxng").click().run()
     assert not at.exception
-    assert any("searxng works" in s.value for s in at.success), [e.value for e in at.error]
+    assert any("SearXNG works" in s.value for s in at.success), [e.value for e in at.error]
     assert standin.count("searxng") == 1
 
 
