@@ -236,8 +236,9 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     if not found.sources:
         raise ResearchError(nothing_gathered(ctx))
     if revise.is_update(ctx) and revise.found_nothing_new(ctx):
-        revise.keep_earlier(ctx)
+        revise.keep_earlier(ctx)  # the earlier report stands: nothing to write or verify
         revise.what_changed(ctx)
+        deliver.run(ctx, found.failed)
         return
     if with_hosted and found.failed and len(found.failed) == len(found.researched):
         merge_for_delivery(ctx, list(HOSTED_ENGINES))  # only the hosted engines delivered
@@ -246,9 +247,9 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     if not ctx.budget_reason():  # over budget: write up what was gathered, no more
         reviewed = review.run(ctx, found)  # the final sections' checks may start here
         verify.run(ctx, found.failed, reviewed.early)
-    deliver.run(ctx, found.failed)
     if revise.is_update(ctx):
-        revise.what_changed(ctx)
+        revise.what_changed(ctx)  # the report opens with "What changed since <date>"
+    deliver.run(ctx, found.failed)
 
 
 def _research(ctx: RunContext, planned: plan.PlanResult, *, with_hosted: bool) -> ResearchResult:

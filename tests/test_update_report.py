@@ -25,6 +25,7 @@ from research.llm.pacing import forget_pacers
 from research.runs import Runs
 from storage import Store
 from storage.versions import version_link, versions_of
+from tests.cli_helpers import RunCli
 from tests.runs import QUESTION
 from tests.standin import StandinServer
 from tests.standin.pages import WORLD
@@ -83,11 +84,18 @@ def _what_changed(markdown: str) -> str:
 
 
 def test_an_update_that_finds_nothing_new_keeps_the_report_and_says_so(
-        world: dict[str, Any]) -> None:
+        world: dict[str, Any], run_cli: RunCli, tmp_path: Path) -> None:
+    """`python -m research update RUN_ID`, before the world changed."""
     store: Store = world["store"]
     standin: StandinServer = world["standin"]
     standin.requests.clear()
-    new = _update(world, world["first"])
+    out = tmp_path / "updated.md"
+    result = run_cli(["update", world["first"], "--db", str(world["db"]), "--out", str(out)],
+                     world["env"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    new = result.stdout.strip().splitlines()[-1]
+    assert f"an update of run {world['first']}" in result.stderr
+    assert "## What changed since" in out.read_text(encoding="utf-8")
 
     found = changes(store, new)
     assert found is not None and found.nothing and found.score == 0
@@ -97,16 +105,19 @@ def test_an_update_that_finds_nothing_new_keeps_the_report_and_says_so(
     section = _what_changed(report.markdown)
     assert "0 claims added, 0 changed, 0 no longer supported" in section
     assert "Nothing new was found" in section
-    kept = report.markdown.replace(section, "").replace(new, world["first"])
-    assert kept.split() == earlier.markdown.split()
+    # The earlier version's final draft is kept as it was, under the section.
+    kept = store.get_drafts(new)[-1].text.replace(section, "")
+    assert kept.split() == store.get_drafts(world["first"])[-1].text.split()
+    assert "## What changed since" not in earlier.markdown
     # Every search asked only for what is newer than the earlier version.
     since = found.since
     tavily = [r["json"] for r in standin.requests_for("tavily")]
     assert tavily and all(body.get("start_date") == since for body in tavily)
     assert all("submittedDate:[" + since.replace("-", "") in r["path"] or "submittedDate" in
                str(r) for r in standin.requests_for("arxiv"))
-    # The plan was reused: no plan, clarify, writer or review call was made.
-    assert not store.get_drafts(new) and not store.get_reviews(new)
+    # The plan was reused, and nothing was written, reviewed or verified again.
+    assert not store.get_reviews(new)
+    assert not {"write", "review:1", "plan_call"} & {s.key for s in store.get_steps(new)}
     plan = [s.title for s in store.get_plan(new) or [] if not s.inherited]
     assert plan == [s.title for s in store.get_plan(world["first"]) or [] if not s.inherited]
     link = version_link(store, new)
@@ -155,7 +166,8 @@ def test_an_update_names_exactly_the_new_pages_and_the_changed_figure(
     assert report is not None
     section = _what_changed(report.markdown)
     body = report.markdown.split("\n---\n", 1)[1]  # after the header block
-    assert body.lstrip().startswith("## What changed since")
+    title, rest = body.lstrip().split("\n", 1)
+    assert title.startswith("# ") and rest.lstrip().startswith("## What changed since")
     assert "2 claims added, 1 changed, 0 no longer supported" in section
     plain = section.replace("\\", "")
     for _, paragraphs in NEW_PAGES.values():

@@ -7,20 +7,26 @@ that version's plan and clarifications instead of planning anew, and its searche
 for what was published since (the providers' date filters, research/search/). After
 research:
 
-- nothing new found: the earlier report is kept as it was, under a "What changed since"
-  section that says so (no writing, review or verification to pay for);
+- nothing new found: the earlier version's final draft and verification are kept as they
+  were (no writing, review or verification to pay for);
 - otherwise the report is written, reviewed and verified as usual from the earlier and the
-  new evidence together, and opens with "What changed since <date>"
-  (research/living/changes.py).
+  new evidence together;
+
+and either way the report opens with "What changed since <date>" (research/living/
+changes.py), added as the newest draft so that delivery and every export show it.
 """
 
 from __future__ import annotations
 
 from research.core.context import RunContext
+from research.core.errors import ResearchError
 from research.core.records import JsonObject
-from research.export.markdown import escape_markdown, safe_link_url
-from research.living.changes import ClaimChange, SourceRef, changes
+from research.export.markdown import escape_markdown
+from research.living.changes import Changes, SourceRef, changes
 from research.phases.start import inherit
+from research.phases.verify.verdict_summary import STEP_KEY as VERIFY_KEY
+from research.phases.writing import write
+from research.report.checks import word_count
 from storage.versions import link_version, version_link
 
 SECTION_KEY = "what_changed"
@@ -65,64 +71,73 @@ def found_nothing_new(ctx: RunContext) -> bool:
 
 
 def keep_earlier(ctx: RunContext) -> None:
-    """Nothing new: the earlier report, as it was, under "What changed since" saying so."""
+    """Nothing new: the earlier version's final draft and its verification become this run's,
+    as they were (its sources are this run's too, inherited under the same ids)."""
 
-    def make() -> dict[str, object]:
+    def make() -> JsonObject:
         run = ctx.store.get_run(ctx.run_id)
         previous = run.parent_run_id if run else None
-        report = ctx.store.get_report(previous) if previous else None
-        if report is None:
-            return {"kept": False}
-        markdown = report.markdown.replace(f"**Run:** {previous}", f"**Run:** {ctx.run_id}", 1)
-        ctx.store.save_report(ctx.run_id, markdown, meta={**report.meta, "kept_from": previous})
-        return {"kept": True}
+        drafts = [d for d in ctx.store.get_drafts(previous) if d.kind != "partial"] if previous else []
+        if not previous or not drafts:
+            raise ResearchError("The earlier version has no report to keep.")
+        final = drafts[-1]
+        ctx.store.save_draft(ctx.run_id, 1, final.kind, final.text, final.numbering, final.words)
+        ctx.store.save_verifications(ctx.run_id, ctx.store.get_verifications(previous))
+        checked = _step_result(ctx, previous, VERIFY_KEY)
+        if checked is not None and ctx.stored_result(VERIFY_KEY) is None:
+            ctx.store.start_step(ctx.run_id, VERIFY_KEY, kind="verify",
+                                 label="Keeping the earlier version's verification")
+            ctx.store.finish_step(ctx.run_id, VERIFY_KEY, result=checked)
+        return {"kept_from": previous, "draft_version": final.version}
 
-    ctx.run_step("keep_earlier", "deliver", "Nothing new: keeping the earlier report", make)
+    ctx.run_step("keep_earlier", "write", "Nothing new: keeping the earlier report", make)
 
 
 def what_changed(ctx: RunContext) -> None:
-    """Open the delivered report with "What changed since <date>" (stored in its meta too)."""
+    """Open the report with "What changed since <date>": a new draft version, the latest one
+    with the section after its title, which deliver then renders (and every export)."""
 
-    def make() -> dict[str, object]:
+    def make() -> JsonObject:
         found = changes(ctx.store, ctx.run_id)
-        report = ctx.store.get_report(ctx.run_id)
-        if found is None or report is None:
+        if found is None:
             return {"count": 0}
-        markdown = with_section(report.markdown, section(found.since, found.added,
-                                                         found.changed, found.no_longer_supported,
-                                                         previous_run_id=found.previous_run_id))
-        ctx.store.save_report(ctx.run_id, markdown,
-                              meta={**report.meta, "what_changed": found.as_json()})
-        return {"count": found.count, "score": found.score}
+        current = write.latest(ctx)
+        numbers = {source_id: n for n, source_id in current.numbering.items()}
+        text = with_section(current.text, section(found, numbers))
+        ctx.store.save_draft(ctx.run_id, current.version + 1, current.kind, text,
+                             current.numbering, word_count(text))
+        return found.as_json()
 
-    ctx.run_step(SECTION_KEY, "deliver", "Saying what changed", make)
+    ctx.run_step(SECTION_KEY, "write", "Saying what changed", make)
 
 
-def section(since: str, added: tuple[ClaimChange, ...], changed: tuple[ClaimChange, ...],
-            gone: tuple[ClaimChange, ...], *, previous_run_id: str) -> str:
+def section(found: Changes, numbers: dict[str, int]) -> str:
     """The "What changed since" section (Markdown). Claims and titles came from the web
-    through a model: escaped, and links only to http(s) addresses."""
+    through a model: escaped; a source is cited by its number in the report, or named."""
+    since = found.since
+    added, changed, gone = found.added, found.changed, found.no_longer_supported
     counts = (f"{_n(len(added), 'claim')} added, {len(changed)} changed, "
               f"{len(gone)} no longer supported")
     lines = [f"## What changed since {since}", "",
-             f"This version updates the earlier report (run {escape_markdown(previous_run_id)}) "
+             f"This version updates the earlier report (run {escape_markdown(found.previous_run_id)}) "
              f"with what was published since {since}: {counts}.", ""]
     if not (added or changed or gone):
         lines += ["Nothing new was found that changes the earlier report; it stands as it was.",
                   ""]
     if added:
         lines += ["**Added**", ""]
-        lines += [f"- {escape_markdown(c.claim)} ({_sources(c.sources)})" for c in added]
+        lines += [f"- {escape_markdown(c.claim)} {_cite(c.sources, numbers)}" for c in added]
         lines.append("")
     if changed:
         lines += ["**Changed**", ""]
         for c in changed:
-            lines.append(f"- Now: {escape_markdown(c.claim)} ({_sources(c.sources)})")
-            lines.append(f"  Before: {escape_markdown(c.old or '')} ({_sources(c.old_sources)})")
+            lines.append(f"- Now: {escape_markdown(c.claim)} {_cite(c.sources, numbers)}")
+            lines.append(f"  Before: {escape_markdown(c.old or '')} "
+                         f"{_cite(c.old_sources, numbers)}")
         lines.append("")
     if gone:
         lines += ["**No longer supported**", ""]
-        lines += [f"- {escape_markdown(c.claim)} ({_sources(c.sources)}): "
+        lines += [f"- {escape_markdown(c.claim)} {_cite(c.sources, numbers)}: "
                   f"{escape_markdown(c.note)}" for c in gone]
         lines.append("")
     return "\n".join(lines)
@@ -148,15 +163,13 @@ def _without_section(lines: list[str]) -> list[str]:
     return lines[:start] + lines[end:]
 
 
-def _sources(refs: tuple[SourceRef, ...]) -> str:
-    if not refs:
-        return "no source recorded"
-    parts = []
-    for ref in refs:
-        title = escape_markdown(ref.title or ref.url)
-        url = safe_link_url(ref.url) if ref.url else None
-        parts.append(f"[{title}]({url})" if url else title)
-    return "source: " + "; ".join(parts) if len(parts) == 1 else "sources: " + "; ".join(parts)
+def _cite(refs: tuple[SourceRef, ...], numbers: dict[str, int]) -> str:
+    """Citation marks for the sources the report numbers; the others by name, as text."""
+    marks = "".join(f"[{numbers[r.id]}]" for r in refs if r.id in numbers)
+    named = [escape_markdown(r.title or r.url) for r in refs if r.id not in numbers]
+    if named:
+        marks += ("" if not marks else " ") + f"(source: {'; '.join(named)})"
+    return marks or "(no source recorded)"
 
 
 def _n(count: int, word: str) -> str:
