@@ -15,6 +15,7 @@ from research.core.errors import ConfigError
 from research.core.settings import effective_env, prices_path
 from research.living.settings import update_request
 from research.llm.pricing import PriceTable
+from research.phases.start.preflight import check_configuration
 from research.runs.jobs import Runs
 
 
@@ -31,7 +32,10 @@ def start_update(runs: Runs, run_id: str, *, person: str | None = None,
     """
     earlier, config = update_request(runs.store, run_id, person=person, cost_cap=cost_cap)
     env = effective_env()
-    return runs.start(earlier.question, config, credentials or Credentials.from_env(env),
+    credentials = credentials or Credentials.from_env(env)
+    if not runs.external:  # this process executes it: its keys must do (workers check theirs)
+        check_configuration(config, credentials)
+    return runs.start(earlier.question, config, credentials,
                       prices=prices if prices is not None else _prices(env),
                       parent_run_id=earlier.id, person=person if person is not None
                       else earlier.person)
