@@ -9,6 +9,7 @@ sources and searches (its searches carry the providers' date filters).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,6 +140,8 @@ def test_an_update_names_exactly_the_new_pages_and_the_changed_figure(
     for page, (title, paragraphs) in NEW_PAGES.items():
         WORLD.publish(page, title, paragraphs)
     WORLD.revise(slug, f"rose {old_figure}%", f"rose {new_figure}%")
+    standin: StandinServer = world["standin"]
+    standin.requests.clear()
     try:
         new = _update(world, first)
     finally:
@@ -157,6 +160,11 @@ def test_an_update_names_exactly_the_new_pages_and_the_changed_figure(
     assert [s.url for s in changed.old_sources] == [sources[article.source_ids[0]]]
     assert found.no_longer_supported == ()
     assert found.score > 0
+    # The writer was given the new figure in place of the old one, not both.
+    writing = [json.dumps(r["json"]) for r in standin.requests_for("openai")
+               if "response_format" not in r["json"]]
+    assert any(json.dumps(changed.claim)[1:-1] in body for body in writing)
+    assert not any(json.dumps(old_claim)[1:-1] in body for body in writing)
     # Only the three new pages were read: everything the earlier version read was inherited.
     own = [s for s in store.get_sources(new) if s.subtopic_id != "p0"]
     assert sorted(s.url.rsplit("/", 1)[-1] for s in own) == sorted(
