@@ -23,6 +23,7 @@ from research.core.errors import ConfigError
 from research.living.changes import changes
 from research.living.update import start_update
 from research.llm.pacing import forget_pacers
+from research.phases.verify.carried import key
 from research.runs import Runs
 from storage import Store
 from storage.versions import version_link, versions_of
@@ -165,6 +166,16 @@ def test_an_update_names_exactly_the_new_pages_and_the_changed_figure(
                if "response_format" not in r["json"]]
     assert any(json.dumps(changed.claim)[1:-1] in body for body in writing)
     assert not any(json.dumps(old_claim)[1:-1] in body for body in writing)
+    # Claims stated as the earlier version stated them, on the same sources, kept their
+    # verdicts instead of being judged again; every other claim was judged.
+    checked = store.get_step(new, "verify")
+    assert checked is not None
+    before = {key(v.claim, v.section, v.source_ids) for v in store.get_verifications(first)
+              if v.outcome == "supported"}
+    same = [v for v in store.get_verifications(new)
+            if key(v.claim, v.section, v.source_ids) in before]
+    assert checked.result["carried_over"] == len(same)  # (which depends on the writer's
+    assert all(v.outcome == "supported" for v in same)  # wording: tests/test_update_verdicts.py)
     # Only the three new pages were read: everything the earlier version read was inherited.
     own = [s for s in store.get_sources(new) if s.subtopic_id != "p0"]
     assert sorted(s.url.rsplit("/", 1)[-1] for s in own) == sorted(
