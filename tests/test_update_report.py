@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from research.living.update import start_update
 from research.llm.pacing import forget_pacers
 from research.phases.verify.carried import key
 from research.runs import Runs
+from research.search.web import timelimit
 from storage import Store
 from storage.versions import version_link, versions_of
 from tests.cli_helpers import RunCli
@@ -115,8 +117,10 @@ def test_an_update_that_finds_nothing_new_keeps_the_report_and_says_so(
     since = found.since
     tavily = [r["json"] for r in standin.requests_for("tavily")]
     assert tavily and all(body.get("start_date") == since for body in tavily)
-    assert all("submittedDate:[" + since.replace("-", "") in r["path"] or "submittedDate" in
-               str(r) for r in standin.requests_for("arxiv"))
+    arxiv = [r["query"]["search_query"] for r in standin.requests_for("arxiv")]
+    assert arxiv and all(f"AND submittedDate:[{since.replace('-', '')}0000 TO " in q for q in arxiv)
+    s2 = [r["query"].get("publicationDateOrYear") for r in standin.requests_for("semanticscholar")]
+    assert s2 and all(value == f"{since}:" for value in s2)
     # The plan was reused, and nothing was written, reviewed or verified again.
     assert not store.get_reviews(new)
     assert not {"write", "review:1", "plan_call"} & {s.key for s in store.get_steps(new)}
@@ -201,3 +205,11 @@ def test_an_unfinished_or_unknown_run_cannot_be_updated(world: dict[str, Any], t
         start_update(world["runs"], "nope", credentials=world["credentials"])
     with pytest.raises(ConfigError, match="There is no run"):  # another person's run
         start_update(world["runs"], world["first"], person="bob", credentials=world["credentials"])
+
+
+def test_the_keyless_web_search_asks_for_the_shortest_span_that_covers_since() -> None:
+    """ddgs takes no exact date, only the last day, week, month or year."""
+    today = date.today()
+    assert [timelimit((today - timedelta(days=d)).isoformat()) for d in (0, 3, 20, 200, 400)] \
+        == ["d", "w", "m", "y", None]
+    assert timelimit(None) is None and timelimit("not a date") is None
