@@ -50,27 +50,29 @@ def _semanticscholar(config: ResearchConfig, credentials: Credentials) -> Search
 def _searxng(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.searxng import SearxngSearch
 
-    return SearxngSearch(config.searxng_base_url or "")
+    return SearxngSearch(config.searxng_base_url or "", since=config.update_since or None)
 
 
 def _brave(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.brave import BraveSearch
 
     return BraveSearch(_key(credentials, "brave", "Brave Search", "BRAVE_API_KEY"),
-                       config.brave_base_url, pace=config.search_pace)
+                       config.brave_base_url, pace=config.search_pace,
+                       since=config.update_since or None)
 
 
 def _exa(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.exa import ExaSearch
 
-    return ExaSearch(_key(credentials, "exa", "Exa", "EXA_API_KEY"), config.exa_base_url)
+    return ExaSearch(_key(credentials, "exa", "Exa", "EXA_API_KEY"), config.exa_base_url,
+                     since=config.update_since or None)
 
 
 def _serper(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.serper import SerperSearch
 
     return SerperSearch(_key(credentials, "serper", "Serper", "SERPER_API_KEY"),
-                        config.serper_base_url)
+                        config.serper_base_url, since=config.update_since or None)
 
 
 def _key(credentials: Credentials, name: str, label: str, var: str) -> str:
