@@ -22,19 +22,20 @@ def _tavily(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
             "Tavily search needs an API key: set TAVILY_API_KEY, or remove 'tavily' from "
             "DEEP_RESEARCH_SEARCH (the keyless 'web' search needs no key)."
         )
-    return TavilySearch(key, base_url=config.tavily_base_url)
+    return TavilySearch(key, base_url=config.tavily_base_url, since=config.update_since or None)
 
 
 def _web(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.web import WebSearch
 
-    return WebSearch()
+    return WebSearch(since=config.update_since or None)
 
 
 def _arxiv(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.arxiv import ArxivSearch
 
-    return ArxivSearch(config.arxiv_base_url, pace=config.search_pace)
+    return ArxivSearch(config.arxiv_base_url, pace=config.search_pace,
+                       since=config.update_since or None)
 
 
 def _semanticscholar(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
@@ -42,34 +43,36 @@ def _semanticscholar(config: ResearchConfig, credentials: Credentials) -> Search
 
     return SemanticScholarSearch(
         config.semanticscholar_base_url, api_key=credentials.get("semanticscholar"),
-        pace=config.search_pace,
+        pace=config.search_pace, since=config.update_since or None,
     )
 
 
 def _searxng(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.searxng import SearxngSearch
 
-    return SearxngSearch(config.searxng_base_url or "")
+    return SearxngSearch(config.searxng_base_url or "", since=config.update_since or None)
 
 
 def _brave(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.brave import BraveSearch
 
     return BraveSearch(_key(credentials, "brave", "Brave Search", "BRAVE_API_KEY"),
-                       config.brave_base_url, pace=config.search_pace)
+                       config.brave_base_url, pace=config.search_pace,
+                       since=config.update_since or None)
 
 
 def _exa(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.exa import ExaSearch
 
-    return ExaSearch(_key(credentials, "exa", "Exa", "EXA_API_KEY"), config.exa_base_url)
+    return ExaSearch(_key(credentials, "exa", "Exa", "EXA_API_KEY"), config.exa_base_url,
+                     since=config.update_since or None)
 
 
 def _serper(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.serper import SerperSearch
 
     return SerperSearch(_key(credentials, "serper", "Serper", "SERPER_API_KEY"),
-                        config.serper_base_url)
+                        config.serper_base_url, since=config.update_since or None)
 
 
 def _key(credentials: Credentials, name: str, label: str, var: str) -> str:

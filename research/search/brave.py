@@ -24,6 +24,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
 from research.core.errors import AuthError, ProviderError, QuotaExhausted, RateLimited
@@ -42,8 +43,10 @@ class BraveSearch:
     name = "brave"
     academic = False
 
-    def __init__(self, api_key: str, base_url: str | None = None, *, pace: float = 1.0) -> None:
+    def __init__(self, api_key: str, base_url: str | None = None, *, pace: float = 1.0,
+                 since: str | None = None) -> None:
         self._api_key = api_key
+        self.since = since  # YYYY-MM-DD: only what was published since (an update)
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.pace = pacing.pacer(self.name, self.base_url, pace, official=DEFAULT_BASE_URL)
 
@@ -53,7 +56,11 @@ class BraveSearch:
         with pacing.turn(self.pace, timeout, LABEL):
             status, body, headers = http_get(
                 f"{self.base_url}/res/v1/web/search",
-                params={"q": query.strip()[:400], "count": max(1, min(20, max_results))},
+                params={"q": query.strip()[:400], "count": max(1, min(20, max_results)),
+                        # An update: `freshness` as a date range, "YYYY-MM-DDtoYYYY-MM-DD"
+                        # (https://api-dashboard.search.brave.com/app/documentation/web-search/query)
+                        **({"freshness": f"{self.since}to{date.today().isoformat()}"}
+                           if self.since else {})},
                 headers={"Accept": "application/json", "X-Subscription-Token": self._api_key},
                 timeout=timeout, provider=self.name, label=LABEL, secrets=(self._api_key,),
                 check=False,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -27,6 +27,22 @@ def iso_date(value: Any) -> str | None:
         return parsedate_to_datetime(text).date().isoformat()
     except (TypeError, ValueError, IndexError):
         return None
+
+
+def span_since(since: str | None, today: date | None = None) -> str | None:
+    """The shortest of "d", "w", "m", "y" (the last day, week, month, year) that covers the
+    days since `since` (YYYY-MM-DD), for searches that take no exact date; None: no limit
+    (no `since`, an unreadable one, or more than a year ago)."""
+    if not since:
+        return None
+    try:
+        days = ((today or date.today()) - date.fromisoformat(since)).days
+    except ValueError:
+        return None
+    for span, longest in (("d", 1), ("w", 7), ("m", 31), ("y", 366)):
+        if days < longest:
+            return span
+    return None
 
 
 def written_date(value: Any) -> str | None:

@@ -33,8 +33,10 @@ class ExaSearch:
     name = "exa"
     academic = False
 
-    def __init__(self, api_key: str, base_url: str | None = None) -> None:
+    def __init__(self, api_key: str, base_url: str | None = None, *,
+                 since: str | None = None) -> None:
         self._api_key = api_key
+        self.since = since  # YYYY-MM-DD: only what was published since (an update)
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.pace = pacing.pacer(self.name, self.base_url)
 
@@ -47,7 +49,10 @@ class ExaSearch:
                     f"{self.base_url}/search",
                     {"query": query.strip(), "numResults": max(1, min(100, max_results)),
                      "type": "auto",
-                     "contents": {"highlights": {"maxCharacters": HIGHLIGHT_CHARS}}},
+                     "contents": {"highlights": {"maxCharacters": HIGHLIGHT_CHARS}},
+                     # An update: https://docs.exa.ai/reference/search (startPublishedDate)
+                     **({"startPublishedDate": f"{self.since}T00:00:00.000Z"}
+                        if self.since else {})},
                     headers={"x-api-key": self._api_key, "Accept": "application/json"},
                     timeout=timeout, provider=self.name, label=LABEL, secrets=(self._api_key,),
                 )

@@ -35,7 +35,7 @@ from research.llm.deadline import run_with_deadline
 from research.search import pacing
 from research.search._http import http_get, json_answer, raise_for_status
 from research.search.base import SearchResult
-from research.search.dates import iso_date
+from research.search.dates import iso_date, span_since
 from research.untrusted.own_service import check_own_service_url, own_service_problem
 
 LABEL = "SearXNG"
@@ -45,7 +45,10 @@ class SearxngSearch:
     name = "searxng"
     academic = False
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, *, since: str | None = None) -> None:
+        # An update: `time_range` day, month or year (https://docs.searxng.org/dev/search_api.html)
+        self.time_range = {"d": "day", "w": "month", "m": "month", "y": "year"}.get(
+            span_since(since) or "")
         url = (base_url or "").strip().rstrip("/")
         if url.endswith("/search"):  # the search page's address pasted whole
             url = url.removesuffix("/search")
@@ -84,7 +87,8 @@ class SearxngSearch:
                 status, body, headers = http_get(
                     f"{self.base_url}/search",
                     # Language, categories and safe search stay the instance's own settings.
-                    params={"q": query.strip(), "format": "json", "pageno": 1},
+                    params={"q": query.strip(), "format": "json", "pageno": 1,
+                            **({"time_range": self.time_range} if self.time_range else {})},
                     headers={"Accept": "application/json"},
                     timeout=timeout, provider=self.name, label=LABEL, follow_redirects=False,
                     check=False,

@@ -23,7 +23,7 @@ from research.core.errors import AuthError, ProviderError, QuotaExhausted, RateL
 from research.search import pacing
 from research.search._http import http_post_json, json_answer
 from research.search.base import SearchResult
-from research.search.dates import written_date
+from research.search.dates import span_since, written_date
 
 DEFAULT_BASE_URL = "https://google.serper.dev"
 LABEL = "Serper"
@@ -33,8 +33,10 @@ class SerperSearch:
     name = "serper"
     academic = False
 
-    def __init__(self, api_key: str, base_url: str | None = None) -> None:
+    def __init__(self, api_key: str, base_url: str | None = None, *,
+                 since: str | None = None) -> None:
         self._api_key = api_key
+        self.span = span_since(since)  # an update: Google's `tbs=qdr:<d|w|m|y>` span
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.pace = pacing.pacer(self.name, self.base_url)
 
@@ -45,7 +47,8 @@ class SerperSearch:
             try:
                 _, body, _ = http_post_json(
                     f"{self.base_url}/search",
-                    {"q": query.strip(), "num": 10 if max_results <= 10 else 20},
+                    {"q": query.strip(), "num": 10 if max_results <= 10 else 20,
+                     **({"tbs": f"qdr:{self.span}"} if self.span else {})},
                     headers={"X-API-KEY": self._api_key, "Accept": "application/json"},
                     timeout=timeout, provider=self.name, label=LABEL, secrets=(self._api_key,),
                 )

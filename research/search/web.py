@@ -9,17 +9,22 @@ from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
 from research.core.errors import ProviderError, ProviderTimeout, RateLimited
 from research.search.base import SearchResult
+from research.search.dates import span_since
 
 
 class WebSearch:
     name = "web"
     academic = False
 
+    def __init__(self, *, since: str | None = None) -> None:
+        self.since = since  # YYYY-MM-DD: only what was published since (an update)
+
     def search(self, query: str, *, max_results: int, timeout: float) -> list[SearchResult]:
         if not query.strip():
             return []
         try:
-            rows = DDGS(timeout=max(1, int(timeout))).text(query, max_results=max_results)
+            rows = DDGS(timeout=max(1, int(timeout))).text(
+                query, max_results=max_results, timelimit=span_since(self.since))
         except RatelimitException as exc:
             raise RateLimited(f"Web search is rate limiting requests ({_short(exc)}).",
                               provider=self.name) from None
