@@ -149,7 +149,7 @@ def settle_run(store: Store, run_id: str, env: Mapping[str, str], *, now: dateti
                                 f"{notify.run_link(env, found.run_id)}")
             store.delete_run(run_id)
         return True
-    how_much = (measure or _how_much_changed)(store, run_id)
+    how_much = (measure or how_much_changed)(store, run_id)
     if how_much <= found.threshold:
         if watchstore.settle(store, found.id, pending_run_id=run_id, kept=False, checked_at=at,
                              result=f"Nothing new on {at[:10]}."):
@@ -170,6 +170,7 @@ def _start_update(runs: Any, run_id: str, *, person: str | None, cost_cap: float
     return str(start_update(runs, run_id, person=person, cost_cap=cost_cap))
 
 
-def _how_much_changed(store: Store, run_id: str) -> float:
+def how_much_changed(store: Store, run_id: str) -> float:
+    """How much a finished update changed, as one number (research/living/changes.py)."""
     how_much_changed = import_module("research.living.changes").how_much_changed
     return float(how_much_changed(store, run_id))
