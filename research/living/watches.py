@@ -99,7 +99,7 @@ def look(runs: Any, now: datetime, env: Mapping[str, str], *, start: Starter | N
         run = store.get_run(pending.pending_run_id)
         if run is None or (run.status in ENDED and not runs.is_alive(run.id)):
             settle_run(store, pending.pending_run_id, env, now=now, measure=measure)
-    start = start or _start_update
+    start = start or start_update
     started: list[str] = []
     for due in watchstore.due_watches(store, at):
         if not watchstore.claim_due(store, due.id, seen_next_at=due.next_at,
@@ -164,13 +164,13 @@ def settle_run(store: Store, run_id: str, env: Mapping[str, str], *, now: dateti
     return True
 
 
-def _start_update(runs: Any, run_id: str, *, person: str | None, cost_cap: float | None) -> str:
-    # The update run (issue 36, points 1-2): research/living/update.py.
-    start_update = import_module("research.living.update").start_update
-    return str(start_update(runs, run_id, person=person, cost_cap=cost_cap))
+def start_update(runs: Any, run_id: str, *, person: str | None, cost_cap: float | None) -> str:
+    """Start the update run of `run_id` (issue 36, points 1-2: research/living/update.py)."""
+    update = import_module("research.living.update")
+    return str(update.start_update(runs, run_id, person=person, cost_cap=cost_cap))
 
 
 def how_much_changed(store: Store, run_id: str) -> float:
     """How much a finished update changed, as one number (research/living/changes.py)."""
-    how_much_changed = import_module("research.living.changes").how_much_changed
-    return float(how_much_changed(store, run_id))
+    changes = import_module("research.living.changes")
+    return float(changes.how_much_changed(store, run_id))

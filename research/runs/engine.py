@@ -294,14 +294,25 @@ def watch_tick(scheduled_at: datetime, context: Any) -> None:
 def look_at_watches(at: str) -> int:
     """Hand the tick's time to this worker's `on_tick`; returns how many updates it started."""
     worker = _current()
-    if worker.on_tick is None:
+    on_tick = worker.on_tick
+    if on_tick is None:
         return 0
-    try:
-        started = worker.on_tick(datetime.fromisoformat(at))
-    except Exception:  # noqa: BLE001 - one bad look must not stop the next tick
-        log.exception("could not look at the watched topics")
-        return 0
-    return len(started) if isinstance(started, list) else 0
+    started: list[object] = []
+
+    def look() -> None:
+        try:
+            found = on_tick(datetime.fromisoformat(at))
+            started.extend(found if isinstance(found, list) else [])
+        except Exception:  # noqa: BLE001 - one bad look must not stop the next tick
+            log.exception("could not look at the watched topics")
+
+    # On a thread of its own, outside this step's context: the updates it starts are runs
+    # of their own (DBOS refuses to start a workflow from inside a step), as if started from
+    # a page, and the watch's claim in the store keeps a replayed tick from starting twice.
+    looker = threading.Thread(target=look, name="watch-tick")
+    looker.start()
+    looker.join()
+    return len(started)
 
 
 def _record_failure(store: Store, run_id: str, message: str) -> None:
