@@ -7,8 +7,9 @@ import math
 
 import streamlit as st
 
-from dashboard import ui, views, watches_view
+from dashboard import ui, versions_view, views, watches_view
 from research.runs import ACTIVE
+from storage.versions import version_groups
 
 PAGE_SIZE = 50
 
@@ -42,7 +43,10 @@ st.caption(f"{total} run(s) · page {int(page)} of {pages}")
 parent_ids = {r.parent_run_id for r in runs if r.parent_run_id}
 parents = {pid: parent.question if (parent := store.get_run(pid, person=person)) else ""
            for pid in parent_ids}
+groups = version_groups(store, [r.id for r in runs])  # the versions of one report together
+runs = versions_view.grouped(runs, groups)
 frame = views.library_frame(runs, url_for=lambda rid: f"/run?run={rid}", parents=parents)
+frame.insert(2, "Version", versions_view.version_labels(store, runs, groups))
 st.dataframe(
     frame, hide_index=True, width="stretch",
     column_config={

@@ -43,13 +43,14 @@ def watch_control(store: Store, run_id: str, person: str | None) -> None:
             every = st.selectbox("How often", list(EVERY_TEXT), format_func=EVERY_TEXT.get)
             cap = st.number_input("Budget for each update (USD, 0: the run's own)", 0.0, 100.0,
                                   0.0, step=0.05)
-            threshold = st.number_input("Tell me only when more than this many things changed",
-                                        0, 100, 0, step=1)
+            share = st.number_input("Tell me only when more than this share of the report's "
+                                    "claims changed (%)", 0, 100, 0, step=5,
+                                    help="0: any change at all.")
             if st.form_submit_button("Watch", type="primary"):
                 try:
                     watches.watch(store, run_id, every=every, now=datetime.now(UTC),
                                   person=person, cost_cap=float(cap) or None,
-                                  threshold=float(threshold))
+                                  threshold=share / 100)
                 except ValueError as exc:
                     st.error(views.md_text(exc))
                 else:

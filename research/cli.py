@@ -31,6 +31,7 @@ from research.documents import ingest_paths
 from research.documents.choice import with_sources
 from research.estimate import account_pace, estimate, estimate_line
 from research.export.formats import FORMATS, export_run
+from research.living.settings import update_request
 from research.llm.pricing import PriceTable
 from research.phases.start.preflight import check_configuration
 from research.pipeline import create_run
@@ -108,6 +109,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--enough", action="store_true",
                    help="with --resume: stop researching and write the report")
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted or waiting run")
+    p.add_argument("--update", metavar="RUN_ID",
+                   help="update a finished run's report with what is new since it was written "
+                        "(also: python -m research update RUN_ID); --max-cost caps the update")
     p.add_argument("--approve-plan", action="store_true",
                    help="with --resume: start research with the plan as it is")
     p.add_argument("--docs", nargs="+", type=Path, metavar="FILE_OR_FOLDER",
@@ -143,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         from research.api.commands import main as api_main
 
         return api_main(argv)
+    if argv[:1] == ["update"]:  # python -m research update RUN_ID (research/living)
+        argv = ["--update", *argv[1:]]
     args = parser().parse_args(argv)
     _quiet_logging()
     env = effective_env()
@@ -275,6 +281,16 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                 why = found.error if found.status == "interrupted" and found.error else ""
                 _say(f"Resuming run {args.resume}" + (f" (it was interrupted: {why})" if why else ""))
                 run = go(run_id)
+        elif args.update:
+            earlier, config = update_request(store, args.update, person=owner,
+                                             cost_cap=args.max_cost)
+            if not queued:
+                check_configuration(config, credentials)
+            run_id = session.run_id = create_run(store, earlier.question, config,
+                                                 parent_run_id=earlier.id, person=owner)
+            _say(f"Run id: {run_id} (an update of run {earlier.id}: what is new since "
+                 f"{config.update_since})")
+            run = go(run_id)
         else:
             parent, section = args.build_on, None
             if args.dig_deeper:

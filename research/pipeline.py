@@ -48,6 +48,7 @@ from research.core.executor import RunExecutor
 from research.core.records import ResearchResult, Run
 from research.core.retry import RetryPolicy
 from research.engines import HOSTED_ENGINES, LABELS, merge_for_delivery, run_hosted
+from research.living import revise
 from research.llm import build_llm
 from research.llm.base import LLM, RoleLLM
 from research.llm.budget import UsageMeter
@@ -222,6 +223,8 @@ def execute(
 
 def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     """The built-in multi-agent pipeline; with "all", the hosted engines run beside it."""
+    if revise.is_update(ctx):  # an update reuses its earlier version's plan (research/living)
+        revise.prepare(ctx)
     early_plan = plan.ahead(ctx)  # the plan's call goes out beside pre-flight and clarify
     ctx.executor.tasks.submit(warm_up)  # the page extractor loads while the plan is written
     preflight.run(ctx)
@@ -232,6 +235,11 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     ctx.executor.trim()  # research's many threads are not needed by writing and verifying
     if not found.sources:
         raise ResearchError(nothing_gathered(ctx))
+    if revise.is_update(ctx) and revise.found_nothing_new(ctx):
+        revise.keep_earlier(ctx)  # the earlier report stands: nothing to write or verify
+        revise.what_changed(ctx)
+        deliver.run(ctx, found.failed)
+        return
     if with_hosted and found.failed and len(found.failed) == len(found.researched):
         merge_for_delivery(ctx, list(HOSTED_ENGINES))  # only the hosted engines delivered
     else:
@@ -239,6 +247,8 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
     if not ctx.budget_reason():  # over budget: write up what was gathered, no more
         reviewed = review.run(ctx, found)  # the final sections' checks may start here
         verify.run(ctx, found.failed, reviewed.early)
+    if revise.is_update(ctx):
+        revise.what_changed(ctx)  # the report opens with "What changed since <date>"
     deliver.run(ctx, found.failed)
 
 

@@ -3,7 +3,7 @@
 The SQLite file's tables were made by the hand-written steps in `storage.migrations` (m001 to
 m006) before the store moved to Alembic; this metadata describes exactly that schema plus the
 later Alembic revisions (0002: `runs.person`; 0003: `account_books`; 0004: `api_tokens`,
-`api_callbacks`; 0007: `watches`), so a file made by an older version needs only
+`api_callbacks`; 0006: `report_versions`; 0007: `watches`), so a file made by an older version needs only
 those, and a PostgreSQL database is created from it
 (`storage/alembic/versions/0001_baseline.py`). `tests/test_migrations.py` compares the two.
 
@@ -288,9 +288,19 @@ passages = Table(
 
 # Every table holding rows of one run (they die with it, and `db copy` moves them with it),
 # in an order that satisfies the foreign keys when inserting.
+# A report's versions (issue 36; storage.versions): the run that updated an earlier one.
+report_versions = Table(
+    "report_versions", metadata,
+    Column("run_id", Text, primary_key=True),  # the update (a run of its own)
+    _txt("previous_run_id", nullable=False),  # the version it updates
+    _txt("first_run_id", nullable=False),  # the first version: what the Library groups by
+    _txt("since", nullable=False),  # the day the previous version was finished (YYYY-MM-DD)
+    _txt("created_at", nullable=False),
+    Index("idx_report_versions_first", "first_run_id"),
+)
 RUN_TABLES: tuple[Table, ...] = (
     plans, steps, sources, findings, queries, skipped_pages, drafts, reviews, reports,
-    verifications, usage, events, engine_reports,
+    verifications, usage, events, engine_reports, report_versions,
 )
 # What each model account allows and how much of its minute is spoken for, shared by every
 # process on the key (issue 31; storage.accounts). Its own, not a run's: never copied.

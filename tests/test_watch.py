@@ -96,7 +96,8 @@ def fresh(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
     for old in watchstore.list_watches(world.store):
         watchstore.remove_watch(world.store, old.id)
     monkeypatch.setattr(watches, "start_update", world.start_update)
-    monkeypatch.setattr(watches, "how_much_changed", lambda store, run_id: world.changed)
+    monkeypatch.setattr(watches, "how_much_changed",
+                        lambda store, run_id: (world.changed / 10, int(world.changed)))
     return world
 
 
@@ -122,7 +123,7 @@ def test_the_engines_schedule_driven_by_the_test_clock_starts_the_update_once_a_
     got = world.box.wait_for(1)
     assert len(got) == 1
     finished = world.store.get_run(base).finished_at  # type: ignore[union-attr]
-    assert got[0]["message"].startswith(f"Your watched topic changed (2 changes since {finished[:10]})")
+    assert got[0]["message"].startswith(f"Your watched topic changed (2 claims since {finished[:10]})")
     assert got[0]["message"].endswith(f"{BASE}/run?run={after.run_id}")
 
     world.jobs.tick_watches()  # the same moment again: nothing more is due
@@ -146,8 +147,8 @@ def test_a_watch_that_found_nothing_new_sends_nothing_and_keeps_nothing(fresh: W
 def test_a_change_within_the_threshold_counts_as_nothing(fresh: World) -> None:
     world = fresh
     base = world.finished_run("How cheap is solar now?")
-    watch = watches.watch(world.store, base, every="daily", now=T0, threshold=3)
-    world.now, world.changed = T0 + timedelta(days=1), 3
+    watch = watches.watch(world.store, base, every="daily", now=T0, threshold=0.3)
+    world.now, world.changed = T0 + timedelta(days=1), 3  # 3 claims of 10 changed: 0.3
     (update,) = watches.look(world.jobs, world.now, world.env)
     assert world.settled(watch.id).run_id == base
     assert world.store.get_run(update) is None and world.box.received == []

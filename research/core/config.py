@@ -76,6 +76,9 @@ class ResearchConfig(BaseModel):
     # "Dig deeper": the title of the parent report's section the follow-up explores. Its text
     # is fetched from the parent report and shown to the planner as untrusted data.
     dig_deeper_section: str = Field(default="", max_length=300)
+    # An update of an earlier report (research/living/): the day that report was finished
+    # (YYYY-MM-DD). Searches ask only for what was published since, where the provider can.
+    update_since: str = Field(default="", pattern=r"^(\d{4}-\d{2}-\d{2})?$")
     # The person's goal (issue 14): an exit case that ends research early once met, and the
     # shape of the report they want. Their own words; both shown in the method notes.
     done_when: str = Field(default="", max_length=500)

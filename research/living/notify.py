@@ -89,11 +89,10 @@ def run_message(run: Run, link: str) -> str | None:
     return f"{words}: “{one_line(run.question)}” {link}"
 
 
-def changed_message(run: Run, since: str, how_much: float, link: str) -> str:
+def changed_message(run: Run, since: str, how_many: int, link: str) -> str:
     """The one line for a watched topic whose update found something new."""
-    count = f"{how_much:g}"
-    return (f"Your watched topic changed ({count} change{'s' if how_much != 1 else ''} since "
-            f"{since[:10]}): “{one_line(run.question)}” {link}")
+    return (f"Your watched topic changed ({how_many} claim{'s' if how_many != 1 else ''} "
+            f"since {since[:10]}): “{one_line(run.question)}” {link}")
 
 
 def send(urls: Sequence[str], body: str, *, title: str = TITLE) -> Sent:

@@ -22,21 +22,24 @@ import calendar
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING
 
 from research.core.errors import ResearchError
 from research.living import notify
+from research.living.changes import changes
 from storage import Store
 from storage import watches as watchstore
 from storage.watches import Watch
+
+if TYPE_CHECKING:
+    from research.runs.jobs import Runs
 
 log = logging.getLogger(__name__)
 
 # start_update(runs, run_id, *, person=..., cost_cap=...) -> the update run's id
 Starter = Callable[..., str]
-# how much a finished update changed, as one number (0: nothing)
-Measure = Callable[[Store, str], float]
+# how much a finished update changed: (score, how many claims) ((0, 0): nothing)
+Measure = Callable[[Store, str], tuple[float, int]]
 ENDED = ("completed", "failed", "cancelled")
 
 
@@ -87,7 +90,7 @@ def resume_watch(store: Store, watch_id: str, *, now: datetime, person: str | No
                                 next_at=stamp(next_time(found.every, now)))
 
 
-def look(runs: Any, now: datetime, env: Mapping[str, str], *, start: Starter | None = None,
+def look(runs: Runs, now: datetime, env: Mapping[str, str], *, start: Starter | None = None,
          measure: Measure | None = None) -> list[str]:
     """One tick: settle updates that ended unseen, then start every due watch's update.
     Returns the ids of the update runs started. `runs` is the process's `research.runs.Runs`;
@@ -149,28 +152,34 @@ def settle_run(store: Store, run_id: str, env: Mapping[str, str], *, now: dateti
                                 f"{notify.run_link(env, found.run_id)}")
             store.delete_run(run_id)
         return True
-    how_much = (measure or how_much_changed)(store, run_id)
-    if how_much <= found.threshold:
+    score, how_many = (measure or how_much_changed)(store, run_id)
+    if how_many == 0 or score <= found.threshold:
         if watchstore.settle(store, found.id, pending_run_id=run_id, kept=False, checked_at=at,
                              result=f"Nothing new on {at[:10]}."):
             store.delete_run(run_id)  # nothing is kept when nothing changed
         return True
     if watchstore.settle(store, found.id, pending_run_id=run_id, kept=True, checked_at=at,
-                         result=f"Changed on {at[:10]}: {how_much:g} change(s)."):
+                         result=f"Changed on {at[:10]}: {how_many} claim(s)."):
         urls = notify.targets(env, found.person)
         if urls:
-            notify.send(urls, notify.changed_message(run, since, how_much,
+            notify.send(urls, notify.changed_message(run, since, how_many,
                                                      notify.run_link(env, run_id)))
     return True
 
 
-def start_update(runs: Any, run_id: str, *, person: str | None, cost_cap: float | None) -> str:
-    """Start the update run of `run_id` (issue 36, points 1-2: research/living/update.py)."""
-    update = import_module("research.living.update")
-    return str(update.start_update(runs, run_id, person=person, cost_cap=cost_cap))
+def start_update(runs: Runs, run_id: str, *, person: str | None, cost_cap: float | None) -> str:
+    """Start the update run of `run_id` (research/living/update.py), with the keys of the
+    process that starts it (a worker's own, or the dashboard's embedded worker's)."""
+    # Imported here: the door to runs (research/runs/jobs.py) loads this module through
+    # research/living/hooks.py, and research/living/update.py loads the door.
+    from research.living.update import start_update as start
+
+    return start(runs, run_id, person=person, cost_cap=cost_cap)
 
 
-def how_much_changed(store: Store, run_id: str) -> float:
-    """How much a finished update changed, as one number (research/living/changes.py)."""
-    changes = import_module("research.living.changes")
-    return float(changes.how_much_changed(store, run_id))
+def how_much_changed(store: Store, run_id: str) -> tuple[float, int]:
+    """How much a finished update changed: its score (changed claims per earlier claim, the
+    number a watch's threshold is compared with) and how many claims changed
+    (research/living/changes.py)."""
+    found = changes(store, run_id)
+    return (found.score, found.count) if found is not None else (0.0, 0)

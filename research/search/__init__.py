@@ -22,19 +22,20 @@ def _tavily(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
             "Tavily search needs an API key: set TAVILY_API_KEY, or remove 'tavily' from "
             "DEEP_RESEARCH_SEARCH (the keyless 'web' search needs no key)."
         )
-    return TavilySearch(key, base_url=config.tavily_base_url)
+    return TavilySearch(key, base_url=config.tavily_base_url, since=config.update_since or None)
 
 
 def _web(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.web import WebSearch
 
-    return WebSearch()
+    return WebSearch(since=config.update_since or None)
 
 
 def _arxiv(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.arxiv import ArxivSearch
 
-    return ArxivSearch(config.arxiv_base_url, pace=config.search_pace)
+    return ArxivSearch(config.arxiv_base_url, pace=config.search_pace,
+                       since=config.update_since or None)
 
 
 def _semanticscholar(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
@@ -42,7 +43,7 @@ def _semanticscholar(config: ResearchConfig, credentials: Credentials) -> Search
 
     return SemanticScholarSearch(
         config.semanticscholar_base_url, api_key=credentials.get("semanticscholar"),
-        pace=config.search_pace,
+        pace=config.search_pace, since=config.update_since or None,
     )
 
 

@@ -24,7 +24,9 @@ class ArxivSearch:
     name = "arxiv"
     academic = True
 
-    def __init__(self, base_url: str | None = None, *, pace: float = 1.0) -> None:
+    def __init__(self, base_url: str | None = None, *, pace: float = 1.0,
+                 since: str | None = None) -> None:
+        self.since = since  # YYYY-MM-DD: only papers submitted since (an update)
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.pace = pacing.pacer(self.name, self.base_url, pace, official=DEFAULT_BASE_URL)
 
@@ -37,7 +39,7 @@ class ArxivSearch:
                 _, body, _ = http_get(
                     f"{self.base_url}/api/query",
                     params={
-                        "search_query": f"all:{terms}",
+                        "search_query": f"all:{terms}" + self._dates(),
                         "start": 0,
                         "max_results": max(1, max_results),
                         "sortBy": "relevance",
@@ -50,6 +52,13 @@ class ArxivSearch:
                 self.pace.hold(exc.retry_after)
                 raise
         return parse_atom(body, self.name)[:max_results]
+
+    def _dates(self) -> str:
+        """An update's `submittedDate:[from TO to]` range (YYYYMMDDTTTT, GMT), ANDed with the
+        terms: https://info.arxiv.org/help/api/user-manual.html#query_details"""
+        if not self.since:
+            return ""
+        return f" AND submittedDate:[{self.since.replace('-', '')}0000 TO 299912312359]"
 
 
 def parse_atom(body: bytes, provider: str = "arxiv") -> list[SearchResult]:

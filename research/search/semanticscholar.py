@@ -22,7 +22,8 @@ class SemanticScholarSearch:
     academic = True
 
     def __init__(self, base_url: str | None = None, api_key: str | None = None, *,
-                 pace: float = 1.0) -> None:
+                 pace: float = 1.0, since: str | None = None) -> None:
+        self.since = since  # YYYY-MM-DD: only papers published since (an update)
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self._api_key = api_key
         self.pace = pacing.pacer(self.name, self.base_url, pace, official=DEFAULT_BASE_URL)
@@ -34,8 +35,7 @@ class SemanticScholarSearch:
             try:
                 _, body, _ = http_get(
                     f"{self.base_url}/graph/v1/paper/search",
-                    params={"query": query.strip(), "limit": max(1, min(100, max_results)),
-                            "fields": FIELDS},
+                    params=self._params(query, max_results),
                     headers={"x-api-key": self._api_key} if self._api_key else None,
                     timeout=timeout,
                     provider=self.name,
@@ -52,6 +52,16 @@ class SemanticScholarSearch:
                                 provider=self.name) from None
         papers = payload.get("data") if isinstance(payload, dict) else None
         return [r for r in (_result(p, self.name) for p in papers or []) if r][:max_results]
+
+    def _params(self, query: str, max_results: int) -> dict[str, str | int]:
+        """The search's parameters; an update adds `publicationDateOrYear=<since>:` (an
+        open-ended range: https://api.semanticscholar.org/api-docs/graph#tag/Paper-Data/
+        operation/get_graph_paper_relevance_search)."""
+        params: dict[str, str | int] = {"query": query.strip(),
+                                        "limit": max(1, min(100, max_results)), "fields": FIELDS}
+        if self.since:
+            params["publicationDateOrYear"] = f"{self.since}:"
+        return params
 
 
 def _result(paper: Any, provider: str) -> SearchResult | None:

@@ -43,8 +43,10 @@ class TavilySearch:
     name = "tavily"
     academic = False
 
-    def __init__(self, api_key: str, base_url: str | None = None) -> None:
+    def __init__(self, api_key: str, base_url: str | None = None, *,
+                 since: str | None = None) -> None:
         self._api_key = api_key
+        self.since = since  # YYYY-MM-DD: only what was published since (an update)
         self.base_url = base_url.rstrip("/") if base_url else None
         self.pace = pacing.pacer(self.name, self.base_url or DEFAULT_BASE_URL)
 
@@ -70,7 +72,7 @@ class TavilySearch:
         try:
             payload = client.search(
                 query, max_results=max(1, min(20, max_results)), timeout=timeout,
-                search_depth="basic", include_raw_content=False,
+                search_depth="basic", include_raw_content=False, **self._dates(),
             )
         except Exception as exc:  # noqa: BLE001 - every SDK failure is mapped below
             raise self._map_error(exc, seen[-1] if seen else None) from None
@@ -79,6 +81,11 @@ class TavilySearch:
             session.close()
         rows = payload.get("results") if isinstance(payload, dict) else None
         return [r for r in (_result(row, self.name) for row in rows or []) if r][:max_results]
+
+    def _dates(self) -> dict[str, str]:
+        """Tavily's `start_date` (YYYY-MM-DD, results published on or after it), for an
+        update: https://docs.tavily.com/documentation/api-reference/endpoint/search"""
+        return {"start_date": self.since} if self.since else {}
 
     def _map_error(self, exc: Exception, response: requests.Response | None) -> ProviderError:
         status = response.status_code if response is not None else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from ddgs import DDGS
@@ -15,11 +16,15 @@ class WebSearch:
     name = "web"
     academic = False
 
+    def __init__(self, *, since: str | None = None) -> None:
+        self.since = since  # YYYY-MM-DD: only what was published since (an update)
+
     def search(self, query: str, *, max_results: int, timeout: float) -> list[SearchResult]:
         if not query.strip():
             return []
         try:
-            rows = DDGS(timeout=max(1, int(timeout))).text(query, max_results=max_results)
+            rows = DDGS(timeout=max(1, int(timeout))).text(
+                query, max_results=max_results, timelimit=timelimit(self.since))
         except RatelimitException as exc:
             raise RateLimited(f"Web search is rate limiting requests ({_short(exc)}).",
                               provider=self.name) from None
@@ -31,6 +36,21 @@ class WebSearch:
                 return []
             raise ProviderError(f"Web search failed: {_short(exc)}", provider=self.name) from None
         return [r for r in (_result(row, self.name) for row in rows or []) if r][:max_results]
+
+
+def timelimit(since: str | None) -> str | None:
+    """ddgs's coarse `timelimit` ("d", "w", "m", "y") that covers the days since `since`
+    (the search engines behind it take no exact date); None: no limit."""
+    if not since:
+        return None
+    try:
+        days = (date.today() - date.fromisoformat(since)).days
+    except ValueError:
+        return None
+    for limit, span in (("d", 1), ("w", 7), ("m", 31), ("y", 366)):
+        if days < span:
+            return limit
+    return None
 
 
 def _result(row: Any, provider: str) -> SearchResult | None:

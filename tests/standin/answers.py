@@ -112,10 +112,13 @@ def llm_answer(standin: StandinServer, fault: Fault | None, system: str, user: s
     return text, special, finish
 
 
-def tavily_results(standin: StandinServer, q: str, count: int, base: str) -> list[dict[str, Any]]:
-    """Tavily's result rows for a query (with off-topic and planted extra results)."""
+def tavily_results(standin: StandinServer, q: str, count: int, base: str, *,
+                   since: str | None = None) -> list[dict[str, Any]]:
+    """Tavily's result rows for a query (with off-topic and planted extra results, and the
+    pages a test published first); with `since` (Tavily's start_date), only results
+    published on or after it."""
     off_topic = standin.off_topic_results
-    results = []
+    results = [_world_row(slug, base) for slug in pages.WORLD.slugs()]
     for k in range(1, count + 1):
         slug = slug_for(q, k, off_topic=k > count - off_topic)
         meta = article_meta(slug)
@@ -127,6 +130,7 @@ def tavily_results(standin: StandinServer, q: str, count: int, base: str) -> lis
             "raw_content": None,
             "published_date": meta["published"] or None,
         })
+    results = [r for r in results if pages.published_since(r["published_date"], since)][:count]
     extra = standin._next_extra() if count >= 2 else None
     if extra is not None:
         results = [{
@@ -136,6 +140,36 @@ def tavily_results(standin: StandinServer, q: str, count: int, base: str) -> lis
             "score": 0.99, "raw_content": None, "published_date": None,
         }, *results[:-1]]
     return results
+
+
+def _world_row(slug: str, base: str) -> dict[str, Any]:
+    meta = article_meta(slug)
+    return {"url": f"{base}/pages/article/{slug}", "title": meta["title"],
+            "content": meta["snippet"], "score": 0.97, "raw_content": None,
+            "published_date": meta["published"]}
+
+
+_ARXIV_DATES = re.compile(r"\s+AND\s+submittedDate:\[(\d{8})\d*\s+TO\s+\d+\]", re.IGNORECASE)
+
+
+def arxiv_terms(search_query: str) -> tuple[str, str | None]:
+    """(the terms, the day a `submittedDate:[from TO to]` range starts or None) of an arXiv
+    search_query: https://info.arxiv.org/help/api/user-manual.html#query_details"""
+    match = _ARXIV_DATES.search(search_query)
+    terms = _ARXIV_DATES.sub("", search_query).removeprefix("all:")
+    if not match:
+        return terms, None
+    day = match.group(1)
+    return terms, f"{day[:4]}-{day[4:6]}-{day[6:]}"
+
+
+def s2_since(value: str | None) -> str | None:
+    """The first day of Semantic Scholar's `publicationDateOrYear` ("2024-05-01:", "2024:",
+    "2020-01-01:2021"), or None."""
+    start = (value or "").split(":", 1)[0].strip()
+    if not start:
+        return None
+    return start if len(start) == 10 else f"{start[:4]}-01-01"
 
 
 def papers(q: str, first: int) -> list[tuple[str, dict[str, str]]]:

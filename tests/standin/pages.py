@@ -19,6 +19,7 @@ import hashlib
 import html
 import io
 import random
+import threading
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
@@ -87,7 +88,57 @@ def _published(key: str) -> dt.date:
     return BASE_DATE - dt.timedelta(days=_rng("date:" + key).randint(1, 2 * 365 + 120))
 
 
+class World:
+    """Pages a test published into the stand-in's web beyond the generated ones, dated today
+    unless told: news for an update of a report to find (research/living/). Every Tavily
+    search lists them first; `StandinServer.reset()` empties the world again."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pages: dict[str, tuple[str, dt.date, list[str]]] = {}
+
+    def publish(self, slug: str, title: str, paragraphs: list[str], *,
+                published: dt.date | None = None) -> str:
+        """Serve /pages/article/<slug> with these paragraphs; returns its path."""
+        with self._lock:
+            self._pages[slug] = (title, published or BASE_DATE, list(paragraphs))
+        return f"/pages/article/{slug}"
+
+    def revise(self, slug: str, old: str, new: str) -> str:
+        """Publish today a revised copy of /pages/article/<slug> at <slug>-revised, its text
+        with `old` (a figure) replaced by `new`; returns its path."""
+        title, _, paragraphs = _article(slug)
+        return self.publish(f"{slug}-revised", title, [p.replace(old, new) for p in paragraphs])
+
+    def get(self, slug: str) -> tuple[str, dt.date, list[str]] | None:
+        with self._lock:
+            return self._pages.get(slug)
+
+    def slugs(self) -> list[str]:
+        with self._lock:
+            return list(self._pages)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._pages.clear()
+
+
+WORLD = World()
+
+
+def published_since(published: str | None, since: str | None) -> bool:
+    """Whether a page dated `published` (YYYY-MM-DD; None: undated) passes a search's
+    "published since" filter (None: no filter). Undated pages do not pass a filter, as
+    Tavily leaves out results it cannot date when given start_date."""
+    if not since:
+        return True
+    return bool(published) and str(published)[:10] >= since[:10]
+
+
 def _article(slug: str) -> tuple[str, dt.date, list[str]]:
+    published_page = WORLD.get(slug)
+    if published_page is not None:
+        return published_page
     rng = _rng("article:" + slug)
     topic = _topic(slug)
     published = _published(slug)

@@ -104,9 +104,11 @@ from tests.standin.answers import (  # noqa: F401 - re-exported: tests import th
     TRACKING_URL,
     Fault,
     article_meta,
+    arxiv_terms,
     llm_answer,
     paper_meta,
     papers,
+    s2_since,
     slug_for,
     tavily_results,
 )
@@ -298,6 +300,7 @@ class StandinServer:
             self.answer_words = 0
             self.off_topic_results = 0
             self._extra_results.clear()
+            pages.WORLD.reset()
             self.behaviour = "house"
             self.script = None
             self._generation += 1
@@ -796,7 +799,8 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
         q = str(body.get("query") or "")
         count = max(1, min(20, int(body.get("max_results") or 4)))
         base = self._base()
-        results = tavily_results(self.standin, q, count, base)
+        results = tavily_results(self.standin, q, count, base,
+                                 since=str(body.get("start_date") or "") or None)
         self._send_json(200, {"query": q, "follow_up_questions": None, "answer": None,
                               "images": [], "results": results, "response_time": 0.42,
                               "request_id": f"standin-{brain.stable_hash(q)[:12]}"})
@@ -806,11 +810,12 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
             self._send(404, b"Not found", "text/plain")
             return
         params = {k: v[0] for k, v in parse_qs(query).items()}
-        q = params.get("search_query", "").removeprefix("all:")
+        q, since = arxiv_terms(params.get("search_query", ""))
         base = self._base()
         limit = max(0, int(params.get("max_results", "2") or 2))
         entries = []
-        for paper_id, meta in papers(q, 1)[:limit]:
+        for paper_id, meta in [p for p in papers(q, 1)
+                               if pages.published_since(p[1]["published"], since)][:limit]:
             url = f"{base}/pages/paper/{paper_id}"
             published = meta["published"] or "2024-01-01"
             entries.append(
@@ -847,7 +852,9 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
         limit = max(0, int(params.get("limit", "2") or 2))
         base = self._base()
         data = []
-        for paper_id, meta in papers(q, 3)[:limit]:
+        since = s2_since(params.get("publicationDateOrYear"))
+        for paper_id, meta in [p for p in papers(q, 3)
+                               if pages.published_since(p[1]["published"], since)][:limit]:
             published = meta["published"] or None
             data.append({
                 "paperId": paper_id,

@@ -4,7 +4,7 @@ On PostgreSQL the baseline builds today's `storage.schema` tables, so a database
 made has the table already: only create what is missing.
 
 Revision ID: 0007
-Revises: 0004 (rechained at merge)
+Revises: 0006 (on this branch, after merging `update`; rechained at merge)
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007"
-down_revision = "0004"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
