@@ -5,10 +5,10 @@ is neither sent nor kept.
 
 The schedule's clock is the test's: the engine's tick (research/runs/engine.py) hands its time
 to `watches.look`, and the door to runs takes a `watch_clock` that stands in for it, so no test
-waits a day. Runs here are executed by a small executor on the real engine; the update run
-and its "how much changed" number are the update's own (research/living/update.py,
-research/living/changes.py), stood in for here by a run that builds on the watched one and a
-number the test sets."""
+waits a day. Here runs are executed by a small executor on the real engine, and the update and
+its "how much changed" are stood in for (a run that builds on the watched one, a number the
+test sets), so each rule is checked in a fraction of a second; tests/test_watch_e2e.py does
+the same with real updates over HTTP to the stand-in."""
 
 from __future__ import annotations
 
@@ -208,3 +208,20 @@ def test_only_a_finished_run_can_be_watched_and_months_end_on_their_last_day(
     jan31 = datetime(2026, 1, 31, 8, 0, tzinfo=UTC)
     assert watches.next_time("monthly", jan31) == datetime(2026, 2, 28, 8, 0, tzinfo=UTC)
     assert watches.next_time("weekly", jan31) == datetime(2026, 2, 7, 8, 0, tzinfo=UTC)
+
+
+def test_a_workers_tick_starts_updates_on_the_engine_it_launched_and_leaves_it_running(
+        fresh: World) -> None:
+    """`python -m research worker` looks at the watches through a door attached to its own
+    engine (research/runs/worker.py): no second launch, and closing it stops nothing."""
+    world = fresh
+    base = world.finished_run("What do workers do?")
+    watch = watches.watch(world.store, base, every="daily", now=T0)
+    attached = Runs(world.jobs.db_path, attach=True)
+    try:
+        world.now, world.changed = T0 + timedelta(days=1), 1
+        (update,) = watches.look(attached, world.now, world.env)
+    finally:
+        attached.close()
+    assert world.settled(watch.id).run_id == update  # executed by the engine still running
+    assert world.finished_run("And after?")  # the module's door still works
