@@ -31,6 +31,7 @@ from research.documents import ingest_paths
 from research.documents.choice import with_sources
 from research.estimate import account_pace, estimate, estimate_line
 from research.export.formats import FORMATS, export_run
+from research.living.hooks import after_run as tell
 from research.living.settings import update_request
 from research.llm.pricing import PriceTable
 from research.phases.start.preflight import check_configuration
@@ -257,8 +258,10 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             """Go on with the stored run (new, interrupted, answered) here, or queue it for a
             worker and watch it (--detach: queue only, None)."""
             if runs is None:
-                return resume(run_id, store=store, credentials=credentials, on_event=printer,
-                              prices=prices)
+                ended = resume(run_id, store=store, credentials=credentials, on_event=printer,
+                               prices=prices)
+                tell(store, run_id, env)  # its person, outside the terminal (issue 36)
+                return ended
             runs.resume(run_id, credentials)  # the workers' own keys are used, never these
             if args.detach:
                 return None

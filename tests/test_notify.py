@@ -21,7 +21,9 @@ from research.living import notify
 from research.runs import Runs
 from storage import Store
 from storage.schema import metadata
+from tests.cli_helpers import RunCli
 from tests.notify_receiver import Receiver, receiver
+from tests.standin import StandinServer
 
 CREDS = Credentials.from_env({"OPENAI_API_KEY": "sk-test-0123456789abcdef"})
 SECRET = "hunter2-notify-pass-91f3"  # the target's password: a secret like a key
@@ -140,3 +142,23 @@ def test_notification_targets_never_reach_the_database_logs_or_events(
     raw = b"".join(p.read_bytes() for p in folder.iterdir() if p.is_file())
     assert SECRET.encode() not in raw
     assert SECRET not in caplog.text
+
+
+def test_a_run_in_the_terminal_tells_its_person_too(
+        run_cli: RunCli, standin: StandinServer, standin_env: dict[str, str],
+        tmp_path: Path) -> None:
+    """`python -m research "..."` executes in the terminal's process, not on the engine: it
+    tells the person the same way when the run ends (here: a model that refuses the key)."""
+    standin.reset()
+    standin.add_fault("openai", "status", times=50, status=401,
+                      body={"error": {"message": "Incorrect API key provided",
+                                      "type": "invalid_request_error"}})
+    with receiver() as box:
+        result = run_cli(["How loud are heat pumps?", "--preset", "quick"],
+                         {**standin_env, **_env(box), "DEEP_RESEARCH_DB": str(tmp_path / "x.db")},
+                         tmp_path)
+        got = box.wait_for(1)
+    standin.reset()
+    assert result.returncode == 1
+    assert len(got) == 1
+    assert got[0]["message"].startswith("Research failed: “How loud are heat pumps?” " + BASE)
