@@ -33,8 +33,14 @@ BASE = "https://studio.example.org"
 
 
 def _complete(run_id: str, *, store: Store, **_: Any) -> Run | None:
+    """Completes every run, except an update of a question about something flaky."""
+    run = store.get_run(run_id)
+    assert run is not None
     store.set_run_status(run_id, "running")
-    store.set_run_status(run_id, "completed")
+    if run.parent_run_id and "flaky" in run.question:
+        store.set_run_status(run_id, "failed", error="the search service stopped answering")
+    else:
+        store.set_run_status(run_id, "completed")
     return store.get_run(run_id)
 
 
@@ -225,3 +231,19 @@ def test_a_workers_tick_starts_updates_on_the_engine_it_launched_and_leaves_it_r
         attached.close()
     assert world.settled(watch.id).run_id == update  # executed by the engine still running
     assert world.finished_run("And after?")  # the module's door still works
+
+
+def test_a_failed_update_is_not_kept_and_its_watcher_is_told_why(fresh: World) -> None:
+    world = fresh
+    base = world.finished_run("Is this flaky service reliable?")
+    watch = watches.watch(world.store, base, every="daily", now=T0)
+    world.now = T0 + timedelta(days=1)
+    (update,) = watches.look(world.jobs, world.now, world.env)
+    after = world.settled(watch.id)
+    assert after.run_id == base and world.store.get_run(update) is None
+    assert after.last_result == "The last update failed: the search service stopped answering"
+    got = world.box.wait_for(1)
+    assert [g["message"] for g in got] == [
+        f"The update of your watched topic failed: “Is this flaky service reliable?” "
+        f"{BASE}/run?run={base}"]
+    assert after.next_at == watches.stamp(world.now + timedelta(days=1))  # tried again tomorrow
