@@ -36,6 +36,8 @@ def _ending(run_id: str, *, store: Store, **_: Any) -> Run | None:
     assert run is not None
     status = run.question.split(":")[0]
     store.set_run_status(run_id, "running")
+    if status == "crash":
+        raise RuntimeError("the program itself broke")
     if status == "failed":
         store.set_run_status(run_id, "failed", error="the model stopped answering")
     else:
@@ -76,6 +78,7 @@ def _env(box: Receiver, **more: str) -> dict[str, str]:
 @pytest.mark.parametrize(("status", "words"), [
     ("completed", "Research finished"),
     ("failed", "Research failed"),
+    ("crash", "Research failed"),  # recorded by the engine, then told
     ("waiting", "A run is waiting for your answer"),
 ])
 def test_a_run_that_ends_or_waits_tells_its_person_in_one_line_with_a_link(

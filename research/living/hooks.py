@@ -19,20 +19,16 @@ from storage import Store
 
 log = logging.getLogger(__name__)
 
-Executor = Callable[..., Any]
 Env = Callable[[], Mapping[str, str]]
 
 
-def telling(executor: Executor, env: Env) -> Executor:
-    """`executor`, then `after_run` on the run it executed (whatever became of it)."""
+def telling(env: Env) -> Callable[[Store, str], None]:
+    """What the job engine calls after it executed a run (`engine.Worker.after_run`)."""
 
-    def execute_and_tell(run_id: str, *, store: Store, **kwargs: Any) -> Any:
-        try:
-            return executor(run_id, store=store, **kwargs)
-        finally:
-            after_run(store, run_id, env())
+    def tell(store: Store, run_id: str) -> None:
+        after_run(store, run_id, env())
 
-    return execute_and_tell
+    return tell
 
 
 def after_run(store: Store, run_id: str, env: Mapping[str, str]) -> None:

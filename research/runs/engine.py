@@ -85,6 +85,8 @@ class Worker:
     handed: dict[str, tuple[Credentials, PriceTable | None]] = field(default_factory=dict)
     # What a tick of the watched topics' schedule does here (None: nothing).
     on_tick: Callable[[datetime], object] | None = None
+    # What follows a run's execution here, however it ended (telling its person).
+    after_run: Callable[[Store, str], None] | None = None
 
 
 _lock = threading.Lock()
@@ -267,6 +269,8 @@ def execute_run(run_id: str) -> str:
             store.set_run_status(run_id, "cancelled")
         else:
             _guarded(worker, store, run_id, credentials, prices)
+            if worker.after_run is not None:  # after a failure is recorded, too
+                worker.after_run(store, run_id)
         run = store.get_run(run_id)
         return run.status if run else "missing"
     finally:

@@ -87,11 +87,12 @@ class Runs:
         owner = liveness.this_process()
         # After a run, its person is told, and a watch's update kept or dropped
         # (research/living/hooks.py); each tick of the watch schedule starts due updates.
-        engine.launch(engine.Worker(self.db_path, hooks.telling(executor, env),
+        engine.launch(engine.Worker(self.db_path, executor,
                                     credentials or self._own_credentials,
                                     prices or self._own_prices,
                                     on_tick=None if self.external else hooks.on_tick(
-                                        self, env, watch_clock)),
+                                        self, env, watch_clock),
+                                    after_run=hooks.telling(env)),
                       listen=not self.external, concurrency=self.workers.concurrency,
                       executor_id=f"watcher-{owner}" if self.external else engine.EXECUTOR_ID,
                       jobs_url=self.workers.jobs_url)

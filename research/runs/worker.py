@@ -166,9 +166,10 @@ def main(argv: list[str]) -> int:
     me = executor_id()
     # After a run, its person is told (research/living/hooks.py); a tick of the watched
     # topics' schedule starts due updates here, through a `Runs` on this worker's engine.
-    engine.launch(engine.Worker(db_path, hooks.telling(execute, effective_env),
-                                  lambda: _own_credentials(), lambda: _own_prices(),
-                                  on_tick=lambda at: _watch_tick(db_path, at)),
+    engine.launch(engine.Worker(db_path, execute, lambda: _own_credentials(),
+                                  lambda: _own_prices(),
+                                  on_tick=lambda at: _watch_tick(db_path, at),
+                                  after_run=hooks.telling(effective_env)),
                    concurrency=concurrency, executor_id=me, jobs_url=settings.jobs_url)
     beats = beats_engine(engine.system_database_url(db_path, settings.jobs_url))
     beat(beats, me, first=True)
