@@ -148,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
         from research.api.commands import main as api_main
 
         return api_main(argv)
+    if argv[:1] == ["watch"]:  # python -m research watch RUN_ID | list | pause ... (issue 36)
+        from research.living.watch_command import main as watch_main
+
+        return watch_main(argv[1:])
     if argv[:1] == ["update"]:  # python -m research update RUN_ID (research/living)
         argv = ["--update", *argv[1:]]
     args = parser().parse_args(argv)
