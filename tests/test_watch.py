@@ -247,3 +247,11 @@ def test_a_failed_update_is_not_kept_and_its_watcher_is_told_why(fresh: World) -
         f"The update of your watched topic failed: “Is this flaky service reliable?” "
         f"{BASE}/run?run={base}"]
     assert after.next_at == watches.stamp(world.now + timedelta(days=1))  # tried again tomorrow
+
+
+def test_a_watch_that_could_never_update_is_refused_at_once(fresh: World) -> None:
+    world = fresh
+    base = world.finished_run("Too dear?")
+    with pytest.raises(ValueError, match="cost cap must be between"):
+        watches.watch(world.store, base, every="daily", now=T0, cost_cap=20000)
+    assert watchstore.list_watches(world.store) == []

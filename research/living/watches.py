@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from research.core.errors import ResearchError
 from research.living import notify
 from research.living.changes import changes
+from research.living.settings import update_request
 from storage import Store
 from storage import watches as watchstore
 from storage.watches import Watch
@@ -66,7 +67,8 @@ def next_time(every: str, after: datetime) -> datetime:
 
 def watch(store: Store, run_id: str, *, every: str, now: datetime, person: str | None = None,
           cost_cap: float | None = None, threshold: float = 0.0) -> Watch:
-    """Watch a finished run of `person`; ValueError in plain words when it cannot be."""
+    """Watch a finished run of `person`; ValueError in plain words when it cannot be (a
+    ConfigError, also a ValueError, when it could not be updated: research/living/settings.py)."""
     run = store.get_run(run_id, person=person)
     if run is None:
         raise ValueError("There is no such run to watch.")
@@ -76,6 +78,7 @@ def watch(store: Store, run_id: str, *, every: str, now: datetime, person: str |
         raise ValueError("The budget for each update must be more than zero.")
     if threshold < 0:
         raise ValueError("The threshold cannot be negative.")
+    update_request(store, run_id, person=person, cost_cap=cost_cap)  # ConfigError: it cannot be
     return watchstore.add_watch(store, run_id, person=run.person, every=every,
                                 next_at=stamp(next_time(every, now)), cost_cap=cost_cap,
                                 threshold=threshold)
@@ -128,13 +131,14 @@ def look(runs: Runs, now: datetime, env: Mapping[str, str], *, start: Starter | 
 def settle_run(store: Store, run_id: str, env: Mapping[str, str], *, now: datetime | None = None,
                measure: Measure | None = None) -> bool:
     """If `run_id` is a watch's pending update that ended, keep and tell, or drop it quietly.
-    True when it was a watch's update (the ordinary end-of-run message is then not sent)."""
+    True when it did (the ordinary end-of-run message is then not sent); an update that waits
+    for its person's answer is told as any run is."""
     found = watchstore.watch_of_run(store, run_id)
     if found is None or found.pending_run_id != run_id:
         return False
     run = store.get_run(run_id)
     if run is not None and run.status not in ENDED:
-        return True  # waiting for its person, or paused: settled when it ends
+        return False  # waiting for its person (told as any run is), or paused: settled at its end
     at = stamp(now or datetime.now(UTC))
     previous = store.get_run(found.run_id)
     since = (previous.finished_at or previous.created_at) if previous else found.created_at
