@@ -81,7 +81,8 @@ class Runs:
         self.external = watch_only or self.workers.mode == "external"
         # `attach`: the engine this process launched already (a worker's): start runs on it.
         self._attached = attach
-        if attach:
+        if attach:  # this process executes what it queues (it is the worker)
+            self.external = False
             self.interrupted_at_start: list[str] = []
             return
         owner = liveness.this_process()
