@@ -240,6 +240,8 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
         revise.what_changed(ctx)
         deliver.run(ctx, found.failed)
         return
+    if revise.is_update(ctx):  # what new evidence changed is written from the new evidence
+        found = revise.without_superseded(ctx, found)
     if with_hosted and found.failed and len(found.failed) == len(found.researched):
         merge_for_delivery(ctx, list(HOSTED_ENGINES))  # only the hosted engines delivered
     else:

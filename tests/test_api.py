@@ -229,7 +229,7 @@ def test_another_persons_token_finds_no_run_of_the_first(
         assert client.get("/v1/me").json()["person"] == "bob@example.com"
         for method, path in (("GET", ""), ("GET", "/events"), ("GET", "/report"),
                              ("GET", "/sources"), ("GET", "/evidence"), ("POST", "/cancel"),
-                             ("POST", "/pause"), ("POST", "/resume")):
+                             ("POST", "/pause"), ("POST", "/resume"), ("POST", "/update")):
             answer = client.request(method, f"/v1/runs/{finished}{path}")
             assert answer.status_code == 404, (method, path, answer.text)
             assert answer.json()["error"]["code"] == "not_found"
@@ -238,6 +238,21 @@ def test_another_persons_token_finds_no_run_of_the_first(
         assert built.status_code == 404
     with api.client(alice) as client:  # untouched: still alice's, still completed
         assert client.get(f"/v1/runs/{finished}").json()["status"] == "completed"
+
+
+def test_a_finished_run_is_updated_over_the_api_with_what_is_new(
+        api: ApiServer, alice: Token, finished: str) -> None:
+    """Issue 36: the stand-in's web has nothing newer, so the update keeps the report and
+    says so at its top (tests/test_update_report.py covers an update that finds news)."""
+    with api.client(alice) as client:
+        answer = client.post(f"/v1/runs/{finished}/update")
+        assert answer.status_code == 201, answer.text
+        update = answer.json()["run_id"]
+        ended = json.loads(events_of(client, update)[-1]["data"])
+        assert ended["status"] == "completed", ended
+        report = client.get(f"/v1/runs/{update}/report").text
+        assert "## What changed since" in report and "0 claims added, 0 changed" in report
+        assert client.post(f"/v1/runs/{update}/update", params={"max_cost": -1}).status_code == 422
 
 
 def test_bad_input_is_refused_with_the_bound_it_broke_and_nothing_is_stored(

@@ -9,8 +9,10 @@ sources and searches (its searches carry the providers' date filters).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,9 @@ from research.core.errors import ConfigError
 from research.living.changes import changes
 from research.living.update import start_update
 from research.llm.pacing import forget_pacers
+from research.phases.verify.carried import key
 from research.runs import Runs
+from research.search.web import timelimit
 from storage import Store
 from storage.versions import version_link, versions_of
 from tests.cli_helpers import RunCli
@@ -113,8 +117,10 @@ def test_an_update_that_finds_nothing_new_keeps_the_report_and_says_so(
     since = found.since
     tavily = [r["json"] for r in standin.requests_for("tavily")]
     assert tavily and all(body.get("start_date") == since for body in tavily)
-    assert all("submittedDate:[" + since.replace("-", "") in r["path"] or "submittedDate" in
-               str(r) for r in standin.requests_for("arxiv"))
+    arxiv = [r["query"]["search_query"] for r in standin.requests_for("arxiv")]
+    assert arxiv and all(f"AND submittedDate:[{since.replace('-', '')}0000 TO " in q for q in arxiv)
+    s2 = [r["query"].get("publicationDateOrYear") for r in standin.requests_for("semanticscholar")]
+    assert s2 and all(value == f"{since}:" for value in s2)
     # The plan was reused, and nothing was written, reviewed or verified again.
     assert not store.get_reviews(new)
     assert not {"write", "review:1", "plan_call"} & {s.key for s in store.get_steps(new)}
@@ -139,6 +145,8 @@ def test_an_update_names_exactly_the_new_pages_and_the_changed_figure(
     for page, (title, paragraphs) in NEW_PAGES.items():
         WORLD.publish(page, title, paragraphs)
     WORLD.revise(slug, f"rose {old_figure}%", f"rose {new_figure}%")
+    standin: StandinServer = world["standin"]
+    standin.requests.clear()
     try:
         new = _update(world, first)
     finally:
@@ -157,6 +165,21 @@ def test_an_update_names_exactly_the_new_pages_and_the_changed_figure(
     assert [s.url for s in changed.old_sources] == [sources[article.source_ids[0]]]
     assert found.no_longer_supported == ()
     assert found.score > 0
+    # The writer was given the new figure in place of the old one, not both.
+    writing = [json.dumps(r["json"]) for r in standin.requests_for("openai")
+               if "response_format" not in r["json"]]
+    assert any(json.dumps(changed.claim)[1:-1] in body for body in writing)
+    assert not any(json.dumps(old_claim)[1:-1] in body for body in writing)
+    # Claims stated as the earlier version stated them, on the same sources, kept their
+    # verdicts instead of being judged again; every other claim was judged.
+    checked = store.get_step(new, "verify")
+    assert checked is not None
+    before = {key(v.claim, v.section, v.source_ids) for v in store.get_verifications(first)
+              if v.outcome == "supported"}
+    same = [v for v in store.get_verifications(new)
+            if key(v.claim, v.section, v.source_ids) in before]
+    assert checked.result["carried_over"] == len(same)  # (which depends on the writer's
+    assert all(v.outcome == "supported" for v in same)  # wording: tests/test_update_verdicts.py)
     # Only the three new pages were read: everything the earlier version read was inherited.
     own = [s for s in store.get_sources(new) if s.subtopic_id != "p0"]
     assert sorted(s.url.rsplit("/", 1)[-1] for s in own) == sorted(
@@ -182,3 +205,11 @@ def test_an_unfinished_or_unknown_run_cannot_be_updated(world: dict[str, Any], t
         start_update(world["runs"], "nope", credentials=world["credentials"])
     with pytest.raises(ConfigError, match="There is no run"):  # another person's run
         start_update(world["runs"], world["first"], person="bob", credentials=world["credentials"])
+
+
+def test_the_keyless_web_search_asks_for_the_shortest_span_that_covers_since() -> None:
+    """ddgs takes no exact date, only the last day, week, month or year."""
+    today = date.today()
+    assert [timelimit((today - timedelta(days=d)).isoformat()) for d in (0, 3, 20, 200, 400)] \
+        == ["d", "w", "m", "y", None]
+    assert timelimit(None) is None and timelimit("not a date") is None

@@ -18,9 +18,11 @@ changes.py), added as the newest draft so that delivery and every export show it
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from research.core.context import RunContext
 from research.core.errors import ResearchError
-from research.core.records import JsonObject
+from research.core.records import JsonObject, ResearchResult
 from research.export.markdown import escape_markdown
 from research.living.changes import Changes, SourceRef, changes
 from research.phases.start import inherit
@@ -68,6 +70,19 @@ def found_nothing_new(ctx: RunContext) -> bool:
     """True when the update's own research kept no source (everything found was read)."""
     return not any(s.subtopic_id != inherit.SUBTOPIC_ID
                    for s in ctx.store.get_sources(ctx.run_id, with_text=False))
+
+
+def without_superseded(ctx: RunContext, found: ResearchResult) -> ResearchResult:
+    """What the writer takes for an update: the earlier version's findings that new evidence
+    changed are left out (the new ones replace them), so the report states the new figure,
+    not both; everything else the earlier version found still stands and is kept."""
+    result = changes(ctx.store, ctx.run_id)
+    replaced = {c.old for c in result.changed} if result else set()
+    if not replaced:
+        return found
+    return replace(found, findings=tuple(
+        f for f in found.findings
+        if not (f.subtopic_id == inherit.SUBTOPIC_ID and f.claim in replaced)))
 
 
 def keep_earlier(ctx: RunContext) -> None:

@@ -6,6 +6,7 @@
                  and contested claims -> the writer rewrites the qualified ones
     outcomes.py  that chain for any set of claims (the report's, or one section's)
     early.py     the claims of sections that are final judged while the rest is revised
+    carried.py   an update's claims its earlier version verified keep their verdicts
     apply.py     decide each claim's status and write the new draft: remove, rewrite, mark
     verdict_summary.py
                  the counts and the report header's line, kept as this step's result
@@ -44,6 +45,7 @@ from research.phases.verify.apply import (
     decide,
     mark,
 )
+from research.phases.verify.carried import carry_over
 from research.phases.verify.claims import (
     PASSAGE_CHARS,
     Claim,
@@ -115,6 +117,7 @@ def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
     # The claims of sections checked early are judged in the background already; the rest are
     # judged now, at the same time. One the early check has no outcome for is judged after.
     under_way, todo = split(claims, early)
+    carried, todo = carry_over(ctx, todo)  # an update: what its earlier version verified
     judged, errors = judge_claims(ctx, todo, sources)
     known: dict[str, Outcome] = {}
     if early is not None:
@@ -122,7 +125,7 @@ def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
         known, missed = reuse(under_way, found)
         late, more = judge_claims(ctx, missed, sources) if missed else ([], [])
         judged, errors = judged + late, errors + errs + more
-    by_id = {**known, **{o.claim.id: o for o in judged}}
+    by_id = {**known, **carried, **{o.claim.id: o for o in judged}}
     outcomes = [by_id[c.id] for c in claims]
     if not any(c.source_ids or c.invalid for c in claims):  # the writer cited nothing at all:
         for o in outcomes:  # its claims are marked as citing no source, not all cut (issue 32)
@@ -144,7 +147,7 @@ def _verify(ctx: RunContext, failed: Sequence[FailedSubtopic],
                               step=STEP_KEY))
     ctx.emit(_verified(ctx.run_id, version, result))
     return {**result.as_json(), "version": version, "draft_version": base.version,
-            "errors": errors[:10], "checked_early": len(known)}
+            "errors": errors[:10], "checked_early": len(known), "carried_over": len(carried)}
 
 
 def _verified(run_id: str, version: int, result: VerifySummary) -> DraftCompleted:
