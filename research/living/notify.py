@@ -101,6 +101,10 @@ def send(urls: Sequence[str], body: str, *, title: str = TITLE) -> Sent:
         return Sent(0, 0, "No notification target is set.")
     import apprise  # only when something is sent: it loads its services on first use
 
+    # Apprise's debug lines quote a service's request address, which for some services
+    # (a Slack or Teams webhook) is the secret itself: its own warnings and errors mask them.
+    logging.getLogger("apprise").setLevel(max(logging.WARNING,
+                                              logging.getLogger("apprise").level))
     sent, failed, refused = 0, 0, 0
     for url in urls:  # one at a time, so a failure is counted per target
         box = apprise.Apprise()
