@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from research.living.update import start_update
 from research.llm.pacing import forget_pacers
 from research.phases.verify.carried import key
 from research.runs import Runs
-from research.search.web import timelimit
 from storage import Store
 from storage.versions import version_link, versions_of
 from tests.cli_helpers import RunCli
@@ -206,10 +204,3 @@ def test_an_unfinished_or_unknown_run_cannot_be_updated(world: dict[str, Any], t
     with pytest.raises(ConfigError, match="There is no run"):  # another person's run
         start_update(world["runs"], world["first"], person="bob", credentials=world["credentials"])
 
-
-def test_the_keyless_web_search_asks_for_the_shortest_span_that_covers_since() -> None:
-    """ddgs takes no exact date, only the last day, week, month or year."""
-    today = date.today()
-    assert [timelimit((today - timedelta(days=d)).isoformat()) for d in (0, 3, 20, 200, 400)] \
-        == ["d", "w", "m", "y", None]
-    assert timelimit(None) is None and timelimit("not a date") is None

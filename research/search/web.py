@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Any
 
 from ddgs import DDGS
@@ -10,6 +9,7 @@ from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
 from research.core.errors import ProviderError, ProviderTimeout, RateLimited
 from research.search.base import SearchResult
+from research.search.dates import span_since
 
 
 class WebSearch:
@@ -24,7 +24,7 @@ class WebSearch:
             return []
         try:
             rows = DDGS(timeout=max(1, int(timeout))).text(
-                query, max_results=max_results, timelimit=timelimit(self.since))
+                query, max_results=max_results, timelimit=span_since(self.since))
         except RatelimitException as exc:
             raise RateLimited(f"Web search is rate limiting requests ({_short(exc)}).",
                               provider=self.name) from None
@@ -36,21 +36,6 @@ class WebSearch:
                 return []
             raise ProviderError(f"Web search failed: {_short(exc)}", provider=self.name) from None
         return [r for r in (_result(row, self.name) for row in rows or []) if r][:max_results]
-
-
-def timelimit(since: str | None) -> str | None:
-    """ddgs's coarse `timelimit` ("d", "w", "m", "y") that covers the days since `since`
-    (the search engines behind it take no exact date); None: no limit."""
-    if not since:
-        return None
-    try:
-        days = (date.today() - date.fromisoformat(since)).days
-    except ValueError:
-        return None
-    for limit, span in (("d", 1), ("w", 7), ("m", 31), ("y", 366)):
-        if days < span:
-            return limit
-    return None
 
 
 def _result(row: Any, provider: str) -> SearchResult | None:
