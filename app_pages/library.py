@@ -1,4 +1,5 @@
-"""Library: every run, searchable; open, delete, run again, and compare runs side by side."""
+"""Library: every run, searchable; open, delete, run again, watch a topic (dashboard/watches_view.py),
+and compare runs side by side."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 
 import streamlit as st
 
-from dashboard import ui, versions_view, views
+from dashboard import ui, versions_view, views, watches_view
 from research.runs import ACTIVE
 from storage.versions import version_groups
 
@@ -68,6 +69,7 @@ if buttons.button("Run again", icon=":material/replay:",
     st.switch_page(ui.PAGES["new"], query_params={"from": selected})
 if buttons.button("Delete", icon=":material/delete:"):
     state["lib_confirm_delete"] = selected
+watches_view.watch_control(store, selected, person)  # a finished run: "Watch this topic"
 
 pending = state.get("lib_confirm_delete")
 if pending:
@@ -94,6 +96,7 @@ if pending:
 flash = state.pop("lib_flash", None)
 if flash:
     st.success(flash)
+watches_view.render(store, person)  # watched topics: pause, resume, stop
 
 st.subheader("Compare runs")
 chosen = st.multiselect("Pick two or more runs", list(labels), format_func=labels.get, key="lib_compare")

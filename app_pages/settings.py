@@ -1,5 +1,6 @@
 """Settings: API keys (always masked), models per role, search providers, default constants,
-a connection test per provider, and the HTTP API's tokens (made, shown once, revoked)."""
+a connection test per provider, notifications outside the browser (dashboard/notify_settings.py),
+and the HTTP API's tokens (made, shown once, revoked)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 
 import streamlit as st
 
-from dashboard import connection, readiness, search_services, ui, views
+from dashboard import connection, notify_settings, readiness, search_services, ui, views
 from dashboard.connection import check_llm, check_search
 from dashboard.settings_files import (
     KEYS,
@@ -211,6 +212,8 @@ if saved and st.button("Reset to the built-in defaults"):
         st.session_state.pop("defaults_shown", None)
         st.session_state["settings_flash"] = "Defaults reset."
         st.rerun()
+
+notify_settings.render(env, ui.viewer(), path, file_values)  # targets are kept like keys
 
 st.header("API tokens")
 st.write("Programs and agents reach this studio through its HTTP API (start it with "

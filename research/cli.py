@@ -31,6 +31,7 @@ from research.documents import ingest_paths
 from research.documents.choice import with_sources
 from research.estimate import account_pace, estimate, estimate_line
 from research.export.formats import FORMATS, export_run, file_stem
+from research.living.hooks import after_run as tell
 from research.living.settings import update_request
 from research.llm.pricing import PriceTable
 from research.phases.start.preflight import check_configuration
@@ -147,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
         from research.api.commands import main as api_main
 
         return api_main(argv)
+    if argv[:1] == ["watch"]:  # python -m research watch RUN_ID | list | pause ... (issue 36)
+        from research.living.watch_command import main as watch_main
+
+        return watch_main(argv[1:])
     if argv[:1] == ["update"]:  # python -m research update RUN_ID (research/living)
         argv = ["--update", *argv[1:]]
     args = parser().parse_args(argv)
@@ -257,8 +262,10 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             """Go on with the stored run (new, interrupted, answered) here, or queue it for a
             worker and watch it (--detach: queue only, None)."""
             if runs is None:
-                return resume(run_id, store=store, credentials=credentials, on_event=printer,
-                              prices=prices)
+                ended = resume(run_id, store=store, credentials=credentials, on_event=printer,
+                               prices=prices)
+                tell(store, run_id, env)  # its person, outside the terminal (issue 36)
+                return ended
             runs.resume(run_id, credentials)  # the workers' own keys are used, never these
             if args.detach:
                 return None

@@ -26,7 +26,7 @@ SCRIPT_LOCATION = Path(__file__).resolve().parent / "alembic"
 VERSION_TABLE = "alembic_version"
 # The newest revision in storage/alembic/versions: bump it with every new revision
 # (tests/test_migrations.py checks it against what Alembic finds there).
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0007"
 
 
 def alembic_config(conn: Connection | None = None) -> Config:

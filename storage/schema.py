@@ -3,7 +3,7 @@
 The SQLite file's tables were made by the hand-written steps in `storage.migrations` (m001 to
 m006) before the store moved to Alembic; this metadata describes exactly that schema plus the
 later Alembic revisions (0002: `runs.person`; 0003: `account_books`; 0004: `api_tokens`,
-`api_callbacks`; 0006: `report_versions`), so a file made by an older version needs only
+`api_callbacks`; 0006: `report_versions`; 0007: `watches`), so a file made by an older version needs only
 those, and a PostgreSQL database is created from it
 (`storage/alembic/versions/0001_baseline.py`). `tests/test_migrations.py` compares the two.
 
@@ -332,6 +332,26 @@ api_callbacks = Table(
     _txt("notified", ""),  # the last state a POST went out for ("completed", "waiting:<n>")
     _int("done", 0), _int("attempts", 0), _txt("last_error"),
     _txt("updated_at", nullable=False),
+)
+
+# Watched topics: a finished run updated on a schedule for its owner (issue 36;
+# storage.watches). The owner's, not a run's: never copied; its notification targets are
+# secrets and live in the secrets file, never here.
+watches = Table(
+    "watches", metadata,
+    Column("id", Text, primary_key=True),
+    _txt("run_id", nullable=False),  # the newest version watched; no foreign key (see below)
+    _txt("first_run_id", nullable=False),  # the run the person chose to watch
+    _txt("person"),  # whose watch (its updates are theirs); NULL: no sign-in
+    _txt("every", nullable=False),  # "daily", "weekly" or "monthly"
+    _real("cost_cap"),  # the watcher's own budget for each update (USD); NULL: the run's own
+    _real("threshold", 0),  # how much must change (research.living.changes) to tell and keep
+    _txt("state", "active"),  # "active" or "paused" (a stopped watch is deleted)
+    _txt("next_at", nullable=False),  # when the next update is due (UTC ISO text)
+    _txt("pending_run_id"),  # an update started and not settled yet
+    _txt("last_checked_at"), _txt("last_result", ""), _int("updates_kept", 0),
+    _txt("created_at", nullable=False), _txt("updated_at", nullable=False),
+    Index("idx_watches_due", "state", "next_at"),
 )
 
 # The person's library, copied after the runs.

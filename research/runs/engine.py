@@ -20,6 +20,13 @@ MAX_RUNS_PER_PERSON of one person's runs executing at once over all workers and 
 running at most its own concurrency; each poll, DBOS visits the partitions in random order, so
 one person's twenty queued runs never hold back another person's run beyond a free slot.
 
+Watched topics (issue 36): a DBOS schedule (stored in the system database, so every process
+shares it and each tick runs once: https://docs.dbos.dev/python/tutorials/scheduled-workflows)
+enqueues `watch_tick` every WATCH_EVERY on the queue `watches`, which only executing processes
+listen to (the embedded worker, `python -m research worker`); the tick hands its time to the
+worker's `on_tick` (research/living/watches.py), which starts the due watches' updates on the
+`runs` queue under their owners' names. The tick's only input is its time.
+
 DBOS is one instance per process; `launch` binds it to one store (and relaunches it when a
 test binds another). A process that only enqueues, watches and controls (a dashboard or the
 CLI with external workers) launches without listening to the queue.
@@ -32,6 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -57,6 +65,10 @@ QUEUE = "runs"
 WORKFLOW = "research_run"
 POLL_S = 0.5  # how often a worker looks for queued runs
 ACTIVE_STATES = ["PENDING", "ENQUEUED"]
+WATCH_QUEUE = "watches"
+WATCH_SCHEDULE = "watched-topics"
+WATCH_WORKFLOW = "watch_tick"
+WATCH_EVERY = "*/10 * * * *"  # how often due watches are looked for (they are daily at most)
 
 Executor = Callable[..., Any]
 
@@ -71,6 +83,10 @@ class Worker:
     credentials: Callable[[], Credentials]
     prices: Callable[[], PriceTable | None]
     handed: dict[str, tuple[Credentials, PriceTable | None]] = field(default_factory=dict)
+    # What a tick of the watched topics' schedule does here (None: nothing).
+    on_tick: Callable[[datetime], object] | None = None
+    # What follows a run's execution here, however it ended (telling its person).
+    after_run: Callable[[Store, str], None] | None = None
 
 
 _lock = threading.Lock()
@@ -120,6 +136,10 @@ def launch(worker: Worker, *, listen: bool = True, concurrency: int = WORKER_CON
             polling_interval_sec=POLL_S,
             # A worker's own limit is written when it starts; watchers never overwrite it.
             on_conflict="always_update" if listen else "never_update")
+        DBOS.register_queue(WATCH_QUEUE, global_concurrency=1, polling_interval_sec=POLL_S * 4,
+                            on_conflict="always_update" if listen else "never_update")
+        DBOS.apply_schedules([{"schedule_name": WATCH_SCHEDULE, "workflow_fn": watch_tick,
+                               "schedule": WATCH_EVERY, "queue_name": WATCH_QUEUE}])
         _launched_url = key
 
 
@@ -154,6 +174,13 @@ def _enqueue_on(queue: Queue | None, run_id: str) -> None:
     if queue is None:
         raise RuntimeError("The run worker has not been launched (research.runs.engine.launch).")
     queue.enqueue(research_run, run_id)
+
+
+def tick_watches_now() -> None:
+    """Run one tick of the watched topics' schedule now, on a process that listens to its
+    queue, and wait for it."""
+    handle = DBOS.trigger_schedule(WATCH_SCHEDULE)
+    handle.get_result()
 
 
 def is_active(run_id: str) -> bool:
@@ -242,6 +269,8 @@ def execute_run(run_id: str) -> str:
             store.set_run_status(run_id, "cancelled")
         else:
             _guarded(worker, store, run_id, credentials, prices)
+            if worker.after_run is not None:  # after a failure is recorded, too
+                worker.after_run(store, run_id)
         run = store.get_run(run_id)
         return run.status if run else "missing"
     finally:
@@ -258,6 +287,36 @@ def _guarded(worker: Worker, store: Store, run_id: str, credentials: Credentials
         message = redact(f"The run stopped because of a problem in the program itself: {exc}.",
                          credentials.secrets())
         _record_failure(store, run_id, message)
+
+
+@DBOS.workflow(name=WATCH_WORKFLOW)
+def watch_tick(scheduled_at: datetime, context: Any) -> None:
+    look_at_watches(scheduled_at.isoformat())
+
+
+@DBOS.step(name="watches")
+def look_at_watches(at: str) -> int:
+    """Hand the tick's time to this worker's `on_tick`; returns how many updates it started."""
+    worker = _current()
+    on_tick = worker.on_tick
+    if on_tick is None:
+        return 0
+    started: list[object] = []
+
+    def look() -> None:
+        try:
+            found = on_tick(datetime.fromisoformat(at))
+            started.extend(found if isinstance(found, list) else [])
+        except Exception:  # noqa: BLE001 - one bad look must not stop the next tick
+            log.exception("could not look at the watched topics")
+
+    # On a thread of its own, outside this step's context: the updates it starts are runs
+    # of their own (DBOS refuses to start a workflow from inside a step), as if started from
+    # a page, and the watch's claim in the store keeps a replayed tick from starting twice.
+    looker = threading.Thread(target=look, name="watch-tick")
+    looker.start()
+    looker.join()
+    return len(started)
 
 
 def _record_failure(store: Store, run_id: str, message: str) -> None:

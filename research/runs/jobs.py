@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from research.core.errors import ConfigError
 from research.core.progress import percent
 from research.core.records import Run
 from research.core.settings import effective_env, prices_path
+from research.living import hooks
 from research.llm.pricing import PriceTable
 from research.pipeline import create_run, execute
 from research.runs import control, engine, liveness
@@ -62,6 +64,8 @@ class Runs:
         stale_after_s: float = liveness.STALE_AFTER_S,
         sweep_every_s: float = 30.0,
         store: Store | None = None,
+        watch_clock: Callable[[], datetime] | None = None,
+        attach: bool = False,
     ) -> None:
         # A SQLite file, or the team's postgresql:// URL (kept as text: a Path folds its "//").
         self.db_path: str | Path = postgres_url(db_path) or Path(db_path)
@@ -75,9 +79,21 @@ class Runs:
         self.store = store or Store(self.db_path)
         self.workers = workers or WorkerSettings.from_env(env())
         self.external = watch_only or self.workers.mode == "external"
+        # `attach`: the engine this process launched already (a worker's): start runs on it.
+        self._attached = attach
+        if attach:  # this process executes what it queues (it is the worker)
+            self.external = False
+            self.interrupted_at_start: list[str] = []
+            return
         owner = liveness.this_process()
-        engine.launch(engine.Worker(self.db_path, executor, credentials or self._own_credentials,
-                                    prices or self._own_prices),
+        # After a run, its person is told, and a watch's update kept or dropped
+        # (research/living/hooks.py); each tick of the watch schedule starts due updates.
+        engine.launch(engine.Worker(self.db_path, executor,
+                                    credentials or self._own_credentials,
+                                    prices or self._own_prices,
+                                    on_tick=None if self.external else hooks.on_tick(
+                                        self, env, watch_clock),
+                                    after_run=hooks.telling(env)),
                       listen=not self.external, concurrency=self.workers.concurrency,
                       executor_id=f"watcher-{owner}" if self.external else engine.EXECUTOR_ID,
                       jobs_url=self.workers.jobs_url)
@@ -235,9 +251,15 @@ class Runs:
             log.exception("could not sweep stale runs")
             return []
 
+    def tick_watches(self) -> None:
+        """One tick of the watched topics' schedule now (as the engine's own would), waiting
+        for it: the due watches' updates are queued when it returns."""
+        engine.tick_watches_now()
+
     def close(self) -> None:
         """Stop this process's engine (its queue polling ends) and close the store it opened."""
-        engine.stop()
+        if not self._attached:
+            engine.stop()
         if self._owns_store:
             self.store.close()
 

@@ -25,6 +25,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
 from uuid import uuid4
 
 import sqlalchemy as sa
@@ -32,6 +34,7 @@ import sqlalchemy as sa
 from research.core.config import Credentials, WorkerSettings
 from research.core.errors import ConfigError
 from research.core.settings import effective_env, prices_path
+from research.living import hooks
 from research.llm.pricing import PriceTable
 from research.pipeline import execute
 from research.runs import engine
@@ -161,8 +164,12 @@ def main(argv: list[str]) -> int:
     db_path = resolve_db(args.db, default_db_path({})) if args.db else default_db(env)
     Store(db_path).close()  # the store's schema exists before a run reads it
     me = executor_id()
+    # After a run, its person is told (research/living/hooks.py); a tick of the watched
+    # topics' schedule starts due updates here, through a `Runs` on this worker's engine.
     engine.launch(engine.Worker(db_path, execute, lambda: _own_credentials(),
-                                  lambda: _own_prices()),
+                                  lambda: _own_prices(),
+                                  on_tick=lambda at: _watch_tick(db_path, at),
+                                  after_run=hooks.telling(effective_env)),
                    concurrency=concurrency, executor_id=me, jobs_url=settings.jobs_url)
     beats = beats_engine(engine.system_database_url(db_path, settings.jobs_url))
     beat(beats, me, first=True)
@@ -174,6 +181,16 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         stop.set()
     return 0
+
+
+def _watch_tick(db_path: str | Path, at: datetime) -> list[str]:
+    from research.runs.jobs import Runs  # a worker imports the door's jobs only when ticking
+
+    runs = Runs(db_path, attach=True)
+    try:
+        return hooks.on_tick(runs, effective_env)(at)
+    finally:
+        runs.close()
 
 
 def _own_credentials() -> Credentials:
