@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp_types import EmbeddedResource, TextContent, TextResourceContents
 
@@ -50,10 +50,10 @@ def build(mode: str) -> MCPServer:
     server = MCPServer("wiki" if mode == "wiki" else f"wiki-{mode}")
 
     @server.tool()
-    def search_wiki(query: str, limit: int = 5) -> list[dict[str, str]]:
+    async def search_wiki(query: str, limit: int = 5) -> list[dict[str, str]]:
         """Search the team wiki's pages."""
         if mode == "slow":
-            time.sleep(600)
+            await anyio.sleep(600)
         if mode == "failing":
             raise RuntimeError("database is down; internal host db-7.corp, password hunter2")
         words = {w for w in query.lower().split() if len(w) > 3}

@@ -82,13 +82,14 @@ class McpSearch:
         if not query.strip():
             return []
         limit = min(timeout, self.server.timeout_s)
-        # Each wait below ends at `limit` by the SDK's own cancellation; the outer limit is
-        # for a server that does not let go.
+        # Opening the session may take the server's own time limit (a program that starts
+        # slowly), the search itself the search's; each ends by the SDK's own cancellation.
+        # The outer limit is for a server that does not let go.
         return run_with_deadline(lambda: self._search(query, max_results, limit),
-                                 2 * limit + 10.0, f"{self.name} search")
+                                 self.server.timeout_s + limit + 10.0, f"{self.name} search")
 
     def _search(self, query: str, max_results: int, limit: float) -> list[SearchResult]:
-        connection = self._connection(limit)
+        connection = self._connection(self.server.timeout_s)
         try:
             tool = connection.tool
             answer = connection.call(tool.name, arguments(tool, query, max_results), limit)
@@ -131,10 +132,10 @@ class McpSearch:
             return exc
         if _first(exc, TimeoutError) is not None:
             return ProviderTimeout(f"{self._who} did not answer in time.", provider=self.name)
-        if isinstance(exc, _NoTool):
-            wanted = f"a tool named \u201c{self.server.tool}\u201d" if self.server.tool else \
-                "a search tool (one that takes a query)"
-            return ProviderError(f"{self._who} has no {wanted}.", provider=self.name)
+        if _first(exc, _NoTool) is not None:
+            wanted = f"tool named \u201c{self.server.tool}\u201d" if self.server.tool else \
+                "search tool (one that takes a query)"
+            return ProviderError(f"{self._who} offers no {wanted}.", provider=self.name)
         return ProviderError(f"{self._who} could not be used ({self._words(exc)}).",
                              provider=self.name)
 
@@ -142,9 +143,10 @@ class McpSearch:
         """What went wrong, by kind only: the server's own words are not repeated."""
         if _first(exc, _TooLarge) is not None:
             return f"its answer was larger than {MAX_ANSWER_BYTES // 1_000_000} MB"
-        status = _first(exc, httpx2.HTTPStatusError)
-        if isinstance(status, httpx2.HTTPStatusError):
-            return f"it answered HTTP {status.response.status_code}"
+        refused = _first(exc, _Refused)
+        if isinstance(refused, _Refused):
+            hint = " (check its token)" if refused.status in (401, 403) else ""
+            return f"it answered HTTP {refused.status}{hint}"
         if _first(exc, httpx2.HTTPError) is not None:
             return "it could not be reached"
         failed = _first(exc, OSError)
@@ -156,6 +158,12 @@ class McpSearch:
 
 class _NoTool(Exception):
     pass
+
+
+class _Refused(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
 
 
 def _first(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
@@ -183,12 +191,15 @@ class _Connection:
         self._closed = False
         self._guard = threading.Lock()
         self._timer: threading.Timer | None = None
+        self.statuses: list[int] = []  # HTTP statuses of refused requests (the SDK drops them)
         self._portal_cm = start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
         try:
             self._held, started = self._portal.start_task(self._hold, limit)
-        except BaseException:
+        except BaseException as exc:
             self._portal_cm.__exit__(None, None, None)
+            if self.statuses and not isinstance(exc, TimeoutError):
+                raise _Refused(self.statuses[-1]) from exc
             raise
         self._session: ClientSession = started[0]
         self.tool: types.Tool = started[1]
@@ -198,7 +209,7 @@ class _Connection:
         self._closing = anyio.Event()
         started = False
         with anyio.CancelScope(deadline=anyio.current_time() + limit) as opening:
-            async with _session(self._server) as session:
+            async with _session(self._server, self.statuses) as session:
                 await session.initialize()
                 tool = choose_tool((await session.list_tools()).tools, self._server.tool)
                 if tool is None:
@@ -220,7 +231,12 @@ class _Connection:
             with anyio.fail_after(limit):
                 return await self._session.call_tool(tool, args)
 
-        answer: types.CallToolResult = self._portal.call(ask)
+        try:
+            answer: types.CallToolResult = self._portal.call(ask)
+        except Exception as exc:
+            if self.statuses:
+                raise _Refused(self.statuses[-1]) from exc
+            raise
         return answer
 
     def used(self) -> None:
@@ -269,7 +285,7 @@ def _close_all() -> None:
 
 
 @asynccontextmanager
-async def _session(server: McpServer) -> AsyncIterator[ClientSession]:
+async def _session(server: McpServer, statuses: list[int]) -> AsyncIterator[ClientSession]:
     if server.command:
         params = StdioServerParameters(
             command=server.command, args=list(server.args),
@@ -285,7 +301,7 @@ async def _session(server: McpServer) -> AsyncIterator[ClientSession]:
     # follows same-origin ones itself), with every answer's size capped.
     client = httpx2.AsyncClient(
         headers=headers, timeout=httpx2.Timeout(server.timeout_s), follow_redirects=False,
-        transport=_CappedTransport(httpx2.AsyncHTTPTransport()))
+        transport=_CappedTransport(httpx2.AsyncHTTPTransport(), statuses))
     async with client, streamable_http_client(
             server.url, http_client=client, max_sse_event_size=MAX_ANSWER_BYTES,
             terminate_on_close=True) as (read, write), ClientSession(read, write) as session:
@@ -431,11 +447,14 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
     """The HTTP client's transport, with every answer's body cut off at MAX_ANSWER_BYTES (the
     SDK caps an SSE event, not a JSON answer)."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+    def __init__(self, inner: httpx2.AsyncBaseTransport, statuses: list[int]) -> None:
         self._inner = inner
+        self._statuses = statuses
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
+        if response.status_code >= 400 and request.method != "DELETE":  # DELETE: hanging up
+            self._statuses.append(response.status_code)
         stream = response.stream
         assert isinstance(stream, httpx2.AsyncByteStream)
 
