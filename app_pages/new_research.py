@@ -8,10 +8,10 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import budget, form, mcp_settings, readiness, ui, views
+from dashboard import budget, form, mcp_settings, readiness, search_services, ui, views
 from dashboard.settings_files import configured_llm_providers, defaults_path, load_defaults
 from research import validate_question
-from research.core.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
+from research.core.config import DEFAULT_MODELS, ROLES
 from research.core.constants import CONSTANTS, MAX_QUESTION_CHARS, PRESET_LABELS, PRESETS
 from research.core.errors import ConfigError
 from research.estimate import account_pace, describe_duration, estimate
@@ -303,12 +303,14 @@ with right:
                               key=f"role_provider_{role}")
             cols[1].text_input(f"{role.capitalize()} model", key=f"role_model_{role}",
                                placeholder="provider default")
-    st.multiselect("Search services", [*SEARCH_PROVIDERS, *mcp_settings.provider_names(env)],
+    st.multiselect("Search services", [*search_services.options(env, state.get("search") or []),
+                                       *mcp_settings.provider_names(env)],
                    key="search",
                    format_func=lambda name: mcp_settings.label(readiness.search_label(name, env)),
                    help="Every service listed here is searched, and only these. arXiv and "
                         "Semantic Scholar search academic papers (on by default); Tavily needs "
-                        "a key (Settings); the others need none.")
+                        "a key (Settings); the web search needs none. SearXNG, Brave Search, Exa "
+                        "and Serper appear once their key (or SearXNG's address) is in Settings.")
     _sources_choice()
     if not configured:
         providers_message.error("No model provider is set up yet. Add an OpenAI or Gemini key "

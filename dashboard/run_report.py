@@ -21,7 +21,7 @@ from research.core.errors import ResearchError
 from research.core.records import Report, Run
 from research.export import build_document
 from research.export.document import ReportDocument
-from research.export.formats import FORMATS, export_document
+from research.export.formats import FORMATS, export_document, file_stem
 from research.export.run_document import build_document_for_run
 from research.phases import verify
 from research.runs import ACTIVE
@@ -156,12 +156,13 @@ def report_first(store: Store, run: Run, report: Report,
     if doc.reading_time:
         st.caption(views.md_text(doc.reading_time))
     stamp = report.created_at
-    download_buttons(store, run_id, doc, stamp=stamp, name=f"report-{run_id}",
+    name = file_stem(run.question, stamp)
+    download_buttons(store, run_id, doc, stamp=stamp, name=name,
                      formats=REPORT_FORMATS)
     with st.expander("Bibliography and claim evidence table", icon=":material/download:"):
         st.caption("The cited sources for reference managers (BibTeX, RIS) and every checked "
                    "claim with its verdict, quoted passage, source and section (CSV, Excel).")
-        download_buttons(store, run_id, doc, stamp=stamp, name=f"report-{run_id}",
+        download_buttons(store, run_id, doc, stamp=stamp, name=name,
                          formats=EXTRA_FORMATS, key="extra", primary=None)
     report_body(doc, shown=warnings)
 

@@ -17,6 +17,7 @@ from dashboard import engines_view, research_map, rounds_view, run_report, verif
 from dashboard.documents_view import show_run_passages
 from dashboard.run_report import download_buttons
 from research.core.records import Run
+from research.export.formats import file_stem
 from research.runs import ACTIVE
 from storage import Store
 
@@ -285,7 +286,7 @@ def engines_tab(store: Store, run: Run) -> None:
                     st.info("Still working; the report appears here when it is done.")
                 continue
             download_buttons(store, run_id, entry.doc, stamp=str(entry.words), key=entry.engine,
-                             name=f"report-{run_id}-{entry.engine}", formats=("pdf", "docx", "md"))
+                             name=f"{file_stem(run.question, run.created_at)}-{entry.engine}", formats=("pdf", "docx", "md"))
             st.markdown(views.report_markdown(entry.doc))
 
 

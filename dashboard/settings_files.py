@@ -27,11 +27,15 @@ KEYS = {
     "GEMINI_API_KEY": "Gemini",
     "TAVILY_API_KEY": "Tavily search",
     "SEMANTIC_SCHOLAR_API_KEY": "Semantic Scholar (optional, raises its rate limit)",
+    "BRAVE_API_KEY": "Brave Search",
+    "EXA_API_KEY": "Exa search",
+    "SERPER_API_KEY": "Serper search (Google results)",
 }
 PLAIN_SETTINGS = (
     "DEEP_RESEARCH_PROVIDER", "DEEP_RESEARCH_MODEL",
     *(f"DEEP_RESEARCH_{role.upper()}_MODEL" for role in ROLES if role != "lead"),
     "DEEP_RESEARCH_SEARCH", "OPENAI_BASE_URL", "GEMINI_BASE_URL", "TAVILY_BASE_URL",
+    "SEARXNG_BASE_URL",
 )
 
 

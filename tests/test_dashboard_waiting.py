@@ -20,6 +20,7 @@ from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     fake_engine_fixture,
     fake_jobs_fixture,
     open_run_page,
+    running_run,
     waiting_for_answers,
     waiting_for_plan_review,
 )
@@ -112,7 +113,28 @@ def test_a_waiting_run_can_be_cancelled(dash_env: Store, fake_jobs: FakeExecutor
     at = open_run_page(run_id)
     assert not any(b.label == "Resume" for b in at.button)
     _button(at, "Cancel").click().run()
+    assert dash_env.get_run(run_id).status == "waiting"  # type: ignore[union-attr]  # asks first
+    assert not any(b.label == "Write the report from what was gathered" for b in at.button)
+    _button(at, "Stop without a report").click().run()
     assert dash_env.get_run(run_id).status == "cancelled"  # type: ignore[union-attr]
+
+
+def test_cancel_asks_first_and_offers_the_report_from_what_was_gathered(
+    dash_env: Store, fake_jobs: FakeExecutor
+) -> None:
+    run_id = running_run(dash_env)
+    at = open_run_page(run_id)
+    _button(at, "Cancel").click().run()
+    assert dash_env.get_control(run_id) is None  # nothing happens before the person confirms
+    assert any("Stop this run?" in m.value for m in at.markdown)
+    _button(at, "Keep going").click().run()
+    assert not any(b.label == "Stop without a report" for b in at.button)
+    assert dash_env.get_control(run_id) is None
+    _button(at, "Cancel").click().run()
+    _button(at, "Write the report from what was gathered").click().run()
+    assert not at.exception and not at.error
+    assert dash_env.get_control(run_id) == "wrap"  # research stops; the report is written
+    assert dash_env.get_run(run_id).status == "running"  # type: ignore[union-attr]
 
 
 def test_plan_rows_become_subtopics_in_position_order() -> None:

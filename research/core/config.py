@@ -27,11 +27,12 @@ from research.core.mcp_servers import NAME as MCP_NAME
 from research.core.mcp_servers import PREFIX as MCP_PREFIX
 from research.core.mcp_servers import McpServer
 from research.core.mcp_servers import parse as parse_mcp_servers
+from research.core.shapes import Shape, shape_of
 
 ProviderName = Literal["openai", "gemini"]
 ROLES = ("lead", "worker", "writer", "reviewer", "verifier", "auditor", "critic")
 ENGINES = ("pipeline", "openai-deep-research", "gemini-deep-research", "all")
-SEARCH_PROVIDERS = ("tavily", "web", "arxiv", "semanticscholar")
+SEARCH_PROVIDERS = ("tavily", "web", "arxiv", "semanticscholar", "searxng", "brave", "exa", "serper")
 ACADEMIC_PROVIDERS = ("arxiv", "semanticscholar")
 DOCUMENTS = "documents"  # the person's own documents (research.search.documents), not the web
 DEFAULT_MODELS = {"openai": "gpt-5-mini", "gemini": "gemini-2.5-flash"}
@@ -102,7 +103,13 @@ class ResearchConfig(BaseModel):
     tavily_base_url: str | None = None
     arxiv_base_url: str | None = None
     semanticscholar_base_url: str | None = None
-    # arXiv's and Semantic Scholar's documented pace times this (research.search.pacing): 1 as
+    # The person's own SearXNG instance (research.search.searxng); Brave's, Exa's and Serper's
+    # addresses are set only for a proxy or a test's stand-in.
+    searxng_base_url: str | None = None
+    brave_base_url: str | None = None
+    exa_base_url: str | None = None
+    serper_base_url: str | None = None
+    # arXiv's, Semantic Scholar's and Brave's documented pace times this (research.search.pacing): 1 as
     # documented; tests make it shorter (DEEP_RESEARCH_SEARCH_PACE=0 turns it off).
     search_pace: float = Field(default=1.0, ge=0.0, le=10.0)
     allow_private_hosts: bool = False
@@ -154,6 +161,14 @@ class ResearchConfig(BaseModel):
             return self.role_models["lead"]
         return RoleModel(provider=self.provider, model=self.model)
 
+    def shape(self) -> Shape:
+        """The report's shape, from the desired output ("I want a one-page brief")."""
+        return shape_of(self.want)
+
+    def words_limit(self) -> int:
+        """The report's length cap: REPORT_MAX_WORDS, or less when the shape asks for less."""
+        return self.shape().words(self.report_max_words)
+
     def rounds_limit(self) -> int:
         """The most research rounds: DEPTH levels under the breadth x depth schedule,
         MAX_ROUNDS otherwise."""
@@ -196,6 +211,9 @@ class Credentials(BaseModel):
     gemini_api_key: SecretStr | None = None
     tavily_api_key: SecretStr | None = None
     semanticscholar_api_key: SecretStr | None = None
+    brave_api_key: SecretStr | None = None
+    exa_api_key: SecretStr | None = None
+    serper_api_key: SecretStr | None = None
     # MCP servers as sources (research.core.mcp_servers): secret as a whole, since a token, a
     # command's arguments or its environment may hold one; `mcp_problem` says why none were read.
     mcp_servers: tuple[McpServer, ...] = ()
@@ -208,7 +226,8 @@ class Credentials(BaseModel):
     def secrets(self) -> list[str]:
         """Every key value, for redaction."""
         values = (self.openai_api_key, self.gemini_api_key, self.tavily_api_key,
-                  self.semanticscholar_api_key)
+                  self.semanticscholar_api_key, self.brave_api_key, self.exa_api_key,
+                  self.serper_api_key)
         return [v.get_secret_value() for v in values if v] + [
             secret for server in self.mcp_servers for secret in server.secrets()]
 
@@ -228,6 +247,9 @@ class Credentials(BaseModel):
             gemini_api_key=key("GEMINI_API_KEY") or key("GOOGLE_API_KEY"),
             tavily_api_key=key("TAVILY_API_KEY"),
             semanticscholar_api_key=key("SEMANTIC_SCHOLAR_API_KEY"),
+            brave_api_key=key("BRAVE_API_KEY"),
+            exa_api_key=key("EXA_API_KEY"),
+            serper_api_key=key("SERPER_API_KEY"),
         )
 
 
@@ -297,6 +319,10 @@ def _env_settings(env: Mapping[str, str]) -> Settings:
         ("tavily_base_url", "TAVILY_BASE_URL"),
         ("arxiv_base_url", "ARXIV_BASE_URL"),
         ("semanticscholar_base_url", "SEMANTIC_SCHOLAR_BASE_URL"),
+        ("searxng_base_url", "SEARXNG_BASE_URL"),
+        ("brave_base_url", "BRAVE_BASE_URL"),
+        ("exa_base_url", "EXA_BASE_URL"),
+        ("serper_base_url", "SERPER_BASE_URL"),
     ):
         value = (env.get(var) or "").strip()
         if value:

@@ -43,6 +43,7 @@ PLAIN_NAMES = {
 PROVIDER_NAMES = {
     "tavily": "Tavily", "web": "DuckDuckGo web search", "arxiv": "arXiv",
     "semanticscholar": "Semantic Scholar", "documents": "your own documents",
+    "searxng": "SearXNG", "brave": "Brave Search", "exa": "Exa", "serper": "Serper (Google)",
     "openai": "OpenAI", "gemini": "Google Gemini",
 }
 OUTCOME_WORDS = {
@@ -123,6 +124,7 @@ def method_lines(store: Store, run_id: str, config: ResearchConfig, *,
     lines.append(f"Preset: {config.preset}"
                  + (f"; changed settings: {'; '.join(changed)}." if changed
                     else ", with no settings changed."))
+    lines.append(f"Run id: {run_id} (to find this run in the Library or the command line).")
     return lines
 
 

@@ -4,7 +4,9 @@ One `ThreadingHTTPServer` on 127.0.0.1 (free port) answers like OpenAI Chat Comp
 Gemini generateContent, Tavily search, arXiv, Semantic Scholar and the web pages their
 results link to (what it answers, apart from HTTP, is in answers.py, shared with the in-process
 fakes of tests/fakes.py), plus the hosted deep-research APIs (OpenAI Responses, Gemini Interactions:
-see hosted.py; their faults take `task="create" | "retrieve" | "cancel"`). Tests point the
+see hosted.py; their faults take `task="create" | "retrieve" | "cancel"`). SearXNG, Brave
+Search, Exa and Serper answer under /searxng/, /brave/, /exa/ and /serper/ (search_services.py;
+`search_services.env(base)` points the app at them, `services` holds their settings). Tests point the
 app at it with `server.env()` and inject failures with `add_fault(api, kind, times=1, **params)`:
 
   status        status=429/500/..., headers={...}, body=<json or str>   (any api)
@@ -97,7 +99,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.standin import brain, brain_behaviours, hosted, local, pages, protos
+from tests.standin import brain, brain_behaviours, hosted, local, pages, protos, search_services
 from tests.standin.answers import (  # noqa: F401 - re-exported: tests import them from here
     _CONTENT_FAULTS,
     TRACKING_TEXT,
@@ -115,12 +117,14 @@ from tests.standin.limits import AccountRule, Admission, Limits, RetryAfter, Sea
 
 log = logging.getLogger("standin.server")
 
-APIS = ("openai", "gemini", "tavily", "arxiv", "semanticscholar", "pages", "local", *hosted.APIS)
+APIS = ("openai", "gemini", "tavily", "arxiv", "semanticscholar", "pages", "local", *hosted.APIS,
+        *search_services.APIS)
 FAULT_KINDS = ("status", "hang", "trickle", "invalid_json", "fenced_json", "think",
                "cite_invented", "refusal", "blocked", "context_limit", "tracking",
                "hidden", "finish")
 LATENCY_KINDS = {"openai": "model", "gemini": "model", "tavily": "search", "arxiv": "search",
-                 "semanticscholar": "search", "pages": "page"}
+                 "semanticscholar": "search", "pages": "page",
+                 **dict.fromkeys(search_services.APIS, "search")}
 OPENAI_KEY = "sk-test-openai-0123456789abcdef"
 GEMINI_KEY = "AIzaTestGemini0123456789abcdefghij"
 TAVILY_KEY = "tvly-test-0123456789abcdef"
@@ -201,6 +205,8 @@ def _default_error_body(api: str, status: int) -> Any:
                     432: "This request exceeds your plan's set usage limit. Please upgrade "
                          "your plan or contact support@tavily.com"}
         return {"detail": {"error": messages.get(status, "Internal server error")}}
+    if api in search_services.APIS:
+        return search_services.error_body(api, status)
     if api == "semanticscholar":
         return {"message": "Too Many Requests" if status == 429 else "Internal Server Error"}
     return f"Error {status}"
@@ -234,6 +240,7 @@ class StandinServer:
         self.limits = Limits()  # accounts' and search APIs' limits: see limits.py
         self.local_server: local.LocalServer | None = None  # see set_local_server
         self.slots = local.Slots()
+        self.services = search_services.ServiceState()  # SearXNG, Brave, Exa, Serper
 
     # lifecycle
     def start(self) -> StandinServer:
@@ -307,6 +314,7 @@ class StandinServer:
         self.hosted.reset()
         self.limits.reset()
         self.slots.clear()
+        self.services.reset()
 
     def set_account(self, provider: str, *, requests_per_minute: int | None = None,
                     tokens_per_minute: int | None = None, requests_per_day: int | None = None,
@@ -523,7 +531,7 @@ def _make_handler(server: StandinServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class _Handler(LimitGates, BaseHTTPRequestHandler):
+class _Handler(search_services.ServiceRoutes, LimitGates, BaseHTTPRequestHandler):
     standin: StandinServer
     protocol_version = "HTTP/1.1"
     # Headers and body go out in separate writes: without this, Nagle plus the client's
@@ -900,6 +908,8 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
 def _api_for(method: str, path: str) -> str | None:
     if hosted.api_for(method, path):
         return hosted.api_for(method, path)
+    if search_services.api_for(method, path):
+        return search_services.api_for(method, path)
     if path.startswith("/v1/chat/"):
         return "openai"
     if _GEMINI_PATH.match(path):
