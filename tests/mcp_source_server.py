@@ -6,7 +6,8 @@ a streamable-HTTP app for uvicorn. Modes:
 - "wiki": a company wiki with a "search_wiki" tool over fixed pages (structured rows with a
   title, an address and the text), plus tools that are not search-like;
 - "hostile": its search answers with instructions to the model, HTML and script, hidden
-  control characters, a link to a cloud metadata address and one enormous text;
+  control characters, a link to a cloud metadata address and one very long text; its
+  "flood" tool answers with 10 MB;
 - "slow": its search never answers in time; "failing": its search reports an error;
 - "crash": the program exits before it speaks MCP.
 """
@@ -78,10 +79,16 @@ def build(mode: str) -> MCPServer:
             TextContent(type="text", text="heat pump " * (HUGE_CHARS // 10)),
         ]
 
+    @server.tool()
+    def flood(query: str) -> str:
+        """The hostile server's other search: one answer far past any sensible size."""
+        return "heat pump " * 1_000_000  # 10 MB in one line of JSON
+
     if mode == "hostile":
         server.remove_tool("search_wiki")
     else:
         server.remove_tool("lookup")
+        server.remove_tool("flood")
     return server
 
 

@@ -113,6 +113,10 @@ def test_a_hostile_servers_answer_is_kept_as_capped_inert_text() -> None:
     assert metadata.url.startswith("mcp://wiki/lookup/") and "169.254" not in metadata.url
     assert len(huge.content or "") == MAX_RESULT_CHARS
 
+    flooding = search_of(stdio("hostile", tool="flood"))  # 10 MB: the relay ends the server
+    with pytest.raises(ProviderError, match="could not be used"):
+        flooding.search("heat pumps", max_results=10, timeout=30)
+
 
 def test_a_server_behind_a_token_is_searched_over_streamable_http(wiki_url: str) -> None:
     search = search_of({"name": "intranet", "url": wiki_url, "token": TOKEN})

@@ -16,7 +16,8 @@ it names is kept as the source's address only when it is an http(s) address that
 `research.untrusted.urls` would not refuse on its face (no private or metadata address, a web
 port, no user name); it is never fetched. Otherwise the source's address is
 "mcp://SERVER/TOOL/DIGEST" (shown, never linked). Each result is capped (`MAX_RESULT_CHARS`),
-as are their number and a streamable-HTTP answer's size (`MAX_ANSWER_BYTES`).
+as are their number and the size of one answer (`MAX_ANSWER_BYTES`: a stdio server's answers
+pass through `research.search.mcp_relay`, which ends a server whose answer runs past it).
 
 A slow, failing or hostile server costs only its own results: each search connects, asks and
 disconnects within the search's time limit (a stdio server is a child process that is stopped
@@ -32,10 +33,12 @@ import hashlib
 import math
 import os
 import re
+import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -59,6 +62,7 @@ MAX_RESULT_CHARS = 20_000     # text kept of one result
 MAX_ANSWER_CHARS = 200_000    # text kept of one tool answer, all results together
 MAX_ANSWER_BYTES = 4_000_000  # a streamable-HTTP answer larger than this is refused
 MAX_ITEMS = 50                # content items of one answer looked at
+RELAY = Path(__file__).with_name("mcp_relay.py")  # research.search.mcp_relay
 IDLE_S = 60.0                 # a server's session with no search for this long is closed
 _SEARCH_WORDS = ("search", "query", "find", "lookup", "retrieve")
 _LIMIT_ARGS = ("max_results", "limit", "top_k", "count", "k", "n", "num_results")
@@ -287,8 +291,9 @@ def _close_all() -> None:
 @asynccontextmanager
 async def _session(server: McpServer, statuses: list[int]) -> AsyncIterator[ClientSession]:
     if server.command:
-        params = StdioServerParameters(
-            command=server.command, args=list(server.args),
+        params = StdioServerParameters(  # through the relay: no answer line past the cap
+            command=sys.executable,
+            args=["-I", str(RELAY), str(MAX_ANSWER_BYTES), server.command, *server.args],
             env={k: v.get_secret_value() for k, v in server.env.items()})
         with open(os.devnull, "w", encoding="utf-8") as quiet:  # its stderr is not ours
             async with stdio_client(params, errlog=quiet) as (read, write), \
