@@ -107,9 +107,14 @@ def test_each_frame_of_a_tiff_is_a_page() -> None:
     assert "adoption in europe" in _words(found.sections[1].text)
 
 
-def test_an_image_that_is_not_one_is_refused_in_plain_words() -> None:
+def test_an_image_that_is_not_one_or_is_a_bomb_is_refused_in_plain_words() -> None:
     with pytest.raises(DocumentRejected, match="image could not be read"):
         extract("scan.png", b"\x89PNG\r\n\x1a\n" + b"not really" * 50)
+    bomb = io.BytesIO()
+    Image.new("1", (9000, 7000), 1).save(bomb, "PNG")  # 63 million pixels in a few KB
+    assert len(bomb.getvalue()) < 100_000
+    with pytest.raises(DocumentRejected, match="far too large to read"):
+        extract("scan.png", bomb.getvalue())
 
 
 def test_a_document_only_run_cites_the_scanned_page(

@@ -13,7 +13,8 @@ pixels on its long side, and Pillow refuses an image of more than `MAX_PIXELS` p
 "decompression bomb") before decoding it.
 
 This module imports only Pillow, pypdfium2 and the standard library: it is what the child loads,
-imported once by the sandbox's starter before it forks the child.
+imported once by the sandbox's starter before it forks the child (so each child starts with
+both loaded).
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the child loads this module alone: nothing of research at run time
-    from PIL.Image import Image
+import pypdfium2
+from PIL import Image as PILImage
+from PIL import ImageSequence, UnidentifiedImageError
 
+if TYPE_CHECKING:  # the child loads this module alone: nothing of research at run time
     from research.untrusted.sandbox import ChildAnswer
 
 MAX_SIDE = 3500            # pixels on the long side of a page as Tesseract gets it
@@ -42,12 +45,11 @@ NO_TESSERACT = ("OCR is not available on this computer (the Tesseract program is
 
 def ocr_image(payload: bytes, max_pages: str, deadline: str) -> ChildAnswer:
     """{"pages": [text of frame 1, ...], "total_pages", "complete"} or {"error": words}."""
-    from PIL import Image as PILImage
-    from PIL import ImageSequence, UnidentifiedImageError
-
     PILImage.MAX_IMAGE_PIXELS = MAX_PIXELS
     try:
-        image = PILImage.open(io.BytesIO(payload))
+        image = PILImage.open(io.BytesIO(payload))  # reads the header only
+        if image.width * image.height > MAX_PIXELS:
+            raise PILImage.DecompressionBombError
         total = int(getattr(image, "n_frames", 1) or 1)
         texts: list[str] = []
         for frame in ImageSequence.Iterator(image):
@@ -75,8 +77,6 @@ def ocr_image(payload: bytes, max_pages: str, deadline: str) -> ChildAnswer:
 def ocr_pdf_pages(payload: bytes, numbers: str, deadline: str) -> ChildAnswer:
     """{"pages": {"3": text, ...}, "complete"} for the 1-based page numbers "3,7,..." or
     {"error": words}. Pages are read in order until the deadline nears."""
-    import pypdfium2
-
     wanted = [int(n) for n in numbers.split(",") if n.strip()]
     found: dict[str, str] = {}
     try:
@@ -111,7 +111,7 @@ class _NoTesseract(Exception):
     pass
 
 
-def _read(image: Image, deadline: float) -> str | None:
+def _read(image: PILImage.Image, deadline: float) -> str | None:
     """Tesseract's text of one image; None when the deadline came first."""
     program = shutil.which("tesseract")
     if program is None:
