@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.mcp_settings import server_fields
+from dashboard.mcp_settings import check, server_fields
 from dashboard.settings_files import mask
 from tests.dashboard_fixtures import dash_env_fixture, open_page  # noqa: F401 - fixture
 
@@ -72,3 +72,15 @@ def test_a_bad_server_is_refused_in_plain_words_and_nothing_is_saved(tmp_path: P
         server_fields("wiki")
     assert server_fields("wiki", command_line="python 'my server.py' --fast") == {
         "command": "python", "args": ["my server.py", "--fast"]}
+
+
+def test_the_test_button_makes_one_real_search_and_words_a_refusal() -> None:
+    from research.core.mcp_servers import McpServer
+    from tests.test_mcp_sources import TOKEN as SERVER_TOKEN
+    from tests.test_mcp_sources import serving
+
+    with serving("wiki") as url:
+        ok, message = check(McpServer(name="intranet", url=url, token=SERVER_TOKEN))
+        refused, why = check(McpServer(name="intranet", url=url, token=TOKEN))
+    assert ok and message.startswith("intranet works: found \u201c")
+    assert not refused and "answered HTTP 401 (check its token)" in why and TOKEN not in why
