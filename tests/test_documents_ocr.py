@@ -9,10 +9,12 @@ import functools
 import io
 import re
 import textwrap
+from pathlib import Path
 
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from dashboard import documents_view as dv
 from research import Credentials, build_config, run_research
 from research.documents import Ingested, ingest
 from research.documents.choice import with_sources
@@ -91,14 +93,24 @@ def test_an_image_only_pdf_is_read_by_ocr_page_by_page(
     assert location(hit.page, hit.section) == "p. 2, read by OCR"
 
 
-@pytest.mark.parametrize("name, kind", [("scan.png", "PNG"), ("scan.jpg", "JPEG")])
-def test_an_image_file_is_read_by_ocr(name: str, kind: str) -> None:
-    found = extract(name, _saved(kind))
+def test_an_image_file_is_read_by_ocr() -> None:
+    found = extract("scan.png", _saved("PNG"))
     assert found.kind == "image" and found.pages == 1
     [section] = found.sections
     assert section.ocr and section.page == 1
     assert "heat pumps in cold climates" in _words(section.text)
     assert "vapour injection compressors" in _words(section.text)
+
+
+def test_the_documents_page_takes_a_photo_of_a_page(tmp_path: Path) -> None:
+    assert {"png", "jpg", "jpeg", "tif", "tiff"} <= set(dv.UPLOAD_TYPES)
+    store = Store(tmp_path / "research.sqlite3")
+    [added] = dv.add_uploads(store, [("notes photo.jpg", _saved("JPEG"))], None)
+    assert added.ok and "1 scanned page read by OCR" in added.message
+    frame = dv.documents_frame(docstore.list_documents(store))
+    assert frame.loc[0, "Type"] == "Image" and frame.loc[0, "Status"] == "Searchable"
+    [hit] = docstore.search_passages(store, "vapour injection compressors", limit=1)
+    assert location(hit.page, hit.section) == "p. 1, read by OCR"
 
 
 def test_each_frame_of_a_tiff_is_a_page() -> None:
