@@ -60,7 +60,7 @@ from research.untrusted.urls import canonical_url, check_port, parse_ip, refusal
 SCHEME = "mcp://"
 MAX_RESULT_CHARS = 20_000     # text kept of one result
 MAX_ANSWER_CHARS = 200_000    # text kept of one tool answer, all results together
-MAX_ANSWER_BYTES = 4_000_000  # a streamable-HTTP answer larger than this is refused
+MAX_ANSWER_BYTES = 4_000_000  # one answer larger than this (HTTP body, stdio line) is refused
 MAX_ITEMS = 50                # content items of one answer looked at
 RELAY = Path(__file__).with_name("mcp_relay.py")  # research.search.mcp_relay
 IDLE_S = 60.0                 # a server's session with no search for this long is closed
@@ -108,7 +108,8 @@ class McpSearch:
         return results_of(self.server.name, tool.name, answer)[:max_results]
 
     def _connection(self, limit: float) -> _Connection:
-        """The open session (one per server and process), opened now if there is none."""
+        """The open session (one per provider, so one per server and run), opened now if there
+        is none; searches that come meanwhile wait for it."""
         with self._lock:
             if self._open is not None and self._open.alive():
                 return self._open
