@@ -21,7 +21,8 @@ from research.related import similar_runs
 from research.search.documents import check_scope
 from storage import documents as docstore
 
-PROVIDER_NAMES = {"openai": "OpenAI (or a compatible server)", "gemini": "Google Gemini"}
+PROVIDER_NAMES = {"openai": "OpenAI (or a compatible server)", "gemini": "Google Gemini",
+                  "anthropic": "Anthropic Claude"}
 SIMILAR_MIN_CHARS = 12
 
 env = ui.env()
@@ -295,7 +296,8 @@ with right:
     st.selectbox("Model provider", list(DEFAULT_MODELS), key="provider", on_change=_provider_changed,
                  format_func=lambda p: PROVIDER_NAMES[p] + ("" if p in configured else " (no key yet)"))
     st.text_input("Model", key="model", help="The main model; every role uses it unless you "
-                  "choose another below.")
+                  "choose another below. For example: "
+                  f"{form.MODEL_EXAMPLES.get(state['provider'], '')}.")
     with st.expander("Models per role"):
         for role in ROLES[1:]:
             cols = st.columns(2)
@@ -313,8 +315,9 @@ with right:
                         "and Serper appear once their key (or SearXNG's address) is in Settings.")
     _sources_choice()
     if not configured:
-        providers_message.error("No model provider is set up yet. Add an OpenAI or Gemini key "
-                                "(or a local OpenAI-compatible server address) on the Settings page.")
+        providers_message.error("No model provider is set up yet. Add an OpenAI, Gemini or "
+                                "Anthropic key (or a local OpenAI-compatible server address) on "
+                                "the Settings page.")
         st.page_link(ui.PAGES["settings"], label="Open Settings", icon=":material/settings:")
 
 

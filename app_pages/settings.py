@@ -32,7 +32,9 @@ ORIGIN_TEXT = {"environment": "set in the environment", "secrets file": "saved h
                None: "not set"}
 # The server-address settings in plain words; the technical name stays in the tooltip.
 URL_LABELS = {"OPENAI_BASE_URL": "OpenAI-compatible server address (Ollama, vLLM, LM Studio...)",
-              "GEMINI_BASE_URL": "Gemini server address", "TAVILY_BASE_URL": "Tavily server address",
+              "GEMINI_BASE_URL": "Gemini server address",
+              "ANTHROPIC_BASE_URL": "Anthropic server address (a proxy)",
+              "TAVILY_BASE_URL": "Tavily server address",
               "SEARXNG_BASE_URL": "Your SearXNG instance's address (e.g. http://localhost:8888)"}
 
 st.title("Settings")

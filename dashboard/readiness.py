@@ -18,8 +18,8 @@ KEYED_SEARCH = {"tavily": ("TAVILY_API_KEY",), "brave": ("BRAVE_API_KEY",),
                 "searxng": ("SEARXNG_BASE_URL",)}  # SearXNG: no key, the instance's address
 KEY_EXPLAINED = (
     "An API key is a long secret code that lets this app use a company's AI models on your "
-    "account; you pay that company only for what your runs use. Create one on the OpenAI or "
-    "Google AI Studio website, then paste it on the Settings page (a free search service is "
+    "account; you pay that company only for what your runs use. Create one on the OpenAI, "
+    "Google AI Studio or Claude Console website, then paste it on the Settings page (a free search service is "
     "already included)."
 )
 ATTENTION = ("running", "paused", "queued", "waiting")

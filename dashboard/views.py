@@ -45,6 +45,8 @@ _KEY_NAMES = {"OPENAI_API_KEY": "the OpenAI key", "GEMINI_API_KEY": "the Google 
               "SEMANTIC_SCHOLAR_API_KEY": "the Semantic Scholar key",
               "OPENAI_BASE_URL": "the OpenAI server address",
               "GEMINI_BASE_URL": "the Gemini server address",
+              "ANTHROPIC_API_KEY": "the Anthropic key",
+              "ANTHROPIC_BASE_URL": "the Anthropic server address",
               "DEEP_RESEARCH_SEARCH": "the search services setting",
               "DEEP_RESEARCH_PROVIDER": "the model provider setting",
               "DEEP_RESEARCH_MODEL": "the model setting"}

@@ -29,13 +29,14 @@ from research.core.mcp_servers import McpServer
 from research.core.mcp_servers import parse as parse_mcp_servers
 from research.core.shapes import Shape, shape_of
 
-ProviderName = Literal["openai", "gemini"]
+ProviderName = Literal["openai", "gemini", "anthropic"]
 ROLES = ("lead", "worker", "writer", "reviewer", "verifier", "auditor", "critic")
 ENGINES = ("pipeline", "openai-deep-research", "gemini-deep-research", "all")
 SEARCH_PROVIDERS = ("tavily", "web", "arxiv", "semanticscholar", "searxng", "brave", "exa", "serper")
 ACADEMIC_PROVIDERS = ("arxiv", "semanticscholar")
 DOCUMENTS = "documents"  # the person's own documents (research.search.documents), not the web
-DEFAULT_MODELS = {"openai": "gpt-5-mini", "gemini": "gemini-2.5-flash"}
+DEFAULT_MODELS = {"openai": "gpt-5-mini", "gemini": "gemini-2.5-flash",
+                  "anthropic": "claude-haiku-4-5"}
 ENV_PREFIX = "DEEP_RESEARCH_"
 
 # Settings by name on their way in (from the environment, a preset, the form or the CLI's
@@ -100,6 +101,7 @@ class ResearchConfig(BaseModel):
     document_ids: tuple[str, ...] = ()
     openai_base_url: str | None = None
     gemini_base_url: str | None = None
+    anthropic_base_url: str | None = None
     tavily_base_url: str | None = None
     arxiv_base_url: str | None = None
     semanticscholar_base_url: str | None = None
@@ -209,6 +211,7 @@ class Credentials(BaseModel):
     model_config = ConfigDict(frozen=True)
     openai_api_key: SecretStr | None = None
     gemini_api_key: SecretStr | None = None
+    anthropic_api_key: SecretStr | None = None
     tavily_api_key: SecretStr | None = None
     semanticscholar_api_key: SecretStr | None = None
     brave_api_key: SecretStr | None = None
@@ -225,9 +228,9 @@ class Credentials(BaseModel):
 
     def secrets(self) -> list[str]:
         """Every key value, for redaction."""
-        values = (self.openai_api_key, self.gemini_api_key, self.tavily_api_key,
-                  self.semanticscholar_api_key, self.brave_api_key, self.exa_api_key,
-                  self.serper_api_key)
+        values = (self.openai_api_key, self.gemini_api_key, self.anthropic_api_key,
+                  self.tavily_api_key, self.semanticscholar_api_key, self.brave_api_key,
+                  self.exa_api_key, self.serper_api_key)
         return [v.get_secret_value() for v in values if v] + [
             secret for server in self.mcp_servers for secret in server.secrets()]
 
@@ -245,6 +248,7 @@ class Credentials(BaseModel):
             mcp_servers=servers, mcp_problem=problem,
             openai_api_key=key("OPENAI_API_KEY"),
             gemini_api_key=key("GEMINI_API_KEY") or key("GOOGLE_API_KEY"),
+            anthropic_api_key=key("ANTHROPIC_API_KEY"),
             tavily_api_key=key("TAVILY_API_KEY"),
             semanticscholar_api_key=key("SEMANTIC_SCHOLAR_API_KEY"),
             brave_api_key=key("BRAVE_API_KEY"),
@@ -316,6 +320,7 @@ def _env_settings(env: Mapping[str, str]) -> Settings:
     for field, var in (
         ("openai_base_url", "OPENAI_BASE_URL"),
         ("gemini_base_url", "GEMINI_BASE_URL"),
+        ("anthropic_base_url", "ANTHROPIC_BASE_URL"),
         ("tavily_base_url", "TAVILY_BASE_URL"),
         ("arxiv_base_url", "ARXIV_BASE_URL"),
         ("semanticscholar_base_url", "SEMANTIC_SCHOLAR_BASE_URL"),
@@ -388,7 +393,7 @@ def build_config(
     provider = merged.get("provider", "openai")
     if provider not in DEFAULT_MODELS:
         raise ConfigError(
-            f"Unknown LLM provider {provider!r}; DEEP_RESEARCH_PROVIDER must be openai or gemini."
+            f"Unknown LLM provider {provider!r}; DEEP_RESEARCH_PROVIDER must be openai, gemini or anthropic."
         )
     merged.setdefault("model", DEFAULT_MODELS[provider])
     roles = merged.get("role_models") or {}

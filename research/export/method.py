@@ -44,7 +44,7 @@ PROVIDER_NAMES = {
     "tavily": "Tavily", "web": "DuckDuckGo web search", "arxiv": "arXiv",
     "semanticscholar": "Semantic Scholar", "documents": "your own documents",
     "searxng": "SearXNG", "brave": "Brave Search", "exa": "Exa", "serper": "Serper (Google)",
-    "openai": "OpenAI", "gemini": "Google Gemini",
+    "openai": "OpenAI", "gemini": "Google Gemini", "anthropic": "Anthropic Claude",
 }
 OUTCOME_WORDS = {
     "supported": "supported", "qualified": "qualified", "removed": "removed",

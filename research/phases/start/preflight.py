@@ -35,10 +35,11 @@ from research.llm.messages import Message
 from research.search import build_search_providers
 from research.search.base import SearchProvider
 
-PROVIDER_NAMES = {"openai": "OpenAI", "gemini": "Google Gemini"}
+PROVIDER_NAMES = {"openai": "OpenAI", "gemini": "Google Gemini", "anthropic": "Anthropic"}
 KEY_HINT = {
     "openai": "OPENAI_API_KEY (and OPENAI_BASE_URL for a local or compatible server)",
     "gemini": "GEMINI_API_KEY (and GEMINI_BASE_URL if you use a proxy)",
+    "anthropic": "ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL if you use a proxy)",
 }
 
 
