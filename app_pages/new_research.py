@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import budget, connection, form, readiness, search_services, ui, views
+from dashboard import budget, connection, form, mcp_settings, readiness, search_services, ui, views
 from dashboard.settings_files import configured_llm_providers, defaults_path, load_defaults
 from research import validate_question
 from research.core.config import DEFAULT_MODELS, ROLES
@@ -305,8 +305,10 @@ with right:
                               key=f"role_provider_{role}")
             cols[1].text_input(f"{role.capitalize()} model", key=f"role_model_{role}",
                                placeholder="provider default")
-    st.multiselect("Search services", search_services.options(env, state.get("search") or []),
-                   key="search", format_func=lambda name: readiness.search_label(name, env),
+    st.multiselect("Search services", [*search_services.options(env, state.get("search") or []),
+                                       *mcp_settings.provider_names(env)],
+                   key="search",
+                   format_func=lambda name: mcp_settings.label(readiness.search_label(name, env)),
                    help="Every service listed here is searched, and only these. arXiv and "
                         "Semantic Scholar search academic papers (on by default); Tavily needs "
                         "a key (Settings); the web search needs none. SearXNG, Brave Search, Exa "

@@ -8,7 +8,7 @@ import os
 
 import streamlit as st
 
-from dashboard import connection, notify_settings, readiness, search_services, ui, views
+from dashboard import connection, mcp_settings, notify_settings, readiness, search_services, ui, views
 from dashboard.connection import check_llm, check_search
 from dashboard.settings_files import (
     KEYS,
@@ -113,10 +113,12 @@ with st.form("models"):
         var = f"DEEP_RESEARCH_{role.upper()}_MODEL"
         role_values[var] = st.text_input(f"{role.capitalize()} model", value=env.get(var, ""),
                                          placeholder="same as the lead")
+    search_choices = [*SEARCH_PROVIDERS, *mcp_settings.provider_names(env)]
     current_search = [s.strip() for s in env.get("DEEP_RESEARCH_SEARCH", "").split(",")
-                      if s.strip() in SEARCH_PROVIDERS]
-    search = st.multiselect("Search providers", list(SEARCH_PROVIDERS), default=current_search,
-                            format_func=lambda name: readiness.search_label(name, env),
+                      if s.strip() in search_choices]
+    search = st.multiselect("Search providers", search_choices, default=current_search,
+                            format_func=lambda name: mcp_settings.label(
+                                readiness.search_label(name, env)),
                             placeholder="automatic: Tavily when it has a key, otherwise the free web search")
     st.markdown("**Server addresses** (only for a local or compatible server, or a proxy)")
     urls = {var: st.text_input(label, value=env.get(var, ""), help=f"The setting {var}.")
@@ -134,6 +136,8 @@ with st.form("models"):
                                    "the environment, which wins over what is saved here."
                                    if overridden else ""))
         st.rerun()
+
+mcp_settings.section(path, env)
 
 st.header("Test connection")
 st.write("Makes one tiny real call to each provider and tells you whether it works.")

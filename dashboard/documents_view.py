@@ -21,8 +21,8 @@ from storage.records import Document, Passage
 
 UPLOAD_TYPES = sorted(k.lstrip(".") for k in KINDS)
 KIND_LABELS = {"pdf": "PDF", "docx": "Word", "markdown": "Markdown", "text": "Text",
-               "html": "HTML"}
-STATUS_LABELS = {"ready": "Searchable", "no_text": "No text (scanned?)"}
+               "html": "HTML", "image": "Image"}
+STATUS_LABELS = {"ready": "Searchable", "no_text": "No text found"}
 
 
 def size_text(size: int) -> str:
@@ -70,9 +70,10 @@ def result_line(result: Ingested) -> str:
 
 
 def upload_help() -> str:
-    return (f"PDF, Word (.docx), Markdown, plain text or HTML; up to "
-            f"{MAX_FILE_BYTES // (1024 * 1024)} MB each. Files are read, never run or shown "
-            "as web pages, and links inside them are not followed.")
+    return (f"PDF, Word (.docx), Markdown, plain text, HTML or images (PNG, JPEG, TIFF); up to "
+            f"{MAX_FILE_BYTES // (1024 * 1024)} MB each. Scanned pages and images are read by "
+            "OCR. Files are read, never run or shown as web pages, and links inside them are "
+            "not followed.")
 
 
 def hit_heading(hit: docstore.PassageHit) -> str:

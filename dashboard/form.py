@@ -20,6 +20,7 @@ from research.core.config import (
     Credentials,
     ResearchConfig,
     build_config,
+    is_mcp,
 )
 from research.core.constants import CONSTANTS, DEFAULTS, PRESETS
 from research.core.errors import ConfigError
@@ -100,7 +101,8 @@ def default_search(config: ResearchConfig | None) -> list[str]:
 
 def search_of(config: Mapping[str, Any]) -> list[str]:
     """The providers a stored run's config searched (its chosen list plus academic defaults)."""
-    chosen = [s for s in config.get("search_providers") or [] if s in SEARCH_PROVIDERS]
+    chosen = [s for s in config.get("search_providers") or []
+              if s in SEARCH_PROVIDERS or is_mcp(s)]  # an MCP server listed in Settings
     if not chosen:
         return []
     academic = [s for s in chosen if s in ACADEMIC_PROVIDERS]

@@ -109,6 +109,30 @@ def save_secrets(updates: Mapping[str, str | None], path: Path | None = None) ->
     return path
 
 
+def save_secrets_table(table: str, key: str, fields: Mapping[str, Any] | None,
+                       path: Path | None = None) -> Path:
+    """Set (or, with None, remove) the table `[table.key]` of the secrets file, owner-only
+    (e.g. an MCP server's settings, see dashboard.mcp_settings); the rest of the file is kept."""
+    path = path or secrets_path()
+    try:
+        with _locked(path):
+            data = read_secrets(path)
+            tables = data.get(table) if isinstance(data.get(table), dict) else {}
+            if fields is None:
+                tables.pop(key, None)
+            else:
+                tables[key] = dict(fields)
+            if tables:
+                data[table] = tables
+            else:
+                data.pop(table, None)
+            _replace(path, _toml_dumps(data), prefix=".secrets-")
+        os.chmod(path, 0o600)
+    except OSError as exc:
+        raise SettingsFileError(f"Could not save {path} ({exc.strerror or exc}).") from None
+    return path
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """Hold an exclusive lock beside `path` while a save reads and rewrites it.

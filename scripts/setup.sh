@@ -10,6 +10,8 @@ DEV=0
 [ "${1:-}" = "--dev" ] && DEV=1
 
 debs=(libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core)
+# tesseract-ocr, tesseract-ocr-eng: OCR of scanned documents (research/documents/ocr.py).
+debs+=(tesseract-ocr tesseract-ocr-eng)
 # postgresql: the tests start a throw-away server (tests/pg_server.py) to run the store on it.
 # nginx: the reverse proxy of scripts/team-demo.sh (and of its test).
 # chromium-headless-shell: the browser tests' Chromium (tests/browser_helpers.py says why);

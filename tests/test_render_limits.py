@@ -119,12 +119,14 @@ def test_the_renderer_child_gets_no_api_keys(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-should-not-reach-the-child-0000")
     monkeypatch.setenv("TAVILY_API_KEY", "tvly-test-should-not-reach-0000")
     monkeypatch.setenv("DEEP_RESEARCH_PASSWORD", "should-not-reach-0000")
+    monkeypatch.setenv("DEEP_RESEARCH_MCP_SERVERS", '{"wiki": {"url": "https://w", "token": "t"}}')
     sandbox.stop_starter()  # the next child's starter starts with the environment as it is now
     # Every child (the renderer's too) is forked from the starter and has its environment.
     names = sandbox.run_child("tests.sandbox_targets:environment", b"",
                               sandbox.ChildLimits(timeout_s=30, memory_mb=1024))["names"]
     assert "PATH" in names
-    assert not {"OPENAI_API_KEY", "TAVILY_API_KEY", "DEEP_RESEARCH_PASSWORD"} & set(names)
+    assert not {"OPENAI_API_KEY", "TAVILY_API_KEY", "DEEP_RESEARCH_PASSWORD",
+                "DEEP_RESEARCH_MCP_SERVERS"} & set(names)
     assert to_pdf(_doc("Still renders [1].")).startswith(b"%PDF")
 
 

@@ -22,6 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 
 from research.core.constants import CONSTANTS, DEFAULTS, PRESETS, bound_problem
 from research.core.errors import ConfigError
+from research.core.mcp_servers import ENV_NAME as MCP_ENV
+from research.core.mcp_servers import NAME as MCP_NAME
+from research.core.mcp_servers import PREFIX as MCP_PREFIX
+from research.core.mcp_servers import McpServer
+from research.core.mcp_servers import parse as parse_mcp_servers
 from research.core.shapes import Shape, shape_of
 
 ProviderName = Literal["openai", "gemini", "anthropic"]
@@ -131,7 +136,7 @@ class ResearchConfig(BaseModel):
         if self.preset not in PRESETS:
             raise ValueError(f"Unknown preset {self.preset!r}; choose one of {', '.join(PRESETS)}.")
         for name in self.search_providers:
-            if name not in SEARCH_PROVIDERS and name != DOCUMENTS:
+            if name not in SEARCH_PROVIDERS and name != DOCUMENTS and not is_mcp(name):
                 raise ValueError(
                     f"Unknown search provider {name!r}; choose from {', '.join(SEARCH_PROVIDERS)}."
                 )
@@ -184,7 +189,7 @@ class ResearchConfig(BaseModel):
 
     def uses_web(self) -> bool:
         """False for a documents-only run: no web search, no academic search, no search key."""
-        return any(n != DOCUMENTS for n in self.search_providers)
+        return any(n != DOCUMENTS and not is_mcp(n) for n in self.search_providers)
 
     def uses_documents(self) -> bool:
         return DOCUMENTS in self.search_providers
@@ -215,6 +220,10 @@ class Credentials(BaseModel):
     brave_api_key: SecretStr | None = None
     exa_api_key: SecretStr | None = None
     serper_api_key: SecretStr | None = None
+    # MCP servers as sources (research.core.mcp_servers): secret as a whole, since a token, a
+    # command's arguments or its environment may hold one; `mcp_problem` says why none were read.
+    mcp_servers: tuple[McpServer, ...] = ()
+    mcp_problem: str = ""
 
     def get(self, name: str) -> str | None:
         value = getattr(self, f"{name}_api_key", None)
@@ -225,7 +234,11 @@ class Credentials(BaseModel):
         values = (self.openai_api_key, self.gemini_api_key, self.anthropic_api_key,
                   self.tavily_api_key, self.semanticscholar_api_key, self.brave_api_key,
                   self.exa_api_key, self.serper_api_key)
-        return [v.get_secret_value() for v in values if v]
+        return [v.get_secret_value() for v in values if v] + [
+            secret for server in self.mcp_servers for secret in server.secrets()]
+
+    def mcp_server(self, name: str) -> McpServer | None:
+        return next((s for s in self.mcp_servers if s.name == name), None)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Credentials:
@@ -233,7 +246,9 @@ class Credentials(BaseModel):
             value = (env.get(name) or "").strip()
             return SecretStr(value) if value else None
 
+        servers, problem = parse_mcp_servers(env.get(MCP_ENV) or "")
         return cls(
+            mcp_servers=servers, mcp_problem=problem,
             openai_api_key=key("OPENAI_API_KEY"),
             gemini_api_key=key("GEMINI_API_KEY") or key("GOOGLE_API_KEY"),
             anthropic_api_key=key("ANTHROPIC_API_KEY"),
@@ -243,6 +258,11 @@ class Credentials(BaseModel):
             exa_api_key=key("EXA_API_KEY"),
             serper_api_key=key("SERPER_API_KEY"),
         )
+
+
+def is_mcp(name: str) -> bool:
+    """A search provider name that reads an MCP server: "mcp:" and the server's name."""
+    return name.startswith(MCP_PREFIX) and bool(MCP_NAME.match(name[len(MCP_PREFIX):]))
 
 
 def _parse(name: str, raw: Any) -> Any:

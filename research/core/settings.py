@@ -6,14 +6,18 @@ what someone typed into the Settings page. Only these edge helpers read os.envir
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
+from research.core.mcp_servers import ENV_NAME as MCP_ENV
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SECRETS_FILE = PROJECT_ROOT / ".streamlit" / "secrets.toml"
 DEFAULT_PRICES_FILE = PROJECT_ROOT / "data" / "prices.json"
+MCP_TABLE = "mcp_servers"  # research.core.mcp_servers
 
 
 def read_secrets_file(path: Path = SECRETS_FILE) -> dict[str, str]:
@@ -21,7 +25,11 @@ def read_secrets_file(path: Path = SECRETS_FILE) -> dict[str, str]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError):
         return {}
-    return {str(k): str(v) for k, v in data.items() if isinstance(v, (str, int, float, bool))}
+    flat = {str(k): str(v) for k, v in data.items() if isinstance(v, (str, int, float, bool))}
+    servers = data.get(MCP_TABLE)
+    if isinstance(servers, dict) and servers:  # its [mcp_servers.NAME] tables, as the env has them
+        flat[MCP_ENV] = json.dumps(servers)
+    return flat
 
 
 def secrets_file(environ: Mapping[str, str] | None = None) -> Path:

@@ -26,8 +26,7 @@ from storage import Store
 from storage import documents as docstore
 
 EXTRACT_WORKERS = 2  # files read at once, each PDF/DOCX in its own child process
-NO_TEXT = ("no text layer: this looks like a scanned PDF (images of pages); run it through "
-           "OCR and upload the result to make it searchable")
+NO_TEXT = "no text could be read from it, not even by OCR of its scanned pages"
 
 
 @dataclass(frozen=True)
@@ -90,7 +89,8 @@ def _store(store: Store, name: str, data: bytes, digest: str, found: Extracted |
     pieces = split(found.sections)
     if not pieces and found.kind != "pdf":
         return Ingested(name, False, "there is no readable text in the file")
-    status, message = ("ready", None) if pieces else ("no_text", NO_TEXT)
+    status, message = ("ready", None) if pieces else (
+        "no_text", f"{NO_TEXT} ({found.problem})" if found.problem else NO_TEXT)
     # The same file twice in one upload: the first copy is stored, the second points at it.
     known = docstore.find_by_hash(store, digest)
     if known is not None:
@@ -102,6 +102,11 @@ def _store(store: Store, name: str, data: bytes, digest: str, found: Extracted |
         passages=[(p.page, p.section, p.text) for p in pieces], collection=collection,
     )
     words = f"{len(pieces)} passages" + (f" from {found.pages} pages" if found.pages else "")
+    scanned = sum(1 for s in found.sections if s.ocr)
+    if scanned:
+        words += f"; {scanned} scanned {'page' if scanned == 1 else 'pages'} read by OCR"
+    if found.problem and pieces:
+        words += f"; {found.problem}"
     return Ingested(name, bool(pieces), message or f"added ({words})", doc_id, found.pages,
                     len(pieces))
 

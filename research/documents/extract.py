@@ -3,7 +3,9 @@
 Every file is untrusted: a PDF or DOCX is read in a child process under a memory cap and a
 time limit (`research.untrusted.sandbox`), a DOCX's zip is measured before it is opened (a zip bomb is
 refused unread), HTML goes through trafilatura (never rendered, its links never followed), and every
-text loses invisible formatting controls. A file that cannot be used raises `DocumentRejected`
+text loses invisible formatting controls. A scanned page (an image file, or a PDF page with no
+text layer) is read by OCR in the same kind of child (`research.documents.ocr`), a batch of
+pages per child, each under the same limits; its sections are marked `ocr`. A file that cannot be used raises `DocumentRejected`
 with plain words; the caller refuses that one file and goes on with the rest.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -20,13 +23,16 @@ from research.untrusted.textclean import strip_hidden_controls
 
 MAX_FILE_BYTES = 50 * 1024 * 1024       # an upload larger than this is refused
 MAX_PDF_PAGES = 2_000                    # pages read from one PDF
+MAX_OCR_PAGES = 200                      # scanned pages (or image frames) read by OCR per file
+OCR_BATCH = 10                           # scanned pages per child (about 2 s of CPU each)
 CHILD_LIMITS = ChildLimits(timeout_s=60.0, memory_mb=512)  # one PDF or DOCX read
 DOCX_MAX_UNZIPPED = 200 * 1024 * 1024   # total uncompressed size of a DOCX's parts
 DOCX_MAX_RATIO = 100                     # uncompressed / compressed, over the whole zip
 DOCX_MAX_MEMBERS = 2_000
 
 KINDS = {".pdf": "pdf", ".docx": "docx", ".md": "markdown", ".markdown": "markdown",
-         ".txt": "text", ".text": "text", ".html": "html", ".htm": "html"}
+         ".txt": "text", ".text": "text", ".html": "html", ".htm": "html",
+         ".png": "image", ".jpg": "image", ".jpeg": "image", ".tif": "image", ".tiff": "image"}
 _MD_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 
 
@@ -41,6 +47,7 @@ class Section:
     text: str
     page: int | None = None
     heading: str = ""
+    ocr: bool = False  # read from a picture of the page, not from a text layer
 
 
 @dataclass
@@ -49,6 +56,7 @@ class Extracted:
     kind: str
     pages: int | None
     sections: list[Section] = field(default_factory=list)
+    problem: str = ""  # why some scanned pages could not be read, in plain words
 
     @property
     def has_text(self) -> bool:
@@ -60,7 +68,7 @@ def kind_of(filename: str) -> str:
     kind = KINDS.get(PurePath(filename).suffix.lower())
     if kind is None:
         raise DocumentRejected("this type of file is not supported; upload PDF, DOCX, Markdown "
-                               "(.md), plain text (.txt) or HTML files")
+                               "(.md), plain text (.txt), HTML or image (PNG, JPEG, TIFF) files")
     return kind
 
 
@@ -74,9 +82,10 @@ def extract(filename: str, data: bytes) -> Extracted:
                                "MB limit")
     stem = PurePath(filename).stem.replace("_", " ").strip() or filename
     reader = {"pdf": _pdf, "docx": _docx, "markdown": _markdown, "text": _text,
-              "html": _html}[kind]
+              "html": _html, "image": _image}[kind]
     found = reader(data, stem)
-    cleaned = [Section(_clean(s.text), s.page, _clean(s.heading)[:200]) for s in found.sections]
+    cleaned = [Section(_clean(s.text), s.page, _clean(s.heading)[:200], s.ocr)
+               for s in found.sections]
     found.sections = [s for s in cleaned if s.text]
     found.title = _clean(found.title)[:300] or stem
     return found
@@ -95,8 +104,49 @@ def _pdf(data: bytes, stem: str) -> Extracted:
                     str(MAX_PDF_PAGES))
     pages = [str(p) for p in result.get("pages") or []]
     sections = [Section(text, page=n) for n, text in enumerate(pages, start=1) if text.strip()]
+    scanned = [n for n, text in enumerate(pages, start=1) if not text.strip()]
+    read, problem = _ocr_pdf(data, scanned[:MAX_OCR_PAGES])
+    if len(scanned) > MAX_OCR_PAGES and not problem:
+        problem = f"only the first {MAX_OCR_PAGES} scanned pages were read by OCR"
+    sections += [Section(text, page=n, ocr=True) for n, text in read.items() if text.strip()]
+    sections.sort(key=lambda s: s.page or 0)
     return Extracted(str(result.get("title") or stem), "pdf",
-                     int(result.get("total_pages") or len(pages)), sections)
+                     int(result.get("total_pages") or len(pages)), sections, problem)
+
+
+def _ocr_pdf(data: bytes, numbers: list[int]) -> tuple[dict[int, str], str]:
+    """OCR text of the PDF's scanned pages, a batch per child; and why some are missing."""
+    read: dict[int, str] = {}
+    for start in range(0, len(numbers), OCR_BATCH):
+        batch = numbers[start:start + OCR_BATCH]
+        try:
+            result = _child("research.documents.ocr:ocr_pdf_pages", data, "scanned PDF",
+                            ",".join(map(str, batch)), _ocr_deadline())
+        except DocumentRejected as exc:
+            return read, str(exc)
+        pages = result.get("pages")
+        read.update({int(n): str(t) for n, t in (pages.items() if isinstance(pages, dict)
+                                                  else ())})
+        if not result.get("complete"):
+            return read, "reading the scanned pages took too long; the rest were left out"
+    return read, ""
+
+
+def _ocr_deadline() -> str:
+    """When an OCR child stops reading: just before the sandbox would stop it."""
+    return repr(time.monotonic() + CHILD_LIMITS.timeout_s - 2.0)
+
+
+def _image(data: bytes, stem: str) -> Extracted:
+    result = _child("research.documents.ocr:ocr_image", data, "image", str(MAX_OCR_PAGES),
+                    _ocr_deadline())
+    pages = [str(p) for p in result.get("pages") or []]
+    sections = [Section(text, page=n, ocr=True)
+                for n, text in enumerate(pages, start=1) if text.strip()]
+    total = int(result.get("total_pages") or len(pages))
+    problem = "" if result.get("complete") else \
+        "reading the image took too long; some of its pages were left out"
+    return Extracted(stem, "image", total, sections, problem)
 
 
 def check_zip(data: bytes) -> None:

@@ -1,7 +1,9 @@
 """Passages: the unit a search finds and a report cites.
 
 A passage is a few hundred words that never straddles a PDF page or a heading, so its one
-location ("p. 12", or the heading it sits under) is true of every word in it.
+location ("p. 12", or the heading it sits under) is true of every word in it. A passage read by
+OCR from a scanned page keeps its page and carries `OCR_SECTION` as its section, so every list
+that cites it says so ("Report, p. 3, read by OCR").
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from research.documents.extract import Section
 
 PASSAGE_WORDS = 250   # aim: long enough to carry a claim and its context
 MAX_WORDS = 350       # a paragraph longer than this is cut at word boundaries
+OCR_SECTION = "read by OCR"  # the section of a scanned page's passages (a page has no heading)
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,8 @@ def split(sections: list[Section], *, target: int = PASSAGE_WORDS,
     out: list[Passage] = []
     for section in sections:
         for text in _chunks(section.text, target, limit):
-            out.append(Passage(len(out), text, section.page, section.heading))
+            heading = OCR_SECTION if section.ocr else section.heading
+            out.append(Passage(len(out), text, section.page, heading))
     return out
 
 
@@ -61,6 +65,8 @@ def _chunks(text: str, target: int, limit: int) -> list[str]:
 
 def location(page: int | None, section: str) -> str:
     """Where in its document a passage is, as a citation says it: "p. 12" or the section."""
+    if page and section == OCR_SECTION:
+        return f"p. {page}, {OCR_SECTION}"
     if page:
         return f"p. {page}"
     if section:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from research.core.config import Credentials, ResearchConfig
+from research.core.config import Credentials, ResearchConfig, is_mcp
 from research.core.errors import ConfigError
 from research.search.base import SearchProvider, SearchResult
 
@@ -89,6 +89,17 @@ def _documents(config: ResearchConfig, credentials: Credentials) -> SearchProvid
     return build(config)
 
 
+def _mcp(name: str, credentials: Credentials) -> SearchProvider:
+    from research.search.mcp_tools import McpSearch
+
+    server = credentials.mcp_server(name.split(":", 1)[1])
+    if server is None:
+        why = f" ({credentials.mcp_problem})" if credentials.mcp_problem else ""
+        raise ConfigError(f"There is no MCP server named \u201c{name.split(':', 1)[1]}\u201d in "
+                          f"Settings{why}: add it there, or leave it out of the search.")
+    return McpSearch(server, credentials.secrets())
+
+
 PROVIDERS: dict[str, Callable[[ResearchConfig, Credentials], SearchProvider]] = {
     "tavily": _tavily,
     "web": _web,
@@ -108,6 +119,9 @@ def build_search_providers(
     """One provider per name in `config.active_search_providers()`, in that order."""
     providers: list[SearchProvider] = []
     for name in config.active_search_providers():
+        if is_mcp(name):  # an MCP server the person listed (research.search.mcp_tools)
+            providers.append(_mcp(name, credentials))
+            continue
         builder = PROVIDERS.get(name)
         if builder is None:
             raise ConfigError(

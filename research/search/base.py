@@ -15,6 +15,7 @@ class SearchResult:
     published: str | None = None   # ISO date (YYYY-MM-DD) when the provider knows it
     content: str | None = None     # full text when the provider already returns it
     score: float | None = None     # the provider's own ranking score, if any
+    in_hand: bool = False          # `content` is the source itself: read it, fetch nothing
 
 
 class SearchProvider(Protocol):

@@ -63,7 +63,8 @@ starter_main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]))
 """
 STARTER_IDLE_S = 300.0  # a starter with no work for this long exits (it holds ~70 MB)
 _REPLY_SLACK_S = 10.0   # past the deadline, how long the parent waits for the keeper's word
-_SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD", re.IGNORECASE)
+# DEEP_RESEARCH_MCP_SERVERS: the MCP servers a person lists, with their tokens (as JSON).
+_SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|MCP_SERVERS", re.IGNORECASE)
 _MEMORY_WORDS = ("MemoryError", "out of memory", "Cannot allocate memory", "bad_alloc")
 MEMORY = "memory"  # the "error" a child reports when it ran out of memory
 

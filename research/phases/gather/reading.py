@@ -28,7 +28,7 @@ from research.core.events import SourceSkipped
 from research.core.records import SkippedPage, Source, Subtopic
 from research.phases.gather import scoring
 from research.phases.gather.searching import WORKER_ROLE, Candidate, Outcome
-from research.search.documents import is_document_result, page_of
+from research.search.in_hand import page_of, text_in_hand
 from research.untrusted.fetch import FetchedPage
 
 MIN_TEXT_CHARS = 200
@@ -146,7 +146,7 @@ class Reading:
         self._ctx.checkpoint()
         if time.monotonic() >= self._ctx.until(self._deadline):  # held model calls give time back
             raise ProviderTimeout("the step ran out of time (STEP_TIMEOUT_MS)")
-        if is_document_result(cand.result):  # its text is in hand: nothing to fetch
+        if text_in_hand(cand.result):  # its text is in hand: nothing to fetch
             return page_of(cand.result)
         return self._ctx.fetcher.fetch(cand.result.url)
 
@@ -193,7 +193,7 @@ class Reading:
 
     def _classify(self, cand: Candidate, page: FetchedPage) -> Read:
         published = page.published or cand.result.published
-        short = MIN_TEXT_CHARS if not is_document_result(cand.result) else 1
+        short = MIN_TEXT_CHARS if not text_in_hand(cand.result) else 1
         if len(page.text.strip()) < short:
             return "no readable text on the page"
         if self._oldest and (day := _date(published)) is not None and day < self._oldest:

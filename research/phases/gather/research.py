@@ -45,7 +45,7 @@ from research.phases.gather import findings, learnings, scoring, searching
 from research.phases.gather.reading import Reading
 from research.phases.gather.searching import Candidate, Outcome
 from research.phases.start.plan import PlanResult
-from research.search.documents import is_document_result
+from research.search.in_hand import text_in_hand
 from research.untrusted.credibility import assess
 from research.untrusted.fetch import FetchedPage
 from research.untrusted.urls import canonical_url
@@ -327,8 +327,8 @@ def _select(
         if len(chosen) >= limit:
             break
         url = cand.result.url.strip()
-        if is_document_result(cand.result):  # a passage of the person's own documents
-            canonical = url
+        if text_in_hand(cand.result) and not url.lower().startswith(("http://", "https://")):
+            canonical = url  # a passage of the person's documents, an MCP tool's answer
         elif not url.lower().startswith(("http://", "https://")):
             continue
         else:
