@@ -7,7 +7,7 @@ import math
 
 import streamlit as st
 
-from dashboard import ui, versions_view, views, watches_view
+from dashboard import compare_view, ui, versions_view, views, watches_view
 from research.runs import ACTIVE
 from storage.versions import version_groups
 
@@ -110,3 +110,6 @@ elif len(chosen) >= 2:
     left, right = st.columns(2)
     for i, (name, fig) in enumerate(charts.items()):
         (left if i % 2 == 0 else right).plotly_chart(fig, key=f"compare_{name}")
+    compare_view.panel(store, list(table["Run id"]),
+                       [t.replace("<br>", " · ") for t in views.compare_labels(table)],
+                       person=person)

@@ -123,3 +123,25 @@ def test_on_postgresql_the_library_works_the_same(dash_env: Store) -> None:
         check(dash_env)
         for run in dash_env.list_runs():
             dash_env.delete_run(run.id)
+
+
+def test_compared_reports_stand_side_by_side_with_sections_aligned_and_differences_marked(
+        dash_env: Store) -> None:
+    from dashboard import compare_view
+
+    one = "# A\n\n---\n\n## Summary\n\nSolar grew 20% [1]. Costs fell [2].\n\n## Costs\n\nPanels are cheap [2].\n"
+    two = "# B\n\n---\n\n## Summary\n\nSolar grew 20% [3]. Storage lags [1].\n\n## Policy\n\nSubsidies end [4].\n"
+    rows = {r.title: r for r in compare_view.aligned([one, two])}
+    assert list(rows) == ["Summary", "Costs", "Policy"]  # the first report's order, then the rest
+    summary = rows["Summary"]
+    assert summary.columns == (("Solar grew 20%.", "Costs fell."), ("Solar grew 20%.", "Storage lags."))
+    assert summary.only_here == (frozenset({"Costs fell."}), frozenset({"Storage lags."}))
+    assert rows["Costs"].columns[1] is None and rows["Policy"].columns[0] is None
+
+    a = finished_run(dash_env, "Solar growth?")
+    b = finished_run(dash_env, "Wind growth?")
+    at = _library()
+    at.multiselect(key="lib_compare").set_value([a, b]).run()
+    assert not at.exception
+    assert any("The reports side by side" in m.value for m in at.markdown)
+    assert [e.label for e in at.expander if e.label in ("Executive summary", "Key findings")]
