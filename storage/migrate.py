@@ -26,7 +26,7 @@ SCRIPT_LOCATION = Path(__file__).resolve().parent / "alembic"
 VERSION_TABLE = "alembic_version"
 # The newest revision in storage/alembic/versions: bump it with every new revision
 # (tests/test_migrations.py checks it against what Alembic finds there).
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0005"
 
 
 def alembic_config(conn: Connection | None = None) -> Config:
