@@ -9,22 +9,27 @@ store kept.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from docx import Document
+from pypdf import PdfReader
 
 from research import Credentials, build_config, create_run, execute
 from research.ask import NOT_THERE, AskError, ask, conversation, research_it
 from research.core.config import ResearchConfig
 from research.core.prompts import INVISIBLE
+from research.export.formats import export_run
 from research.export.run_document import build_document_for_run
 from research.llm.pacing import forget_pacers
 from research.llm.pricing import PriceTable
 from storage import Store
 from storage.conversations import turns
+from tests.cli_helpers import RunCli
 from tests.standin import StandinServer
 from tests.standin.brain_ask import INVENTED
 from tests.standin.pages import CANARY, CANARY_FACT, TRACKER
@@ -249,3 +254,59 @@ def test_another_persons_run_is_refused_before_anything_is_read_or_sent(
                     credentials=finished.credentials, person=BOB)
     assert standin.requests_for("openai") == []
     assert len(turns(finished.store, finished.run_id)) == before
+
+
+def test_the_command_line_prints_the_checked_answer_with_its_sources_and_refuses_another_persons_run(
+    standin: StandinServer, finished: Finished, run_cli: RunCli, tmp_path: Path,
+) -> None:
+    env = {**finished.env, "DEEP_RESEARCH_DB": str(finished.db), "DEEP_RESEARCH_OWNER": ALICE}
+    done = run_cli(["ask", finished.run_id, "What was the average cost per unit?"], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "Q: What was the average cost per unit?"
+    assert "average cost fell" in lines[1] and re.search(r"\[\d+\]", lines[1])
+    assert "checked against their sources" in lines[2]
+    cited = re.findall(r"\[(\d+)\]", lines[1])
+    assert {f"[{n}]" for n in cited} == {line.split()[0] for line in lines[3:] if line.strip()}
+    assert all(" — http" in line for line in lines[3:] if line.strip())
+
+    missing = run_cli(["ask", finished.run_id, "What colour were the new installations in Mongolia?"],
+                      env, tmp_path)
+    assert missing.returncode == 0 and NOT_THERE in missing.stdout
+    assert f"--build-on {finished.run_id}" in missing.stderr
+
+    listed = run_cli(["ask", finished.run_id, "--list"], env, tmp_path)
+    assert "Q: What was the average cost per unit?" in listed.stdout
+
+    bobs = run_cli(["ask", finished.run_id, "What was the average cost per unit?"],
+                   {**env, "DEEP_RESEARCH_OWNER": BOB}, tmp_path)
+    assert bobs.returncode == 1 and "There is no run with id" in bobs.stderr
+    assert "Traceback" not in bobs.stderr and bobs.stdout == ""
+
+
+def test_the_answers_export_with_the_report_as_an_appendix_cited_and_numbered_like_it(
+    standin: StandinServer, finished: Finished,
+) -> None:
+    answer = _ask(finished, "What was the average cost per unit?")
+    assert answer.answered
+    sentence = re.sub(r"\s*\[\d+\]", "", answer.text.split(". ")[0]).strip()
+    number = answer.sources[0].number
+
+    markdown = export_run(finished.store, finished.run_id, "md").decode()
+    appendix = markdown.split("## Questions and answers", 1)
+    assert len(appendix) == 2, "the Markdown export has no appendix"
+    assert "What was the average cost per unit?" in appendix[1]
+    assert sentence in appendix[1]
+    assert f"[[{number}]](#source-{number})" in appendix[1]  # linked like the report's citations
+    assert f'<a id="source-{number}"></a>' in markdown  # ...to its entry in the Sources list
+    assert answer.check_line in appendix[1]
+
+    pdf = PdfReader(io.BytesIO(export_run(finished.store, finished.run_id, "pdf")))
+    pdf_text = " ".join(" ".join((page.extract_text() or "").split()) for page in pdf.pages)
+    assert "Questions and answers" in pdf_text and "average cost per unit?" in pdf_text
+    assert " ".join(sentence.split()[:5]) in pdf_text
+
+    word = Document(io.BytesIO(export_run(finished.store, finished.run_id, "docx")))
+    paragraphs = [p.text for p in word.paragraphs]
+    assert "Questions and answers" in paragraphs
+    assert any(sentence in p for p in paragraphs)
