@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import dig_deeper_view, run_header, run_live, run_report, run_tabs, run_waiting, ui
+from dashboard import ask_view, dig_deeper_view, run_header, run_live, run_report, run_tabs, run_waiting, ui
 from research.runs import ACTIVE, status_of
 
 REFRESH_S = 2.0  # how often the live panel and the open tab are drawn again while a run works
@@ -27,6 +27,7 @@ report, doc = run_report.finished_report(store, run)
 if report is not None and doc is not None:  # the report leads; how the run went folds below
     run_report.report_first(store, run, report, doc)
     dig_deeper_view.panel(jobs, run, report.markdown)
+    ask_view.panel(store, jobs, run, doc)  # reached from the link at the report's top
     with st.expander("How the run went: progress, plan, sources, rounds, review, verification, "
                      "cost", icon=":material/query_stats:"):
         st.fragment(run_live.panel)(store, jobs, run.id)

@@ -16,7 +16,8 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import views
+from dashboard import ask_view, views
+from research.ask import appendix
 from research.core.errors import ResearchError
 from research.core.records import Report, Run
 from research.export import build_document
@@ -155,7 +156,7 @@ def report_first(store: Store, run: Run, report: Report,
         st.success(line, icon=":material/task_alt:")
     if doc.reading_time:
         st.caption(views.md_text(doc.reading_time))
-    stamp = report.created_at
+    stamp = f"{report.created_at}#{appendix.stamp(store, run_id)}"  # answers join the exports
     download_buttons(store, run_id, doc, stamp=stamp, name=f"report-{run_id}",
                      formats=REPORT_FORMATS)
     with st.expander("Bibliography and claim evidence table", icon=":material/download:"):
@@ -163,6 +164,7 @@ def report_first(store: Store, run: Run, report: Report,
                    "claim with its verdict, quoted passage, source and section (CSV, Excel).")
         download_buttons(store, run_id, doc, stamp=stamp, name=f"report-{run_id}",
                          formats=EXTRA_FORMATS, key="extra", primary=None)
+    ask_view.jump_link()  # the question box under the report, without scrolling through it
     report_body(doc, shown=warnings)
 
 

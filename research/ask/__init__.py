@@ -20,11 +20,13 @@ from research.ask.answer import (
     Answer,
     AnswerSource,
     AskError,
+    CostCap,
     ask,
     conversation,
+    cost_cap,
     own_run,
     research_it,
 )
 
-__all__ = ["NOT_THERE", "Answer", "AnswerSource", "AskError", "ask", "conversation", "own_run",
-           "research_it"]
+__all__ = ["NOT_THERE", "Answer", "AnswerSource", "AskError", "CostCap", "ask", "conversation",
+           "cost_cap", "own_run", "research_it"]

@@ -141,6 +141,41 @@ def ask(store: Store, run_id: str, question: str, *, credentials: Credentials,
     return Answer(turn_id, run_id, question, text, status, line, tuple(cited), cost)
 
 
+# What one answer usually sends and gets back (tokens): the answer's call with its passages,
+# and the verifier's call with the claims' excerpts (the critic's, when one is contested, is
+# smaller). Shown before asking when the run has a cost cap; each call is also checked
+# against the cap from its own estimate before it is sent (session.py).
+ANSWER_CALLS = ((Role.WRITER, 3_500, 350), (Role.VERIFIER, 2_500, 500))
+
+
+@dataclass(frozen=True, slots=True)
+class CostCap:
+    """A run's cost cap and what an answer is expected to take of it."""
+
+    cap_usd: float
+    spent_usd: float
+    answer_usd: float
+
+    @property
+    def left_usd(self) -> float:
+        return max(0.0, self.cap_usd - self.spent_usd)
+
+    @property
+    def line(self) -> str:
+        return (f"An answer costs about ${self.answer_usd:.4f}; this run has "
+                f"${self.left_usd:.4f} left of its ${self.cap_usd:.2f} cost cap.")
+
+
+def cost_cap(store: Store, run: Run, prices: PriceTable | None) -> CostCap | None:
+    """The run's cost cap with an answer's estimate (None: the run has no cap)."""
+    config = ResearchConfig(**run.config)
+    if not config.max_cost_usd:
+        return None
+    table = prices or PriceTable()
+    each = sum(table.cost(config.role(role.value).model, i, o) for role, i, o in ANSWER_CALLS)
+    return CostCap(config.max_cost_usd, store.usage_totals(run.id).cost_usd, each)
+
+
 def conversation(store: Store, run_id: str, *, person: str | None = None) -> list[Answer]:
     """The run's questions and answers, oldest first (the person's run only)."""
     if store.get_run(run_id, person=person) is None:
