@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import io
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from docx import Document
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from pypdf import PdfReader
 
 from research import Credentials, build_config, create_run, execute
@@ -29,7 +33,8 @@ from research.llm.pacing import forget_pacers
 from research.llm.pricing import PriceTable
 from storage import Store
 from storage.conversations import turns
-from tests.cli_helpers import RunCli
+from tests.api_server import ApiServer
+from tests.cli_helpers import ROOT, RunCli
 from tests.standin import StandinServer
 from tests.standin.brain_ask import INVENTED
 from tests.standin.pages import CANARY, CANARY_FACT, TRACKER
@@ -310,3 +315,65 @@ def test_the_answers_export_with_the_report_as_an_appendix_cited_and_numbered_li
     paragraphs = [p.text for p in word.paragraphs]
     assert "Questions and answers" in paragraphs
     assert any(sentence in p for p in paragraphs)
+
+
+def test_the_http_api_asks_lists_and_refuses_another_persons_run(
+    standin: StandinServer, finished: Finished,
+) -> None:
+    folder = finished.db.parent
+    env = {**finished.env, "DEEP_RESEARCH_DB": str(finished.db)}
+    server = ApiServer.start(env, folder)
+    try:
+        alice, bob = server.quick_token(ALICE), server.quick_token(BOB)
+        with server.client(alice) as client:
+            made = client.post(f"/v1/runs/{finished.run_id}/questions",
+                               json={"question": "What was the average cost per unit?"})
+            assert made.status_code == 201, made.text
+            body = made.json()
+            assert body["answered"] and "average cost fell" in body["answer"]
+            assert {f"[{s['number']}]" for s in body["sources"]} == set(
+                re.findall(r"\[\d+\]", body["answer"]))
+            assert "checked against their sources" in body["checks"]
+            listed = client.get(f"/v1/runs/{finished.run_id}/questions").json()["questions"]
+            assert listed[-1]["id"] == body["id"] and listed[-1]["answer"] == body["answer"]
+        with server.client(bob) as client:
+            for answer in (client.post(f"/v1/runs/{finished.run_id}/questions",
+                                       json={"question": "What was the average cost per unit?"}),
+                           client.get(f"/v1/runs/{finished.run_id}/questions"),
+                           client.post(f"/v1/runs/{finished.run_id}/questions/{body['id']}/research")):
+                assert answer.status_code == 404, answer.text
+                assert "Traceback" not in answer.text
+    finally:
+        server.stop()
+    asks = _asks(standin)
+    assert len(asks) == 1  # Bob's question never reached a model
+
+
+def test_the_mcp_server_offers_ask_report_for_the_persons_own_runs(
+    standin: StandinServer, finished: Finished, tmp_path: Path,
+) -> None:
+    env = {**finished.env, "DEEP_RESEARCH_DB": str(finished.db), "DEEP_RESEARCH_OWNER": ALICE,
+           "DEEP_RESEARCH_SECRETS_FILE": str(tmp_path / "no-secrets.toml"),
+           "PYTHONPATH": str(ROOT)}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "research", "mcp"],
+                                   env=env, cwd=tmp_path)
+
+    async def go() -> tuple[Any, Any]:
+        with (tmp_path / "server.err").open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    mine = await session.call_tool("ask_report", {
+                        "run_id": finished.run_id,
+                        "question": "What was the average cost per unit?"})
+                    other = await session.call_tool("ask_report", {
+                        "run_id": "0123456789ab", "question": "What was the average cost?"})
+                    return mine, other
+
+    mine, other = anyio.run(go)
+    assert not mine.is_error, mine.content
+    answer = mine.structured_content
+    assert answer["answered"] and "average cost fell" in answer["answer"]
+    assert answer["sources"] and "checked against their sources" in answer["checks"]
+    assert other.is_error and "There is no run with id" in str(other.content)
+    assert "Traceback" not in (tmp_path / "server.err").read_text()
