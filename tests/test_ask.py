@@ -22,9 +22,10 @@ from docx import Document
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from pypdf import PdfReader
+from sqlalchemy import update
 
 from research import Credentials, build_config, create_run, execute
-from research.ask import NOT_THERE, AskError, ask, conversation, research_it
+from research.ask import NOT_THERE, AskError, ask, conversation, cost_cap, research_it
 from research.core.config import ResearchConfig
 from research.core.prompts import INVISIBLE
 from research.export.formats import export_run
@@ -33,6 +34,8 @@ from research.llm.pacing import forget_pacers
 from research.llm.pricing import PriceTable
 from storage import Store
 from storage.conversations import turns
+from storage.copy import copy_store
+from storage.schema import runs as runs_table
 from tests.api_server import ApiServer
 from tests.cli_helpers import ROOT, RunCli
 from tests.standin import StandinServer
@@ -377,3 +380,56 @@ def test_the_mcp_server_offers_ask_report_for_the_persons_own_runs(
     assert answer["sources"] and "checked against their sources" in answer["checks"]
     assert other.is_error and "There is no run with id" in str(other.content)
     assert "Traceback" not in (tmp_path / "server.err").read_text()
+
+
+def _copy_of(finished: Finished, target: str) -> Store:
+    store = Store(target, secrets=finished.credentials.secrets())
+    copy_store(finished.store, store)
+    return store
+
+
+def test_on_postgresql_the_runs_index_answers_and_keeps_the_conversation(
+    standin: StandinServer, finished: Finished, pg_url: str,
+) -> None:
+    store = _copy_of(finished, pg_url)  # the same run, moved to a team's server (db copy)
+    try:
+        assert store.dialect == "postgresql"
+        before = len(turns(store, finished.run_id))
+        answer = ask(store, finished.run_id, "What was the average cost per unit?",
+                     credentials=finished.credentials, person=ALICE)
+        assert answer.answered and "average cost fell" in answer.text
+        assert "checked against their sources" in answer.check_line
+        kept = turns(store, finished.run_id)
+        assert len(kept) == before + 1 and kept[-1].answer == answer.text
+        with pytest.raises(AskError, match="There is no run with id"):
+            ask(store, finished.run_id, "What was the average cost per unit?",
+                credentials=finished.credentials, person=BOB)
+    finally:
+        store.close()
+
+
+def test_a_run_with_a_cost_cap_shows_an_answers_estimate_and_refuses_one_that_would_pass_it(
+    standin: StandinServer, finished: Finished, tmp_path: Path,
+) -> None:
+    store = _copy_of(finished, str(tmp_path / "capped.db"))
+    try:
+        spent = store.usage_totals(finished.run_id).cost_usd
+        assert spent > 0
+        capped = {**finished.config.model_dump(mode="json"), "max_cost_usd": spent + 0.000001}
+        with store.transaction() as tx:
+            tx.execute(update(runs_table).where(runs_table.c.id == finished.run_id)
+                       .values(config=capped))
+        run = store.get_run(finished.run_id)
+        assert run is not None
+        cap = cost_cap(store, run, None)
+        assert cap is not None and cap.answer_usd > cap.left_usd
+        assert "left of its" in cap.line
+        before = len(turns(store, finished.run_id))
+        with pytest.raises(AskError, match="not sent.*cost cap"):
+            ask(store, finished.run_id, "What was the average cost per unit?",
+                credentials=finished.credentials, person=ALICE)
+        assert _asks(standin) == []  # estimated before it was sent: nothing went out
+        assert len(turns(store, finished.run_id)) == before
+        assert store.usage_totals(finished.run_id).cost_usd == spent
+    finally:
+        store.close()
