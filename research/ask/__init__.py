@@ -15,18 +15,31 @@ the MCP server all call `ask`, `conversation` and `research_it`.
 
 from __future__ import annotations
 
-from research.ask.answer import (
-    NOT_THERE,
-    Answer,
-    AnswerSource,
-    AskError,
-    CostCap,
-    ask,
-    conversation,
-    cost_cap,
-    own_run,
-    research_it,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from research.ask.answer import (
+        NOT_THERE,
+        Answer,
+        AnswerSource,
+        AskError,
+        CostCap,
+        ask,
+        conversation,
+        cost_cap,
+        own_run,
+        research_it,
+    )
 
 __all__ = ["NOT_THERE", "Answer", "AnswerSource", "AskError", "CostCap", "ask", "conversation",
            "cost_cap", "own_run", "research_it"]
+
+
+def __getattr__(name: str) -> Any:
+    """The engine on first use: the exports import `research.ask.appendix` alone, and must
+    not load the pipeline and the model providers with it (start-up time)."""
+    if name in __all__:
+        from research.ask import answer
+
+        return getattr(answer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
