@@ -62,13 +62,14 @@ class Finished:
 def finished(standin: StandinServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Finished]:
     standin.reset()  # module-scoped: set up before any test's own clean stand-in
     forget_pacers()
-    standin.set_extra_results(["/pages/hostile/canary"])
+    standin.set_extra_results(["/pages/hostile/canary"] * 3)  # one for each subtopic
     env = {**standin.env(), "DEEP_RESEARCH_SEARCH_PACE": "0"}
     db = migrated_copy(tmp_path_factory.mktemp("ask") / "research.sqlite3")
     credentials = Credentials.from_env(env)
     store = Store(db, secrets=credentials.secrets())
+    # Every page read is kept (as in test_injection.py), so the canary page always is.
     config = build_config(env=env, preset="quick", fetch_timeout_s=5, SUBTOPIC_COUNT=3,
-                          SOURCES_PER_SUBTOPIC=5, SEARCHES_PER_SUBTOPIC=1)
+                          SOURCES_PER_SUBTOPIC=20, SEARCHES_PER_SUBTOPIC=1)
     run_id = create_run(store, QUESTION, config, person=ALICE)
     execute(run_id, store=store, credentials=credentials)
     run = store.get_run(run_id)
@@ -433,3 +434,22 @@ def test_a_run_with_a_cost_cap_shows_an_answers_estimate_and_refuses_one_that_wo
         assert store.usage_totals(finished.run_id).cost_usd == spent
     finally:
         store.close()
+
+
+def test_an_answer_whose_check_failed_is_marked_not_verified_and_one_whose_model_failed_says_so(
+    standin: StandinServer, finished: Finished,
+) -> None:
+    standin.add_fault("openai", "status", times=10, status=400, task="ClaimVerdicts")
+    answer = _ask(finished, "What was the average cost per unit?")
+    assert answer.answered and "(not verified)" in answer.text  # marked, never passed as checked
+    assert re.match(r"0 of \d+ claims? checked against their sources: 0 supported, "
+                    r"\d+ not verified\.", answer.check_line), answer.check_line
+
+    standin.reset()
+    standin.add_fault("openai", "status", times=10, status=400, task="AskReply")
+    before = len(turns(finished.store, finished.run_id))
+    with pytest.raises(AskError, match="The model could not answer this question") as failed:
+        _ask(finished, "What was the average cost per unit?")
+    assert finished.env["OPENAI_API_KEY"] not in str(failed.value)
+    assert "Error" not in str(failed.value).split(":")[0]
+    assert len(turns(finished.store, finished.run_id)) == before

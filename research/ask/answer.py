@@ -222,7 +222,9 @@ def _index(store: Store, run_id: str, sources: Mapping[str, Source]) -> None:
 
 
 def _says_something(checked: Checked) -> bool:
-    return bool(checked.text.strip()) and checked.supported + checked.qualified > 0
+    """Something citing the sources is left after the check (marked when no check answered,
+    as in reports); an answer citing none of them is no answer from the sources."""
+    return bool(checked.text.strip()) and checked.grounded > 0
 
 
 def _together(first: Checked | None, second: Checked) -> Checked:
@@ -231,7 +233,7 @@ def _together(first: Checked | None, second: Checked) -> Checked:
     return Checked(second.text, first.claims + second.claims, first.checked + second.checked,
                    first.supported + second.supported, first.qualified + second.qualified,
                    first.removed + second.removed, first.unchecked + second.unchecked,
-                   first.errors + second.errors)
+                   first.uncited + second.uncited, first.errors + second.errors)
 
 
 def _cited_sources(text: str, numbering: Mapping[int, str],

@@ -47,8 +47,14 @@ class Checked:
     supported: int
     qualified: int
     removed: int
-    unchecked: int
+    unchecked: int        # cite a source, but no check answered for them: marked
+    uncited: int = 0      # cite nothing gathered (and give no figure): marked
     errors: tuple[str, ...] = ()
+
+    @property
+    def grounded(self) -> int:
+        """Statements left in the answer that rest on a cited source (checked or not)."""
+        return self.supported + self.qualified + self.unchecked
 
     @property
     def line(self) -> str:
@@ -62,13 +68,15 @@ class Checked:
             parts.append(f"{self.removed} removed")
         if self.unchecked:
             parts.append(f"{self.unchecked} not verified")
+        if self.uncited:
+            parts.append(f"{self.uncited} citing no source")
         return (f"{self.checked} of {self.claims} claim{'s' if self.claims != 1 else ''} checked "
                 f"against their sources: {', '.join(parts)}.")
 
     def as_json(self) -> dict[str, object]:
         return {"claims": self.claims, "checked": self.checked, "supported": self.supported,
                 "qualified": self.qualified, "removed": self.removed,
-                "unchecked": self.unchecked, "line": self.line}
+                "unchecked": self.unchecked, "uncited": self.uncited, "line": self.line}
 
 
 def check(ctx: RunContext, text: str, numbering: Mapping[int, str],
@@ -107,8 +115,8 @@ def check(ctx: RunContext, text: str, numbering: Mapping[int, str],
         checked=sum(1 for s in statuses if s in CHECKED),
         supported=statuses.count("supported"), qualified=statuses.count("qualified"),
         removed=statuses.count("removed"),
-        unchecked=sum(1 for s in statuses if s not in CHECKED),
-        errors=tuple(errors + more))
+        unchecked=sum(1 for s in statuses if s not in CHECKED and s != "uncited"),
+        uncited=statuses.count("uncited"), errors=tuple(errors + more))
 
 
 def _answer_lines(applied: str) -> str:
