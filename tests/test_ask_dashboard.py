@@ -1,7 +1,8 @@
 """Ask the report on the Run page (issue 35, point 1): the box under a finished report, the link
 to it near the top, answers shown with their citations and checks, kept when the run is opened
 again, and "Research it" for a question the sources cannot answer. The answers come from the
-stand-in over real HTTP through the real OpenAI SDK (tests/standin/brain_ask.py).
+stand-in over real HTTP through the real OpenAI SDK (tests/standin/brain_ask.py); the run they
+ask about is made through the in-process fakes.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ def _markdown(at: object) -> list[str]:
 
 
 def test_a_question_under_the_report_is_answered_cited_kept_and_can_be_researched(
-    dash_env: Store, fake_jobs: FakeExecutor, http_runs: Runner, monkeypatch: pytest.MonkeyPatch,
+    dash_env: Store, fake_jobs: FakeExecutor, runs: Runner, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name, value in http_runs.env.items():
+    for name, value in runs.env.items():  # the page's answers: the real SDK to the stand-in
         monkeypatch.setenv(name, value)
-    store, run_id, _ = http_runs.use_store(dash_env).completed(
+    # The run itself through the in-process fakes (the same stand-in answers and pages): the
+    # page and its answers are what this test is about.
+    store, run_id, _ = runs.use_store(dash_env).completed(
         preset="quick", SUBTOPIC_COUNT=3, SOURCES_PER_SUBTOPIC=5, SEARCHES_PER_SUBTOPIC=1)
 
     at = open_run_page(run_id)
