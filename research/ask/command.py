@@ -13,7 +13,6 @@ ends with the command that researches it: a follow-up run built on this one
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from research.ask.answer import Answer, AskError, ask, conversation
@@ -51,7 +50,6 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    logging.getLogger("research").setLevel(logging.ERROR)
     env = effective_env()
     credentials = Credentials.from_env(env)
     secrets = credentials.secrets()
