@@ -8,10 +8,10 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import budget, form, readiness, ui, views
+from dashboard import budget, form, readiness, search_services, ui, views
 from dashboard.settings_files import configured_llm_providers, defaults_path, load_defaults
 from research import validate_question
-from research.core.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
+from research.core.config import DEFAULT_MODELS, ROLES
 from research.core.constants import CONSTANTS, MAX_QUESTION_CHARS, PRESET_LABELS, PRESETS
 from research.core.errors import ConfigError
 from research.estimate import account_pace, describe_duration, estimate
@@ -21,7 +21,8 @@ from research.related import similar_runs
 from research.search.documents import check_scope
 from storage import documents as docstore
 
-PROVIDER_NAMES = {"openai": "OpenAI (or a compatible server)", "gemini": "Google Gemini"}
+PROVIDER_NAMES = {"openai": "OpenAI (or a compatible server)", "gemini": "Google Gemini",
+                  "anthropic": "Anthropic Claude"}
 SIMILAR_MIN_CHARS = 12
 
 env = ui.env()
@@ -295,7 +296,8 @@ with right:
     st.selectbox("Model provider", list(DEFAULT_MODELS), key="provider", on_change=_provider_changed,
                  format_func=lambda p: PROVIDER_NAMES[p] + ("" if p in configured else " (no key yet)"))
     st.text_input("Model", key="model", help="The main model; every role uses it unless you "
-                  "choose another below.")
+                  "choose another below. For example: "
+                  f"{form.MODEL_EXAMPLES.get(state['provider'], '')}.")
     with st.expander("Models per role"):
         for role in ROLES[1:]:
             cols = st.columns(2)
@@ -303,15 +305,17 @@ with right:
                               key=f"role_provider_{role}")
             cols[1].text_input(f"{role.capitalize()} model", key=f"role_model_{role}",
                                placeholder="provider default")
-    st.multiselect("Search services", list(SEARCH_PROVIDERS), key="search",
-                   format_func=lambda name: readiness.search_label(name, env),
+    st.multiselect("Search services", search_services.options(env, state.get("search") or []),
+                   key="search", format_func=lambda name: readiness.search_label(name, env),
                    help="Every service listed here is searched, and only these. arXiv and "
                         "Semantic Scholar search academic papers (on by default); Tavily needs "
-                        "a key (Settings); the others need none.")
+                        "a key (Settings); the web search needs none. SearXNG, Brave Search, Exa "
+                        "and Serper appear once their key (or SearXNG's address) is in Settings.")
     _sources_choice()
     if not configured:
-        providers_message.error("No model provider is set up yet. Add an OpenAI or Gemini key "
-                                "(or a local OpenAI-compatible server address) on the Settings page.")
+        providers_message.error("No model provider is set up yet. Add an OpenAI, Gemini or "
+                                "Anthropic key (or a local OpenAI-compatible server address) on "
+                                "the Settings page.")
         st.page_link(ui.PAGES["settings"], label="Open Settings", icon=":material/settings:")
 
 

@@ -35,4 +35,5 @@ if report is not None and doc is not None:  # the report leads; how the run went
 else:  # working, waiting or stopped: both parts refresh while the run works
     every = REFRESH_S if status in ACTIVE else None
     st.fragment(run_every=every)(run_live.panel)(store, jobs, run.id)
-    st.fragment(run_every=every)(run_tabs.panel)(store, run, finished=False)
+    if not run_live.setup_failed(store, run):  # (a run that never started has nothing to tab)
+        st.fragment(run_every=every)(run_tabs.panel)(store, run, finished=False)

@@ -7,7 +7,7 @@ import os
 
 import streamlit as st
 
-from dashboard import readiness, ui, views
+from dashboard import readiness, search_services, ui, views
 from dashboard.connection import check_llm, check_search
 from dashboard.settings_files import (
     KEYS,
@@ -32,7 +32,10 @@ ORIGIN_TEXT = {"environment": "set in the environment", "secrets file": "saved h
                None: "not set"}
 # The server-address settings in plain words; the technical name stays in the tooltip.
 URL_LABELS = {"OPENAI_BASE_URL": "OpenAI-compatible server address (Ollama, vLLM, LM Studio...)",
-              "GEMINI_BASE_URL": "Gemini server address", "TAVILY_BASE_URL": "Tavily server address"}
+              "GEMINI_BASE_URL": "Gemini server address",
+              "ANTHROPIC_BASE_URL": "Anthropic server address (a proxy)",
+              "TAVILY_BASE_URL": "Tavily server address",
+              "SEARXNG_BASE_URL": "Your SearXNG instance's address (e.g. http://localhost:8888)"}
 
 st.title("Settings")
 path = secrets_path()
@@ -117,7 +120,12 @@ with st.form("models"):
     st.markdown("**Server addresses** (only for a local or compatible server, or a proxy)")
     urls = {var: st.text_input(label, value=env.get(var, ""), help=f"The setting {var}.")
             for var, label in URL_LABELS.items()}
+    st.caption(" ".join(search_services.WHERE.values()))
     if st.form_submit_button("Save models and search"):
+        if search_services.address_problem(urls["SEARXNG_BASE_URL"]):
+            st.session_state["settings_error"] = search_services.address_problem(
+                urls["SEARXNG_BASE_URL"])
+            st.rerun()
         updates = {"DEEP_RESEARCH_PROVIDER": provider, "DEEP_RESEARCH_MODEL": model,
                    "DEEP_RESEARCH_SEARCH": ",".join(search), **role_values, **urls}
         overridden = [k for k in updates if (os.environ.get(k) or "").strip()]
@@ -141,7 +149,9 @@ with cols[0]:
             (st.success if ok else st.error)(message)
 with cols[1]:
     for name in SEARCH_PROVIDERS:
-        if st.button(f"Test {name} search", key=f"test_search_{name}"):
+        needs = search_services.missing(name, env)
+        if st.button(f"Test {name} search", key=f"test_search_{name}", disabled=needs is not None,
+                     help=f"Add {needs} first." if needs else None):
             with st.spinner(f"Searching with {name}…"):
                 ok, message = check_search(name, env)
             (st.success if ok else st.error)(message)

@@ -89,7 +89,8 @@ def _db_errors() -> tuple[type[BaseException], ...]:
 
 DB_ERRORS = _db_errors()
 # Provider settings a developer may have exported: the dashboard sections must not see them.
-KEY_VARS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "TAVILY_API_KEY",
+KEY_VARS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL", "TAVILY_API_KEY",
             "SEMANTIC_SCHOLAR_API_KEY", "OPENAI_BASE_URL", "GEMINI_BASE_URL", "TAVILY_BASE_URL",
             "DEEP_RESEARCH_PROVIDER", "DEEP_RESEARCH_MODEL", "DEEP_RESEARCH_SEARCH")
 QUESTION = "How are heat pumps, solar and storage changing Europe's household energy use?"

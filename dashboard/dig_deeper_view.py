@@ -9,13 +9,31 @@ from __future__ import annotations
 import streamlit as st
 from pydantic import ValidationError
 
-from dashboard import ui
+from dashboard import ui, views
 from research import ResearchConfig
 from research.core.errors import ConfigError
 from research.core.records import Run
+from research.estimate import estimate, spoken_duration
 from research.phases.start.preflight import check_configuration
 from research.related import dig_deeper_question, report_sections
 from research.runs import Runs
+
+
+def cost_line(run: Run) -> str:
+    """What the follow-up will cost, said before it is started (the same estimate as on the
+    New research form, for this run's settings); "" when its settings cannot be read or a
+    hosted engine decides its own cost."""
+    try:
+        config = ResearchConfig(**run.config)
+    except ValidationError:
+        return ""
+    if config.engine != "pipeline":
+        return ""
+    guess = estimate(config, ui.prices())
+    cap = f" (your cap: ${config.max_cost_usd:.2f})" if config.max_cost_usd else ""
+    return (f"A follow-up run with this run's settings: about {spoken_duration(guess.seconds)} "
+            f"and ~${guess.cost_usd:.2f}{cap}, {guess.model_calls:,} model calls at most; "
+            "rough figures, the sources it already has make it cheaper.")
 
 
 def panel(jobs: Runs, run: Run, markdown: str) -> None:
@@ -30,6 +48,9 @@ def panel(jobs: Runs, run: Run, markdown: str) -> None:
                     "this run's sources and settings and is linked to this one.")
         cols = st.columns([3, 1], vertical_alignment="bottom")
         section = cols[0].selectbox("Section", sections, key=f"dig_{run_id}")
+        cost = cost_line(run)
+        if cost:
+            st.caption(views.dollars(cost))
         if not cols[1].button("Dig deeper", icon=":material/zoom_in:", type="primary"):
             return
         question = dig_deeper_question(run.question, section)

@@ -52,6 +52,11 @@ ENGINE_HELP = {
     "all": "Runs the built-in team and every hosted engine at once, so you can compare their "
            "reports side by side (costs add up).",
 }
+# A few of each provider's current models, named on the form beside the model's field (any
+# other model the provider serves may be typed; prices: research/llm/pricing.py).
+MODEL_EXAMPLES = {"openai": "gpt-5-mini, gpt-5, gpt-4.1",
+                  "gemini": "gemini-2.5-flash, gemini-2.5-pro",
+                  "anthropic": "claude-haiku-4-5, claude-sonnet-5-5, claude-opus-5-5"}
 # Which credential each hosted engine needs (research/phases/start/preflight.py checks the same).
 ENGINE_NEEDS = {"openai-deep-research": ("openai",), "gemini-deep-research": ("gemini",),
                 "all": ("openai", "gemini")}

@@ -13,11 +13,13 @@ from research.core.records import Run
 from research.export.method import PROVIDER_NAMES
 from storage import Store
 
-KEYED_SEARCH = {"tavily": ("TAVILY_API_KEY",)}
+KEYED_SEARCH = {"tavily": ("TAVILY_API_KEY",), "brave": ("BRAVE_API_KEY",),
+                "exa": ("EXA_API_KEY",), "serper": ("SERPER_API_KEY",),
+                "searxng": ("SEARXNG_BASE_URL",)}  # SearXNG: no key, the instance's address
 KEY_EXPLAINED = (
     "An API key is a long secret code that lets this app use a company's AI models on your "
-    "account; you pay that company only for what your runs use. Create one on the OpenAI or "
-    "Google AI Studio website, then paste it on the Settings page (a free search service is "
+    "account; you pay that company only for what your runs use. Create one on the OpenAI, "
+    "Google AI Studio or Claude Console website, then paste it on the Settings page (a free search service is "
     "already included)."
 )
 ATTENTION = ("running", "paused", "queued", "waiting")
@@ -44,9 +46,10 @@ def blockers(env: Mapping[str, str], *, provider: str, configured: Iterable[str]
 
 
 def search_label(name: str, env: Mapping[str, str]) -> str:
-    """'Tavily (needs a key)' / 'DuckDuckGo web search'."""
+    """'Tavily (needs a key)' / 'SearXNG (needs its address)' / 'DuckDuckGo web search'."""
     label = PROVIDER_NAMES.get(name, name)
-    return label + ("" if search_usable(env, [name]) else " (needs a key)")
+    needs = "its address" if name == "searxng" else "a key"
+    return label + ("" if search_usable(env, [name]) else f" (needs {needs})")
 
 
 def runs_wanting_attention(store: Store, limit: int = 5, *,

@@ -22,6 +22,7 @@ from research.core.records import Finding, Source, Step, Subtopic
 ROOT = "question"
 INHERITED = "p0"  # research.phases.start.inherit.SUBTOPIC_ID (not imported: keeps the page light)
 STATE_COLOURS = {"explored": "#2e7d32", "running": "#1565c0", "open": "#f9a825",
+                 "left": "#cfd8dc",
                  "dropped": "#9e9e9e", "root": "#ffffff"}
 _STEP_STATE = {"done": "explored", "running": "running", "failed": "dropped",
                "skipped": "dropped", "cancelled": "dropped"}
@@ -124,8 +125,10 @@ def _not_chosen(steps: Sequence[Step], known: set[str]) -> list[Branch]:
 
 def branches(question: str, plan: Sequence[Subtopic],
              steps: Sequence[Step], sources: Sequence[Source],
-             findings: Sequence[Finding]) -> list[Branch]:
-    """Every branch of the map, the root first; parents always come before their children."""
+             findings: Sequence[Finding], *, finished: bool = False) -> list[Branch]:
+    """Every branch of the map, the root first; parents always come before their children.
+    In a `finished` run, a follow-up question nobody took up is not "open": it was left for
+    later (the research ended before it, or a single round was asked for)."""
     by_key = {s.key: s for s in steps}
     counts = Counter(s.subtopic_id or "" for s in sources)
     root_state = "root"
@@ -145,13 +148,19 @@ def branches(question: str, plan: Sequence[Subtopic],
         if f.kind != "follow_up" or pair in seen or pair[0] not in known:
             continue
         seen.add(pair)
-        out.append(Branch(f"open:{len(out)}", pair[0], pair[1], "follow-up", "open",
-                          "not yet triaged by the lead", subtopic_id=pair[0]))
+        if finished:
+            out.append(Branch(f"open:{len(out)}", pair[0], pair[1], "follow-up", "left",
+                              "the research ended before this question was taken up",
+                              subtopic_id=pair[0]))
+        else:
+            out.append(Branch(f"open:{len(out)}", pair[0], pair[1], "follow-up", "open",
+                              "the lead has not looked at it yet", subtopic_id=pair[0]))
     return out
 
 
 def _hover(branch: Branch) -> str:
-    parts = [f"{branch.kind.capitalize()}: {branch.state}", f"{branch.sources} sources"]
+    state = "left for later" if branch.state == "left" else branch.state
+    parts = [f"{branch.kind.capitalize()}: {state}", f"{branch.sources} sources"]
     if branch.coverage:
         parts.append(f"coverage: {branch.coverage}")
     if branch.reason:
@@ -163,16 +172,21 @@ def figure(tree: Sequence[Branch]) -> go.Figure:
     """A sunburst: the question in the middle, branches outward, coloured by state."""
     fig = go.Figure(go.Sunburst(
         ids=[b.id for b in tree], parents=[b.parent for b in tree],
-        labels=[label_text(b.label, 40) for b in tree],
+        labels=[label_text(b.label, 28) for b in tree],
+        insidetextorientation="horizontal",
         values=[max(1, b.sources) if b.parent else 0 for b in tree], branchvalues="remainder",
         marker={"colors": [STATE_COLOURS.get(b.state, "#9e9e9e") for b in tree]},
         hovertext=[_hover(b) for b in tree], hoverinfo="label+text", maxdepth=3,
     ))
-    fig.update_layout(margin={"t": 10, "l": 10, "r": 10, "b": 10}, height=520)
+    # Labels too small to read are hidden (the wedge still shows on hover and on click)
+    # rather than shrunk into an unreadable smear.
+    fig.update_layout(margin={"t": 10, "l": 10, "r": 10, "b": 10}, height=520,
+                      uniformtext={"minsize": 11, "mode": "hide"})
     return fig
 
 
 def legend() -> str:
     """Plain words for the colours (the chart's own legend does not show them)."""
-    names = {"explored": "green", "running": "blue", "open": "amber", "dropped": "grey"}
+    names = {"explored": "green", "running": "blue", "open": "amber", "dropped": "grey",
+             "left for later": "light grey"}
     return " · ".join(f"{colour}: {state}" for state, colour in names.items())

@@ -27,7 +27,9 @@ def remember_active(run_id: str, active: bool) -> None:
 
 
 def control(jobs: Runs, run_id: str, action: str) -> None:
-    """Pause / continue / resume / cancel, through the door to runs (research/runs/)."""
+    """Pause / continue / resume / cancel / write up now, through the door to runs
+    (research/runs/)."""
+    st.session_state.pop(_confirm_key(run_id), None)
     person = ui.viewer()
     try:
         if action == "pause":
@@ -38,6 +40,8 @@ def control(jobs: Runs, run_id: str, action: str) -> None:
             jobs.resume(run_id, ui.credentials(), prices=ui.prices(), person=person)
         elif action == "cancel":  # a run nothing executes is recorded as cancelled at once
             jobs.cancel(run_id, person=person)
+        elif action == "wrap":  # stop researching, write the report from what was gathered
+            jobs.wrap_up(run_id, person=person)
     except ConfigError as exc:
         st.session_state[_MESSAGE] = str(exc)
 
@@ -79,14 +83,18 @@ def panel(store: Store, jobs: Runs, run_id: str) -> None:
         st.warning(views.md_text(stopped) + (" The report covers what was gathered until then."
                                              if status == "completed" else ""))
     show_queue_place(jobs.queue_place(run_id))
-    _status_note(current, status)
+    _status_note(store, current, status)
     _buttons(jobs, run_id, status, alive)
 
-    with st.expander("Steps", expanded=status in ACTIVE):
-        st.dataframe(views.steps_frame(steps), hide_index=True, width="stretch")
-    with st.expander("Activity log (latest first)", expanded=status in ACTIVE):
-        events = views.typed_events(view.events)
-        st.dataframe(views.events_frame(events), hide_index=True, width="stretch", height=260)
+    events = views.typed_events(view.events)
+    if not steps and not events:  # just started: no two empty tables marked "empty"
+        st.caption("The steps and the activity log appear here as soon as the first step starts.")
+    else:
+        with st.expander("Steps", expanded=status in ACTIVE):
+            st.dataframe(views.steps_frame(steps), hide_index=True, width="stretch")
+        with st.expander("Activity log (latest first)", expanded=status in ACTIVE):
+            st.dataframe(views.events_frame(events), hide_index=True, width="stretch",
+                         height=260)
 
     was_active = st.session_state.get(f"_active_{run_id}")
     now_active = status in ACTIVE
@@ -95,12 +103,27 @@ def panel(store: Store, jobs: Runs, run_id: str) -> None:
         st.rerun()  # the whole page: start or stop live refresh, show the finished report
 
 
-def _status_note(current: Run, status: str) -> None:
+def setup_failed(store: Store, run: Run) -> bool:
+    """The run failed before research began: its pre-flight check of the models and search
+    services (a refused key, an unreachable server), so nothing was gathered to show."""
+    if run.status != "failed":
+        return False
+    step = store.get_step(run.id, "preflight")
+    return step is not None and step.status == "failed"
+
+
+def _status_note(store: Store, current: Run, status: str) -> None:
     """What the status means for the person, and what they can do about it."""
     if status == "waiting":
         st.info("This run is waiting for you: answer the questions or review the plan below, "
                 "then continue.")
-    if status == "failed" and current.error:
+    if status == "failed" and current.error and setup_failed(store, current):
+        # A key or an address that does not work: not a dead end, the way to fix it.
+        st.error(f"The research could not start: {views.md_text(current.error)}")
+        st.page_link(ui.PAGES["settings"], label="Open Settings to fix it",
+                     icon=":material/settings:")
+        st.caption("Then come back here and press Resume: nothing needs to be typed again.")
+    elif status == "failed" and current.error:
         st.error(f"The run stopped: {views.md_text(current.error)}")
     elif status == "interrupted":
         # The reason the process stored as it stopped (a full disk, Ctrl-C), or the store's
@@ -130,9 +153,35 @@ def _buttons(jobs: Runs, run_id: str, status: str, alive: bool) -> None:
     if status in RESUMABLE - {"paused"} and not alive:
         row.button("Resume", icon=":material/play_arrow:", type="primary", on_click=control,
                    args=(jobs, run_id, "resume"))
-    if status in ("running", "paused"):
-        row.button("Cancel", icon=":material/stop:", on_click=control,
-                   args=(jobs, run_id, "cancel"))
-    elif status in ("interrupted", "waiting") and not alive:
-        row.button("Cancel", icon=":material/stop:", on_click=control,
-                   args=(jobs, run_id, "cancel"))
+    working = status in ("running", "paused")
+    if working or (status in ("interrupted", "waiting") and not alive):
+        row.button("Cancel", icon=":material/stop:", on_click=_ask_to_confirm, args=(run_id,))
+    if st.session_state.get(_confirm_key(run_id)):
+        _confirm_cancel(jobs, run_id, working=working)
+
+
+def _confirm_key(run_id: str) -> str:
+    return f"_confirm_cancel_{run_id}"
+
+
+def _ask_to_confirm(run_id: str) -> None:
+    st.session_state[_confirm_key(run_id)] = True
+
+
+def _confirm_cancel(jobs: Runs, run_id: str, *, working: bool) -> None:
+    """Cancel asks first, and offers what a person usually wants instead: the report from
+    what was gathered so far (a working run only)."""
+    with st.container(border=True):
+        st.markdown("**Stop this run?** Everything gathered so far is kept.")
+        if working:
+            st.caption("Or stop researching now and get the report written and checked from "
+                       "the sources found so far.")
+        choices = st.container(horizontal=True)
+        if working:
+            choices.button("Write the report from what was gathered", type="primary",
+                           icon=":material/edit_note:", on_click=control,
+                           args=(jobs, run_id, "wrap"))
+        choices.button("Stop without a report", icon=":material/stop:", on_click=control,
+                       args=(jobs, run_id, "cancel"))
+        choices.button("Keep going", on_click=st.session_state.pop,
+                       args=(_confirm_key(run_id), None))

@@ -22,7 +22,7 @@ from research.core.errors import ResearchError
 from research.core.records import Report, Run
 from research.export import build_document
 from research.export.document import ReportDocument
-from research.export.formats import FORMATS, export_document
+from research.export.formats import FORMATS, export_document, file_stem
 from research.export.run_document import build_document_for_run
 from research.phases import verify
 from research.runs import ACTIVE
@@ -156,13 +156,15 @@ def report_first(store: Store, run: Run, report: Report,
         st.success(line, icon=":material/task_alt:")
     if doc.reading_time:
         st.caption(views.md_text(doc.reading_time))
-    stamp = f"{report.created_at}#{appendix.stamp(store, run_id)}"  # answers join the exports
-    download_buttons(store, run_id, doc, stamp=stamp, name=f"report-{run_id}",
+    stamp = report.created_at
+    name = file_stem(run.question, stamp)
+    cached = f"{stamp}#{appendix.stamp(store, run_id)}"  # new answers join the exports
+    download_buttons(store, run_id, doc, stamp=cached, name=name,
                      formats=REPORT_FORMATS)
     with st.expander("Bibliography and claim evidence table", icon=":material/download:"):
         st.caption("The cited sources for reference managers (BibTeX, RIS) and every checked "
                    "claim with its verdict, quoted passage, source and section (CSV, Excel).")
-        download_buttons(store, run_id, doc, stamp=stamp, name=f"report-{run_id}",
+        download_buttons(store, run_id, doc, stamp=cached, name=name,
                          formats=EXTRA_FORMATS, key="extra", primary=None)
     ask_view.jump_link()  # the question box under the report, without scrolling through it
     report_body(doc, shown=warnings)

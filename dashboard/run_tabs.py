@@ -17,6 +17,7 @@ from dashboard import engines_view, research_map, rounds_view, run_report, verif
 from dashboard.documents_view import show_run_passages
 from dashboard.run_report import download_buttons
 from research.core.records import Run
+from research.export.formats import file_stem
 from research.runs import ACTIVE
 from storage import Store
 
@@ -62,7 +63,8 @@ def map_tab(store: Store, run: Run) -> None:
     sources = store.get_sources(run_id, with_text=False)
     findings = store.get_findings(run_id)
     tree = research_map.branches(run.question, store.get_plan(run_id) or [],
-                                 store.get_steps(run_id), sources, findings)
+                                 store.get_steps(run_id), sources, findings,
+                                 finished=run.status not in ACTIVE)
     if len(tree) == 1:
         st.info("The map grows here once the lead has planned the research.")
         return
@@ -235,11 +237,11 @@ def verification_tab(store: Store, run: Run) -> None:
                 "it was handed to a hosted engine, which does not check claims here.")
     else:
         checked = verification_view.summary_of(store, run_id)
-        cols = st.columns(4)
-        cols[0].metric("Supported claims", verification_view.share_text(checked))
-        cols[1].metric("Removed", checked.unsupported_removed)
-        cols[2].metric("Qualified", checked.rewritten)
-        cols[3].metric("Single-source, marked", checked.single_source)
+        top, bottom = st.columns(2), st.columns(2)  # 2 x 2: no figure cut off on a phone
+        top[0].metric(verification_view.share_label(checked), verification_view.share_text(checked))
+        top[1].metric("Removed", checked.unsupported_removed)
+        bottom[0].metric("Qualified", checked.rewritten)
+        bottom[1].metric("Marked single-source", checked.single_source)
         if checked.line:
             st.caption(views.md_text(checked.line))
         if checked.unverified_subtopics:
@@ -252,12 +254,15 @@ def verification_tab(store: Store, run: Run) -> None:
         sections = cols[1].multiselect("Section", list(dict.fromkeys(frame["Section"])), key="v_section")
         shown = verification_view.filter_verdicts(frame, outcomes=outcomes, sections=sections)
         st.caption(f"{len(shown)} of {len(frame)} claims")
-        st.dataframe(shown, hide_index=True, width="stretch", height=360,
+        st.dataframe(shown[verification_view.SHOWN_COLUMNS], hide_index=True, width="stretch",
+                     height=360,
                      column_config={"Claim": st.column_config.TextColumn("Claim", width="large"),
                                     "Passage": st.column_config.TextColumn("Passage", width="large")})
         rows = {v.claim_id: v for v in verdicts}
+        numbers = dict(zip(frame["Claim id"], frame["#"], strict=True))
         choice = st.selectbox("Look at one claim", [c for c in shown["Claim id"] if c in rows],
-                              format_func=lambda cid: verification_view.claim_choice_label(rows[cid]),
+                              format_func=lambda cid: verification_view.claim_choice_label(
+                                  rows[cid], numbers.get(cid)),
                               key="v_claim")
         if choice:
             with st.container(border=True):
@@ -285,7 +290,7 @@ def engines_tab(store: Store, run: Run) -> None:
                     st.info("Still working; the report appears here when it is done.")
                 continue
             download_buttons(store, run_id, entry.doc, stamp=str(entry.words), key=entry.engine,
-                             name=f"report-{run_id}-{entry.engine}", formats=("pdf", "docx", "md"))
+                             name=f"{file_stem(run.question, run.created_at)}-{entry.engine}", formats=("pdf", "docx", "md"))
             st.markdown(views.report_markdown(entry.doc))
 
 

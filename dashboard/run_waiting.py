@@ -70,27 +70,51 @@ def _clarify(store: Store, run_id: str, questions: list[str], carry_on: Callable
 
 
 def _review_plan(store: Store, run_id: str, plan: list[Subtopic], carry_on: Callable[[str], None]) -> None:
-    """The plan as an editable table; the original plan is kept beside the edited one."""
+    """The plan as one card per subtopic (title, questions, what it covers), each movable and
+    removable, plus a card to add; the original plan is kept beside the edited one."""
     st.subheader("Review the plan")
-    st.caption("Rename, remove or add subtopics, change their order with the Position "
-               "column, and edit their questions (one per line, or separated by “; ”). "
-               "The original plan is kept.")
-    edited = st.data_editor(
-        plan_edit.plan_frame(plan), key=f"plan_editor_{run_id}", num_rows="dynamic",
-        hide_index=True, width="stretch",
-        column_config={
-            "Position": st.column_config.NumberColumn("Position", min_value=1, step=1,
-                                                      width="small"),
-            "Title": st.column_config.TextColumn("Title", width="medium"),
-            "Questions": st.column_config.TextColumn("Questions", width="large"),
-            "Description": st.column_config.TextColumn("Description", width="medium"),
-            "id": None,
-        },
-    )
+    st.caption("Rename, remove, add or reorder subtopics and edit their questions (one per "
+               "line). The original plan is kept.")
+    order_key = f"plan_order_{run_id}"
+    if order_key not in st.session_state:
+        st.session_state[order_key] = [s.id for s in plan]
+    order: list[str] = st.session_state[order_key]
+    planned = {s.id: s for s in plan}
+    for position, key in enumerate(order):
+        text = plan_edit.card_text(planned.get(key))
+        field = f"plan_{run_id}_{key}"
+        with st.container(border=True):
+            st.markdown(f"**Subtopic {position + 1}**")
+            # (labels stay the same as cards move: a widget keeps its text by its key)
+            st.text_input("Title", value=text.title, key=f"{field}_title")
+            st.text_area("Questions it answers (one per line)", value=text.questions,
+                         key=f"{field}_questions", height=90)
+            st.text_input("What it covers", value=text.description, key=f"{field}_description")
+            row = st.container(horizontal=True)
+            row.button("Up", icon=":material/arrow_upward:", key=f"{field}_up",
+                       disabled=position == 0, on_click=_reorder,
+                       args=(order_key, plan_edit.moved(order, position, -1)))
+            row.button("Down", icon=":material/arrow_downward:", key=f"{field}_down",
+                       disabled=position == len(order) - 1, on_click=_reorder,
+                       args=(order_key, plan_edit.moved(order, position, 1)))
+            row.button("Remove", icon=":material/delete:", key=f"{field}_remove",
+                       on_click=_reorder, args=(order_key, [k for k in order if k != key]))
+    st.button("Add a subtopic", icon=":material/add:", key=f"plan_{run_id}_add",
+              on_click=_reorder, args=(order_key, plan_edit.added(order)))
     if st.button("Start research with this plan", type="primary", icon=":material/play_arrow:"):
+        texts = {key: plan_edit.CardText(
+            str(st.session_state.get(f"plan_{run_id}_{key}_title") or ""),
+            str(st.session_state.get(f"plan_{run_id}_{key}_questions") or ""),
+            str(st.session_state.get(f"plan_{run_id}_{key}_description") or ""),
+        ) for key in order}
         try:
-            approve_plan(store, run_id, plan_edit.subtopics_from_frame(edited))
+            approve_plan(store, run_id, plan_edit.subtopics_from_cards(order, texts))
         except ConfigError as exc:
             st.error(f"The plan was not accepted: {exc}")
         else:
+            st.session_state.pop(order_key, None)
             carry_on("The plan was saved")
+
+
+def _reorder(order_key: str, order: list[str]) -> None:
+    st.session_state[order_key] = order

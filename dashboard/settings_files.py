@@ -25,13 +25,18 @@ from research.core.settings import effective_env, secrets_file
 KEYS = {
     "OPENAI_API_KEY": "OpenAI",
     "GEMINI_API_KEY": "Gemini",
+    "ANTHROPIC_API_KEY": "Anthropic (Claude)",
     "TAVILY_API_KEY": "Tavily search",
     "SEMANTIC_SCHOLAR_API_KEY": "Semantic Scholar (optional, raises its rate limit)",
+    "BRAVE_API_KEY": "Brave Search",
+    "EXA_API_KEY": "Exa search",
+    "SERPER_API_KEY": "Serper search (Google results)",
 }
 PLAIN_SETTINGS = (
     "DEEP_RESEARCH_PROVIDER", "DEEP_RESEARCH_MODEL",
     *(f"DEEP_RESEARCH_{role.upper()}_MODEL" for role in ROLES if role != "lead"),
-    "DEEP_RESEARCH_SEARCH", "OPENAI_BASE_URL", "GEMINI_BASE_URL", "TAVILY_BASE_URL",
+    "DEEP_RESEARCH_SEARCH", "OPENAI_BASE_URL", "GEMINI_BASE_URL", "ANTHROPIC_BASE_URL",
+    "TAVILY_BASE_URL", "SEARXNG_BASE_URL",
 )
 
 
@@ -212,4 +217,6 @@ def configured_llm_providers(env: Mapping[str, str]) -> list[str]:
         out.append("openai")
     if (env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY") or "").strip():
         out.append("gemini")
+    if (env.get("ANTHROPIC_API_KEY") or "").strip():
+        out.append("anthropic")
     return out

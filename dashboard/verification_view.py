@@ -26,7 +26,7 @@ OUTCOMES = {
     "unchecked": "Not verified",
     "uncited": "No source cited",
 }
-PASS_NAMES = (("verifier", "First check (verifier)"), ("auditor", "Second check (auditor)"))
+PASS_NAMES = (("verifier", "First check"), ("auditor", "Second check"))
 
 
 def summary_of(store: Store, run_id: str) -> verify.VerifySummary:
@@ -38,10 +38,17 @@ def outcome_label(status: Any) -> str:
 
 
 def share_text(summary: verify.VerifySummary) -> str:
-    """'83% (19 of 23)': the share of supported claims, for a metric."""
+    """'19 of 23': the supported claims, short enough for a metric on a phone."""
     if not summary.claims:
         return "—"
-    return f"{summary.share_supported:.0%} ({summary.supported} of {summary.claims})"
+    return f"{summary.supported} of {summary.claims}"
+
+
+def share_label(summary: verify.VerifySummary) -> str:
+    """'Supported claims (83%)': the metric's label carries the share."""
+    if not summary.claims:
+        return "Supported claims"
+    return f"Supported claims ({summary.share_supported:.0%})"
 
 
 def _titles(source_ids: Iterable[str], sources: Mapping[str, Source]) -> str:
@@ -54,23 +61,28 @@ def verdicts_frame(rows: Sequence[Verdict],
                    sources: Mapping[str, Source]) -> pd.DataFrame:
     """One row per claim, in report order."""
     records = []
-    for r in rows:
+    for n, r in enumerate(rows, start=1):
         records.append({
-            "Claim id": r.claim_id,
+            "Claim id": r.claim_id,  # the selection's key; not shown (SHOWN_COLUMNS)
+            "#": n,
             "Section": r.section or "—",
             "Subtopic": r.subtopic or "",
             "Claim": r.claim,
             "Sources": _titles(r.source_ids, sources),
-            "Verifier": r.verifier_verdict or "—",
-            "Auditor": r.auditor_verdict or "—",
+            "First check": r.verifier_verdict or "—",
+            "Second check": r.auditor_verdict or "—",
             "Critic": r.critic_verdict or "",
             "Outcome": outcome_label(r.status),
             "Passage": r.passage or "",
             "In the report": r.final_text or "",
         })
-    columns = ["Claim id", "Section", "Subtopic", "Claim", "Sources", "Verifier", "Auditor",
-               "Critic", "Outcome", "Passage", "In the report"]
-    return pd.DataFrame.from_records(records, columns=columns)
+    return pd.DataFrame.from_records(records, columns=["Claim id", *SHOWN_COLUMNS])
+
+
+# What the table shows: numbered in report order, checks named by what they are (no claim ids,
+# no role names such as "auditor").
+SHOWN_COLUMNS = ["#", "Section", "Subtopic", "Claim", "Outcome", "Sources", "First check",
+                 "Second check", "Critic", "Passage", "In the report"]
 
 
 def filter_verdicts(frame: pd.DataFrame, *, outcomes: Iterable[str] = (),
@@ -85,8 +97,10 @@ def filter_verdicts(frame: pd.DataFrame, *, outcomes: Iterable[str] = (),
     return shown
 
 
-def claim_choice_label(row: Verdict) -> str:
-    return f"{row.claim_id} · {outcome_label(row.status)} · {label_text(row.claim, 80)}"
+def claim_choice_label(row: Verdict, number: int | None = None) -> str:
+    """'#3 · Supported · Heat pumps sold 40% more ...' (its number in the report's order)."""
+    head = f"#{number} · " if number is not None else ""
+    return f"{head}{outcome_label(row.status)} · {label_text(row.claim, 80)}"
 
 
 def claim_detail_markdown(row: Verdict, sources: Mapping[str, Source]) -> str:

@@ -45,6 +45,8 @@ _KEY_NAMES = {"OPENAI_API_KEY": "the OpenAI key", "GEMINI_API_KEY": "the Google 
               "SEMANTIC_SCHOLAR_API_KEY": "the Semantic Scholar key",
               "OPENAI_BASE_URL": "the OpenAI server address",
               "GEMINI_BASE_URL": "the Gemini server address",
+              "ANTHROPIC_API_KEY": "the Anthropic key",
+              "ANTHROPIC_BASE_URL": "the Anthropic server address",
               "DEEP_RESEARCH_SEARCH": "the search services setting",
               "DEEP_RESEARCH_PROVIDER": "the model provider setting",
               "DEEP_RESEARCH_MODEL": "the model setting"}
@@ -461,20 +463,41 @@ def compare_frame(store: Store, run_ids: Sequence[str], *,
     return pd.DataFrame(rows)
 
 
+def compare_labels(frame: pd.DataFrame) -> list[str]:
+    """Each compared run's axis label: its question, shortened, over its date and preset
+    ("Run" is "question · date · preset"); runs alike in all three are numbered."""
+    labels = []
+    for name in frame["Run"]:
+        question, _, rest = str(name).partition(" · ")
+        labels.append(f"{label_text(question, 28)}<br>{label_text(rest, 40)}")
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if labels.count(label) == 1 else f"{label} ({seen[label]})")
+    return out
+
+
 def compare_charts(frame: pd.DataFrame, constant: str) -> dict[str, go.Figure]:
     """Each outcome per run (bars), and against the chosen constant (scatter)."""
     charts: dict[str, go.Figure] = {}
-    runs = [label_text(r, 40) for r in frame["Run"]]
+    # One bar per run, whatever the runs are called: the bars stand on the runs' ids and are
+    # labelled by question, date and preset (two runs of one question used to share a bar,
+    # their figures added up).
+    ids = list(frame["Run id"])
+    ticks = compare_labels(frame)
+    runs = [t.replace("<br>", " · ") for t in ticks]
     for metric in COMPARE_METRICS:
         values = pd.to_numeric(frame[metric], errors="coerce")
         if metric in COUNTED:
             values = values.fillna(0)  # no report yet: nothing cited, not an empty -1..1 axis
-        fig = go.Figure(go.Bar(x=runs, y=values, name=metric))
+        fig = go.Figure(go.Bar(x=ids, y=values, name=metric, hovertext=runs))
         x = pd.to_numeric(frame[constant], errors="coerce")
-        fig.add_trace(go.Scatter(x=runs, y=values, mode="markers", showlegend=False,
+        fig.add_trace(go.Scatter(x=ids, y=values, mode="markers", showlegend=False,
                                  text=[f"{constant} = {v}" for v in x], hoverinfo="text+y"))
         fig.update_layout(title=f"{metric} by run (hover: {constant})", height=300,
                           margin={"l": 10, "r": 10, "t": 40, "b": 10}, showlegend=False)
+        fig.update_xaxes(type="category", tickmode="array", tickvals=ids, ticktext=ticks)
         fig.update_yaxes(rangemode="tozero")
         charts[metric] = fig
     scatter = go.Figure()

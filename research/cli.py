@@ -30,7 +30,7 @@ from research.core.settings import effective_env, prices_path
 from research.documents import ingest_paths
 from research.documents.choice import with_sources
 from research.estimate import account_pace, estimate, estimate_line
-from research.export.formats import FORMATS, export_run
+from research.export.formats import FORMATS, export_run, file_stem
 from research.llm.pricing import PriceTable
 from research.phases.start.preflight import check_configuration
 from research.pipeline import create_run
@@ -325,7 +325,9 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
     if run.status != "completed":
         return _fail(f"Run {run_id} failed: {run.error or 'unknown error'} "
                      f"(resume with --resume {run_id})", secrets, EXIT_FAILED)
-    out = args.out or Path(f"report-{run_id}.{args.format}")
+    stored = store.get_report(run_id)
+    out = args.out or Path(f"{file_stem(run.question, stored.created_at if stored else '')}"
+                           f".{args.format}")
     session.writing = out
     try:
         write_atomically(out, export_run(store, run_id, args.format))

@@ -3,7 +3,8 @@
 It mirrors the pipeline's shape (research/phases): per subtopic, two query-writing calls,
 every query on every search provider, twice as many pages fetched as sources kept, relevance
 scoring in small batches, the findings of the kept sources a few at a time with one call for
-the gaps beside them; then one plan call, one draft, up to two calls (review + revision) per
+the gaps beside them; then the lead's calls (pre-flight, clarify, plan, one triage a round),
+the draft section by section, a review and the revision of about half the sections per
 review cycle, and the verification of the report's claims (two passes and the critic). Token sizes per call type are typical values, not
 measurements, so the figures are "about" and "at most" rather than promises.
 
@@ -32,6 +33,7 @@ from research.phases.gather.findings import (
 from research.phases.gather.scoring import SCORE_BATCH, SCORE_CHARS
 from research.phases.verify.claims import PASSAGE_CHARS
 from research.phases.verify.judge import BATCH_CLAIMS, CRITIC_BATCH_MIN
+from research.phases.writing.writer import is_english
 
 TOKENS_PER_WORD = 1.4
 
@@ -49,6 +51,9 @@ VERIFY_CALL = (BATCH_CLAIMS * CLAIM_TOKENS + 450, BATCH_CLAIMS * 100)
 CRITIC_SHARE = 0.3
 CRITIC_CALL = (CRITIC_BATCH_MIN * (CLAIM_TOKENS + 60) + 400, CRITIC_BATCH_MIN * 40)
 PLAN_CALL = (900, 900)
+CLARIFY_CALL = (500, 150)
+TRIAGE_CALL = (3_000, 600)  # coverage of every subtopic and the round's follow-up questions
+TRANSLATE_CALL = (1_500, 1_500)
 GOAL_CALL = (6_000, 150)  # findings so far in, met or not and why out
 PREFLIGHT_CALL = (60, 10)
 REVIEW_PROMPT = 1_500
@@ -83,6 +88,7 @@ class Estimate:
     seconds: float
     unpriced_models: tuple[str, ...]
     loads: tuple[ModelLoad, ...] = ()
+    role_calls: tuple[tuple[str, int], ...] = ()  # (role, model calls), in pipeline order
 
     @property
     def minutes(self) -> float:
@@ -100,7 +106,8 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
     score_calls = math.ceil(candidates / SCORE_BATCH)
     query_calls = 2 if config.searches_per_subtopic > 1 else 1
 
-    report_tokens = int(config.report_max_words * TOKENS_PER_WORD)
+    shape = config.shape()  # a brief is short and has no section per subtopic
+    report_tokens = int(config.words_limit() * TOKENS_PER_WORD)
     findings_calls = math.ceil(config.sources_per_subtopic / FINDINGS_GROUP)
     # The unit's page text is shared out among its kept sources (research.phases.gather.findings).
     share = max(MIN_SHARE_CHARS, FINDINGS_CONTEXT_CHARS // config.sources_per_subtopic)
@@ -109,22 +116,34 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
     gaps_call = (config.sources_per_subtopic * GAPS_CALL_PER_SOURCE + 900, 300)
     draft_call = (int(subtopics * 1_800) + 2_500, report_tokens)
     review_call = (report_tokens + REVIEW_PROMPT, REVIEW_OUTPUT)
-    revise_call = (report_tokens + REVIEW_OUTPUT + draft_call[0] // 2, report_tokens)
 
-    claims = config.report_max_words / WORDS_PER_CLAIM
+    claims = config.words_limit() / WORDS_PER_CLAIM
     verify_calls = math.ceil(claims / BATCH_CLAIMS)
     critic_calls = math.ceil(claims * CRITIC_SHARE / CRITIC_BATCH_MIN)
 
+    # The draft is written section by section (research.phases.writing.write_sections): one
+    # call per subtopic, four sections across them, then the frame (title and summary); a
+    # revision rewrites the sections the review named, about half of them.
+    section_calls = (subtopics if shape.subtopics else 0) + len(shape.parts) + 1
+    section_call = (draft_call[0] // 3 + 1_500, max(400, report_tokens // int(section_calls)))
+    # The lead assesses each round's follow-ups (a single round asks it nothing), and a
+    # report in another language has the engine's own words translated.
+    triage_calls = config.rounds_limit() if config.rounds_limit() > 1 else 0
+    translate_calls = 0 if is_english(config.report_language) else 2
+
     calls: list[tuple[str, float, tuple[int, int]]] = [
         ("lead", 1, PREFLIGHT_CALL),
+        ("lead", 1, CLARIFY_CALL),
         ("lead", 1, PLAN_CALL),
+        ("lead", triage_calls, TRIAGE_CALL),
+        ("lead", translate_calls, TRANSLATE_CALL),
         ("worker", subtopics * query_calls, QUERY_CALL),
         ("worker", subtopics * score_calls, SCORE_CALL),
         ("worker", subtopics * findings_calls, findings_call),
         ("worker", subtopics, gaps_call),
-        ("writer", 1, draft_call),
+        ("writer", section_calls, section_call),
         ("reviewer", config.review_cycles, review_call),
-        ("writer", config.review_cycles, revise_call),
+        ("writer", config.review_cycles * math.ceil(section_calls / 2), section_call),
         ("verifier", verify_calls, VERIFY_CALL),
         ("auditor", verify_calls, VERIFY_CALL),
         ("critic", critic_calls, CRITIC_CALL),
@@ -136,6 +155,7 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
     cost = 0.0
     unpriced: set[str] = set()
     roles: dict[tuple[str, str], list[str]] = {}      # (provider, model) -> its roles
+    per_role: dict[str, float] = {}
     amounts: dict[tuple[str, str], list[float]] = {}  # -> calls, input, output tokens
     for role, count, (inp, out) in calls:
         chosen = config.role(role)
@@ -143,6 +163,7 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
         if prices.lookup(model) is None:
             unpriced.add(model)
         model_calls += count
+        per_role[role] = per_role.get(role, 0.0) + count
         tokens_in += count * inp
         tokens_out += count * out
         cost += count * prices.cost(model, inp, out)
@@ -180,6 +201,7 @@ def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estima
         loads=tuple(ModelLoad(provider, model, tuple(roles[(provider, model)]), round(n),
                               round(inp), round(out))
                     for (provider, model), (n, inp, out) in amounts.items()),
+        role_calls=tuple((role, round(n)) for role, n in per_role.items()),
     )
 
 

@@ -236,7 +236,9 @@ def _pipeline(ctx: RunContext, *, with_hosted: bool) -> None:
         merge_for_delivery(ctx, list(HOSTED_ENGINES))  # only the hosted engines delivered
     else:
         write.draft(ctx, found)
-    if not ctx.budget_reason():  # over budget: write up what was gathered, no more
+    # Over budget: write up what was gathered, no more. Asked to write up now: no more
+    # review, but the report is verified like any other.
+    if not ctx.budget_reason() or ctx.wrapping_up():
         reviewed = review.run(ctx, found)  # the final sections' checks may start here
         verify.run(ctx, found.failed, reviewed.early)
     deliver.run(ctx, found.failed)
@@ -277,7 +279,7 @@ def _hosted_only(ctx: RunContext, engine: str) -> None:
     clarify.run(ctx)
     run_hosted(ctx, engine)
     merge_for_delivery(ctx, [engine])
-    if not ctx.budget_reason():
+    if not ctx.budget_reason() or ctx.wrapping_up():
         verify.run(ctx, ())
     deliver.run(ctx, ())
 

@@ -46,7 +46,7 @@ RUN_STATUSES = frozenset(
     {"queued", "running", "paused", "waiting", "completed", "failed", "cancelled", "interrupted"}
 )
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
-CONTROL_ACTIONS = frozenset({"pause", "cancel"})
+CONTROL_ACTIONS = frozenset({"pause", "cancel", "wrap"})  # wrap: write up what was gathered
 
 LATEST_ACTIVITY = text(
     "SELECT r.id AS run_id, r.status, r.control, r.error, r.heartbeat_at, r.updated_at,"
@@ -235,7 +235,8 @@ class RunsStore(StoreBase):
         return {row["owner"] for row in self.query(query)}
 
     def set_control(self, run_id: str, action: str | None) -> None:
-        """Ask the engine running `run_id` to "pause" or "cancel" (None clears the request)."""
+        """Ask the engine running `run_id` to "pause", "cancel" or "wrap" (stop researching and
+        write the report from what was gathered); None clears the request."""
         if action is not None and action not in CONTROL_ACTIONS:
             raise ValueError(f"unknown control action {action!r}")
         with self.transaction() as tx:

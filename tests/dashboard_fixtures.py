@@ -21,9 +21,11 @@ from tests.standin import StandinServer
 from tests.store_files import migrated_copy
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-KEY_VARS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "TAVILY_API_KEY",
+KEY_VARS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL", "TAVILY_API_KEY",
             "SEMANTIC_SCHOLAR_API_KEY", "OPENAI_BASE_URL", "GEMINI_BASE_URL", "TAVILY_BASE_URL",
-            "DEEP_RESEARCH_PROVIDER", "DEEP_RESEARCH_MODEL", "DEEP_RESEARCH_SEARCH")
+            "DEEP_RESEARCH_PROVIDER", "DEEP_RESEARCH_MODEL", "DEEP_RESEARCH_SEARCH",
+            "SEARXNG_BASE_URL", "BRAVE_API_KEY", "EXA_API_KEY", "SERPER_API_KEY")
 
 EVIL_TITLE = 'Evil <img src=x onerror=alert(1)> [x](javascript:alert(1)) title'
 DRAFT_1 = """## Executive summary

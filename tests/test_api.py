@@ -229,7 +229,7 @@ def test_another_persons_token_finds_no_run_of_the_first(
         assert client.get("/v1/me").json()["person"] == "bob@example.com"
         for method, path in (("GET", ""), ("GET", "/events"), ("GET", "/report"),
                              ("GET", "/sources"), ("GET", "/evidence"), ("POST", "/cancel"),
-                             ("POST", "/pause"), ("POST", "/resume")):
+                             ("POST", "/pause"), ("POST", "/resume"), ("POST", "/write-up")):
             answer = client.request(method, f"/v1/runs/{finished}{path}")
             assert answer.status_code == 404, (method, path, answer.text)
             assert answer.json()["error"]["code"] == "not_found"
@@ -349,6 +349,8 @@ def test_a_run_is_cancelled_over_the_api_and_refused_controls_say_why(
         assert waiting["waiting_for"]["questions"]
         paused = client.post(f"/v1/runs/{run_id}/pause")  # it waits: nothing to pause
         assert paused.status_code == 409 and "running" in paused.json()["error"]["message"]
+        early = client.post(f"/v1/runs/{run_id}/write-up")  # nothing researches: nothing to stop
+        assert early.status_code == 409 and "written up early" in early.json()["error"]["message"]
         cancelled = client.post(f"/v1/runs/{run_id}/cancel")
         assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
         again = client.post(f"/v1/runs/{run_id}/cancel")

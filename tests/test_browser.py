@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from docx import Document as _open_docx
 
+from research.export.formats import file_stem
 from storage import Store
 from tests.browser_helpers import ARTIFACTS, CHROMIUM, wait_idle
 from tests.browser_pages import (
@@ -139,7 +140,10 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             with page.expect_download() as info:  # one click: no "prepare" step
                 pdf_button.click()
             download = info.value
-            assert download.suggested_filename == f"report-{run_id}.pdf"
+            stored_run, stored = _get(store.get_run(run_id)), _get(store.get_report(run_id))
+            # Named by the question and date (not "report-<id>"), so downloads tell runs apart.
+            assert download.suggested_filename == f"{file_stem(stored_run.question, stored.created_at)}.pdf"
+            assert download.suggested_filename.startswith(stored_run.question.split()[0].lower())
             pdf_path = tmp_path / download.suggested_filename
             download.save_as(str(pdf_path))
             data = pdf_path.read_bytes()
@@ -157,6 +161,7 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             info.value.save_as(str(word_path))
             word = _open_docx(str(word_path))
             assert headings[0] in [p.text for p in word.paragraphs]
+            assert word.core_properties.author == "Deep Research Studio"
 
             # The progress details sit below, in a collapsed section.
             details = page.get_by_text(re.compile("^How the run went"))

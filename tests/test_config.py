@@ -67,7 +67,7 @@ def test_presets_are_within_bounds_and_quick_matches_spec() -> None:
 def test_unknown_preset_provider_and_setting_are_refused() -> None:
     with pytest.raises(ConfigError, match="Unknown preset"):
         build_config(env={}, preset="turbo")
-    with pytest.raises(ConfigError, match="openai or gemini"):
+    with pytest.raises(ConfigError, match="openai, gemini or anthropic"):
         build_config(env={"DEEP_RESEARCH_PROVIDER": "claude"})
     with pytest.raises(ConfigError, match="Unknown search provider"):
         build_config(env={"DEEP_RESEARCH_SEARCH": "tavily,bing"})

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from dashboard import budget
@@ -69,6 +71,9 @@ def test_dig_deeper_starts_a_linked_child_run_with_the_parents_settings(
     section = at.selectbox(key=f"dig_{parent}")
     assert "Key findings" in section.options and "Sources" not in section.options
     section.select("Key findings").run()
+    # What it will cost is said before anything is spent.
+    cost = next(c.value for c in at.caption if "A follow-up run" in c.value)
+    assert re.search(r"~\\?\$\d+\.\d\d", cost) and "model calls" in cost, cost
     next(b for b in at.button if b.label == "Dig deeper").click().run()
     assert not at.exception and not [e.value for e in at.error]
     child = next(r for r in dash_env.list_runs() if r.id != parent)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard import views
 from storage import Store
 from tests.dashboard_fixtures import dash_env_fixture, finished_run, on_postgresql, open_page  # noqa: F401 - fixture
 
@@ -82,6 +83,23 @@ def test_compare_two_runs_side_by_side_with_charts(dash_env: Store) -> None:
     assert not any(a in r or b in r for r in compare["Run"])  # named by question, not by id
     assert set(compare["Approved"]) == {"no"}
     assert len(at.get("plotly_chart")) >= 5
+
+
+def test_two_runs_of_one_question_stay_two_bars_with_their_own_figures(dash_env: Store) -> None:
+    """Compare once drew two runs of the same question as one bar (same truncated label) with
+    their sources, citations, cost and time added up."""
+    quick = finished_run(dash_env, "How fast is solar power growing in Europe this decade?",
+                         sources=4)
+    deep = finished_run(dash_env, "How fast is solar power growing in Europe this decade?",
+                        sources=10)  # same preset, same minute: told apart by number
+    frame = views.compare_frame(dash_env, [quick, deep])
+    charts = views.compare_charts(frame, "Subtopics")
+    bars = charts["Sources"].data[0]
+    assert list(bars.x) == [quick, deep]  # one bar per run
+    assert sorted(bars.y) == [4, 10]  # each its own figure, nothing added up
+    labels = list(charts["Sources"].layout.xaxis.ticktext)
+    assert len(set(labels)) == 2 and all("How fast is solar" in label for label in labels)
+    assert not any(quick in label or deep in label for label in labels)  # never the ids
 
 
 def test_open_and_run_again_go_to_the_right_pages(dash_env: Store) -> None:

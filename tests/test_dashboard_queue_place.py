@@ -38,6 +38,12 @@ def test_the_run_page_shows_a_queued_runs_place(dash_env: Store, monkeypatch: py
     assert "number 2 among this person's queued runs" in note and "1 queued run of everyone" in note
     [note] = queue_notes(someone_else)
     assert "next of this person's runs to start" in note and "2 queued runs of everyone" in note
-    [note] = queue_notes(first)
-    assert "next of this person's runs to start" in note and "no other queued run" in note
+    # Nothing ahead of it (a person alone on a laptop): one small line, no talk of a queue
+    # or of other people, and no empty steps and activity tables.
+    assert queue_notes(first) == []
+    at = open_run_page(first)
+    captions = " ".join(str(c.value) for c in at.caption)
+    assert "Starting: a worker picks this run up in a moment." in captions
+    assert "appear here as soon as the first step starts" in captions
+    assert not any(e.label.startswith(("Steps", "Activity log")) for e in at.expander)
     assert queue_notes(done) == []

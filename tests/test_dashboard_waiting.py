@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from dashboard import plan_edit
@@ -20,6 +19,7 @@ from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
     fake_engine_fixture,
     fake_jobs_fixture,
     open_run_page,
+    running_run,
     waiting_for_answers,
     waiting_for_plan_review,
 )
@@ -64,19 +64,24 @@ def test_plan_review_edits_rename_remove_add_and_reorder_then_start(
     run_id = waiting_for_plan_review(dash_env)
     at = open_run_page(run_id)
     assert not at.exception
-    [editor] = at.data_editor
-    assert editor.editing_mode == "dynamic"
-    shown = editor.value
-    assert list(shown["Title"]) == [s.title for s in PLAN]
-    assert shown["Questions"].iloc[1] == "How did module prices move?; What do installers charge?"
-    at.session_state[f"plan_editor_{run_id}"] = {
-        "edited_rows": {2: {"Title": "Subsidies", "Position": 1},
-                        1: {"Questions": "What do panels cost?\nWhat does labour cost?"}},
-        "added_rows": [{"Title": "Installer shortages", "Questions": "How long are waiting lists?",
-                        "Position": 4}],
-        "deleted_rows": [0],
-    }
-    at.run()
+    assert not at.data_editor  # cards, not a spreadsheet (a phone could not use the table)
+
+    def field(sub: str, name: str) -> str:
+        return f"plan_{run_id}_{sub}_{name}"
+
+    assert [at.text_input(key=field(s.id, "title")).value for s in PLAN] == [s.title for s in PLAN]
+    assert (at.text_area(key=field("t2", "questions")).value
+            == "How did module prices move?\nWhat do installers charge?")
+    at.text_input(key=field("t3", "title")).set_value("Subsidies")
+    at.text_area(key=field("t2", "questions")).set_value(
+        "What do panels cost?\nWhat does labour cost?").run()
+    at.button(key=field("t3", "up")).click().run()
+    at.button(key=field("t3", "up")).click().run()  # Subsidies first
+    at.button(key=field("t1", "remove")).click().run()
+    at.button(key=f"plan_{run_id}_add").click().run()
+    at.text_input(key=field("new-1", "title")).set_value("Installer shortages")
+    at.text_area(key=field("new-1", "questions")).set_value("How long are waiting lists?").run()
+    assert at.text_input(key=field("t3", "title")).value == "Subsidies"  # kept through moves
     _button(at, "Start research with this plan").click().run()
     assert not at.exception
     assert [e.value for e in at.error] == []
@@ -96,9 +101,8 @@ def test_a_plan_with_every_subtopic_removed_is_refused_in_plain_words(
 ) -> None:
     run_id = waiting_for_plan_review(dash_env)
     at = open_run_page(run_id)
-    at.session_state[f"plan_editor_{run_id}"] = {"edited_rows": {}, "added_rows": [],
-                                                "deleted_rows": [0, 1, 2]}
-    at.run()
+    for sub in ("t1", "t2", "t3"):
+        at.button(key=f"plan_{run_id}_{sub}_remove").click().run()
     _button(at, "Start research with this plan").click().run()
     assert any("The plan was not accepted" in e.value and "at least one subtopic" in e.value
                for e in at.error)
@@ -112,20 +116,45 @@ def test_a_waiting_run_can_be_cancelled(dash_env: Store, fake_jobs: FakeExecutor
     at = open_run_page(run_id)
     assert not any(b.label == "Resume" for b in at.button)
     _button(at, "Cancel").click().run()
+    assert dash_env.get_run(run_id).status == "waiting"  # type: ignore[union-attr]  # asks first
+    assert not any(b.label == "Write the report from what was gathered" for b in at.button)
+    _button(at, "Stop without a report").click().run()
     assert dash_env.get_run(run_id).status == "cancelled"  # type: ignore[union-attr]
 
 
-def test_plan_rows_become_subtopics_in_position_order() -> None:
-    frame = plan_edit.plan_frame(PLAN)
-    frame.loc[len(frame)] = {"Position": None, "Title": "Extra", "Questions": "a?; b?\nc?",
-                             "Description": None, "id": None}
-    frame.loc[0, "Position"] = 9
-    subs = plan_edit.subtopics_from_frame(frame)
+def test_cancel_asks_first_and_offers_the_report_from_what_was_gathered(
+    dash_env: Store, fake_jobs: FakeExecutor
+) -> None:
+    run_id = running_run(dash_env)
+    at = open_run_page(run_id)
+    _button(at, "Cancel").click().run()
+    assert dash_env.get_control(run_id) is None  # nothing happens before the person confirms
+    assert any("Stop this run?" in m.value for m in at.markdown)
+    _button(at, "Keep going").click().run()
+    assert not any(b.label == "Stop without a report" for b in at.button)
+    assert dash_env.get_control(run_id) is None
+    _button(at, "Cancel").click().run()
+    _button(at, "Write the report from what was gathered").click().run()
+    assert not at.exception and not at.error
+    assert dash_env.get_control(run_id) == "wrap"  # research stops; the report is written
+    assert dash_env.get_run(run_id).status == "running"  # type: ignore[union-attr]
+
+
+def test_plan_cards_become_subtopics_in_the_persons_order() -> None:
+    order = plan_edit.moved([s.id for s in PLAN], 0, 2)  # the first card to the end
+    assert order == ["t2", "t3", "t1"]
+    assert plan_edit.moved(order, 0, -1) == order  # the top card stays on top
+    order = plan_edit.added(order)
+    assert order[-1] == "new-1" and plan_edit.added(order)[-1] == "new-2"
+    texts = {s.id: plan_edit.card_text(s) for s in PLAN}
+    texts["new-1"] = plan_edit.CardText("Extra", "a?; b?\nc?")
+    subs = plan_edit.subtopics_from_cards(order, texts)
     assert [s.title for s in subs] == ["Costs", "Policy", "Growth figures", "Extra"]
+    assert subs[0].questions == PLAN[1].questions and subs[0].id == "t2"
     assert subs[-1] == Subtopic(id="", title="Extra", questions=("a?", "b?", "c?"))
     assert plan_edit.split_questions("one;two; three") == ["one;two", "three"]
-    assert plan_edit.split_questions(float("nan")) == []
-    assert plan_edit.subtopics_from_frame(pd.DataFrame(columns=plan_edit.COLUMNS)) == []
+    assert plan_edit.split_questions(None) == []
+    assert plan_edit.subtopics_from_cards([], {}) == []
 
 
 def test_review_the_plan_end_to_end_from_the_form_to_a_finished_report(
@@ -144,12 +173,11 @@ def test_review_the_plan_end_to_end_from_the_form_to_a_finished_report(
     assert _wait_status(dash_env, run_id, ("waiting", "failed")) == "waiting", \
         dash_env.get_run(run_id).error  # type: ignore[union-attr]
     at = open_run_page(run_id)
-    [editor] = at.data_editor
-    original = list(editor.value["Title"])
-    at.session_state[f"plan_editor_{run_id}"] = {
-        "edited_rows": {0: {"Title": "Installed capacity by country"}}, "added_rows": [],
-        "deleted_rows": [len(original) - 1]}
-    at.run()
+    planned = dash_env.get_plan(run_id) or []
+    original = [s.title for s in planned]
+    at.text_input(key=f"plan_{run_id}_{planned[0].id}_title").set_value(
+        "Installed capacity by country").run()
+    at.button(key=f"plan_{run_id}_{planned[-1].id}_remove").click().run()
     _button(at, "Start research with this plan").click().run()
     assert not [e.value for e in at.error]
     assert _wait_status(dash_env, run_id, ("completed", "failed")) == "completed", \

@@ -10,6 +10,7 @@ from pathlib import Path
 import bibtexparser
 import docx
 import openpyxl
+import pypdf
 import pytest
 import rispy
 from bibtexparser.middlewares import LatexDecodingMiddleware
@@ -20,8 +21,10 @@ from research.export import build_document
 from research.export.bibliography import find_doi, to_bibtex, to_ris
 from research.export.docx import bookmark_name, to_docx
 from research.export.evidence import HEADERS, evidence_rows, to_csv, to_xlsx
-from research.export.formats import FORMATS, export_run
+from research.export.formats import FORMATS, export_run, file_stem
+from research.export.markdown import to_markdown
 from research.export.method import method_lines, reading_minutes, settings_changed
+from research.export.pdf import to_pdf
 from storage import Store
 from tests.cli_helpers import RunCli
 from tests.dashboard_fixtures import EVIL_TITLE, dash_env_fixture, finished_run  # noqa: F401
@@ -208,3 +211,37 @@ def test_no_format_carries_terminal_control_sequences(dash_env: Store) -> None:
     assert not any("\x1b" in c or "\x9b" in c for c in cells)
     text = "\n".join(p.text for p in docx.Document(io.BytesIO(export_run(dash_env, run_id, "docx"))).paragraphs)
     assert "\x1b" not in text
+
+
+def test_files_open_with_the_question_and_date_not_a_run_id_and_a_parameter_dump() -> None:
+    """A reader opens the report on its title and date; the run id and the settings are said
+    in plain words in "How this report was made" at its end. Word and PDF name the app as
+    their author (not "python-docx")."""
+    doc = _doc()
+    text = to_markdown(doc)  # type: ignore[arg-type]
+    head = text.split("---", 1)[0]
+    assert "r1" not in head and "preset quick" not in head and "Parameters" not in head
+    word = docx.Document(io.BytesIO(to_docx(doc)))  # type: ignore[arg-type]
+    paragraphs = [p.text for p in word.paragraphs]
+    top = paragraphs[:paragraphs.index("Findings")]
+    assert not any("r1" in p or "preset quick" in p for p in top)
+    assert word.core_properties.author == "Deep Research Studio"
+    assert word.core_properties.last_modified_by == "Deep Research Studio"
+    pdf = pypdf.PdfReader(io.BytesIO(to_pdf(doc)))  # type: ignore[arg-type]
+    assert pdf.metadata is not None and pdf.metadata.author == "Deep Research Studio"
+    cover = pdf.pages[0].extract_text().split("Findings", 1)[0]
+    assert "Run: r1" not in cover and "preset quick" not in cover
+    assert "preset quick" in text.split("How this report was made", 1)[1]  # said at the end
+    # Without a method section (an older report), the settings line stays in the header.
+    bare = build_document(run_id="r1", question="q", created_at="", parameters_line="preset quick",
+                          draft="x", numbering={}, sources=[])
+    assert "preset quick" in to_markdown(bare).split("---", 1)[0]
+
+
+def test_download_names_tell_reports_apart() -> None:
+    assert (file_stem("How is heat-pump adoption changing in Europe?", "2026-11-27T10:00:00Z")
+            == "how-is-heat-pump-adoption-changing-in-europe-2026-11-27")
+    assert file_stem("Café prices: ¿qué pasó?", "") == "cafe-prices-que-paso"
+    assert file_stem("热泵在欧洲的普及情况", "2026-01-02T00:00:00") == "report-2026-01-02"
+    long = file_stem("word " * 40, "")
+    assert len(long) <= 60 and long.startswith("word-word")

@@ -305,8 +305,8 @@ def test_openai_compatible_server_needs_no_key(standin: StandinServer,
 
 
 def test_unknown_provider_is_refused_with_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match="openai, gemini"):
-        build_llm("anthropic", "claude", build_config(env={}), Credentials())
+    with pytest.raises(ConfigError, match="openai, gemini, anthropic"):
+        build_llm("mistral", "mistral-large", build_config(env={}), Credentials())
 
 
 @pytest.mark.parametrize(("provider", "variable"),

@@ -80,3 +80,6 @@ def test_a_refused_model_key_points_at_the_key(
     standin.add_fault("openai", "status", times=10, status=401, task="Ping")
     _, run = _run(http_runs)
     assert run.status == "failed" and "Check OPENAI_API_KEY" in run.error
+    # Plain words: the provider and the fix, not "openai/gpt-5-mini" or the SDK's (HTTP 401).
+    assert run.error.startswith("OpenAI did not accept the API key")
+    assert "openai/" not in run.error and "HTTP" not in run.error

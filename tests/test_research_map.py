@@ -64,6 +64,15 @@ def test_every_branch_has_its_state_parent_sources_and_coverage() -> None:
     lookup = by_label["What does a unit cost?"]
     assert (lookup.kind, lookup.state) == ("quick lookup", "running")
     assert by_label["Which grids are full?"].state == "open"  # not triaged yet
+    # A finished run's untouched follow-ups are left for later, not "open".
+    done = {b.label: b for b in research_map.branches("Heat pumps?", PLAN, STEPS, SOURCES,
+                                                      FINDINGS, finished=True)}
+    assert done["Which grids are full?"].state == "left"
+    assert "ended before" in done["Which grids are full?"].reason
+    assert done["Is it sunny?"].state == "dropped"  # what was decided stays as it was
+    figure = research_map.figure(list(done.values()))
+    assert all(len(label) <= 28 for label in figure.data[0].labels)
+    assert figure.layout.uniformtext.mode == "hide"  # too small to read: hidden, not smeared
     assert [b.label for b in tree].count("Is it sunny?") == 1  # triaged: not open twice
     ids = [b.id for b in tree]
     assert len(ids) == len(set(ids))

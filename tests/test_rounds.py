@@ -142,3 +142,32 @@ def test_a_query_repeating_an_earlier_one_is_not_searched_again() -> None:
     # The repeat (case and spacing aside) and the duplicate are dropped; the first wave
     # still asks once more for the missing query.
     assert queries == ["heat pump subsidies", "heat pump prices 2024"]
+
+
+def test_a_resume_triages_follow_ups_its_stored_triage_never_saw(runs: Runner) -> None:
+    """A triage stored while part of the round's research had failed must not be reused as
+    is once a resume has re-run that research: its new follow-ups get decided (only they:
+    the earlier decisions stand, in their order, so their lookups keep their steps)."""
+    store, run_id = _small(runs, MAX_ROUNDS=2)
+    first = store.get_step(run_id, "triage:1")
+    assert first is not None and first.status == "done"
+    decisions = first.result["decisions"]
+    late = decisions[-1]["subtopic_id"]  # its research "failed" when the triage ran
+    stale = [d for d in decisions if d["subtopic_id"] != late]
+    missed = [d["question"] for d in decisions if d["subtopic_id"] == late]
+    assert stale and missed
+    store.finish_step(run_id, "triage:1", result={**first.result, "decisions": stale,
+                                                  "seen": [d["question"] for d in stale]})
+    store.set_run_status(run_id, "failed")
+
+    run = runs.resume(run_id)
+    assert run.status == "completed", run.error
+    redone = store.get_step(run_id, "triage:1")
+    assert redone is not None and redone.status == "done"
+    again = redone.result["decisions"]
+    assert again[:len(stale)] == stale  # decided before: kept as they were
+    assert {d["question"] for d in again[len(stale):]} == set(missed)
+    assert all(d["action"] in ("filter", "answer", "escalate") for d in again)
+    assert set(missed) <= set(redone.result["seen"])
+    plan_ids = [s.id for s in store.get_plan(run_id) or []]
+    assert len(plan_ids) == len(set(plan_ids))  # no subtopic planned twice

@@ -87,6 +87,41 @@ def test_cancel_stops_the_run_and_keeps_what_was_gathered(
     assert "cancelled" in [e.type for e in store.get_events(run_id)]
 
 
+def test_write_up_now_stops_research_and_writes_a_verified_report_from_what_was_gathered(
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Instead of cancelling, the person asks for the report now ("Write the report from
+    what was gathered"): research ends at its next checkpoint, no further round or review
+    cycle runs, and the report is written from the sources kept and verified as usual."""
+    monkeypatch.setattr(control, "POLL_S", 0.05)  # the next checkpoint hears it at once
+    store = Store(tmp_db)
+
+    def on_event(event: Any) -> None:
+        if event.type == "step_completed" and (event.step or "").startswith("research:"):
+            control.wrap_up(store, event.run_id)
+
+    store, run_id, thread = _start(standin_env, tmp_db, on_event, preset="quick",
+                                   SUBTOPIC_COUNT=3, MAX_ROUNDS=2, REVIEW_CYCLES=1,
+                                   MAX_PARALLEL_WORKERS=1)
+    thread.join(120)
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "completed", run and run.error
+    steps = {s.key: s for s in store.get_steps(run_id)}
+    assert not any(k.startswith(("triage:", "review:")) for k in steps), sorted(steps)
+    research = [s for k, s in steps.items() if k.startswith("research:")]
+    # The first unit finished whole; the others stopped at a checkpoint or never started.
+    whole = [s for s in research if "you asked to write the report" not in str(s.result)]
+    assert [s.key for s in whole] == ["research:t1"], [(s.key, s.result) for s in research]
+    report = store.get_report(run_id)
+    assert report is not None and report.meta["cited_sources"] > 0
+    assert steps["verify"].status == "done"  # verified like any report
+    assert any("ended early at your request" in w for w in run.warnings)
+    assert "ended early at your request" in " ".join(report.meta["notes"])
+    assert "you asked to write the report" in run.totals.stop_reason
+    assert not any("budget" in w.lower() for w in run.warnings)
+
+
 def test_total_time_limit_stops_the_run_with_a_clear_message(
     standin: StandinServer, standin_env: dict[str, str], tmp_db: Path,
     monkeypatch: pytest.MonkeyPatch,

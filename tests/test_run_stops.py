@@ -146,10 +146,14 @@ def test_incomplete_verification_or_no_verified_citation_is_a_warning(
         def stored_result(self, key: str) -> dict[str, Any]:
             return {}
 
-        class store:  # noqa: N801 - a stand-in for the Store's one method used here
+        class store:  # noqa: N801 - a stand-in for the Store's two methods used here
             @staticmethod
             def get_report(run_id: str) -> Report:
                 return Report(run_id, "# Report", {"cited_sources": 4})
+
+            @staticmethod
+            def get_events(run_id: str) -> list[Any]:
+                return []  # no model answered short
 
     summaries = iter([
         outcome.verify.VerifySummary(claims=5, supported=1, incomplete=True, unchecked=3),

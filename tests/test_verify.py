@@ -223,11 +223,15 @@ def test_run_page_shows_the_share_of_supported_claims_and_every_verdict_with_its
     at.query_params["tab"] = "Verification"
     at.run()
     assert not at.exception
-    share = next(m for m in at.metric if m.label == "Supported claims")
-    assert share.value == f"{result.share_supported:.0%} ({result.supported} of {result.claims})"
-    table = next(df.value for df in at.dataframe if "Verifier" in df.value.columns)
+    share = next(m for m in at.metric if m.label.startswith("Supported claims"))
+    assert share.label == f"Supported claims ({result.share_supported:.0%})"
+    assert share.value == f"{result.supported} of {result.claims}"
+    table = next(df.value for df in at.dataframe if "First check" in df.value.columns)
     assert len(table) == result.claims
-    assert {"Claim", "Verifier", "Auditor", "Critic", "Outcome", "Passage"} <= set(table.columns)
+    assert {"#", "Claim", "First check", "Second check", "Critic", "Outcome",
+            "Passage"} <= set(table.columns)
+    # No internal terms: no claim ids, no role names.
+    assert not {"Claim id", "Verifier", "Auditor"} & set(table.columns)
     assert "Removed" in set(table["Outcome"]) and "Qualified" in set(table["Outcome"])
 
     rows = {r.claim_id: r for r in dash_env.get_verifications(run_id)}
@@ -235,12 +239,13 @@ def test_run_page_shows_the_share_of_supported_claims_and_every_verdict_with_its
     at.selectbox(key="v_claim").set_value(contested).run()
     detail = "\n".join(m.value for m in at.markdown)
     assert "Critic\\:** REJECT" in detail or "Critic:** REJECT" in detail
-    assert "Second check (auditor)" in detail and "Source passages the checks read" in detail
+    assert "Second check" in detail and "Source passages the checks read" in detail
+    assert "auditor" not in detail.lower()
     quote = rows[contested].details["verifier"]["quote"]
     assert verify.quote_found(quote, [detail.replace("\\", "")])
 
     at.multiselect(key="v_outcome").set_value(["Removed"]).run()
-    table = next(df.value for df in at.dataframe if "Verifier" in df.value.columns)
+    table = next(df.value for df in at.dataframe if "First check" in df.value.columns)
     assert len(table) == result.unsupported_removed
 
     at.query_params["tab"] = "Report"

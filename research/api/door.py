@@ -1,4 +1,5 @@
-"""The API's one door to a run's life: start, resume, pause, unpause, cancel, wait, status.
+"""The API's one door to a run's life: start, resume, pause, unpause, write up now, cancel,
+wait, status.
 
 It wraps `research.runs.Runs`, the one door to a run's life, for the API server's process.
 Every method takes the caller's person: another person's run reads as no run at all.
@@ -53,6 +54,10 @@ class RunDoor:
 
     def unpause(self, run_id: str, *, person: str | None = None) -> None:
         self._jobs.unpause(run_id, person=person)
+
+    def wrap_up(self, run_id: str, *, person: str | None = None) -> None:
+        """Stop researching and write the report from what was gathered so far."""
+        self._jobs.wrap_up(run_id, person=person)
 
     def cancel(self, run_id: str, *, person: str | None = None) -> None:
         """Ask the run to stop; a run nobody executes is marked cancelled at once."""

@@ -37,7 +37,7 @@ from research.core.errors import ConfigError
 from research.core.records import Run, Subtopic
 from research.documents.choice import with_sources
 from research.export.evidence import evidence_rows
-from research.export.formats import FORMATS, ExportFailed, export_run
+from research.export.formats import FORMATS, ExportFailed, export_run, file_stem
 from research.export.run_document import build_document_for_run
 from research.phases.start.preflight import check_configuration
 from research.pipeline import validate_question
@@ -168,6 +168,16 @@ def cancel_run(run_id: str, who: Who, ctx: Ctx) -> RunStatus:
     return run_status(ctx, own_run(ctx, who, run_id))
 
 
+@router.post("/runs/{run_id}/write-up", response_model=RunStatus,
+             summary="Stop researching and write the report from what was gathered")
+def write_up_run(run_id: str, who: Who, ctx: Ctx) -> RunStatus:
+    """Research ends at its next checkpoint (what is under way is kept); the report is then
+    written and verified as usual, without further review cycles. Instead of cancelling."""
+    own_run(ctx, who, run_id)
+    _control(lambda: ctx.door.wrap_up(run_id, person=who.person))
+    return run_status(ctx, own_run(ctx, who, run_id))
+
+
 @router.post("/runs/{run_id}/clarification", response_model=RunStatus,
              summary="Answer a run's clarifying questions")
 def answer_questions(run_id: str, answers: ClarificationAnswers, who: Who, ctx: Ctx) -> RunStatus:
@@ -212,8 +222,10 @@ def report(run_id: str, who: Who, ctx: Ctx, format: FormatName = "md") -> Respon
     except ExportFailed as exc:
         raise ApiError(500, "export_failed", str(exc)) from None
     kind = FORMATS[format]
+    run, stored = ctx.store.get_run(run_id), ctx.store.get_report(run_id)
+    stem = file_stem(run.question if run else "", stored.created_at if stored else "")
     return Response(data, media_type=kind.mime, headers={
-        "Content-Disposition": f'attachment; filename="report-{run_id}.{kind.key}"'})
+        "Content-Disposition": f'attachment; filename="{stem}.{kind.key}"'})
 
 
 @router.get("/runs/{run_id}/sources", response_model=SourceList,

@@ -22,14 +22,16 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 
 from research.core.constants import CONSTANTS, DEFAULTS, PRESETS, bound_problem
 from research.core.errors import ConfigError
+from research.core.shapes import Shape, shape_of
 
-ProviderName = Literal["openai", "gemini"]
+ProviderName = Literal["openai", "gemini", "anthropic"]
 ROLES = ("lead", "worker", "writer", "reviewer", "verifier", "auditor", "critic")
 ENGINES = ("pipeline", "openai-deep-research", "gemini-deep-research", "all")
-SEARCH_PROVIDERS = ("tavily", "web", "arxiv", "semanticscholar")
+SEARCH_PROVIDERS = ("tavily", "web", "arxiv", "semanticscholar", "searxng", "brave", "exa", "serper")
 ACADEMIC_PROVIDERS = ("arxiv", "semanticscholar")
 DOCUMENTS = "documents"  # the person's own documents (research.search.documents), not the web
-DEFAULT_MODELS = {"openai": "gpt-5-mini", "gemini": "gemini-2.5-flash"}
+DEFAULT_MODELS = {"openai": "gpt-5-mini", "gemini": "gemini-2.5-flash",
+                  "anthropic": "claude-haiku-4-5"}
 ENV_PREFIX = "DEEP_RESEARCH_"
 
 # Settings by name on their way in (from the environment, a preset, the form or the CLI's
@@ -94,10 +96,17 @@ class ResearchConfig(BaseModel):
     document_ids: tuple[str, ...] = ()
     openai_base_url: str | None = None
     gemini_base_url: str | None = None
+    anthropic_base_url: str | None = None
     tavily_base_url: str | None = None
     arxiv_base_url: str | None = None
     semanticscholar_base_url: str | None = None
-    # arXiv's and Semantic Scholar's documented pace times this (research.search.pacing): 1 as
+    # The person's own SearXNG instance (research.search.searxng); Brave's, Exa's and Serper's
+    # addresses are set only for a proxy or a test's stand-in.
+    searxng_base_url: str | None = None
+    brave_base_url: str | None = None
+    exa_base_url: str | None = None
+    serper_base_url: str | None = None
+    # arXiv's, Semantic Scholar's and Brave's documented pace times this (research.search.pacing): 1 as
     # documented; tests make it shorter (DEEP_RESEARCH_SEARCH_PACE=0 turns it off).
     search_pace: float = Field(default=1.0, ge=0.0, le=10.0)
     allow_private_hosts: bool = False
@@ -149,6 +158,14 @@ class ResearchConfig(BaseModel):
             return self.role_models["lead"]
         return RoleModel(provider=self.provider, model=self.model)
 
+    def shape(self) -> Shape:
+        """The report's shape, from the desired output ("I want a one-page brief")."""
+        return shape_of(self.want)
+
+    def words_limit(self) -> int:
+        """The report's length cap: REPORT_MAX_WORDS, or less when the shape asks for less."""
+        return self.shape().words(self.report_max_words)
+
     def rounds_limit(self) -> int:
         """The most research rounds: DEPTH levels under the breadth x depth schedule,
         MAX_ROUNDS otherwise."""
@@ -189,8 +206,12 @@ class Credentials(BaseModel):
     model_config = ConfigDict(frozen=True)
     openai_api_key: SecretStr | None = None
     gemini_api_key: SecretStr | None = None
+    anthropic_api_key: SecretStr | None = None
     tavily_api_key: SecretStr | None = None
     semanticscholar_api_key: SecretStr | None = None
+    brave_api_key: SecretStr | None = None
+    exa_api_key: SecretStr | None = None
+    serper_api_key: SecretStr | None = None
 
     def get(self, name: str) -> str | None:
         value = getattr(self, f"{name}_api_key", None)
@@ -198,8 +219,9 @@ class Credentials(BaseModel):
 
     def secrets(self) -> list[str]:
         """Every key value, for redaction."""
-        values = (self.openai_api_key, self.gemini_api_key, self.tavily_api_key,
-                  self.semanticscholar_api_key)
+        values = (self.openai_api_key, self.gemini_api_key, self.anthropic_api_key,
+                  self.tavily_api_key, self.semanticscholar_api_key, self.brave_api_key,
+                  self.exa_api_key, self.serper_api_key)
         return [v.get_secret_value() for v in values if v]
 
     @classmethod
@@ -211,8 +233,12 @@ class Credentials(BaseModel):
         return cls(
             openai_api_key=key("OPENAI_API_KEY"),
             gemini_api_key=key("GEMINI_API_KEY") or key("GOOGLE_API_KEY"),
+            anthropic_api_key=key("ANTHROPIC_API_KEY"),
             tavily_api_key=key("TAVILY_API_KEY"),
             semanticscholar_api_key=key("SEMANTIC_SCHOLAR_API_KEY"),
+            brave_api_key=key("BRAVE_API_KEY"),
+            exa_api_key=key("EXA_API_KEY"),
+            serper_api_key=key("SERPER_API_KEY"),
         )
 
 
@@ -274,9 +300,14 @@ def _env_settings(env: Mapping[str, str]) -> Settings:
     for field, var in (
         ("openai_base_url", "OPENAI_BASE_URL"),
         ("gemini_base_url", "GEMINI_BASE_URL"),
+        ("anthropic_base_url", "ANTHROPIC_BASE_URL"),
         ("tavily_base_url", "TAVILY_BASE_URL"),
         ("arxiv_base_url", "ARXIV_BASE_URL"),
         ("semanticscholar_base_url", "SEMANTIC_SCHOLAR_BASE_URL"),
+        ("searxng_base_url", "SEARXNG_BASE_URL"),
+        ("brave_base_url", "BRAVE_BASE_URL"),
+        ("exa_base_url", "EXA_BASE_URL"),
+        ("serper_base_url", "SERPER_BASE_URL"),
     ):
         value = (env.get(var) or "").strip()
         if value:
@@ -342,7 +373,7 @@ def build_config(
     provider = merged.get("provider", "openai")
     if provider not in DEFAULT_MODELS:
         raise ConfigError(
-            f"Unknown LLM provider {provider!r}; DEEP_RESEARCH_PROVIDER must be openai or gemini."
+            f"Unknown LLM provider {provider!r}; DEEP_RESEARCH_PROVIDER must be openai, gemini or anthropic."
         )
     merged.setdefault("model", DEFAULT_MODELS[provider])
     roles = merged.get("role_models") or {}

@@ -46,6 +46,10 @@ class ServiceHealth:
 
 log = logging.getLogger(__name__)
 UNEXPECTED_SHORT = "a problem in the program itself"
+# Why research stopped when the person pressed "Write the report now" (Runs.wrap_up).
+WRAP_UP_REASON = "you asked to write the report from what was gathered"
+WRAP_UP_NOTE = ("Research was ended early at your request: the report covers only what was "
+                "gathered until then.")
 
 
 class Losses:
@@ -127,7 +131,10 @@ class RunContext:
         return brief
 
     def budget_reason(self) -> str | None:
-        """Why research must stop for a cost, token or source cap (None: carry on)."""
+        """Why research must stop for a cost, token or source cap, or because the person asked
+        to write the report from what was gathered (None: carry on)."""
+        if self.wrapping_up():
+            return WRAP_UP_REASON
         cfg = self.config
         if not (cfg.max_cost_usd or cfg.max_tokens or cfg.max_sources):
             return None
@@ -142,6 +149,11 @@ class RunContext:
             elif cfg.max_sources and self.store.count_sources(self.run_id) >= cfg.max_sources:
                 self._budget = f"the source cap of {cfg.max_sources} was reached"
         return self._budget
+
+    def wrapping_up(self) -> bool:
+        """The person asked to stop researching and write up what was gathered: research stops
+        like at a cap, but the report is still written section by section and verified."""
+        return self.control.wrap_up_asked()
 
     def _spent(self) -> tuple[float, int]:
         cost, tokens = self.usage_before.cost_usd, self.usage_before.tokens
@@ -237,11 +249,12 @@ class RunContext:
 
     def run_step(
         self, key: str, kind: str, label: str, fn: Callable[[], JsonObject],
-        *, source_count: int = 0,
+        *, source_count: int = 0, still_good: Callable[[JsonObject], bool] | None = None,
     ) -> JsonObject:
-        """Run one step, or return its stored result if it already finished (resume)."""
+        """Run one step, or return its stored result if it already finished (resume) and
+        `still_good` (when given) says that result still fits what the run has now."""
         done = self.stored_result(key)
-        if done is not None:
+        if done is not None and (still_good is None or still_good(done)):
             return done
         self.control.checkpoint()
         self.store.start_step(self.run_id, key, kind=kind, label=label)

@@ -201,7 +201,7 @@ class _HostedRun:
         cfg = self.ctx.config
         prompt = PROMPT.format(
             date_line=date_line(self.ctx.today), question=self.ctx.question,
-            language=cfg.report_language, max_words=cfg.report_max_words,
+            language=cfg.report_language, max_words=cfg.words_limit(),
         )
         job = self._call(lambda: self.api.create(prompt))
         self._record(job, engine=self.engine, label=self.label, model=self.api.model,

@@ -47,10 +47,19 @@ class ReportDocument:
     method_title: str = ""  # "How this report was made" (in the report's language)
     method: tuple[str, ...] = ()  # the method section's lines, shown at the end
 
+    @property
+    def method_items(self) -> tuple[str, ...]:
+        """The method section's lines, ending with the run record (rounds, searches, time),
+        which opened the report before and now sits here, with the other facts of method."""
+        record = (self.parameters_line,) if self.parameters_line else ()
+        return (*self.method, *record) if self.method else ()
+
     def label(self, key: str) -> str:
         """A fixed word of the export (Sources, Date...) in the report's language."""
         return dict(self.labels).get(key) or LABELS[key]
 
+
+APP_NAME = "Deep Research Studio"  # the author of every exported file
 
 # The exports' own words; translated ones replace them for reports in other languages.
 LABELS = {

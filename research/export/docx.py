@@ -26,7 +26,7 @@ from docx.text.paragraph import Paragraph
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from research.export.document import ReportDocument, ReportSource, link_citations
+from research.export.document import APP_NAME, ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date, safe_link_url
 
 _MD = MarkdownIt("commonmark", {"html": False}).enable("table").enable("strikethrough")
@@ -234,8 +234,9 @@ def _source(document: WordDocument, source: ReportSource) -> None:
 
 def _header(document: WordDocument, doc: ReportDocument) -> None:
     document.add_heading(clean(doc.question), level=0)
-    meta = [(doc.label("date"), format_date(doc.created_at)), (doc.label("run"), doc.run_id),
-            (doc.label("parameters"), doc.parameters_line)]
+    meta = [(doc.label("date"), format_date(doc.created_at))]
+    if doc.parameters_line and not doc.method:  # the method section says it in plain words
+        meta.append((doc.label("parameters"), doc.parameters_line))
     if doc.verification:
         meta.append((doc.label("verification"), doc.verification))
     for label, value in meta:
@@ -253,7 +254,10 @@ def _header(document: WordDocument, doc: ReportDocument) -> None:
 def to_docx(doc: ReportDocument) -> bytes:
     """The report as a .docx file's bytes."""
     document = Document()
-    document.core_properties.title = clean(doc.question)[:250]
+    properties = document.core_properties
+    properties.title = clean(doc.question)[:250]
+    properties.author = properties.last_modified_by = APP_NAME  # not python-docx's default
+    properties.comments = ""
     _header(document, doc)
     numbers = [s.number for s in doc.sources]
     body = link_citations(doc.body, numbers, lambda n: f"[\\[{n}\\]](#source-{n})")
@@ -265,7 +269,7 @@ def to_docx(doc: ReportDocument) -> bytes:
         _source(document, source)
     if doc.method:
         document.add_heading(clean(doc.method_title or "How this report was made"), level=1)
-        for line in doc.method:
+        for line in doc.method_items:
             document.add_paragraph(clean(line), style="List Bullet")
     out = io.BytesIO()
     document.save(out)

@@ -7,6 +7,8 @@ live here too, so the dashboard's download buttons and the CLI's --format choice
 from __future__ import annotations
 
 import logging
+import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -31,6 +33,21 @@ class ExportFormat:
     label: str      # the dashboard button's words
     mime: str
     help: str       # one line: what the file is for
+
+
+def file_stem(question: str, created_at: str = "") -> str:
+    """A download's name a person recognises in their Downloads folder: the question's first
+    words and the report's date ("heat-pump-adoption-in-europe-2026-11-27"), in plain ASCII
+    (safe in every file system and HTTP header); "report" when no Latin letter is left."""
+    ascii_text = unicodedata.normalize("NFKD", question).encode("ascii", "ignore").decode()
+    words = re.findall(r"[a-z0-9]+", ascii_text.lower())
+    stem = ""
+    for word in words:
+        if len(stem) + len(word) + 1 > 60:
+            break
+        stem = f"{stem}-{word}" if stem else word
+    date = created_at[:10] if re.fullmatch(r"\d{4}-\d\d-\d\d", created_at[:10]) else ""
+    return "-".join(part for part in (stem or "report", date) if part)
 
 
 FORMATS: dict[str, ExportFormat] = {f.key: f for f in (

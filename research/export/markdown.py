@@ -89,11 +89,12 @@ def to_markdown(doc: ReportDocument) -> str:
 
     lines = [f"# {escape_markdown(doc.question)}", ""]
     label = doc.label
-    lines.append(f"**{label('date')}:** {escape_markdown(format_date(doc.created_at))}  ")
-    lines.append(f"**{label('run')}:** {escape_markdown(doc.run_id)}  ")
-    lines.append(f"**{label('parameters')}:** {escape_markdown(doc.parameters_line)}"
-                 + ("  " if doc.verification else ""))
+    lines.append(f"**{label('date')}:** {escape_markdown(format_date(doc.created_at))}")
+    if doc.parameters_line and not doc.method:  # the method section says it in plain words
+        lines[-1] += "  "
+        lines.append(f"**{label('parameters')}:** {escape_markdown(doc.parameters_line)}")
     if doc.verification:
+        lines[-1] += "  "
         lines.append(f"**{label('verification')}:** {escape_markdown(doc.verification)}")
     if doc.reading_time:
         lines[-1] += "  "
@@ -108,5 +109,5 @@ def to_markdown(doc: ReportDocument) -> str:
         lines.append(label("no_sources"))
     if doc.method:
         lines += ["", f"## {escape_markdown(doc.method_title or 'How this report was made')}", ""]
-        lines += [f"- {escape_markdown(line)}" for line in doc.method]
+        lines += [f"- {escape_markdown(line)}" for line in doc.method_items]
     return export_markdown("\n".join(lines) + "\n")

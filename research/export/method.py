@@ -43,7 +43,8 @@ PLAIN_NAMES = {
 PROVIDER_NAMES = {
     "tavily": "Tavily", "web": "DuckDuckGo web search", "arxiv": "arXiv",
     "semanticscholar": "Semantic Scholar", "documents": "your own documents",
-    "openai": "OpenAI", "gemini": "Google Gemini",
+    "searxng": "SearXNG", "brave": "Brave Search", "exa": "Exa", "serper": "Serper (Google)",
+    "openai": "OpenAI", "gemini": "Google Gemini", "anthropic": "Anthropic Claude",
 }
 OUTCOME_WORDS = {
     "supported": "supported", "qualified": "qualified", "removed": "removed",
@@ -123,6 +124,7 @@ def method_lines(store: Store, run_id: str, config: ResearchConfig, *,
     lines.append(f"Preset: {config.preset}"
                  + (f"; changed settings: {'; '.join(changed)}." if changed
                     else ", with no settings changed."))
+    lines.append(f"Run id: {run_id} (to find this run in the Library or the command line).")
     return lines
 
 

@@ -27,7 +27,7 @@ import nh3
 from markdown_it import MarkdownIt
 
 from research.core.errors import ResearchError, redact
-from research.export.document import ReportDocument, ReportSource, link_citations
+from research.export.document import APP_NAME, ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date
 from research.export.safe_links import clean_document
 from research.untrusted.sandbox import ChildAnswer, ChildFailed, ChildLimits, run_child
@@ -185,9 +185,10 @@ def _cover(doc: ReportDocument) -> str:
         '<div class="cover">',
         f"<h1>{_esc(doc.question)}</h1>",
         f'<p class="meta">{_esc(doc.label("date"))}: {_esc(format_date(doc.created_at))}</p>',
-        f'<p class="meta">{_esc(doc.label("run"))}: {_esc(doc.run_id)}</p>',
-        f'<p class="meta">{_esc(doc.label("parameters"))}: {_esc(doc.parameters_line)}</p>',
     ]
+    if doc.parameters_line and not doc.method:  # the method section says it in plain words
+        parts.append(f'<p class="meta">{_esc(doc.label("parameters"))}: '
+                     f'{_esc(doc.parameters_line)}</p>')
     if doc.verification:
         parts.append(f'<p class="meta">{_esc(doc.label("verification"))}: {_esc(doc.verification)}</p>')
     if doc.reading_time:
@@ -224,7 +225,7 @@ def _sources(doc: ReportDocument) -> str:
 def _method(doc: ReportDocument) -> str:
     if not doc.method:
         return ""
-    items = "".join(f"<li>{_esc(line)}</li>" for line in doc.method)
+    items = "".join(f"<li>{_esc(line)}</li>" for line in doc.method_items)
     return (f'<section class="method"><h2>{_esc(doc.method_title or "How this report was made")}'
             f"</h2><ul>{items}</ul></section>")
 
@@ -243,6 +244,7 @@ def to_html(doc: ReportDocument) -> str:
     fragment = _cover(doc) + f'<div class="report-body">{body_html(doc)}</div>' + _sources(doc) + _method(doc)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="author" content="{APP_NAME}">'
         f"<title>{_esc(doc.question)}</title><style>{_css(doc)}</style></head>"
         f"<body>{sanitise(fragment)}</body></html>\n"
     )

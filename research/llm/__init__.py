@@ -34,9 +34,21 @@ def _gemini(model: str, config: ResearchConfig, credentials: Credentials) -> LLM
     )
 
 
+def _anthropic(model: str, config: ResearchConfig, credentials: Credentials) -> LLM:
+    from research.llm.anthropic_llm import AnthropicChat
+
+    key = credentials.get("anthropic")
+    if not key:
+        raise ConfigError("Anthropic (Claude) needs an API key: set ANTHROPIC_API_KEY.")
+    return AnthropicChat(
+        model, api_key=key, base_url=config.anthropic_base_url, timeout=config.request_timeout_s
+    )
+
+
 PROVIDERS: dict[str, Callable[[str, ResearchConfig, Credentials], LLM]] = {
     "openai": _openai,
     "gemini": _gemini,
+    "anthropic": _anthropic,
 }
 
 

@@ -29,6 +29,8 @@ TRIM_NOTE = "\n[... trimmed to fit the model's context ...]"
 _OPENAI_COUNTS = re.compile(r"maximum context length is (\d+).*?resulted in (\d+)", re.S)
 _GEMINI_COUNTS = re.compile(r"input token count \((\d+)\) exceeds the maximum number of "
                             r"tokens allowed \((\d+)\)", re.S | re.I)
+# Anthropic: "prompt is too long: 208765 tokens > 200000 maximum"
+_ANTHROPIC_COUNTS = re.compile(r"prompt is too long: (\d+) tokens > (\d+) maximum", re.I)
 _BLOCK = re.compile(
     r'(<untrusted_source id="[^"\n]*"[^\n]*nonce="(?P<nonce>[0-9a-f]+)">\n)(?P<body>.*?)'
     r'(\n</untrusted_source nonce="(?P=nonce)">)',
@@ -226,7 +228,7 @@ def harder_limit(sent_chars: int, message: str) -> int:
     counts = _OPENAI_COUNTS.search(message)
     if counts:
         allowed, used = int(counts.group(1)), int(counts.group(2))
-    elif (counts := _GEMINI_COUNTS.search(message)) is not None:
+    elif (counts := _GEMINI_COUNTS.search(message) or _ANTHROPIC_COUNTS.search(message)):
         used, allowed = int(counts.group(1)), int(counts.group(2))
     if counts and used > allowed > 0:
         ratio = min(0.9, 0.9 * allowed / used)

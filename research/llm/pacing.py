@@ -165,8 +165,11 @@ class Pacer:
     def metered(self, input_tokens: int, output_tokens: int) -> int:
         """The tokens a request counts against the account's tokens a minute: Gemini counts
         input tokens only ("TPM (input tokens per minute)",
-        https://ai.google.dev/gemini-api/docs/rate-limits), OpenAI prompt and answer."""
-        return input_tokens + (0 if self.account.provider == "gemini" else output_tokens)
+        https://ai.google.dev/gemini-api/docs/rate-limits), and so does the bucket Anthropic's
+        input tokens a minute fill (ITPM, research/llm/anthropic_llm.py); OpenAI prompt and
+        answer."""
+        input_only = self.account.provider in ("gemini", "anthropic")
+        return input_tokens + (0 if input_only else output_tokens)
 
     def max_request_tokens(self) -> int | None:
         """The most tokens (prompt and answer) one request may carry: a request larger than

@@ -24,7 +24,7 @@ from research.llm.limits import Account, AccountBooks, AccountLimits
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-_NAMES = {"openai": "OpenAI", "gemini": "Gemini"}
+_NAMES = {"openai": "OpenAI", "gemini": "Gemini", "anthropic": "Anthropic"}
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ page, the Library and the CLI say the same thing and the status never contradict
 from __future__ import annotations
 
 from research.core import counts
-from research.core.context import RunContext
+from research.core.context import WRAP_UP_NOTE, WRAP_UP_REASON, RunContext
 from research.phases import verify
 from research.phases.writing.review import UNCITED_WARNING
 
@@ -21,7 +21,9 @@ def completion_warnings(ctx: RunContext) -> list[str]:
     # shows them in a yellow box, so the status line must not say "no warnings" above it.
     warnings += [n for n in counts.report_notes(ctx) if n not in warnings]
     budget = ctx.budget_reason()
-    if budget:
+    if budget == WRAP_UP_REASON:
+        warnings.append(WRAP_UP_NOTE)
+    elif budget:
         warnings.append(f"Research was stopped by the budget: {budget}. The report covers only "
                         "what was gathered until then.")
     report = ctx.store.get_report(ctx.run_id)
@@ -56,6 +58,9 @@ def nothing_gathered(ctx: RunContext) -> str:
                 "is lost: press Resume when the service is back and the run carries on where "
                 "it stopped.")
     budget = ctx.budget_reason()
+    if budget == WRAP_UP_REASON:
+        return ("Research was ended before any source was kept, so there is nothing to write a "
+                "report from. Start the research again and let it gather a few sources first.")
     if budget:
         return (f"The budget stopped the run before any source was kept: {budget}. Raise the "
                 "cap and start again (reports are never made from model memory alone).")

@@ -66,6 +66,12 @@ class RunControl:
             self._action = self.store.get_control(self.run_id)
         return self._action
 
+    def wrap_up_asked(self) -> bool:
+        """True once the person asked to stop researching and write the report from what
+        was gathered (the "wrap" control, `Runs.wrap_up`)."""
+        with self._lock:
+            return self._poll() == "wrap"
+
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
@@ -111,6 +117,12 @@ def pause(store: Store, run_id: str) -> None:
 def unpause(store: Store, run_id: str) -> None:
     """Let a paused run continue (the executing process picks this up within a second)."""
     store.set_control(run_id, None)
+
+
+def wrap_up(store: Store, run_id: str) -> None:
+    """Ask the process executing the run to stop researching at its next checkpoint and write
+    the report from what was gathered (a paused run continues to do so)."""
+    store.set_control(run_id, "wrap")
 
 
 def cancel(store: Store, run_id: str) -> None:

@@ -134,6 +134,15 @@ class Runs:
             raise ConfigError("This run is not paused.")
         control.unpause(self.store, run_id)
 
+    def wrap_up(self, run_id: str, *, person: str | None = None) -> None:
+        """Stop researching and write the report from what was gathered so far: research ends
+        at its next checkpoint (what is under way is kept), then the report is written and
+        verified as usual, without further review cycles."""
+        run = self._run(run_id, person)
+        if status_of(run, self.is_alive(run_id)) not in ("running", "paused"):
+            raise ConfigError("Only a running or paused run can be written up early.")
+        control.wrap_up(self.store, run_id)
+
     def cancel(self, run_id: str, *, person: str | None = None) -> None:
         """Stop the run at its next checkpoint, or, when nothing works on it (interrupted,
         waiting for answers), record it as cancelled at once."""

@@ -46,6 +46,40 @@ def _semanticscholar(config: ResearchConfig, credentials: Credentials) -> Search
     )
 
 
+def _searxng(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
+    from research.search.searxng import SearxngSearch
+
+    return SearxngSearch(config.searxng_base_url or "")
+
+
+def _brave(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
+    from research.search.brave import BraveSearch
+
+    return BraveSearch(_key(credentials, "brave", "Brave Search", "BRAVE_API_KEY"),
+                       config.brave_base_url, pace=config.search_pace)
+
+
+def _exa(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
+    from research.search.exa import ExaSearch
+
+    return ExaSearch(_key(credentials, "exa", "Exa", "EXA_API_KEY"), config.exa_base_url)
+
+
+def _serper(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
+    from research.search.serper import SerperSearch
+
+    return SerperSearch(_key(credentials, "serper", "Serper", "SERPER_API_KEY"),
+                        config.serper_base_url)
+
+
+def _key(credentials: Credentials, name: str, label: str, var: str) -> str:
+    key = credentials.get(name)
+    if not key:
+        raise ConfigError(f"{label} needs an API key: set {var}, or remove {name!r} from "
+                          "DEEP_RESEARCH_SEARCH (the keyless 'web' search needs no key).")
+    return key
+
+
 def _documents(config: ResearchConfig, credentials: Credentials) -> SearchProvider:
     from research.search.documents import build
 
@@ -57,6 +91,10 @@ PROVIDERS: dict[str, Callable[[ResearchConfig, Credentials], SearchProvider]] = 
     "web": _web,
     "arxiv": _arxiv,
     "semanticscholar": _semanticscholar,
+    "searxng": _searxng,
+    "brave": _brave,
+    "exa": _exa,
+    "serper": _serper,
     "documents": _documents,
 }
 

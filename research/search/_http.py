@@ -1,4 +1,5 @@
-"""One HTTP client for the search APIs (arXiv, Semantic Scholar, Tavily), errors mapped.
+"""One HTTP client for the search APIs (arXiv, Semantic Scholar, Tavily, SearXNG, Brave, Exa,
+Serper), errors mapped.
 
 Timeouts that bound each socket read let a server trickling bytes hold a search (and the thread
 that sends it) for ever, long after the step gave up on it. Every search request therefore goes
@@ -10,6 +11,7 @@ session the same client.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -64,11 +66,50 @@ def http_get(
     params: Mapping[str, str | int] | None = None,
     headers: Mapping[str, str] | None = None,
     secrets: tuple[str, ...] = (),
+    check: bool = True,
+    follow_redirects: bool = True,
 ) -> tuple[int, bytes, httpx2.Headers]:
-    """GET `url`; return (status, body, headers) of a 2xx answer or raise ProviderError."""
+    """GET `url`; return (status, body, headers) of a 2xx answer or raise ProviderError
+    (`check=False`: of any answer, for a caller that reads an error's headers itself)."""
+    return _send("GET", url, provider=provider, label=label, timeout=timeout, params=params,
+                 headers=headers, secrets=secrets, check=check,
+                 follow_redirects=follow_redirects)
+
+
+def http_post_json(
+    url: str,
+    payload: Any,
+    *,
+    provider: str,
+    label: str,
+    timeout: float,
+    headers: Mapping[str, str] | None = None,
+    secrets: tuple[str, ...] = (),
+) -> tuple[int, bytes, httpx2.Headers]:
+    """POST `payload` as JSON to `url`; (status, body, headers) of a 2xx answer, or
+    ProviderError."""
+    return _send("POST", url, provider=provider, label=label, timeout=timeout, json=payload,
+                 headers=headers, secrets=secrets)
+
+
+def _send(
+    method: str,
+    url: str,
+    *,
+    provider: str,
+    label: str,
+    timeout: float,
+    params: Mapping[str, str | int] | None = None,
+    json: Any = None,
+    headers: Mapping[str, str] | None = None,
+    secrets: tuple[str, ...] = (),
+    check: bool = True,
+    follow_redirects: bool = True,
+) -> tuple[int, bytes, httpx2.Headers]:
     sent = {"User-Agent": USER_AGENT, **(headers or {})}
     try:
-        with _CLIENT.stream("GET", url, params=params, headers=sent, timeout=timeout) as response:
+        with _CLIENT.stream(method, url, params=params, json=json, headers=sent,
+                            timeout=timeout, follow_redirects=follow_redirects) as response:
             body = _read_capped(response)
     except _TooLarge:
         raise ProviderError(f"{label} sent an answer larger than {MAX_BODY_BYTES} bytes.",
@@ -82,7 +123,8 @@ def http_get(
             f"Could not reach {label}: {redact(str(exc) or exc.__class__.__name__, secrets)}",
             provider=provider,
         ) from None
-    raise_for_status(response.status_code, response.headers, body, provider, label, secrets)
+    if check:
+        raise_for_status(response.status_code, response.headers, body, provider, label, secrets)
     return response.status_code, body, response.headers
 
 
@@ -158,3 +200,15 @@ def raise_for_status(
                               provider=provider, status=status)
     raise ProviderError(f"{label} failed with HTTP {status}{suffix}",
                         provider=provider, status=status)
+
+
+def json_answer(body: bytes, *, provider: str, label: str) -> dict[str, Any]:
+    """A search API's JSON object, or ProviderError in plain words (a proxy's HTML error page,
+    a truncated answer)."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        raise ProviderError(f"{label} sent an answer that is not JSON.", provider=provider) from None
+    if not isinstance(payload, dict):
+        raise ProviderError(f"{label} sent an answer of an unexpected shape.", provider=provider)
+    return payload

@@ -2,7 +2,8 @@
 
 arXiv's terms allow one request every 3 seconds, on one connection at a time
 (https://info.arxiv.org/help/api/tou.html), Semantic Scholar one a second, with or without a
-key (https://www.semanticscholar.org/product/api). A run's workers search at the same time and
+key (https://www.semanticscholar.org/product/api), Brave Search one a second on its free plan
+(research.search.brave, which also holds its pacer on its X-RateLimit headers). A run's workers search at the same time and
 several runs share a process (the dashboard's job manager, a worker), so the pace is kept here,
 per API host, not per run: every search of the process waits for its turn at the host's pacer.
 
@@ -37,7 +38,7 @@ from research.core.errors import ProviderTimeout
 
 # Seconds between two requests to the host, as documented (links above). A run's
 # `search_pace` scales them (ResearchConfig: 1 as documented; tests shorten them).
-INTERVALS = {"arxiv": 3.0, "semanticscholar": 1.0}
+INTERVALS = {"arxiv": 3.0, "semanticscholar": 1.0, "brave": 1.0}
 CONNECTIONS = {"arxiv": 1}  # requests in flight at once, where the host sets a number
 # Intervals a 429 without a Retry-After holds the host (arXiv's "Rate exceeded." 429 says
 # nothing about how long).
@@ -55,6 +56,7 @@ class _Host:
         self.next = 0.0  # time.monotonic() before which no turn is given
         self.last_sent = float("-inf")  # when the last request went out
         self.connections = threading.BoundedSemaphore(connections) if connections else None
+        self.learned: float | None = None  # the interval the host's own headers announced
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,6 +71,19 @@ class Pacer:
     @property
     def paced(self) -> bool:
         return self.interval > 0
+
+    @property
+    def gap(self) -> float:
+        """Seconds kept between two requests: the documented interval, or a shorter one the
+        host's own headers announced for this key (a paid plan's higher limit)."""
+        learned = self._host.learned
+        return self.interval if learned is None else min(self.interval, learned)
+
+    def learn(self, requests_per_second: float) -> None:
+        """The host says (in its headers) how many requests a second this key may send."""
+        if requests_per_second > 0:
+            with self._host.cond:
+                self._host.learned = 1.0 / requests_per_second
 
     def wait_turn(self, *, rank: int = 0, deadline: float | None = None,
                   stop: Callable[[], bool] | None = None) -> bool:
@@ -86,7 +101,7 @@ class Pacer:
                     if deadline is not None and now >= deadline:
                         return False
                     if host.waiting[0] == ticket and now >= host.next:
-                        host.next = now + self.interval
+                        host.next = now + self.gap
                         return True
                     wait = _POLL_S
                     if host.waiting[0] == ticket:
@@ -104,7 +119,7 @@ class Pacer:
         """The host asked us to wait (a 429): no request goes before `seconds` from now (None:
         it did not say how long, so a back-off of a few intervals, at least a second)."""
         if seconds is None:
-            seconds = max(1.0, HOLD_WITHOUT_RETRY_AFTER * self.interval)
+            seconds = max(1.0, HOLD_WITHOUT_RETRY_AFTER * self.gap)
         with self._host.cond:
             self._host.next = max(self._host.next, time.monotonic() + seconds)
             self._host.cond.notify_all()
@@ -117,10 +132,10 @@ class Pacer:
         with host.cond:
             while True:
                 now = time.monotonic()
-                due = host.last_sent + self.interval
+                due = host.last_sent + self.gap
                 if now >= due:
                     host.last_sent = now
-                    host.next = max(host.next, now + self.interval)
+                    host.next = max(host.next, now + self.gap)
                     return True
                 if now >= deadline:
                     return False
@@ -200,5 +215,5 @@ def turn(pace: Pacer, timeout: float, label: str) -> Iterator[None]:
 
 def _late(pace: Pacer, timeout: float, label: str) -> ProviderTimeout:
     return ProviderTimeout(
-        f"{label} allows one request every {pace.interval:g} s, and this search's turn did not "
+        f"{label} allows one request every {pace.gap:g} s, and this search's turn did not "
         f"come within {timeout:.0f} s.", provider=pace.name)

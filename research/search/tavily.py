@@ -10,9 +10,6 @@ deadline bounds the whole answer: requests' timeout bounds each read only.
 
 from __future__ import annotations
 
-import re
-from datetime import datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import requests
@@ -32,10 +29,10 @@ from research.llm.deadline import run_with_deadline
 from research.search import pacing
 from research.search._http import DeadlineAdapter
 from research.search.base import SearchResult
+from research.search.dates import iso_date
 
 DEFAULT_BASE_URL = "https://api.tavily.com"
 
-_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
 _QUOTA_WORDS = ("plan", "credit", "upgrade", "pay-as-you-go", "paygo", "billing")
 
 
@@ -130,19 +127,3 @@ def _result(row: Any, provider: str) -> SearchResult | None:
         content=str(raw) if raw else None,
         score=float(score) if isinstance(score, (int, float)) else None,
     )
-
-
-def iso_date(value: Any) -> str | None:
-    """YYYY-MM-DD from an ISO timestamp or an HTTP/RFC 2822 date; None if unreadable."""
-    if not value or not isinstance(value, str):
-        return None
-    text = value.strip()
-    if _ISO_DATE.match(text):
-        try:
-            return datetime.strptime(text[:10], "%Y-%m-%d").date().isoformat()
-        except ValueError:
-            return None
-    try:
-        return parsedate_to_datetime(text).date().isoformat()
-    except (TypeError, ValueError, IndexError):
-        return None

@@ -1,8 +1,9 @@
-"""The local stand-in for OpenAI, Gemini, Tavily, arXiv, Semantic Scholar and web pages."""
+"""The local stand-in for OpenAI, Gemini, Anthropic, Tavily, arXiv, Semantic Scholar and web pages."""
 
 import importlib
 import pkgutil
 
+from tests.standin.anthropic import ANTHROPIC_KEY, anthropic_error
 from tests.standin.server import (
     GEMINI_KEY,
     OPENAI_INSUFFICIENT_QUOTA,
@@ -16,6 +17,8 @@ from tests.standin.server import (
 )
 
 __all__ = [
+    "ANTHROPIC_KEY",
+    "anthropic_error",
     "GEMINI_KEY",
     "OPENAI_INSUFFICIENT_QUOTA",
     "OPENAI_KEY",

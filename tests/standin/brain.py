@@ -315,16 +315,27 @@ def pick_parts(report: str, headings: list[str]) -> str:
     follows it up to the next heading); a level-1 request takes the title line."""
     lines = report.split("\n")
     blocks = []
-    for wanted in headings:
-        level = len(wanted) - len(wanted.lstrip("#"))
-        name = wanted.lstrip("#").strip().lower()
+
+    def block(level: int, name: str) -> str | None:
         for i, line in enumerate(lines):
             mark = line[: level + 1]
             if mark != "#" * level + " " or (level > 1 and line[level + 1:].strip().lower() != name):
                 continue
             end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("#")), len(lines))
-            blocks.append("\n".join(lines[i:end]).strip())
-            break
+            return "\n".join(lines[i:end]).strip()
+        return None
+
+    for wanted in headings:
+        level = len(wanted) - len(wanted.lstrip("#"))
+        name = wanted.lstrip("#").strip().lower()
+        found = block(level, name)
+        if found is None and level > 1 and not name.startswith("<"):
+            # A heading of another shape ("Key points", "Bottom line"): written like a
+            # model would, from the key findings' cited sentences under the asked heading.
+            body = (block(2, "key findings") or "").split("\n", 1)[-1].strip()
+            found = f"{wanted.strip()}\n\n{body}" if body else None
+        if found:
+            blocks.append(found)
     return "\n\n".join(blocks) + "\n"
 
 

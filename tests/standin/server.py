@@ -1,10 +1,12 @@
 """A local, deterministic stand-in for every external service the engine talks to.
 
 One `ThreadingHTTPServer` on 127.0.0.1 (free port) answers like OpenAI Chat Completions,
-Gemini generateContent, Tavily search, arXiv, Semantic Scholar and the web pages their
+Gemini generateContent, Anthropic's Messages API (anthropic.py), Tavily search, arXiv, Semantic Scholar and the web pages their
 results link to (what it answers, apart from HTTP, is in answers.py, shared with the in-process
 fakes of tests/fakes.py), plus the hosted deep-research APIs (OpenAI Responses, Gemini Interactions:
-see hosted.py; their faults take `task="create" | "retrieve" | "cancel"`). Tests point the
+see hosted.py; their faults take `task="create" | "retrieve" | "cancel"`). SearXNG, Brave
+Search, Exa and Serper answer under /searxng/, /brave/, /exa/ and /serper/ (search_services.py;
+`search_services.env(base)` points the app at them, `services` holds their settings). Tests point the
 app at it with `server.env()` and inject failures with `add_fault(api, kind, times=1, **params)`:
 
   status        status=429/500/..., headers={...}, body=<json or str>   (any api)
@@ -16,12 +18,12 @@ app at it with `server.env()` and inject failures with `add_fault(api, kind, tim
   fenced_json   wrap a structured LLM answer in ```json fences
   think         prefix the LLM answer with "<think>secret reasoning</think>"
   cite_invented the writer also cites [99] and https://invented.example/fake-study
-  refusal       (openai) message.refusal set, no content
+  refusal       (openai) message.refusal set, no content; (anthropic) stop_reason "refusal"
   blocked       (gemini) promptFeedback.blockReason = SAFETY, no candidates
   finish        reason=...: the answer stops for that reason. openai: "length" (the first half
                 of the answer) or "content_filter" (empty); gemini: "MAX_TOKENS" (first half),
-                "SAFETY" or "RECITATION" (no text)
-  context_limit (openai, gemini) max_chars=N: a request whose prompt text is longer than N
+                "SAFETY" or "RECITATION" (no text); anthropic: "max_tokens" (first half)
+  context_limit (openai, gemini, anthropic) max_chars=N: a request whose prompt text is longer than N
                 characters gets the provider's context-length error (400); shorter requests
                 pass and do not use up the fault
   tracking      the writer "obeys" a page: its report adds a tracking image, raw <img>, and
@@ -59,6 +61,9 @@ Limits, as the providers document them (limits.py, local.py; `reset()` clears th
                 (quotaId ...PerMinute... or ...PerDay..., "-FreeTier" with free_tier=True) and
                 RetryInfo.retryDelay; no headers. With model=, the limits of that model only
                 (a call later without it sets every other model's).
+                provider "anthropic": RPM and input tokens a minute (tokens_per_minute), with
+                `anthropic-ratelimit-*` headers and a 429 with retry-after (anthropic.py: also
+                output tokens a minute and a monthly spend limit, via `standin.anthropic`).
                 e.g. OpenAI tier 1, gpt-4.1: set_account("openai", requests_per_minute=500,
                 tokens_per_minute=30_000); a free tier: requests_per_minute=10.
   set_search_limit(api, min_interval=, requests_per_minute=, connections=, status=429)
@@ -97,7 +102,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
 
-from tests.standin import brain, brain_behaviours, hosted, local, pages, protos
+from tests.standin import anthropic as claude_api
+from tests.standin import brain, brain_behaviours, hosted, local, pages, protos, search_services
 from tests.standin.answers import (  # noqa: F401 - re-exported: tests import them from here
     _CONTENT_FAULTS,
     TRACKING_TEXT,
@@ -115,12 +121,14 @@ from tests.standin.limits import AccountRule, Admission, Limits, RetryAfter, Sea
 
 log = logging.getLogger("standin.server")
 
-APIS = ("openai", "gemini", "tavily", "arxiv", "semanticscholar", "pages", "local", *hosted.APIS)
+APIS = ("openai", "gemini", "anthropic", "tavily", "arxiv", "semanticscholar", "pages", "local",
+        *hosted.APIS, *search_services.APIS)
 FAULT_KINDS = ("status", "hang", "trickle", "invalid_json", "fenced_json", "think",
                "cite_invented", "refusal", "blocked", "context_limit", "tracking",
                "hidden", "finish")
-LATENCY_KINDS = {"openai": "model", "gemini": "model", "tavily": "search", "arxiv": "search",
-                 "semanticscholar": "search", "pages": "page"}
+LATENCY_KINDS = {"openai": "model", "gemini": "model", "anthropic": "model", "tavily": "search",
+                 "arxiv": "search", "semanticscholar": "search", "pages": "page",
+                 **dict.fromkeys(search_services.APIS, "search")}
 OPENAI_KEY = "sk-test-openai-0123456789abcdef"
 GEMINI_KEY = "AIzaTestGemini0123456789abcdefghij"
 TAVILY_KEY = "tvly-test-0123456789abcdef"
@@ -180,6 +188,8 @@ def gemini_quota_error(*, per_day: bool, retry_delay: str = "7s") -> dict[str, A
 
 def _default_error_body(api: str, status: int) -> Any:
     api = {"openai_responses": "openai", "gemini_interactions": "gemini"}.get(api, api)
+    if api == "anthropic":
+        return claude_api.error_body(status)
     if api == "openai":
         if status == 429:
             return OPENAI_RATE_LIMIT
@@ -201,6 +211,8 @@ def _default_error_body(api: str, status: int) -> Any:
                     432: "This request exceeds your plan's set usage limit. Please upgrade "
                          "your plan or contact support@tavily.com"}
         return {"detail": {"error": messages.get(status, "Internal server error")}}
+    if api in search_services.APIS:
+        return search_services.error_body(api, status)
     if api == "semanticscholar":
         return {"message": "Too Many Requests" if status == 429 else "Internal Server Error"}
     return f"Error {status}"
@@ -232,8 +244,10 @@ class StandinServer:
         self.requests: list[dict[str, Any]] = []
         self.hosted = hosted.HostedState()  # deep-research jobs: see hosted.py
         self.limits = Limits()  # accounts' and search APIs' limits: see limits.py
+        self.anthropic = claude_api.Accounts(self.limits)  # Claude's accounts: anthropic.py
         self.local_server: local.LocalServer | None = None  # see set_local_server
         self.slots = local.Slots()
+        self.services = search_services.ServiceState()  # SearXNG, Brave, Exa, Serper
 
     # lifecycle
     def start(self) -> StandinServer:
@@ -283,6 +297,8 @@ class StandinServer:
             "DEEP_RESEARCH_ALLOWED_PORTS": str(self.port),
             "OPENAI_API_KEY": OPENAI_KEY,
             "GEMINI_API_KEY": GEMINI_KEY,
+            "ANTHROPIC_BASE_URL": base,
+            "ANTHROPIC_API_KEY": claude_api.ANTHROPIC_KEY,
             "TAVILY_API_KEY": TAVILY_KEY,
             "DEEP_RESEARCH_SEARCH": "tavily,arxiv,semanticscholar",
         }
@@ -306,15 +322,21 @@ class StandinServer:
             self.local_server = None
         self.hosted.reset()
         self.limits.reset()
+        self.anthropic.reset()
         self.slots.clear()
+        self.services.reset()
 
     def set_account(self, provider: str, *, requests_per_minute: int | None = None,
                     tokens_per_minute: int | None = None, requests_per_day: int | None = None,
                     retry_after: RetryAfter = "none", quota_requests: int | None = None,
                     free_tier: bool = False, model: str | None = None) -> None:
         """Limit the "openai" or "gemini" account as the provider does (see the docstring)."""
+        if provider == "anthropic":  # tokens_per_minute: input tokens (see anthropic.py)
+            self.anthropic.set_account(claude_api.Rule(requests_per_minute, tokens_per_minute,
+                                                       model=model))
+            return
         if provider not in ("openai", "gemini"):
-            raise ValueError(f"provider must be openai or gemini, not {provider!r}")
+            raise ValueError(f"provider must be openai, gemini or anthropic, not {provider!r}")
         if retry_after not in ("none", "seconds", "ms"):
             raise ValueError(f"retry_after must be none, seconds or ms, not {retry_after!r}")
         self.limits.set_account(AccountRule(provider, requests_per_minute, tokens_per_minute,
@@ -381,9 +403,9 @@ class StandinServer:
             raise ValueError(f"api must be one of {APIS}, not {api!r}")
         if kind not in FAULT_KINDS:
             raise ValueError(f"kind must be one of {FAULT_KINDS}, not {kind!r}")
-        if kind in _CONTENT_FAULTS and api not in ("openai", "gemini"):
+        if kind in _CONTENT_FAULTS and api not in ("openai", "gemini", "anthropic"):
             raise ValueError(f"{kind!r} faults only apply to the LLM apis (openai, gemini)")
-        if (kind, api) in (("refusal", "gemini"), ("blocked", "openai")):
+        if (kind, api) in (("refusal", "gemini"), ("blocked", "openai"), ("blocked", "anthropic")):
             raise ValueError(f"{kind!r} is not a fault of {api}")
         with self._lock:
             self._faults.append(Fault(api, kind, times, dict(params)))
@@ -523,7 +545,7 @@ def _make_handler(server: StandinServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class _Handler(LimitGates, BaseHTTPRequestHandler):
+class _Handler(search_services.ServiceRoutes, LimitGates, BaseHTTPRequestHandler):
     standin: StandinServer
     protocol_version = "HTTP/1.1"
     # Headers and body go out in separate writes: without this, Nagle plus the client's
@@ -595,7 +617,9 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
             return True
         if fault.kind == "context_limit":
             chars, limit = self._prompt_chars, int(fault.params.get("max_chars", 0))
-            if api == "openai":
+            if api == "anthropic":
+                body = claude_api.prompt_too_long(chars, limit)
+            elif api == "openai":
                 body = openai_error(
                     f"This model's maximum context length is {limit // 4} tokens. However, your "
                     f"messages resulted in {chars // 4} tokens. Please reduce the length of the "
@@ -633,6 +657,8 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         admission = getattr(self, "_admission", None)  # x-ratelimit-* on every answer (OpenAI)
+        if self._entry.get("api") == "anthropic":  # request-id on every answer, errors too
+            headers = {**claude_api.request_id(len(self.standin.requests)), **(headers or {})}
         for name, value in {**(admission.headers if admission else {}), **(headers or {})}.items():
             self.send_header(name, value)
         interval = getattr(self, "_trickle", 0.0)
@@ -776,6 +802,9 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
             "responseId": f"standin-{len(self.standin.requests)}",
         })
 
+    def _api_anthropic(self, path: str, query: str, body: Any) -> None:
+        claude_api.handle(self, path, body)
+
     # --- hosted deep research (tests/standin/hosted.py) --------------------------------
 
     def _api_openai_responses(self, path: str, query: str, body: Any) -> None:
@@ -900,8 +929,12 @@ class _Handler(LimitGates, BaseHTTPRequestHandler):
 def _api_for(method: str, path: str) -> str | None:
     if hosted.api_for(method, path):
         return hosted.api_for(method, path)
+    if search_services.api_for(method, path):
+        return search_services.api_for(method, path)
     if path.startswith("/v1/chat/"):
         return "openai"
+    if path == claude_api.PATH:
+        return "anthropic"
     if _GEMINI_PATH.match(path):
         return "gemini"
     if path == "/search" and method == "POST":
@@ -923,6 +956,8 @@ _LOCAL_PATHS = frozenset({"/", "/api/version", "/api/show", "/api/ps", "/props",
 
 def _task_of(api: str, body: Any) -> str | None:
     """The brain's task for an LLM request (schema title, or "writer"); None otherwise."""
+    if api == "anthropic":
+        return brain.task_name(claude_api.schema_of(body)) if isinstance(body, dict) else None
     if api not in ("openai", "gemini") or not isinstance(body, dict):
         return None
     return brain.task_name(_openai_schema(body) if api == "openai" else _gemini_schema(body))
@@ -948,6 +983,8 @@ def _prompt_chars(api: str | None, body: Any) -> int:
     """Characters of message text in an LLM request (what a context window counts)."""
     if not isinstance(body, dict):
         return 0
+    if api == "anthropic":
+        return claude_api.prompt_chars(body)
     if api == "openai":
         return sum(len(_content(m)) for m in body.get("messages") or [] if isinstance(m, dict))
     if api == "gemini":

@@ -119,9 +119,12 @@ def run(ctx: RunContext, first: ResearchResult) -> ResearchResult:
         try:
             if _goal_met(ctx, round_no):
                 break
+            key = f"triage:{round_no}"
+            before = ctx.stored_result(key)
             outcome = ctx.run_step(
-                f"triage:{round_no}", "triage", f"Assessing round {round_no}",
-                lambda r=round_no: _assess(ctx, r),  # type: ignore[misc]
+                key, "triage", f"Assessing round {round_no}",
+                lambda r=round_no, b=before: _assess(ctx, r, b),  # type: ignore[misc]
+                still_good=lambda done, r=round_no: not _untriaged(ctx, r, done),  # type: ignore[misc]
             )
         except BudgetStop:
             break  # the cap refused the lead's call: what was gathered is written up
@@ -168,13 +171,34 @@ def _goal_met(ctx: RunContext, round_no: int) -> bool:
     return True
 
 
-def _assess(ctx: RunContext, round_no: int) -> JsonObject:
+def _untriaged(ctx: RunContext, round_no: int, done: JsonObject) -> bool:
+    """True when this round has follow-up questions its stored triage never saw: the triage
+    ran while some of the round's research had failed, and a resume has since re-run it."""
+    plan = tuple(ctx.store.get_plan(ctx.run_id) or ())
+    seen = _seen(done)
+    return any(q.question not in seen for q in _new_questions(ctx, plan, round_no))
+
+
+def _seen(done: JsonObject) -> set[str]:
+    """The questions a stored triage looked at (older results list only their decisions)."""
+    return set(done.get("seen") or [d["question"] for d in done.get("decisions", [])])
+
+
+def _assess(ctx: RunContext, round_no: int, before: JsonObject | None = None) -> JsonObject:
+    """Judge coverage and triage this round's follow-ups. With `before` (a stored triage that
+    missed questions found since), its decisions stand, in their order (the lookups and new
+    subtopics they started keep their keys), and the lead is asked about the new questions only.
+    """
     cfg = ctx.config
     plan = tuple(ctx.store.get_plan(ctx.run_id) or ())
+    questions = _new_questions(ctx, plan, round_no)
+    seen = [q.question for q in questions]
     if cfg.rounds_limit() <= 1:
         return _stop(ctx, round_no, [], [], f"{_limit_name(cfg.schedule)} is 1: a single research "
-                                            "round was asked for.")
-    questions = _new_questions(ctx, plan, round_no)
+                                            "round was asked for.", seen=seen)
+    kept = [FollowUp.from_row(d) for d in (before or {}).get("decisions", [])]
+    if before:
+        questions = [q for q in questions if q.question not in _seen(before)]
     filtered = [q for q in questions if q.action == "filter"]
     open_qs = [q for q in questions if q.action is None][:MAX_QUESTIONS]
     last_round = round_no >= cfg.rounds_limit()
@@ -199,7 +223,7 @@ def _assess(ctx: RunContext, round_no: int) -> JsonObject:
         known = {s.id for s in plan}
         coverage = [c for c in answer.coverage if c.subtopic_id in known]
         by_id = _decisions(ctx, messages, answer, open_qs, round_no)
-        escalated = 0
+        escalated = sum(d.action == "escalate" for d in kept)
         for q in open_qs:
             d = by_id.get(q.id)
             action: Action
@@ -210,18 +234,22 @@ def _assess(ctx: RunContext, round_no: int) -> JsonObject:
             escalated += action == "escalate"
             decisions.append(replace(q, action=action, reason=reason,
                                      searches=d.searches if d else 1))
-    decisions = filtered + decisions
+    if before and not open_qs:
+        coverage = [SubtopicCoverage.model_validate(c) for c in before.get("coverage", [])]
+    decisions = kept + filtered + decisions
     new = _escalate(ctx, plan, decisions, round_no)
     stop = None
     if not new:
         stop = (f"{_limit_name(cfg.schedule)} reached." if last_round
                 else "No new, relevant, non-redundant question remains.")
-    return _stop(ctx, round_no, coverage, decisions, stop, added=len(new))
+    return _stop(ctx, round_no, coverage, decisions, stop, added=len(new),
+                 seen=[*(_seen(before) if before else ()), *seen])
 
 
 def _stop(
     ctx: RunContext, round_no: int, coverage: Sequence[SubtopicCoverage],
     decisions: list[FollowUp], stop_reason: str | None, *, added: int = 0,
+    seen: Sequence[str] = (),
 ) -> JsonObject:
     counts = {a: sum(1 for d in decisions if d.action == a) for a in ("filter", "answer", "escalate")}
     message = (f"Round {round_no}: {counts['filter']} follow-ups filtered, {counts['answer']} "
@@ -233,7 +261,7 @@ def _stop(
     if stop_reason:
         ctx.store.update_totals(ctx.run_id, rounds=round_no, stop_reason=stop_reason)
     return {"round": round_no, "coverage": [c.model_dump() for c in coverage], "decisions": [d.row() for d in decisions],
-            "stop_reason": stop_reason, "new_subtopics": added}
+            "stop_reason": stop_reason, "new_subtopics": added, "seen": list(dict.fromkeys(seen))}
 
 
 def _breadth(subtopics: int, round_no: int, schedule: str, breadth: int) -> int:
@@ -268,6 +296,8 @@ def _new_questions(ctx: RunContext, plan: Sequence[Subtopic], round_no: int) -> 
     for finding in ctx.store.get_findings(ctx.run_id):
         if finding.kind != "follow_up" or finding.subtopic_id not in this_round:
             continue
+        if (finding.step_key or "").startswith("followup:"):
+            continue  # a quick lookup's own follow-ups: lookups end a branch, never triaged
         text = " ".join(clean_untrusted(finding.claim).split())[:300]
         entry = FollowUp(f"Q{len(out) + 1}", text, str(finding.subtopic_id))
         twin = max(earlier, key=lambda e: _overlap(text, e), default="")
@@ -336,7 +366,10 @@ def _escalate(
         description=d.reason[:300], questions=(d.question,),
         round=round_no + 1, parent=d.subtopic_id, searches=searches,
     ) for i, d in enumerate(chosen, start=1)]
-    ctx.store.save_plan(ctx.run_id, [*plan, *new], kind="round")
+    known = {s.id for s in plan}  # a redone triage's earlier escalations are planned already
+    if any(s.id not in known for s in new):
+        ctx.store.save_plan(ctx.run_id, [*plan, *(s for s in new if s.id not in known)],
+                            kind="round")
     return new
 
 

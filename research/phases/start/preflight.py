@@ -35,9 +35,11 @@ from research.llm.messages import Message
 from research.search import build_search_providers
 from research.search.base import SearchProvider
 
+PROVIDER_NAMES = {"openai": "OpenAI", "gemini": "Google Gemini", "anthropic": "Anthropic"}
 KEY_HINT = {
     "openai": "OPENAI_API_KEY (and OPENAI_BASE_URL for a local or compatible server)",
     "gemini": "GEMINI_API_KEY (and GEMINI_BASE_URL if you use a proxy)",
+    "anthropic": "ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL if you use a proxy)",
 }
 
 
@@ -108,7 +110,8 @@ def run(ctx: RunContext) -> None:
         if not working:
             raise PreflightError(
                 "No search provider could be reached, so no research can be done (answers "
-                "are never written from model memory alone). " + "; ".join(failures)
+                "are never written from model memory alone). "
+                + "; ".join(f.rstrip(".") for f in failures)
                 + ". " + search_hint(causes)
             )
         ctx.search[:] = working
@@ -144,9 +147,11 @@ def _check_models(ctx: RunContext) -> set[tuple[str, str]]:
 
 def model_failure(role: str, key: tuple[str, str], exc: ResearchError, detail: str) -> str:
     """Pre-flight's message for a model that did not answer, naming the real cause."""
-    name = f"The {role} model {key[0]}/{key[1]}"
-    if isinstance(exc, AuthError):
-        return f"{name} refused the key: {detail} Check {KEY_HINT.get(key[0], 'its settings')}."
+    provider = PROVIDER_NAMES.get(key[0], key[0])
+    name = f"The {role} model, {key[1]} on {provider},"
+    if isinstance(exc, AuthError):  # the cause and the fix, without the SDK's own wording
+        return (f"{provider} did not accept the API key, so the research could not start. "
+                f"Check {KEY_HINT.get(key[0], 'its settings')} in Settings, then press Resume.")
     if isinstance(exc, QuotaExhausted):
         var = KEY_HINT.get(key[0], "its settings").split(" ")[0]
         return (f"{name} cannot be used because the account's quota is used up (the key itself "
@@ -166,14 +171,20 @@ def model_failure(role: str, key: tuple[str, str], exc: ResearchError, detail: s
             f"({KEY_HINT.get(key[0], 'its settings')}).")
 
 
+# The setting to check when a search service refuses its key.
+SEARCH_KEYS = {"tavily": "TAVILY_API_KEY", "brave": "BRAVE_API_KEY", "exa": "EXA_API_KEY",
+               "serper": "SERPER_API_KEY"}
+
+
 def search_hint(causes: dict[str, ResearchError]) -> str:
     """What to do when no search provider answered, by what actually went wrong."""
     if any(isinstance(e, RateLimited) for e in causes.values()):
         limited = ", ".join(n for n, e in causes.items() if isinstance(e, RateLimited))
         return (f"{limited} is rate limiting requests (not a key problem): wait a minute, then "
                 "press Resume, or add another search provider.")
-    if causes.get("tavily") is not None and isinstance(causes["tavily"], AuthError):
-        return "Check TAVILY_API_KEY, or choose other providers with DEEP_RESEARCH_SEARCH."
+    refused = [SEARCH_KEYS[n] for n, e in causes.items() if isinstance(e, AuthError) and n in SEARCH_KEYS]
+    if refused:
+        return f"Check {', '.join(refused)}, or choose other providers with DEEP_RESEARCH_SEARCH."
     if any(isinstance(e, QuotaExhausted) for e in causes.values()):
         return "A search quota is used up: wait for it to reset, or choose other providers."
     return ("Check the network connection, or choose other providers with "

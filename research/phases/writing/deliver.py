@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel
 
 from research.core import counts
-from research.core.context import RunContext
+from research.core.context import WRAP_UP_NOTE, WRAP_UP_REASON, RunContext
 from research.core.errors import ResearchError
 from research.core.events import Warning
 from research.core.prompts import system
@@ -42,8 +42,7 @@ def run_record(ctx: RunContext) -> str:
         seconds = (datetime.now(UTC) - datetime.fromisoformat(started.replace("Z", "+00:00"))).total_seconds()
     minutes, secs = divmod(int(seconds), 60)
     return (f"Run record: {rounds} research round{'s' if rounds != 1 else ''}, {subtopics} subtopics, {queries} queries, "
-            f"{read} pages considered, {kept} sources kept, {minutes} min {secs} s; "
-            f"{ctx.config.parameters_line()}.")
+            f"{read} pages considered, {kept} sources kept, {minutes} min {secs} s.")
 
 
 def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
@@ -55,7 +54,9 @@ def run(ctx: RunContext, failed: Sequence[FailedSubtopic]) -> None:
         notes = [f"The subtopic \u201c{s.title}\u201d could not be researched ({s.error}); "
                  "the report does not cover it." for s in failed]
         budget = ctx.budget_reason()
-        if budget:
+        if budget == WRAP_UP_REASON:
+            notes.insert(0, WRAP_UP_NOTE)
+        elif budget:
             notes.insert(0, f"Stopped by the budget: research ended early because {budget}. "
                             "This report covers only what was gathered until then, without review.")
         notes += _search_notes(ctx) + counts.report_notes(ctx)

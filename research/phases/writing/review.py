@@ -119,7 +119,7 @@ def current_checks(ctx: RunContext) -> tuple[Draft, DraftChecks]:
                if current.kind in ("draft", "revision") else {})
     checks = run_checks(
         current.text, current.numbering, sources,
-        max_words=ctx.config.report_max_words, max_age_days=ctx.config.source_max_age_days,
+        max_words=ctx.config.words_limit(), max_age_days=ctx.config.source_max_age_days,
         today=ctx.today, removed_citations=int(written.get("citations_removed") or 0),
     )
     return current, checks
@@ -153,6 +153,8 @@ def run(ctx: RunContext, found: ResearchResult) -> ReviewOutcome:
 
     try:
         for cycle in range(1, cycles + 1):
+            if ctx.wrapping_up():  # the person asked for the report now: no further cycle
+                return ReviewOutcome(False, early)
             done = ctx.stored_result(f"review:{cycle}")
             if done is None:  # (a resume past it verifies that draft at the end)
                 done = ctx.run_step(

@@ -44,10 +44,12 @@ class SectionJob:
                  order: Sequence[str] | None = None) -> None:
         self.ctx, self.writer, self.numbers = ctx, writer, numbers
         self.sources = {s.id: s for s in sources}
-        self.parts = {p.key: p for p in sections(found.subtopics, found.findings, numbers)}
+        self.shape = ctx.config.shape()
+        self.parts = {p.key: p for p in sections(found.subtopics, found.findings, numbers,
+                                                 self.shape)}
         self.order = list(order or self.parts)
         self.weights = {k: p.weight for k, p in self.parts.items()} | {FRAME: 1.0}
-        self.outline = outline_text(found.subtopics)
+        self.outline = outline_text(found.subtopics, self.shape)
         self.missing = missing_text(found.failed)
         self.counts = {"citations_converted": 0, "citations_removed": 0}
         self._lock = threading.Lock()
@@ -73,7 +75,7 @@ class SectionJob:
         return cleaned
 
     def _frame(self, texts: Mapping[str, str], extra: str = "") -> str:
-        return self.call(frame_section(texts), extra,
+        return self.call(frame_section(texts, self.shape), extra,
                          frame_sources(texts, self.numbers, self.sources))
 
     # --- the draft and a revision ----------------------------------------------------------
@@ -105,7 +107,7 @@ class SectionJob:
         return self._shortened(texts)
 
     def _shortened(self, texts: dict[str, str]) -> dict[str, str]:
-        parts = {**self.parts, FRAME: frame_section(texts)}
+        parts = {**self.parts, FRAME: frame_section(texts, self.shape)}
         return shorten_parts(self.ctx, self.writer, texts, parts, self.weights, self.finish)
 
     def revise(self, texts: Mapping[str, str], flagged: Mapping[str, Sequence[str]]) -> dict[str, str]:
@@ -126,7 +128,7 @@ class SectionJob:
                 return self._frame(texts, extra)
             return self.call(part, extra)
 
-        parts = [self.parts[k] if k != FRAME else frame_section(texts) for k in flagged
+        parts = [self.parts[k] if k != FRAME else frame_section(texts, self.shape) for k in flagged
                  if k in self.parts or k == FRAME]
         failed: dict[str, BaseException] = {}
         out.update(run_parts(self.ctx.executor.tasks, parts, redo, failed=failed))
@@ -219,7 +221,7 @@ def check_lines(job: SectionJob, texts: Mapping[str, str]) -> dict[str, list[str
                          + (f"; without a citation: {examples}" if examples else "."))
         if lines:
             out[key] = lines
-    limit = ctx.config.report_max_words
+    limit = ctx.config.words_limit()
     total = sum(job.weights.values()) or 1.0
     if word_count(job.report(texts)) > limit:
         for key, text in texts.items():

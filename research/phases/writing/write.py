@@ -97,7 +97,7 @@ Reply with the full revised report only."""
 
 def structure(ctx: RunContext) -> str:
     """The report structure and rules, in the report's language."""
-    text = STRUCTURE.format(max_words=ctx.config.report_max_words)
+    text = STRUCTURE.format(max_words=ctx.config.words_limit())
     if not is_english(ctx.config.report_language):
         text += LANGUAGE_RULE.format(language=ctx.config.report_language)
     return text
@@ -143,7 +143,7 @@ def draft(ctx: RunContext, found: ResearchResult) -> Draft:
         writer = ctx.lead.delegate(Role.WRITER)
         sources = list(found.sources)
         numbers = numbering(found.sources)
-        if ctx.budget_reason():
+        if ctx.budget_reason() and not ctx.wrapping_up():
             return _draft_whole(ctx, writer, found, sources, numbers)
         ctx.emit(DraftStarted(ctx.run_id, f"The writer team is drafting the report section by "
                               f"section from {len(sources)} sources", step="write",
@@ -258,7 +258,7 @@ def written(ctx: RunContext, writer: Agent, text: str, numbers: dict[str, int],
 
 def fit_length(ctx: RunContext, writer: Agent, text: str) -> str:
     """One shortening pass when the draft runs clearly over REPORT_MAX_WORDS."""
-    limit = ctx.config.report_max_words
+    limit = ctx.config.words_limit()
     words = word_count(text)
     if words <= limit:
         return text

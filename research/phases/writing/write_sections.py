@@ -33,6 +33,7 @@ from research.core.prompts import (
     without_echoed_tags,
 )
 from research.core.records import Finding, Source, Subtopic
+from research.core.shapes import REPORT, Shape
 from research.llm.messages import Message
 from research.phases.writing.writer import LANGUAGE_RULE, SHORTEN_PROMPT, WRITER_ROLE, is_english
 from research.report.checks import word_count
@@ -62,17 +63,8 @@ SECTION_RULES = """Rules:
   nothing the other sections cover; no Sources or References section.
 - Use the terms of the outline and the question."""
 
-OUTLINE_HEAD = """OUTLINE OF THE REPORT (several writers write its sections at once; the title and summary last):
-# <a clear title>
-## Executive summary    (the answer first, in a few sentences)
-## Key findings         (by theme, across subtopics)
-## Analysis by subtopic (one or two sentences leading into the subtopics)
-{subtopics}
-## Comparison           (a Markdown table where a comparison helps)
-## Where sources disagree (both sides and why; say so if they agree)
-## Recommendations
-## Open questions and gaps
-## Confidence assessment (how sure, and why)"""
+OUTLINE_HEAD = ("OUTLINE OF {what} (several writers write its sections at once; the title and "
+                "summary last):")
 
 SECTION_PROMPT = """Question: <question>{question}</question>
 
@@ -111,14 +103,21 @@ class Section:
     cited: list[str] = field(default_factory=list)  # source ids its findings cite
 
 
-def outline_text(plan: Sequence[Subtopic]) -> str:
-    subs = "\n".join(f"### {clean_untrusted(s.title).replace(chr(10), ' ')}" for s in plan)
-    return OUTLINE_HEAD.format(subtopics=subs or "### <one per subtopic>")
+def outline_text(plan: Sequence[Subtopic], shape: Shape = REPORT) -> str:
+    """The shared outline every writer sees: the shape's sections in the report's order."""
+    subs = [f"### {clean_untrusted(s.title).replace(chr(10), ' ')}" for s in plan]
+    lines = [OUTLINE_HEAD.format(what=f"THE REPORT ({shape.name.upper()})"), *shape.frame[:2]]
+    for i, part in enumerate(shape.parts):
+        lines += part.headings
+        if i == 0 and shape.subtopics:
+            lines += [*shape.frame[2:], *(subs or ["### <one per subtopic>"])]
+    return "\n".join(lines)
 
 
 def sections(plan: Sequence[Subtopic], findings: Sequence[Finding],
-             numbers: Mapping[str, int]) -> list[Section]:
-    """The parts written in parallel, each with the findings it needs (the frame comes after)."""
+             numbers: Mapping[str, int], shape: Shape = REPORT) -> list[Section]:
+    """The parts written in parallel, each with the findings it needs (the frame comes after),
+    in the order of the `shape` the person asked for (a brief has no section per subtopic)."""
     by_sub: dict[str | None, list[Finding]] = defaultdict(list)
     for finding in findings:
         by_sub[finding.subtopic_id].append(finding)
@@ -144,30 +143,24 @@ def sections(plan: Sequence[Subtopic], findings: Sequence[Finding],
         brief_lines += [f"### Subtopic: {title}", *(few or ["- No findings."])]
         brief_ids += few_ids
     digest = "\n".join(digest_lines)
-    cross = [
-        Section(KEY_FINDINGS, "the key findings, by theme across the subtopics",
-                ["## Key findings"], 1.5),
-        Section(COMPARISON, "the comparison (a Markdown table where it helps)", ["## Comparison"], 1.0),
-        # The closing sections in two parts: each answer is written at the model's speed, so
-        # two halves at once take about half the time of one part with all four.
-        Section(CLOSING, "where sources disagree, and the recommendations", [
-            "## Where sources disagree", "## Recommendations"], 1.0),
-        Section(GAPS, "the open questions and gaps, and the confidence assessment", [
-            "## Open questions and gaps", "## Confidence assessment"], 1.0),
-    ]
+    # The sections across the subtopics (the full report's closing ones in two parts: each
+    # answer is written at the model's speed, so two halves at once take about half the time).
+    cross = [Section(p.key, p.task, list(p.headings), p.weight) for p in shape.parts]
     for part in cross:
         if part.key != KEY_FINDINGS:
             part.findings, part.cited = "\n".join(brief_lines), list(dict.fromkeys(brief_ids))
         else:
             part.findings, part.cited = digest, list(dict.fromkeys(digest_ids))
+    if not shape.subtopics:  # the whole digest feeds the shape's few sections
+        for part in cross:
+            part.findings, part.cited = digest, list(dict.fromkeys(digest_ids))
+        return cross
     return [cross[0], *out, *cross[1:]]
 
 
-def frame_section(done: Mapping[str, str]) -> Section:
-    """The last, short pass: title, executive summary and the lead-in to the analysis."""
-    part = Section(FRAME, "the title, the executive summary (from the key findings below) and "
-                   "the lead-in to the analysis", ["# <a clear title>", "## Executive summary",
-                                                    "## Analysis by subtopic"], 1.0)
+def frame_section(done: Mapping[str, str], shape: Shape = REPORT) -> Section:
+    """The last, short pass: title, summary and (a shape with subtopics) the lead-in to them."""
+    part = Section(FRAME, shape.frame_task, list(shape.frame), 1.0)
     part.findings = "KEY FINDINGS AS WRITTEN:\n" + done.get(KEY_FINDINGS, "")
     return part
 
@@ -193,7 +186,7 @@ def prompt(ctx: RunContext, part: Section, outline: str, rules: str, numbers: Ma
     """One part's prompt: the shared text first (the same for every part, so a provider's
     prompt cache can hold it), then what only this part needs."""
 
-    total = ctx.config.report_max_words
+    total = ctx.config.words_limit()
     listed = [sources[i] for i in dict.fromkeys(part.cited) if i in sources]
     if part.key == FRAME:  # it cites what the key findings cite
         listed = list(sources.values())
@@ -300,7 +293,7 @@ def shorten_parts(ctx: RunContext, writer: Agent, texts: dict[str, str],
     their share of it; the rest stays as written, and so does a part whose shortening failed
     (the run says it is longer than asked)."""
 
-    limit = ctx.config.report_max_words
+    limit = ctx.config.words_limit()
     if word_count("\n\n".join(texts.values())) <= limit:
         return texts
     total = sum(weights.values()) or 1.0
