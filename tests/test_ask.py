@@ -28,10 +28,12 @@ from research import Credentials, build_config, create_run, execute
 from research.ask import NOT_THERE, AskError, ask, conversation, cost_cap, research_it
 from research.core.config import ResearchConfig
 from research.core.prompts import INVISIBLE
+from research.core.records import Source
 from research.export.formats import export_run
 from research.export.run_document import build_document_for_run
 from research.llm.pacing import forget_pacers
 from research.llm.pricing import PriceTable
+from research.untrusted.fetch import Fetcher, FetchLimits
 from storage import Store
 from storage.conversations import turns
 from storage.copy import copy_store
@@ -40,7 +42,7 @@ from tests.api_server import ApiServer
 from tests.cli_helpers import ROOT, RunCli
 from tests.standin import StandinServer
 from tests.standin.brain_ask import INVENTED
-from tests.standin.pages import CANARY, CANARY_FACT, TRACKER
+from tests.standin.pages import CANARY, CANARY_FACT, CANARY_TITLE, TRACKER
 from tests.store_files import migrated_copy
 
 QUESTION = "How is heat pump adoption changing in Europe?"
@@ -74,11 +76,29 @@ def finished(standin: StandinServer, tmp_path_factory: pytest.TempPathFactory) -
     execute(run_id, store=store, credentials=credentials)
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
+    _with_the_canary_page(standin, store, run_id)
     standin.reset()
     try:
         yield Finished(store, run_id, env, config, db)
     finally:
         store.close()
+
+
+def _with_the_canary_page(standin: StandinServer, store: Store, run_id: str) -> None:
+    """The canary page (instructions to the model in every spelling we know) among the run's
+    sources: gathered by the run when a search handed it out and it was read in time, else
+    read now through the same fetcher and kept as a source of the run (before any question,
+    so the run's index has it)."""
+    if any(CANARY_TITLE in s.title for s in store.get_sources(run_id)):
+        return
+    with Fetcher(FetchLimits(allow_private_hosts=True, allowed_ports=(standin.port,),
+                             timeout_s=30)) as fetcher:
+        page = fetcher.fetch(f"{standin.base_url}/pages/hostile/canary")
+    store.start_step(run_id, "research:canary", kind="research", label="The canary page")
+    store.complete_research_step(run_id, "research:canary", sources=[Source(
+        id=f"s_canary_{run_id}", url=page.final_url, canonical_url=page.final_url,
+        title=page.title or CANARY_TITLE, snippet=CANARY_FACT, text=page.text,
+        published=page.published, relevance=0.9, provider="tavily", query="water use")])
 
 
 @pytest.fixture(autouse=True)
@@ -235,7 +255,7 @@ def _outside_blocks(text: str) -> str:
 def test_a_source_whose_text_carries_instructions_is_read_as_data_and_never_obeyed(
     standin: StandinServer, finished: Finished,
 ) -> None:
-    canary = [s for s in finished.store.get_sources(finished.run_id) if "water" in s.title.lower()]
+    canary = [s for s in finished.store.get_sources(finished.run_id) if CANARY_TITLE in s.title]
     assert canary, "the canary page should be one of the run's sources"
     answer = _ask(finished, "How many litres per person per day did the water survey measure?")
 
