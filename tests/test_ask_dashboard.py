@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from dashboard import views
+from research.export.markdown import safe_link_url
+from research.export.run_document import build_document_for_run
 from storage import Store
 from storage.conversations import turns
 from tests.dashboard_fixtures import (  # noqa: F401 - fixtures
@@ -45,6 +48,13 @@ def test_a_question_under_the_report_is_answered_cited_kept_and_can_be_researche
     assert len(kept) == 1 and kept[0].status == "answered"
     shown = "\n".join(_markdown(at))
     assert "average cost fell" in shown
+    # A citation in the answer opens the same source as the same number in the report.
+    cited = kept[0].details["sources"][0]
+    link = f"[[{cited['number']}]]({safe_link_url(cited['url'])})"
+    report = views.report_markdown(build_document_for_run(store, run_id))
+    if link not in report:  # a gathered source the report does not cite: numbered after it
+        assert cited["number"] > max(s.number for s in build_document_for_run(store, run_id).sources)
+    assert link in shown
     assert "checked against their sources" in "\n".join(c.value for c in at.caption)
 
     at = open_run_page(run_id)  # opened again: the conversation is there
