@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from research.ask.answer import Answer, AskError, ask, conversation
+from research.ask.answer import Answer, AskError, ask, conversation, cost_cap, own_run
 from research.core.config import Credentials
 from research.core.errors import ConfigError
 from research.core.prompts import strip_control
@@ -67,8 +67,12 @@ def main(argv: list[str]) -> int:
             for answer in conversation(store, args.run_id, person=owner):
                 _print(answer)
             return EXIT_OK
+        prices = PriceTable.load(prices_path(env))
+        cap = cost_cap(store, own_run(store, args.run_id, owner), prices)
+        if cap is not None:  # the estimate before anything is sent
+            _say(cap.line)
         answer = ask(store, args.run_id, args.question, credentials=credentials, person=owner,
-                     prices=PriceTable.load(prices_path(env)))
+                     prices=prices)
         _print(answer)
         if not answer.answered:  # the build-on machinery: a follow-up run, its sources first
             _say(f"To research it: python -m research --build-on {args.run_id} "
