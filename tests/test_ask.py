@@ -473,3 +473,16 @@ def test_an_answer_whose_check_failed_is_marked_not_verified_and_one_whose_model
     assert finished.env["OPENAI_API_KEY"] not in str(failed.value)
     assert "Error" not in str(failed.value).split(":")[0]
     assert len(turns(finished.store, finished.run_id)) == before
+
+
+def test_a_contested_claim_of_an_answer_goes_to_the_critic_and_is_marked_as_in_reports(
+    standin: StandinServer, finished: Finished,
+) -> None:
+    answer = _ask(finished, "Where does the strongest evidence on these costs come from?")
+
+    critic = [r for r in standin.requests_for("openai") if "CriticVerdicts" in str(r["json"])]
+    assert len(critic) == 1 and "strongest evidence" in _user_text(critic[0])
+    assert "The strongest evidence comes from recent, quantified reports" in answer.text
+    assert "(not fully supported by the cited source)" in answer.text  # DOWNGRADE: marked
+    assert "1 marked as not fully supported" in answer.check_line
+    assert len(standin.requests_for("openai")) <= 4  # answer, verifier, critic: a few calls

@@ -10,6 +10,8 @@ Deterministic and built only from the prompt, so tests can predict every answer:
 - a question that tells the model to ignore its sources gets what a gullible model writes:
   the invented sentence it was asked for (uncited, with a figure) beside a real one, so that
   only the engine's check keeps it out of the answer;
+- a question about the "strongest evidence" gets a sentence ranking the evidence beside a real
+  one, which the stand-in's verifier calls OVERSTATED (a contested claim for the critic);
 - sentences in the excerpts that give instructions are never copied (brain.claim_from's rule).
 """
 
@@ -19,7 +21,7 @@ import math
 import re
 from typing import Any
 
-from tests.standin import brain
+from tests.standin import brain, brain_verify
 
 INVENTED = "Independent tests found that this technology cures 99% of all known illnesses."
 _REPORT_QUESTION = re.compile(r"<report_question>(.*?)</report_question>", re.DOTALL)
@@ -58,6 +60,12 @@ def ask_reply(user: str) -> dict[str, Any]:
         real = found[:1] or [f"{brain.claim_from(blocks[0][1]).rstrip('.')} [{blocks[0][0]}]."
                              if blocks else ""]
         return {"in_sources": True, "answer": " ".join([INVENTED, *real]).strip(), "nearby": ""}
+    if brain_verify.OVERSTATED_MARK in asked.lower() and blocks:
+        # A model that ranks the evidence itself: the verifier finds it OVERSTATED, the
+        # critic challenges it (brain_verify's rules).
+        real = found[:1] or [f"{brain.claim_from(blocks[0][1]).rstrip('.')} [{blocks[0][0]}]."]
+        ranked = f"The strongest evidence comes from recent, quantified reports [{blocks[0][0]}]."
+        return {"in_sources": True, "answer": " ".join([*real, ranked]), "nearby": ""}
     if found:
         return {"in_sources": True, "answer": " ".join(found[:2]), "nearby": ""}
     nearby = ""
