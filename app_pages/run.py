@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import (
+    ask_view,
     dig_deeper_view,
     run_header,
     run_live,
@@ -37,6 +38,7 @@ if report is not None and doc is not None:  # the report leads; how the run went
     run_report.report_first(store, run, report, doc)
     dig_deeper_view.panel(jobs, run, report.markdown)
     versions_view.panel(store, run, report.markdown, person=ui.viewer())
+    ask_view.panel(store, jobs, run, doc)  # reached from the link at the report's top
     with st.expander("How the run went: progress, plan, sources, rounds, review, verification, "
                      "cost", icon=":material/query_stats:"):
         st.fragment(run_live.panel)(store, jobs, run.id)

@@ -16,7 +16,8 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import views
+from dashboard import ask_view, views
+from research.ask import appendix
 from research.core.errors import ResearchError
 from research.core.records import Report, Run
 from research.export import build_document
@@ -157,13 +158,15 @@ def report_first(store: Store, run: Run, report: Report,
         st.caption(views.md_text(doc.reading_time))
     stamp = report.created_at
     name = file_stem(run.question, stamp)
-    download_buttons(store, run_id, doc, stamp=stamp, name=name,
+    cached = f"{stamp}#{appendix.stamp(store, run_id)}"  # new answers join the exports
+    download_buttons(store, run_id, doc, stamp=cached, name=name,
                      formats=REPORT_FORMATS)
     with st.expander("Bibliography and claim evidence table", icon=":material/download:"):
         st.caption("The cited sources for reference managers (BibTeX, RIS) and every checked "
                    "claim with its verdict, quoted passage, source and section (CSV, Excel).")
-        download_buttons(store, run_id, doc, stamp=stamp, name=name,
+        download_buttons(store, run_id, doc, stamp=cached, name=name,
                          formats=EXTRA_FORMATS, key="extra", primary=None)
+    ask_view.jump_link()  # the question box under the report, without scrolling through it
     report_body(doc, shown=warnings)
 
 

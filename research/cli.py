@@ -144,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         from research.db_command import main as db_main
 
         return db_main(argv[1:])
+    if argv[:1] == ["ask"]:  # python -m research ask RUN_ID "question" (research.ask)
+        from research.ask.command import main as ask_main
+
+        return ask_main(argv[1:])
     if argv[:1] in (["serve"], ["token"]):  # the HTTP API and its tokens (research.api)
         from research.api.commands import main as api_main
 

@@ -286,6 +286,26 @@ passages = Table(
     Index("idx_passages_document", "document_id", "seq"),
 )
 
+# "Ask the report" (issue 35; storage.conversations): the run's gathered source text cut into
+# passages with a full-text index of their own (FTS5 on SQLite, a tsvector on PostgreSQL, as
+# `passages`), and the questions asked of the finished report with their checked answers.
+ask_passages = Table(
+    "ask_passages", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Text, _run_fk(), nullable=False),
+    _txt("source_id", nullable=False), _int("seq"), _txt("text", nullable=False),
+    Index("idx_ask_passages_run", "run_id", "source_id", "seq"),
+)
+conversations = Table(
+    "conversations", metadata, _id(),
+    Column("run_id", Text, _run_fk(), nullable=False),
+    _txt("person"), _txt("question", nullable=False), _txt("answer", ""),
+    _txt("status", "answered"),  # answered | not_in_sources
+    _jcol("details", "{}"), _real("cost_usd", 0), _txt("created_at", nullable=False),
+    Index("idx_conversations_run", "run_id", "id"),
+    sqlite_autoincrement=True,
+)
+
 # Every table holding rows of one run (they die with it, and `db copy` moves them with it),
 # in an order that satisfies the foreign keys when inserting.
 # A report's versions (issue 36; storage.versions): the run that updated an earlier one.
@@ -300,7 +320,8 @@ report_versions = Table(
 )
 RUN_TABLES: tuple[Table, ...] = (
     plans, steps, sources, findings, queries, skipped_pages, drafts, reviews, reports,
-    verifications, usage, events, engine_reports, report_versions,
+    verifications, usage, events, engine_reports, report_versions, ask_passages,
+    conversations,
 )
 # What each model account allows and how much of its minute is spoken for, shared by every
 # process on the key (issue 31; storage.accounts). Its own, not a run's: never copied.

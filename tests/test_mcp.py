@@ -23,7 +23,8 @@ from tests.cli_helpers import ROOT
 from tests.standin import StandinServer
 from tests.test_startup_imports import imported
 
-TOOLS = {"start_research", "research", "research_status", "get_report", "search_library"}
+TOOLS = {"start_research", "research", "research_status", "get_report", "search_library",
+         "ask_report"}
 # A run of seconds on the stand-in: quick, three subtopics of five sources, no review.
 SMALL = {"preset": "quick", "subtopics": 3, "sources_per_subtopic": 5, "review_cycles": 0}
 SMALL_ENV = {"DEEP_RESEARCH_SEARCH": "tavily", "DEEP_RESEARCH_SEARCHES_PER_SUBTOPIC": "2",

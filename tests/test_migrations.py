@@ -70,9 +70,10 @@ def test_a_file_made_by_the_old_code_upgrades_in_place_with_every_row_intact(
     assert snapshot(Store(legacy_copy))["_documents"] == _expected()["_documents"]
 
 
-_ONLY_SQLITE = ("passages_fts", "schema_migrations", "alembic_version", "sqlite_sequence")
+_ONLY_SQLITE = ("passages_fts", "ask_passages_fts", "schema_migrations", "alembic_version",
+                "sqlite_sequence")
 _ONLY_POSTGRES = {"runs.seq", "passages.tsv", "idx_runs_created_seq", "idx_passages_tsv",
-                  "alembic_version"}
+                  "ask_passages.tsv", "idx_ask_passages_tsv", "alembic_version"}
 
 
 def _ours(name: str | None, table: str = "") -> bool:

@@ -10,7 +10,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import FastAPI, HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from research.api import documents, errors, events, runs, updates
+from research.api import documents, errors, events, questions, runs, updates
 from research.api.auth import TokenRequired
 from research.api.callbacks import CallbackWatcher
 from research.api.context import ApiContext
@@ -55,6 +55,7 @@ def create_app(ctx: ApiContext, *, mounted: Sequence[Mounted] = (),
     app.include_router(runs.router, tags=["runs"])
     app.include_router(events.router, tags=["runs"])
     app.include_router(updates.router, tags=["runs"])  # a report's new version (issue 36)
+    app.include_router(questions.router, tags=["runs"])  # ask the report (research.ask)
     app.include_router(documents.router, tags=["documents"])
     for extra in mounted:
         app.mount(extra.path, TokenRequired(extra.app, ctx.authenticator)

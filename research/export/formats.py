@@ -12,6 +12,8 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from research.ask.appendix import FORMATS as APPENDIX_FORMATS
+from research.ask.appendix import with_answers
 from research.core.errors import ResearchError, contained, is_unexpected
 from research.export.bibliography import to_bibtex, to_ris
 from research.export.document import ReportDocument
@@ -97,6 +99,8 @@ def export_document(store: Store, run_id: str, doc: ReportDocument, fmt: str) ->
     Every format is written from the document with terminal control characters stripped.
     A programming error in one format costs that format only, said in plain words
     (ExportFailed; the traceback goes to the debug log); the test suite gets it raised."""
+    if fmt in APPENDIX_FORMATS:  # the run's questions and answers follow the report
+        doc = with_answers(store, run_id, doc)
     try:
         return _BUILDERS[fmt](store, run_id, clean_document(doc))
     except Exception as exc:

@@ -28,6 +28,8 @@ from mcp_types import Resource as MCPResource
 from pydantic import Field
 
 from research.core.errors import ResearchError, contained
+from research.mcpserver import ask_tool
+from research.mcpserver.ask_tool import AskedAnswer
 from research.mcpserver.service import (
     REPORT_URI,
     LibraryEntry,
@@ -58,6 +60,8 @@ Language = Annotated[str | None, Field(description="language of the report, e.g.
 MaxCost = Annotated[float | None, Field(description="stop research when the estimated cost "
                                                     "reaches this many US dollars")]
 RunId = Annotated[str, Field(description="the run id start_research or research returned")]
+FollowUp = Annotated[str, Field(description="a follow-up question about the run's report "
+                                            "(at most 1,000 characters)")]
 
 INSTRUCTIONS = (
     "Deep Research Studio researches a question on the web and "
@@ -182,6 +186,14 @@ def build_server(service: Service, person: Person | None = None) -> ResearchServ
             limit: Annotated[int, Field(ge=1, le=50, description="at most this many")] = 10,
     ) -> list[LibraryEntry]:
         return await call(service.search, query, who(), limit)
+
+    @server.tool(description=(
+        "Ask a finished run's report a follow-up question: answered in seconds only from "
+        "that run's own sources, citing them with the report's numbers, each claim checked "
+        "against its source, and kept with the run. A few model calls, counted in the run's "
+        "cost. When the sources don't say, the answer says so."))
+    async def ask_report(run_id: RunId, question: FollowUp) -> AskedAnswer:
+        return await call(ask_tool.ask_report, service, run_id, question, who())
 
     @server.resource(REPORT_URI, name="report", mime_type="text/markdown",
                      description="A finished research report in Markdown, citations numbered "

@@ -4,7 +4,7 @@ On PostgreSQL the baseline builds today's `storage.schema` tables, so a database
 made has the table already: only create what is missing.
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
-down_revision = "0004"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 
