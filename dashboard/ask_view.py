@@ -5,7 +5,7 @@ sources, citing them with the report's numbers (each citation opens the same sou
 report) and checked like the report; the conversation is kept with the run and shown when the
 run is opened again. A question the sources cannot answer offers "Research it": a follow-up
 run built on this one with the question as its brief. The engine is `research.ask`; this file
-only draws it. A link near the top of the report (`jump_link`) reaches the box without
+only draws it. A link near the top of the report (`run_report.jump_links`) reaches the box without
 scrolling through the report.
 """
 
@@ -26,11 +26,6 @@ from research.runs import Runs
 from storage import Store
 
 ANCHOR = "ask-the-report"
-
-
-def jump_link() -> None:
-    """A link near the top of the report to the question box below it."""
-    st.markdown(f"[:material/forum: Ask this report a question](#{ANCHOR})")
 
 
 def panel(store: Store, jobs: Runs, run: Run, doc: ReportDocument) -> None:

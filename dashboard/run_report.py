@@ -126,7 +126,7 @@ def report_body(doc: ReportDocument, shown: Sequence[str] = ()) -> None:
         if note not in shown:
             st.warning(views.md_text(note))
     st.markdown(views.report_markdown(doc))
-    st.subheader("Sources")
+    st.subheader("Sources", anchor=SOURCES_ANCHOR)
     st.markdown(views.sources_markdown(doc))
 
 
@@ -166,8 +166,21 @@ def report_first(store: Store, run: Run, report: Report,
                    "claim with its verdict, quoted passage, source and section (CSV, Excel).")
         download_buttons(store, run_id, doc, stamp=cached, name=name,
                          formats=EXTRA_FORMATS, key="extra", primary=None)
-    ask_view.jump_link()  # the question box under the report, without scrolling through it
+    jump_links()  # what lies below the report, reached without scrolling through it
     report_body(doc, shown=warnings)
+
+
+SOURCES_ANCHOR = "report-sources"
+DETAILS_ANCHOR = "how-the-run-went"
+
+
+def jump_links() -> None:
+    """Near the top: links to the sources, the question box and how the run went (review,
+    verification, cost), which come after the whole report."""
+    st.markdown(f"[:material/format_list_numbered: Sources](#{SOURCES_ANCHOR}) · "
+                f"[:material/forum: Ask this report a question](#{ask_view.ANCHOR}) · "
+                f"[:material/fact_check: How it was checked: review, verification, cost]"
+                f"(#{DETAILS_ANCHOR})")
 
 
 def draft_in_progress(store: Store, run: Run) -> None:

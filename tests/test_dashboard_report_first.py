@@ -49,6 +49,13 @@ def test_finished_run_leads_with_summary_downloads_then_report(dash_env: Store) 
     assert report_at >= 0 and at.progress  # the progress bar is still there, inside it
     tab_labels = [t.label for t in at.tabs]
     assert "Report" not in tab_labels and "Plan" in tab_labels
+    # Sources, the question box and how the run was checked are one click from the top, not
+    # thousands of pixels down: links above the report to anchors that exist below it.
+    jump = next(i for i, t in enumerate(texts) if "#report-sources" in t)
+    assert jump < report_at
+    assert "#ask-the-report" in texts[jump] and "#how-the-run-went" in texts[jump]
+    anchors = {h.proto.anchor for h in at.get("subheader") + at.get("header")}
+    assert {"report-sources", "ask-the-report", "how-the-run-went"} <= anchors, anchors
 
 
 def test_a_report_note_is_counted_in_the_summary_and_shown_once(dash_env: Store) -> None:
