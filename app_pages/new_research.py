@@ -24,6 +24,7 @@ from storage import documents as docstore
 PROVIDER_NAMES = {"openai": "OpenAI (or a compatible server)", "gemini": "Google Gemini",
                   "anthropic": "Anthropic Claude"}
 SIMILAR_MIN_CHARS = 12
+CUSTOM = "custom"  # shown once a setting differs from the chosen preset
 
 env = ui.env()
 saved_defaults = load_defaults(defaults_path(ui.db_path()))
@@ -82,18 +83,40 @@ def _set_constants(into: MutableMapping[str, Any], values: dict) -> None:
 
 
 def _apply_preset() -> None:
+    """A preset chosen (again): its values, even after sliders were moved ("Custom")."""
+    if state["preset"] == CUSTOM:
+        return  # "Custom" keeps the settings as they are
+    state["_base_preset"] = state["preset"]
     _set_constants(state, form.constant_values(env, saved_defaults, state["preset"]))
+
+
+def _setting_moved() -> None:
+    """A slider or setting moved away from the preset's value: the form says "Custom"."""
+    base = state.get("_base_preset") or "quick"
+    preset = form.constant_values(env, saved_defaults, base)
+    if any(state.get(f"c_{name}") != value for name, value in preset.items()):
+        state["preset"] = CUSTOM
 
 
 def _provider_changed() -> None:
     state["model"] = DEFAULT_MODELS.get(state["provider"], "")
 
 
+def _first_preset() -> str:
+    """Quick for a person's first run (a few minutes, a few cents), then the preset of their
+    last run; a preset set in the environment or secrets file wins."""
+    if env_config and (env.get("DEEP_RESEARCH_PRESET") or "").strip():
+        return env_config.preset
+    latest = ui.store().list_runs(limit=1, person=ui.viewer())
+    preset = latest[0].preset if latest else ""
+    return preset if preset in PRESETS else "quick"
+
+
 def _defaults() -> dict[str, Any]:
     """Every form widget's starting value, by key, from the environment, the saved defaults
     and the built-in ones (a plain dict: the caller decides which keys it takes)."""
-    preset = env_config.preset if env_config else "standard"
-    values: dict[str, Any] = {"preset": preset, "question": ""}
+    preset = _first_preset()
+    values: dict[str, Any] = {"preset": preset, "_base_preset": preset, "question": ""}
     _set_constants(values, form.constant_values(env, saved_defaults, preset))
     lead = env_config.role("lead") if env_config else None
     provider = lead.provider if lead and (lead.provider in configured or not configured) else (
@@ -118,7 +141,7 @@ def _prefill(run_id: str) -> None:
         return
     values = form.run_form_values(run.config, run.question)
     state["question"] = values["question"]
-    state["preset"] = values["preset"]
+    state["preset"] = state["_base_preset"] = values["preset"]
     _set_constants(state, values["constants"])
     if values["provider"] in DEFAULT_MODELS:
         state["provider"] = values["provider"]
@@ -210,7 +233,19 @@ if similar:
             "Start from scratch" if not rid else
             f"Build on this run: {views.md_label(by_id[rid].question, 70)}"))
 
-goal_cols = st.columns(2)
+# One box and one button: the question, how deep (a preset) and the estimate; everything else
+# is one "More settings" away (issue 39).
+top = st.columns([3, 2], gap="large")
+top[0].selectbox(
+    "How deep", [*PRESETS, CUSTOM], key="preset", on_change=_apply_preset,
+    format_func=lambda p: ("Custom: your own settings (choose a preset to start again)"
+                           if p == CUSTOM else PRESET_LABELS.get(p, p)),
+    help="A preset sets how many subtopics, sources and review cycles at once; under More "
+         "settings you can change them one by one.")
+estimate_box = top[1].container()
+more = st.expander("More settings: the report's shape, sources, models, budget and steps",
+                   icon=":material/tune:")
+goal_cols = more.columns(2)
 goal_cols[0].text_input(
     "Done when ... (optional)", key="done_when", max_chars=500,
     placeholder="e.g. we know the three cheapest options and their costs per kWh",
@@ -221,19 +256,15 @@ goal_cols[1].text_input(
     placeholder="e.g. a one-page brief, a comparison table, a literature review",
     help="The shape of the report: the writer and the reviewer are told.")
 
-left, right = st.columns([3, 2], gap="large")
+left, right = more.columns([3, 2], gap="large")
 with left:
     st.subheader("How deep")
-    st.selectbox("Preset", list(PRESETS), key="preset", format_func=lambda p: PRESET_LABELS.get(p, p),
-                 on_change=_apply_preset,
-                 help="A preset sets the sliders and advanced settings at once; you can still "
-                      "change them afterwards.")
     for name, label in (("SUBTOPIC_COUNT", "Subtopics"),
                         ("SOURCES_PER_SUBTOPIC", "Sources per subtopic"),
                         ("REVIEW_CYCLES", "Review cycles")):
         const = CONSTANTS[name]
         st.slider(label, int(const.minimum or 0), int(const.maximum or 0), key=f"c_{name}",
-                  help=const.description)
+                  help=const.description, on_change=_setting_moved)
     st.checkbox("Ask me clarifying questions first", key="c_REQUIRE_CLARIFICATION",
                 help="The planner asks 1-3 short questions (purpose, scope, period) and waits for "
                      "your answers on the Run page before planning.")
@@ -270,19 +301,21 @@ with left:
             for name in form.SCHEDULE_SLIDERS:
                 const = CONSTANTS[name]
                 st.slider(plain_name(name).capitalize(), int(const.minimum or 1),
-                          int(const.maximum or 1), key=f"c_{name}", help=const.description)
+                          int(const.maximum or 1), key=f"c_{name}", help=const.description,
+                          on_change=_setting_moved)
         for name in form.ADVANCED:
             const = CONSTANTS[name]
             key = f"c_{name}"
             label = plain_name(name).capitalize() + (" (milliseconds)" if name.endswith("_MS") else "")
             if const.kind is bool:
-                st.toggle(label, key=key, help=const.description)
+                st.toggle(label, key=key, help=const.description, on_change=_setting_moved)
             elif const.kind is float:
                 st.slider(label, float(const.minimum or 0.0), float(const.maximum or 1.0), step=0.05,
-                          key=key, help=const.description)
+                          key=key, help=const.description, on_change=_setting_moved)
             else:
                 st.number_input(label, int(const.minimum or 0), int(const.maximum or 10**9), step=1,
-                                key=key, help=f"{const.description} ({const.minimum:g}–{const.maximum:g})")
+                                key=key, on_change=_setting_moved,
+                                help=f"{const.description} ({const.minimum:g}–{const.maximum:g})")
 
 with right:
     st.subheader("Who does the work")
@@ -324,7 +357,7 @@ with right:
 def _current_config():
     mix = state.get("source_mix") or "web"
     return form.build_form_config(
-        env, preset=state["preset"],
+        env, preset=state["_base_preset"] if state["preset"] == CUSTOM else state["preset"],
         constants={name: state[f"c_{name}"] for name in CONSTANTS},
         provider=state["provider"], model=state.get("model") or "",
         role_models={r: (state[f"role_provider_{r}"], state.get(f"role_model_{r}") or "")
@@ -354,8 +387,7 @@ try:
 except ConfigError as exc:
     config, config_error = None, str(exc)
 
-with right:
-    st.subheader("Estimate")
+with estimate_box:
     if config is None:
         st.error(config_error)
     elif state["provider"] not in configured:

@@ -39,7 +39,7 @@ if report is not None and doc is not None:  # the report leads; how the run went
     dig_deeper_view.panel(jobs, run, report.markdown)
     versions_view.panel(store, run, report.markdown, person=ui.viewer())
     ask_view.panel(store, jobs, run, doc)  # reached from the link at the report's top
-    st.subheader("How the run went", anchor=run_report.DETAILS_ANCHOR)
+    st.subheader("Behind the report", anchor=run_report.DETAILS_ANCHOR)
     with st.expander("How the run went: progress, plan, sources, rounds, review, verification, "
                      "cost", icon=":material/query_stats:"):
         st.fragment(run_live.panel)(store, jobs, run.id)

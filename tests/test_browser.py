@@ -97,8 +97,15 @@ def test_research_run_end_to_end_in_the_browser(browser: Any, dashboard_env: dic
             sync_api.expect(page.get_by_text(f"{len(question)} / 2000 characters")).to_be_visible()
             wait_idle(page)
             estimate_before = searches.inner_text()
+            # Beyond the question, the preset and the estimate, every control is one click away.
+            sync_api.expect(_slider(page, "Subtopics")).not_to_be_visible()
+            page.get_by_text(re.compile("^More settings")).click()
+            wait_idle(page)
+            sync_api.expect(_slider(page, "Subtopics")).to_be_visible()
+            # A first run starts from Quick (3 subtopics, 8 sources each, no review).
+            _move_slider(page, "Subtopics", +1, 4)
             _move_slider(page, "Subtopics", -1, 3)
-            _move_slider(page, "Sources per subtopic", -1, 5)
+            _move_slider(page, "Sources per subtopic", -3, 5)
             _move_slider(page, "Review cycles", +1, 1)
             sync_api.expect(searches).not_to_have_text(estimate_before)  # the estimate follows the sliders
             wait_idle(page)

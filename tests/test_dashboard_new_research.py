@@ -174,3 +174,30 @@ def test_on_postgresql_the_form_and_the_job_queue_work_the_same(
     _start_and_see_it_complete(_page(), dash_env)
     test_welcome_back_lists_runs_in_progress_and_waiting(dash_env)
     test_run_again_fills_the_form_with_that_runs_settings(dash_env)
+
+
+def test_a_first_question_is_one_box_a_preset_and_the_estimate(
+    dash_env: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Quick by default for a first run; every other control one "More settings" away; a moved
+    slider shows "Custom", and choosing Quick again puts Quick's values back; the next visit
+    starts from the preset last used."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # the estimate needs a model
+    at = _page()
+    assert at.selectbox(key="preset").value == "quick"
+    assert at.slider(key="c_SUBTOPIC_COUNT").value == 3
+    [more] = [e for e in at.expander if e.label.startswith("More settings")]
+    inside = {w.key for w in more.get("slider") + more.get("selectbox") + more.get("multiselect")}
+    assert {"c_SUBTOPIC_COUNT", "provider", "engine", "search"} <= inside
+    assert "preset" not in inside  # the preset and the estimate stay on top
+    assert {"Model calls", "Cost"} <= {m.label for m in at.metric}
+    at.slider(key="c_SUBTOPIC_COUNT").set_value(6).run()
+    assert at.selectbox(key="preset").value == "custom"
+    assert "Custom" in at.selectbox(key="preset").format_func("custom")
+    at.selectbox(key="preset").select("quick").run()
+    assert at.slider(key="c_SUBTOPIC_COUNT").value == 3  # Quick again: its values again
+
+    from research.core.config import build_config
+
+    dash_env.create_run("Tides?", build_config(env={}, preset="deep").model_dump(mode="json"))
+    assert _page().selectbox(key="preset").value == "deep"  # the preset last used
