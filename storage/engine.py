@@ -174,11 +174,37 @@ class Database:
         autocommit, which is its own transaction: one round trip instead of three (BEGIN, it,
         COMMIT). SQLite keeps `write()`, whose BEGIN IMMEDIATE queues writers for the lock up
         front and which bounds the WAL."""
-        if self.dialect == "sqlite" or self.current() is not None:
-            with self.write() as tx:
-                return _first_value(tx.execute(statement, params))
+        open_conn = self.current()
+        if open_conn is not None:
+            return _first_value(open_conn.execute(statement, params))
+        if self.dialect == "sqlite":
+            return self._sqlite_write_one(statement, params)
         with self._connection() as conn:
             return _first_value(conn.execute(statement, params))
+
+    def _sqlite_write_one(self, statement: Executable, params: Params) -> Any:
+        """`write()` of one statement on SQLite, spelled out: the heartbeat and the usage
+        upsert take this path many times a second, and the two context managers `write()`
+        nests cost about as much as the SQL itself (the same BEGIN IMMEDIATE, COMMIT and WAL
+        bound as `write()`)."""
+        own: Connection | None = getattr(self._local, "own", None)
+        if own is None or own.closed or own.invalidated:
+            own = self._local.own = self.engine.connect()
+        driver = raw_sqlite(own)
+        self._local.conn = own
+        try:
+            driver.execute(self._begin_sql)
+            try:
+                value = _first_value(own.execute(statement, params))
+            except BaseException:
+                self._rollback(own)
+                raise
+            driver.execute("COMMIT")
+        finally:
+            self._local.conn = None
+        if self.wal is not None:
+            self.wal.after_commit(driver)
+        return value
 
     @contextmanager
     def _connection(self) -> Iterator[Connection]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import TypeVar
 
 from markdown_it import MarkdownIt
@@ -95,8 +96,12 @@ def _defuse(line: str, keep_citations: bool) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=32)
 def safe_markdown(markdown: str) -> str:
-    """`markdown` with every link, image and raw HTML other than ours made plain text."""
+    """`markdown` with every link, image and raw HTML other than ours made plain text.
+
+    Remembered for the last texts asked (a pure function of its text): the Run page shows the
+    same report on every rerun of the page, and parsing a long report is costly."""
     lines = markdown.split("\n")
     for attempt in range(_MAX_PASSES):
         ranges = unsafe_lines("\n".join(lines))
