@@ -338,15 +338,19 @@ with right:
                               key=f"role_provider_{role}")
             cols[1].text_input(f"{role.capitalize()} model", key=f"role_model_{role}",
                                placeholder="provider default")
-    st.multiselect("Search services", [*search_services.options(env, state.get("search") or []),
-                                       *mcp_settings.provider_names(env)],
-                   key="search",
-                   format_func=lambda name: mcp_settings.label(readiness.search_label(name, env)),
-                   help="Every service listed here is searched, and only these. arXiv and "
-                        "Semantic Scholar search academic papers (on by default); Tavily needs "
-                        "a key (Settings); the web search needs none. SearXNG, Brave Search, Exa "
-                        "and Serper appear once their key (or SearXNG's address) is in Settings.")
     _sources_choice()
+    if state.get("source_mix", "web") == "documents":  # no search service is asked
+        st.caption("My documents only: nothing is searched on the web, so no search "
+                   "service or search key is needed.")
+    else:
+        st.multiselect("Search services", [*search_services.options(env, state.get("search") or []),
+                                           *mcp_settings.provider_names(env)],
+                       key="search",
+                       format_func=lambda name: mcp_settings.label(readiness.search_label(name, env)),
+                       help="Every service listed here is searched, and only these. arXiv and "
+                            "Semantic Scholar search academic papers (on by default); Tavily needs "
+                            "a key (Settings); the web search needs none. SearXNG, Brave Search, Exa "
+                            "and Serper appear once their key (or SearXNG's address) is in Settings.")
     if not configured:
         providers_message.error("No model provider is set up yet. Add an OpenAI, Gemini or "
                                 "Anthropic key (or a local OpenAI-compatible server address) on "
@@ -402,7 +406,8 @@ with estimate_box:
         guess = estimate(config, ui.prices())
         paced_by = account_pace(guess, config, ui.credentials(), ui.store())  # None: none known
         cols = st.columns(2)
-        cols[0].metric("Web searches", f"~{guess.searches}")
+        cols[0].metric("Web searches" if config.uses_web() else "Searches of your documents",
+                       f"~{guess.searches}")
         cols[1].metric("Model calls", f"~{guess.model_calls}")
         cols[0].metric("Time", f"~{describe_duration(paced_by.seconds if paced_by else guess.seconds)}")
         cols[1].metric("Cost", views.dollars(f"~${guess.cost_usd:.2f}" + (
@@ -424,7 +429,8 @@ with estimate_box:
 
 start_message = st.empty()
 not_ready = readiness.blockers(
-    env, provider=state["provider"], configured=configured, search=state.get("search") or [],
+    env, provider=state["provider"], configured=configured,
+    search=["documents"] if state.get("source_mix") == "documents" else state.get("search") or [],
     failed_tests=connection.failed(st.session_state.get(connection.RESULTS, {}), env))
 for reason in not_ready:
     st.caption(f":material/block: {reason}")

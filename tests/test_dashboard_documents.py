@@ -156,6 +156,11 @@ def test_documents_only_run_starts_with_the_chosen_collection_and_no_search_key(
     at.text_area(key="question").input("What do my heat pump reports say?").run()
     at.selectbox(key="source_mix").select("documents").run()
     at.selectbox(key="doc_collection").select("Heat").run()
+    # The form does not contradict itself: no web search service listed, no "web searches".
+    assert not [m for m in at.multiselect if m.key == "search"]
+    assert any("nothing is searched on the web" in c.value for c in at.caption)
+    labels = {m.label for m in at.metric}
+    assert "Searches of your documents" in labels and "Web searches" not in labels
     _button(at, "Start research").click().run()
     assert not at.error, [e.value for e in at.error]
     [run] = dash_env.list_runs()
