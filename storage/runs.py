@@ -34,7 +34,7 @@ from storage.base import StoreBase
 from storage.dialects import contains_casefold, insertion_order
 from storage.migrations import utc_now
 from storage.run_records import Activity, JsonObject, Run, RunTotals
-from storage.schema import RUN_TABLES, api_callbacks, runs
+from storage.schema import RUN_TABLES, api_callbacks, runs, watches
 
 # Said of a run whose process stopped without marking it (a full disk, a crash, a restart).
 ABANDONED_MESSAGE = (
@@ -134,7 +134,9 @@ class RunsStore(StoreBase):
     def delete_run(self, run_id: str) -> None:
         """Remove the run and every row that belongs to it, in one transaction."""
         with self.transaction() as tx:
-            for table in (*RUN_TABLES, api_callbacks):  # a deleted run ends its API watch too
+            # A deleted run ends its API callback and the watch of its topic too (a watch
+            # follows the newest version of a report: deleting that version stops it).
+            for table in (*RUN_TABLES, api_callbacks, watches):
                 tx.execute(delete(table).where(table.c.run_id == run_id))
             tx.execute(update(runs).where(runs.c.parent_run_id == run_id)
                        .values(parent_run_id=None))

@@ -26,7 +26,7 @@ from research.core.records import (
     Subtopic,
     Verdict,
 )
-from storage import MIGRATIONS, Store, default_db_path, tokens
+from storage import MIGRATIONS, Store, conversations, default_db_path, tokens, versions, watches
 from storage.migrate import head_revision
 from storage.schema import metadata, runs
 from storage.schema import steps as steps_table
@@ -215,6 +215,7 @@ def test_sources_order_and_citations(store: Store) -> None:
 def test_delete_run_removes_every_row_of_the_run(store: Store) -> None:
     keep = store.create_run("keep me", {})
     run_id = store.create_run("delete me", {"depth": 2})
+    earlier = store.create_run("an earlier version of both", {})
     for rid in (keep, run_id):
         store.save_plan(rid, [Subtopic(id="t1", title="T")])
         store.start_step(rid, "r", kind="research", label="R")
@@ -231,13 +232,18 @@ def test_delete_run_removes_every_row_of_the_run(store: Store) -> None:
         store.save_engine_job(rid, "openai-deep-research", remote_id="resp_1", status="queued")
         store.append_event(Error(run_id=rid, message="boom"))
         tokens.watch_run(store, rid, token_id="tok_1", url="https://example.org/hook")
+        conversations.index_run(store, rid, [("s_00000001", 0, "a passage")])  # ask the report
+        conversations.add_turn(store, rid, person=None, question="q?", answer="a.",
+                               status="answered", details={})
+        versions.link_version(store, rid, previous_run_id=earlier, since="2026-01-01")
+        watches.add_watch(store, rid, person=None, every="weekly", next_at="2026-12-01")
     store.delete_run(run_id)
     assert store.get_run(run_id) is None
     with store._database.read() as conn:  # every table the database has, not only ours
         found = inspect(conn)
         tables = [t for t in found.get_table_names()
                   if "run_id" in {c["name"] for c in found.get_columns(t)}]
-    assert len(tables) == 14
+    assert len(tables) == 18
     for table in tables:
         count = f'SELECT count(*) AS n FROM "{table}" WHERE run_id = :run'
         assert store.query_one(count, {"run": run_id}) == {"n": 0}, table
