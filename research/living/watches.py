@@ -146,21 +146,22 @@ def settle_run(store: Store, run_id: str, env: Mapping[str, str], *, now: dateti
         failed = run is not None and run.status == "failed"
         result = ("The last update failed: " + (run.error or "no reason recorded")
                   if failed and run is not None else "The last update was stopped.")
-        if watchstore.settle(store, found.id, pending_run_id=run_id, kept=False, result=result,
-                             checked_at=at) and run is not None:
-            if failed:
-                urls = notify.targets(env, found.person)
-                if urls:
-                    notify.send(urls, f"The update of your watched topic failed: "
-                                f"“{notify.one_line(run.question)}” "
-                                f"{notify.run_link(env, found.run_id)}")
+        # The run goes first: once the watch says it is settled, the update is gone.
+        if run is not None:
             store.delete_run(run_id)
+        if watchstore.settle(store, found.id, pending_run_id=run_id, kept=False, result=result,
+                             checked_at=at) and run is not None and failed:
+            urls = notify.targets(env, found.person)
+            if urls:
+                notify.send(urls, f"The update of your watched topic failed: "
+                            f"“{notify.one_line(run.question)}” "
+                            f"{notify.run_link(env, found.run_id)}")
         return True
     score, how_many = (measure or how_much_changed)(store, run_id)
     if how_many == 0 or score <= found.threshold:
-        if watchstore.settle(store, found.id, pending_run_id=run_id, kept=False, checked_at=at,
-                             result=f"Nothing new on {at[:10]}."):
-            store.delete_run(run_id)  # nothing is kept when nothing changed
+        store.delete_run(run_id)  # nothing is kept when nothing changed (before the watch says so)
+        watchstore.settle(store, found.id, pending_run_id=run_id, kept=False, checked_at=at,
+                          result=f"Nothing new on {at[:10]}.")
         return True
     if watchstore.settle(store, found.id, pending_run_id=run_id, kept=True, checked_at=at,
                          result=f"Changed on {at[:10]}: {how_many} claim(s)."):
