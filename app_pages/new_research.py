@@ -104,9 +104,12 @@ def _provider_changed() -> None:
 
 def _first_preset() -> str:
     """Quick for a person's first run (a few minutes, a few cents), then the preset of their
-    last run; a preset set in the environment or secrets file wins."""
+    last run; a preset set in the environment or secrets file wins, and default settings
+    saved in Settings come before the last run's preset."""
     if env_config and (env.get("DEEP_RESEARCH_PRESET") or "").strip():
         return env_config.preset
+    if saved_defaults:  # the person's own defaults (Settings) apply, on the neutral preset
+        return "standard"
     latest = ui.store().list_runs(limit=1, person=ui.viewer())
     preset = latest[0].preset if latest else ""
     return preset if preset in PRESETS else "quick"

@@ -33,7 +33,9 @@ def test_rounds_tab_shows_coverage_triage_and_why_research_stopped(dash_env: Sto
     add_rounds(dash_env, run_id)
     at = open_run_page(run_id, "Rounds")
     assert not at.exception
-    assert [h.value for h in at.subheader if h.value != "Sources"] == ["Round 1", "Round 2"]
+    # (the page's own sections, below the report, are not the tab's)
+    page_sections = ("Sources", "Ask the report", "Behind the report")
+    assert [h.value for h in at.subheader if h.value not in page_sections] == ["Round 1", "Round 2"]
     assert any("Why research stopped" in i.value and "maximum number of research rounds" in i.value
                for i in at.info)
     coverage = _frame(at, "Coverage")
@@ -71,7 +73,8 @@ def test_engines_tab_shows_hosted_reports_side_by_side_with_their_own_downloads(
     at = open_run_page(run_id, "Engines")
     assert not at.exception
     headings = [h.value.replace("\\", "") for h in at.subheader  # md_text escapes ( )
-                if h.value != "Sources"]  # the finished report's Sources lead the page
+                if h.value not in ("Sources", "Ask the report", "Behind the report")]
+    # (the finished report's own sections come before the tabs)
     assert headings[:3] == ["Multi-agent research (built in)",
                             "OpenAI deep research (o4-mini-deep-research)", "Gemini Deep Research"]
     captions = " | ".join(c.value for c in at.caption)
