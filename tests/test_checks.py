@@ -71,3 +71,18 @@ def test_removed_citations_and_uncited_statements_go_back_to_the_writer() -> Non
     assert checks.uncited_examples == ["Prices fell by a fifth in two years.", "| Norway | 60% |"]
     said = " ".join(problems(checks))
     assert "2 citation(s)" in said and "Prices fell by a fifth" in said and "| Norway | 60% |" in said
+
+
+def test_a_comparison_asked_for_must_hold_a_table() -> None:
+    """The person asked for a comparison table (research/core/shapes.py): a draft without
+    one fails its checks and the revision prompt says what is missing."""
+    prose = "Adoption rose by a third in 2025 [1]. Sales doubled in two years across Europe [3]."
+    table = prose + "\n\n| Option | Cost |\n| --- | --- |\n| Heat pump | 2.5 [1] |\n"
+    plain = run_checks(prose, NUMBERING, SOURCES, max_words=500, max_age_days=0,
+                       today=date(2026, 11, 22), needs_table=True)
+    assert not plain.passed and not plain.has_table
+    assert any("comparison table was asked for" in p for p in problems(plain))
+    tabled = run_checks(table, NUMBERING, SOURCES, max_words=500, max_age_days=0,
+                        today=date(2026, 11, 22), needs_table=True)
+    assert tabled.has_table and tabled.passed and problems(tabled) == []
+    assert _checks(prose).passed  # a report not asked to compare needs no table

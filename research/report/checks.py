@@ -93,6 +93,10 @@ def claim_sentences(text: str) -> list[str]:
     return sentences
 
 
+# A Markdown table: a row of cells, then its separator row (| --- | --- |).
+MARKDOWN_TABLE = re.compile(r"^\s*\|.+\|\s*\n\s*\|\s*:?-{3,}", re.MULTILINE)
+
+
 def word_count(text: str) -> int:
     return len(re.findall(r"[A-Za-z0-9À-ÿ][\w'’-]*", CITATION.sub("", text)))
 
@@ -118,6 +122,9 @@ class DraftChecks:
     stale_share: float
     undated_sources: int
     passed: bool
+    needs_table: bool = False  # the person asked for a comparison table (research/core/shapes)
+    has_table: bool = True
+
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)
@@ -132,9 +139,11 @@ def run_checks(
     max_age_days: int,
     today: date,
     removed_citations: int = 0,
+    needs_table: bool = False,
 ) -> DraftChecks:
     """`removed_citations`: citations the normaliser removed from this draft because they
-    pointed at nothing gathered (research/report/citations.py); they count as unresolved."""
+    pointed at nothing gathered (research/report/citations.py); they count as unresolved.
+    `needs_table`: the report's shape is a comparison table, so it must hold one."""
     numbers = cited_numbers(text)
     unresolved = sorted({n for n in numbers if numbering.get(n) not in sources})
     cited_ids = list(dict.fromkeys(numbering[n] for n in numbers if numbering.get(n) in sources))
@@ -145,6 +154,7 @@ def run_checks(
     stale = [sid for sid in cited_ids if _older(sources[sid].published, limit)]
     undated = [sid for sid in cited_ids if not sources[sid].published]
     words = word_count(text)
+    has_table = bool(MARKDOWN_TABLE.search(text))
     share = round(cited / len(sentences), 3) if sentences else 0.0
     stale_share = round(len(stale) / len(cited_ids), 3) if cited_ids else 0.0
     return DraftChecks(
@@ -164,7 +174,9 @@ def run_checks(
         stale_share=stale_share,
         undated_sources=len(undated),
         passed=(not unresolved and not removed_citations and share >= MIN_CITED_SHARE
-                and words <= max_words and stale_share <= MAX_STALE_SHARE),
+                and words <= max_words and stale_share <= MAX_STALE_SHARE
+                and (has_table or not needs_table)),
+        needs_table=needs_table, has_table=has_table,
     )
 
 
@@ -189,6 +201,10 @@ def problems(checks: DraftChecks) -> list[str]:
                    f"{checks.max_words}.")
     if checks.stale_share > MAX_STALE_SHARE:
         out.append("Most cited sources are old; prefer recent ones or say the data is dated.")
+    if checks.needs_table and not checks.has_table:
+        out.append("A comparison table was asked for, and the report has none: set the options "
+                   "side by side in a Markdown table under \"Comparison\", a cited figure or "
+                   "fact in each cell.")
     return out
 
 

@@ -121,6 +121,7 @@ def current_checks(ctx: RunContext) -> tuple[Draft, DraftChecks]:
         current.text, current.numbering, sources,
         max_words=ctx.config.words_limit(), max_age_days=ctx.config.source_max_age_days,
         today=ctx.today, removed_citations=int(written.get("citations_removed") or 0),
+        needs_table=ctx.config.shape().table,
     )
     return current, checks
 
