@@ -45,16 +45,24 @@ parents = {pid: parent.question if (parent := store.get_run(pid, person=person))
            for pid in parent_ids}
 groups = version_groups(store, [r.id for r in runs])  # the versions of one report together
 runs = versions_view.grouped(runs, groups)
+version_labels = versions_view.version_labels(store, runs, groups)
+# One click opens a run, in this tab, on a phone as on a laptop: a list, newest first.
+for run, version in zip(runs, version_labels, strict=True):
+    st.page_link(ui.PAGES["run"], query_params={"run": run.id},
+                 label=views.md_label(run.question, 110), icon=views.status_icon(run))
+    st.caption(views.md_text(views.library_line(run, version, parents.get(run.parent_run_id or ""))))
 frame = views.library_frame(runs, url_for=lambda rid: f"/run?run={rid}", parents=parents)
-frame.insert(2, "Version", versions_view.version_labels(store, runs, groups))
-st.dataframe(
-    frame, hide_index=True, width="stretch",
-    column_config={
-        "Open": st.column_config.LinkColumn("Open", display_text=":material/open_in_new:", width="small"),
-        "Question": st.column_config.TextColumn(width="large"),
-        "Cost (USD)": st.column_config.NumberColumn(format="$%.4f"),
-    },
-)
+frame.insert(2, "Version", version_labels)
+with st.expander("All details as a table (sortable)", icon=":material/table:"):
+    st.dataframe(
+        frame, hide_index=True, width="stretch",
+        column_config={
+            "Open": st.column_config.LinkColumn("Open", display_text=":material/open_in_new:",
+                                                width="small"),
+            "Question": st.column_config.TextColumn(width="large"),
+            "Cost (USD)": st.column_config.NumberColumn(format="$%.2f"),
+        },
+    )
 
 labels = {r.id: f"{views.run_name(r, with_time=True)} · {views.run_status_text(r)}"
           for r in runs}

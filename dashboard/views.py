@@ -395,6 +395,33 @@ def run_constants(run: Run) -> dict[str, Any]:
     }
 
 
+STATUS_ICONS = {"completed": ":material/task_alt:", "failed": ":material/error:",
+                "cancelled": ":material/stop_circle:", "waiting": ":material/help:",
+                "interrupted": ":material/pause_circle:", "paused": ":material/pause_circle:"}
+
+
+def status_icon(run: Run) -> str:
+    if run.status == "completed" and run.warnings:
+        return ":material/warning:"
+    return STATUS_ICONS.get(run.status, ":material/pending:")
+
+
+def library_line(run: Run, version: str = "", parent_question: str | None = None) -> str:
+    """The line under a run in the Library: status, date, preset, sources, cost, version."""
+    parts = [run_status_text(run), short_date(run.created_at)]
+    if run.preset:
+        parts.append(run.preset.capitalize())
+    if run.totals.sources:
+        parts.append(f"{run.totals.sources} sources")
+    if run.totals.cost_usd:
+        parts.append(f"${run.totals.cost_usd:.2f}")
+    if version:
+        parts.append(version)
+    if run.parent_run_id:
+        parts.append("builds on " + (label_text(parent_question or "", 50) or "a deleted run"))
+    return " · ".join(p for p in parts if p)
+
+
 def library_frame(runs: Sequence[Run], *, url_for: Any = None,
                   parents: Mapping[str, str] | None = None) -> pd.DataFrame:
     """One row per run; `parents` maps a parent run id to its question ("Builds on")."""

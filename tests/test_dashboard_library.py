@@ -38,6 +38,13 @@ def test_every_run_is_listed_with_its_settings_and_search_narrows_it(dash_env: S
     assert len(table) == 2
     assert {"Question", "Date", "Status", "Subtopics", "Sources", "Duration", "Cost (USD)"} <= set(table.columns)
     assert set(table["Subtopics"]) == {4, 5}
+    # One click opens a run in this tab: a link per run, newest first, with its status line.
+    links = [(link.proto.label.replace("\\", ""), link.proto.query_string)
+             for link in at.get("page_link")]
+    runs = dash_env.list_runs()
+    assert [(label, query) for label, query in links if "power" in label] == [
+        (r.question, f"run={r.id}") for r in runs]
+    assert any("Completed" in c.value and "Quick" in c.value for c in at.caption)
     at.text_input(key="lib_search").input("NUCLEAR").run()
     table = _table(at)
     assert list(table["Question"]) == ["Is nuclear power getting cheaper?"]
