@@ -182,8 +182,10 @@ def test_hostile_content_is_shown_as_text_and_never_runs(browser: Any, shared_da
         # The shared dashboard's database holds other tests' runs too; this one is the newest.
         sync_api.expect(page.get_by_text(re.compile(r"^\d+ run\(s\) · page 1 of \d+$"))).to_be_visible()
         wait_idle(page)
+        # The list of runs leads; the full table is one click away: open it to audit it too.
+        page.get_by_text(re.compile("^All details as a table")).click()
         sync_api.expect(main(page).locator('[data-testid="stDataFrame"]')).to_be_visible()
-        # The run is listed: its question shows in the table's cells or the run picker.
+        # The run is listed: its question shows in the list, the table's cells or the picker.
         page.wait_for_function(
             """(needle) => [...document.querySelectorAll('[data-testid="stMain"] *')].some(
                    el => (el.value || el.textContent || '').includes(needle))""",
