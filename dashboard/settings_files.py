@@ -13,7 +13,7 @@ import json
 import os
 import tempfile
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -92,16 +92,24 @@ def save_secrets(updates: Mapping[str, str | None], path: Path | None = None) ->
 
     Other content of the file (for example tables used by other Streamlit features) is kept.
     """
-    path = path or secrets_path()
+    def change(data: dict[str, Any]) -> None:
+        for name, value in updates.items():
+            value = (value or "").strip()
+            if value:
+                data[name] = value
+            else:
+                data.pop(name, None)
+
+    return _rewrite_secrets(path or secrets_path(), change)
+
+
+def _rewrite_secrets(path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    """Read the latest secrets file, `change` it and write it back as one locked step,
+    owner-only."""
     try:
-        with _locked(path):  # read the latest file and write it back as one step
+        with _locked(path):
             data = read_secrets(path)
-            for name, value in updates.items():
-                value = (value or "").strip()
-                if value:
-                    data[name] = value
-                else:
-                    data.pop(name, None)
+            change(data)
             _replace(path, _toml_dumps(data), prefix=".secrets-")
         os.chmod(path, 0o600)
     except OSError as exc:
@@ -113,24 +121,18 @@ def save_secrets_table(table: str, key: str, fields: Mapping[str, Any] | None,
                        path: Path | None = None) -> Path:
     """Set (or, with None, remove) the table `[table.key]` of the secrets file, owner-only
     (e.g. an MCP server's settings, see dashboard.mcp_settings); the rest of the file is kept."""
-    path = path or secrets_path()
-    try:
-        with _locked(path):
-            data = read_secrets(path)
-            tables = data.get(table) if isinstance(data.get(table), dict) else {}
-            if fields is None:
-                tables.pop(key, None)
-            else:
-                tables[key] = dict(fields)
-            if tables:
-                data[table] = tables
-            else:
-                data.pop(table, None)
-            _replace(path, _toml_dumps(data), prefix=".secrets-")
-        os.chmod(path, 0o600)
-    except OSError as exc:
-        raise SettingsFileError(f"Could not save {path} ({exc.strerror or exc}).") from None
-    return path
+    def change(data: dict[str, Any]) -> None:
+        tables = data.get(table) if isinstance(data.get(table), dict) else {}
+        if fields is None:
+            tables.pop(key, None)
+        else:
+            tables[key] = dict(fields)
+        if tables:
+            data[table] = tables
+        else:
+            data.pop(table, None)
+
+    return _rewrite_secrets(path or secrets_path(), change)
 
 
 @contextmanager

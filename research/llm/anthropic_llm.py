@@ -26,7 +26,6 @@ research.llm.answer_stops.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -52,7 +51,7 @@ from research.llm.base import LLM
 from research.llm.deadline import DeadlineTransport
 from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.messages import Completion, JsonSchema, Message, Usage
-from research.llm.tls import shared_tls_context
+from research.llm.tls import ClosedWhenDropped, shared_tls_context
 
 # The longest answer asked for. Required by the API; 16k tokens is ~12,000 words, above the
 # longest report REPORT_MAX_WORDS allows a section at once, and within every current model's
@@ -60,13 +59,8 @@ from research.llm.tls import shared_tls_context
 DEFAULT_MAX_TOKENS = 16_384
 
 
-class _HttpClient(anthropic.DefaultHttpxClient):
-    """The SDK's default client with the shared TLS context (research/llm/tls.py), closed
-    when dropped as the SDK's own one is."""
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
+class _HttpClient(ClosedWhenDropped, anthropic.DefaultHttpxClient):
+    """The SDK's default client with the shared TLS context (research/llm/tls.py)."""
 
 
 class AnthropicChat(LLM):

@@ -9,7 +9,6 @@ a 429), which `research.llm.pacing` paces the account by.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -37,7 +36,7 @@ from research.llm.fitting import prompt_chars
 from research.llm.limits import Account, AccountLimits, RateReport
 from research.llm.local_server import LocalServer, local_server
 from research.llm.messages import Completion, JsonSchema, Message, Usage
-from research.llm.tls import shared_tls_context
+from research.llm.tls import ClosedWhenDropped, shared_tls_context
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # OpenAI-compatible local servers want *some* bearer token, and the SDK refuses to start
@@ -45,13 +44,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 
 
-class _HttpClient(openai.DefaultHttpxClient):
-    """The SDK's default client with the shared TLS context (research/llm/tls.py), closed
-    when dropped as the SDK's own one is."""
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
+class _HttpClient(ClosedWhenDropped, openai.DefaultHttpxClient):
+    """The SDK's default client with the shared TLS context (research/llm/tls.py)."""
 
 
 class OpenAIChat(LLM):

@@ -9,6 +9,7 @@ when given none), so SSL_CERT_FILE / SSL_CERT_DIR are honoured as before.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ssl
 
@@ -19,3 +20,12 @@ import httpx2
 def shared_tls_context() -> ssl.SSLContext:
     """The process's TLS context for model clients, built on first use."""
     return httpx2.create_ssl_context()
+
+
+class ClosedWhenDropped:
+    """Mixed into an SDK's default HTTP client given the shared context: closed when dropped,
+    as the SDK's own client is."""
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()  # type: ignore[attr-defined]
