@@ -26,6 +26,7 @@ from docx.text.paragraph import Paragraph
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from research.export.doc_passages import is_document, name_and_place, quoted
 from research.export.document import APP_NAME, ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date, safe_link_url
 
@@ -217,7 +218,25 @@ def _bookmark(paragraph: Paragraph, number: int) -> None:
     paragraph._p.append(end)
 
 
+def _document_source(document: WordDocument, source: ReportSource) -> None:
+    """A passage of the person's documents: name, page or section, then the passage quoted
+    (in Word's Quote style), where a web source has its link."""
+    paragraph = document.add_paragraph()
+    paragraph.add_run(f"[{source.number}] ")
+    name, place = name_and_place(source)
+    paragraph.add_run(clean(name))
+    if place:
+        paragraph.add_run(clean(f" \u2014 {place}"))
+    _bookmark(paragraph, source.number)
+    passage = quoted(source)
+    if passage:
+        document.add_paragraph(clean(f"\u201c{passage}\u201d"), style="Quote")
+
+
 def _source(document: WordDocument, source: ReportSource) -> None:
+    if is_document(source):
+        _document_source(document, source)
+        return
     paragraph = document.add_paragraph()
     paragraph.add_run(f"[{source.number}] ")
     url = safe_link_url(source.url)

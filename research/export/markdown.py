@@ -18,6 +18,7 @@ import re
 from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
 
+from research.export.doc_passages import is_document, name_and_place, quoted
 from research.export.document import (
     ReportDocument,
     ReportSource,
@@ -71,7 +72,21 @@ def format_date(created_at: str) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def _document_line(source: ReportSource) -> str:
+    """A passage of the person's documents: its name, page or section, and the passage quoted
+    below it (a blockquote inside the list item), where a web source has its link."""
+    name, place = name_and_place(source)
+    entry = escape_markdown(name) + (f" \u2014 {escape_markdown(place)}" if place else "")
+    line = f'{source.number}. <a id="source-{source.number}"></a>{entry}'
+    passage = quoted(source)
+    if passage:
+        line += "\n" + " " * len(f"{source.number}. ") + f"> \u201c{escape_markdown(passage)}\u201d"
+    return line
+
+
 def _source_line(source: ReportSource) -> str:
+    if is_document(source):
+        return _document_line(source)
     title = escape_markdown(source.title or source.url)
     url = safe_link_url(source.url)
     entry = f"[{title}]({url})" if url else title
