@@ -126,13 +126,13 @@ def test_exports_give_a_document_citation_its_name_page_and_passage(dash_env: St
     assert "seven years [[2]](#source-2)" in markdown
     entry = re.search(r'^2\. <a id="source-2"></a>(.*)\n +> (.*)$', markdown, re.MULTILINE)
     assert entry, markdown
-    assert entry.group(1) == f"{DOC_TITLE} \u2014 p. 3" and readable in entry.group(2)
+    assert entry.group(1) == f"{DOC_TITLE}, p. 3" and readable in entry.group(2)
     assert "\\<img" in entry.group(2)  # the passage is text, not HTML
 
     pdf = pypdf.PdfReader(io.BytesIO(export_run(dash_env, run_id, "pdf")))
     text = " ".join(" ".join((page.extract_text() or "").split()) for page in pdf.pages)
     assert "doc://" not in text
-    assert f"[2]{DOC_TITLE} \u2014 p. 3" in text.replace("[2] ", "[2]")
+    assert f"[2]{DOC_TITLE}, p. 3" in text.replace("[2] ", "[2]")
     assert readable in text and "<img src=x onerror=alert(1)>" in text
     targets = []
     for page in pdf.pages:
@@ -147,7 +147,7 @@ def test_exports_give_a_document_citation_its_name_page_and_passage(dash_env: St
     cited = next(p for p in paragraphs if p.text.startswith("Heat pumps are spreading"))
     assert ("[2]", bookmark_name(2)) in [(h.text, h.fragment) for h in cited.hyperlinks]
     at = next(i for i, p in enumerate(paragraphs) if p.text.startswith("[2] "))
-    assert paragraphs[at].text == f"[2] {DOC_TITLE} \u2014 p. 3"
+    assert paragraphs[at].text == f"[2] {DOC_TITLE}, p. 3"
     assert f'w:name="{bookmark_name(2)}"' in paragraphs[at]._p.xml
     quote = paragraphs[at + 1]
     assert quote.style.name == "Quote" and readable in quote.text

@@ -26,7 +26,7 @@ from docx.text.paragraph import Paragraph
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from research.export.doc_passages import is_document, name_and_place, quoted
+from research.export.doc_passages import is_document, quoted
 from research.export.document import APP_NAME, ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date, safe_link_url
 
@@ -223,10 +223,7 @@ def _document_source(document: WordDocument, source: ReportSource) -> None:
     (in Word's Quote style), where a web source has its link."""
     paragraph = document.add_paragraph()
     paragraph.add_run(f"[{source.number}] ")
-    name, place = name_and_place(source)
-    paragraph.add_run(clean(name))
-    if place:
-        paragraph.add_run(clean(f" \u2014 {place}"))
+    paragraph.add_run(clean(source.title))  # "Annual report, p. 12" (cited_title)
     _bookmark(paragraph, source.number)
     passage = quoted(source)
     if passage:

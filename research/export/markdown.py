@@ -18,7 +18,7 @@ import re
 from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
 
-from research.export.doc_passages import is_document, name_and_place, quoted
+from research.export.doc_passages import is_document, quoted
 from research.export.document import (
     ReportDocument,
     ReportSource,
@@ -75,8 +75,7 @@ def format_date(created_at: str) -> str:
 def _document_line(source: ReportSource) -> str:
     """A passage of the person's documents: its name, page or section, and the passage quoted
     below it (a blockquote inside the list item), where a web source has its link."""
-    name, place = name_and_place(source)
-    entry = escape_markdown(name) + (f" \u2014 {escape_markdown(place)}" if place else "")
+    entry = escape_markdown(source.title)  # "Annual report, p. 12" (cited_title)
     line = f'{source.number}. <a id="source-{source.number}"></a>{entry}'
     passage = quoted(source)
     if passage:

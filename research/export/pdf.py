@@ -27,7 +27,7 @@ import nh3
 from markdown_it import MarkdownIt
 
 from research.core.errors import ResearchError, redact
-from research.export.doc_passages import is_document, name_and_place, quoted
+from research.export.doc_passages import is_document, quoted
 from research.export.document import APP_NAME, ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date
 from research.export.safe_links import clean_document
@@ -207,11 +207,10 @@ def _cover(doc: ReportDocument) -> str:
 def _document_item(source: ReportSource) -> str:
     """A passage of the person's documents: name, page or section and the passage quoted,
     where a web source has its link and address (a `doc://` address means nothing on paper)."""
-    name, place = name_and_place(source)
     passage = quoted(source)
     return (
-        f'<li id="source-{source.number}"><span class="num">[{source.number}]</span>{_esc(name)}'
-        + (f' <span class="details">\u2014 {_esc(place)}</span>' if place else "")
+        f'<li id="source-{source.number}"><span class="num">[{source.number}]</span>'
+        f"{_esc(source.title)}"  # "Annual report, p. 12" (cited_title)
         + (f'<span class="passage">\u201c{_esc(passage)}\u201d</span>' if passage else "")
         + "</li>"
     )
