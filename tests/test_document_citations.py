@@ -10,6 +10,7 @@ the store (no pipeline), and every export is read back with its own parser.
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 import re
@@ -23,7 +24,7 @@ import rispy
 from bibtexparser.middlewares import LatexDecodingMiddleware
 
 from research.core.config import build_config
-from research.core.records import Query, Source, Subtopic
+from research.core.records import Query, Source, Subtopic, Verdict
 from research.documents.passages import OCR_SECTION, cited_title
 from research.export.doc_passages import name_and_place
 from research.export.document import ReportSource
@@ -166,6 +167,12 @@ def test_exports_give_a_document_citation_its_name_page_and_passage(dash_env: St
     assert document["title"] == DOC_TITLE and document["start_page"] == "3"
     assert document["notes"][0] == "Cited as [2], p. 3" and readable in document["notes"][1]
     assert "urls" not in document
+
+    dash_env.save_verifications(run_id, [Verdict(
+        "c1", "They paid back within seven years.", ("s0002",), "SUPPORTED", status="supported",
+        passage="paid back within seven years", section="Executive summary")])
+    [row] = list(csv.DictReader(io.StringIO(export_run(dash_env, run_id, "csv").decode("utf-8-sig"))))
+    assert row["Source"] == f"[2] {DOC_TITLE}, p. 3" and row["Source URL"] == ""
 
 
 # -- in the browser: click [2], see the passage, on a laptop and a phone -------------------
