@@ -13,11 +13,14 @@ it came from a file) goes through `views.md_text`, never into HTML.
 
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
 from dashboard import views
-from research.export.doc_passages import is_document, name_and_place, quoted
+from research.export.doc_passages import attach_passages, is_document, name_and_place, quoted
 from research.export.document import ReportDocument, ReportSource
+from storage import Store
 
 HEADING = "Passages cited from your documents"
 # Room for Streamlit's header above the passage a citation jumps to.
@@ -47,6 +50,21 @@ def cited_passages(doc: ReportDocument) -> None:
         return
     st.markdown(f"**{HEADING}**")
     for source in cited:
-        st.html(_ANCHOR.format(n=int(source.number)))
-        with st.container(border=True):
-            st.markdown(passage_markdown(source))
+        _passage(source)
+
+
+def answer_passages(store: Store, report: ReportDocument, answer: ReportDocument) -> None:
+    """Under an answer: the passages of one's documents that only the answer cites (it numbers
+    them after the report's list); those the report cites are shown under its Sources list,
+    where the answer's [n] leads as the report's does."""
+    shown = {s.number for s in report.sources}
+    extra = tuple(s for s in document_sources(answer) if s.number not in shown)
+    if extra:
+        for source in attach_passages(store, dataclasses.replace(answer, sources=extra)).sources:
+            _passage(source)
+
+
+def _passage(source: ReportSource) -> None:
+    st.html(_ANCHOR.format(n=int(source.number)))  # our own id only: no text from the file
+    with st.container(border=True):
+        st.markdown(passage_markdown(source))

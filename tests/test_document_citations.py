@@ -31,6 +31,7 @@ from research.export.document import ReportSource
 from research.export.docx import bookmark_name
 from research.export.formats import export_run
 from storage import Store
+from storage.conversations import add_turn
 from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import CHROMIUM, wait_idle
 from tests.browser_pages import MARK, PHONE, VIEWPORT, assert_clean, audit, main, shot, sync_api, watched_page
@@ -39,6 +40,7 @@ from tests.dashboard_fixtures import dash_env_fixture, open_run_page  # noqa: F4
 DOC_TITLE = "Heat Pump Field Report"
 PASSAGE = (f"In the {MARK} field trial the heat pumps paid back within seven years "
            "<img src=x onerror=alert(1)> [click](javascript:alert(2)) against a gas boiler.")
+LATER_PASSAGE = "Maintenance cost about 150 euros a year in the field trial."
 DRAFT = """## Executive summary
 
 Heat pumps are spreading fast [1]. In the field trial they paid back within seven years [2].
@@ -66,6 +68,10 @@ def seed_run(store: Store, question: str = "Do heat pumps pay back?") -> str:
                title=cited_title(DOC_TITLE, 3, ""), text=PASSAGE, relevance=0.9,
                subtopic_id="t1", provider="documents", query="q", round=1,
                fetched_at="2024-07-01T00:00:00Z"),
+        Source(id="s0003", url="doc://d0c5/18", canonical_url="doc://d0c5/18",
+               title=cited_title(DOC_TITLE, 4, ""), text=LATER_PASSAGE, relevance=0.7,
+               subtopic_id="t1", provider="documents", query="q", round=1,
+               fetched_at="2024-07-01T00:00:00Z"),  # gathered, not cited by the report
     ]
     store.start_step(run_id, "research:t1", kind="research", label="Researching payback")
     store.complete_research_step(run_id, "research:t1", sources=sources,
@@ -114,6 +120,31 @@ def test_run_page_links_a_document_citation_to_its_passage_shown_inert(dash_env:
     assert "**\\[2\\] Heat Pump Field Report** · p. 3" in shown
     assert "<img" not in shown.replace("\\<img", "")  # escaped: shown as text, never HTML
     assert "](javascript" not in shown and "\\[click\\]" in shown
+
+
+def test_an_answer_citing_a_passage_the_report_does_not_cite_shows_it_too(
+        dash_env: Store) -> None:
+    run_id = seed_run(dash_env)
+    add_turn(dash_env, run_id, person=None, question="What does upkeep cost?",
+             answer="Upkeep is about 150 euros a year [3], and payback is seven years [2].",
+             status="answered", details={"check": {"line": "1 of 1 claims checked."}, "sources": [
+                 {"number": 2, "source_id": "s0002", "title": cited_title(DOC_TITLE, 3, ""),
+                  "url": "doc://d0c5/17"},
+                 {"number": 3, "source_id": "s0003", "title": cited_title(DOC_TITLE, 4, ""),
+                  "url": "doc://d0c5/18"}]})
+    at = open_run_page(run_id)
+    assert not at.exception
+    texts = [m.value for m in at.markdown]
+    answer = next(t for t in texts if "Upkeep is about" in t)
+    assert "[[3]](#source-3)" in answer and "[[2]](#source-2)" in answer
+    anchors = [h.proto.body for h in at.get("html")]
+    for n in (2, 3):  # [2] leads to the report's passage, [3] to the one shown under the answer
+        assert sum(f'id="source-{n}"' in a for a in anchors) == 1, n
+    assert any("150 euros a year" in t and "p. 4" in t for t in texts)
+
+    markdown = export_run(dash_env, run_id, "md").decode()  # the appendix's [3] quotes it too
+    assert re.search(r'^3\. <a id="source-3"></a>.*p\. 4\n +> .*150 euros a year', markdown,
+                     re.MULTILINE), markdown
 
 
 # -- the exports ----------------------------------------------------------------------------
