@@ -3,7 +3,8 @@
 Anchors: each Sources entry starts with a fixed, empty `<a id="source-n"></a>` and each citation
 `[n]` becomes `[[n]](#source-n)`. This works in GitHub (which prefixes ids but resolves the
 fragment), GitLab, VS Code, Obsidian, pandoc and Python-Markdown, and needs no renderer-specific
-heading slugs. The anchor is the only raw HTML we emit and it never carries outside data.
+heading slugs. The anchor is the only raw HTML we emit and it never carries outside data. A
+passage of the person's own documents has no link: its entry quotes it (doc_passages.py).
 Renderers that drop raw HTML (e.g. Streamlit without unsafe_allow_html) still show a correct
 list; the citation links then just do not jump.
 

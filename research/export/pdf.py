@@ -12,7 +12,8 @@ Safety, in layers:
    wall-clock limit (`PdfLimits`), so a layout bomb (a huge table, deep nesting, giant sizes)
    ends in a plain-words ResearchError while the calling process (the dashboard, the CLI)
    stays up. The child imports only what rendering needs.
-Our own stylesheet is added after sanitising and contains no url().
+Our own stylesheet is added after sanitising and contains no url(). A citation of the person's
+own document links to its Sources entry, which quotes the passage (doc_passages.py).
 """
 
 from __future__ import annotations
