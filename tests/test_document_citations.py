@@ -23,7 +23,6 @@ import pytest
 import rispy
 from bibtexparser.middlewares import LatexDecodingMiddleware
 
-from research.core.config import build_config
 from research.core.records import Query, Source, Subtopic, Verdict
 from research.documents.passages import OCR_SECTION, cited_title
 from research.export.doc_passages import name_and_place
@@ -35,7 +34,7 @@ from storage.conversations import add_turn
 from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import CHROMIUM, wait_idle
 from tests.browser_pages import MARK, PHONE, VIEWPORT, assert_clean, audit, main, shot, sync_api, watched_page
-from tests.dashboard_fixtures import dash_env_fixture, open_run_page  # noqa: F401 - fixture
+from tests.dashboard_fixtures import dash_env_fixture, open_run_page, running_run  # noqa: F401
 
 DOC_TITLE = "Heat Pump Field Report"
 PASSAGE = (f"In the {MARK} field trial the heat pumps paid back within seven years "
@@ -57,11 +56,11 @@ Heat pumps are spreading fast [1]. In the field trial they paid back within seve
     for i in range(1, 13)) + "\n"
 
 
-def seed_run(store: Store, question: str = "Do heat pumps pay back?") -> str:
-    """A completed run whose report cites a web page [1] and a passage of one's own PDF [2]."""
-    config = build_config(env={}, preset="quick")
-    run_id = store.create_run(question, config.model_dump(mode="json"))
-    store.set_run_status(run_id, "running")
+def seed_run(store: Store, question: str = "Do heat pumps pay back?", *,
+             finish: bool = True) -> str:
+    """A completed run whose report cites a web page [1] and a passage of one's own PDF [2]
+    (`finish=False`: a run still working, with that report as its draft so far)."""
+    run_id = running_run(store, question)
     store.save_plan(run_id, [Subtopic("t1", "Payback", description="How fast they pay back.",
                                       questions=("How long is the payback?",))])
     web = "https://news.example/heat-pumps"
@@ -83,6 +82,8 @@ def seed_run(store: Store, question: str = "Do heat pumps pay back?") -> str:
     store.complete_research_step(run_id, "research:t1", sources=sources,
                                  queries=[Query("t1", "payback", "documents", 2)])
     store.save_draft(run_id, 1, "draft", DRAFT, {1: "s0001", 2: "s0002"}, 30)
+    if not finish:
+        return run_id
     store.save_report(run_id, "(the Markdown export)",
                       meta={"draft_version": 1, "cited_sources": 2})
     store.set_citations(run_id, {"s0001": ["Executive summary"], "s0002": ["Executive summary"]})
@@ -151,6 +152,16 @@ def test_an_answer_citing_a_passage_the_report_does_not_cite_shows_it_too(
     markdown = export_run(dash_env, run_id, "md").decode()  # the appendix's [3] quotes it too
     assert re.search(r'^3\. <a id="source-3"></a>.*p\. 4\n +> .*150 euros a year', markdown,
                      re.MULTILINE), markdown
+
+
+def test_a_draft_in_progress_links_its_document_citation_to_the_passage(dash_env: Store) -> None:
+    run_id = seed_run(dash_env, finish=False)
+    at = open_run_page(run_id, "Report")
+    assert not at.exception
+    texts = [m.value for m in at.markdown]
+    assert any("seven years [[2]](#source-2)" in t for t in texts)
+    assert sum('id="source-2"' in h.proto.body for h in at.get("html")) == 1
+    assert any(MARK in t and "**\\[2\\] Heat Pump Field Report**" in t for t in texts)
 
 
 # -- the exports ----------------------------------------------------------------------------
