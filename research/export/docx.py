@@ -3,9 +3,9 @@
 The body is parsed with markdown-it (the same parser the PDF uses), so Word shows what the
 Markdown and PDF show. Each citation [n] is an internal link to a bookmark on its Sources
 entry; links to gathered pages stay clickable, and a passage of the person's own documents
-is quoted under its entry (research.export.doc_passages). Nothing is ever fetched: images become their
-alt text. Text from the web and from models is only ever placed as text (python-docx escapes
-it for XML); characters XML cannot hold are dropped rather than failing the export.
+is quoted under its entry (doc_passages.py). Nothing is ever fetched: images become their alt
+text. Text from the web and from models is only ever placed as text (python-docx escapes it
+for XML); characters XML cannot hold are dropped rather than failing the export.
 """
 
 from __future__ import annotations
