@@ -71,6 +71,7 @@ CASES = {
 
 _QUERY_LINE = re.compile(r"Earlier queries: (.*)")
 _QUERY_COUNT = re.compile(r"Write exactly (\d+) search queries")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _SUBTOPIC = re.compile(r"<subtopic>(.*?)</subtopic>", re.DOTALL)
 
 
@@ -128,6 +129,7 @@ def observed(store: Store, run_id: str, config: ResearchConfig) -> Behaviour:
                          else Behaviour().lookup_searches),
         approved_at=approved,
         revised_share=sum(revised) / len(revised) if revised else Behaviour().revised_share,
+        changed_share=_changed(drafts, revised),
         report_fill=words / config.words_limit(),
         words_per_claim=words / len(verdicts) if verdicts else Behaviour().words_per_claim,
         challenged_share=(sum(1 for v in verdicts if v.critic_verdict) / len(verdicts)
@@ -138,6 +140,18 @@ def observed(store: Store, run_id: str, config: ResearchConfig) -> Behaviour:
     return replace(decided, results_share=chosen / full if full else 1.0,
                    read_share=read / chosen if chosen else 1.0,
                    relevant_share=kept / read if read else 1.0)
+
+
+def _changed(drafts: Sequence[Any], revised: Sequence[float]) -> float:
+    """Of the statements in the parts revisions rewrote, the share that are new: sentences of
+    each revision not in the draft before it, over the sentences its rewritten parts hold."""
+    shares = []
+    for before, after, share in zip(drafts, drafts[1:], revised, strict=False):
+        old = set(_SENTENCE.split(before.text))
+        new = _SENTENCE.split(after.text)
+        if new and share:
+            shares.append(min(1.0, sum(1 for x in new if x not in old) / (len(new) * share)))
+    return sum(shares) / len(shares) if shares else Behaviour().changed_share
 
 
 @dataclass(frozen=True)

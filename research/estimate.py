@@ -88,6 +88,7 @@ class Behaviour:
     lookup_searches: float = 2    # searches of a quick lookup (1-3, the lead says)
     approved_at: int | None = 2   # the review cycle the reviewer approves at (None: never)
     revised_share: float = 0.5    # share of the report's parts a revision rewrites
+    changed_share: float = 0.6    # of a rewritten part's statements, the share that are new
     report_fill: float = 0.9      # words written, as a share of the report's length cap
     words_per_claim: float = 18   # words of report per statement verification checks
     challenged_share: float = 0.3  # claims the critic challenges (key findings, summary, contested)
@@ -96,10 +97,10 @@ class Behaviour:
 TYPICAL = Behaviour()
 LEAST = Behaviour(results_share=0.8, read_share=0.7, relevant_share=0.4, page_chars=3_000,
                   findings_per_source=1.5, follow_ups=1, lookups=0, new_subtopics=0, approved_at=1, revised_share=0.3,
-                  report_fill=0.7, words_per_claim=25, challenged_share=0.2)
+                  changed_share=0.3,                   report_fill=0.7, words_per_claim=25, challenged_share=0.2)
 MOST = Behaviour(results_share=1.0, read_share=0.95, relevant_share=0.8, page_chars=12_000,
                  findings_per_source=4, follow_ups=5, lookups=6, new_subtopics=1.0, approved_at=None, revised_share=0.8,
-                 report_fill=1.1, words_per_claim=14, challenged_share=0.4)
+                 changed_share=0.9,                  report_fill=1.1, words_per_claim=14, challenged_share=0.4)
 
 # Seconds: typical latencies of one call of each kind.
 MODEL_CALL_S = 8.0
@@ -185,19 +186,19 @@ def units_by_round(config: ResearchConfig, b: Behaviour) -> list[tuple[list[Unit
     limit = config.rounds_limit()
     rounds: list[tuple[list[Unit], int]] = []
     for round_no in range(1, limit + 1):
-        questions = min(MAX_QUESTIONS, round(len(subtopics) * b.follow_ups))
+        questions = min(MAX_QUESTIONS, math.floor(len(subtopics) * b.follow_ups + 0.5))
         triaged = int(limit > 1 and questions > 0)
         rounds.append((subtopics + lookups, triaged))
         if not triaged:
             break
-        answered = min(questions, round(b.lookups))
+        answered = min(questions, math.floor(b.lookups + 0.5))
         if config.schedule == "breadth_depth":  # breadth and searches halve at each level
             allowed = max(1, math.ceil(config.breadth / 2 ** (round_no - 1)))
             searches = max(1, math.ceil(config.searches_per_subtopic / 2 ** round_no))
         else:
             allowed = max(1, config.subtopic_count // 2)
         added = (0 if round_no == limit
-                 else min(questions - answered, round(allowed * b.new_subtopics)))
+                 else min(questions - answered, math.floor(allowed * b.new_subtopics + 0.5)))
         lookup = Unit(max(1, min(3, round(b.lookup_searches))), LOOKUP_SOURCES, False, True)
         subtopics = [Unit(searches, sources, config.search_other_side)] * added
         lookups = [lookup] * answered
@@ -326,7 +327,7 @@ def _verify_calls(config: ResearchConfig, b: Behaviour, report_tokens: float,
     reviews = config.review_cycles if b.approved_at is None else min(config.review_cycles,
                                                                       b.approved_at)
     revisions = reviews - int(b.approved_at is not None and b.approved_at <= config.review_cycles)
-    checks = [claims] + [claims * b.revised_share] * revisions
+    checks = [claims] + [claims * b.revised_share * b.changed_share] * revisions
     slots = model_requests(config)
     # Each claim comes with the passage of each source it cites nearest to it; claims citing the
     # same source share a batch and its passages are sent once (judge.merged_excerpts).
@@ -354,8 +355,14 @@ def _seconds(config: ResearchConfig, rounds: list[tuple[list[Unit], int]],
     """The run's time: rounds of units at MAX_PARALLEL_WORKERS at once, a unit's two waves of
     query call, searches and pages, then scoring and findings; the writing (sections at once),
     each review and revision, and verification."""
-    per_unit = 2 * (MODEL_CALL_S + SEARCH_S) + FETCH_S * 2 + MODEL_CALL_S * 2
-    research = sum(math.ceil(len(units) / max(1, config.max_parallel_workers)) * per_unit
+    def per_unit(unit: Unit) -> float:  # its waves, its pages four at a time, its scoring
+        pages = 2 * unit.cap
+        return ((2 if unit.searches > 1 else 1) * (MODEL_CALL_S + SEARCH_S)
+                + FETCH_S * math.ceil(pages / 4)
+                + math.ceil(pages / SCORE_BATCH) / 4 * MODEL_CALL_S + MODEL_CALL_S * 2)
+
+    research = sum(math.ceil(len(units) / max(1, config.max_parallel_workers))
+                   * max((per_unit(u) for u in units), default=0.0)
                    + MODEL_CALL_S * triaged for units, triaged in rounds)
     shape = config.shape()
     parts = (config.subtopic_count if shape.subtopics else 0) + len(shape.parts) + 1
@@ -434,6 +441,34 @@ def describe_duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60} min"
 
 
+def span(low: str, high: str) -> str:
+    """'2–4 min' from '2 min' and '4 min'; one figure when both ends say the same."""
+    if low == high:
+        return low
+    head, _, unit = low.partition(" ")
+    if unit and high.endswith(" " + unit) and " " not in high[:-len(unit) - 1]:
+        return f"{head}–{high}"
+    return f"{low}–{high}"
+
+
+def time_range(guess: Estimate, paced_by: Pace | None = None) -> str:
+    """'6–14 min' (the paced time alone when the account's limits set it)."""
+    if paced_by is not None and paced_by.slowed:
+        return describe_duration(paced_by.seconds)
+    low, high = guess.seconds_range
+    if not high:
+        return describe_duration(guess.seconds)
+    return span(describe_duration(low), describe_duration(high))
+
+
+def cost_range(guess: Estimate) -> str:
+    """'$0.10–0.59' (or one figure when the range is not worked out or is one cent wide)."""
+    low, high = guess.cost_range
+    if not high or f"{low:.2f}" == f"{high:.2f}":
+        return f"${guess.cost_usd:.2f}"
+    return f"${low:.2f}–{high:.2f}"
+
+
 # --- the time under the account's limits (issue 31) ------------------------------------------
 
 @dataclass(frozen=True)
@@ -476,12 +511,16 @@ def account_pace(guess: Estimate, config: ResearchConfig, credentials: Credentia
 
 
 def estimate_line(guess: Estimate, paced_by: Pace | None) -> str:
-    """The estimate in one line for the terminal: time, cost, calls and tokens, and the
-    account's pace when it is known."""
+    """The estimate in one line for the terminal: time and cost (with their range), calls and
+    tokens, and the account's pace when it is known."""
     seconds = paced_by.seconds if paced_by is not None else guess.seconds
-    line = (f"Estimate: about {spoken_duration(seconds)}, ~${guess.cost_usd:.2f} "
-            f"({guess.model_calls:,} model calls, ~{guess.input_tokens + guess.output_tokens:,} "
-            "tokens; rough figures from typical sizes).")
+    low, high = guess.calls_range
+    calls = (f"{guess.model_calls:,} model calls, {low:,}–{high:,} as models decide"
+             if high else f"{guess.model_calls:,} model calls")
+    line = (f"Estimate: about {spoken_duration(seconds)} ({time_range(guess, paced_by)}), "
+            f"~${guess.cost_usd:.2f} ({cost_range(guess)}) ({calls}; "
+            f"~{guess.input_tokens + guess.output_tokens:,} tokens; rough figures from typical "
+            "sizes).")
     return f"{line} {paced_by.text}" if paced_by is not None else line
 
 
