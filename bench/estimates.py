@@ -278,5 +278,30 @@ def main(argv: Sequence[str] | None = None, say: Callable[[str], None] = print) 
     return 0
 
 
+def bench_estimates(row: Callable[..., Any], say: Callable[[str], None]) -> list[Any]:
+    """The `estimates` section of `python -m bench.benchmark`: every case, a row per case
+    with the figures outside the tolerance."""
+    from tests.standin import StandinServer
+
+    standin = StandinServer().start()
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="drs-estimates-") as tmp:
+            for name, case in CASES.items():
+                measured = run_case(name, case, standin, Path(tmp))
+                for line in table([measured]):
+                    say(line)
+                misses = [f for f in FIGURES if not within(
+                    getattr(measured.at_behaviour, f), measured.actual[f], ESTIMATE_TOLERANCE[f])]
+                rows.append(row("estimates", f"{name}: model calls estimated / made",
+                                f"{measured.at_behaviour.model_calls} / "
+                                f"{measured.actual['model_calls']}",
+                                "every figure within its tolerance",
+                                "ok" if not misses else "off: " + ", ".join(misses)))
+    finally:
+        standin.stop()
+    return rows
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -283,7 +283,9 @@ def _lead_calls(config: ResearchConfig, b: Behaviour, rounds: list[tuple[list[Un
             ("lead", "ClarifyingQuestions", 1, 200, 60),
             ("lead", "ResearchPlan", 1, 300, 120 * planned),
             ("lead", "RoundAssessment", triages, triage_in, 40 * planned + 40 * MAX_QUESTIONS),
-            ("lead", "GoalCheck", len(rounds) if config.done_when.strip() else 0,
+            # "Done when": checked once a round, before its triage (not after the lookups).
+            ("lead", "GoalCheck", sum(1 for units, _ in rounds if not all(u.lookup for u in units))
+             if config.done_when.strip() else 0,
              600 + kept * 60, 150)]
 
 
