@@ -39,6 +39,7 @@ that asks the process's pacers for them); with none known it says nothing about 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -222,22 +223,23 @@ def _figures(config: ResearchConfig, prices: PriceTable, b: Behaviour) -> Estima
     paced_searches = 0.0
     pages = 0.0
     kept_total = read_total = 0.0
-    for unit in units:
+    for unit, n in Counter(units).items():  # a round's units are alike: each kind once
         queries = unit.searches + int(unit.other_side)
-        searches += queries * len(providers)
-        paced_searches += queries * len(paced)
+        searches += n * queries * len(providers)
+        paced_searches += n * queries * len(paced)
         # A unit reads at most twice its cap of pages, of what its searches found.
         found = sum(queries * (min(per_query, 3) if p in ("arxiv", "semanticscholar") else per_query)
                     for p in providers)
         chosen = min(2 * unit.cap, found) * b.results_share
         if fetched_kinds:
-            pages += chosen
+            pages += n * chosen
         read = chosen * b.read_share
-        read_total += read
+        read_total += n * read
         kept = min(unit.cap, read * b.relevant_share)
-        kept_total += kept
-        calls += [("worker", "SearchQueries", 2 if unit.searches > 1 else 1, 400, 100),
-                  *_unit_calls(config, b, read, kept)]
+        kept_total += n * kept
+        calls += [(role, task, n * count, inp, out) for role, task, count, inp, out in
+                  [("worker", "SearchQueries", 2 if unit.searches > 1 else 1, 400, 100),
+                   *_unit_calls(config, b, read, kept)]]
     lead_calls = _lead_calls(config, b, rounds, kept_total)
     writing, report_tokens = _writing_calls(config, b, rounds, kept_total)
     calls = lead_calls + calls + writing + _verify_calls(config, b, report_tokens, kept_total)
@@ -334,7 +336,12 @@ def _verify_calls(config: ResearchConfig, b: Behaviour, report_tokens: float,
     # Each claim comes with the passage of each source it cites nearest to it; claims citing the
     # same source share a batch and its passages are sent once (judge.merged_excerpts).
     excerpt = min(PASSAGE_CHARS, b.page_chars / 2) / CHARS_PER_TOKEN
-    claim_in = 35 + min(MAX_SOURCES_PER_CLAIM, CITED_PER_CLAIM) * excerpt * SHARED_EXCERPTS
+    cited = min(MAX_SOURCES_PER_CLAIM, CITED_PER_CLAIM)
+
+    def batch_in(claims: int, extra: int) -> float:  # a batch's claims and its sources' passages
+        passages = min(claims * cited * SHARED_EXCERPTS, max(1.0, sources))
+        return claims * (35 + extra) + passages * excerpt
+
     out: list[Calls] = []
     for n in checks:
         if n < 1:
@@ -344,10 +351,10 @@ def _verify_calls(config: ResearchConfig, b: Behaviour, report_tokens: float,
         challenged = n * b.challenged_share
         critic_batch = max(CRITIC_BATCH_MIN, min(BATCH_CLAIMS, math.ceil(challenged / slots)))
         qualified = n * QUALIFIED_SHARE
-        out += [("verifier", "ClaimVerdicts", passes, batch * claim_in + 300, batch * 70),
-                ("auditor", "AuditVerdicts", passes, batch * claim_in + 300, batch * 70),
+        out += [("verifier", "ClaimVerdicts", passes, batch_in(batch, 0) + 200, batch * 70),
+                ("auditor", "AuditVerdicts", passes, batch_in(batch, 0) + 200, batch * 70),
                 ("critic", "CriticVerdicts", math.ceil(challenged / critic_batch),
-                 critic_batch * (claim_in + 80) + 350, critic_batch * 40),
+                 batch_in(critic_batch, 80) + 250, critic_batch * 40),
                 ("writer", "ClaimRewrites", 1, 250 + qualified * 60, 20 + qualified * 40)]
     return out
 
