@@ -212,7 +212,7 @@ def units_by_round(config: ResearchConfig, b: Behaviour) -> list[tuple[list[Unit
 
 def _figures(config: ResearchConfig, prices: PriceTable, b: Behaviour) -> Estimate:
     providers = config.active_search_providers()
-    paced = [p for p in providers if p in INTERVALS]
+    paced = [p for p in providers if p in INTERVALS] if config.search_pace else []
     fetched_kinds = [p for p in providers if p != "documents" and not p.startswith("mcp:")]
     rounds = units_by_round(config, b)
     units = [u for round_units, _ in rounds for u in round_units]
@@ -248,7 +248,7 @@ def _figures(config: ResearchConfig, prices: PriceTable, b: Behaviour) -> Estima
     # unit does not wait for them, and withdraws what had no turn (research.search.pacing).
     if paced_searches:
         research_s = seconds * 0.6
-        allowed = sum(research_s / INTERVALS[p] for p in paced)
+        allowed = sum(research_s / (INTERVALS[p] * config.search_pace) for p in paced)
         searches -= max(0.0, paced_searches - allowed)
     return replace(_totals(config, prices, calls, searches=searches, pages=pages, seconds=seconds),
                    pages_read=round(read_total), sources_kept=round(kept_total))
