@@ -25,6 +25,7 @@ real reasoning model's hidden tokens are in neither figure.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 import tempfile
@@ -107,7 +108,7 @@ def observed(store: Store, run_id: str, config: ResearchConfig) -> Behaviour:
     triages = [s for s in steps if s.kind == "triage" and s.result.get("decisions")]
     lookups = sum(1 for s in units if s.kind == "followup")
     added = sum(int(s.result.get("new_subtopics") or 0) for s in triages)
-    allowed = sum(max(1, config.subtopic_count // 2) for s in triages
+    allowed = sum(_allowed(config, int(s.result.get("round", 0))) for s in triages
                   if int(s.result.get("round", 0)) < config.rounds_limit())
     reviews = sorted((s for s in steps if s.kind == "review"), key=lambda s: s.key)
     approved = next((i for i, s in enumerate(reviews, 1) if s.result.get("approved")), None)
@@ -140,6 +141,13 @@ def observed(store: Store, run_id: str, config: ResearchConfig) -> Behaviour:
     return replace(decided, results_share=chosen / full if full else 1.0,
                    read_share=read / chosen if chosen else 1.0,
                    relevant_share=kept / read if read else 1.0)
+
+
+def _allowed(config: ResearchConfig, round_no: int) -> int:
+    """New subtopics a round may add (research.phases.decide.rounds)."""
+    if config.schedule == "breadth_depth":
+        return max(1, math.ceil(config.breadth / 2 ** (round_no - 1)))
+    return max(1, config.subtopic_count // 2)
 
 
 def _changed(drafts: Sequence[Any], revised: Sequence[float]) -> float:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -164,7 +163,7 @@ def test_review_cycles_and_rounds_add_their_calls() -> None:
     assert estimate(rounds).searches > estimate(base).searches
 
 
-def test_the_cli_line_says_a_range(tmp_path: Path) -> None:
+def test_the_cli_line_says_a_range() -> None:
     from research.estimate import estimate_line
 
     line = estimate_line(estimate(build_config(env={}, preset="standard")), None)
