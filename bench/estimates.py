@@ -89,7 +89,8 @@ def new_queries(system: str, user: str, schema: dict | None) -> str | None:
     return json.dumps({"queries": [f"{subtopic} angle {asked + i + 1}" for i in range(count)]})
 
 
-def observed(store: Store, run_id: str, config: ResearchConfig) -> Behaviour:
+def observed(store: Store, run_id: str, config: ResearchConfig,
+             standin_log: Sequence[dict[str, Any]] | None = None) -> Behaviour:
     """What this run's models and pages decided, read from its record, as a Behaviour: put into
     the estimate, the figures that remain to check are the pipeline's own structure."""
     steps = store.get_steps(run_id)
@@ -120,6 +121,7 @@ def observed(store: Store, run_id: str, config: ResearchConfig) -> Behaviour:
     lookup_searches = [len({q.query for q in store.get_queries(run_id)
                             if q.step_key == s.key}) for s in units if s.kind == "followup"]
     decided = Behaviour(
+        asked_again=_asked_again(standin_log) if standin_log is not None else 0.0,
         page_chars=round(sum(len(s.text or "") for s in sources) / len(sources)) if sources else 1,
         findings_per_source=(sum(1 for f in findings if f.kind == "finding") / kept if kept
                              else Behaviour().findings_per_source),
@@ -141,6 +143,15 @@ def observed(store: Store, run_id: str, config: ResearchConfig) -> Behaviour:
     return replace(decided, results_share=chosen / full if full else 1.0,
                    read_share=read / chosen if chosen else 1.0,
                    relevant_share=kept / read if read else 1.0)
+
+
+def _asked_again(log: Sequence[dict[str, Any]]) -> float:
+    """The share of model requests that asked again: a request carrying the model's own
+    earlier answer (a repair, a request for the missing items)."""
+    asked = [entry.get("json") or {} for entry in log if entry["api"] in ("openai", "gemini")]
+    again = sum(1 for body in asked if any(m.get("role") in ("assistant", "model")
+                                           for m in body.get("messages") or body.get("contents") or []))
+    return again / max(1, len(asked) - again)
 
 
 def _allowed(config: ResearchConfig, round_no: int) -> int:
@@ -211,7 +222,7 @@ def run_case(name: str, case: Case, standin: Any, tmp: Path, *, fakes: bool = Fa
               + sum(1 for q in store.get_queries(run_id) if q.provider == "documents")
               + int(config.uses_documents()),
               "pages_fetched": standin.count("pages")}
-    behaviour = observed(store, run_id, config)
+    behaviour = observed(store, run_id, config, standin.requests)
     measured = Measured(name, config, run.status if run else "missing", actual, estimate(config),
                         estimate(config, behaviour=behaviour), behaviour, seconds)
     if fakes:

@@ -20,9 +20,10 @@ It follows the pipeline (research/phases):
 
 What the models and the web decide (how many pages have readable text and are relevant, how
 long a page is, how many follow-ups the lead pursues, when the reviewer approves, how long the
-report is and how many statements it makes) is a `Behaviour`: TYPICAL gives the figures, and
-LEAST and MOST the ends of the range shown beside them. Token sizes follow each prompt's parts
-(its instructions, the page text it carries, the answer it asks for).
+report is and how many statements it makes, how often an answer must be asked for again) is
+a `Behaviour`: TYPICAL gives the figures, and LEAST and MOST the ends of the range shown beside
+them. Token sizes follow each prompt's parts (its instructions, the page text it carries, the
+answer it asks for).
 """
 
 from __future__ import annotations
@@ -79,15 +80,20 @@ class Behaviour:
     report_fill: float = 0.9      # words written, as a share of the report's length cap
     words_per_claim: float = 18   # words of report per statement verification checks
     challenged_share: float = 0.3  # claims the critic challenges (key findings, summary, contested)
+    # Calls asked again: an unreadable answer repaired once (research.llm.repair), fewer items
+    # than asked asked for once more, a part over its length shortened.
+    asked_again: float = 0.05
 
 
 TYPICAL = Behaviour()
 LEAST = Behaviour(results_share=0.8, read_share=0.7, relevant_share=0.4, page_chars=3_000,
-                  findings_per_source=1.5, follow_ups=1, lookups=0, new_subtopics=0, approved_at=1, revised_share=0.3,
-                  changed_share=0.3,                   report_fill=0.7, words_per_claim=25, challenged_share=0.2)
+                  findings_per_source=1.5, follow_ups=1, lookups=0, new_subtopics=0,
+                  approved_at=1, revised_share=0.3, changed_share=0.3, report_fill=0.7,
+                  words_per_claim=25, challenged_share=0.2, asked_again=0.0)
 MOST = Behaviour(results_share=1.0, read_share=0.95, relevant_share=0.8, page_chars=12_000,
-                 findings_per_source=4, follow_ups=5, lookups=6, new_subtopics=1.0, approved_at=None, revised_share=0.8,
-                 changed_share=0.9,                  report_fill=1.1, words_per_claim=14, challenged_share=0.4)
+                 findings_per_source=4, follow_ups=5, lookups=6, new_subtopics=1.0,
+                 approved_at=None, revised_share=0.8, changed_share=0.9, report_fill=1.1,
+                 words_per_claim=14, challenged_share=0.4, asked_again=0.2)
 
 # Seconds: typical latencies of one call of each kind.
 MODEL_CALL_S = 8.0
@@ -221,6 +227,8 @@ def figures(config: ResearchConfig, prices: PriceTable, b: Behaviour) -> Estimat
         research_s = seconds * 0.6
         allowed = sum(research_s / (INTERVALS[p] * config.search_pace) for p in paced)
         searches -= max(0.0, paced_searches - allowed)
+    calls = [(role, task, count * (1 + b.asked_again), inp, out)
+             for role, task, count, inp, out in calls]
     return replace(_totals(config, prices, calls, searches=searches, pages=pages, seconds=seconds),
                    pages_read=round(read_total), sources_kept=round(kept_total))
 

@@ -76,7 +76,7 @@ def measured(standin: StandinServer, tmp_path_factory: pytest.TempPathFactory,
                   "output_tokens": usage.output_tokens, "cost_usd": usage.cost_usd,
                   "searches": sum(standin.count(a) for a in ("tavily", "arxiv", "semanticscholar")),
                   "pages_fetched": standin.count("pages")}
-        behaviour = observed(store, run_id, config)
+        behaviour = observed(store, run_id, config, standin.requests)
         done[name] = (Measured(name, config, run.status, actual, estimate(config),
                                estimate(config, behaviour=behaviour), behaviour, 0.0),
                       _tasks(standin))
