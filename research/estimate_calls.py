@@ -188,6 +188,8 @@ def units_by_round(config: ResearchConfig, b: Behaviour) -> list[tuple[list[Unit
 
 
 def figures(config: ResearchConfig, prices: PriceTable, b: Behaviour) -> Estimate:
+    """The run's searches, pages, calls, tokens, cost and time under behaviour `b` (without the
+    range: research.estimate.estimate adds it)."""
     providers = config.active_search_providers()
     paced = [p for p in providers if p in INTERVALS] if config.search_pace else []
     fetched_kinds = [p for p in providers if p != "documents" and not p.startswith("mcp:")]
