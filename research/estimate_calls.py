@@ -32,7 +32,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from research.core.config import ROLES, ResearchConfig
+from research.core.config import ACADEMIC_PROVIDERS, DOCUMENTS, ROLES, ResearchConfig, is_mcp
 from research.core.executor import model_requests
 from research.llm.pricing import PriceTable
 from research.phases.decide.rounds import LOOKUP_SOURCES, MAX_QUESTIONS
@@ -192,7 +192,8 @@ def figures(config: ResearchConfig, prices: PriceTable, b: Behaviour) -> Estimat
     range: research.estimate.estimate adds it)."""
     providers = config.active_search_providers()
     paced = [p for p in providers if p in INTERVALS] if config.search_pace else []
-    fetched_kinds = [p for p in providers if p != "documents" and not p.startswith("mcp:")]
+    # Pages of the web are fetched; passages of documents and MCP answers come with their text.
+    fetched = {p for p in providers if p != DOCUMENTS and not is_mcp(p)}
     rounds = units_by_round(config, b)
     units = [u for round_units, _ in rounds for u in round_units]
     per_query = max(3, math.ceil(config.sources_per_subtopic * 2 / max(1, config.searches_per_subtopic)))
@@ -207,11 +208,10 @@ def figures(config: ResearchConfig, prices: PriceTable, b: Behaviour) -> Estimat
         searches += n * queries * len(providers)
         paced_searches += n * queries * len(paced)
         # A unit reads at most twice its cap of pages, of what its searches found.
-        found = sum(queries * (min(per_query, 3) if p in ("arxiv", "semanticscholar") else per_query)
-                    for p in providers)
-        chosen = min(2 * unit.cap, found) * b.results_share
-        if fetched_kinds:
-            pages += n * chosen
+        found = {p: queries * (min(per_query, 3) if p in ACADEMIC_PROVIDERS else per_query)
+                 for p in providers}
+        chosen = min(2 * unit.cap, sum(found.values())) * b.results_share
+        pages += n * chosen * sum(found[p] for p in fetched) / max(1, sum(found.values()))
         read = chosen * b.read_share
         read_total += n * read
         kept = min(unit.cap, read * b.relevant_share)
