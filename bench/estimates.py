@@ -55,7 +55,7 @@ class Case:
     """One run: a preset and the settings that change what it does."""
     preset: str
     settings: dict[str, Any]
-    documents: bool = False  # documents only: the person's files, no web
+    mix: str = "web"  # "documents": the person's files only; "both": the web and the files
 
 
 CASES = {
@@ -67,7 +67,8 @@ CASES = {
     "quick+plan review": Case("quick", {"review_plan": True}),
     "standard+done when": Case("standard", {"done_when": "the yearly sales figures are known"}),
     "quick+French": Case("quick", {"report_language": "French"}),
-    "quick documents": Case("quick", {}, documents=True),
+    "quick documents": Case("quick", {}, mix="documents"),
+    "quick web+documents": Case("quick", {}, mix="both"),
 }
 
 _QUERY_LINE = re.compile(r"Earlier queries: (.*)")
@@ -194,12 +195,12 @@ def run_case(name: str, case: Case, standin: Any, tmp: Path, *, fakes: bool = Fa
     credentials = Credentials.from_env(env)
     store = Store(tmp / f"{re.sub(r'[^a-z]+', '-', name)}.db", secrets=credentials.secrets())
     config = build_config(env=env, preset=case.preset, fetch_timeout_s=5, **case.settings)
-    if case.documents:
+    if case.mix != "web":
         from tests.document_files import docx_bytes, pdf_bytes
 
         ingest(store, "field-report.pdf", pdf_bytes(), collection="Heat")
         ingest(store, "market-notes.docx", docx_bytes(), collection="Heat")
-        config = with_sources(config, "documents", collection="Heat")
+        config = with_sources(config, case.mix, collection="Heat")  # type: ignore[arg-type]
     standin.set_answer_words(config.words_limit())
     standin.script = new_queries
     deps: dict[str, Any] = {}

@@ -211,7 +211,8 @@ def figures(config: ResearchConfig, prices: PriceTable, b: Behaviour) -> Estimat
         found = {p: queries * (min(per_query, 3) if p in ACADEMIC_PROVIDERS else per_query)
                  for p in providers}
         chosen = min(2 * unit.cap, sum(found.values())) * b.results_share
-        pages += n * chosen * sum(found[p] for p in fetched) / max(1, sum(found.values()))
+        # A person's library gives a few passages a query: the web's pages fill the rest.
+        pages += n * min(chosen, sum(found[p] for p in fetched) * b.results_share)
         read = chosen * b.read_share
         read_total += n * read
         kept = min(unit.cap, read * b.relevant_share)
