@@ -23,6 +23,7 @@ from research import Credentials, build_config, run_research
 from research.estimate import ESTIMATE_TOLERANCE, LEAST, MOST, TYPICAL, estimate
 from research.llm.pacing import forget_pacers
 from storage import Store
+from tests.dashboard_fixtures import dash_env_fixture  # noqa: F401 - fixture
 from tests.fakes import Fakes
 from tests.standin import StandinServer
 from tests.store_files import migrated_copy
@@ -168,3 +169,22 @@ def test_the_cli_line_says_a_range() -> None:
 
     line = estimate_line(estimate(build_config(env={}, preset="standard")), None)
     assert line.startswith("Estimate: about ") and "\u2013" in line and "model calls" in line
+
+
+def test_the_new_research_form_says_the_time_and_cost_as_ranges(
+        dash_env: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Standard's time and cost depend on what the models decide: the form says both as a
+    range, the same as the estimate's, and the pages it will read (not a fetch count)."""
+    from streamlit.testing.v1 import AppTest
+
+    from research.estimate import cost_range, time_range
+    from tests.dashboard_fixtures import APP
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # the estimate needs a model
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    at.selectbox(key="preset").select("standard").run()
+    shown = {m.label: m.value for m in at.metric}
+    guess = estimate(build_config(env={}, preset="standard", search_providers=("web",)))
+    assert shown["Time"] == f"~{time_range(guess)}" and "\u2013" in shown["Time"]
+    assert shown["Cost"].replace("\\$", "$") == f"~{cost_range(guess)}" and "\u2013" in shown["Cost"]
+    assert any(f"About {guess.pages_read} pages read" in c.value for c in at.caption)
