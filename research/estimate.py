@@ -156,12 +156,15 @@ def estimate_line(guess: Estimate, paced_by: Pace | None) -> str:
     tokens, and the account's pace when it is known."""
     seconds = paced_by.seconds if paced_by is not None else guess.seconds
     low, high = guess.calls_range
-    calls = (f"{guess.model_calls:,} model calls, {low:,}–{high:,} as models decide"
+    calls = (f"{guess.model_calls:,} model calls ({low:,}\u2013{high:,}, as the models decide)"
              if high else f"{guess.model_calls:,} model calls")
-    line = (f"Estimate: about {spoken_duration(seconds)} ({time_range(guess, paced_by)}), "
-            f"~${guess.cost_usd:.2f} ({cost_range(guess)}) ({calls}; "
+    times, costs = time_range(guess, paced_by), cost_range(guess)
+    line = (f"Estimate: about {spoken_duration(seconds)}"
+            + (f" ({times})" if "\u2013" in times else "")
+            + f" and ~${guess.cost_usd:.2f}" + (f" ({costs})" if "\u2013" in costs else "")
+            + f": {calls}, "
             f"~{guess.input_tokens + guess.output_tokens:,} tokens; rough figures from typical "
-            "sizes).")
+            "sizes.")
     return f"{line} {paced_by.text}" if paced_by is not None else line
 
 
