@@ -14,7 +14,7 @@ from research import validate_question
 from research.core.config import DEFAULT_MODELS, ROLES
 from research.core.constants import CONSTANTS, MAX_QUESTION_CHARS, PRESET_LABELS, PRESETS
 from research.core.errors import ConfigError
-from research.estimate import account_pace, describe_duration, estimate
+from research.estimate import account_pace, cost_range, estimate, time_range
 from research.export.method import plain_name
 from research.phases.start.preflight import check_configuration
 from research.related import similar_runs
@@ -412,10 +412,10 @@ with estimate_box:
         cols[0].metric("Web searches" if config.uses_web() else "Searches of your documents",
                        f"~{guess.searches}")
         cols[1].metric("Model calls", f"~{guess.model_calls}")
-        cols[0].metric("Time", f"~{describe_duration(paced_by.seconds if paced_by else guess.seconds)}")
-        cols[1].metric("Cost", views.dollars(f"~${guess.cost_usd:.2f}" + (
+        cols[0].metric("Time", f"~{time_range(guess, paced_by)}")
+        cols[1].metric("Cost", views.dollars(f"~{cost_range(guess)}" + (
             f" (cap ${config.max_cost_usd:.2f})" if config.max_cost_usd else "")))
-        st.caption(f"About {guess.pages_fetched} pages read and "
+        st.caption(f"About {guess.pages_read} pages read and "
                    f"{(guess.input_tokens + guess.output_tokens) / 1000:.0f}k tokens. Rough figures "
                    "from typical sizes; the real run may differ. "
                    + views.dollars(budget.cap_caption(config)))

@@ -75,8 +75,9 @@ if str(ROOT) not in sys.path:  # `python bench/benchmark.py` as well as `python 
 # spawned children must start from this benchmark instead (see `real_main`).
 _REAL_MAIN = sys.modules.get("__main__")
 APP = str(ROOT / "app.py")
-SECTIONS = ("run", "library", "poll", "engine", "latency", "models", "docs", "scale", "limits")
-LONG_SECTIONS = ("scale", "limits")  # left out unless asked for by name
+SECTIONS = ("run", "library", "poll", "engine", "latency", "models", "docs", "scale", "limits",
+            "estimates")
+LONG_SECTIONS = ("scale", "limits", "estimates")  # left out unless asked for by name
 
 
 def _db_errors() -> tuple[type[BaseException], ...]:
@@ -706,7 +707,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                     "(figures only, no pass/fail on time).")
     parser.add_argument("--only", default=",".join(s for s in SECTIONS if s not in LONG_SECTIONS),
                         help=f"comma-separated sections to run, from {', '.join(SECTIONS)} "
-                             "(default: all but scale and limits, which take 15 minutes or more)")
+                             "(default: all but scale, limits and estimates: scale and limits take 15 "
+                             "minutes or more, estimates has its own command)")
     size = parser.add_argument_group("Run page")
     size.add_argument("--sources", type=int, default=1000, help="sources in the run (default 1000)")
     size.add_argument("--events", type=int, default=5000, help="events in the run (default 5000)")
@@ -774,11 +776,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     say(f"Deep Research Studio benchmark: Python {platform.python_version()}, SQLite "
         f"{sqlite3.sqlite_version}, {os.cpu_count()} CPUs, {load()}; sections: {', '.join(args.only)}")
     from bench.docs import bench_docs  # the "docs" section lives in its own file
+    from bench.estimates import bench_estimates  # so does "estimates" (python -m bench.estimates)
     from bench.models import bench_models  # the "models" section lives in its own file
 
     runners = {"run": bench_run_page, "library": bench_library, "poll": bench_poll,
                "engine": bench_engine, "latency": bench_latency, "models": bench_models, "docs": bench_docs,
-               "scale": bench_scale, "limits": bench_limits}
+               "scale": bench_scale, "limits": bench_limits,
+               "estimates": lambda args, tmp: bench_estimates(Row, say)}
     rows: list[Row] = []
     crashed = False
     tmp_dir = tempfile.mkdtemp(prefix="drs-bench-")

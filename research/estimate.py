@@ -1,12 +1,16 @@
-"""A rough forecast of what a run will do and cost, shown before Start.
+"""A forecast of what a run will do and cost, shown before Start (New research, the CLI, the
+MCP tools' descriptions).
 
-It mirrors the pipeline's shape (research/phases): per subtopic, two query-writing calls,
-every query on every search provider, twice as many pages fetched as sources kept, relevance
-scoring in small batches, the findings of the kept sources a few at a time with one call for
-the gaps beside them; then the lead's calls (pre-flight, clarify, plan, one triage a round),
-the draft section by section, a review and the revision of about half the sections per
-review cycle, and the verification of the report's claims (two passes and the critic). Token sizes per call type are typical values, not
-measurements, so the figures are "about" and "at most" rather than promises.
+The figures follow the pipeline's own structure, unit by unit (research/estimate_calls.py:
+per research unit, per page read and kept, per scoring batch and findings group, per round's
+new subtopics and lookups, per review and revision, per verification batch), under what the
+models and the web typically decide (`Behaviour`); the range beside them is the same structure
+under the least and the most they decide ("about 5-12 min, $0.10-0.56").
+
+Tolerance: measured on the stand-in (`python -m bench.estimates`), with the run's own
+behaviour put in, the estimate's model calls, searches and pages are within 30% of what the run
+did at every preset, and its tokens and cost within 40% (ESTIMATE_TOLERANCE); a real model's
+hidden reasoning tokens (billed as output) are not in the stand-in and not in the estimate.
 
 `pace` then says how long the run takes under what the account is known to allow (issue 31:
 tokens or requests a minute, requests a day, a local server's answers at once and speed), and
@@ -16,193 +20,42 @@ that asks the process's pacers for them); with none known it says nothing about 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from research.core.config import Credentials, ResearchConfig
+from research.estimate_calls import (
+    ESTIMATE_TOLERANCE,
+    LEAST,
+    MOST,
+    TYPICAL,
+    Behaviour,
+    Estimate,
+    ModelLoad,
+    figures,
+)
 from research.llm import pacing
 from research.llm.limits import Account, AccountBooks, AccountLimits, key_hash
 from research.llm.pricing import PriceTable
-from research.phases.gather.findings import (
-    FINDINGS_CONTEXT_CHARS,
-    FINDINGS_GROUP,
-    MIN_SHARE_CHARS,
-    OPEN_QUESTIONS_CHARS,
-)
-from research.phases.gather.scoring import SCORE_BATCH, SCORE_CHARS
-from research.phases.verify.claims import PASSAGE_CHARS
-from research.phases.verify.judge import BATCH_CLAIMS, CRITIC_BATCH_MIN
-from research.phases.writing.writer import is_english
 
-TOKENS_PER_WORD = 1.4
-
-# (input tokens, output tokens) per call type, before scaling with the settings.
-QUERY_CALL = (1_200, 250)
-META_TOKENS = 50  # a page's title, date and delimiters around its text
-SCORE_CALL = (SCORE_BATCH * (SCORE_CHARS // 4 + META_TOKENS) + 450, SCORE_BATCH * 50)
-FINDINGS_PROMPT_TOKENS = 550  # a findings call's instructions, question and subtopic
-GAPS_CALL_PER_SOURCE = OPEN_QUESTIONS_CHARS // 4 + META_TOKENS  # a passage of each kept source
-# Verification: about one factual statement per WORDS_PER_CLAIM words of the report, each
-# judged by two passes with the excerpts of its sources; the critic challenges a share.
-WORDS_PER_CLAIM = 15
-CLAIM_TOKENS = 60 + int(1.5 * PASSAGE_CHARS / 4)  # a claim and its sources' excerpts
-VERIFY_CALL = (BATCH_CLAIMS * CLAIM_TOKENS + 450, BATCH_CLAIMS * 100)
-CRITIC_SHARE = 0.3
-CRITIC_CALL = (CRITIC_BATCH_MIN * (CLAIM_TOKENS + 60) + 400, CRITIC_BATCH_MIN * 40)
-PLAN_CALL = (900, 900)
-CLARIFY_CALL = (500, 150)
-TRIAGE_CALL = (3_000, 600)  # coverage of every subtopic and the round's follow-up questions
-TRANSLATE_CALL = (1_500, 1_500)
-GOAL_CALL = (6_000, 150)  # findings so far in, met or not and why out
-PREFLIGHT_CALL = (60, 10)
-REVIEW_PROMPT = 1_500
-REVIEW_OUTPUT = 1_200
-
-# Seconds: typical latencies of one call of each kind.
-MODEL_CALL_S = 8.0
-SEARCH_S = 2.5
-FETCH_S = 3.0
-OUTPUT_TOKENS_PER_S = 60.0
+__all__ = ["ESTIMATE_TOLERANCE", "LEAST", "MOST", "TYPICAL", "Behaviour", "Estimate", "ModelLoad",
+           "Pace", "account_of", "account_pace", "cost_range", "describe_duration", "estimate",
+           "estimate_line", "known_limits", "pace", "paced", "spoken_duration", "time_range"]
 
 
-@dataclass(frozen=True)
-class ModelLoad:
-    """What the run asks of one provider's model: the unit its limits are counted in."""
-    provider: str
-    model: str
-    roles: tuple[str, ...]
-    calls: int
-    input_tokens: int
-    output_tokens: int
-
-
-@dataclass(frozen=True)
-class Estimate:
-    searches: int
-    pages_fetched: int
-    model_calls: int
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-    seconds: float
-    unpriced_models: tuple[str, ...]
-    loads: tuple[ModelLoad, ...] = ()
-    role_calls: tuple[tuple[str, int], ...] = ()  # (role, model calls), in pipeline order
-
-    @property
-    def minutes(self) -> float:
-        return self.seconds / 60
-
-
-def estimate(config: ResearchConfig, prices: PriceTable | None = None) -> Estimate:
+def estimate(config: ResearchConfig, prices: PriceTable | None = None,
+             behaviour: Behaviour = TYPICAL) -> Estimate:
+    """The run's figures under `behaviour`, with the range under LEAST and MOST (when
+    `behaviour` is TYPICAL)."""
     prices = prices or PriceTable()
-    providers = max(1, len(config.active_search_providers()))
-    # Later rounds research follow-up questions: count them as half the subtopics again.
-    subtopics = config.subtopic_count * (1 + 0.5 * (config.rounds_limit() - 1))
-    # SEARCH_OTHER_SIDE adds one search for the other side of each subtopic.
-    searches_each = (config.searches_per_subtopic + int(config.search_other_side)) * providers
-    candidates = config.sources_per_subtopic * 2
-    score_calls = math.ceil(candidates / SCORE_BATCH)
-    query_calls = 2 if config.searches_per_subtopic > 1 else 1
-
-    shape = config.shape()  # a brief is short and has no section per subtopic
-    report_tokens = int(config.words_limit() * TOKENS_PER_WORD)
-    findings_calls = math.ceil(config.sources_per_subtopic / FINDINGS_GROUP)
-    # The unit's page text is shared out among its kept sources (research.phases.gather.findings).
-    share = max(MIN_SHARE_CHARS, FINDINGS_CONTEXT_CHARS // config.sources_per_subtopic)
-    findings_call = (FINDINGS_GROUP * (share // 4 + META_TOKENS) + FINDINGS_PROMPT_TOKENS,
-                     FINDINGS_GROUP * 150)
-    gaps_call = (config.sources_per_subtopic * GAPS_CALL_PER_SOURCE + 900, 300)
-    draft_call = (int(subtopics * 1_800) + 2_500, report_tokens)
-    review_call = (report_tokens + REVIEW_PROMPT, REVIEW_OUTPUT)
-
-    claims = config.words_limit() / WORDS_PER_CLAIM
-    verify_calls = math.ceil(claims / BATCH_CLAIMS)
-    critic_calls = math.ceil(claims * CRITIC_SHARE / CRITIC_BATCH_MIN)
-
-    # The draft is written section by section (research.phases.writing.write_sections): one
-    # call per subtopic, four sections across them, then the frame (title and summary); a
-    # revision rewrites the sections the review named, about half of them.
-    section_calls = (subtopics if shape.subtopics else 0) + len(shape.parts) + 1
-    section_call = (draft_call[0] // 3 + 1_500, max(400, report_tokens // int(section_calls)))
-    # The lead assesses each round's follow-ups (a single round asks it nothing), and a
-    # report in another language has the engine's own words translated.
-    triage_calls = config.rounds_limit() if config.rounds_limit() > 1 else 0
-    translate_calls = 0 if is_english(config.report_language) else 2
-
-    calls: list[tuple[str, float, tuple[int, int]]] = [
-        ("lead", 1, PREFLIGHT_CALL),
-        ("lead", 1, CLARIFY_CALL),
-        ("lead", 1, PLAN_CALL),
-        ("lead", triage_calls, TRIAGE_CALL),
-        ("lead", translate_calls, TRANSLATE_CALL),
-        ("worker", subtopics * query_calls, QUERY_CALL),
-        ("worker", subtopics * score_calls, SCORE_CALL),
-        ("worker", subtopics * findings_calls, findings_call),
-        ("worker", subtopics, gaps_call),
-        ("writer", section_calls, section_call),
-        ("reviewer", config.review_cycles, review_call),
-        ("writer", config.review_cycles * math.ceil(section_calls / 2), section_call),
-        ("verifier", verify_calls, VERIFY_CALL),
-        ("auditor", verify_calls, VERIFY_CALL),
-        ("critic", critic_calls, CRITIC_CALL),
-        # "Done when ...": the lead judges the exit case once after each round.
-        ("lead", config.rounds_limit() if config.done_when.strip() else 0, GOAL_CALL),
-    ]
-    model_calls = 0.0
-    tokens_in = tokens_out = 0.0
-    cost = 0.0
-    unpriced: set[str] = set()
-    roles: dict[tuple[str, str], list[str]] = {}      # (provider, model) -> its roles
-    per_role: dict[str, float] = {}
-    amounts: dict[tuple[str, str], list[float]] = {}  # -> calls, input, output tokens
-    for role, count, (inp, out) in calls:
-        chosen = config.role(role)
-        model = chosen.model
-        if prices.lookup(model) is None:
-            unpriced.add(model)
-        model_calls += count
-        per_role[role] = per_role.get(role, 0.0) + count
-        tokens_in += count * inp
-        tokens_out += count * out
-        cost += count * prices.cost(model, inp, out)
-        if count:
-            key = (chosen.provider, model)
-            if role not in roles.setdefault(key, []):
-                roles[key].append(role)
-            sums = amounts.setdefault(key, [0.0, 0.0, 0.0])
-            sums[0] += count
-            sums[1] += count * inp
-            sums[2] += count * out
-
-    waves = math.ceil(subtopics / max(1, config.max_parallel_workers))
-    per_subtopic_s = (
-        query_calls * (MODEL_CALL_S + SEARCH_S)
-        + FETCH_S * math.ceil(candidates / 4)  # four pages at a time
-        + score_calls / 4 * MODEL_CALL_S + MODEL_CALL_S * 2
-    )
-    writing_s = MODEL_CALL_S + report_tokens / OUTPUT_TOKENS_PER_S
-    seconds = (
-        2 * MODEL_CALL_S + waves * per_subtopic_s + writing_s
-        + config.review_cycles * (MODEL_CALL_S * 2 + writing_s)
-        + 2 * MODEL_CALL_S  # verification: the passes, then the critic
-    )
-    seconds = min(seconds, config.total_timeout_ms / 1000)
-    return Estimate(
-        searches=round(subtopics * searches_each + providers),
-        pages_fetched=round(subtopics * candidates),
-        model_calls=round(model_calls),
-        input_tokens=round(tokens_in),
-        output_tokens=round(tokens_out),
-        cost_usd=round(cost, 4),
-        seconds=round(seconds),
-        unpriced_models=tuple(sorted(unpriced)),
-        loads=tuple(ModelLoad(provider, model, tuple(roles[(provider, model)]), round(n),
-                              round(inp), round(out))
-                    for (provider, model), (n, inp, out) in amounts.items()),
-        role_calls=tuple((role, round(n)) for role, n in per_role.items()),
-    )
+    guess = figures(config, prices, behaviour)
+    if behaviour is not TYPICAL:
+        return guess
+    low, high = (figures(config, prices, b) for b in (LEAST, MOST))
+    return replace(guess, calls_range=(min(low.model_calls, guess.model_calls),
+                                       max(high.model_calls, guess.model_calls)),
+                   cost_range=(min(low.cost_usd, guess.cost_usd), max(high.cost_usd, guess.cost_usd)),
+                   seconds_range=(min(low.seconds, guess.seconds), max(high.seconds, guess.seconds)))
 
 
 def spoken_duration(seconds: float) -> str:
@@ -227,6 +80,34 @@ def describe_duration(seconds: float) -> str:
     if minutes < 60:
         return f"{minutes} min"
     return f"{minutes // 60} h {minutes % 60} min"
+
+
+def span(low: str, high: str) -> str:
+    """'2–4 min' from '2 min' and '4 min'; one figure when both ends say the same."""
+    if low == high:
+        return low
+    head, _, unit = low.partition(" ")
+    if unit and high.endswith(" " + unit) and " " not in high[:-len(unit) - 1]:
+        return f"{head}–{high}"
+    return f"{low}–{high}"
+
+
+def time_range(guess: Estimate, paced_by: Pace | None = None) -> str:
+    """'6–14 min' (the paced time alone when the account's limits set it)."""
+    if paced_by is not None and paced_by.slowed:
+        return describe_duration(paced_by.seconds)
+    low, high = guess.seconds_range
+    if not high:
+        return describe_duration(guess.seconds)
+    return span(describe_duration(low), describe_duration(high))
+
+
+def cost_range(guess: Estimate) -> str:
+    """'$0.10–0.59' (or one figure when the range is not worked out or is one cent wide)."""
+    low, high = guess.cost_range
+    if not high or f"{low:.2f}" == f"{high:.2f}":
+        return f"${guess.cost_usd:.2f}"
+    return f"${low:.2f}–{high:.2f}"
 
 
 # --- the time under the account's limits (issue 31) ------------------------------------------
@@ -271,12 +152,19 @@ def account_pace(guess: Estimate, config: ResearchConfig, credentials: Credentia
 
 
 def estimate_line(guess: Estimate, paced_by: Pace | None) -> str:
-    """The estimate in one line for the terminal: time, cost, calls and tokens, and the
-    account's pace when it is known."""
+    """The estimate in one line for the terminal: time and cost (with their range), calls and
+    tokens, and the account's pace when it is known."""
     seconds = paced_by.seconds if paced_by is not None else guess.seconds
-    line = (f"Estimate: about {spoken_duration(seconds)}, ~${guess.cost_usd:.2f} "
-            f"({guess.model_calls:,} model calls, ~{guess.input_tokens + guess.output_tokens:,} "
-            "tokens; rough figures from typical sizes).")
+    low, high = guess.calls_range
+    calls = (f"{guess.model_calls:,} model calls ({low:,}\u2013{high:,}, as the models decide)"
+             if high else f"{guess.model_calls:,} model calls")
+    times, costs = time_range(guess, paced_by), cost_range(guess)
+    line = (f"Estimate: about {spoken_duration(seconds)}"
+            + (f" ({times})" if "\u2013" in times else "")
+            + f" and ~${guess.cost_usd:.2f}" + (f" ({costs})" if "\u2013" in costs else "")
+            + f": {calls}, "
+            f"~{guess.input_tokens + guess.output_tokens:,} tokens; rough figures from typical "
+            "sizes.")
     return f"{line} {paced_by.text}" if paced_by is not None else line
 
 

@@ -152,7 +152,9 @@ def test_after_a_run_on_a_limited_key_the_next_estimate_knows_its_limits(
         standin.set_account("openai", requests_per_minute=500, tokens_per_minute=60_000)
         store, run_id = http_runs(preset="quick", SOURCES_PER_SUBTOPIC=5)
         assert store.get_run(run_id).status == "completed"  # type: ignore[union-attr]
-        config = build_config(env=http_runs.env, preset="standard")
+        # Standard with every subtopic at once: its tokens take longer at 60,000 a minute
+        # than the run would take unhindered.
+        config = build_config(env=http_runs.env, preset="standard", MAX_PARALLEL_WORKERS=8)
         found = account_pace(estimate(config), config, http_runs.credentials)
         assert found is not None and found.limit == (
             "your account's limit of 60,000 tokens a minute")
@@ -165,23 +167,3 @@ def test_after_a_run_on_a_limited_key_the_next_estimate_knows_its_limits(
         assert again is not None and again.limit == found.limit
     finally:
         pacing.forget_pacers()
-
-
-def test_the_quick_estimate_matches_what_a_quick_run_really_calls(runs: Runner) -> None:
-    """The estimate shown before Start is checked against a real Quick run on the stand-in:
-    its model calls in all and per role (the writer writes section by section, the lead also
-    clarifies) are within a factor of what the run made. A Quick run once estimated 36 calls
-    and made 143."""
-    config = runs.config(preset="quick")
-    store, run_id = runs.with_config(config)
-    run = store.get_run(run_id)
-    assert run is not None and run.status == "completed", run and run.error
-    guess = estimate_module.estimate(config)
-    made = store.usage_totals(run_id).calls
-    assert 0.75 * made <= guess.model_calls <= 1.5 * made, (guess.model_calls, made)
-    by_role: dict[str, int] = {}
-    for usage in store.get_usage(run_id):
-        by_role[usage.role] = by_role.get(usage.role, 0) + usage.calls
-    guessed = dict(guess.role_calls)
-    for role in ("lead", "worker", "writer", "verifier"):
-        assert 0.5 * by_role[role] <= guessed[role] <= 2 * by_role[role], (role, guessed, by_role)
