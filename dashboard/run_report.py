@@ -17,6 +17,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import ask_view, views
+from research import voice
 from research.ask import appendix
 from research.core.errors import ResearchError
 from research.core.records import Report, Run
@@ -95,10 +96,13 @@ def download_buttons(store: Store, run_id: str, doc: ReportDocument, *, stamp: s
 
 
 def summary_line(store: Store, run: Run, doc: ReportDocument) -> str:
-    """'12 sources cited (40 kept) · 19 of 23 claims verified · no warnings', plain words."""
+    """'Completed · 12 sources cited (40 kept) · 19 of 23 claims verified · no warnings',
+    plain words, led by the run's label as every surface says it (research/voice.py)."""
     kept = store.count_sources(run.id)
     cited = len(doc.sources)
-    parts = [f"{cited} source{'s' if cited != 1 else ''} cited ({kept} kept)"]
+    warned = bool(all_warnings(run, doc))  # a report's own note counts, as in the box below
+    parts = [voice.WITH_WARNINGS if warned else voice.run_label(run),
+             f"{cited} source{'s' if cited != 1 else ''} cited ({kept} kept)"]
     checked = verify.summary(store, run.id)
     if checked.claims:
         parts.append(f"{checked.supported} of {checked.claims} claims verified")

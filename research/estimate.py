@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from research import voice
 from research.core.config import Credentials, ResearchConfig
 from research.llm import pacing
 from research.llm.limits import Account, AccountBooks, AccountLimits, key_hash
@@ -274,9 +275,9 @@ def estimate_line(guess: Estimate, paced_by: Pace | None) -> str:
     """The estimate in one line for the terminal: time, cost, calls and tokens, and the
     account's pace when it is known."""
     seconds = paced_by.seconds if paced_by is not None else guess.seconds
-    line = (f"Estimate: about {spoken_duration(seconds)}, ~${guess.cost_usd:.2f} "
-            f"({guess.model_calls:,} model calls, ~{guess.input_tokens + guess.output_tokens:,} "
-            "tokens; rough figures from typical sizes).")
+    line = (f"Estimate: about {spoken_duration(seconds)}, {voice.money(guess.cost_usd, about=True)} "
+            f"({guess.model_calls:,} model calls and {guess.searches:,} searches; rough figures "
+            "from typical sizes).")
     return f"{line} {paced_by.text}" if paced_by is not None else line
 
 

@@ -184,11 +184,11 @@ class RunContext:
         if reason:
             pass
         elif cfg.max_tokens and tokens > cfg.max_tokens:
-            reason = (f"the token cap of {cfg.max_tokens:,} was reached (the next {role} model "
-                      f"call would have taken the run to about {tokens:,} tokens)")
+            reason = (f"the token cap of {cfg.max_tokens:,} was reached (the next model call "
+                      f"would have taken the run to about {tokens:,} tokens)")
         elif cfg.max_cost_usd and cost > cfg.max_cost_usd:
-            reason = (f"the cost cap of ${cfg.max_cost_usd:.2f} was reached (the next {role} "
-                      f"model call would have taken the run to about ${cost:.2f})")
+            reason = (f"the cost cap of ${cfg.max_cost_usd:.2f} was reached (the next model "
+                      f"call would have taken the run to about ${cost:.2f})")
         if reason:
             if self._budget is None:
                 self._budget = reason
