@@ -71,6 +71,16 @@ def status_label(status: str) -> str:
     return LABELS.get(status, status.replace("_", " ").strip().capitalize() or "Unknown")
 
 
+# A role's model as messages name it ("The research model (openai/gpt-5-mini) did not ...").
+_MODEL_WORDS = {"lead": "planning", "worker": "research", "verifier": "first-check",
+                "auditor": "second-check"}
+
+
+def model_words(role: str) -> str:
+    """'The research model', never 'The worker model' (the roles' own names stay inside)."""
+    return f"The {_MODEL_WORDS.get(role, role)} model"
+
+
 def role_name(role: str) -> str:
     """A model role as a person reads it ('auditor' -> 'Second check')."""
     return ROLE_NAMES.get(role, role.replace("_", " ").capitalize())
