@@ -296,3 +296,30 @@ def test_money_is_written_one_way() -> None:
     assert [money(x) for x in (0.0042, 0.42, 0.4237, 1234.5, 0.0, None)] == [
         "under $0.01", "$0.42", "$0.42", "$1,234.50", "$0.00", "not known"]
     assert money(0.4237, about=True) == "~$0.42"
+
+
+# -- the New research form's finer settings -------------------------------------------------
+
+def test_the_forms_time_limits_are_in_seconds_and_minutes_and_kept_in_milliseconds(
+        seeded: Seeded) -> None:
+    at = open_page("app_pages/new_research.py").run()
+    assert not at.exception
+    step, total = at.number_input(key="u_STEP_TIMEOUT_MS"), at.number_input(key="u_TOTAL_TIMEOUT_MS")
+    assert (step.label, step.value) == ("Time limit for one step (seconds)", 120)
+    assert (total.label, total.value) == ("Time limit for the whole run (minutes)", 30)
+    widgets = [*at.number_input, *at.slider, *at.toggle]
+    for widget in widgets:  # every setting in words, each with a sentence of help
+        assert internal_terms(f"{widget.label} {widget.help or ''}") == [], widget.label
+    finer = [w for w in widgets if w.key and w.key[2:] in ("SEARCHES_PER_SUBTOPIC", "MAX_ROUNDS",
+             "SOURCE_MAX_AGE_DAYS", "REPORT_MAX_WORDS", "MAX_PARALLEL_WORKERS",
+             "STEP_TIMEOUT_MS", "TOTAL_TIMEOUT_MS", "SOURCE_RELEVANCE_THRESHOLD",
+             "SEARCH_OTHER_SIDE")]
+    assert len(finer) == 9 and all(len((w.help or "").split()) >= 8 for w in finer)
+    step.set_value(90).run()
+    assert not at.exception
+    assert at.session_state["c_STEP_TIMEOUT_MS"] == 90_000  # the engine's own unit
+    assert at.number_input(key="u_STEP_TIMEOUT_MS").value == 90
+    assert at.selectbox(key="preset").value == "custom"  # a moved setting shows "Custom"
+    at.selectbox(key="preset").set_value("quick").run()  # the preset puts its value back
+    assert at.session_state["c_STEP_TIMEOUT_MS"] == 120_000
+    assert at.number_input(key="u_STEP_TIMEOUT_MS").value == 120
