@@ -112,7 +112,8 @@ if len(chosen) == 1:
     st.caption("Pick at least one more run to compare.")
 elif len(chosen) >= 2:
     table = views.compare_frame(store, chosen, person=person)
-    st.dataframe(table.drop(columns=["Run id"]), hide_index=True, width="stretch")
+    st.dataframe(table.drop(columns=["Run id"]), hide_index=True, width="stretch",
+                 column_config={"Cost (USD)": st.column_config.NumberColumn(format="$%.2f")})
     constant = st.selectbox("Compare against", list(views.COMPARE_CONSTANTS), key="lib_compare_constant")
     charts = views.compare_charts(table, constant)
     left, right = st.columns(2)
