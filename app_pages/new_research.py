@@ -320,7 +320,7 @@ with right:
     st.subheader("Who does the work")
     if state.get("engine") not in engines:
         state["engine"] = "pipeline"
-    st.selectbox("Engine", engines, key="engine", format_func=form.ENGINE_LABELS.get,
+    st.selectbox("Research done by", engines, key="engine", format_func=form.ENGINE_LABELS.get,
                  help="Hosted engines appear when their key is saved in Settings: OpenAI deep "
                       "research needs an OpenAI key, Gemini Deep Research a Google Gemini key.")
     st.caption(form.ENGINE_HELP[state["engine"]])

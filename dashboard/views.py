@@ -159,7 +159,7 @@ def typed_events(rows: Sequence[EventRow]) -> list[Event]:
 def events_frame(events: Sequence[Event]) -> pd.DataFrame:
     rows = [{
         "Time": short_date(e.ts)[11:] or "",
-        "Event": e.type.replace("_", " "),
+        "Event": voice.event_words(e.type),
         "Message": plain_words(e.message),
     } for e in reversed(events)]
     return pd.DataFrame(rows, columns=["Time", "Event", "Message"])

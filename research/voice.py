@@ -37,6 +37,18 @@ ROLE_NAMES = {"lead": "Planner", "worker": "Researchers", "writer": "Writer",
               "critic": "Critic"}
 QUESTION_CHARS = 100
 
+# An event's type (research/core/events.py) as the Run page's activity log names it.
+EVENT_WORDS = {
+    "initiated": "Started", "plan_created": "Plan made", "step_started": "Step started",
+    "step_completed": "Step done", "step_failed": "Step failed", "source_found": "Source kept",
+    "source_skipped": "Page skipped", "search_failed": "Search failed",
+    "retrying": "Trying again", "limit_wait": "Waiting for a limit",
+    "round_completed": "Round done", "draft_started": "Writing", "draft_completed": "Draft written",
+    "review_cycle": "Reviewed", "completed": "Completed", "error": "Problem",
+    "warning": "Warning", "cancelled": "Cancelled", "paused": "Paused",
+    "waiting": "Waiting for you", "resumed": "Resumed",
+}
+
 # What each status means for the person, after its label (a failure says its own reason).
 _MEANING = {
     "queued": "it starts as soon as a worker is free.",
@@ -79,6 +91,11 @@ _MODEL_WORDS = {"lead": "planning", "worker": "research", "verifier": "first-che
 def model_words(role: str) -> str:
     """'The research model', never 'The worker model' (the roles' own names stay inside)."""
     return f"The {_MODEL_WORDS.get(role, role)} model"
+
+
+def event_words(event_type: str) -> str:
+    """An event's type in words ('limit_wait' -> 'Waiting for a limit')."""
+    return EVENT_WORDS.get(event_type, event_type.replace("_", " ").capitalize())
 
 
 def role_name(role: str) -> str:
