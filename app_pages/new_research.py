@@ -200,8 +200,7 @@ if waiting_runs:
             st.page_link(ui.PAGES["run"], query_params={"run": waiting.id},
                          icon=":material/pending:" if waiting.status != "waiting"
                          else ":material/help:",
-                         label=("Waiting for your answer: " if waiting.status == "waiting"
-                                else f"{views.status_label(waiting.status)}: ")
+                         label=f"{views.status_label(waiting.status)}: "
                          + views.md_text(views.run_name(waiting)))
 st.write("Ask a question. The research team plans it, searches the web, reads the sources and "
          "writes a cited report. You can watch it work and read the report on the next page.")
