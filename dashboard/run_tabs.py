@@ -308,8 +308,9 @@ def usage_tab(store: Store, run: Run) -> None:
                    "and wrote (a token is about three quarters of a word): what they charge by.")
     cols[2].metric("Estimated cost", views.dollars(voice.money(totals.cost_usd)))
     if config.get("max_cost_usd"):
-        st.caption(f"Cost cap for this run: \\${float(config['max_cost_usd']):.2f}. Prices come "
-                   "from the same table as the estimate on the New research page.")
+        cap = views.dollars(voice.money(float(config["max_cost_usd"])))
+        st.caption(f"Cost cap for this run: {cap}. Prices come from the same table as the "
+                   "estimate on the New research page.")
     if usage:
         st.dataframe(views.usage_frame(usage), hide_index=True, width="stretch",
                      column_config={"Cost (USD)": st.column_config.NumberColumn(format="$%.2f")})
