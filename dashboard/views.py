@@ -142,7 +142,7 @@ def steps_frame(steps: Sequence[Step]) -> pd.DataFrame:
         "Duration": duration_text(s.duration_s) if s.duration_s is not None else "",
         "Sources": str(s.source_count) if s.kind == "research" else "",
         "Attempts": s.attempts or 1,
-        "Problem": plain_words(s.error or ""),
+        "Problem": voice.plain_error(s.error or ""),  # our own message: no exception names
     } for s in steps]
     return pd.DataFrame(rows, columns=["Step", "State", "Duration", "Sources", "Attempts", "Problem"])
 
