@@ -52,7 +52,7 @@ EVENT_WORDS = {
 # What each status means for the person, after its label (a failure says its own reason).
 _MEANING = {
     "queued": "it starts as soon as a worker is free.",
-    "running": "it is working; you can close the page, it goes on.",
+    "running": "it is working on the question; it goes on when the page is closed.",
     "paused": "press Resume to continue.",
     "waiting": "answer its questions or review its plan, then it carries on.",
     "cancelled": "everything it gathered so far is kept.",
