@@ -260,7 +260,7 @@ goal_cols = more.columns(2)
 goal_cols[0].text_input(
     "Done when ... (optional)", key="done_when", max_chars=500,
     placeholder="e.g. we know the three cheapest options and their costs per kWh",
-    help="After each round the lead checks this against the findings and stops research "
+    help="After each round the planner checks this against the findings and stops research "
          "early once it is met; the report's method notes say whether and when.")
 goal_cols[1].text_input(
     "I want ... (optional)", key="want", max_chars=300,
@@ -281,7 +281,7 @@ with left:
                      "your answers on the Run page before planning.")
     st.checkbox("Ask me between rounds", key="steer",
                 help="After each round the run waits on the Run page: tick the branches the "
-                     "lead proposes, add your own, or have the report written.")
+                     "planner proposes, add your own, or have the report written.")
     st.checkbox("Let me review the plan before research starts", key="review_plan",
                 help="The run pauses after planning; on the Run page you can rename, remove, "
                      "add or reorder subtopics and edit their questions.")
