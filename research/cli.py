@@ -517,7 +517,7 @@ def _steer(store: Store, run_id: str, args: argparse.Namespace) -> bool:
 
 
 def _steer_text(asked: JsonObject) -> str:  # a JSON column's value
-    lines = [f"Round {asked['round']} is done. The lead proposes to explore next:"]
+    lines = [f"Round {asked['round']} is done. The planner proposes to explore next:"]
     lines += [f"  {p['n']}. {strip_control(p['title'])}"
               + (f" ({strip_control(p['why'])[:200]})" if p.get("why") else "")
               for p in asked["proposals"]] or ["  (no new branches)"]
