@@ -23,7 +23,8 @@ st.title("Library")
 cols = st.columns([3, 1, 1])
 search = cols[0].text_input("Search questions", key="lib_search", placeholder="words from the question")
 status = cols[1].selectbox("Status", ["any", "completed", "running", "waiting", "paused", "failed",
-                                      "cancelled", "interrupted", "queued"], key="lib_status")
+                                      "cancelled", "interrupted", "queued"], key="lib_status",
+                            format_func=lambda s: "Any" if s == "any" else views.status_label(s))
 status_filter = None if status == "any" else status
 total = store.count_runs(search or None, status=status_filter, person=person)
 pages = max(1, math.ceil(total / PAGE_SIZE))

@@ -157,6 +157,9 @@ def test_the_library_says_each_runs_status_as_every_other_surface(seeded: Seeded
     assert {q: s for q, s in zip(table["Question"], table["Status"], strict=True)} == {
         QUESTIONS[state]: label for state, label in LABELS.items()}
     assert internal_terms(_texts(at)) == []
+    filter_by = at.selectbox(key="lib_status").options  # the filter names states alike
+    assert {"Completed", "Waiting for you", "Interrupted"} <= set(filter_by)
+    assert not {"completed", "waiting", "interrupted"} & set(filter_by)
 
 
 @pytest.mark.parametrize("state", list(QUESTIONS))
