@@ -1,9 +1,9 @@
 """One status, one voice (issue 39, point 5): a run in a given state is said in the same words
 on every surface a person reads, with no internal terms and one way of writing money.
 
-Six runs are written straight into one store (no engine): finished, failed with a refused key,
-cancelled, wrapped up early at the person's request, partial (stopped by the budget with
-verification incomplete) and interrupted by the time limit. Each surface is then walked: the
+Seven runs are written straight into one store (no engine): finished, failed with a refused
+key, cancelled, wrapped up early at the person's request, partial (stopped by the budget with
+verification incomplete), interrupted by the time limit, and waiting for the person's answers. Each surface is then walked: the
 Library and the Run page (AppTest), the toasts and the browser tab's title, the notification
 line, the CLI (`status`, `list`, and writing a finished run's report again), the HTTP API (a
 real server) and the MCP server on it (the SDK's own client)."""
@@ -35,12 +35,13 @@ QUESTIONS = {
     "wrapped": "Wrapped up state: how loud are air source heat pumps?",
     "partial": "Partial state: what do grid batteries cost per kWh?",
     "interrupted": "Interrupted state: how long do wind turbines last?",
+    "waiting": "Waiting state: which insulation pays back fastest?",
 }
 # What a person must read for each state, everywhere.
 LABELS = {
     "finished": "Completed", "refused": "Failed", "cancelled": "Cancelled",
     "wrapped": "Completed with warnings", "partial": "Completed with warnings",
-    "interrupted": "Interrupted",
+    "interrupted": "Interrupted", "waiting": "Waiting for you",
 }
 # The engine's own words, as they are stored: setting names, an exception class, an old
 # role name. No surface may pass them on.
@@ -98,12 +99,18 @@ def _seed(store: Store) -> dict[str, str]:
             store.fail_step(run_id, "preflight", REFUSED)
         store.update_totals(run_id, cost_usd=0.0123)
         store.set_run_status(run_id, status, error=error)
+    # Waiting for the person's answers to its clarifying questions (phases/start/clarify.py).
+    run_id = ids["waiting"] = store.create_run(QUESTIONS["waiting"], config, person=PERSON)
+    store.set_run_status(run_id, "running")
+    store.start_step(run_id, "clarify", kind="clarify", label="Clarifying the question")
+    store.finish_step(run_id, "clarify", result={"questions": ["What is it for?"], "answers": None})
+    store.set_run_status(run_id, "waiting")
     return ids
 
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
-    """The six runs, and the dashboard's settings pointed at their store (as dash_env does,
+    """The seven runs, and the dashboard's settings pointed at their store (as dash_env does,
     once for the module: every test here only reads)."""
     folder = tmp_path_factory.mktemp("voice")
     db = str(migrated_copy(folder / "data" / "research.db"))
@@ -189,7 +196,7 @@ def test_toasts_and_the_tab_title_use_the_same_words(seeded: Seeded) -> None:
         runs = [store.get_run(rid) for rid in seeded.ids.values()]
     told = notify.changes({r.id: "running" for r in runs if r}, [r for r in runs if r])
     toasts = {seeded.state_of(n.run_id): n.toast_text().replace("\\", "") for n in told}
-    for state in ("finished", "refused", "cancelled", "wrapped", "partial"):
+    for state in ("finished", "refused", "cancelled", "wrapped", "partial", "waiting"):
         assert toasts[state].split(" ", 1)[1].startswith(LABELS[state] + ": "), toasts[state]
     finished = next(n for n in told if n.run_id == seeded.ids["finished"])
     assert notify.tab_title([], finished).startswith("✅ Completed ·")
@@ -199,7 +206,7 @@ def test_the_notification_line_uses_the_same_words(seeded: Seeded) -> None:
     from research.living import notify
 
     with Store(seeded.db) as store:
-        for state in ("finished", "refused", "wrapped", "partial"):
+        for state in ("finished", "refused", "wrapped", "partial", "waiting"):
             run = store.get_run(seeded.ids[state])
             assert run is not None
             line = notify.run_message(run, "http://localhost:8501/run?run=x")
