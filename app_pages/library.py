@@ -31,6 +31,8 @@ pages = max(1, math.ceil(total / PAGE_SIZE))
 page = cols[2].number_input("Page", 1, pages, 1, key="lib_page", help=f"{pages} page(s)")
 runs = store.list_runs(search=search or None, status=status_filter, limit=PAGE_SIZE,
                        offset=(int(page) - 1) * PAGE_SIZE, person=person)
+# A queued run nothing executes reads "Interrupted", as on its Run page and in the API.
+runs = [views.as_shown(r, jobs.is_alive(r.id)) if r.status == "queued" else r for r in runs]
 
 if total == 0:
     if search or status_filter:

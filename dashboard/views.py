@@ -7,6 +7,7 @@ chart label: it must never become a link, an image or HTML it did not come as.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections import Counter
@@ -24,6 +25,7 @@ from research.core.records import EventRow, ModelUsage, ReviewIssue, Run, Source
 from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
 from research.export.safe_links import clean_document, safe_markdown
+from research.runs.status import status_of
 from research.untrusted.credibility import KINDS, kind_of
 from storage import Store
 
@@ -78,6 +80,13 @@ def domain(url: str) -> str:
 
 def status_label(status: str) -> str:
     return voice.status_label(status)
+
+
+def as_shown(run: Run, alive: bool) -> Run:
+    """The run with the status a person should see now (research.runs.status_of): a queued
+    run nothing executes is interrupted."""
+    shown = status_of(run, alive)
+    return run if shown == run.status else dataclasses.replace(run, status=shown)
 
 
 def run_warnings(run: Run) -> list[str]:

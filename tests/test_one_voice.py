@@ -333,3 +333,13 @@ def test_the_forms_time_limits_are_in_seconds_and_minutes_and_kept_in_millisecon
     at.selectbox(key="preset").set_value("quick").run()  # the preset puts its value back
     assert at.session_state["c_STEP_TIMEOUT_MS"] == 120_000
     assert at.number_input(key="u_STEP_TIMEOUT_MS").value == 120
+
+
+def test_a_queued_run_nothing_executes_reads_interrupted_in_the_library_as_elsewhere() -> None:
+    from dashboard import views
+    from research.core.records import Run
+
+    queued = Run(id="q1", question="Queued state: is geothermal heat cheap?", status="queued",
+                 created_at="2026-11-27T20:00:00Z")
+    assert views.library_line(views.as_shown(queued, alive=False)).startswith("Interrupted · ")
+    assert views.library_line(views.as_shown(queued, alive=True)).startswith("Queued · ")
