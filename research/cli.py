@@ -572,4 +572,5 @@ class _Printer:
         run = self.store.get_run(event.run_id)
         pct = percent(run, self.store.get_steps(event.run_id)) if run else 0  # 0: deleted
         elapsed = int(time.monotonic() - self.started)
-        _say(f"[{elapsed // 60:02d}:{elapsed % 60:02d} {pct:3d}%] {event.message}")
+        _say(f"[{elapsed // 60:02d}:{elapsed % 60:02d} {pct:3d}%] "
+             f"{voice.plain_error(event.message)}")  # the dashboard's words (research/voice.py)
