@@ -16,7 +16,7 @@ import dataclasses
 import streamlit as st
 from pydantic import ValidationError
 
-from dashboard import ui, views
+from dashboard import doc_citations, ui, views
 from research.ask import Answer, AskError, ask, conversation, cost_cap, research_it
 from research.core.errors import ConfigError
 from research.core.records import Run
@@ -75,6 +75,7 @@ def _answer(store: Store, jobs: Runs, run: Run, doc: ReportDocument, answer: Ans
         st.markdown(views.report_markdown(cited))
         if answer.sources:
             st.caption(views.sources_markdown(cited))
+            doc_citations.answer_passages(store, doc, cited)  # a passage of one's documents
         if answer.check_line:
             st.caption(views.md_text(answer.check_line))
         if not answer.answered and st.button("Research it", icon=":material/travel_explore:",

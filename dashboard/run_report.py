@@ -16,12 +16,13 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import ask_view, views
+from dashboard import ask_view, doc_citations, views
 from research import voice
 from research.ask import appendix
 from research.core.errors import ResearchError
 from research.core.records import Report, Run
 from research.export import build_document
+from research.export.doc_passages import attach_passages
 from research.export.document import ReportDocument
 from research.export.formats import FORMATS, export_document, file_stem
 from research.export.run_document import build_document_for_run
@@ -132,6 +133,7 @@ def report_body(doc: ReportDocument, shown: Sequence[str] = ()) -> None:
     st.markdown(views.report_markdown(doc))
     st.subheader("Sources", anchor=SOURCES_ANCHOR)
     st.markdown(views.sources_markdown(doc))
+    doc_citations.cited_passages(doc)  # where a citation of one's own document leads
 
 
 def finished_report(store: Store, run: Run) -> tuple[Report | None, Any]:
@@ -195,10 +197,10 @@ def draft_in_progress(store: Store, run: Run) -> None:
         st.info("The report appears here as soon as the first part of it is written.")
         return
     newest = max(drafts, key=lambda d: d.version)
-    doc = build_document(run_id=run_id, question=run.question,
-                         created_at=newest.created_at, parameters_line="",
-                         draft=newest.text, numbering=newest.numbering,
-                         sources=store.get_sources(run_id, with_text=False))
+    doc = attach_passages(store, build_document(
+        run_id=run_id, question=run.question, created_at=newest.created_at, parameters_line="",
+        draft=newest.text, numbering=newest.numbering,
+        sources=store.get_sources(run_id, with_text=False)))
     words = newest.words
     if run.status in ACTIVE and newest.kind == "partial":
         st.info(f"**Draft in progress**: {writing_note(newest.text, words)}",
@@ -215,6 +217,7 @@ def draft_in_progress(store: Store, run: Run) -> None:
     if doc.sources:
         st.subheader("Sources cited so far")
         st.markdown(views.sources_markdown(doc))
+        doc_citations.cited_passages(doc)
 
 
 

@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 from research import voice
 from research.core.events import Event, from_row
 from research.core.records import EventRow, ModelUsage, ReviewIssue, Run, Source, Step, Subtopic
+from research.export.doc_passages import anchor as doc_anchor
 from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
 from research.export.safe_links import clean_document, safe_markdown
@@ -328,7 +329,7 @@ def report_markdown(doc: ReportDocument) -> str:
     not typeset as maths, and headings move one level down to sit under the page's title.
     """
     doc = clean_document(doc)
-    urls = {s.number: safe_link_url(s.url) for s in doc.sources}
+    urls = {s.number: safe_link_url(s.url) or doc_anchor(s) for s in doc.sources}
 
     def render(n: int) -> str:
         return f"[[{n}]]({urls[n]})" if urls.get(n) else f"[{n}]"
@@ -341,7 +342,7 @@ def report_markdown(doc: ReportDocument) -> str:
 def sources_markdown(doc: ReportDocument) -> str:
     lines = []
     for s in doc.sources:
-        url = safe_link_url(s.url)
+        url = safe_link_url(s.url) or doc_anchor(s)  # a document passage: shown on the page
         title = md_text(s.title or s.url)
         entry = f"[{title}]({url})" if url else title
         details = [md_text(p) for p in (s.domain, s.published) if p]

@@ -12,7 +12,9 @@ from __future__ import annotations
 import base64
 import pickle
 import sqlite3
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from research.core.config import build_config
 from research.pipeline import create_run
@@ -105,15 +107,28 @@ def test_a_killed_dashboards_run_is_picked_up_by_the_engine_on_restart(
     with Store(db) as store:
         stored = store.get_run(run_id).config  # type: ignore[union-attr]
     assert_resumed_cleanly(db, run_id, snap, baseline(QUESTION, stored, standin_env, tmp_path))
-    # The engine stores what it is given: each job's only input is the run id, never a key.
-    assert _job_inputs(db.parent / "research-jobs.sqlite") == [{"args": (run_id,), "kwargs": {}}]
+    # The engine stores what it is given: each job's only input is the run id, never a key
+    # (the watches' hourly tick, if the hour turned during the test, gets only its time).
+    inputs = _job_inputs(db.parent / "research-jobs.sqlite")
+    assert inputs.pop(WORKFLOW, None) == [{"args": (run_id,), "kwargs": {}}]
+    assert set(inputs) <= {WATCH_WORKFLOW}
+    assert all(len(i["args"]) == 2 and isinstance(i["args"][0], datetime) and i["args"][1] is None
+               and not i["kwargs"] for i in inputs.get(WATCH_WORKFLOW, []))
 
 
-def _job_inputs(jobs_db: Path) -> list[dict[str, object]]:
-    """The inputs DBOS stored for each workflow (base64 of a pickle), decoded."""
+# The engine's workflow names (research/runs/engine.py; not imported: it would start DBOS's imports).
+WORKFLOW, WATCH_WORKFLOW = "research_run", "watch_tick"
+
+
+def _job_inputs(jobs_db: Path) -> dict[str, list[dict[str, Any]]]:
+    """The inputs DBOS stored for each workflow (base64 of a pickle), decoded, by workflow name."""
     conn = sqlite3.connect(jobs_db)
     try:
-        rows = conn.execute("SELECT inputs FROM workflow_input").fetchall()
+        rows = conn.execute("SELECT s.name, i.inputs FROM workflow_input i JOIN workflow_status s "
+                            "ON s.workflow_uuid = i.workflow_uuid").fetchall()
     finally:
         conn.close()
-    return [pickle.loads(base64.b64decode(raw)) for (raw,) in rows]  # noqa: S301 - our own file
+    named: dict[str, list[dict[str, Any]]] = {}
+    for name, raw in rows:
+        named.setdefault(name, []).append(pickle.loads(base64.b64decode(raw)))  # noqa: S301 - ours
+    return named

@@ -4,6 +4,8 @@ People move a report's sources into Zotero, Mendeley, EndNote or a LaTeX paper; 
 list exactly the sources the report cites, in citation order, with title, date, URL, the site,
 and for papers the DOI (from a doi.org link, a DOI in the URL, or arXiv's own DOI for an arXiv
 paper). Authors are not gathered by the search step yet, so no author field is invented.
+A passage of the person's own documents is listed by the document's name with its page or
+section and the cited passage in a note (BibTeX `annote`, an RIS `N1`), never a `doc://` address.
 
 Titles come from the web: BibTeX text is LaTeX-encoded by pylatexenc (so braces, %, & and
 backslashes cannot end a field or run LaTeX), URLs are percent-encoded with no braces or
@@ -22,6 +24,7 @@ from bibtexparser.library import Library
 from bibtexparser.model import Entry, Field
 from pylatexenc.latexencode import unicode_to_latex
 
+from research.export.doc_passages import is_document, name_and_place, quoted
 from research.export.document import ReportDocument, ReportSource
 from research.export.markdown import safe_link_url
 
@@ -45,6 +48,10 @@ class Reference:
     date: str | None
     doi: str | None
     paper: bool
+    document: bool = False  # a passage of the person's documents (no address, no site)
+    place: str = ""    # where in the document: "p. 12" or "section “Costs”"
+    page: str | None = None
+    passage: str = ""  # ... and the passage the report cites, quoted in a note
 
 
 def find_doi(url: str) -> str | None:
@@ -62,7 +69,19 @@ def _key(source: ReportSource, year: str | None) -> str:
     return f"ref{source.number}_{word[:20]}{year or ''}"
 
 
+def document_reference(source: ReportSource) -> Reference:
+    """A passage of the person's documents: the document's name as the title, the page or
+    section, and the cited passage (there is no address: `doc://` means nothing outside)."""
+    name, place = name_and_place(source)
+    page = re.match(r"p\. (\d+)", place)
+    return Reference(number=source.number, key=_key(source, None), title=name, url="",
+                     site="", year=None, month=None, date=None, doi=None, paper=False,
+                     document=True, place=place, page=page.group(1) if page else None, passage=quoted(source))
+
+
 def reference(source: ReportSource) -> Reference:
+    if is_document(source):
+        return document_reference(source)
     date = _DATE.match(source.published or "")
     doi = find_doi(source.url)
     return Reference(
@@ -101,8 +120,17 @@ def _bibtex_entry(ref: Reference) -> Entry:
         fields.append(Field("doi", ref.doi))
     if ref.url:
         fields.append(Field("url", ref.url))
-    fields.append(Field("note", f"Cited as [{ref.number}]"))
+    if ref.page:
+        fields.append(Field("pages", ref.page))
+    fields.append(Field("note", _latex(_cited_as(ref))))
+    if ref.passage:
+        fields.append(Field("annote", _latex(f"\u201c{ref.passage}\u201d")))
     return Entry("article" if ref.paper else "misc", ref.key, fields)
+
+
+def _cited_as(ref: Reference) -> str:
+    """"Cited as [3]", and for a document passage where it is ("Cited as [3], p. 12")."""
+    return f"Cited as [{ref.number}]" + (f", {ref.place}" if ref.place else "")
 
 
 def to_bibtex(doc: ReportDocument) -> str:
@@ -126,10 +154,13 @@ def _one_line(text: str) -> str:
 
 def _ris_record(ref: Reference) -> dict[str, object]:
     record: dict[str, object] = {
-        "type_of_reference": "JOUR" if ref.paper else "ELEC",
+        "type_of_reference": "JOUR" if ref.paper else "GEN" if ref.document else "ELEC",
         "title": _one_line(ref.title),
-        "notes": [f"Cited as [{ref.number}]"],
+        "notes": [_one_line(_cited_as(ref))]
+        + ([_one_line(f"\u201c{ref.passage}\u201d")] if ref.passage else []),
     }
+    if ref.page:
+        record["start_page"] = ref.page
     if ref.url:
         record["urls"] = [ref.url]
     if ref.site:

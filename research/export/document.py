@@ -30,6 +30,7 @@ class ReportSource:
     subtopic: str | None
     provider: str = ""  # the search service that found it (arxiv/semanticscholar: a paper)
     kind: str = ""      # research.untrusted.credibility: peer-reviewed paper, preprint, government, ...
+    passage: str = ""   # a passage of the person's documents: the text cited (doc_passages.py)
 
 
 @dataclass(frozen=True)

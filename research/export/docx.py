@@ -2,9 +2,10 @@
 
 The body is parsed with markdown-it (the same parser the PDF uses), so Word shows what the
 Markdown and PDF show. Each citation [n] is an internal link to a bookmark on its Sources
-entry; links to gathered pages stay clickable. Nothing is ever fetched: images become their
-alt text. Text from the web and from models is only ever placed as text (python-docx escapes
-it for XML); characters XML cannot hold are dropped rather than failing the export.
+entry; links to gathered pages stay clickable, and a passage of the person's own documents
+is quoted under its entry (doc_passages.py). Nothing is ever fetched: images become their alt
+text. Text from the web and from models is only ever placed as text (python-docx escapes it
+for XML); characters XML cannot hold are dropped rather than failing the export.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from docx.text.paragraph import Paragraph
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from research.export.doc_passages import is_document, quoted
 from research.export.document import APP_NAME, ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date, safe_link_url
 
@@ -217,7 +219,22 @@ def _bookmark(paragraph: Paragraph, number: int) -> None:
     paragraph._p.append(end)
 
 
+def _document_source(document: WordDocument, source: ReportSource) -> None:
+    """A passage of the person's documents: name, page or section, then the passage quoted
+    (in Word's Quote style), where a web source has its link."""
+    paragraph = document.add_paragraph()
+    paragraph.add_run(f"[{source.number}] ")
+    paragraph.add_run(clean(source.title))  # "Annual report, p. 12" (cited_title)
+    _bookmark(paragraph, source.number)
+    passage = quoted(source)
+    if passage:
+        document.add_paragraph(clean(f"\u201c{passage}\u201d"), style="Quote")
+
+
 def _source(document: WordDocument, source: ReportSource) -> None:
+    if is_document(source):
+        _document_source(document, source)
+        return
     paragraph = document.add_paragraph()
     paragraph.add_run(f"[{source.number}] ")
     url = safe_link_url(source.url)

@@ -2,7 +2,8 @@
 
 Reviewers check a report claim by claim; this table is what they sort and filter in a
 spreadsheet. Rows are the verification step's stored verdicts, in report order; a claim's
-sources are named by the report's own citation numbers when the report cites them.
+sources are named by the report's own citation numbers when the report cites them. A passage
+of the person's documents is named by its title ("Report, p. 3") and has no address to list.
 
 Every cell is untrusted text (claims come from a model, passages from web pages). A
 spreadsheet treats a cell starting with = + - @ as a formula, so the CSV prefixes such cells
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import astuple, dataclass
 
 from research.core.records import Source, Verdict
+from research.export.doc_passages import SCHEME
 from research.export.document import ReportDocument
 from research.export.method import OUTCOME_WORDS
 
@@ -57,7 +59,8 @@ def evidence_rows(verifications: Sequence[Verdict], doc: ReportDocument,
         rows.append(EvidenceRow(
             claim=v.claim, verdict=verdict_words(v),
             passage=v.passage or "", source="; ".join(n for n in names if n),
-            source_url="; ".join(by_id[sid].url for sid in ids if sid in by_id and by_id[sid].url),
+            source_url="; ".join(by_id[sid].url for sid in ids if sid in by_id
+                                 and by_id[sid].url and not by_id[sid].url.startswith(SCHEME)),
             section=v.section or "",
         ))
     return rows

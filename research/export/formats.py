@@ -16,6 +16,7 @@ from research.ask.appendix import FORMATS as APPENDIX_FORMATS
 from research.ask.appendix import with_answers
 from research.core.errors import ResearchError, contained, is_unexpected
 from research.export.bibliography import to_bibtex, to_ris
+from research.export.doc_passages import attach_passages
 from research.export.document import ReportDocument
 from research.export.evidence import EvidenceRow, evidence_rows, to_csv, to_xlsx
 from research.export.markdown import to_markdown
@@ -100,7 +101,7 @@ def export_document(store: Store, run_id: str, doc: ReportDocument, fmt: str) ->
     A programming error in one format costs that format only, said in plain words
     (ExportFailed; the traceback goes to the debug log); the test suite gets it raised."""
     if fmt in APPENDIX_FORMATS:  # the run's questions and answers follow the report
-        doc = with_answers(store, run_id, doc)
+        doc = attach_passages(store, with_answers(store, run_id, doc))  # answers' passages too
     try:
         return _BUILDERS[fmt](store, run_id, clean_document(doc))
     except Exception as exc:

@@ -3,7 +3,8 @@
 Anchors: each Sources entry starts with a fixed, empty `<a id="source-n"></a>` and each citation
 `[n]` becomes `[[n]](#source-n)`. This works in GitHub (which prefixes ids but resolves the
 fragment), GitLab, VS Code, Obsidian, pandoc and Python-Markdown, and needs no renderer-specific
-heading slugs. The anchor is the only raw HTML we emit and it never carries outside data.
+heading slugs. The anchor is the only raw HTML we emit and it never carries outside data. A
+passage of the person's own documents has no link: its entry quotes it (doc_passages.py).
 Renderers that drop raw HTML (e.g. Streamlit without unsafe_allow_html) still show a correct
 list; the citation links then just do not jump.
 
@@ -18,6 +19,7 @@ import re
 from datetime import UTC, datetime
 from urllib.parse import quote, urlsplit
 
+from research.export.doc_passages import is_document, quoted
 from research.export.document import (
     ReportDocument,
     ReportSource,
@@ -71,7 +73,20 @@ def format_date(created_at: str) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def _document_line(source: ReportSource) -> str:
+    """A passage of the person's documents: its name, page or section, and the passage quoted
+    below it (a blockquote inside the list item), where a web source has its link."""
+    entry = escape_markdown(source.title)  # "Annual report, p. 12" (cited_title)
+    line = f'{source.number}. <a id="source-{source.number}"></a>{entry}'
+    passage = quoted(source)
+    if passage:
+        line += "\n" + " " * len(f"{source.number}. ") + f"> \u201c{escape_markdown(passage)}\u201d"
+    return line
+
+
 def _source_line(source: ReportSource) -> str:
+    if is_document(source):
+        return _document_line(source)
     title = escape_markdown(source.title or source.url)
     url = safe_link_url(source.url)
     entry = f"[{title}]({url})" if url else title

@@ -12,7 +12,8 @@ Safety, in layers:
    wall-clock limit (`PdfLimits`), so a layout bomb (a huge table, deep nesting, giant sizes)
    ends in a plain-words ResearchError while the calling process (the dashboard, the CLI)
    stays up. The child imports only what rendering needs.
-Our own stylesheet is added after sanitising and contains no url().
+Our own stylesheet is added after sanitising and contains no url(). A citation of the person's
+own document links to its Sources entry, which quotes the passage (doc_passages.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import nh3
 from markdown_it import MarkdownIt
 
 from research.core.errors import ResearchError, redact
+from research.export.doc_passages import is_document, quoted
 from research.export.document import APP_NAME, ReportDocument, ReportSource, link_citations
 from research.export.markdown import format_date
 from research.export.safe_links import clean_document
@@ -69,7 +71,7 @@ _CLASSES = {
     "div": {"cover", "meta", "notes", "report-body"},
     "section": {"sources", "method"},
     "ol": {"sources"},
-    "span": {"num", "details", "url"},
+    "span": {"num", "details", "url", "passage"},
     "a": {"cite"},
     "p": {"meta"},
 }
@@ -121,6 +123,8 @@ section.sources ol { list-style: none; padding-left: 0; }
 section.sources li { margin-bottom: 0.5em; break-inside: avoid; }
 section.sources .num { font-weight: bold; margin-right: 0.3em; }
 section.sources .details { color: #444; }
+section.sources .passage { display: block; margin: 0.2em 0 0 0.9em; padding-left: 0.6em;
+  border-left: 3px solid #bbb; font-size: 9pt; color: #333; }
 section.sources .url { display: block; font-size: 8pt; color: #555; overflow-wrap: anywhere; }
 """
 
@@ -201,7 +205,21 @@ def _cover(doc: ReportDocument) -> str:
     return "".join(parts)
 
 
+def _document_item(source: ReportSource) -> str:
+    """A passage of the person's documents: name, page or section and the passage quoted,
+    where a web source has its link and address (a `doc://` address means nothing on paper)."""
+    passage = quoted(source)
+    return (
+        f'<li id="source-{source.number}"><span class="num">[{source.number}]</span>'
+        f"{_esc(source.title)}"  # "Annual report, p. 12" (cited_title)
+        + (f'<span class="passage">\u201c{_esc(passage)}\u201d</span>' if passage else "")
+        + "</li>"
+    )
+
+
 def _source_item(source: ReportSource) -> str:
+    if is_document(source):
+        return _document_item(source)
     title = _esc(source.title or source.url)
     url = source.url.strip()
     linked = url.lower().startswith(("http://", "https://"))

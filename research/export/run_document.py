@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from research.core.errors import ResearchError
+from research.export.doc_passages import attach_passages
 from research.export.document import ReportDocument, build_document
 from storage import Store
 
@@ -18,7 +19,7 @@ def build_document_for_run(store: Store, run_id: str) -> ReportDocument:
     text = draft.text
     for english in sorted(meta.get("translations") or {}, key=len, reverse=True):
         text = text.replace(english, meta["translations"][english])  # the engine's own words
-    return build_document(
+    return attach_passages(store, build_document(
         run_id=run_id, question=run.question, created_at=run.created_at,
         parameters_line=meta.get("parameters_line", ""), draft=text,
         numbering=draft.numbering, sources=store.get_sources(run_id, with_text=False),
@@ -26,7 +27,7 @@ def build_document_for_run(store: Store, run_id: str) -> ReportDocument:
         verification=meta.get("verification") or _verification_line(store, run_id),
         labels=meta.get("labels") or None, reading_time=meta.get("reading_time") or "",
         method_title=meta.get("method_title") or "", method=meta.get("method") or (),
-    )
+    ))
 
 
 def _verification_line(store: Store, run_id: str) -> str:
