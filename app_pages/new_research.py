@@ -8,17 +8,8 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import (
-    budget,
-    connection,
-    form,
-    mcp_settings,
-    plain_settings,
-    readiness,
-    search_services,
-    ui,
-    views,
-)
+from dashboard import budget, connection, form, mcp_settings, readiness, search_services, ui, views
+from dashboard.plain_settings import widgets as plain_widgets
 from dashboard.settings_files import configured_llm_providers, defaults_path, load_defaults
 from research import validate_question, voice
 from research.core.config import DEFAULT_MODELS, ROLES
@@ -310,10 +301,9 @@ with left:
                      help="Rounds: after each round the planner sorts the follow-up questions. "
                           "Breadth × depth: the same loop, with new subtopics halving at each level.")
         if state.get("schedule") == "breadth_depth":
-            plain_settings.widgets(state, form.SCHEDULE_SLIDERS, on_change=_setting_moved,
-                                   sliders=True)
+            plain_widgets(state, form.SCHEDULE_SLIDERS, on_change=_setting_moved, sliders=True)
         # Each in plain words and units (seconds, minutes), with a sentence of help.
-        plain_settings.widgets(state, form.ADVANCED, on_change=_setting_moved)
+        plain_widgets(state, form.ADVANCED, on_change=_setting_moved)
 
 with right:
     st.subheader("Who does the work")
