@@ -77,7 +77,7 @@ def panel(store: Store, jobs: Runs, run_id: str) -> None:
     if message:
         st.error(message)
     for warning in warnings:
-        st.warning(views.md_text(warning), icon=":material/warning:")
+        st.warning(views.md_text(voice.plain_error(warning)), icon=":material/warning:")
     stopped = budget.budget_stop(current, store.get_report(run_id) if status == "completed" else None)
     if stopped and not warnings:
         st.warning(views.md_text(stopped) + (" The report covers what was gathered until then."

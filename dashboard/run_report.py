@@ -156,7 +156,7 @@ def report_first(store: Store, run: Run, report: Report,
     warnings = all_warnings(run, doc)
     line = views.md_text(summary_line(store, run, doc))
     if warnings:  # never a green "success" for a run that completed with warnings
-        st.warning(line + "".join(f"  \n{views.md_text(w)}" for w in warnings),
+        st.warning(line + "".join(f"  \n{views.md_text(voice.plain_error(w))}" for w in warnings),
                    icon=":material/warning:")
     else:
         st.success(line, icon=":material/task_alt:")

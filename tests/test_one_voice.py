@@ -56,10 +56,11 @@ PARTIAL = (
     "claims with care.",
     "Only 2 of the 3 decisions on follow-up questions asked for came back; the rest were left "
     "for later.",
+    "Gemini Deep Research failed: ReadTimeout.",  # a library's exception, as a hosted job says
 )
 INTERNAL = [
     re.compile(r"\b(?:DEEP_RESEARCH_)?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"),  # setting names
-    re.compile(r"\b(?:[A-Z][a-z0-9]+)+(?:Error|Exception)\b"),            # exception classes
+    re.compile(r"\b(?:[A-Z][a-z0-9]+)+(?:Error|Exception|Timeout)\b"),    # exception classes
     re.compile(r"\$\d[\d,]*\.\d{3,}"),                                     # four-decimal dollars
     re.compile(r"\b(?:triage decisions?|worker model|lead model|auditor|milliseconds)\b", re.I),
     re.compile(r"\b(?:CANCELLED|COMPLETED|FAILED|failed_permanently|write_sections|preflight)\b"),
