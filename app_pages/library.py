@@ -23,13 +23,16 @@ st.title("Library")
 cols = st.columns([3, 1, 1])
 search = cols[0].text_input("Search questions", key="lib_search", placeholder="words from the question")
 status = cols[1].selectbox("Status", ["any", "completed", "running", "waiting", "paused", "failed",
-                                      "cancelled", "interrupted", "queued"], key="lib_status")
+                                      "cancelled", "interrupted", "queued"], key="lib_status",
+                            format_func=lambda s: "Any" if s == "any" else views.status_label(s))
 status_filter = None if status == "any" else status
 total = store.count_runs(search or None, status=status_filter, person=person)
 pages = max(1, math.ceil(total / PAGE_SIZE))
 page = cols[2].number_input("Page", 1, pages, 1, key="lib_page", help=f"{pages} page(s)")
 runs = store.list_runs(search=search or None, status=status_filter, limit=PAGE_SIZE,
                        offset=(int(page) - 1) * PAGE_SIZE, person=person)
+# A queued run nothing executes reads "Interrupted", as on its Run page and in the API.
+runs = [views.as_shown(r, jobs.is_alive(r.id)) if r.status == "queued" else r for r in runs]
 
 if total == 0:
     if search or status_filter:
@@ -112,7 +115,8 @@ if len(chosen) == 1:
     st.caption("Pick at least one more run to compare.")
 elif len(chosen) >= 2:
     table = views.compare_frame(store, chosen, person=person)
-    st.dataframe(table.drop(columns=["Run id"]), hide_index=True, width="stretch")
+    st.dataframe(table.drop(columns=["Run id"]), hide_index=True, width="stretch",
+                 column_config={"Cost (USD)": st.column_config.NumberColumn(format="$%.2f")})
     constant = st.selectbox("Compare against", list(views.COMPARE_CONSTANTS), key="lib_compare_constant")
     charts = views.compare_charts(table, constant)
     left, right = st.columns(2)

@@ -9,13 +9,13 @@ from typing import Any
 import streamlit as st
 
 from dashboard import budget, connection, form, mcp_settings, readiness, search_services, ui, views
+from dashboard.plain_settings import widgets as plain_widgets
 from dashboard.settings_files import configured_llm_providers, defaults_path, load_defaults
-from research import validate_question
+from research import validate_question, voice
 from research.core.config import DEFAULT_MODELS, ROLES
 from research.core.constants import CONSTANTS, MAX_QUESTION_CHARS, PRESET_LABELS, PRESETS
 from research.core.errors import ConfigError
 from research.estimate import account_pace, cost_range, estimate, time_range
-from research.export.method import plain_name
 from research.phases.start.preflight import check_configuration
 from research.related import similar_runs
 from research.search.documents import check_scope
@@ -191,8 +191,7 @@ if waiting_runs:
             st.page_link(ui.PAGES["run"], query_params={"run": waiting.id},
                          icon=":material/pending:" if waiting.status != "waiting"
                          else ":material/help:",
-                         label=("Waiting for your answer: " if waiting.status == "waiting"
-                                else f"{views.status_label(waiting.status)}: ")
+                         label=f"{views.status_label(waiting.status)}: "
                          + views.md_text(views.run_name(waiting)))
 st.write("Ask a question. The research team plans it, searches the web, reads the sources and "
          "writes a cited report. You can watch it work and read the report on the next page.")
@@ -252,7 +251,7 @@ goal_cols = more.columns(2)
 goal_cols[0].text_input(
     "Done when ... (optional)", key="done_when", max_chars=500,
     placeholder="e.g. we know the three cheapest options and their costs per kWh",
-    help="After each round the lead checks this against the findings and stops research "
+    help="After each round the planner checks this against the findings and stops research "
          "early once it is met; the report's method notes say whether and when.")
 goal_cols[1].text_input(
     "I want ... (optional)", key="want", max_chars=300,
@@ -273,7 +272,7 @@ with left:
                      "your answers on the Run page before planning.")
     st.checkbox("Ask me between rounds", key="steer",
                 help="After each round the run waits on the Run page: tick the branches the "
-                     "lead proposes, add your own, or have the report written.")
+                     "planner proposes, add your own, or have the report written.")
     st.checkbox("Let me review the plan before research starts", key="review_plan",
                 help="The run pauses after planning; on the Run page you can rename, remove, "
                      "add or reorder subtopics and edit their questions.")
@@ -291,7 +290,8 @@ with left:
         st.number_input("Cost cap (USD)", 0.0, 10_000.0, step=0.5, format="%.2f", key="max_cost_usd",
                         help="Measured with the same price table as the estimate.")
         st.number_input("Token cap", 0, 1_000_000_000, step=50_000, key="max_tokens",
-                        help="Input plus output tokens of every model call.")
+                        help="How much text the models may read and write in all, counted in "
+                             "tokens (a token is about three quarters of a word).")
         st.number_input("Source cap", 0, 10_000, step=10, key="max_sources",
                         help="Sources kept across all subtopics.")
 
@@ -301,30 +301,15 @@ with left:
                      help="Rounds: after each round the planner sorts the follow-up questions. "
                           "Breadth × depth: the same loop, with new subtopics halving at each level.")
         if state.get("schedule") == "breadth_depth":
-            for name in form.SCHEDULE_SLIDERS:
-                const = CONSTANTS[name]
-                st.slider(plain_name(name).capitalize(), int(const.minimum or 1),
-                          int(const.maximum or 1), key=f"c_{name}", help=const.description,
-                          on_change=_setting_moved)
-        for name in form.ADVANCED:
-            const = CONSTANTS[name]
-            key = f"c_{name}"
-            label = plain_name(name).capitalize() + (" (milliseconds)" if name.endswith("_MS") else "")
-            if const.kind is bool:
-                st.toggle(label, key=key, help=const.description, on_change=_setting_moved)
-            elif const.kind is float:
-                st.slider(label, float(const.minimum or 0.0), float(const.maximum or 1.0), step=0.05,
-                          key=key, help=const.description, on_change=_setting_moved)
-            else:
-                st.number_input(label, int(const.minimum or 0), int(const.maximum or 10**9), step=1,
-                                key=key, on_change=_setting_moved,
-                                help=f"{const.description} ({const.minimum:g}–{const.maximum:g})")
+            plain_widgets(state, form.SCHEDULE_SLIDERS, on_change=_setting_moved, sliders=True)
+        # Each in plain words and units (seconds, minutes), with a sentence of help.
+        plain_widgets(state, form.ADVANCED, on_change=_setting_moved)
 
 with right:
     st.subheader("Who does the work")
     if state.get("engine") not in engines:
         state["engine"] = "pipeline"
-    st.selectbox("Engine", engines, key="engine", format_func=form.ENGINE_LABELS.get,
+    st.selectbox("Research done by", engines, key="engine", format_func=form.ENGINE_LABELS.get,
                  help="Hosted engines appear when their key is saved in Settings: OpenAI deep "
                       "research needs an OpenAI key, Gemini Deep Research a Google Gemini key.")
     st.caption(form.ENGINE_HELP[state["engine"]])
@@ -337,9 +322,11 @@ with right:
     with st.expander("Models per role"):
         for role in ROLES[1:]:
             cols = st.columns(2)
-            cols[0].selectbox(f"{role.capitalize()} provider", [form.SAME_AS_LEAD, *DEFAULT_MODELS],
+            cols[0].selectbox(f"{voice.role_name(role)}: provider", [form.SAME_AS_LEAD, *DEFAULT_MODELS],
+                              format_func=lambda p: "same as the main model"
+                              if p == form.SAME_AS_LEAD else PROVIDER_NAMES.get(p, p),
                               key=f"role_provider_{role}")
-            cols[1].text_input(f"{role.capitalize()} model", key=f"role_model_{role}",
+            cols[1].text_input(f"{voice.role_name(role)}: model", key=f"role_model_{role}",
                                placeholder="provider default")
     _sources_choice()
     if state.get("source_mix", "web") == "documents":  # no search service is asked
@@ -403,7 +390,7 @@ with estimate_box:
         st.info(views.dollars(
             "A hosted engine decides for itself how much to search and read, so there is no "
             "estimate. Its cost is known when it finishes; "
-            + (f"your cost cap of ${config.max_cost_usd:.2f} still applies."
+            + (f"your cost cap of {voice.money(config.max_cost_usd)} still applies."
                if config.max_cost_usd else "set a cost cap under Budget to limit it.")))
     else:
         guess = estimate(config, ui.prices())
@@ -413,10 +400,9 @@ with estimate_box:
                        f"~{guess.searches}")
         cols[1].metric("Model calls", f"~{guess.model_calls}")
         cols[0].metric("Time", f"~{time_range(guess, paced_by)}")
-        cols[1].metric("Cost", views.dollars(f"~{cost_range(guess)}" + (
-            f" (cap ${config.max_cost_usd:.2f})" if config.max_cost_usd else "")))
-        st.caption(f"About {guess.pages_read} pages read and "
-                   f"{(guess.input_tokens + guess.output_tokens) / 1000:.0f}k tokens. Rough figures "
+        cols[1].metric("Cost", views.dollars(cost_range(guess) + (
+            f" (cap {voice.money(config.max_cost_usd)})" if config.max_cost_usd else "")))
+        st.caption(f"About {guess.pages_read} pages read. Rough figures "
                    "from typical sizes; the real run may differ. "
                    + views.dollars(budget.cap_caption(config)))
         if paced_by is not None:

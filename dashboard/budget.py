@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dashboard.estimate import Estimate
+from research import voice
 from research.core.config import ResearchConfig
 from research.core.records import Report, Run, UsageTotals
 
@@ -34,10 +35,8 @@ class Meter:
 
 
 def _money(x: float) -> str:
-    """$1.00, $0.05, $0.019: cents, or up to four decimals for small amounts."""
-    text = f"{x:,.4f}".rstrip("0")
-    whole, _, cents = text.partition(".")
-    return f"${whole}.{cents.ljust(2, '0')}"
+    """$1.00, $0.05, under $0.01: the one formatter of money (research/voice.py)."""
+    return voice.money(x)
 
 
 def estimate_warnings(guess: Estimate, config: ResearchConfig, sources: int | None = None) -> list[str]:

@@ -10,7 +10,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from dashboard import ui, views
-from research import ResearchConfig
+from research import ResearchConfig, voice
 from research.core.errors import ConfigError
 from research.core.records import Run
 from research.estimate import estimate, spoken_duration
@@ -30,9 +30,10 @@ def cost_line(run: Run) -> str:
     if config.engine != "pipeline":
         return ""
     guess = estimate(config, ui.prices())
-    cap = f" (your cap: ${config.max_cost_usd:.2f})" if config.max_cost_usd else ""
+    cap = f" (your cap: {voice.money(config.max_cost_usd)})" if config.max_cost_usd else ""
     return (f"A follow-up run with this run's settings: about {spoken_duration(guess.seconds)} "
-            f"and ~${guess.cost_usd:.2f}{cap}, {guess.model_calls:,} model calls at most; "
+            f"and {voice.money(guess.cost_usd, about=True)}{cap}, {guess.model_calls:,} model "
+            "calls at most; "
             "rough figures, the sources it already has make it cheaper.")
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dashboard import views
+from research import voice
 from research.core.records import Run
 
 APP_TITLE = "Deep Research Studio"
@@ -22,11 +23,8 @@ WATCHED_RUNS = 30            # the newest runs; older ones do not change on thei
 _SEEN_KEY = "_notify_seen_statuses"
 _LAST_KEY = "_notify_last"
 
-_TOASTS = {  # status -> (icon, words before the question)
-    "completed": ("✅", "Research finished"),
-    "failed": ("❌", "Research failed"),
-    "waiting": ("❓", "A run is waiting for your answer"),
-    "cancelled": ("⏹️", "Research stopped"),
+_TOASTS = {  # status -> its icon; the words are the run's label (research/voice.py)
+    "completed": "✅", "failed": "❌", "waiting": "❓", "cancelled": "⏹️",
 }
 
 
@@ -38,10 +36,10 @@ class Notice:
     warned: bool = False
 
     def toast_text(self) -> str:
-        icon, words = _TOASTS[self.status]
-        if self.status == "completed" and self.warned:
-            words = "Research finished with warnings"
-        return f"{icon} {words}: {views.md_label(self.question, 70)}"
+        """'✅ Completed with warnings: How do …': the label every surface uses."""
+        words = voice.WITH_WARNINGS if self.status == "completed" and self.warned \
+            else voice.status_label(self.status)
+        return f"{_TOASTS[self.status]} {words}: {views.md_label(self.question, 70)}"
 
 
 def changes(seen: Mapping[str, str], runs: Sequence[Run]) -> list[Notice]:
@@ -62,12 +60,11 @@ def tab_title(runs: Sequence[Run], last: Notice | None) -> str:
     statuses = [r.status for r in runs]
     waiting, running = statuses.count("waiting"), statuses.count("running")
     if waiting:
-        return f"❓ Waiting for you · {APP_TITLE}"
+        return f"❓ {voice.status_label('waiting')} · {APP_TITLE}"
     if running:
-        return f"⏳ Researching ({running}) · {APP_TITLE}"
+        return f"⏳ {voice.status_label('running')} ({running}) · {APP_TITLE}"
     if last is not None and last.status in ("completed", "failed"):
-        word = "Finished" if last.status == "completed" else "Failed"
-        return f"{'✅' if word == 'Finished' else '❌'} {word} · {APP_TITLE}"
+        return f"{_TOASTS[last.status]} {voice.status_label(last.status)} · {APP_TITLE}"
     return APP_TITLE
 
 

@@ -154,7 +154,7 @@ def branches(question: str, plan: Sequence[Subtopic],
                               subtopic_id=pair[0]))
         else:
             out.append(Branch(f"open:{len(out)}", pair[0], pair[1], "follow-up", "open",
-                              "the lead has not looked at it yet", subtopic_id=pair[0]))
+                              "the planner has not looked at it yet", subtopic_id=pair[0]))
     return out
 
 

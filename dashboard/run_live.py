@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard import budget, ui, views
 from dashboard.queue_view import show_queue_place
+from research import voice
 from research.core.errors import ConfigError
 from research.core.progress import percent
 from research.core.records import Run
@@ -60,8 +61,7 @@ def panel(store: Store, jobs: Runs, run_id: str) -> None:
     elapsed, remaining = views.timing(current, pct)
 
     warnings = views.run_warnings(current) if status == "completed" else []
-    shown = views.run_status_text(current) if status == "completed" else status.capitalize()
-    st.progress(pct / 100, text=f"{shown} · {pct}%")
+    st.progress(pct / 100, text=f"{voice.run_label(current, status)} · {pct}%")
     cols = st.columns(4)
     cols[0].metric("Elapsed", views.duration_text(elapsed))
     cols[1].metric("Estimated remaining",
@@ -77,7 +77,7 @@ def panel(store: Store, jobs: Runs, run_id: str) -> None:
     if message:
         st.error(message)
     for warning in warnings:
-        st.warning(views.md_text(warning), icon=":material/warning:")
+        st.warning(views.md_text(voice.plain_error(warning)), icon=":material/warning:")
     stopped = budget.budget_stop(current, store.get_report(run_id) if status == "completed" else None)
     if stopped and not warnings:
         st.warning(views.md_text(stopped) + (" The report covers what was gathered until then."
@@ -119,24 +119,18 @@ def _status_note(store: Store, current: Run, status: str) -> None:
                 "then continue.")
     if status == "failed" and current.error and setup_failed(store, current):
         # A key or an address that does not work: not a dead end, the way to fix it.
-        st.error(f"The research could not start: {views.md_text(current.error)}")
+        st.error(f"The research could not start: {views.md_text(voice.plain_error(current.error))}")
         st.page_link(ui.PAGES["settings"], label="Open Settings to fix it",
                      icon=":material/settings:")
         st.caption("Then come back here and press Resume: nothing needs to be typed again.")
-    elif status == "failed" and current.error:
-        st.error(f"The run stopped: {views.md_text(current.error)}")
+    elif status == "failed":
+        st.error(views.md_text(voice.status_line(current, status)))
     elif status == "interrupted":
         # The reason the process stored as it stopped (a full disk, Ctrl-C), or the store's
         # when it died before it could (issue 40, point 4): as `--resume` says it.
-        why = (f": {views.md_text(current.error)}" if current.error
-               else " (the server stopped while it worked).")
-        kept = "" if "kept" in why else (" Everything gathered so far is kept: press Resume to "
-                                         "continue where it stopped.")
-        st.warning(f"This run was interrupted{why}{kept}")
-    elif status == "paused":
-        st.info("Paused. Press Resume to continue.")
-    elif status == "cancelled":
-        st.info("The run was cancelled. Everything gathered so far is kept.")
+        st.warning(views.md_text(voice.status_line(current, status)))
+    elif status in ("paused", "cancelled"):
+        st.info(views.md_text(voice.status_line(current, status)))
     if current.control == "pause" and status == "running":
         st.caption("Pausing after the current step of work…")
 

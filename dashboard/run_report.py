@@ -17,6 +17,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import ask_view, doc_citations, views
+from research import voice
 from research.ask import appendix
 from research.core.errors import ResearchError
 from research.core.records import Report, Run
@@ -96,10 +97,13 @@ def download_buttons(store: Store, run_id: str, doc: ReportDocument, *, stamp: s
 
 
 def summary_line(store: Store, run: Run, doc: ReportDocument) -> str:
-    """'12 sources cited (40 kept) · 19 of 23 claims verified · no warnings', plain words."""
+    """'Completed · 12 sources cited (40 kept) · 19 of 23 claims verified · no warnings',
+    plain words, led by the run's label as every surface says it (research/voice.py)."""
     kept = store.count_sources(run.id)
     cited = len(doc.sources)
-    parts = [f"{cited} source{'s' if cited != 1 else ''} cited ({kept} kept)"]
+    warned = bool(all_warnings(run, doc))  # a report's own note counts, as in the box below
+    parts = [voice.WITH_WARNINGS if warned else voice.run_label(run),
+             f"{cited} source{'s' if cited != 1 else ''} cited ({kept} kept)"]
     checked = verify.summary(store, run.id)
     if checked.claims:
         parts.append(f"{checked.supported} of {checked.claims} claims verified")
@@ -152,7 +156,7 @@ def report_first(store: Store, run: Run, report: Report,
     warnings = all_warnings(run, doc)
     line = views.md_text(summary_line(store, run, doc))
     if warnings:  # never a green "success" for a run that completed with warnings
-        st.warning(line + "".join(f"  \n{views.md_text(w)}" for w in warnings),
+        st.warning(line + "".join(f"  \n{views.md_text(voice.plain_error(w))}" for w in warnings),
                    icon=":material/warning:")
     else:
         st.success(line, icon=":material/task_alt:")

@@ -16,6 +16,7 @@ import streamlit as st
 from dashboard import engines_view, research_map, rounds_view, run_report, verification_view, views
 from dashboard.documents_view import show_run_passages
 from dashboard.run_report import download_buttons
+from research import voice
 from research.core.records import Run
 from research.export.formats import file_stem
 from research.runs import ACTIVE
@@ -278,7 +279,8 @@ def engines_tab(store: Store, run: Run) -> None:
     for column, entry in zip(st.columns(max(1, len(entries)), gap="medium"), entries, strict=False):
         with column:
             st.subheader(views.md_text(entry.label))
-            cost = f"\\${entry.cost_usd:.4f}" if entry.cost_usd is not None else "cost unknown"
+            cost = views.dollars(voice.money(entry.cost_usd)) if entry.cost_usd is not None \
+                else "cost unknown"
             cited = f"{entry.cited_sources} source{'' if entry.cited_sources == 1 else 's'} cited"
             st.caption(f"{engines_view.status_text(entry.status)} · {cost} · {entry.words:,} words · {cited}")
             if entry.error:
@@ -302,14 +304,16 @@ def usage_tab(store: Store, run: Run) -> None:
     totals = store.usage_totals(run_id)
     cols = st.columns(3)
     cols[0].metric("Model calls", totals.calls)
-    cols[1].metric("Tokens", f"{totals.tokens:,}")
-    cols[2].metric("Estimated cost", f"${totals.cost_usd:.4f}")
+    cols[1].metric("Tokens", f"{totals.tokens:,}", help="The pieces of words the models read "
+                   "and wrote (a token is about three quarters of a word): what they charge by.")
+    cols[2].metric("Estimated cost", views.dollars(voice.money(totals.cost_usd)))
     if config.get("max_cost_usd"):
-        st.caption(f"Cost cap for this run: \\${float(config['max_cost_usd']):.2f}. Prices come "
-                   "from the same table as the estimate on the New research page.")
+        cap = views.dollars(voice.money(float(config["max_cost_usd"])))
+        st.caption(f"Cost cap for this run: {cap}. Prices come from the same table as the "
+                   "estimate on the New research page.")
     if usage:
         st.dataframe(views.usage_frame(usage), hide_index=True, width="stretch",
-                     column_config={"Cost (USD)": st.column_config.NumberColumn(format="$%.4f")})
+                     column_config={"Cost (USD)": st.column_config.NumberColumn(format="$%.2f")})
     else:
         st.info("No model calls recorded yet.")
 

@@ -18,7 +18,7 @@ def panel(store: Store, run_id: str, asked: JsonObject,
           carry_on: Callable[[str], None]) -> None:
     """Draw the choice; on a button, store it and let `carry_on` resume the run."""
     st.subheader(f"Round {asked['round']} is done: what should we explore next?")
-    st.caption("Tick the branches the lead proposes that you want followed, add your own (one "
+    st.caption("Tick the branches the planner proposes that you want followed, add your own (one "
                "per line), or stop here and have the report written.")
     proposals = asked.get("proposals") or []
     with st.form(f"steer_{run_id}_{asked['round']}"):
@@ -27,7 +27,7 @@ def panel(store: Store, run_id: str, asked: JsonObject,
                                  key=f"steer_{run_id}_{p['n']}",
                                  help=views.md_text(p.get("why") or "") or None)]
         if not proposals:
-            st.caption("The lead proposes no new branch; add your own or write the report.")
+            st.caption("The planner proposes no new branch; add your own or write the report.")
         own = st.text_area("Branches of your own (one per line)", key=f"steer_add_{run_id}",
                            height=80)
         cols = st.columns(2)

@@ -7,6 +7,7 @@ chart label: it must never become a link, an image or HTML it did not come as.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections import Counter
@@ -18,54 +19,27 @@ from urllib.parse import urlsplit
 import pandas as pd
 import plotly.graph_objects as go
 
-from research.core.constants import CONSTANTS
+from research import voice
 from research.core.events import Event, from_row
 from research.core.records import EventRow, ModelUsage, ReviewIssue, Run, Source, Step, Subtopic
 from research.export.doc_passages import anchor as doc_anchor
 from research.export.document import ReportDocument, link_citations, map_prose
 from research.export.markdown import escape_markdown, neutralise_html, safe_link_url
-from research.export.method import plain_name
 from research.export.safe_links import clean_document, safe_markdown
+from research.runs.status import status_of
 from research.untrusted.credibility import KINDS, kind_of
 from storage import Store
 
 EVENT_TAIL = 200
-STATUS_LABELS = {
-    "queued": "Queued", "running": "Running", "paused": "Paused",
-    "completed": "Completed", "failed": "Failed", "cancelled": "Cancelled",
-    "interrupted": "Interrupted", "retrying": "Retrying", "done": "Done",
-    "missing": "Unknown", "waiting": "Waiting for you",
-}
+STATUS_LABELS = voice.LABELS  # the one table of status words (research/voice.py)
 SEVERITIES = ("high", "medium", "low")
 
 
 # -- plain text helpers ---------------------------------------------------------------------
 
-_KEY_NAMES = {"OPENAI_API_KEY": "the OpenAI key", "GEMINI_API_KEY": "the Google Gemini key",
-              "GOOGLE_API_KEY": "the Google Gemini key", "TAVILY_API_KEY": "the Tavily key",
-              "SEMANTIC_SCHOLAR_API_KEY": "the Semantic Scholar key",
-              "OPENAI_BASE_URL": "the OpenAI server address",
-              "GEMINI_BASE_URL": "the Gemini server address",
-              "ANTHROPIC_API_KEY": "the Anthropic key",
-              "ANTHROPIC_BASE_URL": "the Anthropic server address",
-              "DEEP_RESEARCH_SEARCH": "the search services setting",
-              "DEEP_RESEARCH_PROVIDER": "the model provider setting",
-              "DEEP_RESEARCH_MODEL": "the model setting"}
-_SETTING_NAME = re.compile(r"\b(?:DEEP_RESEARCH_)?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
-
-
 def plain_words(text: str) -> str:
-    """Setting and environment-variable names in engine messages -> the words people know
-    ('MAX_ROUNDS' -> 'research rounds', 'OPENAI_API_KEY' -> 'the OpenAI key')."""
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(0)
-        if name in _KEY_NAMES:
-            return _KEY_NAMES[name]
-        constant = name.removeprefix("DEEP_RESEARCH_")
-        if constant in CONSTANTS:
-            return f"“{plain_name(constant)}”"
-        return name
-    return _SETTING_NAME.sub(replace, text)
+    """Setting names in engine messages -> the words people know (research.voice)."""
+    return voice.plain_words(text)
 
 
 def md_text(text: Any) -> str:
@@ -106,7 +80,14 @@ def domain(url: str) -> str:
 
 
 def status_label(status: str) -> str:
-    return STATUS_LABELS.get(status, status.capitalize())
+    return voice.status_label(status)
+
+
+def as_shown(run: Run, alive: bool) -> Run:
+    """The run with the status a person should see now (research.runs.status_of): a queued
+    run nothing executes is interrupted."""
+    shown = status_of(run, alive)
+    return run if shown == run.status else dataclasses.replace(run, status=shown)
 
 
 def run_warnings(run: Run) -> list[str]:
@@ -115,11 +96,9 @@ def run_warnings(run: Run) -> list[str]:
 
 
 def run_status_text(run: Run) -> str:
-    """A run's status as every view shows it: a completed run with warnings says so, so the
-    status never reads as a plain success while the report carries a warning."""
-    if run_warnings(run):
-        return "Completed with warnings"
-    return status_label(run.status)
+    """A run's status as every view shows it (and the CLI, the API, the notifications):
+    research.voice.run_label."""
+    return voice.run_label(run)
 
 
 def parse_ts(value: Any) -> datetime | None:
@@ -173,7 +152,7 @@ def steps_frame(steps: Sequence[Step]) -> pd.DataFrame:
         "Duration": duration_text(s.duration_s) if s.duration_s is not None else "",
         "Sources": str(s.source_count) if s.kind == "research" else "",
         "Attempts": s.attempts or 1,
-        "Problem": plain_words(s.error or ""),
+        "Problem": voice.plain_error(s.error or ""),  # our own message: no exception names
     } for s in steps]
     return pd.DataFrame(rows, columns=["Step", "State", "Duration", "Sources", "Attempts", "Problem"])
 
@@ -190,7 +169,7 @@ def typed_events(rows: Sequence[EventRow]) -> list[Event]:
 def events_frame(events: Sequence[Event]) -> pd.DataFrame:
     rows = [{
         "Time": short_date(e.ts)[11:] or "",
-        "Event": e.type.replace("_", " "),
+        "Event": voice.event_words(e.type),
         "Message": plain_words(e.message),
     } for e in reversed(events)]
     return pd.DataFrame(rows, columns=["Time", "Event", "Message"])
@@ -375,7 +354,7 @@ def sources_markdown(doc: ReportDocument) -> str:
 
 def usage_frame(usage: Sequence[ModelUsage]) -> pd.DataFrame:
     rows = [{
-        "Role": u.role, "Provider": u.provider, "Model": u.model, "Calls": u.calls,
+        "Role": voice.role_name(u.role), "Provider": u.provider, "Model": u.model, "Calls": u.calls,
         "Input tokens": u.input_tokens, "Output tokens": u.output_tokens,
         "Cost (USD)": u.cost_usd,
     } for u in usage]
@@ -415,7 +394,7 @@ def library_line(run: Run, version: str = "", parent_question: str | None = None
     if run.totals.sources:
         parts.append(f"{run.totals.sources} sources")
     if run.totals.cost_usd:
-        parts.append(f"${run.totals.cost_usd:.2f}")
+        parts.append(voice.money(run.totals.cost_usd))
     if version:
         parts.append(version)
     if run.parent_run_id:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 import streamlit as st
 
 from dashboard import views
+from research import voice
 from research.living import watches
 from storage import Store
 from storage import watches as watchstore
@@ -72,7 +73,8 @@ def render(store: Store, person: str | None) -> None:
             cols = st.columns([4, 1, 1])
             cols[0].markdown(f"**{views.md_label(question, 100)}**")
             state = "paused" if watch.state == "paused" else f"next update {when(watch.next_at)}"
-            budget = f" · ${watch.cost_cap:g} per update" if watch.cost_cap else ""
+            budget = (f" · {views.dollars(voice.money(watch.cost_cap))} per update"
+                      if watch.cost_cap else "")
             cols[0].caption(f"{EVERY_TEXT[watch.every].capitalize()} · {state}{budget} · "
                             f"{watch.updates_kept} update(s) kept · last looked "
                             f"{when(watch.last_checked_at)}")

@@ -19,6 +19,7 @@ from research import (
     pending_clarification,
     pending_steering,
     resume,
+    voice,
 )
 from research.core.config import Credentials, ResearchConfig, WorkerSettings, build_config
 from research.core.errors import ConfigError, ResearchError, redact
@@ -156,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         from research.living.watch_command import main as watch_main
 
         return watch_main(argv[1:])
+    if argv[:1] in (["status"], ["list"]):  # a run's state, the runs (research/status_command.py)
+        from research.status_command import main as status_main
+
+        return status_main(argv[0], argv[1:])
     if argv[:1] == ["update"]:  # python -m research update RUN_ID (research/living)
         argv = ["--update", *argv[1:]]
     args = parser().parse_args(argv)
@@ -341,13 +346,13 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
              f"python -m research --wait {run_id}")
         print(run_id)
         return EXIT_OK
-    if run.status == "cancelled":
-        return _fail(f"Run {run_id} was cancelled.", secrets, EXIT_CANCELLED)
+    if run.status == "cancelled":  # in the words of every surface (research/voice.py)
+        return _fail(f"{voice.status_line(run)} (run {run_id})", secrets, EXIT_CANCELLED)
     if run.error == DISK_FULL_MESSAGE:
         return _fail(session.disk_full_message(), secrets, EXIT_FAILED)
     if run.status != "completed":
-        return _fail(f"Run {run_id} failed: {run.error or 'unknown error'} "
-                     f"(resume with --resume {run_id})", secrets, EXIT_FAILED)
+        return _fail(f"{voice.status_line(run)} Continue it with: python -m research --resume "
+                     f"{run_id}", secrets, EXIT_FAILED)
     stored = store.get_report(run_id)
     out = args.out or Path(f"{file_stem(run.question, stored.created_at if stored else '')}"
                            f".{args.format}")
@@ -360,13 +365,11 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                      f"({reason}); nothing was left there. Write it again with "
                      f"python -m research --resume {run_id} --out PATH", secrets, EXIT_FAILED)
     session.writing = None
-    _say(f"Report written to {out} ({run.totals.sources or 0} sources, "
-         f"~${run.totals.cost_usd or 0:.4f}).")
-    warnings = list(run.warnings)
-    if warnings:  # still a completed run (exit 0), but never shown as a plain success
-        _say(f"Completed with warnings ({len(warnings)}):")
-        for warning in warnings:
-            _say(f"  Warning: {redact(warning, secrets)}")
+    # Still a completed run (exit 0) with warnings, but never shown as a plain success.
+    _say(f"{voice.run_label(run)}. Report written to {out} ({run.totals.sources or 0} "
+         f"sources, cost {voice.money(run.totals.cost_usd or 0.0)}).")
+    for warning in run.warnings:
+        _say(f"  Warning: {redact(voice.plain_error(warning), secrets)}")
     print(run_id)
     return EXIT_OK
 
@@ -514,7 +517,7 @@ def _steer(store: Store, run_id: str, args: argparse.Namespace) -> bool:
 
 
 def _steer_text(asked: JsonObject) -> str:  # a JSON column's value
-    lines = [f"Round {asked['round']} is done. The lead proposes to explore next:"]
+    lines = [f"Round {asked['round']} is done. The planner proposes to explore next:"]
     lines += [f"  {p['n']}. {strip_control(p['title'])}"
               + (f" ({strip_control(p['why'])[:200]})" if p.get("why") else "")
               for p in asked["proposals"]] or ["  (no new branches)"]
@@ -569,4 +572,5 @@ class _Printer:
         run = self.store.get_run(event.run_id)
         pct = percent(run, self.store.get_steps(event.run_id)) if run else 0  # 0: deleted
         elapsed = int(time.monotonic() - self.started)
-        _say(f"[{elapsed // 60:02d}:{elapsed % 60:02d} {pct:3d}%] {event.message}")
+        _say(f"[{elapsed // 60:02d}:{elapsed % 60:02d} {pct:3d}%] "
+             f"{voice.plain_error(event.message)}")  # the dashboard's words (research/voice.py)

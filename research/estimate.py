@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from research import voice
 from research.core.config import Credentials, ResearchConfig
 from research.estimate_calls import (
     ESTIMATE_TOLERANCE,
@@ -103,11 +104,12 @@ def time_range(guess: Estimate, paced_by: Pace | None = None) -> str:
 
 
 def cost_range(guess: Estimate) -> str:
-    """'$0.10–0.59' (or one figure when the range is not worked out or is one cent wide)."""
+    """'~$0.10–0.59' (or one figure, '~$0.42' or 'under $0.01', when the range is not worked
+    out or is one cent wide)."""
     low, high = guess.cost_range
     if not high or f"{low:.2f}" == f"{high:.2f}":
-        return f"${guess.cost_usd:.2f}"
-    return f"${low:.2f}–{high:.2f}"
+        return voice.money(guess.cost_usd, about=True)
+    return f"~${low:.2f}–{high:.2f}"
 
 
 # --- the time under the account's limits (issue 31) ------------------------------------------
@@ -161,10 +163,9 @@ def estimate_line(guess: Estimate, paced_by: Pace | None) -> str:
     times, costs = time_range(guess, paced_by), cost_range(guess)
     line = (f"Estimate: about {spoken_duration(seconds)}"
             + (f" ({times})" if "\u2013" in times else "")
-            + f" and ~${guess.cost_usd:.2f}" + (f" ({costs})" if "\u2013" in costs else "")
-            + f": {calls}, "
-            f"~{guess.input_tokens + guess.output_tokens:,} tokens; rough figures from typical "
-            "sizes.")
+            + f" and {voice.money(guess.cost_usd, about=True)}"
+            + (f" ({costs.removeprefix('~')})" if "\u2013" in costs else "")
+            + f": {calls} and {guess.searches:,} searches; rough figures from typical sizes.")
     return f"{line} {paced_by.text}" if paced_by is not None else line
 
 

@@ -30,7 +30,7 @@ def test_live_panel_shows_cost_so_far_against_the_cap(dash_env: Store) -> None:
     at = open_run_page(run_id)
     assert not at.exception
     texts = [p.proto.text for p in at.progress]
-    assert "Cost so far \\$0.019 of the \\$0.05 cap" in texts  # $ escaped for Markdown
+    assert "Cost so far \\$0.02 of the \\$0.05 cap" in texts  # one money format; $ escaped
     meter = next(p for p in at.progress if p.proto.text.startswith("Cost so far"))
     assert meter.value == 37  # percent: 0.019 of 0.05
     assert "Sources so far 6 of the 12 cap" in texts

@@ -24,7 +24,7 @@ def test_the_run_page_shows_the_reason_the_cli_stored_when_it_stopped(dash_env: 
     dash_env.set_run_status(run_id, "interrupted", error=DISK_FULL_MESSAGE)
     at = open_run_page(run_id)
     assert not at.exception
-    assert "interrupted" in _warnings(at)
+    assert "Interrupted" in _warnings(at)  # the label of every surface (research/voice.py)
     assert DISK_FULL_MESSAGE.split(";")[0] in _warnings(at)
     assert "Resume" in [b.label for b in at.button]
 

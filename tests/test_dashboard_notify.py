@@ -28,8 +28,8 @@ def test_only_a_change_the_person_cares_about_is_a_notice() -> None:
             _run("c", "completed"), _run("d", "running"), _run("e", "completed")]
     notices = notify.changes(seen, runs)
     assert [(n.run_id, n.status) for n in notices] == [("a", "completed"), ("b", "failed")]
-    assert "finished with warnings" in notices[0].toast_text()
-    assert notices[1].toast_text().startswith("❌ Research failed: Which heat pumps")
+    assert "Completed with warnings" in notices[0].toast_text()  # as the Library says it
+    assert notices[1].toast_text().startswith("❌ Failed: Which heat pumps")
     assert [n.status for n in notify.changes({"a": "running"}, [_run("a", "waiting")])] == [
         "waiting"]
 
@@ -39,8 +39,8 @@ def test_the_tab_title_puts_what_needs_the_person_first() -> None:
     assert notify.tab_title([_run("a", "running"), _run("b", "waiting")], None).startswith(
         "❓ Waiting for you")
     assert notify.tab_title([_run("a", "running"), _run("b", "running")], finished).startswith(
-        "⏳ Researching (2)")
-    assert notify.tab_title([_run("a", "completed")], finished).startswith("✅ Finished")
+        "⏳ Running (2)")
+    assert notify.tab_title([_run("a", "completed")], finished).startswith("✅ Completed")
     assert notify.tab_title([_run("a", "completed")], None) == notify.APP_TITLE
 
 
@@ -62,11 +62,11 @@ def test_any_page_toasts_a_run_that_finished_while_it_was_open(
     dash_env.set_run_status(run_id, "running")             # would be marked interrupted)
     at.run()
     assert not at.exception and not at.toast  # nothing the person needs to hear yet
-    assert titles[-1].startswith("⏳ Researching (1)"), titles
+    assert titles[-1].startswith("⏳ Running (1)"), titles
     dash_env.set_run_status(run_id, "completed")
     at.run()
     assert not at.exception
-    assert [t.value for t in at.toast] == [f"✅ Research finished: {QUESTION}"]
-    assert titles[-1].startswith("✅ Finished")
+    assert [t.value for t in at.toast] == [f"✅ Completed: {QUESTION}"]
+    assert titles[-1].startswith("✅ Completed")
     at.run()
     assert not at.toast  # told once

@@ -91,7 +91,7 @@ def test_tokens_and_cost_per_role(dash_env: Store) -> None:
     run_id = finished_run(dash_env)
     at = open_run_page(run_id, "Tokens and cost")
     table = at.dataframe[-1].value
-    assert set(table["Role"]) == {"worker", "writer"}
+    assert set(table["Role"]) == {"Researchers", "Writer"}  # what each does (research/voice.py)
     assert round(table["Cost (USD)"].sum(), 3) == 0.019
 
 
@@ -104,7 +104,7 @@ def test_unknown_run_id_is_explained(dash_env: Store) -> None:
 def test_interrupted_run_offers_resume_and_explains_why(dash_env: Store) -> None:
     run_id = finished_run(dash_env, status="interrupted")
     at = open_run_page(run_id)
-    assert any("interrupted" in w.value for w in at.warning)
+    assert any("Interrupted" in w.value for w in at.warning)  # as every surface says it
     assert any(b.label == "Resume" for b in at.button)
 
 

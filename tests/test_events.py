@@ -155,7 +155,7 @@ def test_the_dashboard_log_shows_old_and_new_rows(store: Store) -> None:
     tail = tail_events(store, run_id)
     assert [type(e) for e in tail] == [ev.StepCompleted, ev.SourceSkipped]
     frame = events_frame(tail)
-    assert list(frame["Event"]) == ["source skipped", "step completed"]
+    assert list(frame["Event"]) == ["Page skipped", "Step done"]  # in words (research/voice.py)
     assert list(frame["Message"]) == ["Skipped https://b: timed out", "old row"]
 
 

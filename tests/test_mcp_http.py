@@ -214,7 +214,8 @@ def test_a_failed_run_is_answered_with_its_reason_and_never_a_key(
     waited, status = anyio.run(with_guard, go)
     report, now = structured(waited), structured(status)
     assert report["status"] == "failed" and report["report_markdown"] == ""
-    assert report["message"].startswith(f"Run {report['run_id']} failed and has no report")
+    assert report["message"].startswith("Failed: ")  # as every surface says it (research/voice.py)
+    assert report["message"].endswith(f"Run {report['run_id']} has no report.")
     assert now["status"] == "failed" and now["error"] and not now["still_going"]
     everything = str(waited.content) + str(status.content)
     assert key not in everything and key[-8:] not in everything

@@ -76,10 +76,10 @@ def _env(box: Receiver, **more: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("status", "words"), [
-    ("completed", "Research finished"),
-    ("failed", "Research failed"),
-    ("crash", "Research failed"),  # recorded by the engine, then told
-    ("waiting", "A run is waiting for your answer"),
+    ("completed", "Completed"),  # the words of every surface (research/voice.py)
+    ("failed", "Failed"),
+    ("crash", "Failed"),  # recorded by the engine, then told
+    ("waiting", "Waiting for you"),
 ])
 def test_a_run_that_ends_or_waits_tells_its_person_in_one_line_with_a_link(
         door: Door, status: str, words: str) -> None:
@@ -164,4 +164,4 @@ def test_a_run_in_the_terminal_tells_its_person_too(
     standin.reset()
     assert result.returncode == 1
     assert len(got) == 1
-    assert got[0]["message"].startswith("Research failed: “How loud are heat pumps?” " + BASE)
+    assert got[0]["message"].startswith("Failed: “How loud are heat pumps?” " + BASE)

@@ -33,7 +33,7 @@ def test_a_steered_run_waits_then_follows_the_chosen_and_added_branches(
 ) -> None:
     env = {**standin_env, "DEEP_RESEARCH_MAX_ROUNDS": "2"}
     db, full, run_id, said = _start(run_cli, env, tmp_path)
-    assert "Round 1 is done. The lead proposes to explore next:" in said
+    assert "Round 1 is done. The planner proposes to explore next:" in said
     assert f"--resume {run_id} --follow" in said
     store = Store(db)
     run = store.get_run(run_id)

@@ -63,7 +63,7 @@ class World:
         run_id = self.jobs.start(question, build_config(env={}, preset="quick"), CREDS,
                                  person=person)
         assert self.jobs.wait(run_id, 20)
-        self.box.received.clear()  # its own "Research finished" (tests/test_notify.py)
+        self.box.received.clear()  # its own "Completed" (tests/test_notify.py)
         self.box.paths.clear()
         return run_id
 

@@ -38,7 +38,7 @@ def test_a_finished_run_is_watched_from_the_library_then_paused_resumed_and_stop
     assert (watch.run_id, watch.every, watch.cost_cap, watch.state) == (run_id, "weekly", 0.5,
                                                                         "active")
     assert "Watched topics" in [s.value for s in at.subheader]
-    assert "Every week · next update" in _captions(at) and "$0.5 per update" in _captions(at)
+    assert "Every week · next update" in _captions(at) and "$0.50 per update" in _captions(at)
 
     at = _click(at, "Pause")
     assert watchstore.get_watch(dash_env, watch.id).state == "paused"  # type: ignore[union-attr]

@@ -123,7 +123,11 @@ class Waiting(BaseModel):
 class RunSummary(BaseModel):
     id: str
     question: str
-    status: str
+    status: str = Field(description="queued, running, paused, waiting, completed, failed, "
+                        "cancelled or interrupted: for programs.")
+    status_text: str = Field(default="", description="The status as a person reads it, in the "
+                             "words of the dashboard, the CLI and the notifications (e.g. "
+                             "'Completed with warnings', 'Waiting for you').")
     created_at: str
     finished_at: str | None = None
     preset: str = ""
@@ -132,6 +136,9 @@ class RunSummary(BaseModel):
 
 
 class RunStatus(RunSummary):
+    status_line: str = Field(default="", description="The status and what it means, in one "
+                             "plain line (the reason of a failure, a completed run's first "
+                             "warning), as the CLI's status command says it.")
     progress: int = Field(description="0-100; 100 only when completed.")
     step: str | None = Field(default=None, description="What the run is doing now.")
     queue: QueueInfo | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from research import pending_clarification, pending_steering
+from research import pending_clarification, pending_steering, voice
 from research.api.context import ApiContext
 from research.api.models import QueueInfo, RunStatus, RunSummary, Totals, Waiting
 from research.core.progress import percent
@@ -11,6 +11,7 @@ from research.core.records import Run
 
 def summary(run: Run, status: str) -> RunSummary:
     return RunSummary(id=run.id, question=run.question, status=status,
+                      status_text=voice.run_label(run, status),
                       created_at=run.created_at, finished_at=run.finished_at,
                       preset=run.preset, engine=run.engine, parent_run_id=run.parent_run_id)
 
@@ -25,14 +26,16 @@ def run_status(ctx: ApiContext, run: Run) -> RunStatus:
     totals = run.totals
     return RunStatus(
         **summary(run, status).model_dump(),
+        status_line=voice.status_line(run, status),
         progress=percent(run, steps),
         step=running[-1].label or running[-1].key if running else None,
         queue=QueueInfo(place=place.place, ahead=place.ahead, text=place.describe())
         if place else None,
         totals=Totals(sources=totals.sources, queries=totals.queries, tokens=totals.tokens,
                       cost_usd=totals.cost_usd, calls=totals.calls, rounds=totals.rounds,
-                      stop_reason=totals.stop_reason),
-        warnings=list(run.warnings), error=run.error, started_at=run.started_at,
+                      stop_reason=voice.plain_words(totals.stop_reason)),
+        warnings=[voice.plain_error(w) for w in run.warnings],
+        error=voice.plain_error(run.error) if run.error else None, started_at=run.started_at,
         duration_s=run.duration_s,
         waiting_for=waiting_for(ctx, run) if status == "waiting" else None,
         settings=dict(run.config),

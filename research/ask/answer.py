@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Protocol
 
+from research import voice
 from research.ask.check import Checked, check
 from research.ask.numbers import answer_numbers, passages_of
 from research.ask.prompt import AskReply, ask_messages
@@ -162,8 +163,8 @@ class CostCap:
 
     @property
     def line(self) -> str:
-        return (f"An answer costs about ${self.answer_usd:.4f}; this run has "
-                f"${self.left_usd:.4f} left of its ${self.cap_usd:.2f} cost cap.")
+        return (f"An answer costs about {voice.money(self.answer_usd)}; this run has "
+                f"{voice.money(self.left_usd)} left of its {voice.money(self.cap_usd)} cost cap.")
 
 
 def cost_cap(store: Store, run: Run, prices: PriceTable | None) -> CostCap | None:

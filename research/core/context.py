@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 
+from research import voice
 from research.core.agents import Agent
 from research.core.config import Credentials, ResearchConfig
 from research.core.errors import BudgetStop, ResearchError, RunStop, contained, is_unexpected, redact
@@ -143,7 +144,8 @@ class RunContext:
             self._budget_checked = now
             cost, tokens = self._spent()
             if cfg.max_cost_usd and cost >= cfg.max_cost_usd:
-                self._budget = f"the cost cap of ${cfg.max_cost_usd:.2f} was reached (${cost:.2f} spent)"
+                self._budget = (f"the cost cap of {voice.money(cfg.max_cost_usd)} was reached "
+                                f"({voice.money(cost)} spent)")
             elif cfg.max_tokens and tokens >= cfg.max_tokens:
                 self._budget = f"the token cap of {cfg.max_tokens:,} was reached ({tokens:,} used)"
             elif cfg.max_sources and self.store.count_sources(self.run_id) >= cfg.max_sources:
@@ -184,11 +186,11 @@ class RunContext:
         if reason:
             pass
         elif cfg.max_tokens and tokens > cfg.max_tokens:
-            reason = (f"the token cap of {cfg.max_tokens:,} was reached (the next {role} model "
-                      f"call would have taken the run to about {tokens:,} tokens)")
+            reason = (f"the token cap of {cfg.max_tokens:,} was reached (the next model call "
+                      f"would have taken the run to about {tokens:,} tokens)")
         elif cfg.max_cost_usd and cost > cfg.max_cost_usd:
-            reason = (f"the cost cap of ${cfg.max_cost_usd:.2f} was reached (the next {role} "
-                      f"model call would have taken the run to about ${cost:.2f})")
+            reason = (f"the cost cap of {voice.money(cfg.max_cost_usd)} was reached (the next "
+                      f"model call would have taken the run to about {voice.money(cost)})")
         if reason:
             if self._budget is None:
                 self._budget = reason

@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from research import voice
 from research.core.records import Run
 
 log = logging.getLogger(__name__)
@@ -33,12 +34,7 @@ TITLE = "Deep Research Studio"
 SEND_TIMEOUT_S = 15
 QUESTION_CHARS = 100
 
-# status -> the words before the question
-_WORDS = {
-    "completed": "Research finished",
-    "failed": "Research failed",
-    "waiting": "A run is waiting for your answer",
-}
+TOLD = ("completed", "failed", "waiting")  # the statuses a person is told about
 
 
 @dataclass(frozen=True)
@@ -75,24 +71,21 @@ def run_link(env: Mapping[str, str], run_id: str) -> str:
 
 def one_line(text: str, limit: int = QUESTION_CHARS) -> str:
     """`text` on one line, cut at `limit` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    return voice.one_line(text, limit)
 
 
 def run_message(run: Run, link: str) -> str | None:
-    """The one line for a run that finished, failed or waits; None for any other status."""
-    words = _WORDS.get(run.status)
-    if words is None:
+    """The one line for a run that finished, failed or waits, in the words of every other
+    surface ('Completed with warnings: “...” link'); None for any other status."""
+    if run.status not in TOLD:
         return None
-    if run.status == "completed" and run.warnings:
-        words = "Research finished with warnings"
-    return f"{words}: “{one_line(run.question)}” {link}"
+    return f"{voice.headline(run, limit=QUESTION_CHARS)} {link}"
 
 
 def changed_message(run: Run, since: str, how_many: int, link: str) -> str:
     """The one line for a watched topic whose update found something new."""
     return (f"Your watched topic changed ({how_many} claim{'s' if how_many != 1 else ''} "
-            f"since {since[:10]}): “{one_line(run.question)}” {link}")
+            f"since {since[:10]}): “{voice.one_line(run.question, QUESTION_CHARS)}” {link}")
 
 
 def send(urls: Sequence[str], body: str, *, title: str = TITLE) -> Sent:

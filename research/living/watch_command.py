@@ -14,6 +14,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
+from research import voice
 from research.core.settings import effective_env
 from research.living import watches
 from storage import DatabaseValueError, Store, default_db, default_db_path, resolve_db
@@ -73,7 +74,7 @@ def _act(store: Store, action: str, watch_id: str | None, owner: str | None) -> 
             question = " ".join((run.question if run else "(report deleted)").split())[:70]
             state = "paused" if watch.state == "paused" else f"next {_when(watch.next_at)}"
             print(f"{watch.id}  {watch.every:<7}  {state:<27}  {question}"
-                  + (f"  [{watch.last_result}]" if watch.last_result else ""))
+                  + (f"  [{voice.plain_error(watch.last_result)}]" if watch.last_result else ""))
         return 0
     if not watch_id:
         return _fail(f"Give the watch to {action}: python -m research watch {action} WATCH_ID "

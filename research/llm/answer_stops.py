@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from research import voice
 from research.core.errors import AnswerBlocked, AnswerCutOff
 from research.llm.messages import Completion, Message, Request, Send
 
@@ -40,19 +41,19 @@ class AnswerStops:
         if self.say is not None:
             what = ("was cut off at the output length limit" if cut else
                     f"was refused or blocked ({exc})")
-            self.say(f"{self.role} model: the answer {what}; asking once more with a "
+            self.say(f"{voice.model_words(self.role)}: the answer {what}; asking once more with a "
                      "changed request")
         nudged = [*request.messages, Message("user", CONCISE_NUDGE if cut else RECONSIDER_NUDGE)]
         try:
             return send(replace(request, messages=nudged))
         except AnswerCutOff as again:
             raise AnswerCutOff(
-                f"The {self.role} model ({self.label}) stopped at its output length limit "
+                f"{voice.model_words(self.role)} ({self.label}) stopped at its output length limit "
                 "twice, even when asked for a more concise answer, so its answer was "
                 "incomplete and was not used.", provider=again.provider,
             ) from None
         except AnswerBlocked as again:
             raise AnswerBlocked(
-                f"The {self.role} model ({self.label}) would not answer, even when asked "
+                f"{voice.model_words(self.role)} ({self.label}) would not answer, even when asked "
                 f"again: {again}", provider=again.provider, reason=again.reason,
             ) from None

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from research import voice
 from research.core.errors import ProviderError
 from research.core.retry import RetryPolicy
 from research.llm.answer_limits import check_answer_size
@@ -122,8 +123,9 @@ class RoleLLM:
 
     @property
     def who(self) -> str:
-        """The model as messages name it: "The writer model (openai/gpt-5-mini)"."""
-        return f"The {self.role} model ({self.label})"
+        """The model as messages name it: "The writer model (openai/gpt-5-mini)", "The
+        research model (...)" for the worker (research.voice.model_words)."""
+        return f"{voice.model_words(self.role)} ({self.label})"
 
     def quiet(self) -> RoleLLM:
         """This model for a call made ahead of time, whose failure only means it is asked for

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from research import voice
 from research.core.errors import ContextTooLong, RequestTooLarge
 from research.llm.messages import Completion, Message, Request, Send
 from research.llm.pacing import Pacer
@@ -74,14 +75,14 @@ class Fitting:
                 what = ("larger than the account allows in a minute" if
                         isinstance(exc, RequestTooLarge) else "too long")
                 self.say(
-                    f"{self.role} model: the prompt was {what} for {self.label} ({exc}); "
+                    f"{voice.model_words(self.role)}: the prompt was {what} for {self.label} ({exc}); "
                     f"sending it again with the sources trimmed to {limit} characters"
                 )
             try:
                 return send(replace(request, messages=harder))
             except ContextTooLong as again:
                 raise ContextTooLong(
-                    f"The prompt for the {self.role} model is longer than {self.label} accepts, "
+                    f"The prompt for {voice.model_words(self.role).lower()} is longer than {self.label} accepts, "
                     f"even with its sources trimmed to {limit} characters.",
                     provider=again.provider, status=again.status,
                 ) from None
@@ -92,7 +93,7 @@ class Fitting:
             return fit_prompt(messages, limit)
         except ContextTooLong:
             raise ContextTooLong(
-                f"The prompt for the {self.role} model is longer than {self.label} accepts, "
+                f"The prompt for {voice.model_words(self.role).lower()} is longer than {self.label} accepts, "
                 "and its sources cannot be trimmed further.",
                 provider=exc.provider, status=exc.status,
             ) from None

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from research import voice
 from research.core.errors import AnswerCutOff
 from research.core.retry import RetryPolicy, call_with_retries
 from research.llm.budget import UsageMeter
@@ -50,4 +51,4 @@ class Retries:
 
     def _retried(self, n: int, exc: BaseException, delay: float) -> None:
         if self.say is not None:
-            self.say(f"{self.role} model call failed ({exc}); retry {n} in {delay:.1f} s")
+            self.say(f"{voice.model_words(self.role)}: a call failed ({exc}); retry {n} in {delay:.1f} s")

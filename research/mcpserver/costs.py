@@ -7,6 +7,7 @@ they move with the models and keys configured here; nothing is written down twic
 
 from __future__ import annotations
 
+from research import voice
 from research.core.config import Credentials, build_config
 from research.core.constants import PRESETS
 from research.core.errors import ConfigError
@@ -28,6 +29,7 @@ def preset_costs(env: dict[str, str], credentials: Credentials, prices: PriceTab
         guess = estimate(config, prices)
         paced = account_pace(guess, config, credentials, books)
         seconds = paced.seconds if paced is not None else guess.seconds
-        lines.append(f"- {name}: about {spoken_duration(seconds)}, ~${guess.cost_usd:.2f} "
+        lines.append(f"- {name}: about {spoken_duration(seconds)}, "
+                     f"{voice.money(guess.cost_usd, about=True)} "
                      f"({guess.model_calls:,} model calls, {guess.searches:,} searches)")
     return "\n".join(lines)

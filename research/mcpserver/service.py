@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from research import voice
 from research.core.config import Credentials, ResearchConfig, build_config
 from research.core.errors import ConfigError, ResearchError, redact
 from research.core.progress import percent
@@ -56,6 +57,10 @@ class Status(BaseModel):
     question: str
     status: str = Field(description="queued, running, paused, waiting, completed, failed, "
                                     "cancelled or interrupted")
+    status_text: str = Field(default="", description="the status as the person reads it in "
+                             "the dashboard, e.g. 'Completed with warnings'")
+    status_line: str = Field(default="", description="the status and what it means, in one "
+                             "plain line: say this to the person")
     percent: int = Field(description="0-100; 100 only once completed")
     step: str = Field(description="what the run is doing now")
     message: str = Field(description="the run's latest progress line")
@@ -77,6 +82,7 @@ class Report(BaseModel):
     run_id: str
     question: str
     status: str
+    status_text: str = ""
     report_markdown: str = Field(description="the report, its numbered Sources list at the end "
                                              "(empty until the run has completed)")
     sources: list[Source] = Field(default_factory=list)
@@ -89,6 +95,7 @@ class LibraryEntry(BaseModel):
     run_id: str
     question: str
     status: str
+    status_text: str = ""
     created_at: str
     sources: int | None = None
     cost_usd: float | None = None
@@ -153,8 +160,11 @@ class Service:
         running = [s for s in steps if s.status in ("running", "retrying")]
         last = self.store.last_events(run_id, 1)
         error = run.error or (self.runs.crash(run_id) if not alive else "")
+        shown = _shown(run, alive)
         return Status(
-            run_id=run_id, question=strip_control(run.question), status=_shown(run, alive),
+            run_id=run_id, question=strip_control(run.question), status=shown,
+            status_text=voice.run_label(run, shown),
+            status_line=self._clean(voice.status_line(run, shown)),
             percent=percent(run, steps), step=strip_control(running[-1].label if running else ""),
             message=self._clean(last[-1].message if last else ""),
             queue_place=self.runs.queue_place(run_id) if run.status == "queued" else "",
@@ -165,10 +175,11 @@ class Service:
     def report(self, run_id: str, person: str | None) -> Report:
         run = self._run(run_id, person)
         base = Report(run_id=run_id, question=strip_control(run.question), status=run.status,
-                      report_markdown="", warnings=[self._clean(w) for w in run.warnings],
+                      status_text=voice.run_label(run), report_markdown="",
+                      warnings=[self._clean(w) for w in run.warnings],
                       cost_usd=run.totals.cost_usd)
         if run.status != "completed" or self.store.get_report(run_id) is None:
-            return base.model_copy(update={"message": _unfinished(run)})
+            return base.model_copy(update={"message": self._clean(_unfinished(run))})
         document = build_document_for_run(self.store, run_id)  # built once for both
         return base.model_copy(update={
             "report_markdown": export_document(self.store, run_id, document, "md").decode(),
@@ -180,7 +191,7 @@ class Service:
         web and models escaped there). ResearchError when there is no finished report."""
         run = self._run(run_id, person)
         if run.status != "completed":
-            raise ResearchError(_unfinished(run))
+            raise ResearchError(self._clean(_unfinished(run)))
         return export_run(self.store, run_id, "md").decode("utf-8")
 
     def search(self, query: str, person: str | None, limit: int = 10) -> list[LibraryEntry]:
@@ -208,7 +219,9 @@ class Service:
         return estimate_line(guess, account_pace(guess, config, self.credentials, self.store))
 
     def _clean(self, text: str) -> str:
-        return strip_control(redact(text, self.credentials.secrets()))
+        """Our own message for the person: no key, no terminal control, no setting or
+        exception class names (research.voice.plain_error)."""
+        return strip_control(redact(voice.plain_error(text), self.credentials.secrets()))
 
 
 def _shown(run: Run, alive: bool) -> str:
@@ -219,19 +232,20 @@ def _shown(run: Run, alive: bool) -> str:
 
 
 def _unfinished(run: Run) -> str:
+    """Why there is no report, led by the run's status line (research/voice.py)."""
     if run.status in TERMINAL_STATUSES - {"completed"} or run.status == "interrupted":
-        why = f": {run.error}" if run.error else ""
-        return f"Run {run.id} {run.status} and has no report{why}."
+        return f"{voice.status_line(run)} Run {run.id} has no report."
     if run.status == "waiting":
-        return (f"Run {run.id} waits for a person's answer: open it in the dashboard, or "
-                f"continue it with python -m research --resume {run.id}.")
-    return f"Run {run.id} is {run.status}; its report is not ready yet."
+        return (f"{voice.status_line(run)} Open run {run.id} in the dashboard, or continue "
+                f"it with python -m research --resume {run.id}.")
+    return f"{voice.status_line(run)} The report of run {run.id} is not ready yet."
 
 
 def _entry(run: Run) -> LibraryEntry:
     return LibraryEntry(
         run_id=run.id, question=strip_control(run.question), status=run.status,
-        created_at=run.created_at, sources=run.totals.sources, cost_usd=run.totals.cost_usd,
+        status_text=voice.run_label(run), created_at=run.created_at,
+        sources=run.totals.sources, cost_usd=run.totals.cost_usd,
         report_uri=REPORT_URI.format(run_id=run.id) if run.status == "completed" else "")
 
 

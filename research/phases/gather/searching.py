@@ -348,7 +348,7 @@ def _queries(
             note_short(ctx, f"research:{sub.id}", "search queries", len(queries), count,
                        f"the subtopic \u201c{sub.title}\u201d was searched with those")
     if not queries:
-        raise SchemaError("The worker model wrote no usable search query, even when asked again.")
+        raise SchemaError("The research model wrote no usable search query, even when asked again.")
     return queries
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from research import voice
 from research.core.agents import Role
 from research.core.config import ROLES, Credentials, ResearchConfig
 from research.core.context import RunContext
@@ -148,7 +149,7 @@ def _check_models(ctx: RunContext) -> set[tuple[str, str]]:
 def model_failure(role: str, key: tuple[str, str], exc: ResearchError, detail: str) -> str:
     """Pre-flight's message for a model that did not answer, naming the real cause."""
     provider = PROVIDER_NAMES.get(key[0], key[0])
-    name = f"The {role} model, {key[1]} on {provider},"
+    name = f"{voice.model_words(role)}, {key[1]} on {provider},"
     if isinstance(exc, AuthError):  # the cause and the fix, without the SDK's own wording
         return (f"{provider} did not accept the API key, so the research could not start. "
                 f"Check {KEY_HINT.get(key[0], 'its settings')} in Settings, then press Resume.")
