@@ -13,11 +13,14 @@ median over `--rounds` rounds, per call.
 
 The run read is a busy one, as the panel sees it mid-run: `--steps` steps with results,
 `--events` events (the panel reads the last 200), a few usage rows, 20 sources per step.
+`live_view` is a refresh after `--new-events` events were written (a running run);
+`live_view_cold` a first refresh (a page just opened: no events known yet).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import re
 import shutil
@@ -73,13 +76,33 @@ def seed(store: Any, steps: int, events: int) -> str:
     return run_id
 
 
+CALLS = ("live_view", "live_view_cold", "heartbeat", "add_usage")
+
+
 def calls(store: Any, run_id: str) -> dict[str, Callable[[], object]]:
+    def cold() -> object:
+        # Inside a write the store keeps no tail: a first refresh. (A store older than
+        # `transaction` kept none anyway.)
+        with getattr(store, "transaction", contextlib.nullcontext)():
+            return store.live_view(run_id, events=EVENT_TAIL)
+
     return {
         "live_view": lambda: store.live_view(run_id, events=EVENT_TAIL),
+        "live_view_cold": cold,
         "heartbeat": lambda: store.heartbeat(run_id, "pid:1@bench"),
         "add_usage": lambda: store.add_usage(run_id, "worker", "openai", "gpt-5-mini",
                                              3000, 700, 0.002),
     }
+
+
+def appender(store: Any, run_id: str, k: int) -> Callable[[], None]:
+    """Appends `k` events, as a run writes them between two refreshes (not timed)."""
+    def append() -> None:
+        for _ in range(k):
+            store.append_event({"run_id": run_id, "type": "source_found", "step": "research:t1",
+                                "message": "source found: one more page about heat pumps",
+                                "data": {"url": "https://example.org/more", "n": 1}})
+    return append
 
 
 def cpu_per_call(fn: Callable[[], object], n: int) -> float:
@@ -89,21 +112,32 @@ def cpu_per_call(fn: Callable[[], object], n: int) -> float:
     return (time.thread_time() - start) / n
 
 
-def measure(stores: dict[str, Any], run_id: str, rounds: int, n: int,
+def measure(stores: dict[str, Any], run_id: str, rounds: int, n: int, new_events: int,
             ) -> dict[tuple[str, str], list[float]]:
-    """{(store, call): [CPU seconds per call, one per round]}, the stores taking turns."""
+    """{(store, call): [CPU seconds per call, one per round]}, the stores taking turns.
+    `live_view` is timed call by call, each after `new_events` events were appended."""
     kinds = {label: calls(store, run_id) for label, store in stores.items()}
+    append = appender(next(iter(stores.values())), run_id, new_events)
     times: dict[tuple[str, str], list[float]] = {}
     for by_call in kinds.values():  # warm-up: compile and cache every statement
         for fn in by_call.values():
             cpu_per_call(fn, 20)
     for r in range(rounds):
         order = list(kinds) if r % 2 == 0 else list(reversed(kinds))
-        for call in ("live_view", "heartbeat", "add_usage"):
+        spent = dict.fromkeys(order, 0.0)
+        for _ in range(max(1, n // 10)):
+            append()
             for label in order:
-                per_call = n // 10 if call == "live_view" else n
+                start = time.thread_time()
+                kinds[label]["live_view"]()
+                spent[label] += time.thread_time() - start
+        for label in order:
+            times.setdefault((label, "live_view"), []).append(spent[label] / max(1, n // 10))
+        for call in CALLS[1:]:
+            for label in order:
+                per_round = n // 10 if call.startswith("live_view") else n
                 times.setdefault((label, call), []).append(
-                    cpu_per_call(kinds[label][call], max(1, per_call)))
+                    cpu_per_call(kinds[label][call], max(1, per_round)))
     return times
 
 
@@ -116,6 +150,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="calls timed per round (a tenth of them for live_view)")
     parser.add_argument("--steps", type=int, default=24)
     parser.add_argument("--events", type=int, default=600)
+    parser.add_argument("--new-events", type=int, default=2,
+                        help="events appended before each timed live_view (default 2: a run "
+                             "writing 20 a second, polled every 100 ms)")
     args = parser.parse_args(argv)
 
     from storage import Store
@@ -127,14 +164,15 @@ def main(argv: list[str] | None = None) -> None:
     for i, folder in enumerate(args.against):
         other = load_other(folder, f"storage_against{i}")
         stores[str(folder)] = other.Store(db)
-    times = measure(stores, run_id, args.rounds, args.calls)
-    print(f"CPU per call, median of {args.rounds} rounds (min in brackets); "
-          f"{args.steps} steps, {args.events} events")
-    for call in ("live_view", "heartbeat", "add_usage"):
+    times = measure(stores, run_id, args.rounds, args.calls, args.new_events)
+    print(f"CPU per call, median of {args.rounds} rounds (min in brackets); {args.steps} steps, "
+          f"{args.events} events; live_view: {args.new_events} new events before each, "
+          "live_view_cold: a first refresh (read inside a transaction)")
+    for call in CALLS:
         figures = ", ".join(
             f"{label}: {statistics.median(times[label, call]) * 1e3:.4f} ms "
             f"({min(times[label, call]) * 1e3:.4f})" for label in stores)
-        print(f"  {call:10} {figures}")
+        print(f"  {call:14} {figures}")
     for store in stores.values():
         store.close()
     shutil.rmtree(tmp, ignore_errors=True)
