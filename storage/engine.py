@@ -5,8 +5,9 @@ SQLite (one file, one computer):
   and the bounded journal size (`storage.wal`); the driver's own implicit transactions are
   off, so the store decides where a transaction starts;
 - every write is one short `BEGIN IMMEDIATE` transaction, so writers queue for the lock up
-  front instead of failing half-way with "database is locked"; after it commits, the writer
-  keeps the WAL small (`storage.wal.WalBound`);
+  front instead of failing half-way with "database is locked" (a write of one statement,
+  `write_one`, runs alone in autocommit: a single writing statement takes the lock up front
+  too); after it commits, the writer keeps the WAL small (`storage.wal.WalBound`);
 - reads run in autocommit: each query sees the last committed state and never takes a lock
   a writer waits for;
 - each thread keeps its own connection (as SQLite connections are cheap to hold and costly
@@ -22,8 +23,10 @@ A write inside a write (on the same thread) joins it, and reads on that thread s
 Every statement runs through SQLAlchemy (`Connection.execute`), whose compiled-statement
 cache (per engine, `query_cache_size`) compiles each statement built once a single time;
 what used to cost most on the hot reads was turning rows into dicts, so `Database.rows`
-fetches them at once and zips them with their keys. Only BEGIN / COMMIT / ROLLBACK go to
-the driver's connection (`_driver`). See
+fetches them at once and zips them with their keys. The hot writes of one statement (a
+heartbeat, a usage row, an event) skip even the cache's lookup: their SQL is compiled once
+and run by `Connection.exec_driver_sql` (`storage.compiled`). Only BEGIN / COMMIT / ROLLBACK
+go to the driver's connection (`_driver`). See
 https://docs.sqlalchemy.org/en/20/core/connections.html#sql-compilation-caching
 """
 
