@@ -1,5 +1,6 @@
 """CPU per call of the store's hot paths: the live panel's read (`Store.live_view`), a
-heartbeat and a usage upsert, on one SQLite file, one thread, nothing else running.
+heartbeat and a usage upsert, on one SQLite file (or, `--postgres`, a throw-away local
+PostgreSQL server), one thread, nothing else running.
 
     .venv/bin/python -m bench.poll_cpu                          # this checkout's store
     .venv/bin/python -m bench.poll_cpu --against /tmp/old       # and another one's, interleaved
@@ -150,6 +151,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="calls timed per round (a tenth of them for live_view)")
     parser.add_argument("--steps", type=int, default=24)
     parser.add_argument("--events", type=int, default=600)
+    parser.add_argument("--postgres", action="store_true",
+                        help="on a throw-away local PostgreSQL server instead of a SQLite file")
     parser.add_argument("--new-events", type=int, default=2,
                         help="events appended before each timed live_view (default 2: a run "
                              "writing 20 a second, polled every 100 ms)")
@@ -158,7 +161,13 @@ def main(argv: list[str] | None = None) -> None:
     from storage import Store
 
     tmp = Path(tempfile.mkdtemp(prefix="poll-cpu-db-"))
-    db = tmp / "cpu.db"
+    server = None
+    db: Path | str = tmp / "cpu.db"
+    if args.postgres:  # the tests' throw-away server (tests/pg_server.py), flushing no commit
+        from tests.pg_server import PostgresServer
+
+        server = PostgresServer().start()
+        db = server.create_database()
     stores: dict[str, Any] = {"this": Store(db)}
     run_id = seed(stores["this"], args.steps, args.events)
     for i, folder in enumerate(args.against):
@@ -175,6 +184,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {call:14} {figures}")
     for store in stores.values():
         store.close()
+    if server is not None:
+        server.stop()
     shutil.rmtree(tmp, ignore_errors=True)
 
 
