@@ -100,7 +100,8 @@ def rows_as_json(dialect: str, query: Select[Any]) -> ColumnElement[Any]:
     an integer. SQLite: `json_group_array` of one `json_object` per row, `[]` for none (its
     JSON columns embedded with `json()`, which keeps their text); a REAL comes back with 15
     significant digits, as SQLite writes it in JSON (the durations it carries here are
-    rounded to the millisecond, so they read back exactly)."""
+    rounded to the millisecond, so they read back exactly). SQLite's JSON functions are built
+    in since 3.38 (and were in Debian's and Python's own builds before)."""
     rows = query.subquery()
     if dialect == "postgresql":
         return select(func.json_agg(rows.table_valued())).scalar_subquery()
