@@ -287,6 +287,8 @@ def _report(f: dict[str, Any], args: argparse.Namespace, pollers: int) -> None:
     say("  poll (Store.live_view: run, steps, activity, usage totals, last 200 events): "
         + (f"p50 {secs(pct(times, 50))}, p95 {secs(pct(times, 95))}, max {secs(max(times))}"
            if times else "no successful poll"))
+    if cpu:
+        say(f"  CPU per poll in the poller: p50 {_ms(pct(cpu, 50))}, p95 {_ms(pct(cpu, 95))}")
     if times:
         worst = max(range(len(times)), key=times.__getitem__)
         say(f"  slowest poll: {secs(times[worst])} wall, {secs(cpu[worst])} CPU in the poller "
@@ -308,6 +310,11 @@ def _report(f: dict[str, Any], args: argparse.Namespace, pollers: int) -> None:
         f"{f['lost'] or 'none'}")
 
 
+def _ms(value: float) -> str:
+    """A CPU time per poll, to the hundredth of a millisecond (`secs` rounds to whole ones)."""
+    return f"{value * 1000:.2f} ms"
+
+
 def _rows(f: dict[str, Any], label: str, sqlite: bool, pollers: int) -> list[Row]:
     rows: list[Row] = []
     times, lat = f["poll_times"], f["writer_latencies"]
@@ -318,6 +325,9 @@ def _rows(f: dict[str, Any], label: str, sqlite: bool, pollers: int) -> list[Row
                         f"{secs(pct(times, 50))} / {secs(p95)} / {secs(max(times))}",
                         "" if sqlite else "p95 < 100 ms",
                         "" if sqlite else ("ok" if p95 < 0.1 else "SLOW")))
+    if f["poll_cpu"]:
+        rows.append(Row("poll", f"{label}poll CPU p50 / p95",
+                        f"{_ms(pct(f['poll_cpu'], 50))} / {_ms(pct(f['poll_cpu'], 95))}"))
     if lat:
         rows.append(Row("poll", f"{label}writer txn p50 / p95 / max",
                         f"{secs(pct(lat, 50))} / {secs(pct(lat, 95))} / {secs(max(lat))}"))

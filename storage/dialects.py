@@ -13,9 +13,9 @@ differently by the two databases:
 - `insert_event`: a run's events commit in id order, so a dashboard reading "events after
   id N" never skips one (SQLite: writers are serialised anyway; PostgreSQL: ids are drawn
   before commit, so the INSERT first takes a per-run advisory lock, held to its commit).
-- `rows_as_json`: PostgreSQL answers several queries in one round trip when they are one
-  statement, each query's rows one JSON column of it (`storage.live`); SQLite, in-process,
-  needs no such thing.
+- `rows_as_json`: several queries as one statement, each query's rows one JSON column of it
+  (`storage.live`): one round trip to PostgreSQL, one snapshot, and on SQLite the rows
+  built into one text by SQLite itself (`json_group_array`, `json_object`), decoded at once.
 JSON columns differ in `storage.schema.Json`, full-text search in `storage.fulltext`.
 """
 
@@ -28,19 +28,18 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Insert,
-    ScalarSelect,
     Select,
     Table,
-    TextClause,
     bindparam,
     func,
     insert,
     literal_column,
     select,
+    type_coerce,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 
-from storage.schema import events
+from storage.schema import Json, events
 
 # Any fixed number, the same in every process: pg_advisory_xact_lock(MIGRATION_LOCK_KEY).
 MIGRATION_LOCK_KEY = 0x5EA5C4_17
@@ -92,10 +91,24 @@ def insert_event(dialect: str) -> Insert:
     return insert(events).from_select(columns, row).returning(events.c.id)
 
 
-def rows_as_json(query: Select[Any] | TextClause) -> ScalarSelect[Any]:
-    """PostgreSQL: every row of `query` as one JSON array of objects (column name: value), in
-    no set order, or NULL for no rows: a column of an outer SELECT, so that several queries
-    are one statement. JSON keeps what the live panel reads (text, integers, floats, JSON
-    columns), but a float with no fraction comes back as an integer."""
-    rows = (query.columns() if isinstance(query, TextClause) else query).subquery()
-    return select(func.json_agg(rows.table_valued())).scalar_subquery()
+def rows_as_json(dialect: str, query: Select[Any]) -> ColumnElement[Any]:
+    """Every row of `query` as one JSON array of objects (column name: value), in no set
+    order: a column of an outer SELECT, so that several queries are one statement (one round
+    trip to a team server, one snapshot of the database). It comes back decoded.
+
+    PostgreSQL: `json_agg` of the rows, NULL for none; a float with no fraction comes back as
+    an integer. SQLite: `json_group_array` of one `json_object` per row, `[]` for none (its
+    JSON columns embedded with `json()`, which keeps their text); a REAL comes back with 15
+    significant digits, as SQLite writes it in JSON (the durations it carries here are
+    rounded to the millisecond, so they read back exactly). SQLite's JSON functions are built
+    in since 3.38 (and were in Debian's and Python's own builds before)."""
+    rows = query.subquery()
+    if dialect == "postgresql":
+        return select(func.json_agg(rows.table_valued())).scalar_subquery()
+    pairs: list[Any] = []
+    for column in rows.c:
+        assert column.key.isidentifier()  # a column name of ours, written as a SQL string
+        value = func.json(column) if isinstance(column.type, Json) else column
+        pairs += [literal_column(f"'{column.key}'"), value]
+    aggregated = select(func.json_group_array(func.json_object(*pairs))).scalar_subquery()
+    return type_coerce(aggregated, Json())  # decoded as a JSON column is

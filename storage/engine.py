@@ -5,8 +5,9 @@ SQLite (one file, one computer):
   and the bounded journal size (`storage.wal`); the driver's own implicit transactions are
   off, so the store decides where a transaction starts;
 - every write is one short `BEGIN IMMEDIATE` transaction, so writers queue for the lock up
-  front instead of failing half-way with "database is locked"; after it commits, the writer
-  keeps the WAL small (`storage.wal.WalBound`);
+  front instead of failing half-way with "database is locked" (a write of one statement,
+  `write_one`, runs alone in autocommit: a single writing statement takes the lock up front
+  too); after it commits, the writer keeps the WAL small (`storage.wal.WalBound`);
 - reads run in autocommit: each query sees the last committed state and never takes a lock
   a writer waits for;
 - each thread keeps its own connection (as SQLite connections are cheap to hold and costly
@@ -22,8 +23,10 @@ A write inside a write (on the same thread) joins it, and reads on that thread s
 Every statement runs through SQLAlchemy (`Connection.execute`), whose compiled-statement
 cache (per engine, `query_cache_size`) compiles each statement built once a single time;
 what used to cost most on the hot reads was turning rows into dicts, so `Database.rows`
-fetches them at once and zips them with their keys. Only BEGIN / COMMIT / ROLLBACK go to
-the driver's connection (`_driver`). See
+fetches them at once and zips them with their keys. The hot writes of one statement (a
+heartbeat, a usage row, an event) skip even the cache's lookup: their SQL is compiled once
+and run by `Connection.exec_driver_sql` (`storage.compiled`). Only BEGIN / COMMIT / ROLLBACK
+go to the driver's connection (`_driver`). See
 https://docs.sqlalchemy.org/en/20/core/connections.html#sql-compilation-caching
 """
 
@@ -44,6 +47,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql import Executable
 
 from storage import wal
+from storage.compiled import Compiled, compile_plain
 from storage.rows import Params, Row
 
 POOL_SIZE = 8            # connections kept open per process (more open while busy, then close)
@@ -119,6 +123,9 @@ class Database:
                 isolation_level="AUTOCOMMIT",
             )
         self._begin_sql = "BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN"
+        # `write_one`'s statements as compiled SQL, by statement and parameter names (the
+        # statement kept, so that its id stays its own); see `_execute`.
+        self._compiled: dict[tuple[int, tuple[str, ...]], tuple[Executable, Compiled | None]] = {}
 
     def _sqlite_engine(self, wal_limit_bytes: int) -> Engine:
         engine = create_engine(
@@ -170,41 +177,35 @@ class Database:
 
     def write_one(self, statement: Executable, params: Params) -> Any:
         """`write()` of one statement; the first column of its first row (what it returned),
-        or None. On PostgreSQL, outside a transaction, the statement runs alone in
-        autocommit, which is its own transaction: one round trip instead of three (BEGIN, it,
-        COMMIT). SQLite keeps `write()`, whose BEGIN IMMEDIATE queues writers for the lock up
-        front and which bounds the WAL."""
+        or None. Outside a transaction the statement runs alone in autocommit, which is its
+        own transaction: on PostgreSQL one round trip instead of three (BEGIN, it, COMMIT);
+        on SQLite a single writing statement takes the write lock before it reads anything,
+        waiting for it under the busy timeout exactly as `BEGIN IMMEDIATE` does, so it too
+        needs neither (the heartbeat and the usage upsert take this path many times a
+        second). Its SQL is compiled once (`storage.compiled`)."""
         open_conn = self.current()
         if open_conn is not None:
-            return _first_value(open_conn.execute(statement, params))
-        if self.dialect == "sqlite":
-            return self._sqlite_write_one(statement, params)
-        with self._connection() as conn:
-            return _first_value(conn.execute(statement, params))
-
-    def _sqlite_write_one(self, statement: Executable, params: Params) -> Any:
-        """`write()` of one statement on SQLite, spelled out: the heartbeat and the usage
-        upsert take this path many times a second, and the two context managers `write()`
-        nests cost about as much as the SQL itself (the same BEGIN IMMEDIATE, COMMIT and WAL
-        bound as `write()`)."""
-        own: Connection | None = getattr(self._local, "own", None)
-        if own is None or own.closed or own.invalidated:
-            own = self._local.own = self.engine.connect()
-        driver = raw_sqlite(own)
-        self._local.conn = own
-        try:
-            driver.execute(self._begin_sql)
-            try:
-                value = _first_value(own.execute(statement, params))
-            except BaseException:
-                self._rollback(own)
-                raise
-            driver.execute("COMMIT")
-        finally:
-            self._local.conn = None
-        if self.wal is not None:
-            self.wal.after_commit(driver)
+            return _first_value(self._execute(open_conn, statement, params))
+        if self.wal is None:  # PostgreSQL
+            with self._connection() as conn:
+                return _first_value(self._execute(conn, statement, params))
+        conn = self._own()
+        value = _first_value(self._execute(conn, statement, params))
+        self.wal.after_commit(raw_sqlite(conn))
         return value
+
+    def _execute(self, conn: Connection, statement: Executable, params: Params) -> Any:
+        """`statement` on `conn`: its SQL compiled once for these parameter names and run
+        by `exec_driver_sql`, or, when its results need SQLAlchemy's processing, `execute`."""
+        key = (id(statement), tuple(params))
+        known = self._compiled.get(key)
+        if known is None or known[0] is not statement:
+            known = self._compiled[key] = (
+                statement, compile_plain(statement, conn.dialect, list(params)))
+        plan = known[1]
+        if plan is None:
+            return conn.execute(statement, params)
+        return conn.exec_driver_sql(plan.sql, plan.args(params))
 
     @contextmanager
     def _connection(self) -> Iterator[Connection]:
@@ -213,10 +214,14 @@ class Database:
             with self.engine.connect() as pooled:
                 yield pooled
             return
+        yield self._own()
+
+    def _own(self) -> Connection:
+        """SQLite: this thread's own connection (opened again if it was closed or lost)."""
         own: Connection | None = getattr(self._local, "own", None)
         if own is None or own.closed or own.invalidated:
             own = self._local.own = self.engine.connect()
-        yield own
+        return own
 
     def _rollback(self, conn: Connection) -> None:
         """Undo the open transaction, if the database has not already ended it (SQLite ends

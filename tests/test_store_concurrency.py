@@ -32,8 +32,10 @@ def _write_run(store: Store, run_id: str, n: int) -> None:
     store.set_run_status(run_id, "completed")
 
 
-def _poll(store: Store, run_id: str, done: threading.Event, seen: list[int]) -> int:
-    """The Run page's live panel, back to back; `seen` collects the tailed event ids."""
+def _poll(store: Store, run_id: str, done: threading.Event, seen: list[int],
+          shown: list[tuple[list[int], int, int]]) -> int:
+    """The Run page's live panel, back to back; `seen` collects the tailed event ids, `shown`
+    each refresh's last events (ids) with the run's newest event id and event count."""
     polls = 0
     while True:
         finished = done.is_set()  # read before the poll: the last poll sees everything
@@ -46,6 +48,8 @@ def _poll(store: Store, run_id: str, done: threading.Event, seen: list[int]) -> 
         assert view.run is not None and len(tail) == len(view.events) and tail == sorted(tail)
         known = set(seen)  # an event the tail shows below the last one seen was not skipped
         assert [i for i in tail if seen and i <= seen[-1] and i not in known] == []
+        assert view.activity is not None
+        shown.append((tail, view.activity.last_event_id, view.activity.events))
         polls += 1
         if finished:
             return polls
@@ -58,6 +62,7 @@ def test_eight_writers_and_four_pollers_lose_nothing(db_target: str) -> None:
     errors: list[BaseException] = []
     done = threading.Event()
     seen: list[list[int]] = [[] for _ in range(READERS)]
+    shown: list[list[tuple[list[int], int, int]]] = [[] for _ in range(READERS)]
     polls: list[int] = []
 
     def guarded(target: Any, *args: Any) -> None:
@@ -70,7 +75,7 @@ def test_eight_writers_and_four_pollers_lose_nothing(db_target: str) -> None:
 
     writers = [threading.Thread(target=guarded, args=(_write_run, store, rid, n))
                for n, rid in enumerate(run_ids)]
-    readers = [threading.Thread(target=guarded, args=(_poll, store, run_ids[i], done, seen[i]))
+    readers = [threading.Thread(target=guarded, args=(_poll, store, run_ids[i], done, seen[i], shown[i]))
                for i in range(READERS)]
     for thread in readers + writers:
         thread.start()
@@ -90,5 +95,9 @@ def test_eight_writers_and_four_pollers_lose_nothing(db_target: str) -> None:
         assert len(store.get_findings(run_id)) == STEPS
         assert [s.status for s in store.get_steps(run_id)] == ["done"] * STEPS
     for i in range(READERS):  # every tail saw every event of its run once, in order
-        assert seen[i] == [e.id for e in store.get_events(run_ids[i])]
+        ids = [e.id for e in store.get_events(run_ids[i])]
+        assert seen[i] == ids
+        for tail, last_id, count in shown[i]:  # each refresh: the last 20 as its counts say
+            upto = [n for n in ids if n <= last_id]
+            assert (tail, count) == (upto[-20:], len(upto))
     store.close()
