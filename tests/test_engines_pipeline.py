@@ -18,8 +18,11 @@ from tests.standin import StandinServer
 
 
 def _run(standin: StandinServer, runner: Runner, **overrides: Any) -> tuple[Store, str]:
+    """A quick run; the pipeline beside the engines ("all") searches once a subtopic, no
+    academic or other-side searches (what is tested is how their results come together)."""
     standin.hosted.polls_to_complete = 2
-    return runner(preset="quick", hosted_poll_interval_s=0.05, **overrides)
+    return runner(preset="quick", hosted_poll_interval_s=0.05, searches_per_subtopic=1,
+                  include_academic_sources=False, search_other_side=False, **overrides)
 
 
 def test_a_run_handed_to_openai_deep_research_is_verified_and_exported(

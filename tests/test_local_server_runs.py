@@ -49,7 +49,10 @@ def _local_run(standin: StandinServer, http_runs: Runner, kind: str, window: int
     standin.set_local_server(kind, parallel=1, tokens_per_second=400, context_tokens=window,
                              model=MODEL)
     runner = http_runs.with_env(DEEP_RESEARCH_MODEL=MODEL)
-    return runner(preset="quick", request_timeout_s=4, max_retries=1, **overrides)
+    # One search a subtopic, no academic or other-side searches: the subtopics still go at
+    # once, so the run's requests still meet one another at the server's one slot.
+    return runner(preset="quick", request_timeout_s=4, max_retries=1, searches_per_subtopic=1,
+                  include_academic_sources=False, search_other_side=False, **overrides)
 
 
 @pytest.mark.parametrize("kind", ["ollama", "llamacpp", "vllm"])

@@ -29,8 +29,11 @@ OVER_HTTP = ("house", "think", "fenced_json", "cite_markdown", *CUT_OFF)
 
 
 def run_under(standin: StandinServer, runner: Runner, behaviour: str) -> tuple[Store, str]:
+    """A quick run with one review; the model's habits are what is tested, so research is the
+    smallest: one search a subtopic, no academic or other-side searches."""
     standin.set_behaviour(behaviour)
-    return runner(preset="quick", review_cycles=1)
+    return runner(preset="quick", review_cycles=1, searches_per_subtopic=1,
+                  include_academic_sources=False, search_other_side=False)
 
 
 def _runner(behaviour: str, runs: Runner, http_runs: Runner) -> Runner:

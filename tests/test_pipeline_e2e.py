@@ -27,6 +27,9 @@ from tests.standin.pages import INJECTION_FACT
 # the stand-in, private addresses are allowed too; metadata addresses never are.)
 HOSTILE = ["/pages/hostile/injection", "/pages/hostile/redirect-metadata", "/pages/hostile/huge", "/pages/hostile/slow",
            "/pages/hostile/binary"]
+# Research as small as the tests of faults, failures and resuming need: one search a subtopic,
+# no other-side searches (the default constants are the first test's).
+SMALL = {"searches_per_subtopic": 1, "search_other_side": False}
 SPEC_EVENTS = {"initiated", "plan_created", "step_started", "step_completed", "source_found",
                "draft_started", "review_cycle", "completed"}
 
@@ -152,7 +155,7 @@ def test_retries_faults_and_a_search_provider_down(
     standin.add_fault("openai", "hang", times=1, seconds=8)
     standin.add_fault("tavily", "status", times=1000, status=503)
     # A call that hangs is given up after 2 s (room for a slow answer on a busy machine).
-    store, run_id = http_runs(preset="quick", request_timeout_s=2)
+    store, run_id = http_runs(preset="quick", request_timeout_s=2, **SMALL)
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
     types = [e.type for e in store.get_events(run_id)]
@@ -201,8 +204,8 @@ def test_a_subtopic_failing_three_times_is_marked_and_the_report_says_so(
     # One worker at a time and no retries inside a unit: the first subtopic's three
     # attempts each meet one failing query-writing call, the others succeed.
     standin.add_fault("openai", "status", times=3, status=500, task="SearchQueries")
-    store, run_id = http_runs(preset="quick", max_retries=0,
-                         MAX_PARALLEL_WORKERS=1)
+    store, run_id = http_runs(preset="quick", max_retries=0, MAX_PARALLEL_WORKERS=1,
+                              include_academic_sources=False, **SMALL)
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
     step = store.get_step(run_id, "research:t1")
@@ -218,7 +221,8 @@ def test_a_cancelled_run_resumes_to_the_same_sources_as_an_uninterrupted_one(
     # could all finish inside one poll interval, and the cut would cut nothing.
     monkeypatch.setattr(control, "POLL_S", 0.0)
     credentials = http_runs.credentials
-    config = http_runs.config(preset="quick", MAX_PARALLEL_WORKERS=1)
+    config = http_runs.config(preset="quick", MAX_PARALLEL_WORKERS=1,
+                              include_academic_sources=False, **SMALL)
 
     full = Store(tmp_path / "full.db")
     full_id = run_research(QUESTION, store=full, config=config, credentials=credentials)

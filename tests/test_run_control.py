@@ -18,6 +18,10 @@ from storage import Store
 from tests.standin import StandinServer
 
 QUESTION = "How is heat pump adoption changing in Europe?"
+# What is controlled is the run between its units, not how much each unit searches: one search
+# a subtopic, no academic or other-side searches.
+SMALL: dict[str, Any] = {"SEARCHES_PER_SUBTOPIC": 1, "INCLUDE_ACADEMIC_SOURCES": False,
+                         "SEARCH_OTHER_SIDE": False}
 
 
 def _start(env: dict[str, str], db: Path, on_event: Any = None, **overrides: Any) -> tuple[Store, str, threading.Thread]:
@@ -54,7 +58,7 @@ def test_pause_holds_the_run_between_units_and_resume_finishes_it(
             pause(store, event.run_id)
             holder["run"] = event.run_id
 
-    store, run_id, thread = _start(standin_env, tmp_db, on_event, preset="quick")
+    store, run_id, thread = _start(standin_env, tmp_db, on_event, preset="quick", **SMALL)
     _wait_for(lambda: store.get_run(run_id).status == "paused")  # type: ignore[union-attr]
     before = len(store.get_steps(run_id))
     calls = standin.count("openai")
@@ -79,7 +83,7 @@ def test_cancel_stops_the_run_and_keeps_what_was_gathered(
             cancel(store, event.run_id)
 
     store, run_id, thread = _start(standin_env, tmp_db, on_event, preset="quick",
-                                   MAX_PARALLEL_WORKERS=1)
+                                   MAX_PARALLEL_WORKERS=1, **SMALL)
     thread.join(120)
     run = store.get_run(run_id)
     assert run is not None and run.status == "cancelled"
@@ -103,7 +107,7 @@ def test_write_up_now_stops_research_and_writes_a_verified_report_from_what_was_
 
     store, run_id, thread = _start(standin_env, tmp_db, on_event, preset="quick",
                                    SUBTOPIC_COUNT=3, MAX_ROUNDS=2, REVIEW_CYCLES=1,
-                                   MAX_PARALLEL_WORKERS=1)
+                                   MAX_PARALLEL_WORKERS=1, **SMALL)
     thread.join(120)
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
@@ -149,7 +153,8 @@ def test_step_time_limit_fails_slow_subtopics(
     # shortest a person may set); pre-flight and the plan answer at once.
     for api in ("openai", "gemini"):
         standin.add_fault(api, "hang", times=1000, seconds=1.3, task="SearchQueries")
-    store, run_id, thread = _start(standin_env, tmp_db, preset="quick", STEP_TIMEOUT_MS=1_000)
+    store, run_id, thread = _start(standin_env, tmp_db, preset="quick", STEP_TIMEOUT_MS=1_000,
+                                       **SMALL)
     thread.join(180)
     research = [s for s in store.get_steps(run_id) if s.kind == "research"]
     assert research and all(s.status == "failed" and s.attempts == 3 for s in research)

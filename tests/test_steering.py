@@ -1,7 +1,8 @@
 """Steering between rounds (issue 14, point 2): with --steer the run waits after each round
 (exit status 3) with the lead's proposals numbered; `--resume RUN_ID --follow 1 --add ...`
 carries on with those across a new process, and `--enough` goes straight to writing. The CLI
-runs in-process (tests/cli_helpers.py) except for the carrying on in a new process."""
+runs in-process (tests/cli_helpers.py) except for the first test's carrying on, in a new
+process."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from tests.test_cli import _cli
 
 QUESTION = "How is heat pump adoption changing in Europe?"
 MINE = "Heat pump noise rules in cities"
+# The smallest research that still gives the lead findings to propose branches from: what is
+# steered is the next round, not how much each round searches.
+SMALL = {"DEEP_RESEARCH_SEARCHES_PER_SUBTOPIC": "1", "DEEP_RESEARCH_INCLUDE_ACADEMIC_SOURCES": "false",
+         "DEEP_RESEARCH_SEARCH_OTHER_SIDE": "false"}
 
 
 def _start(run_cli: RunCli, env: dict[str, str], tmp_path: Path) -> tuple[Path, dict[str, str], str, str]:
@@ -31,7 +36,7 @@ def _start(run_cli: RunCli, env: dict[str, str], tmp_path: Path) -> tuple[Path, 
 def test_a_steered_run_waits_then_follows_the_chosen_and_added_branches(
     run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
 ) -> None:
-    env = {**standin_env, "DEEP_RESEARCH_MAX_ROUNDS": "2"}
+    env = {**standin_env, **SMALL, "DEEP_RESEARCH_MAX_ROUNDS": "2"}
     db, full, run_id, said = _start(run_cli, env, tmp_path)
     assert "Round 1 is done. The planner proposes to explore next:" in said
     assert f"--resume {run_id} --follow" in said
@@ -61,7 +66,7 @@ def test_a_steered_run_waits_then_follows_the_chosen_and_added_branches(
 def test_enough_goes_straight_to_writing_and_a_wrong_number_is_refused(
     run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
 ) -> None:
-    env = {**standin_env, "DEEP_RESEARCH_MAX_ROUNDS": "3"}
+    env = {**standin_env, **SMALL, "DEEP_RESEARCH_MAX_ROUNDS": "3"}
     db, full, run_id, _ = _start(run_cli, env, tmp_path)
     wrong = run_cli(["--resume", run_id, "--follow", "99"], full, tmp_path)
     assert wrong.returncode == 2 and "There is no proposal 99" in wrong.stderr
@@ -82,7 +87,7 @@ def test_a_steered_run_asks_even_when_the_lead_proposes_nothing_and_follows_my_o
 ) -> None:
     # Issue 39: with nothing proposed the run used to go straight to writing, so the person
     # could not add a branch of their own.
-    env = {**standin_env, "DEEP_RESEARCH_MAX_ROUNDS": "2"}
+    env = {**standin_env, **SMALL, "DEEP_RESEARCH_MAX_ROUNDS": "2"}
     db = tmp_path / "steer.db"
     full = {**env, "DEEP_RESEARCH_DB": str(db)}
     first = run_cli(["How is heat pump adoption changing in Europe, nothing further?",
@@ -94,8 +99,8 @@ def test_a_steered_run_asks_even_when_the_lead_proposes_nothing_and_follows_my_o
     assert run_id
     [step] = [s for s in Store(db).get_steps(run_id.group(1)) if s.kind == "steer"]
     assert step.result["proposals"] == []
-    second = _cli(["--resume", run_id.group(1), "--add", MINE, "--out", str(tmp_path / "r.md")],
-                  full, tmp_path)
+    second = run_cli(["--resume", run_id.group(1), "--add", MINE, "--out", str(tmp_path / "r.md")],
+                     full, tmp_path)  # (carrying on in a new process: the first test)
     assert second.returncode == 0, second.stderr
     store = Store(db)
     run = store.get_run(run_id.group(1))

@@ -36,6 +36,7 @@ from research.engines.base import Citation, RemoteJob
 from research.llm import build_llm
 from research.llm.deadline import DeadlineTransport
 from research.llm.gemini_llm import API_VERSION, HTTP_TIMEOUTS, HTTP_TRANSPORT_ERRORS, GeminiChat
+from research.llm.tls import shared_tls_context
 
 ENGINE = "gemini-deep-research"
 
@@ -60,11 +61,14 @@ class GeminiDeepResearch:
             raise ConfigError("The Gemini deep-research engine needs the Gemini provider.")
         self.model = agent
         self._chat = chat
+        tls = shared_tls_context()  # as GeminiChat's: the SDK would build two contexts a client
         options = types.HttpOptions(
             base_url=config.gemini_base_url, api_version=API_VERSION,
             timeout=max(1, int(config.request_timeout_s * 1000)),
             retry_options=types.HttpRetryOptions(attempts=1),
-            client_args={"transport": DeadlineTransport()},  # a trickle ends at its deadline
+            # a trickle ends at its deadline
+            client_args={"verify": tls, "transport": DeadlineTransport()},
+            async_client_args={"verify": tls, "ssl": tls},
         )
         # Keep the Client: dropping it closes the HTTP connection its resources share.
         self._client = genai.Client(vertexai=False, api_key=credentials.get("gemini"), http_options=options)

@@ -35,6 +35,7 @@ import httpx
 
 from research.core.errors import FetchRefused
 from research.llm.limits import AccountLimits
+from research.llm.tls import shared_tls_context
 from research.untrusted.urls import IPAddress, parse_ip, refusal_kind
 
 PROBE_TIMEOUT_S = 2.0          # each discovery request; a server that is slower is asked nothing
@@ -116,7 +117,7 @@ def discover(base_url: str, model: str, api_key: str = "", get: Getter | None = 
     if get is None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         with httpx.Client(timeout=PROBE_TIMEOUT_S, follow_redirects=False, trust_env=False,
-                          headers=headers) as client:
+                          headers=headers, verify=shared_tls_context()) as client:
             return discover(base_url, model, api_key, _http_getter(client))
     ask = get
     base = base_url.rstrip("/")

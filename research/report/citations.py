@@ -85,6 +85,21 @@ _SOURCE_TITLE = re.compile(r"[ \t]*[(（]\s*(?:sources?|来源|数据来源|资�
 _PLACE = "\x00{}\x00"
 _GONE = "\x01"  # where a citation to nothing gathered was: it takes the space before it along
 _PLACEHOLDER = re.compile(r"\x00([\d,]*)\x00")
+# What a style's text must hold for its pattern to match (searched with the pattern's own
+# flags): without it the pattern is not run at all.
+_NUMBERED: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
+    (_LABEL, re.compile("source|ref|cit", re.IGNORECASE)), (_FULLWIDTH, re.compile("【")),
+    (_DAGGER, re.compile("†")), (_SUP, re.compile("<sup", re.IGNORECASE)),
+    (_CARET, re.compile(r"\^")), (_ESCAPED, re.compile(r"\\\[")))
+_SOURCE_WORDS = re.compile("source|来源|via", re.IGNORECASE)
+_SUPERSCRIPT = re.compile("[¹²³⁰⁴-⁹]")
+
+
+def _needs(chunk: str, styles: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...]) -> list[re.Pattern[str]]:
+    """The patterns of `styles` whose needed text occurs in `chunk`."""
+    return [pattern for pattern, needed in styles if needed.search(chunk)]
+
+
 _CITE_WORDS = {"source", "sources", "link", "here", "ref", "reference", "citation", "cite", "pdf",
                "web", "website", "article", "page", "report", "study", "paper"}
 
@@ -135,26 +150,35 @@ def _prose(chunk: str, gathered: Gathered, own: OwnReferences, state: Normalised
             return f" ({numbers[0]})"  # a year in brackets, not a citation
         return place([_mapped(n, gathered, own) for n in numbers], what, converted=converted)
 
+    # Each style is looked for only where the text holds what it needs (a bracket, a link, a
+    # superscript...): most styles are absent from a given answer, and a pattern that may
+    # start anywhere costs a scan of the whole text for nothing (`_needs`).
     chunk = _CITE_TAG.sub("", chunk)
-    chunk = _RAW_TOKEN.sub(lambda m: place([None], m.group(0)), chunk)
+    if "\ue200" in chunk:
+        chunk = _RAW_TOKEN.sub(lambda m: place([None], m.group(0)), chunk)
     chunk = _FN_REF.sub(lambda m: place([own.numbers.get("^" + m.group(1), _num_or_none(m.group(1), gathered))],
                                         m.group(0)), chunk)
-    chunk = _NUM_LINK.sub(lambda m: place([gathered.url(m.group(2))], m.group(0)), chunk)
-    chunk = _LINK_GROUP.sub(lambda m: _link_group(m.group(0), gathered, place, state), chunk)
-    chunk = _MD_LINK.sub(lambda m: _md_link(m, gathered, place, state), chunk)
-    chunk = _AUTOLINK.sub(lambda m: place([gathered.url(m.group(2))], m.group(0)), chunk)
+    if "](" in chunk:
+        chunk = _NUM_LINK.sub(lambda m: place([gathered.url(m.group(2))], m.group(0)), chunk)
+        chunk = _LINK_GROUP.sub(lambda m: _link_group(m.group(0), gathered, place, state), chunk)
+        chunk = _MD_LINK.sub(lambda m: _md_link(m, gathered, place, state), chunk)
+    if "<" in chunk:
+        chunk = _AUTOLINK.sub(lambda m: place([gathered.url(m.group(2))], m.group(0)), chunk)
     chunk = _BARE.sub(lambda m: _bare(m, gathered, place), chunk)
-    for pattern in (_LABEL, _FULLWIDTH, _DAGGER, _SUP, _CARET, _ESCAPED):
+    for pattern in _needs(chunk, _NUMBERED):
         chunk = pattern.sub(lambda m: ours(m.group("n") or m.group("m") or "", m.group(0)), chunk)
-    chunk = _SOURCE_TITLE.sub(lambda m: _source_title(m, gathered, place), chunk)
+    if _SOURCE_WORDS.search(chunk):
+        chunk = _SOURCE_TITLE.sub(lambda m: _source_title(m, gathered, place), chunk)
     if own.authors or gathered.by_author:
         chunk = _AUTHOR_YEAR.sub(lambda m: _author_year(m, gathered, own, place), chunk)
         chunk = _AUTHOR_NARRATIVE.sub(lambda m: _author_year(m, gathered, own, place), chunk)
-    chunk = _UNICODE_SUP.sub(lambda m: ours(m.group("n").translate(_SUP_DIGITS), m.group(0)), chunk)
+    if _SUPERSCRIPT.search(chunk):
+        chunk = _UNICODE_SUP.sub(lambda m: ours(m.group("n").translate(_SUP_DIGITS), m.group(0)), chunk)
     chunk = _PAREN_NUM.sub(lambda m: _if_ours(m, gathered, ours), chunk)
     chunk = _GLUED.sub(lambda m: _if_ours(m, gathered, ours), chunk)
-    chunk = _BRACKET.sub(lambda m: ours(m.group("n"), m.group(0), converted=bool(own.numbers)), chunk)
-    chunk = _TITLE_BRACKET.sub(lambda m: _titled(m, gathered, place), chunk)
+    if "[" in chunk:
+        chunk = _BRACKET.sub(lambda m: ours(m.group("n"), m.group(0), converted=bool(own.numbers)), chunk)
+        chunk = _TITLE_BRACKET.sub(lambda m: _titled(m, gathered, place), chunk)
     return _cite_titles(chunk, gathered, state)
 
 

@@ -8,7 +8,9 @@ order, within a length. Only the findings call reads a kept page's text itself.
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import NamedTuple
 
 from research.report.checks import CITATION
 
@@ -47,18 +49,15 @@ def excerpt(source_text: str, about: str, limit: int, head: int = 0) -> str:
     characters; the start of the text when nothing overlaps; the whole (blank lines and runs of
     spaces dropped) when it fits. `head`: the text's first characters are kept whatever they
     say (what a page is mainly about is often said first)."""
-    lines = [" ".join(line.split()) for line in source_text.splitlines()]
-    text = "\n".join(line for line in lines if line)
+    text = _tidy(source_text)
     if len(text) <= limit:
         return text  # whole, its lines kept (lists and tables read better so)
-    opening = " ".join(text[:head].rsplit(None, 1)[0].split()) if head else ""
-    rest = text[len(text[:head].rsplit(None, 1)[0]):] if head else text
+    opening, sentences = _split(text, head)
     budget = limit - len(opening) - (1 if opening else 0)
-    sentences = [" ".join(s.split()) for s in _SENTENCES.split(rest) if s.strip()]
     plain = CITATION.sub("", about)
     wanted, figures = words(plain), _figures(plain)
     scored = sorted(
-        ((len(wanted & words(s)) + 2 * len(figures & _figures(s)), -i, i)
+        ((len(wanted & s.words) + 2 * len(figures & s.figures), -i, i)
          for i, s in enumerate(sentences)), reverse=True)
     if budget <= 0 or not scored or scored[0][0] == 0:
         return " ".join(text[:limit].rsplit(None, 1)[0].split())
@@ -67,11 +66,39 @@ def excerpt(source_text: str, about: str, limit: int, head: int = 0) -> str:
     for score, _, i in scored:
         if score == 0:
             break
-        piece = sentences[i][:budget - used] if not chosen else sentences[i]
+        piece = sentences[i].text[:budget - used] if not chosen else sentences[i].text
         if used + len(piece) + 1 > budget:
             continue
         chosen.append(i)
         used += len(piece) + 1
     chosen.sort()
-    picked = " ".join(sentences[i][:budget] for i in chosen)
+    picked = " ".join(sentences[i].text[:budget] for i in chosen)
     return f"{opening} {picked}" if opening else picked
+
+
+# A page is excerpted once per claim that cites it and per subtopic that reads it, always
+# split the same way: its sentences and their words are kept for the pages used last.
+_CACHED_PAGES = 64
+
+
+class _Sentence(NamedTuple):
+    text: str
+    words: frozenset[str]
+    figures: frozenset[str]
+
+
+@functools.lru_cache(maxsize=_CACHED_PAGES)
+def _tidy(source_text: str) -> str:
+    """The text without blank lines and runs of spaces."""
+    lines = [" ".join(line.split()) for line in source_text.splitlines()]
+    return "\n".join(line for line in lines if line)
+
+
+@functools.lru_cache(maxsize=_CACHED_PAGES)
+def _split(text: str, head: int) -> tuple[str, tuple[_Sentence, ...]]:
+    """The opening kept whatever it says (`head` characters, at a word's end), and the
+    sentences of the rest with the words and figures of each."""
+    opening = " ".join(text[:head].rsplit(None, 1)[0].split()) if head else ""
+    rest = text[len(text[:head].rsplit(None, 1)[0]):] if head else text
+    sentences = (" ".join(s.split()) for s in _SENTENCES.split(rest) if s.strip())
+    return opening, tuple(_Sentence(s, frozenset(words(s)), frozenset(_figures(s))) for s in sentences)

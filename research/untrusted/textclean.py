@@ -40,9 +40,15 @@ _SHAPING = ((0x0600, 0x08FF), (0x0900, 0x0DFF), (0x1000, 0x109F), (0x1780, 0x18A
             (0xA8E0, 0xA8FF), (0xFB50, 0xFDFF), (0xFE70, 0xFEFE))
 
 
+# Any character `_PATTERN` can match starts with or holds one of these (a flag holds tag
+# characters): a text without them is returned as it is, after one quick scan (`_PATTERN` is
+# tried at every position, which costs far more on a long text).
+_ANY = re.compile(f"[{_HIDDEN}{_JOINERS}]")
+
+
 def strip_hidden_controls(text: str) -> str:
     """`text` without invisible formatting controls that could hide or reorder what is shown."""
-    if text.isascii():
+    if text.isascii() or not _ANY.search(text):
         return text
     return _PATTERN.sub(lambda m: _replacement(m, text), text)
 

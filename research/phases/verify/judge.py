@@ -8,6 +8,7 @@ leaves that claim without a verdict: "unchecked", never silently unsupported.
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 import re
@@ -146,8 +147,15 @@ def quote_found(quote: str, texts: Iterable[str]) -> bool:
     pieces = [p for p in pieces if p]
     if not pieces or max(len(p.split()) for p in pieces) < MIN_QUOTE_WORDS:
         return False
-    haystacks = [normalised(t) for t in texts if t]
+    haystacks = (_searched(t) for t in texts if t)  # (the next one only when needed)
     return any(all(p in h for p in pieces) for h in haystacks)
+
+
+@functools.lru_cache(maxsize=64)
+def _searched(text: str) -> str:
+    """A cited source's text as quotes are looked for in it: normalised once, not once per
+    claim citing it and per pass (both passes of every claim look in the same few pages)."""
+    return normalised(text)
 
 
 # --- the passes -------------------------------------------------------------------------------
