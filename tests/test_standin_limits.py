@@ -369,7 +369,8 @@ def test_a_local_server_answers_parallel_requests_at_a_time_and_queues_the_rest(
 
 
 def test_a_queued_request_whose_client_gave_up_is_dropped_unanswered(standin_env, standin):
-    standin.set_local_server("ollama", tokens_per_second=50)
+    # The first answer takes about 2 s: the second request gives up (0.5 s) while it waits.
+    standin.set_local_server("ollama", tokens_per_second=150)
     first = threading.Thread(target=_at_once, args=(standin, 1))
     first.start()
     while not any("started" in r for r in standin.requests_for("openai")):
