@@ -275,6 +275,7 @@ class FakesEngine:
     def __init__(self, standin: StandinServer) -> None:
         self.fakes = Fakes(standin)
         self.fetchers: list[Any] = []
+        self.runs: Any = None  # the door to runs the pages use (set by the fixture)
 
     def __call__(self, run_id: str, *, store: Store, **kwargs: Any) -> Run:
         from research.pipeline import execute
@@ -297,7 +298,7 @@ def fake_engine_fixture(dash_env: Store, standin: StandinServer, standin_env: di
     for name, value in standin_env.items():
         monkeypatch.setenv(name, value)
     engine = FakesEngine(standin)
-    manager = Runs(ui.db_target(), executor=engine)
+    manager = engine.runs = Runs(ui.db_target(), executor=engine)
     monkeypatch.setattr(ui, "_jobs", lambda path: manager)
     yield engine
     for run_id in manager.alive():

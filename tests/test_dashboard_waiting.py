@@ -172,6 +172,12 @@ def test_review_the_plan_end_to_end_from_the_form_to_a_finished_report(
     run_id = dash_env.list_runs()[0].id
     assert _wait_status(dash_env, run_id, ("waiting", "failed")) == "waiting", \
         dash_env.get_run(run_id).error  # type: ignore[union-attr]
+    # The run stores "waiting" a moment before its job ends; until then the page shows it
+    # running (research.runs.status_of), without the plan to review.
+    deadline = time.monotonic() + 60
+    while fake_engine.runs.is_alive(run_id):
+        assert time.monotonic() < deadline, "the run's job did not end after it began to wait"
+        time.sleep(0.05)
     at = open_run_page(run_id)
     planned = dash_env.get_plan(run_id) or []
     original = [s.title for s in planned]

@@ -78,7 +78,8 @@ def test_no_key_anywhere_after_a_run_with_echoing_providers(
     try:
         credentials = Credentials.from_env(env)
         store = Store(db, secrets=credentials.secrets())
-        config = build_config(env=env, preset="quick", fetch_timeout_s=3)
+        config = build_config(env=env, preset="quick", fetch_timeout_s=3, SOURCES_PER_SUBTOPIC=5,
+                              SEARCHES_PER_SUBTOPIC=1)  # the smallest run meeting every fault
         run_id = run_research("How is heat pump adoption changing in Europe?", store=store,
                               config=config, credentials=credentials)
     finally:

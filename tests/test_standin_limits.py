@@ -356,8 +356,9 @@ def _at_once(standin: StandinServer, n: int, stagger: float = 0.0) -> list[Any]:
 def test_a_local_server_answers_parallel_requests_at_a_time_and_queues_the_rest(
         standin_env, standin, parallel):
     # Sent 50 ms apart, so that which came first is not a race of threads within a
-    # millisecond; an answer takes a few seconds at 100 tokens/s, so the later ones queue.
-    standin.set_local_server("ollama", parallel=parallel, tokens_per_second=100)
+    # millisecond; an answer takes about a second at 250 tokens/s, so the later ones queue
+    # (at 100 the four answers one at a time held a test worker for 11 s).
+    standin.set_local_server("ollama", parallel=parallel, tokens_per_second=250)
     assert len(_at_once(standin, 4, stagger=0.05)) == 4
     log = standin.requests_for("openai")
     assert len(log) == 4 and all("started" in r and "answered" in r for r in log)
@@ -368,7 +369,8 @@ def test_a_local_server_answers_parallel_requests_at_a_time_and_queues_the_rest(
 
 
 def test_a_queued_request_whose_client_gave_up_is_dropped_unanswered(standin_env, standin):
-    standin.set_local_server("ollama", tokens_per_second=50)
+    # The first answer takes about 2 s: the second request gives up (0.5 s) while it waits.
+    standin.set_local_server("ollama", tokens_per_second=150)
     first = threading.Thread(target=_at_once, args=(standin, 1))
     first.start()
     while not any("started" in r for r in standin.requests_for("openai")):
@@ -387,7 +389,8 @@ def test_a_queued_request_whose_client_gave_up_is_dropped_unanswered(standin_env
 
 
 def test_past_its_waiting_line_ollama_answers_server_busy(standin_env, standin):
-    standin.set_local_server("ollama", tokens_per_second=100, max_queue=1)
+    # An answer takes about a second: long enough for all three to arrive while it is written.
+    standin.set_local_server("ollama", tokens_per_second=250, max_queue=1)
     client = _local(standin)
     codes: list[int] = []
 
