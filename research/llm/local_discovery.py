@@ -21,12 +21,10 @@ means "not known", never an error. Where each fact comes from:
 from __future__ import annotations
 
 import contextlib
-import functools
 import ipaddress
 import json
 import re
 import socket
-import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -118,7 +116,7 @@ def discover(base_url: str, model: str, api_key: str = "", get: Getter | None = 
     if get is None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         with httpx.Client(timeout=PROBE_TIMEOUT_S, follow_redirects=False, trust_env=False,
-                          headers=headers, verify=_probe_tls_context()) as client:
+                          headers=headers) as client:
             return discover(base_url, model, api_key, _http_getter(client))
     ask = get
     base = base_url.rstrip("/")
@@ -207,14 +205,6 @@ def positive(value: Any) -> int | None:
     except (TypeError, ValueError):
         return None
     return number if number > 0 else None
-
-
-@functools.cache
-def _probe_tls_context() -> ssl.SSLContext:
-    """The TLS context a probe's client would build (httpx's default without the environment's
-    settings), built once per process: it reads the whole CA bundle (about 0.15 CPU-s), and
-    every run asks its servers again. A context is safe to share between clients and threads."""
-    return httpx.create_ssl_context(trust_env=False)
 
 
 def _http_getter(client: httpx.Client) -> Getter:
