@@ -25,6 +25,7 @@ last test's figures); `cpu_seconds` gives the children's share so far.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -309,6 +310,29 @@ class WarmPython:
             self._reader.join(10)
 
 
+_shared: WarmPython | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_warm_python() -> WarmPython:
+    """This test process's fork server, started on first use (by the `warm_python` fixture
+    or by a helper that starts processes for other fixtures: tests/api_server.py)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = WarmPython()
+            atexit.register(close_shared_warm_python)  # if no fixture closes it first
+        return _shared
+
+
+def close_shared_warm_python() -> None:
+    global _shared
+    with _shared_lock:
+        server, _shared = _shared, None
+    if server is not None:
+        server.close()
+
+
 @pytest.fixture(scope="session")
 def warm_python() -> Iterator[WarmPython]:
     """One fork server per test process, started by the first test that asks for it.
@@ -317,8 +341,7 @@ def warm_python() -> Iterator[WarmPython]:
     two cold children spend importing, and under xdist each worker would start it again for
     every module it passes through. Its CPU time (and its children's) is counted when the
     session ends, in the figures of that process's last test."""
-    server = WarmPython()
     try:
-        yield server
+        yield shared_warm_python()
     finally:
-        server.close()
+        close_shared_warm_python()
