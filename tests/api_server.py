@@ -1,4 +1,5 @@
-"""`python -m research serve` as a real subprocess on 127.0.0.1, for the API tests.
+"""`python -m research serve` as a real subprocess on 127.0.0.1, for the API tests (forked
+warm: tests/warm_python.py).
 
 `ApiServer.start(env, db)` picks a free port, starts the server with only `env` of our
 variables (as tests/cli_helpers.py does for the CLI) and waits until /v1/health answers;
@@ -9,10 +10,10 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import socket
 import ssl
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import httpx
 
 from tests.cli_helpers import ROOT
+from tests.warm_python import WarmProcess, shared_warm_python
 
 _OURS = ("DEEP_RESEARCH_", "OPENAI_", "GEMINI_", "TAVILY_", "SEMANTIC_SCHOLAR_")
 START_WITHIN_S = 90.0  # importing the engine on a busy machine; not a timing assertion
@@ -41,9 +43,18 @@ def process_env(env: dict[str, str], folder: Path) -> dict[str, str]:
 
 def research(args: list[str], env: dict[str, str], folder: Path,
              timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "research", *args], cwd=folder,
-                          env=process_env(env, folder), capture_output=True, text=True,
-                          timeout=timeout)
+    """`python -m research ARGS` to its end, forked warm (tests/warm_python.py: a process of
+    its own without importing the engine again)."""
+    out, err = folder / "research.out", folder / "research.err"
+    proc = shared_warm_python().spawn(["-m", "research", *args], process_env(env, folder),
+                                      folder, out, err)
+    try:
+        code = proc.wait(timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return subprocess.CompletedProcess(["-m", "research", *args], code, out.read_text(),
+                                       err.read_text())
 
 
 @functools.cache
@@ -69,7 +80,7 @@ class ApiServer:
     env: dict[str, str]
     folder: Path
     port: int = 0
-    process: subprocess.Popen[str] | None = None
+    process: WarmProcess | None = None
     log: list[str] = field(default_factory=list)
 
     @property
@@ -79,10 +90,10 @@ class ApiServer:
     @classmethod
     def start(cls, env: dict[str, str], folder: Path, *args: str) -> ApiServer:
         server = cls(env, folder, free_port())
-        server.process = subprocess.Popen(
-            [sys.executable, "-m", "research", "serve", "--port", str(server.port), *args],
-            cwd=folder, env=process_env(env, folder), stdout=subprocess.DEVNULL,
-            stderr=(folder / f"serve-{server.port}.log").open("w"), text=True)
+        server.process = shared_warm_python().spawn(
+            ["-m", "research", "serve", "--port", str(server.port), *args],
+            process_env(env, folder), folder, folder / f"serve-{server.port}.out",
+            folder / f"serve-{server.port}.log")
         deadline = time.monotonic() + START_WITHIN_S
         with server.client(timeout=2) as probe:  # one client: each new one builds a TLS context
             while time.monotonic() < deadline:
@@ -128,7 +139,7 @@ class ApiServer:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
+            self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:

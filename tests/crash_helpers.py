@@ -12,7 +12,7 @@ import signal
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -198,8 +198,18 @@ def baseline(question: str, config: dict[str, Any], env: dict[str, str],
     return _BASELINES[key]
 
 
-def assert_resumed_cleanly(db: Db, run_id: str, snap: Snapshot, expected: dict[str, Any]) -> None:
-    """Completed; nothing lost, duplicated or redone; the same result as no crash at all."""
+def _attempts_after(key: str, kills: Sequence[Snapshot]) -> int:
+    """How many attempts a step has once run again after `kills`: one more than it had at the
+    last kill that caught it in flight (each resume starts it again, once), else one."""
+    in_flight = [s.steps[key].attempts for s in kills if key in s.steps and key not in s.done]
+    return in_flight[-1] + 1 if in_flight else 1
+
+
+def assert_resumed_cleanly(db: Db, run_id: str, kills: Snapshot | Sequence[Snapshot],
+                           expected: dict[str, Any]) -> None:
+    """Completed; nothing lost, duplicated or redone; the same result as no crash at all.
+    `kills`: what was stored at each kill, in order (a run killed, resumed, killed again...)."""
+    kills = [kills] if isinstance(kills, Snapshot) else list(kills)
     integrity(db)
     assert _duplicates(db, run_id) == []
     with Store(db) as store:
@@ -209,27 +219,26 @@ def assert_resumed_cleanly(db: Db, run_id: str, snap: Snapshot, expected: dict[s
         steps = {s.key: s for s in store.get_steps(run_id)}
         sources = {s.id: (s.canonical_url, s.step_key, s.subtopic_id)
                    for s in store.get_sources(run_id, with_text=False)}
-        restarted = {e.step for e in store.get_events(run_id, after_id=snap.last_event_id)
-                     if e.type == "step_started"}
+        started = [(e.id, e.step) for e in store.get_events(run_id) if e.type == "step_started"]
         outcome = _outcome(store, run_id)
 
-    # No source lost: everything stored before the kill is still there, unchanged.
-    lost = {sid: row for sid, row in snap.sources.items() if sources.get(sid) != row}
-    assert not lost, f"sources lost or changed by the resume: {lost}"
-    # No step done twice: a step finished before the kill kept its one attempt and times,
-    # and the resumed process did not start it again.
     assert all(s.status == "done" for s in steps.values()), steps
-    for key, before in snap.done.items():
-        after = steps[key]
-        assert (after.attempts, after.started_at, after.finished_at) == (
-            before.attempts, before.started_at, before.finished_at), key
-        assert before.attempts == 1, key
-    assert not restarted & set(snap.done), f"finished steps ran again: {restarted & set(snap.done)}"
+    for n, snap in enumerate(kills):
+        # No source lost: everything stored before the kill is still there, unchanged.
+        lost = {sid: row for sid, row in snap.sources.items() if sources.get(sid) != row}
+        assert not lost, f"sources lost or changed after kill {n + 1}: {lost}"
+        # No step done twice: a step finished before the kill kept its attempts and times,
+        # and no later process started it again.
+        for key, before in snap.done.items():
+            after = steps[key]
+            assert (after.attempts, after.started_at, after.finished_at) == (
+                before.attempts, before.started_at, before.finished_at), key
+            assert before.attempts == _attempts_after(key, kills[:n]), key
+        restarted = {step for event_id, step in started if event_id > snap.last_event_id}
+        assert not restarted & set(snap.done), f"finished steps ran again: {restarted & set(snap.done)}"
+    # A step in flight at a kill ran exactly once more; every other step once.
     for key, after in steps.items():
-        if key not in snap.steps:
-            assert after.attempts == 1, key
-        elif key not in snap.done:  # in flight at the kill: exactly one more attempt
-            assert after.attempts == snap.steps[key].attempts + 1, key
+        assert after.attempts == _attempts_after(key, kills), key
     # The same end result as a run that was never interrupted.
     assert outcome["urls"] == expected["urls"]
     assert outcome == expected

@@ -1,6 +1,7 @@
 """`python -m research` against the stand-in server and a temp store: the first test as a real
-subprocess (entry point, progress on stderr, PDF), the others through `research.cli.main`
-in-process (tests/cli_helpers.py); Ctrl-C and a full disk are in test_cli_interrupts.py."""
+subprocess (entry point, progress on stderr, PDF; forked warm, tests/warm_python.py), the
+others through `research.cli.main` in-process (tests/cli_helpers.py); Ctrl-C and a full disk
+are in test_cli_interrupts.py."""
 
 from __future__ import annotations
 
@@ -13,20 +14,23 @@ from pypdf import PdfReader
 import research.cli as cli_module
 from research.core.config import build_config
 from storage import Store
-from tests.cli_helpers import ROOT, RunCli, cli  # noqa: F401 - ROOT: other files import it here
+from tests.cli_helpers import ROOT, RunCli, cli, warm_cli  # noqa: F401 - ROOT: other files import it here
 from tests.standin import StandinServer
+from tests.warm_python import WarmPython, warm_python  # noqa: F401 - a fixture
 
 _cli = cli  # the subprocess form, also used by other test files
 
 
 def test_cli_writes_a_pdf_prints_the_run_id_and_shows_progress(
-    standin_env: dict[str, str], tmp_path: Path
+    standin_env: dict[str, str], tmp_path: Path,
+    warm_python: WarmPython,  # noqa: F811 - the fixture
 ) -> None:
     db = tmp_path / "cli.db"
     out = tmp_path / "report.pdf"
-    result = _cli(["How do heat pumps perform in cold climates?", "--preset", "quick",
-                   "--subtopics", "3", "--sources", "5", "--reviews", "1", "--format", "pdf",
-                   "--out", str(out)], {**standin_env, "DEEP_RESEARCH_DB": str(db)}, tmp_path)
+    result = warm_cli(warm_python, [
+        "How do heat pumps perform in cold climates?", "--preset", "quick", "--subtopics", "3",
+        "--sources", "5", "--reviews", "1", "--format", "pdf", "--out", str(out)],
+        {**standin_env, "DEEP_RESEARCH_DB": str(db)}, tmp_path)
     assert result.returncode == 0, result.stderr
     run_id = result.stdout.strip().splitlines()[-1]
     assert "%]" in result.stderr and "Research complete" in result.stderr

@@ -8,7 +8,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,26 +128,27 @@ def test_ctrl_c_while_writing_the_report_says_what_was_kept(
 
 def test_ctrl_c_mid_run_prints_how_to_resume_without_a_traceback(
     standin_env: dict[str, str], tmp_path: Path,
+    warm_python: WarmPython,  # noqa: F811 - the fixture
 ) -> None:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("DEEP_RESEARCH_", "OPENAI_", "GEMINI_", "TAVILY_"))}
     env.update(standin_env, PYTHONPATH=str(ROOT), DEEP_RESEARCH_DB=str(tmp_path / "c.db"),
                DEEP_RESEARCH_SECRETS_FILE=str(tmp_path / "none.toml"))
-    proc = subprocess.Popen([sys.executable, "-m", "research", QUESTION, "--preset", "quick",
-                             "--sources", "5", "--out", str(tmp_path / "r.md")], cwd=tmp_path,
-                            env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    lines = []
+    # `python -m research` forked warm (tests/warm_python.py): a process of its own, whose
+    # Ctrl-C is a SIGINT as a terminal sends it.
+    err_file = tmp_path / "run.err"
+    proc = warm_python.spawn(["-m", "research", QUESTION, "--preset", "quick", "--sources", "5",
+                              "--out", str(tmp_path / "r.md")], env, tmp_path,
+                             tmp_path / "run.out", err_file)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        lines.append(line)
-        if "%]" in line or not line:
+    while time.monotonic() < deadline and proc.poll() is None:
+        if "%]" in err_file.read_text(errors="replace"):  # the first progress line
             break
+        time.sleep(0.02)
+    lines = err_file.read_text(errors="replace").splitlines(keepends=True)
     proc.send_signal(signal.SIGINT)
-    _, rest = proc.communicate(timeout=120)
-    err = "".join(lines) + rest
-    assert proc.returncode == 130, err
+    assert proc.wait(120) == 130, err_file.read_text(errors="replace")
+    err = err_file.read_text(errors="replace")
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     run_id = next(line.split(": ")[1].strip() for line in lines if line.startswith("Run id: "))
     assert f"--resume {run_id}" in err and "kept" in err

@@ -13,10 +13,12 @@ model call of the phase we want to interrupt (plan, writer, review, audit), and 
 on every API answer keeps a research step in flight long enough to catch it. One research
 worker at a time (MAX_PARALLEL_WORKERS=1) makes the set of sources reproducible.
 
-The command-line crashes run at every kill point on SQLite and on a PostgreSQL server too
-(`pg_url`; skipped with the reason where PostgreSQL cannot start, failed under
-DEEP_RESEARCH_REQUIRE_POSTGRES=1): a killed process's open transaction is rolled back by the
-server.
+On the command line one run is killed at every point in turn (killed while it plans, resumed
+and killed while it researches, resumed and killed while it writes...), then resumed to its
+end: each kill is checked as it happens, and the end against every kill, for one run's work
+rather than one per kill point. On SQLite and on a PostgreSQL server too (`pg_url`; skipped
+with the reason where PostgreSQL cannot start, failed under DEEP_RESEARCH_REQUIRE_POSTGRES=1):
+a killed process's open transaction is rolled back by the server.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from tests.crash_helpers import (
     ONE_WORKER,
     WAIT_S,
     Db,
+    Snapshot,
     Steps,
     assert_resumed_cleanly,
     assert_whole_steps_only,
@@ -72,10 +75,11 @@ def _running(key: str) -> Callable[[Steps], bool]:
     return lambda steps: key in steps and steps[key].status == "running"
 
 
-def _wait_until_held(standin: StandinServer, task: str, died: Callable[[], str | None]) -> None:
+def _wait_until_held(standin: StandinServer, task: str, died: Callable[[], str | None],
+                     seen: int) -> None:
     """Until the model call we hold open has reached the stand-in (and used up the fault):
-    read from the stand-in's request log (only its new entries), not from the database."""
-    seen = 0
+    read from the stand-in's request log (only its entries after the first `seen`), not from
+    the database."""
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         requests = standin.requests_for("openai")
@@ -97,44 +101,55 @@ KILL_POINTS = {
 }
 
 
-# Every kill point on both databases (the uninterrupted baseline is run once per
-# configuration and test process, and shared by the cases: tests/crash_helpers.py).
-CASES = [(point, database) for database in ("sqlite", "postgresql") for point in KILL_POINTS]
-
-
-@pytest.mark.parametrize(("point", "database"), CASES)
-def test_cli_killed_mid_run_resumes_without_losing_or_redoing_anything(
-    point: str, database: str, standin: StandinServer, standin_env: dict[str, str],
-    tmp_path: Path, request: pytest.FixtureRequest, warm_python: WarmPython,  # noqa: F811
-) -> None:
+def _killed_at(point: str, args: list[str], standin: StandinServer, env: dict[str, str],
+               db: Db, cwd: Path, python: WarmPython) -> str:
+    """Start `python -m research ARGS`, SIGKILL it at `point`; returns the run id."""
     hold, delay, ready = KILL_POINTS[point]
-    db: Db = tmp_path / "crash.db" if database == "sqlite" else request.getfixturevalue("pg_url")
-    env = {**standin_env, **ONE_WORKER, "DEEP_RESEARCH_DB": str(db)}
-    Store(db).close()  # created up front, so the test can poll it from the first moment
+    seen = len(standin.requests_for("openai"))
     if hold:
         standin.add_fault("openai", "hang", times=1, seconds=60, task=hold)
     standin.set_delay(delay)
-
-    proc = _spawn_cli(warm_python, [QUESTION, *CLI_ARGS, "--out", str(tmp_path / "first.md")],
-                      env, tmp_path, "first")
+    proc = _spawn_cli(python, args, env, cwd, point)
     try:
-        died = proc_died(proc, tmp_path / "first.err")
+        died = proc_died(proc, cwd / f"{point}.err")
         if hold:
-            _wait_until_held(standin, hold, died)
+            _wait_until_held(standin, hold, died, seen)
         run_id = wait_for(db, ready, f"the kill point {point!r}", died)
     finally:
         kill(proc)
     standin.set_delay(0.0)
+    assert "Traceback" not in (cwd / f"{point}.err").read_text(errors="replace")
+    return run_id
 
-    integrity(db)
-    snap = snapshot(db, run_id)
-    assert_whole_steps_only(db, run_id, snap)
-    if point == "research":
-        assert any(k.startswith("research:") for k in snap.done) and snap.sources
 
-    started = time.monotonic()
-    resumed = _spawn_cli(warm_python, ["--resume", run_id, "--out", str(tmp_path / "resumed.md")],
-                         env, tmp_path, "resumed")
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_cli_killed_at_every_stage_resumes_without_losing_or_redoing_anything(
+    database: str, standin: StandinServer, standin_env: dict[str, str], tmp_path: Path,
+    request: pytest.FixtureRequest, warm_python: WarmPython,  # noqa: F811
+) -> None:
+    """One run killed at every stage in turn: started, killed while it plans; resumed, killed
+    while it researches; resumed, killed while it writes; and so on. After each kill the store
+    holds only whole steps; at the end the run has lost and redone nothing that any kill left
+    stored, and equals an uninterrupted run (one run's work instead of one per stage)."""
+    db: Db = tmp_path / "crash.db" if database == "sqlite" else request.getfixturevalue("pg_url")
+    env = {**standin_env, **ONE_WORKER, "DEEP_RESEARCH_DB": str(db)}
+    Store(db).close()  # created up front, so the test can poll it from the first moment
+
+    args = [QUESTION, *CLI_ARGS, "--out", str(tmp_path / "first.md")]
+    kills: list[Snapshot] = []
+    for point in KILL_POINTS:
+        run_id = _killed_at(point, args, standin, env, db, tmp_path, warm_python)
+        args = ["--resume", run_id, "--out", str(tmp_path / "resumed.md")]
+        integrity(db)
+        snap = snapshot(db, run_id)
+        assert_whole_steps_only(db, run_id, snap)
+        assert not kills or len(snap.done) > len(kills[-1].done), f"no progress before {point}"
+        if point == "research":
+            assert any(k.startswith("research:") for k in snap.done) and snap.sources
+        print(f"{point}: killed with {len(snap.done)} steps done, {len(snap.sources)} sources")
+        kills.append(snap)
+
+    resumed = _spawn_cli(warm_python, args, env, tmp_path, "resumed")
     try:
         code = resumed.wait(60)
     finally:
@@ -143,13 +158,11 @@ def test_cli_killed_mid_run_resumes_without_losing_or_redoing_anything(
     err = (tmp_path / "resumed.err").read_text(errors="replace")
     assert code == 0, err
     assert "Traceback" not in err and (tmp_path / "resumed.md").read_text().strip()
-    print(f"{point}: killed with {len(snap.done)} steps done, {len(snap.sources)} sources; "
-          f"resumed in {time.monotonic() - started:.1f} s")
 
     with Store(db) as store:
         config = store.get_run(run_id).config  # type: ignore[union-attr]
     assert config["max_parallel_workers"] == 1
-    assert_resumed_cleanly(db, run_id, snap, baseline(QUESTION, config, standin_env, tmp_path))
+    assert_resumed_cleanly(db, run_id, kills, baseline(QUESTION, config, standin_env, tmp_path))
 
 
 # --- 3. the dashboard, killed mid-run -------------------------------------------------------
