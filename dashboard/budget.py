@@ -33,6 +33,13 @@ class Meter:
         return max(0.0, min(1.0, self.used / self.cap)) if self.cap else 0.0
 
 
+def money_text(x: float) -> str:
+    """A run's cost as a person reads it everywhere (Library, Run page, compare): dollars and
+    cents, and "under $0.01" for less than a cent that is not nothing (issue 39: no
+    four-decimal dollars)."""
+    return "under $0.01" if 0 < x < 0.005 else f"${x:,.2f}"
+
+
 def _money(x: float) -> str:
     """$1.00, $0.05, $0.019: cents, or up to four decimals for small amounts."""
     text = f"{x:,.4f}".rstrip("0")

@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import engines_view, research_map, rounds_view, run_report, verification_view, views
+from dashboard import budget, engines_view, research_map, rounds_view, run_report, verification_view, views
 from dashboard.documents_view import show_run_passages
 from dashboard.run_report import download_buttons
 from research.core.records import Run
@@ -278,7 +278,8 @@ def engines_tab(store: Store, run: Run) -> None:
     for column, entry in zip(st.columns(max(1, len(entries)), gap="medium"), entries, strict=False):
         with column:
             st.subheader(views.md_text(entry.label))
-            cost = f"\\${entry.cost_usd:.4f}" if entry.cost_usd is not None else "cost unknown"
+            cost = (views.dollars(budget.money_text(entry.cost_usd)) if entry.cost_usd is not None
+                    else "cost unknown")
             cited = f"{entry.cited_sources} source{'' if entry.cited_sources == 1 else 's'} cited"
             st.caption(f"{engines_view.status_text(entry.status)} · {cost} · {entry.words:,} words · {cited}")
             if entry.error:
@@ -303,13 +304,13 @@ def usage_tab(store: Store, run: Run) -> None:
     cols = st.columns(3)
     cols[0].metric("Model calls", totals.calls)
     cols[1].metric("Tokens", f"{totals.tokens:,}")
-    cols[2].metric("Estimated cost", f"${totals.cost_usd:.4f}")
+    cols[2].metric("Estimated cost", views.dollars(budget.money_text(totals.cost_usd)))
     if config.get("max_cost_usd"):
         st.caption(f"Cost cap for this run: \\${float(config['max_cost_usd']):.2f}. Prices come "
                    "from the same table as the estimate on the New research page.")
     if usage:
         st.dataframe(views.usage_frame(usage), hide_index=True, width="stretch",
-                     column_config={"Cost (USD)": st.column_config.NumberColumn(format="$%.4f")})
+                     column_config={"Cost (USD)": st.column_config.NumberColumn(format="$%.3f")})
     else:
         st.info("No model calls recorded yet.")
 

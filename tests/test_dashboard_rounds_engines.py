@@ -78,7 +78,7 @@ def test_engines_tab_shows_hosted_reports_side_by_side_with_their_own_downloads(
     assert headings[:3] == ["Multi-agent research (built in)",
                             "OpenAI deep research (o4-mini-deep-research)", "Gemini Deep Research"]
     captions = " | ".join(c.value for c in at.caption)
-    assert "Completed · \\$0.4200" in captions and "Failed" in captions
+    assert "Completed · \\$0.42 ·" in captions and "Failed" in captions  # cents, one voice
     assert any("quota exhausted" in e.value for e in at.error)
     downloads = [b for b in at.get("download_button")]
     assert {b.proto.label for b in downloads} >= {"Markdown"}
