@@ -8,7 +8,17 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import budget, connection, form, mcp_settings, readiness, search_services, ui, views
+from dashboard import (
+    budget,
+    connection,
+    form,
+    form_memory,
+    mcp_settings,
+    readiness,
+    search_services,
+    ui,
+    views,
+)
 from dashboard.plain_settings import widgets as plain_widgets
 from dashboard.settings_files import configured_llm_providers, defaults_path, load_defaults
 from research import validate_question, voice
@@ -158,19 +168,22 @@ def _prefill(run_id: str) -> None:
     _set_run_options(state, values)
 
 
-def _fill_missing_defaults() -> None:
+def _fill_missing_defaults() -> list[str]:
     """Give every form widget its starting value when it has none, key by key, on every run.
 
     A first run cut short (the person typed before the page had finished drawing) leaves
     the later widgets without state, and Streamlit drops the values of widgets a run did
     not draw; checking one key for "already initialised" would leave those empty.
     """
-    for key, value in _defaults().items():
+    defaults = _defaults()
+    for key, value in defaults.items():
         if key not in state:
             state[key] = value
+    return list(defaults)
 
 
-_fill_missing_defaults()
+form_memory.restore(state)  # what the person set before visiting another page
+form_keys = _fill_missing_defaults()
 repeat = st.query_params.get("from")
 if repeat and state.get("_prefilled_from") != repeat:
     state["_prefilled_from"] = repeat
@@ -322,11 +335,11 @@ with right:
     with st.expander("Models per role"):
         for role in ROLES[1:]:
             cols = st.columns(2)
-            cols[0].selectbox(f"{voice.role_name(role)}: provider", [form.SAME_AS_LEAD, *DEFAULT_MODELS],
+            cols[0].selectbox(voice.provider_label(role), [form.SAME_AS_LEAD, *DEFAULT_MODELS],
                               format_func=lambda p: "same as the main model"
                               if p == form.SAME_AS_LEAD else PROVIDER_NAMES.get(p, p),
                               key=f"role_provider_{role}")
-            cols[1].text_input(f"{voice.role_name(role)}: model", key=f"role_model_{role}",
+            cols[1].text_input(voice.model_label(role), key=f"role_model_{role}",
                                placeholder="provider default")
     _sources_choice()
     if state.get("source_mix", "web") == "documents":  # no search service is asked
@@ -422,7 +435,7 @@ not_ready = readiness.blockers(
     search=["documents"] if state.get("source_mix") == "documents" else state.get("search") or [],
     failed_tests=connection.failed(st.session_state.get(connection.RESULTS, {}), env))
 for reason in not_ready:
-    st.caption(f":material/block: {reason}")
+    st.caption(f":material/block: {views.md_text(reason)}")  # a test's message: plain words
 if st.button("Start research", type="primary", icon=":material/play_arrow:",
              disabled=bool(not_ready)):
     try:
@@ -443,4 +456,6 @@ if st.button("Start research", type="primary", icon=":material/play_arrow:",
             except ConfigError as exc:
                 start_message.error(f"Nothing was started: {exc}")
             else:
+                form_memory.forget(state)
                 ui.open_run(run_id)
+form_memory.keep(state, form_keys)

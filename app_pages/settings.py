@@ -8,7 +8,15 @@ import os
 
 import streamlit as st
 
-from dashboard import connection, mcp_settings, notify_settings, readiness, search_services, ui, views
+from dashboard import (
+    connection,
+    mcp_settings,
+    notify_settings,
+    readiness,
+    search_services,
+    ui,
+    views,
+)
 from dashboard.connection import check_llm, check_search
 from dashboard.settings_files import (
     KEYS,
@@ -23,6 +31,7 @@ from dashboard.settings_files import (
     save_secrets,
     secrets_path,
 )
+from research import voice
 from research.api.tokens import create_token
 from research.core.config import DEFAULT_MODELS, ROLES, SEARCH_PROVIDERS
 from research.core.constants import CONSTANTS, DEFAULTS
@@ -111,7 +120,7 @@ with st.form("models"):
     role_values = {}
     for role in ROLES[1:]:
         var = f"DEEP_RESEARCH_{role.upper()}_MODEL"
-        role_values[var] = st.text_input(f"{role.capitalize()} model", value=env.get(var, ""),
+        role_values[var] = st.text_input(voice.model_label(role), value=env.get(var, ""),
                                          placeholder="same as the lead")
     search_choices = [*SEARCH_PROVIDERS, *mcp_settings.provider_names(env)]
     current_search = [s.strip() for s in env.get("DEEP_RESEARCH_SEARCH", "").split(",")

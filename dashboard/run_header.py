@@ -35,6 +35,10 @@ def chosen_run(store: Store) -> Run:
                  "Open the Library to see every run.")
         st.page_link(ui.PAGES["library"], label="Open the Library", icon=":material/library_books:")
         st.stop()
+    # Said again, so the address bar carries it: a link from this page to itself (the list
+    # above) opens the run without changing the address, and the next click (Resume) then
+    # found no run selected (issue 39's journey, tests/test_browser_journey.py).
+    st.query_params["run"] = run_id
     return run
 
 

@@ -119,7 +119,8 @@ def _status_note(store: Store, current: Run, status: str) -> None:
                 "then continue.")
     if status == "failed" and current.error and setup_failed(store, current):
         # A key or an address that does not work: not a dead end, the way to fix it.
-        st.error(f"The research could not start: {views.md_text(voice.plain_error(current.error))}")
+        why = views.md_text(voice.plain_error(current.error))  # said once, never "... could not start"
+        st.error(why if "could not start" in current.error else f"The research could not start: {why}")
         st.page_link(ui.PAGES["settings"], label="Open Settings to fix it",
                      icon=":material/settings:")
         st.caption("Then come back here and press Resume: nothing needs to be typed again.")

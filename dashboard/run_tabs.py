@@ -313,7 +313,7 @@ def usage_tab(store: Store, run: Run) -> None:
                    "estimate on the New research page.")
     if usage:
         st.dataframe(views.usage_frame(usage), hide_index=True, width="stretch",
-                     column_config={"Cost (USD)": st.column_config.NumberColumn(format="$%.2f")})
+                     column_config={"Cost (USD)": st.column_config.NumberColumn(format="$%.3f")})
     else:
         st.info("No model calls recorded yet.")
 

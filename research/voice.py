@@ -35,6 +35,11 @@ WITH_WARNINGS = "Completed with warnings"
 ROLE_NAMES = {"lead": "Planner", "worker": "Researchers", "writer": "Writer",
               "reviewer": "Reviewer", "verifier": "First check", "auditor": "Second check",
               "critic": "Critic"}
+# What each role does, finishing "Model for ..." (Settings' and the form's per-role fields).
+ROLE_DOING = {"lead": "planning and deciding what to follow up",
+              "worker": "searching and reading sources", "writer": "writing the report",
+              "reviewer": "reviewing the draft", "verifier": "the first check of claims",
+              "auditor": "the second check of claims", "critic": "settling disputed claims"}
 QUESTION_CHARS = 100
 
 # An event's type (research/core/events.py) as the Run page's activity log names it.
@@ -101,6 +106,16 @@ def event_words(event_type: str) -> str:
 def role_name(role: str) -> str:
     """A model role as a person reads it ('auditor' -> 'Second check')."""
     return ROLE_NAMES.get(role, role.replace("_", " ").capitalize())
+
+
+def model_label(role: str) -> str:
+    """A per-role model field's label: 'Model for searching and reading sources'."""
+    return f"Model for {ROLE_DOING.get(role, role_name(role).lower())}"
+
+
+def provider_label(role: str) -> str:
+    """A per-role provider field's label: 'Provider for writing the report'."""
+    return f"Provider for {ROLE_DOING.get(role, role_name(role).lower())}"
 
 
 def run_label(run: Run, status: str | None = None) -> str:

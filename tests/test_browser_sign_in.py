@@ -104,7 +104,7 @@ def test_each_person_signs_in_and_sees_only_their_own_runs(
 
             # She starts a run in the browser: it is hers.
             sync_api.expect(page.get_by_role("heading", name="New research")).to_be_visible()
-            # As in test_browser.py: touching the form before its first run is drawn in full
+            # As in test_browser_journey.py: touching the form before its first run is drawn in full
             # can blank its Search services field (seen here on a busy machine).
             searches = page.locator('[data-testid="stMetric"]').filter(has_text="Web searches")
             sync_api.expect(searches).to_be_visible(timeout=60_000)
