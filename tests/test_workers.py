@@ -164,7 +164,7 @@ def test_the_cli_enqueues_detached_and_waits_while_a_worker_with_its_own_keys_ex
     assert workflow_id.startswith(f"{run_id}:") and status == "SUCCESS"
     assert executor.startswith("worker-")
     # The engine stores the job's inputs: the run id only, and no key anywhere in its files.
-    assert _job_inputs(_jobs_db(db)) == [{"args": (run_id,), "kwargs": {}}]
+    assert _job_inputs(_jobs_db(db)).get("research_run") == [{"args": (run_id,), "kwargs": {}}]
     everything = _system_database_text(db)
     for name in KEY_NAMES:
         assert standin_env[name].encode() not in everything
