@@ -103,17 +103,23 @@ def _settled(world: Watched, watch_id: str, timeout: float = 180.0) -> watchstor
 
 
 def test_a_watch_finds_nothing_then_the_changed_world_and_tells_only_then(
-        watched: Watched) -> None:
+        watched: Watched, standin: StandinServer) -> None:
     world = watched
     watch = watches.watch(world.store, world.first, every="daily", now=T0, cost_cap=0.5)
 
-    # The first tick a day later: an update runs, the world has not changed.
+    # The first tick a day later: an update runs, the world has not changed. Its model answers
+    # come slowly, so the update is still running when it is looked at (on an idle machine a
+    # quick update that finds nothing was settled before the next line read it).
     world.now = T0 + timedelta(days=1, minutes=1)
-    world.runs.tick_watches()
-    started = watchstore.get_watch(world.store, watch.id)
-    assert started is not None and started.pending_run_id is not None
-    update = world.store.get_run(started.pending_run_id)
-    assert update is not None and update.config.get("max_cost_usd") == 0.5  # the watcher's cap
+    standin.set_delay(0.5)
+    try:
+        world.runs.tick_watches()
+        started = watchstore.get_watch(world.store, watch.id)
+        assert started is not None and started.pending_run_id is not None
+        update = world.store.get_run(started.pending_run_id)
+        assert update is not None and update.config.get("max_cost_usd") == 0.5  # the watcher's cap
+    finally:
+        standin.set_delay(0.0)
     quiet = _settled(world, watch.id)
     assert quiet.run_id == world.first and quiet.updates_kept == 0
     assert quiet.last_result.startswith("Nothing new")
