@@ -27,7 +27,7 @@ from research.core.events import Event, SourceFound
 from research.core.progress import percent
 from research.core.prompts import strip_control
 from research.core.records import JsonObject, Run, Subtopic
-from research.core.settings import effective_env, prices_path
+from research.core.settings import command_owner, effective_env, prices_path
 from research.documents import ingest_paths
 from research.documents.choice import with_sources
 from research.estimate import account_pace, estimate, estimate_line
@@ -46,11 +46,9 @@ from storage import (
     DatabaseUnavailableError,
     DatabaseValueError,
     Store,
-    default_db,
-    default_db_path,
+    chosen_db,
     is_disk_full,
     redact_url,
-    resolve_db,
 )
 
 if TYPE_CHECKING:
@@ -247,7 +245,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
           session: _Session) -> int:
     secrets = credentials.secrets()
     try:
-        db_path = resolve_db(args.db, default_db_path({})) if args.db else default_db(env)
+        db_path = chosen_db(args.db, env)
     except DatabaseValueError as exc:
         return _fail(str(exc), secrets, EXIT_USAGE)
     try:
@@ -261,7 +259,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
     session.store = store
     _put_right_abandoned(store)
     printer = _Printer(store, quiet=args.quiet)
-    owner = (args.owner or env.get("DEEP_RESEARCH_OWNER") or "").strip() or None
+    owner = command_owner(args.owner, env)
     try:
         prices = PriceTable.load(prices_path(env))
         runs = _queued(args, env, db_path)

@@ -15,8 +15,8 @@ import sys
 from research import voice
 from research.core.prompts import strip_control
 from research.core.records import Run
-from research.core.settings import effective_env
-from storage import DatabaseValueError, Store, default_db, default_db_path, resolve_db
+from research.core.settings import command_owner, effective_env
+from storage import DatabaseValueError, Store, chosen_db
 
 LIST_LIMIT = 20
 QUESTION_CHARS = 80
@@ -44,9 +44,9 @@ def parser(command: str) -> argparse.ArgumentParser:
 def main(command: str, argv: list[str]) -> int:
     args = parser(command).parse_args(argv)
     env = effective_env()
-    owner = (args.owner or env.get("DEEP_RESEARCH_OWNER") or "").strip() or None
+    owner = command_owner(args.owner, env)
     try:
-        db = resolve_db(args.db, default_db_path({})) if args.db else default_db(env)
+        db = chosen_db(args.db, env)
     except DatabaseValueError as exc:
         return _fail(str(exc))
     with Store(db) as store:

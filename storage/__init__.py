@@ -9,6 +9,7 @@ from storage.store import (
     TERMINAL_STATUSES,
     DatabaseUnavailableError,
     Store,
+    chosen_db,
     default_db,
     default_db_path,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "RUN_STATUSES",
     "TERMINAL_STATUSES",
     "Store",
+    "chosen_db",
     "default_db",
     "default_db_path",
     "is_disk_full",

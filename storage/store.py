@@ -55,6 +55,12 @@ def default_db(env: Mapping[str, str] | None = None) -> Path | str:
     return resolve_db(_env(env).get("DEEP_RESEARCH_DB"), DEFAULT_DB)
 
 
+def chosen_db(given: str | None, env: Mapping[str, str] | None = None) -> Path | str:
+    """The database a command was pointed at: its `--db` when given, else `default_db(env)`.
+    Raises DatabaseValueError (plain words) as they do."""
+    return resolve_db(given, default_db_path({})) if given else default_db(env)
+
+
 def default_db_path(env: Mapping[str, str] | None = None) -> Path:
     """The local database file: `DEEP_RESEARCH_DB` if it is a path, else
     `<project root>/data/research.db` (with a PostgreSQL store, the file whose folder keeps

@@ -9,14 +9,13 @@ import sys
 from pathlib import Path
 
 from research.core.errors import ConfigError, redact
-from research.core.settings import effective_env
+from research.core.settings import command_owner, effective_env
 from storage import (
     DatabaseUnavailableError,
     DatabaseValueError,
     Store,
-    default_db,
+    chosen_db,
     default_db_path,
-    resolve_db,
 )
 from storage import tokens as tokenstore
 
@@ -55,14 +54,14 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     env = effective_env()
     try:
-        target = resolve_db(args.db, default_db_path({})) if args.db else default_db(env)
+        target = chosen_db(args.db, env)
         store = Store(target)
     except (DatabaseValueError, DatabaseUnavailableError, ConfigError) as exc:
         return _fail(str(exc), EXIT_USAGE)
     folder = Path(target).parent if store.path is not None else default_db_path(env).parent
     if args.command == "serve":
         return serve(args, env, store, target, folder)
-    owner = (args.owner or env.get("DEEP_RESEARCH_OWNER") or "").strip() or None
+    owner = command_owner(args.owner, env)
     return token_command(args, env, store, folder, owner)
 
 

@@ -19,15 +19,13 @@ from research.ask.answer import Answer, AskError, ask, conversation, cost_cap, o
 from research.core.config import Credentials
 from research.core.errors import ConfigError
 from research.core.prompts import strip_control
-from research.core.settings import effective_env, prices_path
+from research.core.settings import command_owner, effective_env, prices_path
 from research.llm.pricing import PriceTable
 from storage import (
     DatabaseUnavailableError,
     DatabaseValueError,
     Store,
-    default_db,
-    default_db_path,
-    resolve_db,
+    chosen_db,
 )
 from storage.db_value import redact_url
 
@@ -53,12 +51,12 @@ def main(argv: list[str]) -> int:
     env = effective_env()
     credentials = Credentials.from_env(env)
     secrets = credentials.secrets()
-    owner = (args.owner or env.get("DEEP_RESEARCH_OWNER") or "").strip() or None
+    owner = command_owner(args.owner, env)
     if not args.list and not (args.question or "").strip():
         return _fail('Type a question after the run id, in quotes: ask RUN_ID "your question".',
                      EXIT_USAGE)
     try:
-        store = Store(resolve_db(args.db, default_db_path({})) if args.db else default_db(env),
+        store = Store(chosen_db(args.db, env),
                       secrets=secrets)
     except (DatabaseValueError, DatabaseUnavailableError) as exc:
         return _fail(redact_url(str(exc)), EXIT_FAILED)

@@ -48,5 +48,11 @@ def effective_env(
     return merged
 
 
+def command_owner(given: str | None, env: Mapping[str, str]) -> str | None:
+    """Whose runs a command acts on: its `--owner`, else DEEP_RESEARCH_OWNER; None: nobody's
+    in particular (no sign-in)."""
+    return (given or env.get("DEEP_RESEARCH_OWNER") or "").strip() or None
+
+
 def prices_path(env: Mapping[str, str]) -> Path:
     return Path(env.get("DEEP_RESEARCH_PRICES") or DEFAULT_PRICES_FILE)

@@ -15,9 +15,9 @@ import sys
 from datetime import UTC, datetime
 
 from research import voice
-from research.core.settings import effective_env
+from research.core.settings import command_owner, effective_env
 from research.living import watches
-from storage import DatabaseValueError, Store, default_db, default_db_path, resolve_db
+from storage import DatabaseValueError, Store, chosen_db
 from storage import watches as watchstore
 
 ACTIONS = ("list", "pause", "resume", "stop")
@@ -47,9 +47,9 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     env = effective_env()
-    owner = (args.owner or env.get("DEEP_RESEARCH_OWNER") or "").strip() or None
+    owner = command_owner(args.owner, env)
     try:
-        db = resolve_db(args.db, default_db_path({})) if args.db else default_db(env)
+        db = chosen_db(args.db, env)
     except DatabaseValueError as exc:
         return _fail(str(exc))
     with Store(db) as store:

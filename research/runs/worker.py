@@ -38,7 +38,7 @@ from research.living import hooks
 from research.llm.pricing import PriceTable
 from research.pipeline import execute
 from research.runs import engine
-from storage import Store, default_db, default_db_path, resolve_db
+from storage import Store, chosen_db
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ def main(argv: list[str]) -> int:
     if not 1 <= concurrency <= 64:
         print("error: --concurrency takes a number from 1 to 64.", file=sys.stderr)
         return 2
-    db_path = resolve_db(args.db, default_db_path({})) if args.db else default_db(env)
+    db_path = chosen_db(args.db, env)
     Store(db_path).close()  # the store's schema exists before a run reads it
     me = executor_id()
     # After a run, its person is told (research/living/hooks.py); a tick of the watched
