@@ -18,7 +18,8 @@ from research.core.events import Error, EventSink, Paused, Resumed
 from research.runs.liveness import this_process
 from storage import Store
 
-POLL_S = 0.5
+POLL_S = 0.5      # how often a checkpoint reads the run's control (pause, cancel, wrap up)
+WATCH_S = 0.5     # how often the heartbeat thread looks for a cancel (see `_beat`)
 HEARTBEAT_S = 5.0
 
 
@@ -45,7 +46,7 @@ class RunControl:
         """Heartbeat, and watch for a cancel: a call waiting out a retry back-off (which
         waits on `cancelled`) must hear a cancel at once, not when the back-off ends."""
         last_beat = time.monotonic()
-        while not self._stopped.wait(POLL_S):
+        while not self._stopped.wait(WATCH_S):
             try:
                 if self.store.get_control(self.run_id) == "cancel":
                     self.cancelled.set()
