@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import date, timedelta
+from functools import lru_cache
 from typing import Any
 
 from research.core.records import Source
@@ -72,6 +73,17 @@ def claim_sentences(text: str) -> list[str]:
     """Statements: sentences of prose and list items, and table rows that cite or give a
     figure, outside headings and the sections where uncited text is expected (open
     questions, sources)."""
+    return list(_claim_sentences(text))
+
+
+# A draft's text is read again and again while it is written, checked, shortened and
+# verified (the same text up to a dozen times): the two readings below are kept for the
+# last texts asked about.
+_SAME_TEXTS = 128
+
+
+@lru_cache(maxsize=_SAME_TEXTS)
+def _claim_sentences(text: str) -> tuple[str, ...]:
     sentences: list[str] = []
     skip = False
     lines = text.splitlines()
@@ -90,15 +102,19 @@ def claim_sentences(text: str) -> list[str]:
         for sentence in _SENTENCE_END.split(stripped):
             if len(CITATION.sub("", sentence).split()) >= 5:
                 sentences.append(sentence)
-    return sentences
+    return tuple(sentences)
 
 
 # A Markdown table: a row of cells, then its separator row (| --- | --- |).
 MARKDOWN_TABLE = re.compile(r"^\s*\|.+\|\s*\n\s*\|\s*:?-{3,}", re.MULTILINE)
 
 
+_WORD = re.compile(r"[A-Za-z0-9À-ÿ][\w'’-]*")
+
+
+@lru_cache(maxsize=_SAME_TEXTS)
 def word_count(text: str) -> int:
-    return len(re.findall(r"[A-Za-z0-9À-ÿ][\w'’-]*", CITATION.sub("", text)))
+    return len(_WORD.findall(CITATION.sub("", text)))
 
 
 @dataclass(frozen=True, slots=True)
