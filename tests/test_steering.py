@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 from storage import Store
-from tests.cli_helpers import RunCli
-from tests.test_cli import _cli
+from tests.cli_helpers import RunCli, warm_cli
+from tests.warm_python import WarmPython, warm_python  # noqa: F401 - a fixture
 
 QUESTION = "How is heat pump adoption changing in Europe?"
 MINE = "Heat pump noise rules in cities"
@@ -34,7 +34,8 @@ def _start(run_cli: RunCli, env: dict[str, str], tmp_path: Path) -> tuple[Path, 
 
 
 def test_a_steered_run_waits_then_follows_the_chosen_and_added_branches(
-    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path
+    run_cli: RunCli, standin_env: dict[str, str], tmp_path: Path,
+    warm_python: WarmPython,  # noqa: F811 - the fixture
 ) -> None:
     env = {**standin_env, **SMALL, "DEEP_RESEARCH_MAX_ROUNDS": "2"}
     db, full, run_id, said = _start(run_cli, env, tmp_path)
@@ -49,8 +50,9 @@ def test_a_steered_run_waits_then_follows_the_chosen_and_added_branches(
     assert f"  1. {proposals[0]['title']}" in said
     assert not [s for s in store.get_steps(run_id) if s.key.startswith("research:r2")]
 
-    # A new process (as after a restart) carries on with proposal 1 and a branch of my own.
-    second = _cli(["--resume", run_id, "--follow", "1", "--add", MINE, "--out",
+    # A new process (as after a restart; forked warm, tests/warm_python.py) carries on with
+    # proposal 1 and a branch of my own.
+    second = warm_cli(warm_python, ["--resume", run_id, "--follow", "1", "--add", MINE, "--out",
                    str(tmp_path / "r.md")], full, tmp_path)
     assert second.returncode == 0, second.stderr
     run = Store(db).get_run(run_id)
