@@ -30,6 +30,8 @@ SCALE = 0.5  # arXiv every 1.5 s, Semantic Scholar every 0.5 s
 # The log's time is taken by the stand-in's thread when it gets to the request, in the same
 # busy process as the run: a moment after the request left, and not always the same moment.
 JITTER_S = 0.25
+# What is paced is the searches: the pages they find are read, but fewer of them.
+FEW_PAGES = {"sources_per_subtopic": 5}
 
 
 def _gaps(standin: StandinServer, api: str) -> list[float]:
@@ -147,7 +149,7 @@ def test_a_runs_academic_searches_keep_to_the_pace(
     standin: StandinServer, http_runs: Runner
 ) -> None:
     standin.set_latency(model=0.3, search=0.1)  # units long enough for a few turns
-    store, run_id = http_runs(preset="quick", search_pace=SCALE)
+    store, run_id = http_runs(preset="quick", search_pace=SCALE, **FEW_PAGES)
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
     _assert_paced(standin, "arxiv", least=2)
@@ -163,7 +165,7 @@ def test_two_runs_at_once_share_the_pace(
     standin.set_latency(model=0.3, search=0.1)
     # The setting's way in for a process: its environment.
     config = http_runs.config({**http_runs.env, "DEEP_RESEARCH_SEARCH_PACE": str(SCALE)},
-                              preset="quick")
+                              preset="quick", **FEW_PAGES)
     assert config.search_pace == SCALE
     run_ids: list[str] = []
 
@@ -189,7 +191,7 @@ def test_a_search_429_that_says_how_long_is_waited_out_not_failed(
 ) -> None:
     standin.add_fault("tavily", "hang", seconds=0)  # pre-flight's ping passes
     standin.add_fault("tavily", "status", times=2, status=429, headers={"Retry-After": "1"})
-    store, run_id = http_runs(preset="quick", max_retries=0)
+    store, run_id = http_runs(preset="quick", max_retries=0, **FEW_PAGES)
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
     tavily = [q for q in store.get_queries(run_id) if q.provider == "tavily"]
