@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from anthropic.types import MessageParam, OutputConfigParam, message_create_params
 from pydantic import BaseModel
 
 from research.core.config import Credentials, build_config
@@ -25,7 +24,6 @@ from research.core.errors import (
 )
 from research.core.retry import RetryPolicy, is_retryable
 from research.llm import build_llm
-from research.llm.anthropic_llm import AnthropicChat, rate_report
 from research.llm.base import RoleLLM
 from research.llm.budget import UsageMeter
 from research.llm.failures import is_outage
@@ -34,6 +32,12 @@ from research.llm.pacing import forget_pacers
 from research.llm.pricing import PriceTable
 from tests.standin import ANTHROPIC_KEY, StandinServer, anthropic_error
 from tests.standin.anthropic import Rule
+
+if TYPE_CHECKING:
+    from research.llm.anthropic_llm import AnthropicChat
+
+# The `anthropic` SDK (about 2 CPU-s to import) is imported by the tests that use it, not at
+# collection, which every xdist worker does for every test module.
 
 MODEL = "claude-haiku-4-5"
 
@@ -65,6 +69,8 @@ def env(standin: StandinServer) -> Iterator[dict[str, str]]:
 
 
 def chat(env: dict[str, str], model: str = MODEL) -> AnthropicChat:
+    from research.llm.anthropic_llm import AnthropicChat
+
     config = build_config(env=env, provider="anthropic", request_timeout_s=10)
     llm = build_llm("anthropic", model, config, Credentials.from_env(env))
     assert isinstance(llm, AnthropicChat)
@@ -122,6 +128,7 @@ def test_requests_match_the_sdks_published_request_type(standin: StandinServer,
     """anthropic/types/message_create_params.py is generated from Anthropic's OpenAPI spec:
     every key we send is one of its fields, every required one is there, and each value has
     the field's type (checked by pydantic against the TypedDict)."""
+    from anthropic.types import MessageParam, OutputConfigParam, message_create_params
     from pydantic import TypeAdapter
 
     role(env).structured(PLAN, ResearchPlan)
@@ -364,6 +371,8 @@ def test_a_trickling_answer_ends_at_the_requests_own_deadline(
 
 
 def test_rate_report_reads_rfc_3339_resets_and_falls_back_to_the_tokens_headers() -> None:
+    from research.llm.anthropic_llm import rate_report
+
     report = rate_report({"anthropic-ratelimit-tokens-limit": "8000",
                           "anthropic-ratelimit-tokens-remaining": "10",
                           "anthropic-ratelimit-tokens-reset": "2026-01-01T00:00:30Z"},

@@ -11,22 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import schemathesis
-from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
 
 from tests.api_server import ApiServer, Token
 
+if TYPE_CHECKING:
+    import schemathesis
+
 EXAMPLES = 6
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
-          response_schema_conformance]
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +39,19 @@ def test_no_request_gets_a_500_or_an_answer_the_document_does_not_describe(
         fuzzed: tuple[ApiServer, Token]) -> None:
     # Every operation in turn, through Schemathesis's own strategies (its pytest plugin does
     # not load on pytest 9); each operation's first failure is kept with its reproduction.
+    # Schemathesis and Hypothesis are imported here, not at collection (every xdist worker
+    # collects every module; only one runs this test).
+    import schemathesis
+    from hypothesis import HealthCheck, given, settings
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    checks = [not_a_server_error, status_code_conformance, content_type_conformance,
+              response_schema_conformance]
     server, token = fuzzed
     schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
     failures: list[str] = []
@@ -58,7 +65,7 @@ def test_no_request_gets_a_500_or_an_answer_the_document_does_not_describe(
                   suppress_health_check=list(HealthCheck))
         def check(case: schemathesis.Case) -> None:
             case.call_and_validate(base_url=server.url, headers=token.headers, timeout=30,
-                                   checks=CHECKS)
+                                   checks=checks)
 
         try:
             check()

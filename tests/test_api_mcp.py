@@ -12,8 +12,6 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from tests.api_server import ApiServer, Token
 from tests.standin import StandinServer
@@ -34,6 +32,9 @@ def server(standin: StandinServer, standin_env: dict[str, str],
 
 @asynccontextmanager
 async def session_of(url: str, token: Token) -> Any:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
     async with httpx2.AsyncClient(headers=token.headers,
                                   timeout=httpx2.Timeout(30, read=120)) as http:
         async with streamable_http_client(url, http_client=http) as (read, write):

@@ -19,8 +19,6 @@ from typing import Any
 import anyio
 import pytest
 from docx import Document
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from pypdf import PdfReader
 from sqlalchemy import update
 
@@ -377,6 +375,9 @@ def test_the_http_api_asks_lists_and_refuses_another_persons_run(
 def test_the_mcp_server_offers_ask_report_for_the_persons_own_runs(
     standin: StandinServer, finished: Finished, tmp_path: Path,
 ) -> None:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     env = {**finished.env, "DEEP_RESEARCH_DB": str(finished.db), "DEEP_RESEARCH_OWNER": ALICE,
            "DEEP_RESEARCH_SECRETS_FILE": str(tmp_path / "no-secrets.toml"),
            "PYTHONPATH": str(ROOT)}

@@ -25,7 +25,6 @@ from tests.browser_helpers import free_port, wait_idle
 from tests.browser_pages import main, own_server, query, sync_api, watched_page
 from tests.dashboard_fixtures import finished_run
 
-oidc_mock = pytest.importorskip("oidc_provider_mock", reason="oidc-provider-mock is not installed")
 pytestmark = [pytest.mark.browser]
 
 ALICE, BOB = "alice@example.org", "bob@example.org"
@@ -38,7 +37,9 @@ NOT_FOUND = "There is no such run"
 
 @pytest.fixture(scope="module")
 def provider() -> Iterator[str]:
-    """The OpenID Connect test provider on 127.0.0.1; yields its address."""
+    """The OpenID Connect test provider on 127.0.0.1; yields its address (imported here, not
+    at collection, which every xdist worker does for every module: about 0.25 CPU-s)."""
+    oidc_mock = pytest.importorskip("oidc_provider_mock", reason="oidc-provider-mock is not installed")
     from werkzeug.serving import make_server
 
     server = make_server("127.0.0.1", free_port(), oidc_mock.app(), threaded=True)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import bibtexparser
 import docx
-import openpyxl
 import pypdf
 import pytest
 import rispy
@@ -125,6 +124,8 @@ def _verified(store: Store) -> str:
 
 
 def test_evidence_table_as_csv_and_xlsx_reads_back_and_never_makes_formulas(dash_env: Store) -> None:
+    import openpyxl
+
     run_id = _verified(dash_env)
     table = list(csv.reader(io.StringIO(export_run(dash_env, run_id, "csv").decode("utf-8-sig"))))
     assert table[0] == list(HEADERS)
@@ -197,6 +198,8 @@ def test_cli_writes_word_with_a_method_section_and_a_bibliography(
 def test_no_format_carries_terminal_control_sequences(dash_env: Store) -> None:
     """Issue 19.6 for the newer formats: an OSC 52 clipboard write and a hide-text CSI in a
     model's claim reach no export, whichever format is chosen."""
+    import openpyxl
+
     run_id = finished_run(dash_env)
     dash_env.save_verifications(run_id, [
         Verdict("c1", "Grew \x1b]52;c;ZXZpbA==\x07fast\x1b[8m hidden", ("s0001",), "SUPPORTED",

@@ -10,18 +10,19 @@ import re
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from research.core.constants import PRESETS
 from storage import Store
 from tests.cli_helpers import ROOT
 from tests.standin import StandinServer
 from tests.test_startup_imports import imported
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 TOOLS = {"start_research", "research", "research_status", "get_report", "search_library",
          "ask_report"}
@@ -123,6 +124,9 @@ async def with_guard(fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
 def test_stdio_server_researches_start_to_finish_with_the_sdks_client(
     standin_env: dict[str, str], tmp_path: Path,
 ) -> None:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     env = {**server_env(standin_env, tmp_path), "PYTHONPATH": str(ROOT),
            "PYTHONPROFILEIMPORTTIME": "1"}  # its imports, listed on stderr
     params = StdioServerParameters(command=sys.executable, args=["-m", "research", "mcp"],
@@ -155,6 +159,9 @@ def test_a_run_left_when_the_client_quit_goes_on_when_the_server_starts_again(
 ) -> None:
     """Claude Desktop quits, and its stdio server with it, while a run is in flight: the next
     start of the server (here, or the dashboard's on the same database) carries it on."""
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     params = StdioServerParameters(command=sys.executable, args=["-m", "research", "mcp"],
                                    env={**server_env(standin_env, tmp_path),
                                         "PYTHONPATH": str(ROOT)}, cwd=tmp_path)

@@ -13,18 +13,12 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
 import httpx2
 import pytest
-import uvicorn
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.routing import Mount
 
 from research.core.config import build_config
 from research.core.constants import PRESETS
@@ -32,11 +26,14 @@ from research.core.settings import prices_path
 from research.estimate import estimate
 from research.llm.pricing import PriceTable
 from research.mcpserver import door
-from research.mcpserver.http import Refused, api_mount, streamable_http_app
 from research.mcpserver.service import open_service
 from storage import Store
 from tests.standin import StandinServer
 from tests.test_mcp import SMALL, full_session, server_env, structured, with_guard
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
 
 PEOPLE = {"token-of-ada": "ada@example.org", "token-of-bo": "bo@example.org"}
 HELLO = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -47,6 +44,8 @@ HELLO = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 def person_of(request: Request) -> str | None:
     """The test's token check: a fixed token per person; the token "everyone" acts as an
     install without sign-in (no person: every run)."""
+    from research.mcpserver.http import Refused
+
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or (token not in PEOPLE and token != "everyone"):
         raise Refused()
@@ -56,6 +55,8 @@ def person_of(request: Request) -> str | None:
 @contextmanager
 def serving(app: Any) -> Iterator[str]:
     """`app` on uvicorn on a free loopback port, in a thread; its base URL."""
+    import uvicorn
+
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
                                            lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -74,6 +75,8 @@ def serving(app: Any) -> Iterator[str]:
 @pytest.fixture
 def mcp_url(standin_env: dict[str, str], tmp_path: Path) -> Iterator[str]:
     """The MCP endpoint of a server on a free loopback port, over a fresh store."""
+    from research.mcpserver.http import streamable_http_app
+
     door.forget()
     service = open_service(server_env(standin_env, tmp_path))
     with serving(streamable_http_app(person_of, service=service)) as base:
@@ -82,6 +85,9 @@ def mcp_url(standin_env: dict[str, str], tmp_path: Path) -> Iterator[str]:
 
 @asynccontextmanager
 async def session_of(url: str, token: str) -> Any:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http:
         async with streamable_http_client(url, http_client=http) as (read, write):
@@ -93,6 +99,9 @@ async def session_of(url: str, token: str) -> Any:
 def test_http_server_researches_as_the_tokens_person_and_no_one_else_sees_it(
     mcp_url: str, standin_env: dict[str, str], tmp_path: Path,
 ) -> None:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
     question = "What limits the range of electric buses in winter?"
 
     async def go() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -161,6 +170,8 @@ def test_http_request_without_a_valid_token_is_refused_in_plain_words(mcp_url: s
 def test_with_allowed_hosts_it_answers_no_other_host(
     standin_env: dict[str, str], tmp_path: Path,
 ) -> None:
+    from research.mcpserver.http import streamable_http_app
+
     door.forget()
     service = open_service(server_env(standin_env, tmp_path))
     app = streamable_http_app(person_of, service=service, allowed_hosts=["127.0.0.1:*"])
@@ -240,6 +251,11 @@ class _TokenCheck:
 def test_mounted_at_mcp_on_another_app_it_acts_as_the_callers_person(
     standin_env: dict[str, str], tmp_path: Path,
 ) -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from research.mcpserver.http import api_mount
+
     door.forget()
     service = open_service(server_env(standin_env, tmp_path))
     ada = service.store.create_run("Ada's question on tidal power", {}, person="ada@example.org")

@@ -13,10 +13,9 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-import uvicorn
 
 from research import Credentials, build_config, run_research
 from research.core.config import ResearchConfig
@@ -26,9 +25,11 @@ from research.core.settings import effective_env
 from research.export import to_markdown
 from research.export.run_document import build_document_for_run
 from research.search import build_search_providers
-from research.search.mcp_tools import MAX_RESULT_CHARS, McpSearch
 from storage import Store
 from tests.standin import StandinServer
+
+if TYPE_CHECKING:
+    from research.search.mcp_tools import McpSearch
 
 SERVER = str(Path(__file__).with_name("mcp_source_server.py"))
 ENV_SECRET = "s3cret-env-value"  # the stdio server refuses to start without it
@@ -42,6 +43,8 @@ def stdio(mode: str, name: str = "wiki", **fields: Any) -> dict[str, Any]:
 
 
 def search_of(fields: dict[str, Any]) -> McpSearch:
+    from research.search.mcp_tools import McpSearch
+
     server = McpServer(**fields)
     return McpSearch(server, server.secrets())
 
@@ -61,6 +64,8 @@ def guarded(app: Any, token: str) -> Any:
 @contextmanager
 def serving(mode: str) -> Iterator[str]:
     """The test server in `mode` over streamable HTTP on a free loopback port; its MCP URL."""
+    import uvicorn
+
     from tests.mcp_source_server import app
 
     server = uvicorn.Server(uvicorn.Config(guarded(app(mode), TOKEN), host="127.0.0.1", port=0,
@@ -100,6 +105,8 @@ def test_a_stdio_servers_search_tool_gives_results_named_for_the_server() -> Non
 
 
 def test_a_hostile_servers_answer_is_kept_as_capped_inert_text() -> None:
+    from research.search.mcp_tools import MAX_RESULT_CHARS
+
     search = search_of(stdio("hostile"))
     try:
         results = search.search("heat pumps", max_results=10, timeout=30)

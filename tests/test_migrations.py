@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
 from research.core.records import Source
@@ -90,6 +88,9 @@ def _shape(tables: dict[str, Any]) -> dict[str, Any]:
 def _database_shape(url: str) -> tuple[dict[str, Any], list[Any]]:
     """Every table's columns and index names as the database has them, and (PostgreSQL)
     Alembic's full comparison with the metadata: types, nullability, keys, defaults."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
     store = Store(url)
     with store._database.read() as conn:
         found = inspect(conn)

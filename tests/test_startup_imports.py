@@ -10,7 +10,10 @@ it fails as soon as someone moves such an import back to the top of a module.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+
+import pytest
 
 import research.untrusted.sandbox as sandbox
 from research.export.pdf import render_pdf
@@ -31,15 +34,22 @@ def imported(import_log: str) -> set[str]:
     return names
 
 
-def test_the_import_log_is_read(tmp_path: Path) -> None:
-    result = cli(["--help"], {"PYTHONPROFILEIMPORTTIME": "1"}, tmp_path)
+@pytest.fixture(scope="module")
+def cli_help(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """`python -m research --help` in a fresh interpreter with its import log, once for the
+    two tests that read it (a cold start costs about 1.5 CPU-s)."""
+    return cli(["--help"], {"PYTHONPROFILEIMPORTTIME": "1"}, tmp_path_factory.mktemp("help"))
+
+
+def test_the_import_log_is_read(cli_help: subprocess.CompletedProcess[str]) -> None:
+    result = cli_help
     assert result.returncode == 0, result.stderr
     assert {"research.cli", "storage", "sqlalchemy", "argparse"} <= imported(result.stderr)
 
 
 def test_the_cli_starts_without_alembic_or_a_library_only_some_runs_need(
-        tmp_path: Path) -> None:
-    result = cli(["--help"], {"PYTHONPROFILEIMPORTTIME": "1"}, tmp_path)
+        cli_help: subprocess.CompletedProcess[str]) -> None:
+    result = cli_help
     assert result.returncode == 0, result.stderr
     assert imported(result.stderr) & (MIGRATIONS | ONLY_WHEN_USED) == set()
 
