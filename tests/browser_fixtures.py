@@ -4,11 +4,14 @@ Where the CPU of a browser test goes (measured, issue 15 point 6): a fresh `stre
 spends about 2 CPU-s up to its first page (0.65 started warm, as browser_helpers.py does), a
 fresh Chromium about 1 CPU-s starting, each new browser context about 1.5 CPU-s of Chromium
 loading Streamlit's page, and an open page of a working run about 0.1-0.5 CPU-s a second.
-So one Chromium serves each test module; each test still opens a fresh context in it (no
-cookies or storage carry over). Not one for the whole pytest process: Playwright's sync API
-keeps an asyncio loop running in the test thread while it is open, and later tests that start
-a durable-jobs queue (DBOS refuses to register one under a running loop) would then fail in
-their setup.
+So one Chromium (and one Playwright driver, a node process) serves the browser tests of a
+pytest process that run one after another, across test modules; each test still opens a fresh
+context in it (no cookies or storage carry over). It is closed when the next test is not a
+browser test, like the shared dashboard below: Playwright's sync API keeps an asyncio loop
+running in the test thread while it is open, and later tests that start a durable-jobs queue
+(DBOS refuses to register one under a running loop) would then fail in their setup. A driver
+and a Chromium cost about 1.1 CPU-s to start and stop (measured, issue 33), once per module
+before.
 
 A test whose subject is a page rather than the server's start (the map, steering, documents,
 hostile content and live tabs on the Run page, no sign-in) uses `shared_dashboard`: one `streamlit run` per
@@ -35,17 +38,49 @@ from tests.browser_helpers import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, StreamlitS
 from tests.standin import StandinServer
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """One headless Chromium per test module (see above); tests open their own contexts in it."""
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="the playwright package is not installed")
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+class SharedBrowser:
+    """This process's headless Chromium (see above), started on first use, again if it went
+    away, and closed by `stop_shared_dashboard` when the browser tests are done."""
+
+    def __init__(self) -> None:
+        self.playwright: Any = None
+        self.chromium: Any = None
+
+    def live(self) -> Any:
+        if self.chromium is None or not self.chromium.is_connected():
+            self.close()
+            sync_api = pytest.importorskip("playwright.sync_api",
+                                           reason="the playwright package is not installed")
+            self.playwright = sync_api.sync_playwright().start()
+            self.chromium = self.playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        return self.chromium
+
+    def close(self) -> None:
+        chromium, playwright = self.chromium, self.playwright
+        self.chromium = self.playwright = None
         try:
-            yield chromium
+            if chromium is not None:
+                chromium.close()
         finally:
-            chromium.close()
+            if playwright is not None:
+                playwright.stop()
+
+
+_BROWSER = SharedBrowser()
+
+
+class LiveBrowser:
+    """Stands for the process's Chromium, started (again) when a test uses it: a module whose
+    browser tests are split by other tests gets a live one each time."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_BROWSER.live(), name)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Any:
+    """The process's headless Chromium (see above); tests open their own contexts in it."""
+    return LiveBrowser()
 
 
 def dashboard_settings(folder: Path, standin: StandinServer) -> dict[str, str]:
@@ -104,12 +139,15 @@ _STARTED: list[SharedDashboard] = []  # the shared dashboards of this process (a
 
 
 def stop_shared_dashboard(nextitem: pytest.Item | None) -> None:
-    """Stop the shared dashboard once the browser tests are done (see above; conftest.py's
-    `pytest_runtest_teardown` calls this after each test)."""
+    """Stop the shared dashboard and close Chromium once the browser tests are done (see
+    above; conftest.py's `pytest_runtest_teardown` calls this after each test)."""
     if nextitem is not None and nextitem.get_closest_marker("browser") is not None:
         return
-    for shared in _STARTED:
-        shared.server.stop()
+    try:
+        for shared in _STARTED:
+            shared.server.stop()
+    finally:
+        _BROWSER.close()
 
 
 @pytest.fixture(scope="session")
