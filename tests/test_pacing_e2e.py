@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from research import Credentials, build_config, resume
@@ -23,7 +25,6 @@ from storage import Store
 from tests.runs import QUESTION, Runner
 from tests.standin import GEMINI_KEY, OPENAI_KEY, StandinServer
 from tests.store_files import migrated_copy
-from tests.warm_python import WarmPython, warm_python  # noqa: F401 - a fixture
 
 FAILED = ("error", "step_failed", "search_failed")
 
@@ -109,26 +110,19 @@ with Store(db, secrets=credentials.secrets()) as store:
 
 
 def test_workers_on_one_key_share_its_limits_through_the_store(
-    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path,
-    warm_python: WarmPython,  # noqa: F811 - the fixture
+    standin: StandinServer, standin_env: dict[str, str], tmp_db: Path
 ) -> None:
     # Three worker processes, one key, one store: together they need more than a minute of
-    # the account, and they share it through the store's books (storage/accounts.py). Each is
-    # a process of its own, forked warm (tests/warm_python.py: no imports again).
+    # the account, and they share it through the store's books (storage/accounts.py).
     standin.set_account("openai", requests_per_minute=240, tokens_per_minute=240_000)
     db = migrated_copy(tmp_db)
-    files = [(tmp_db.with_name(f"worker{n}.out"), tmp_db.with_name(f"worker{n}.err")) for n in range(3)]
-    workers = [warm_python.spawn(
-        ["-c", _WORKER, str(db), json.dumps(standin_env), f"{QUESTION} ({n})"],
-        dict(os.environ), tmp_db.parent, out, err,
-    ) for n, (out, err) in enumerate(files)]
-    try:
-        codes = [w.wait(240) for w in workers]
-    finally:
-        for w in workers:
-            w.kill()  # only one still running (a failed test's)
-    outputs = [(out.read_text(), err.read_text()) for out, err in files]
-    assert codes == [0, 0, 0], [err[-2000:] for _, err in outputs]
+    workers = [subprocess.Popen(
+        [sys.executable, "-c", _WORKER, str(db), json.dumps(standin_env), f"{QUESTION} ({n})"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    ) for n in range(3)]
+    outputs = [w.communicate(timeout=240) for w in workers]
+    assert all(w.returncode == 0 for w in workers), [err[-2000:] for _, err in outputs]
     # The books hold each process back before the account refuses it: at most the few sent
     # by processes that had not read them yet.
     assert standin.rate_limited("openai") <= 6, standin.rate_limited("openai")
