@@ -18,11 +18,17 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.browser_helpers import ARTIFACTS, DOM_AUDIT_JS, ROOT, PageWatch, StreamlitServer
+from tests.browser_helpers import ARTIFACTS, CHROMIUM, DOM_AUDIT_JS, ROOT, PageWatch, StreamlitServer
 from tests.standin import GEMINI_KEY, OPENAI_KEY, TAVILY_KEY
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
+# A browser test module's marks (its `pytestmark`): a browser test, skipped where Chromium is missing.
+BROWSER_TESTS = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                       reason=f"{CHROMIUM} is missing (scripts/setup.sh --dev installs it)"),
+]
 DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
 VIEWPORT = {"width": 1366, "height": 900}  # a common laptop screen
 PHONE = {"width": 390, "height": 844}  # a common phone screen, in CSS pixels

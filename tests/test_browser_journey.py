@@ -36,7 +36,6 @@ each then starting its own dashboard and browser.
 from __future__ import annotations
 
 import io
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -53,8 +52,9 @@ from research.export.formats import file_stem
 from storage import Store
 from storage import documents as docstore
 from tests.browser_fixtures import dashboard_settings
-from tests.browser_helpers import ARTIFACTS, CHROMIUM, StreamlitServer, free_port, wait_idle
+from tests.browser_helpers import ARTIFACTS, StreamlitServer, free_port, wait_idle
 from tests.browser_pages import (
+    BROWSER_TESTS,
     PHONE,
     RUN_TIMEOUT_MS,
     assert_clean,
@@ -73,11 +73,7 @@ from tests.dashboard_fixtures import source
 from tests.document_files import docx_bytes, pdf_bytes, zip_bomb_docx_bytes
 from tests.standin import GEMINI_KEY, OPENAI_KEY, TAVILY_KEY, StandinServer
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                       reason=f"{CHROMIUM} is missing (scripts/setup.sh --dev installs it)"),
-]
+pytestmark = BROWSER_TESTS
 
 expect = sync_api.expect
 QUESTION = "How fast is wind power growing in Europe, and what holds it back?"

@@ -25,8 +25,9 @@ from research.core.records import Query, ReviewIssue, SkippedPage, Source, Subto
 from research.export import build_document, to_markdown
 from storage import Store
 from tests.browser_fixtures import SharedDashboard
-from tests.browser_helpers import CHROMIUM, wait_idle
+from tests.browser_helpers import wait_idle
 from tests.browser_pages import (
+    BROWSER_TESTS,
     EXPECT_TIMEOUT_MS,
     MARK,
     PHONE,
@@ -43,10 +44,7 @@ from tests.browser_pages import (
 )
 from tests.dashboard_fixtures import DRAFT_1, PLAN, running_run, source
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing (scripts/setup.sh --dev installs it)"),
-]
+pytestmark = BROWSER_TESTS
 
 # --- 1. hostile content stays text ---------------------------------------------------------
 
