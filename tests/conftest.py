@@ -55,7 +55,9 @@ def pytest_configure(config: pytest.Config) -> None:
     PYTHONDONTWRITEBYTECODE is set (the sandboxed renderers always set it), none of them writes .pyc files,
     so each would compile the same ~150 modules from source again. `compileall` writes them
     regardless (up-to-date files are skipped), and every process then only reads them.
+    Every test process, controller and workers alike, also collects young garbage less often.
     """
+    _collect_young_garbage_less_often()
     if hasattr(config, "workerinput"):  # an xdist worker: the controller has done it
         return
     _take_ctrl_c_as_a_terminal_would()
@@ -65,6 +67,17 @@ def pytest_configure(config: pytest.Config) -> None:
             compileall.compile_dir(path, quiet=2, workers=1)
         elif path.exists():
             compileall.compile_file(path, quiet=2)
+
+
+def _collect_young_garbage_less_often() -> None:
+    """Run the garbage collector's young passes after 10,000 new objects instead of 700.
+
+    A test process allocates fast (runs, SDK clients, Streamlit's AppTest), and with Python's
+    default thresholds (700, 10, 10) its collector ran some 2,300 young passes and 25 full ones
+    over 95 engine tests: 4.2-5.5 of 55-60 CPU-s. With (10,000, 20, 20): 3.2-3.4 CPU-s, the
+    same tests passing. Reference counting still frees almost everything at once; only cycles
+    wait a little longer."""
+    gc.set_threshold(10_000, 20, 20)
 
 
 def _take_ctrl_c_as_a_terminal_would() -> None:
