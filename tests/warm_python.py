@@ -20,7 +20,9 @@ stripped), and all children of one server share its string hash seed.
 
 The server is a child of the test process, and reaps its own children: their CPU time, and
 its own, shows in the test process's children when the server ends, with the session (in the
-last test's figures); `cpu_seconds` gives the children's share so far.
+last test's figures); `cpu_seconds` gives the children's share so far. Under xdist the
+`python -m research` server is shared by the run's workers (`shared_socket`): it is then
+started in a session of its own and its CPU time shows in no test process's figures.
 """
 
 from __future__ import annotations
@@ -467,12 +469,13 @@ def close_shared_warm_python() -> None:
 
 @pytest.fixture(scope="session")
 def warm_python() -> Iterator[WarmPython]:
-    """One fork server per test process, started by the first test that asks for it.
+    """One fork server per test run, started by the first test that asks for it.
 
     Per session rather than per module: its imports cost about 3.5 CPU-seconds, as much as
     two cold children spend importing, and under xdist each worker would start it again for
-    every module it passes through. Its CPU time (and its children's) is counted when the
-    session ends, in the figures of that process's last test."""
+    every module it passes through (and the workers share it: `shared_socket`). In a lone
+    test process its CPU time (and its children's) is counted when the session ends, in the
+    figures of that process's last test."""
     try:
         yield shared_warm_python()
     finally:
