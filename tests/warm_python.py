@@ -20,19 +20,26 @@ stripped), and all children of one server share its string hash seed.
 
 The server is a child of the test process, and reaps its own children: their CPU time, and
 its own, shows in the test process's children when the server ends, with the session (in the
-last test's figures); `cpu_seconds` gives the children's share so far.
+last test's figures); `cpu_seconds` gives the children's share so far. Under xdist the
+`python -m research` server is shared by the run's workers (`shared_socket`): it is then
+started in a session of its own and its CPU time shows in no test process's figures.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
 import json
 import os
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,8 +85,16 @@ signal.set_wakeup_fd(wake_w)
 signal.signal(signal.SIGCHLD, lambda *_: None)
 
 
-def say(message):
-    os.write(1, (json.dumps(message) + "\n").encode())
+def say(message, to=None):
+    """To the test process that asked: on stdout, or on its connection (shared mode)."""
+    line = (json.dumps(message) + "\n").encode()
+    if to is None:
+        os.write(1, line)
+        return
+    try:
+        to.sendall(line)
+    except OSError:  # that test process has gone
+        pass
 
 
 def child(request):
@@ -150,13 +165,43 @@ def reap():
             return
         if pid == 0:
             return
+        to = owners.pop(pid, None)
         say({"exit": pid, "code": os.waitstatus_to_exitcode(status),
-             "cpu": usage.ru_utime + usage.ru_stime})
+             "cpu": usage.ru_utime + usage.ru_stime}, to)
+        if to is not None and to in clients:
+            del clients[to]
+            to.close()
 
+
+def spawn(request, to):
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        for sock in (listener, *clients):  # not the child's to hold open
+            if sock is not None:
+                sock.close()
+        child(request)
+    owners[pid] = to
+    say({"id": request["id"], "pid": pid}, to)
+
+
+# Shared mode (WARM_PYTHON_SOCKET): requests come over a Unix socket, one connection a child,
+# which hears the child's pid and then its exit; the server ends with the process OWNER.
+path = os.environ.pop("WARM_PYTHON_SOCKET", "")
+owner = int(os.environ.pop("WARM_PYTHON_OWNER", "0"))
+listener, clients, owners = None, {}, {}  # clients: socket -> bytes not yet a line
+if path:
+    import socket
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path + ".new")
+    listener.listen(64)
+    os.rename(path + ".new", path)  # appears only once it is listening
 
 pending = b""
 while True:
-    ready, _, _ = select.select([0, wake_r], [], [])
+    watched = [wake_r, *clients] + ([listener] if listener is not None else [0])
+    ready, _, _ = select.select(watched, [], [], 1.0 if path else None)
     if wake_r in ready:
         while True:
             try:
@@ -165,20 +210,34 @@ while True:
             except BlockingIOError:
                 break
         reap()
-    if 0 in ready:
+    if path:
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            for name in (path, path + ".lock"):
+                os.unlink(name)
+            if not os.path.getsize(path + ".log"):
+                os.unlink(path + ".log")
+            os._exit(0)  # no teardown of the preloaded modules: nothing of it is seen outside
+        if listener in ready:
+            clients[listener.accept()[0]] = b""
+        for sock in [s for s in ready if s in clients]:
+            data = sock.recv(65536)
+            if not data:  # the test process is gone; its child is not ours to end
+                del clients[sock]
+                sock.close()
+                continue
+            *lines, clients[sock] = (clients[sock] + data).split(b"\n")
+            for line in lines:
+                spawn(json.loads(line), sock)
+    elif 0 in ready:
         data = os.read(0, 65536)
         if not data:
             break
         pending += data
         *lines, pending = pending.split(b"\n")
         for line in lines:
-            request = json.loads(line)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:
-                child(request)
-            say({"id": request["id"], "pid": pid})
+            spawn(json.loads(line), None)
 '''
 
 
@@ -237,35 +296,81 @@ class WarmProcess:
 
 
 class WarmPython:
-    """The fork server: `spawn(["-m", "research", ...], env, cwd, stdout, stderr)`."""
+    """The fork server: `spawn(["-m", "research", ...], env, cwd, stdout, stderr)`.
 
-    def __init__(self, preload: Sequence[str] = PRELOAD, warm_code: str = WARM_CODE) -> None:
+    With `shared` (a socket path), the server is shared by every process that names the same
+    path (the xdist workers of one run: `shared_warm_python`), started by the first of them,
+    and ends when the process `owner` ends (their controller); each child is asked for and
+    heard of over a connection of its own."""
+
+    def __init__(self, preload: Sequence[str] = PRELOAD, warm_code: str = WARM_CODE,
+                 shared: Path | None = None, owner: int = 0) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_PREFIXES)}
         env["PYTHONPATH"] = str(ROOT)
-        self._proc = subprocess.Popen([sys.executable, "-c", SERVER, warm_code, *preload], cwd=ROOT, env=env,
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._argv = [sys.executable, "-c", SERVER, warm_code, *preload]
         self._changed = threading.Condition()
         self._pids: dict[int, int] = {}  # request id -> child pid
         self._codes: dict[int, int] = {}  # child pid -> exit code
+        self._lost: set[int] = set()  # children whose connection ended before their exit
         self._ended = False
         self._next_id = 0
         self.cpu_seconds = 0.0  # of the children reaped so far
+        self._shared = shared
+        self._proc: subprocess.Popen[bytes] | None = None
+        if shared is not None:
+            self._start_shared(env, owner)
+            return
+        self._proc = subprocess.Popen(self._argv, cwd=ROOT, env=env,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self._reader = threading.Thread(target=self._read, name="warm-python", daemon=True)
         self._reader.start()
 
+    def _start_shared(self, env: dict[str, str], owner: int) -> None:
+        """Start the shared server unless another process has: one at a time (a file lock)."""
+        assert self._shared is not None
+        with open(f"{self._shared}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if self._shared.exists():
+                return
+            env = {**env, "WARM_PYTHON_SOCKET": str(self._shared), "WARM_PYTHON_OWNER": str(owner)}
+            with open(f"{self._shared}.log", "ab") as log:
+                # A session of its own: it outlives this worker, and no Ctrl-C to our group
+                # is for it; it is reaped by init once the worker that started it is gone.
+                self._proc = subprocess.Popen(self._argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                              stdout=subprocess.DEVNULL, stderr=log,
+                                              start_new_session=True)
+            deadline = time.monotonic() + SPAWN_TIMEOUT_S
+            while not self._shared.exists():  # it renames its socket there once listening
+                if self._proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"the shared warm Python server did not start "
+                                         f"(status {self._proc.poll()}; see {self._shared}.log)")
+                time.sleep(0.05)
+
+    def _heard(self, message: dict[str, Any]) -> None:
+        with self._changed:
+            if "exit" in message:
+                self._codes[message["exit"]] = message["code"]
+                self.cpu_seconds += message["cpu"]
+            else:
+                self._pids[message["id"]] = message["pid"]
+            self._changed.notify_all()
+
     def _read(self) -> None:
-        assert self._proc.stdout is not None
+        assert self._proc is not None and self._proc.stdout is not None
         for line in self._proc.stdout:
-            message = json.loads(line)
-            with self._changed:
-                if "exit" in message:
-                    self._codes[message["exit"]] = message["code"]
-                    self.cpu_seconds += message["cpu"]
-                else:
-                    self._pids[message["id"]] = message["pid"]
-                self._changed.notify_all()
+            self._heard(json.loads(line))
         with self._changed:
             self._ended = True
+            self._changed.notify_all()
+
+    def _read_connection(self, connection: socket.socket, request_id: int) -> None:
+        with connection, connection.makefile("rb") as lines:
+            for line in lines:
+                self._heard(json.loads(line))
+        with self._changed:
+            pid = self._pids.get(request_id)
+            if pid is None or pid not in self._codes:
+                self._lost.add(request_id if pid is None else pid)
             self._changed.notify_all()
 
     def spawn(self, argv: list[str], env: dict[str, str], cwd: Path, stdout: Path,
@@ -280,25 +385,40 @@ class WarmPython:
             path.touch()
         request = {"id": request_id, "argv": argv, "env": env, "cwd": str(cwd),
                    "stdout": str(stdout), "stderr": str(stderr)}
-        assert self._proc.stdin is not None
-        self._proc.stdin.write(json.dumps(request).encode() + b"\n")
-        self._proc.stdin.flush()
+        line = json.dumps(request).encode() + b"\n"
+        if self._shared is not None:
+            connection = socket.socket(socket.AF_UNIX)
+            connection.connect(str(self._shared))
+            connection.sendall(line)
+            threading.Thread(target=self._read_connection, args=(connection, request_id),
+                             name="warm-python", daemon=True).start()
+        else:
+            assert self._proc is not None and self._proc.stdin is not None
+            self._proc.stdin.write(line)
+            self._proc.stdin.flush()
         with self._changed:
-            if not self._changed.wait_for(lambda: request_id in self._pids or self._ended,
-                                          SPAWN_TIMEOUT_S):
+            if not self._changed.wait_for(
+                    lambda: request_id in self._pids or request_id in self._lost or self._ended,
+                    SPAWN_TIMEOUT_S):
                 raise AssertionError(f"the warm Python server started nothing in {SPAWN_TIMEOUT_S} s")
             if request_id not in self._pids:
-                raise AssertionError(f"the warm Python server ended (status {self._proc.poll()})")
+                status = self._proc.poll() if self._proc is not None else "unknown"
+                raise AssertionError(f"the warm Python server ended (status {status})")
             return WarmProcess(self, self._pids[request_id])
 
     def exit_code(self, pid: int, timeout: float | None) -> int | None:
         """The child's exit code once it has ended, waiting at most `timeout` seconds."""
         with self._changed:
-            self._changed.wait_for(lambda: pid in self._codes or self._ended, timeout)
+            self._changed.wait_for(lambda: pid in self._codes or pid in self._lost or self._ended,
+                                   timeout)
             return self._codes.get(pid)
 
     def close(self) -> None:
-        """End the server (its children are the tests' to end: each test kills its own)."""
+        """End the server (its children are the tests' to end: each test kills its own); a
+        shared one ends with its owner instead."""
+        if self._shared is not None:
+            return
+        assert self._proc is not None
         if self._proc.stdin is not None:
             self._proc.stdin.close()
         try:
@@ -314,13 +434,27 @@ _shared: WarmPython | None = None
 _shared_lock = threading.Lock()
 
 
+def shared_socket() -> tuple[Path, int] | None:
+    """Under xdist, the socket of the fork server the run's workers share, and the process
+    it ends with (their controller, each worker's parent); None in a lone test process.
+
+    Why shared (measured): each xdist worker started its own server, about 3.5 CPU-s of
+    imports apiece, for children that are alike whichever worker asks."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        return None
+    return Path(tempfile.gettempdir()) / f"warm-python-{run[:16]}.sock", os.getppid()
+
+
 def shared_warm_python() -> WarmPython:
     """This test process's fork server, started on first use (by the `warm_python` fixture
-    or by a helper that starts processes for other fixtures: tests/api_server.py)."""
+    or by a helper that starts processes for other fixtures: tests/api_server.py); under
+    xdist, the one all workers of the run share (`shared_socket`)."""
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = WarmPython()
+            where = shared_socket()
+            _shared = WarmPython() if where is None else WarmPython(shared=where[0], owner=where[1])
             atexit.register(close_shared_warm_python)  # if no fixture closes it first
         return _shared
 
@@ -335,12 +469,13 @@ def close_shared_warm_python() -> None:
 
 @pytest.fixture(scope="session")
 def warm_python() -> Iterator[WarmPython]:
-    """One fork server per test process, started by the first test that asks for it.
+    """One fork server per test run, started by the first test that asks for it.
 
     Per session rather than per module: its imports cost about 3.5 CPU-seconds, as much as
     two cold children spend importing, and under xdist each worker would start it again for
-    every module it passes through. Its CPU time (and its children's) is counted when the
-    session ends, in the figures of that process's last test."""
+    every module it passes through (and the workers share it: `shared_socket`). In a lone
+    test process its CPU time (and its children's) is counted when the session ends, in the
+    figures of that process's last test."""
     try:
         yield shared_warm_python()
     finally:
