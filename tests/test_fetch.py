@@ -450,3 +450,18 @@ def test_pages_read_at_once_load_the_extractors_suffix_list_once(
         thread.join()
     assert len(texts) == 8 and all("Heat pumps" in text for text in texts)
     assert len(loads) == 1
+
+
+def test_a_page_read_again_at_its_address_with_new_content_is_extracted_again() -> None:
+    """The extraction kept per page is the one of that markup: a page that changed is read anew."""
+    from research.untrusted import fetch
+
+    def page(words: str) -> str:
+        return f"<html><head><title>T</title></head><body><article><p>{words * 30}</p></article></body></html>"
+
+    url = "https://example.org/changing"
+    first = fetch._html_to_text(page("Heat pumps keep working in the cold. "), url)[1]
+    again = fetch._html_to_text(page("Heat pumps keep working in the cold. "), url)[1]
+    changed = fetch._html_to_text(page("Wind turbines pause in storms. "), url)[1]
+    assert first == again and "Heat pumps" in first
+    assert "Wind turbines" in changed and "Heat pumps" not in changed

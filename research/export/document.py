@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -222,8 +223,10 @@ _EMBED_BLOCK_RE = re.compile(
 _EMBED_TAG_RE = re.compile(r"<\s*/?\s*(?:" + _EMBED_TAGS + r")\b[^>]*>?", re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)
 def normalise_url(url: str) -> str:
-    """The form two URLs are compared in: no fragment, lower-case host, no trailing slash."""
+    """The form two URLs are compared in: no fragment, lower-case host, no trailing slash.
+    Kept for recent URLs: every export of a report compares each of the run's sources again."""
     url = url.strip().strip("<>")
     if url.lower().startswith("www."):
         url = "http://" + url

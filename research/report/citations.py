@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from research.core.records import Source
@@ -107,13 +108,36 @@ _CITE_WORDS = {"source", "sources", "link", "here", "ref", "reference", "citatio
 def normalise(text: str, numbering: Mapping[Any, str],
               sources: Mapping[str, Source]) -> Normalised:
     """The text with every citation in the house `[n]` form (see the module docstring)."""
-    gathered = Gathered.of(numbering, sources)
+    gathered = _gathered(numbering, sources)
     text = text.replace("\r\n", "\n")  # the lists are found line by line
     state = Normalised(_ANSWER_TAG.sub("", _without_hidden(_THINK_END.sub("", _THINK.sub("", text)))))
     own, body = read_references(state.text, gathered)
     body = map_prose(body, lambda chunk: _prose(chunk, gathered, own, state))
     state.text = _finish(body)
     return state
+
+
+def _gathered(numbering: Mapping[Any, str], sources: Mapping[str, Source]) -> Gathered:
+    """`Gathered.of`, kept for the last few numberings: a run normalises every part of its
+    draft and then the whole report against the same numbered sources, and reading their
+    addresses, titles and authors costs more than this key. The key holds all that `of` reads."""
+    key = []
+    for number, sid in numbering.items():
+        source = sources.get(str(sid))
+        key.append((str(number),) if source is None else (
+            str(number), source.url, source.canonical_url, source.title, source.author, source.published))
+    if len({item[0] for item in key}) < len(key):  # 1 and "1": both read, as `of` does
+        return Gathered.of(numbering, sources)
+    return _gathered_of(tuple(key))
+
+
+@lru_cache(maxsize=16)
+def _gathered_of(key: tuple[tuple[str | None, ...], ...]) -> Gathered:
+    numbering = {str(item[0]): str(i) for i, item in enumerate(key)}
+    sources = {str(i): Source(id=str(i), url=item[1] or "", canonical_url=item[2] or "", title=item[3] or "",
+                              author=item[4], published=item[5])
+               for i, item in enumerate(key) if len(item) > 1}
+    return Gathered.of(numbering, sources)
 
 
 def _without_hidden(text: str) -> str:
@@ -276,10 +300,19 @@ def _cite_titles(chunk: str, gathered: Gathered, state: Normalised) -> str:
     """A sentence that names a gathered source by its full title and cites nothing cites it."""
     if not gathered.by_title:
         return chunk
+    # A title within one sentence is within the whole chunk's key (sentences are split at
+    # spaces, lines and cells, which the key makes spaces too): most chunks name none, and
+    # then only their sentence gaps are made single spaces, as below.
+    key = title_key(chunk)
+    names_one = any(title in key for title in gathered.by_title)
+    if not names_one and "\t" not in chunk and "  " not in chunk:
+        return chunk
     out = []
     for line in chunk.split("\n"):
         if line.lstrip().startswith("#") or ("\x00" in line and line.lstrip().startswith("|")):
             out.append(line)
+        elif not names_one:
+            out.append(line if line.lstrip().startswith("|") else _SENTENCE_GAP.sub(" ", line))
         elif line.lstrip().startswith("|"):  # a table row: the cell naming the source cites it
             out.append("|".join(_cite_title(cell, gathered, state) if cell.strip() else cell
                                 for cell in line.split("|")))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import codecs
 import datetime as dt
 import functools
+import hashlib
 import html
 import re
 import ssl
@@ -308,7 +309,33 @@ def warm_up() -> None:
         _warmed = True
 
 
-def _html_to_text(markup: str, url: str) -> tuple[str | None, str, str | None, str | None]:
+PageText = tuple[str | None, str, str | None, str | None]  # (title, text, published, author)
+
+_PARSED_KEEP = 256  # pages whose extraction is kept, per process
+_parsed: dict[tuple[str, bytes], PageText] = {}
+_parsed_lock = threading.Lock()
+
+
+def _html_to_text(markup: str, url: str) -> PageText:
+    """The extraction of a page, kept for the last pages read (keyed by the address and a hash
+    of the markup): the same page read again, by the next run on a topic or by a run's second
+    round, is the same text without trafilatura's second pass over it (its extraction depends
+    on nothing else)."""
+    key = (url, hashlib.blake2b(markup.encode("utf-8", "surrogatepass"), digest_size=20).digest())
+    with _parsed_lock:
+        known = _parsed.pop(key, None)
+        if known is not None:
+            _parsed[key] = known  # most recently used last
+            return known
+    known = _extract(markup, url)
+    with _parsed_lock:
+        _parsed[key] = known
+        while len(_parsed) > _PARSED_KEEP:
+            del _parsed[next(iter(_parsed))]
+    return known
+
+
+def _extract(markup: str, url: str) -> PageText:
     warm_up()  # once per process, and never by several threads at once
     import trafilatura  # slow to import; only needed once a page arrives
 
