@@ -99,7 +99,6 @@ def scanned_pdf_bytes() -> bytes:
 
 
 @functools.cache
-@functools.cache
 def zip_bomb_docx_bytes() -> bytes:
     """A .docx whose one part inflates from 1.4 MB to 300 MB of zeros (past both the size
     and the ratio limits). Deflated at level 1, not 9: 0.55 CPU-s, not 1.74, and still 220

@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from research.core.records import Source
@@ -108,36 +107,13 @@ _CITE_WORDS = {"source", "sources", "link", "here", "ref", "reference", "citatio
 def normalise(text: str, numbering: Mapping[Any, str],
               sources: Mapping[str, Source]) -> Normalised:
     """The text with every citation in the house `[n]` form (see the module docstring)."""
-    gathered = _gathered(numbering, sources)
+    gathered = Gathered.of(numbering, sources)
     text = text.replace("\r\n", "\n")  # the lists are found line by line
     state = Normalised(_ANSWER_TAG.sub("", _without_hidden(_THINK_END.sub("", _THINK.sub("", text)))))
     own, body = read_references(state.text, gathered)
     body = map_prose(body, lambda chunk: _prose(chunk, gathered, own, state))
     state.text = _finish(body)
     return state
-
-
-def _gathered(numbering: Mapping[Any, str], sources: Mapping[str, Source]) -> Gathered:
-    """`Gathered.of`, kept for the last few numberings: a run normalises every part of its
-    draft and then the whole report against the same numbered sources, and reading their
-    addresses, titles and authors costs more than this key. The key holds all that `of` reads."""
-    key = []
-    for number, sid in numbering.items():
-        source = sources.get(str(sid))
-        key.append((str(number),) if source is None else (
-            str(number), source.url, source.canonical_url, source.title, source.author, source.published))
-    if len({item[0] for item in key}) < len(key):  # 1 and "1": both read, as `of` does
-        return Gathered.of(numbering, sources)
-    return _gathered_of(tuple(key))
-
-
-@lru_cache(maxsize=16)
-def _gathered_of(key: tuple[tuple[str | None, ...], ...]) -> Gathered:
-    numbering = {str(item[0]): str(i) for i, item in enumerate(key)}
-    sources = {str(i): Source(id=str(i), url=item[1] or "", canonical_url=item[2] or "", title=item[3] or "",
-                              author=item[4], published=item[5])
-               for i, item in enumerate(key) if len(item) > 1}
-    return Gathered.of(numbering, sources)
 
 
 def _without_hidden(text: str) -> str:

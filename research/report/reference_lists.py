@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
 
@@ -40,26 +41,13 @@ class Gathered:
     @classmethod
     def of(cls, numbering: Mapping[Any, str], sources: Mapping[str, Source]) -> Gathered:
         """`numbering` maps citation numbers (int or numeric str) to source ids."""
-        numbers: set[int] = set()
-        by_url: dict[str, int] = {}
-        by_title: dict[str, int] = {}
-        by_author: dict[tuple[str, str], int | None] = {}
+        entries = []
         for key, sid in sorted(numbering.items(), key=lambda kv: int(str(kv[0]))):
             source = sources.get(str(sid))
-            if source is None or not str(key).strip().isdigit():
-                continue
-            n = int(str(key))
-            numbers.add(n)
-            for url in (source.url, source.canonical_url):
-                for key in _url_keys(url) if url else ():
-                    by_url.setdefault(key, n)
-            title = title_key(source.title)
-            if len(title) >= 12 and len(title.split()) >= 3:
-                by_title.setdefault(title, n)
-            found = _author_key(source.author or "", source.published or "")
-            if found:  # two sources by the same author in the same year: neither is meant
-                by_author[found] = n if by_author.get(found, n) == n else None
-        return cls(frozenset(numbers), by_url, by_title, by_author)
+            if source is not None and str(key).strip().isdigit():
+                entries.append((int(str(key)), source.url, source.canonical_url, source.title,
+                                source.author or "", source.published or ""))
+        return _gathered(tuple(entries))
 
     def url(self, url: str) -> int | None:
         for key in _url_keys(url.strip().strip("<>")):
@@ -87,6 +75,30 @@ class Gathered:
             if len(holders) == 1:
                 return holders.pop()
         return None
+
+
+@lru_cache(maxsize=16)
+def _gathered(entries: tuple[tuple[int, str, str, str, str, str], ...]) -> Gathered:
+    """The `Gathered` of (number, url, canonical url, title, author, published) entries in
+    number order, kept for the last few: a run normalises every part of its draft and then the
+    whole report against the same numbered sources, and reading their addresses, titles and
+    authors costs more than this key."""
+    numbers: set[int] = set()
+    by_url: dict[str, int] = {}
+    by_title: dict[str, int] = {}
+    by_author: dict[tuple[str, str], int | None] = {}
+    for n, url_, canonical, title_, author, published in entries:
+        numbers.add(n)
+        for url in (url_, canonical):
+            for key in _url_keys(url) if url else ():
+                by_url.setdefault(key, n)
+        title = title_key(title_)
+        if len(title) >= 12 and len(title.split()) >= 3:
+            by_title.setdefault(title, n)
+        found = _author_key(author, published)
+        if found:  # two sources by the same author in the same year: neither is meant
+            by_author[found] = n if by_author.get(found, n) == n else None
+    return Gathered(frozenset(numbers), by_url, by_title, by_author)
 
 
 @dataclass
