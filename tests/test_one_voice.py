@@ -1,9 +1,10 @@
 """One status, one voice (issue 39, point 5): a run in a given state is said in the same words
 on every surface a person reads, with no internal terms and one way of writing money.
 
-Seven runs are written straight into one store (no engine): finished, failed with a refused
+Eight runs are written straight into one store (no engine): finished, failed with a refused
 key, cancelled, wrapped up early at the person's request, partial (stopped by the budget with
-verification incomplete), interrupted by the time limit, and waiting for the person's answers. Each surface is then walked: the
+verification incomplete), interrupted by the time limit, waiting for the person's answers, and
+stored as queued but held by no job engine (interrupted, on every surface). Each surface is then walked: the
 Library and the Run page (AppTest), the toasts and the browser tab's title, the notification
 line, the CLI (`status`, `list`, and writing a finished run's report again), the HTTP API (a
 real server) and the MCP server on it (the SDK's own client)."""
@@ -36,12 +37,14 @@ QUESTIONS = {
     "partial": "Partial state: what do grid batteries cost per kWh?",
     "interrupted": "Interrupted state: how long do wind turbines last?",
     "waiting": "Waiting state: which insulation pays back fastest?",
+    "stalled": "Stalled state: do solar panels work in snow?",
 }
 # What a person must read for each state, everywhere.
 LABELS = {
     "finished": "Completed", "refused": "Failed", "cancelled": "Cancelled",
     "wrapped": "Completed with warnings", "partial": "Completed with warnings",
     "interrupted": "Interrupted", "waiting": "Waiting for you",
+    "stalled": "Interrupted",  # stored as queued, but no job engine holds it: nothing will run it
 }
 # The engine's own words, as they are stored: setting names, an exception class, an old
 # role name. No surface may pass them on.
@@ -106,12 +109,14 @@ def _seed(store: Store) -> dict[str, str]:
     store.start_step(run_id, "clarify", kind="clarify", label="Clarifying the question")
     store.finish_step(run_id, "clarify", result={"questions": ["What is it for?"], "answers": None})
     store.set_run_status(run_id, "waiting")
+    # Stored as queued, but never handed to the job engine (its process died first).
+    ids["stalled"] = store.create_run(QUESTIONS["stalled"], config, person=PERSON)
     return ids
 
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
-    """The seven runs, and the dashboard's settings pointed at their store (as dash_env does,
+    """The eight runs, and the dashboard's settings pointed at their store (as dash_env does,
     once for the module: every test here only reads)."""
     folder = tmp_path_factory.mktemp("voice")
     db = str(migrated_copy(folder / "data" / "research.db"))

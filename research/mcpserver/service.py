@@ -31,6 +31,7 @@ from research.llm.pricing import PriceTable
 from research.mcpserver.costs import preset_costs
 from research.mcpserver.door import Runs
 from research.phases.start.preflight import check_configuration
+from research.runs import status_of
 from storage import (
     TERMINAL_STATUSES,
     DatabaseUnavailableError,
@@ -160,7 +161,7 @@ class Service:
         running = [s for s in steps if s.status in ("running", "retrying")]
         last = self.store.last_events(run_id, 1)
         error = run.error or (self.runs.crash(run_id) if not alive else "")
-        shown = _shown(run, alive)
+        shown = status_of(run, alive)
         return Status(
             run_id=run_id, question=strip_control(run.question), status=shown,
             status_text=voice.run_label(run, shown),
@@ -174,12 +175,13 @@ class Service:
 
     def report(self, run_id: str, person: str | None) -> Report:
         run = self._run(run_id, person)
-        base = Report(run_id=run_id, question=strip_control(run.question), status=run.status,
-                      status_text=voice.run_label(run), report_markdown="",
+        shown = status_of(run, self.runs.is_alive(run_id))
+        base = Report(run_id=run_id, question=strip_control(run.question), status=shown,
+                      status_text=voice.run_label(run, shown), report_markdown="",
                       warnings=[self._clean(w) for w in run.warnings],
                       cost_usd=run.totals.cost_usd)
         if run.status != "completed" or self.store.get_report(run_id) is None:
-            return base.model_copy(update={"message": self._clean(_unfinished(run))})
+            return base.model_copy(update={"message": self._clean(_unfinished(run, shown))})
         document = build_document_for_run(self.store, run_id)  # built once for both
         return base.model_copy(update={
             "report_markdown": export_document(self.store, run_id, document, "md").decode(),
@@ -191,14 +193,15 @@ class Service:
         web and models escaped there). ResearchError when there is no finished report."""
         run = self._run(run_id, person)
         if run.status != "completed":
-            raise ResearchError(self._clean(_unfinished(run)))
+            raise ResearchError(self._clean(_unfinished(run, status_of(
+                run, self.runs.is_alive(run_id)))))
         return export_run(self.store, run_id, "md").decode("utf-8")
 
     def search(self, query: str, person: str | None, limit: int = 10) -> list[LibraryEntry]:
         """Earlier runs whose question contains `query` (any case), newest first."""
         found = self.store.list_runs(search=query.strip() or None, person=person,
                                      limit=max(1, min(int(limit), LIBRARY_LIMIT)))
-        return [_entry(run) for run in found]
+        return [_entry(run, status_of(run, self.runs.is_alive(run.id))) for run in found]
 
     def finished(self, person: str | None, limit: int = LIBRARY_LIMIT) -> list[Run]:
         """The person's completed runs, newest first: their reports are the resources."""
@@ -224,27 +227,22 @@ class Service:
         return strip_control(redact(voice.plain_error(text), self.credentials.secrets()))
 
 
-def _shown(run: Run, alive: bool) -> str:
-    """The status to report: queued with no worker holding it is effectively interrupted."""
-    if run.status == "queued" and not alive:
-        return "interrupted"
-    return run.status
-
-
-def _unfinished(run: Run) -> str:
-    """Why there is no report, led by the run's status line (research/voice.py)."""
-    if run.status in TERMINAL_STATUSES - {"completed"} or run.status == "interrupted":
-        return f"{voice.status_line(run)} Run {run.id} has no report."
-    if run.status == "waiting":
-        return (f"{voice.status_line(run)} Open run {run.id} in the dashboard, or continue "
+def _unfinished(run: Run, shown: str) -> str:
+    """Why there is no report, led by the run's status line as it stands (`shown`:
+    research.runs.status_of; research/voice.py)."""
+    line = voice.status_line(run, shown)
+    if shown in TERMINAL_STATUSES - {"completed"} or shown == "interrupted":
+        return f"{line} Run {run.id} has no report."
+    if shown == "waiting":
+        return (f"{line} Open run {run.id} in the dashboard, or continue "
                 f"it with python -m research --resume {run.id}.")
-    return f"{voice.status_line(run)} The report of run {run.id} is not ready yet."
+    return f"{line} The report of run {run.id} is not ready yet."
 
 
-def _entry(run: Run) -> LibraryEntry:
+def _entry(run: Run, shown: str) -> LibraryEntry:
     return LibraryEntry(
-        run_id=run.id, question=strip_control(run.question), status=run.status,
-        status_text=voice.run_label(run), created_at=run.created_at,
+        run_id=run.id, question=strip_control(run.question), status=shown,
+        status_text=voice.run_label(run, shown), created_at=run.created_at,
         sources=run.totals.sources, cost_usd=run.totals.cost_usd,
         report_uri=REPORT_URI.format(run_id=run.id) if run.status == "completed" else "")
 
