@@ -47,9 +47,7 @@ try:
     ui.store()
     ui.jobs()  # started early: its worker picks up the runs a stopped server left unfinished
 except Exception as exc:  # noqa: BLE001 - shown in plain words instead of a traceback
-    st.error(f"The research database at {ui.db_path()} could not be opened "
-             f"({exc.__class__.__name__}: {exc}). Check that the folder exists and is writable, "
-             "or point DEEP_RESEARCH_DB at another file.")
+    st.error(ui.open_failure(exc))
     st.stop()
 
 with st.sidebar:

@@ -19,7 +19,8 @@ from research.core.errors import ConfigError
 from research.core.settings import prices_path
 from research.llm.pricing import PriceTable
 from research.runs import Runs
-from storage import Store, default_db, default_db_path
+from research.voice import plain_error
+from storage import DatabaseUnavailableError, Store, default_db, default_db_path
 
 # The page scripts, relative to app.py. Their folder is not called `pages`: a `pages/` folder
 # beside the entry script is Streamlit's legacy multipage mode
@@ -45,6 +46,19 @@ def db_path() -> Path:
     """The database file (with a PostgreSQL store: data/research.db, whose folder keeps the
     dashboard's own files); DatabaseValueError (plain words) when DEEP_RESEARCH_DB cannot work."""
     return default_db_path(env())
+
+
+def open_failure(exc: Exception) -> str:
+    """Why the store could not be opened, in plain words: the store's own message when it has
+    one (a PostgreSQL server that cannot be reached, its URL without the password), else the
+    database's reason ("file is not a database") without the library's wrapping (its
+    exception class, its help link)."""
+    if isinstance(exc, DatabaseUnavailableError):
+        return str(exc)
+    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    said = plain_error(reason[0]).rstrip(".") if reason else "an unknown problem"
+    return (f"The research database at {db_path()} could not be opened: {said}. Check that "
+            "the folder exists and is writable, or point DEEP_RESEARCH_DB at another file.")
 
 
 def db_target() -> str:

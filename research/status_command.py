@@ -20,7 +20,7 @@ from research.core.prompts import strip_control
 from research.core.records import Run
 from research.core.settings import command_owner, effective_env
 from research.runs import ACTIVE, Runs, RunStatus, status_of
-from storage import DatabaseValueError, Store, chosen_db
+from storage import DatabaseUnavailableError, DatabaseValueError, Store, chosen_db
 
 LIST_LIMIT = 20
 QUESTION_CHARS = 80
@@ -51,9 +51,10 @@ def main(command: str, argv: list[str]) -> int:
     owner = command_owner(args.owner, env)
     try:
         db = chosen_db(args.db, env)
-    except DatabaseValueError as exc:
+        store = Store(db)
+    except (DatabaseValueError, DatabaseUnavailableError) as exc:
         return _fail(str(exc))
-    with Store(db) as store:
+    with store:
         runs = Runs(db, watch_only=True, env=lambda: env, store=store)
         try:
             return _answer(command, args, store, runs, owner)

@@ -23,11 +23,12 @@ from typing import Any, Self
 
 from sqlalchemy import Select, Table, bindparam, select, text
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.sql import Executable
 
 from storage import migrate, wal
 from storage.db_value import postgres_url, redact_url
+from storage.disk import is_disk_full
 from storage.engine import Database, Tx, sqlite_url
 from storage.engine import postgres_url as sa_postgres_url
 from storage.rows import Params, Row
@@ -42,8 +43,9 @@ def of_run(table: Table, order: str | None = None) -> Select[Any]:
 
 
 class DatabaseUnavailableError(RuntimeError):
-    """The PostgreSQL server cannot be reached or refused us; the message says so plainly
-    (the URL shown without its password)."""
+    """The database cannot be opened: the PostgreSQL server cannot be reached or refused us,
+    or the SQLite file is refused by SQLite itself (damaged, locked); the message says so
+    plainly (a URL shown without its password), without the library's wrapping."""
 
 
 def open_database(path: str | Path, wal_limit_bytes: int = wal.WAL_LIMIT_BYTES,
@@ -77,15 +79,26 @@ class StoreBase:
         self.wal = self._database.wal
         try:
             migrate.upgrade(self._database)
-        except OperationalError as exc:
-            if self.dialect != "postgresql":
+        except DBAPIError as exc:
+            if is_disk_full(exc):  # said as a full disk where it surfaces (storage/disk.py)
                 raise
-            raise DatabaseUnavailableError(self._unreachable(exc)) from None
+            raise DatabaseUnavailableError(self._refused(exc)) from None
 
-    def _unreachable(self, exc: OperationalError) -> str:
-        reason = str(exc.orig or exc).strip().splitlines()[0] if (exc.orig or exc) else ""
-        return (f"Could not reach the PostgreSQL database at {self.location} ({reason}). Check "
-                "that the server runs and the URL in DEEP_RESEARCH_DB (or --db) is right.")
+    def _refused(self, exc: DBAPIError) -> str:
+        """Why the database could not be opened, in the driver's own words (its first line:
+        no exception class, no help link)."""
+        lines = str(exc.orig or exc).strip().splitlines()
+        reason = redact_url(lines[0]) if lines else "no answer"
+        if self.dialect != "postgresql":
+            return (f"Could not open the database at {self.location} ({reason}). Check that it "
+                    "is a research database and no other program holds it, or choose another "
+                    "file with DEEP_RESEARCH_DB (or --db).")
+        if isinstance(exc, OperationalError):
+            return (f"Could not reach the PostgreSQL database at {self.location} ({reason}). "
+                    "Check that the server runs and the URL in DEEP_RESEARCH_DB (or --db) is "
+                    "right.")
+        return (f"The PostgreSQL database at {self.location} refused to be set up ({reason}). "
+                "Check that its user may create tables there.")
 
     # -- transactions and queries -------------------------------------------------------
     # The store's own modules (its table groups here, `storage.documents`, `storage.copy`)

@@ -7,6 +7,7 @@ compared byte for byte before and after.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import stat
 from pathlib import Path
@@ -147,3 +148,49 @@ def test_dashboard_says_plainly_when_postgres_cannot_be_reached(
     assert "S3cretPassw0rd" not in errors
     assert _files(tmp_path) == before
     assert not os.path.exists("postgresql:")
+
+
+def _broken_sqlite_file(path: Path) -> Path:
+    """A SQLite file by its header (so the check at the edge lets it through) whose pages are
+    broken: SQLite itself refuses it when the store opens it."""
+    _sqlite_file(path)
+    data = bytearray(path.read_bytes())
+    data[100:] = b"\xff" * (len(data) - 100)
+    path.write_bytes(bytes(data))
+    return path
+
+
+# The library's wrapping of the database's reason: an exception class, a driver name, a help link.
+WRAPPING = re.compile(r"[A-Z][a-z]+Error|sqlite3\.|sqlalche\.me|Background on")
+
+
+def test_dashboard_says_plainly_when_a_sqlite_file_cannot_be_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _broken_sqlite_file(tmp_path / "broken.db")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DEEP_RESEARCH_DB", str(path))
+    monkeypatch.setenv("DEEP_RESEARCH_SECRETS_FILE", str(tmp_path / "secrets.toml"))
+    for name in KEY_VARS:
+        monkeypatch.delenv(name, raising=False)
+    at = AppTest.from_file(APP, default_timeout=30).run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert f"Could not open the database at {path} (database disk image is malformed)" in errors
+    assert not WRAPPING.search(errors), errors
+
+
+@pytest.mark.parametrize("command", [["How do heat pumps work?"], ["status", "0123456789ab"],
+                                     ["list"], ["watch", "list"]])
+def test_every_command_says_plainly_when_a_sqlite_file_cannot_be_opened(
+    run_cli: RunCli, tmp_path: Path, command: list[str]
+) -> None:
+    path = _broken_sqlite_file(tmp_path / "broken.db")
+    before = path.read_bytes()
+    result = run_cli([*command, "--db", str(path)], {}, tmp_path)
+    assert result.returncode in (1, 2), result.stderr
+    said = result.stderr.strip()
+    assert len(said.splitlines()) == 1 and "Traceback" not in said, said
+    assert f"Could not open the database at {path} (database disk image is malformed)" in said
+    assert not WRAPPING.search(said), said
+    assert path.read_bytes() == before

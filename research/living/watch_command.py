@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from research import voice
 from research.core.settings import command_owner, effective_env
 from research.living import watches
-from storage import DatabaseValueError, Store, chosen_db
+from storage import DatabaseUnavailableError, DatabaseValueError, Store, chosen_db
 from storage import watches as watchstore
 
 ACTIONS = ("list", "pause", "resume", "stop")
@@ -49,10 +49,10 @@ def main(argv: list[str]) -> int:
     env = effective_env()
     owner = command_owner(args.owner, env)
     try:
-        db = chosen_db(args.db, env)
-    except DatabaseValueError as exc:
+        store = Store(chosen_db(args.db, env))
+    except (DatabaseValueError, DatabaseUnavailableError) as exc:
         return _fail(str(exc))
-    with Store(db) as store:
+    with store:
         if args.target in ACTIONS:
             return _act(store, args.target, args.watch_id, owner)
         try:
