@@ -56,4 +56,5 @@ with st.sidebar:
     # Toasts and the tab title say when a run finishes, fails or waits, on every page.
     st.fragment(run_every=notify.WATCH_EVERY_S)(notify.watch)()
 
+st.html(ui.WRAP_LINKS)  # links to runs wrap on a phone instead of being clipped
 page.run()

@@ -12,12 +12,6 @@ from research.runs import ACTIVE
 from storage.versions import version_groups
 
 PAGE_SIZE = 50
-# A run's link shows its whole question (up to views.md_label's cut), wrapped onto more lines
-# where the screen is narrow: Streamlit keeps a page link on one line and clips it, so on a
-# phone a long question read "How do air source heat pumps perform in very cold cl". Our own
-# style, no text from a run in it.
-WRAP_LINKS = ('<style>[data-testid="stMain"] [data-testid="stPageLink-NavLink"] p '
-              '{white-space: normal; overflow-wrap: anywhere;}</style>')
 
 store = ui.store()
 jobs = ui.jobs()
@@ -25,7 +19,6 @@ person = ui.viewer()  # with sign-in: only this person's runs, in every query be
 state = st.session_state
 
 st.title("Library")
-st.html(WRAP_LINKS)
 
 cols = st.columns([3, 1, 1])
 search = cols[0].text_input("Search questions", key="lib_search", placeholder="words from the question")

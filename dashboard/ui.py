@@ -37,6 +37,14 @@ PAGES = {
 }
 
 
+# A link to a run shows its whole question (up to views.md_label's cut), wrapped onto more
+# lines where the screen is narrow: Streamlit keeps a page link on one line and clips it, so
+# on a phone the Library read "How do air source heat pumps perform in very cold cl". Our own
+# style (no text from a run in it), for the page's main area (not the sidebar's navigation).
+WRAP_LINKS = ('<style>[data-testid="stMain"] [data-testid="stPageLink-NavLink"] p '
+              '{white-space: normal; overflow-wrap: anywhere;}</style>')
+
+
 def env() -> dict[str, str]:
     """Effective settings (secrets file, overridden by the environment), read fresh each time."""
     return current_env()
