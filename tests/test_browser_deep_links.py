@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import pytest
-
 from storage import Store
 from tests.browser_helpers import wait_idle
-from tests.browser_pages import assert_clean, main, own_server, query, sync_api, watched_page
+from tests.browser_pages import BROWSER_TESTS, assert_clean, main, own_server, query, sync_api, watched_page
 from tests.dashboard_fixtures import finished_run
 
-pytestmark = [pytest.mark.browser]
+pytestmark = BROWSER_TESTS
 
 QUESTION = "How fast is solar power growing?"
 APP_CAPTION = "Deep Research Studio: ask a question, get a cited report."

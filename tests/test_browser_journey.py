@@ -663,7 +663,13 @@ def compare(walk: Walk) -> None:
         content = main(page)
         expect(content.get_by_text("2 run(s) · page 1 of 1")).to_be_visible()
         # One click opens a run: the list names each by question, with status, date and preset.
-        expect(content.get_by_role("link", name=re.compile(re.escape(QUESTION[:40])))).to_have_count(2)
+        links = content.get_by_role("link", name=re.compile(re.escape(QUESTION[:40])))
+        expect(links).to_have_count(2)
+        # ... each question whole, wrapped on a phone (Streamlit clipped a page link's one line)
+        for link in links.all():
+            clipped = link.evaluate("a => { const p = a.querySelector('p');"
+                                    " return p.scrollWidth > p.clientWidth + 1; }")
+            assert not clipped, f"a run's question is clipped in the Library ({size})"
         picker = content.locator('[data-testid="stMultiSelect"]').filter(has_text="Pick two or more runs")
         for preset in ("Quick", "Standard"):
             wait_idle(page)

@@ -7,15 +7,13 @@ import re
 import time
 from typing import Any
 
-import pytest
-
 from storage import Store
 from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import wait_idle
-from tests.browser_pages import audit, main, sync_api, watched_page
+from tests.browser_pages import BROWSER_TESTS, audit, main, sync_api, watched_page
 from tests.dashboard_fixtures import finished_run
 
-pytestmark = [pytest.mark.browser]
+pytestmark = BROWSER_TESTS
 
 
 def test_clicking_a_branch_of_the_map_opens_its_sources(

@@ -22,10 +22,10 @@ import pytest
 from storage import Store
 from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import free_port, wait_idle
-from tests.browser_pages import main, own_server, query, sync_api, watched_page
+from tests.browser_pages import BROWSER_TESTS, main, own_server, query, sync_api, watched_page
 from tests.dashboard_fixtures import finished_run
 
-pytestmark = [pytest.mark.browser]
+pytestmark = BROWSER_TESTS
 
 ALICE, BOB = "alice@example.org", "bob@example.org"
 ALICE_OLD = "How do heat pumps perform in cold climates?"

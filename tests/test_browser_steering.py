@@ -13,16 +13,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from storage import Store
 from tests.browser_fixtures import SharedDashboard
 from tests.browser_helpers import wait_idle
-from tests.browser_pages import RUN_TIMEOUT_MS, audit, main, sync_api, watched_page
+from tests.browser_pages import BROWSER_TESTS, RUN_TIMEOUT_MS, audit, main, sync_api, watched_page
 from tests.runs import Runner
 from tests.standin import StandinServer
 
-pytestmark = [pytest.mark.browser]
+pytestmark = BROWSER_TESTS
 
 MINE = "Heat pump noise rules in cities"
 
