@@ -41,23 +41,29 @@ class Compiled:
         values = []
         for name, process in self.order:
             value = params[name] if name in params else self.fixed[name]
-            values.append(value if process is None or value is None else process(value))
+            values.append(value if process is None else process(value))  # None too, as execute
         if self.positional:
             return tuple(values)
         return dict(zip((name for name, _ in self.order), values, strict=True))
 
 
-def compile_plain(statement: Executable, dialect: Dialect, keys: Sequence[str]) -> Compiled | None:
-    """`statement` compiled for `dialect` and the parameters `keys`, or None when what it
-    returns needs SQLAlchemy's result processing (anything but integers and text)."""
+def compile_plain(statement: Executable, dialect: Dialect, keys: Sequence[str], *,
+                  any_result: bool = False) -> Compiled | None:
+    """`statement` compiled for `dialect` and the parameters `keys`, or None when it needs
+    SQLAlchemy at each run (an `IN` list, a value computed per run) or, unless `any_result`
+    (the caller converts the results itself: `storage.direct`), when what it returns needs
+    SQLAlchemy's result processing (anything but integers and text)."""
     returned = getattr(statement, "exported_columns", None) or ()
-    if any(not isinstance(column.type, Integer | String) for column in returned):
+    if not any_result and any(not isinstance(column.type, Integer | String)
+                              for column in returned):
         return None
     compiled = statement.compile(  # type: ignore[attr-defined]
         dialect=dialect, column_keys=list(keys) or None)
     if (compiled.literal_execute_params or compiled.post_compile_params
             or compiled.escaped_bind_names):
         return None  # expanded per call (`IN` lists), or renamed in the SQL: left to `execute`
+    if any(bind.callable is not None for bind in compiled.binds.values()):
+        return None  # a value computed at each run
     # By the name each parameter has in the SQL (an anonymous one, such as the literal in
     # `calls + 1`, is named there param_1, ...).
     named = {compiled.bind_names[bind]: bind for bind in compiled.binds.values()}

@@ -20,13 +20,17 @@ PostgreSQL (a team server):
 
 A write inside a write (on the same thread) joins it, and reads on that thread see it.
 
-Every statement runs through SQLAlchemy (`Connection.execute`), whose compiled-statement
-cache (per engine, `query_cache_size`) compiles each statement built once a single time;
-what used to cost most on the hot reads was turning rows into dicts, so `Database.rows`
-fetches them at once and zips them with their keys. The hot writes of one statement (a
-heartbeat, a usage row, an event) skip even the cache's lookup: their SQL is compiled once
-and run by `Connection.exec_driver_sql` (`storage.compiled`). Only BEGIN / COMMIT / ROLLBACK
-go to the driver's connection (`_driver`). See
+Every statement is a SQLAlchemy Core statement compiled by SQLAlchemy. It runs through
+`Connection.execute`, whose compiled-statement cache (per engine, `query_cache_size`)
+compiles each statement built once a single time; what used to cost most on the hot reads
+was turning rows into dicts, so `Database.rows` fetches them at once and zips them with their
+keys. On SQLite, the reads (`rows`, `value`) and the writes of one statement (`write_one`: a
+heartbeat, a usage row, an event) that the store runs again and again skip SQLAlchemy's
+per-call work: their compiled SQL runs on the driver's cursor, results converted as
+SQLAlchemy converts them (`storage.direct`, plans kept per process). On PostgreSQL those
+writes skip the cache's lookup: their SQL is compiled once per process and run by
+`Connection.exec_driver_sql` (`storage.compiled`). BEGIN / COMMIT / ROLLBACK go to the
+driver's connection (`_driver`). See
 https://docs.sqlalchemy.org/en/20/core/connections.html#sql-compilation-caching
 """
 
@@ -46,7 +50,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql import Executable
 
-from storage import wal
+from storage import direct, wal
 from storage.compiled import Compiled, compile_plain
 from storage.rows import Params, Row
 
@@ -54,6 +58,10 @@ POOL_SIZE = 8            # connections kept open per process (more open while bu
 PG_MAX_OVERFLOW = 24     # PostgreSQL: at most POOL_SIZE + this at once, per process
 PG_CONNECT_TIMEOUT_S = 10
 PG_RECYCLE_S = 600       # reopen pooled PostgreSQL connections this old (no ping per checkout)
+
+# PostgreSQL: `write_one`'s statements as compiled SQL, per process, by statement, parameter
+# names and dialect (the statement kept, so that its id stays its own); see `_execute`.
+_compiled: dict[tuple[int, tuple[str, ...], str], tuple[Executable, Compiled | None]] = {}
 
 
 class Tx:
@@ -123,9 +131,6 @@ class Database:
                 isolation_level="AUTOCOMMIT",
             )
         self._begin_sql = "BEGIN IMMEDIATE" if self.dialect == "sqlite" else "BEGIN"
-        # `write_one`'s statements as compiled SQL, by statement and parameter names (the
-        # statement kept, so that its id stays its own); see `_execute`.
-        self._compiled: dict[tuple[int, tuple[str, ...]], tuple[Executable, Compiled | None]] = {}
 
     def _sqlite_engine(self, wal_limit_bytes: int) -> Engine:
         engine = create_engine(
@@ -185,27 +190,37 @@ class Database:
         second). Its SQL is compiled once (`storage.compiled`)."""
         open_conn = self.current()
         if open_conn is not None:
-            return _first_value(self._execute(open_conn, statement, params))
+            return self._execute(open_conn, statement, params)
         if self.wal is None:  # PostgreSQL
             with self._connection() as conn:
-                return _first_value(self._execute(conn, statement, params))
+                return self._execute(conn, statement, params)
         conn = self._own()
-        value = _first_value(self._execute(conn, statement, params))
+        value = self._execute(conn, statement, params)
         self.wal.after_commit(raw_sqlite(conn))
         return value
 
     def _execute(self, conn: Connection, statement: Executable, params: Params) -> Any:
-        """`statement` on `conn`: its SQL compiled once for these parameter names and run
-        by `exec_driver_sql`, or, when its results need SQLAlchemy's processing, `execute`."""
-        key = (id(statement), tuple(params))
-        known = self._compiled.get(key)
+        """`statement` on `conn`, what it returned (see `write_one`). SQLite: on the driver's
+        cursor once its plan is known (`storage.direct`); PostgreSQL: its SQL compiled once
+        per process for these parameter names and run by `exec_driver_sql`, or, when its
+        results need SQLAlchemy's processing, `execute`."""
+        if self.wal is not None:  # SQLite
+            plan = direct.plan_for(statement, params)
+            if isinstance(plan, direct.Plan):
+                return direct.first_value(conn, plan, params)
+            result = conn.execute(statement, params)
+            if plan is direct.PENDING:
+                direct.learn(statement, params, conn, result)
+            return _first_value(result)
+        key = (id(statement), tuple(params), conn.dialect.name)
+        known = _compiled.get(key)
         if known is None or known[0] is not statement:
-            known = self._compiled[key] = (
+            known = _compiled[key] = (
                 statement, compile_plain(statement, conn.dialect, list(params)))
-        plan = known[1]
-        if plan is None:
-            return conn.execute(statement, params)
-        return conn.exec_driver_sql(plan.sql, plan.args(params))
+        compiled = known[1]
+        if compiled is None:
+            return _first_value(conn.execute(statement, params))
+        return _first_value(conn.exec_driver_sql(compiled.sql, compiled.args(params)))
 
     @contextmanager
     def _connection(self) -> Iterator[Connection]:
@@ -246,14 +261,25 @@ class Database:
     def rows(self, statement: Executable, params: Params | None = None) -> list[Row]:
         """The rows of a query, as plain dicts (JSON columns decoded)."""
         with self.read() as conn:
+            plan = direct.plan_for(statement, params) if self.wal is not None else None
+            if isinstance(plan, direct.Plan):
+                return direct.rows(conn, plan, params)
             result = conn.execute(statement, params)
+            if plan is direct.PENDING:
+                direct.learn(statement, params, conn, result)
             keys = list(result.keys())
             return [dict(zip(keys, row, strict=True)) for row in result.all()]
 
     def value(self, statement: Executable, params: Params | None = None) -> Any:
         """The first column of a query's first row, or None."""
         with self.read() as conn:
-            return conn.execute(statement, params).scalar()
+            plan = direct.plan_for(statement, params) if self.wal is not None else None
+            if isinstance(plan, direct.Plan):
+                return direct.first_value(conn, plan, params)
+            result = conn.execute(statement, params)
+            if plan is direct.PENDING:
+                direct.learn(statement, params, conn, result)
+            return result.scalar()
 
     def dispose(self) -> None:
         """Close this thread's connection and the idle pooled ones (other threads keep theirs;
