@@ -261,25 +261,29 @@ class Database:
     def rows(self, statement: Executable, params: Params | None = None) -> list[Row]:
         """The rows of a query, as plain dicts (JSON columns decoded)."""
         with self.read() as conn:
-            plan = direct.plan_for(statement, params) if self.wal is not None else None
-            if isinstance(plan, direct.Plan):
+            plan, result = self._query(conn, statement, params)
+            if result is None:
                 return direct.rows(conn, plan, params)
-            result = conn.execute(statement, params)
-            if plan is direct.PENDING:
-                direct.learn(statement, params, conn, result)
             keys = list(result.keys())
             return [dict(zip(keys, row, strict=True)) for row in result.all()]
 
     def value(self, statement: Executable, params: Params | None = None) -> Any:
         """The first column of a query's first row, or None."""
         with self.read() as conn:
-            plan = direct.plan_for(statement, params) if self.wal is not None else None
-            if isinstance(plan, direct.Plan):
-                return direct.first_value(conn, plan, params)
-            result = conn.execute(statement, params)
-            if plan is direct.PENDING:
-                direct.learn(statement, params, conn, result)
-            return result.scalar()
+            plan, result = self._query(conn, statement, params)
+            return direct.first_value(conn, plan, params) if result is None else result.scalar()
+
+    def _query(self, conn: Connection, statement: Executable, params: Params | None,
+               ) -> tuple[Any, CursorResult[Any] | None]:
+        """A read's plan (storage.direct: SQLite only), and None to run it by that plan;
+        else SQLAlchemy's result of it, its plan learnt when it was seen before."""
+        plan = direct.plan_for(statement, params) if self.wal is not None else None
+        if isinstance(plan, direct.Plan):
+            return plan, None
+        result = conn.execute(statement, params)
+        if plan is direct.PENDING:
+            direct.learn(statement, params, conn, result)
+        return plan, result
 
     def dispose(self) -> None:
         """Close this thread's connection and the idle pooled ones (other threads keep theirs;
