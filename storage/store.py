@@ -6,8 +6,10 @@ queries, skipped pages), `storage.writing` (drafts, reviews, report, hosted engi
 verifications), `storage.log` (events, usage), `storage.live` (the live panel's one
 read) and `storage.accounts` (the model accounts' shared books), over `storage.base` (the database,
 transactions, redaction). Queries are SQLAlchemy Core, written once for both databases and
-run one way (`Connection.execute`; the hot ones are module constants, so SQLAlchemy's
-compiled-statement cache knows them after their first run); `storage.dialects` holds what
+run one way, through `storage.engine.Database` (`rows`, `value`, `write_one`, `transaction`);
+the hot ones are module constants, so SQLAlchemy's compiled-statement cache knows them after
+their first run, and on SQLite a statement run again goes to the driver's cursor with
+SQLAlchemy's own compilation and conversions (`storage.direct`); `storage.dialects` holds what
 differs. `storage.documents` and `storage.copy` run theirs through the Store's public
 `transaction`, `query`, `query_one` and `query_value`, as the table groups do on themselves;
 nothing outside `storage/` writes SQL. Callers only ever see Python values.
