@@ -205,13 +205,7 @@ class Database:
         per process for these parameter names and run by `exec_driver_sql`, or, when its
         results need SQLAlchemy's processing, `execute`."""
         if self.wal is not None:  # SQLite
-            plan = direct.plan_for(statement, params)
-            if isinstance(plan, direct.Plan):
-                return direct.first_value(conn, plan, params)
-            result = conn.execute(statement, params)
-            if plan is direct.PENDING:
-                direct.learn(statement, params, conn, result)
-            return _first_value(result)
+            return self._first(conn, statement, params)
         key = (id(statement), tuple(params), conn.dialect.name)
         known = _compiled.get(key)
         if known is None or known[0] is not statement:
@@ -270,12 +264,17 @@ class Database:
     def value(self, statement: Executable, params: Params | None = None) -> Any:
         """The first column of a query's first row, or None."""
         with self.read() as conn:
-            plan, result = self._query(conn, statement, params)
-            return direct.first_value(conn, plan, params) if result is None else result.scalar()
+            return self._first(conn, statement, params)
+
+    def _first(self, conn: Connection, statement: Executable, params: Params | None) -> Any:
+        """The first column of the first row `statement` returns on `conn`, or None (a
+        read's value, a write's RETURNING)."""
+        plan, result = self._query(conn, statement, params)
+        return direct.first_value(conn, plan, params) if result is None else _first_value(result)
 
     def _query(self, conn: Connection, statement: Executable, params: Params | None,
                ) -> tuple[Any, CursorResult[Any] | None]:
-        """A read's plan (storage.direct: SQLite only), and None to run it by that plan;
+        """A statement's plan (storage.direct: SQLite only), and None to run it by that plan;
         else SQLAlchemy's result of it, its plan learnt when it was seen before."""
         plan = direct.plan_for(statement, params) if self.wal is not None else None
         if isinstance(plan, direct.Plan):
