@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import http.client
+import io
+import logging
 import re
+import socket
+import struct
+import time
+from contextlib import redirect_stderr
+from urllib.parse import urlsplit
 
 import httpx
+import pytest
 
 from tests.standin import StandinServer, brain
 
@@ -120,3 +129,28 @@ def test_shorten_prompt_keeps_the_structure_within_the_limit() -> None:
                               f"Shorten it to fit.\n\n{draft}", None)
     assert short.startswith("# ") and len(short.split()) <= words - 20
     assert all(section in short for section in SECTIONS)
+
+
+def test_a_client_that_hangs_up_prints_nothing(standin: StandinServer, standin_env: dict[str, str],
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    # An in-process CLI test redirects `sys.stderr` and fails on any traceback in it: a client
+    # resetting a kept-alive connection (as SDKs do after a refusal) must not print one.
+    caplog.set_level(logging.DEBUG, logger="standin.server")
+    address = urlsplit(standin.base_url)
+    err = io.StringIO()
+    with redirect_stderr(err):
+        conn = http.client.HTTPConnection(address.hostname or "", address.port)
+        conn.request("GET", "/v1/models",
+                     headers={"Authorization": f"Bearer {standin_env['OPENAI_API_KEY']}"})
+        response = conn.getresponse()
+        assert response.status == 200 and response.getheader("Connection") != "close"
+        response.read()
+        # Linger 0: closing sends a reset, which the server's wait for the next request meets.
+        assert conn.sock is not None
+        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+        deadline = time.monotonic() + 10
+        while "hung up" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert err.getvalue() == ""
+    assert "hung up" in caplog.text
