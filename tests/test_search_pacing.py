@@ -148,7 +148,9 @@ def test_arxiv_gets_one_connection_at_a_time(
 def test_a_runs_academic_searches_keep_to_the_pace(
     standin: StandinServer, http_runs: Runner
 ) -> None:
-    standin.set_latency(model=0.3, search=0.1)  # units long enough for a few turns
+    # Units long enough for a few turns: at 0.3 s a unit sent one search (with the ping, the
+    # two this needs), and under a busy suite it sometimes ended before its first turn.
+    standin.set_latency(model=0.8, search=0.1)
     store, run_id = http_runs(preset="quick", search_pace=SCALE, **FEW_PAGES)
     run = store.get_run(run_id)
     assert run is not None and run.status == "completed", run and run.error
