@@ -7,7 +7,7 @@ import math
 
 import streamlit as st
 
-from dashboard import compare_view, ui, versions_view, views, watches_view
+from dashboard import compare_table, compare_view, ui, versions_view, views, watches_view
 from research.runs import ACTIVE
 from storage.versions import version_groups
 
@@ -114,14 +114,14 @@ chosen = st.multiselect("Pick two or more runs", list(labels), format_func=label
 if len(chosen) == 1:
     st.caption("Pick at least one more run to compare.")
 elif len(chosen) >= 2:
-    table = views.compare_frame(store, chosen, person=person)
+    table = compare_table.compare_frame(store, chosen, person=person)
     st.dataframe(table.drop(columns=["Run id"]), hide_index=True, width="stretch",
                  column_config={"Cost (USD)": st.column_config.NumberColumn(format="$%.2f")})
-    constant = st.selectbox("Compare against", list(views.COMPARE_CONSTANTS), key="lib_compare_constant")
-    charts = views.compare_charts(table, constant)
+    constant = st.selectbox("Compare against", list(compare_table.COMPARE_CONSTANTS), key="lib_compare_constant")
+    charts = compare_table.compare_charts(table, constant)
     left, right = st.columns(2)
     for i, (name, fig) in enumerate(charts.items()):
         (left if i % 2 == 0 else right).plotly_chart(fig, key=f"compare_{name}")
     compare_view.panel(store, list(table["Run id"]),
-                       [t.replace("<br>", " · ") for t in views.compare_labels(table)],
+                       [t.replace("<br>", " · ") for t in compare_table.compare_labels(table)],
                        person=person)

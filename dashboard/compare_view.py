@@ -1,5 +1,5 @@
 """Compare runs: two or three reports side by side in the Library, sections aligned and what
-differs marked (issue 39), beside the figures and charts of `views.compare_frame`.
+differs marked (issue 39), beside the figures and charts of `compare_table.compare_frame`.
 
 The sections are aligned by their headings (the first report's order, then the headings only
 the others have); each column lists its report's sentences in that section, and a sentence no

@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from research import (
-    answer_clarification,
-    answer_steering,
-    approve_plan,
-    pending_clarification,
-    pending_steering,
-    resume,
-    voice,
-)
+from research import resume, voice
 from research.core.config import Credentials, ResearchConfig, WorkerSettings, build_config
-from research.core.errors import ConfigError, ResearchError, redact
-from research.core.events import Event, SourceFound
-from research.core.progress import percent
-from research.core.prompts import strip_control
-from research.core.records import JsonObject, Run, Subtopic
+from research.core.errors import ResearchError, redact
+from research.core.records import Run
 from research.core.settings import command_owner, effective_env, prices_path
 from research.documents import ingest_paths
 from research.documents.choice import with_sources
@@ -40,6 +27,7 @@ from research.pipeline import create_run
 from research.related import dig_deeper_question, report_sections
 from research.runs import liveness
 from research.search.documents import check_scope
+from research.terminal import Printer, answer_waiting, quiet_logging, say, waiting_message
 from storage import (
     DISK_FULL_MESSAGE,
     TERMINAL_STATUSES,
@@ -162,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["update"]:  # python -m research update RUN_ID (research/living)
         argv = ["--update", *argv[1:]]
     args = parser().parse_args(argv)
-    _quiet_logging()
+    quiet_logging()
     env = effective_env()
     credentials = Credentials.from_env(env)
     secrets = credentials.secrets()
@@ -258,7 +246,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
         return _fail(f"Could not open the database: {redact_url(str(exc))}", secrets, EXIT_FAILED)
     session.store = store
     _put_right_abandoned(store)
-    printer = _Printer(store, quiet=args.quiet)
+    printer = Printer(store, quiet=args.quiet)
     owner = command_owner(args.owner, env)
     try:
         prices = PriceTable.load(prices_path(env))
@@ -276,13 +264,13 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
             runs.resume(run_id, credentials)  # the workers' own keys are used, never these
             if args.detach:
                 return None
-            return runs.watch(run_id, _say, quiet=args.quiet)
+            return runs.watch(run_id, say, quiet=args.quiet)
 
         run: Run | None
         if args.wait:
             run_id = session.run_id = args.wait
             assert runs is not None  # --wait always watches the queue
-            run = runs.watch(run_id, _say, quiet=args.quiet, person=owner)
+            run = runs.watch(run_id, say, quiet=args.quiet, person=owner)
         elif args.resume:
             found = store.get_run(args.resume, person=owner)
             if found is None:
@@ -293,7 +281,7 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                 if not queued:
                     check_configuration(ResearchConfig(**found.config), credentials)
                 why = found.error if found.status == "interrupted" and found.error else ""
-                _say(f"Resuming run {args.resume}" + (f" (it was interrupted: {why})" if why else ""))
+                say(f"Resuming run {args.resume}" + (f" (it was interrupted: {why})" if why else ""))
                 run = go(run_id)
         elif args.update:
             earlier, config = update_request(store, args.update, person=owner,
@@ -302,8 +290,8 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                 check_configuration(config, credentials)
             run_id = session.run_id = create_run(store, earlier.question, config,
                                                  parent_run_id=earlier.id, person=owner)
-            _say(f"Run id: {run_id} (an update of run {earlier.id}: what is new since "
-                 f"{config.update_since})")
+            say(f"Run id: {run_id} (an update of run {earlier.id}: what is new since "
+                f"{config.update_since})")
             run = go(run_id)
         else:
             parent, section = args.build_on, None
@@ -328,20 +316,20 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                 check_configuration(config, credentials)
             if config.engine == "pipeline" and not args.quiet:  # a hosted engine: no estimate
                 guess = estimate(config, prices)
-                _say(estimate_line(guess, account_pace(guess, config, credentials, store)))
+                say(estimate_line(guess, account_pace(guess, config, credentials, store)))
             run_id = session.run_id = create_run(store, args.question, config, parent_run_id=parent,
                                                  person=owner)
-            _say(f"Run id: {run_id}")
+            say(f"Run id: {run_id}")
             run = go(run_id)
         while run is not None and run.status == "waiting":
-            if not _answer_waiting(store, run_id, args):
-                return _fail(_waiting_message(store, run_id), secrets, EXIT_WAITING)
+            if not answer_waiting(store, run_id, args):
+                return _fail(waiting_message(store, run_id), secrets, EXIT_WAITING)
             run = go(run_id)
     except ResearchError as exc:
         return _fail(str(exc), secrets, EXIT_USAGE)
     if run is None:  # --detach
-        _say(f"Run {run_id} is queued for a worker. Wait for it and write its report with: "
-             f"python -m research --wait {run_id}")
+        say(f"Run {run_id} is queued for a worker. Wait for it and write its report with: "
+            f"python -m research --wait {run_id}")
         print(run_id)
         return EXIT_OK
     if run.status == "cancelled":  # in the words of every surface (research/voice.py)
@@ -364,10 +352,10 @@ def _main(args: argparse.Namespace, env: dict[str, str], credentials: Credential
                      f"python -m research --resume {run_id} --out PATH", secrets, EXIT_FAILED)
     session.writing = None
     # Still a completed run (exit 0) with warnings, but never shown as a plain success.
-    _say(f"{voice.run_label(run)}. Report written to {out} ({run.totals.sources or 0} "
-         f"sources, cost {voice.money(run.totals.cost_usd or 0.0)}).")
+    say(f"{voice.run_label(run)}. Report written to {out} ({run.totals.sources or 0} "
+        f"sources, cost {voice.money(run.totals.cost_usd or 0.0)}).")
     for warning in run.warnings:
-        _say(f"  Warning: {redact(voice.plain_error(warning), secrets)}")
+        say(f"  Warning: {redact(voice.plain_error(warning), secrets)}")
     print(run_id)
     return EXIT_OK
 
@@ -421,28 +409,12 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-def _quiet_logging() -> None:
-    """Warnings on stderr as one line each: a person at a terminal gets no tracebacks."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_OneLine("%(levelname)s: %(message)s"))
-    logging.basicConfig(level=logging.WARNING, handlers=[handler])
-
-
-class _OneLine(logging.Formatter):
-    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
-        return ""
-
-    def format(self, record: logging.LogRecord) -> str:
-        record.exc_text = ""
-        return strip_control(super().format(record).rstrip())
-
-
 def _documents_config(store: Store, config: ResearchConfig,
                       args: argparse.Namespace) -> ResearchConfig:
     """Ingest --docs (each bad file named, the rest kept) and read the chosen documents."""
     added: list[str] = []
     for result in ingest_paths(store, args.docs or [], collection=args.collection):
-        _say(f"{'Added' if result.ok else 'Skipped'} {result.filename}: {result.message}")
+        say(f"{'Added' if result.ok else 'Skipped'} {result.filename}: {result.message}")
         if result.ok and result.document_id:
             added.append(result.document_id)
     if args.docs and not added:
@@ -468,107 +440,6 @@ def follow_up_question(store: Store, parent: str, section: str, owner: str | Non
     return dig_deeper_question(run.question, section)
 
 
-def _answer_waiting(store: Store, run_id: str, args: argparse.Namespace) -> bool:
-    """Give a waiting run what it waits for, from flags or by asking. False: cannot."""
-    asked = pending_clarification(store, run_id)
-    interactive = sys.stdin.isatty()
-    if asked:
-        if args.answer:
-            answer_clarification(store, run_id, args.answer)
-            args.answer = []
-            return True
-        if not interactive:
-            return False
-        _say("Before starting, a few questions (press Enter to skip one):")
-        answers = [input(strip_control(f"{i}. {q}\n> "))
-                   for i, q in enumerate(asked["questions"], start=1)]
-        answer_clarification(store, run_id, answers)
-        return True
-    if pending_steering(store, run_id) is not None:
-        return _steer(store, run_id, args)
-    plan = store.get_plan(run_id) or []
-    if args.approve_plan:
-        approve_plan(store, run_id)
-        return True
-    if not interactive:
-        return False
-    _say(_plan_text(plan))
-    reply = input("Start research with this plan? [Y/n] ").strip().lower()
-    if reply in ("", "y", "yes"):
-        approve_plan(store, run_id)
-        return True
-    return False
-
-
-def _steer(store: Store, run_id: str, args: argparse.Namespace) -> bool:
-    """Follow the numbered proposals the flags name (or say enough); False: no choice given."""
-    if not (args.follow.strip() or args.add or args.enough):
-        return False
-    try:
-        follow = [int(n) for n in args.follow.replace(" ", "").split(",") if n]
-    except ValueError:
-        raise ConfigError(f"--follow takes proposal numbers separated by commas, e.g. 1,3 "
-                          f"(got {args.follow!r}).") from None
-    answer_steering(store, run_id, follow=follow, add=list(args.add), enough=args.enough)
-    args.follow, args.add, args.enough = "", [], False
-    return True
-
-
-def _steer_text(asked: JsonObject) -> str:  # a JSON column's value
-    lines = [f"Round {asked['round']} is done. The planner proposes to explore next:"]
-    lines += [f"  {p['n']}. {strip_control(p['title'])}"
-              + (f" ({strip_control(p['why'])[:200]})" if p.get("why") else "")
-              for p in asked["proposals"]] or ["  (no new branches)"]
-    return "\n".join(lines)
-
-
-def _plan_text(plan: Sequence[Subtopic]) -> str:
-    lines = ["The plan:"]
-    for i, sub in enumerate(plan, start=1):
-        lines.append(f"  {i}. {sub.title}")
-        lines += [f"       - {q}" for q in sub.questions]
-    return "\n".join(lines)
-
-
-def _waiting_message(store: Store, run_id: str) -> str:
-    proposals = pending_steering(store, run_id)
-    if proposals is not None:
-        return (f"{_steer_text(proposals)}\nContinue with: python -m research --resume {run_id} "
-                f"--follow 1,3 [--add \"a branch of your own\" ...], or --enough to write the "
-                "report now.")
-    asked = pending_clarification(store, run_id)
-    if asked:
-        listed = " ".join(f"({i}) {q}" for i, q in enumerate(asked["questions"], start=1))
-        return (f"Run {run_id} needs your answers first: {listed} Continue with: "
-                f"python -m research --resume {run_id} --answer \"...\" (once per question).")
-    return (f"Run {run_id} waits for you to review its plan (in the dashboard, or continue "
-            f"as planned with: python -m research --resume {run_id} --approve-plan).")
-
-
 def _fail(message: str, secrets: list[str], code: int) -> int:
-    _say(f"error: {redact(message, secrets)}")
+    say(f"error: {redact(message, secrets)}")
     return code
-
-
-def _say(text: str) -> None:
-    """Print a line for the person on stderr, stripped of terminal control: plan titles,
-    questions and errors carry model and web text, which must not drive the terminal."""
-    print(strip_control(text), file=sys.stderr, flush=True)
-
-
-class _Printer:
-    """Progress lines on stderr: time, percent and the event's message."""
-
-    def __init__(self, store: Store, *, quiet: bool) -> None:
-        self.store = store
-        self.quiet = quiet
-        self.started = time.monotonic()
-
-    def __call__(self, event: Event) -> None:
-        if self.quiet or isinstance(event, SourceFound):  # one line per source is too many
-            return
-        run = self.store.get_run(event.run_id)
-        pct = percent(run, self.store.get_steps(event.run_id)) if run else 0  # 0: deleted
-        elapsed = int(time.monotonic() - self.started)
-        _say(f"[{elapsed // 60:02d}:{elapsed % 60:02d} {pct:3d}%] "
-             f"{voice.plain_error(event.message)}")  # the dashboard's words (research/voice.py)

@@ -64,7 +64,8 @@ from research.runs.control import RunControl, record_failure
 from research.search import build_search_providers
 from research.search.base import SearchProvider
 from research.search.documents import bind_store
-from research.untrusted.fetch import Fetcher, FetchLimits, warm_up
+from research.untrusted.fetch import Fetcher, FetchLimits
+from research.untrusted.html_text import warm_up
 from research.untrusted.textclean import strip_hidden_controls
 from storage import DISK_FULL_MESSAGE, Store, is_disk_full
 

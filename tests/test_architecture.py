@@ -75,3 +75,13 @@ def test_the_checks_see_a_cycle_and_a_private_import(tmp_path, monkeypatch):
     edges, private = _graph()
     assert "research.b" in edges["research.a"] and "research.a" in edges["research.b"]
     assert private == ["research.a takes _hidden from research.b"]
+
+
+def test_no_module_of_the_product_is_over_500_lines():
+    """Each module small enough to read at once (issue 33): the engine, the store, the
+    dashboard's logic and its pages."""
+    paths = [ROOT / "app.py", *(ROOT / "app_pages").glob("*.py")]
+    paths += [p for package in PACKAGES for p in (ROOT / package).rglob("*.py")]
+    long = {str(p.relative_to(ROOT)): n for p in paths
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
+    assert long == {}

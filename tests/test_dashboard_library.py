@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import views
+from dashboard import compare_table
 from storage import Store
 from tests.dashboard_fixtures import dash_env_fixture, finished_run, on_postgresql, open_page  # noqa: F401 - fixture
 
@@ -99,8 +99,8 @@ def test_two_runs_of_one_question_stay_two_bars_with_their_own_figures(dash_env:
                          sources=4)
     deep = finished_run(dash_env, "How fast is solar power growing in Europe this decade?",
                         sources=10)  # same preset, same minute: told apart by number
-    frame = views.compare_frame(dash_env, [quick, deep])
-    charts = views.compare_charts(frame, "Subtopics")
+    frame = compare_table.compare_frame(dash_env, [quick, deep])
+    charts = compare_table.compare_charts(frame, "Subtopics")
     bars = charts["Sources"].data[0]
     assert list(bars.x) == [quick, deep]  # one bar per run
     assert sorted(bars.y) == [4, 10]  # each its own figure, nothing added up

@@ -421,7 +421,7 @@ def test_pages_read_at_once_load_the_extractors_suffix_list_once(
     # no lock of its own: the worker threads' first pages arriving together each parsed a copy.
     import tld.utils
 
-    import research.untrusted.fetch as fetch
+    from research.untrusted import html_text
 
     loads: list[str] = []
     keep = tld.utils.update_tld_names_container
@@ -432,7 +432,7 @@ def test_pages_read_at_once_load_the_extractors_suffix_list_once(
 
     monkeypatch.setattr(tld.utils, "tld_names", {})  # as in a fresh process
     monkeypatch.setattr(tld.utils, "update_tld_names_container", counted)
-    monkeypatch.setattr(fetch, "_warmed", False)
+    monkeypatch.setattr(html_text, "_warmed", False)
     page = ("<html><head><title>Cold</title></head><body><article><p>"
             + "Heat pumps keep working in cold climates. " * 30 + "</p></article></body></html>")
     start = threading.Barrier(8)
@@ -441,7 +441,7 @@ def test_pages_read_at_once_load_the_extractors_suffix_list_once(
     def read(i: int) -> None:
         start.wait()
         # served from an address, as by the stand-in: courlan then asks tld for the suffix
-        texts.append(fetch._html_to_text(page, f"http://127.0.0.1:{8100 + i}/a")[1])
+        texts.append(html_text.html_to_text(page, f"http://127.0.0.1:{8100 + i}/a")[1])
 
     threads = [threading.Thread(target=read, args=(i,)) for i in range(8)]
     for thread in threads:
@@ -454,14 +454,14 @@ def test_pages_read_at_once_load_the_extractors_suffix_list_once(
 
 def test_a_page_read_again_at_its_address_with_new_content_is_extracted_again() -> None:
     """The extraction kept per page is the one of that markup: a page that changed is read anew."""
-    from research.untrusted import fetch
+    from research.untrusted import html_text
 
     def page(words: str) -> str:
         return f"<html><head><title>T</title></head><body><article><p>{words * 30}</p></article></body></html>"
 
     url = "https://example.org/changing"
-    first = fetch._html_to_text(page("Heat pumps keep working in the cold. "), url)[1]
-    again = fetch._html_to_text(page("Heat pumps keep working in the cold. "), url)[1]
-    changed = fetch._html_to_text(page("Wind turbines pause in storms. "), url)[1]
+    first = html_text.html_to_text(page("Heat pumps keep working in the cold. "), url)[1]
+    again = html_text.html_to_text(page("Heat pumps keep working in the cold. "), url)[1]
+    changed = html_text.html_to_text(page("Wind turbines pause in storms. "), url)[1]
     assert first == again and "Heat pumps" in first
     assert "Wind turbines" in changed and "Heat pumps" not in changed

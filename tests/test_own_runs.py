@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from dbos import DBOS
 
-from dashboard.views import compare_frame
+from dashboard.compare_table import compare_frame
 from research.core.config import DEFAULT_PERSON, Credentials, build_config
 from research.core.errors import ConfigError
 from research.core.records import Run

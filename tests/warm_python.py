@@ -57,7 +57,7 @@ PRELOAD = (
     "tiktoken", "requests",
     "xml.etree.ElementTree", "_strptime", "netrc",
     "research.runs.worker", "research.runs.jobs",  # `python -m research worker`; the door to runs
-    "research.untrusted.fetch:warm_up", "research.llm.tls:shared_tls_context",
+    "research.untrusted.html_text:warm_up", "research.llm.tls:shared_tls_context",
 )
 # What the OpenAI SDK imports on a client's first use (its resources load lazily).
 WARM_CODE = """

@@ -13,7 +13,6 @@ ends with the command that researches it: a follow-up run built on this one
 from __future__ import annotations
 
 import argparse
-import sys
 
 from research.ask.answer import Answer, AskError, ask, conversation, cost_cap, own_run
 from research.core.config import Credentials
@@ -21,6 +20,7 @@ from research.core.errors import ConfigError
 from research.core.prompts import strip_control
 from research.core.settings import command_owner, effective_env, prices_path
 from research.llm.pricing import PriceTable
+from research.terminal import say
 from storage import (
     DatabaseUnavailableError,
     DatabaseValueError,
@@ -68,13 +68,13 @@ def main(argv: list[str]) -> int:
         prices = PriceTable.load(prices_path(env))
         cap = cost_cap(store, own_run(store, args.run_id, owner), prices)
         if cap is not None:  # the estimate before anything is sent
-            _say(cap.line)
+            say(cap.line)
         answer = ask(store, args.run_id, args.question, credentials=credentials, person=owner,
                      prices=prices)
         _print(answer)
         if not answer.answered:  # the build-on machinery: a follow-up run, its sources first
-            _say(f"To research it: python -m research --build-on {args.run_id} "
-                 f"\"{strip_control(answer.question)}\"")
+            say(f"To research it: python -m research --build-on {args.run_id} "
+                f"\"{strip_control(answer.question)}\"")
         return EXIT_OK
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
@@ -94,9 +94,5 @@ def _print(answer: Answer) -> None:
 
 
 def _fail(message: str, code: int) -> int:
-    _say(message)
+    say(message)
     return code
-
-
-def _say(text: str) -> None:
-    print(strip_control(text), file=sys.stderr, flush=True)
